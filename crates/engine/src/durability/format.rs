@@ -1,0 +1,392 @@
+//! Byte layouts of the log, the epoch history and checkpoints (see `docs/storage-format.md`).
+//!
+//! All integers are little-endian and fixed-size. Every unit that is read back is covered by a
+//! CRC-32C, and every length is checked against an explicit maximum before it is trusted.
+//!
+//! ```text
+//! log frame (one per flush, or more when a flush is large):
+//!   0  u64 magic "KILNFRM1"    8  u32 header crc (bytes 12..40)
+//!   12 u32 body length         16 u32 epoch        20 u32 record count
+//!   24 u64 first CSN           32 u32 body crc     36 u32 reserved (0)
+//!   40 body: record count × ( u32 payload length, payload )
+//! commit record payload (one committed update transaction; CSN = first CSN + index):
+//!   u32 write count, then per write:
+//!   u8 op (1 put, 2 delete), u16 keyspace length, keyspace, u32 key length, key,
+//!   [put only: u32 value length, value]
+//! ```
+
+use crate::id::{Csn, Epoch};
+
+/// Magic of a log frame.
+pub const FRAME_MAGIC: [u8; 8] = *b"KILNFRM1";
+/// Size of a frame header.
+pub const FRAME_HEADER_BYTES: usize = 40;
+/// The largest frame body the reader accepts.
+pub const FRAME_BODY_BYTES_MAX: u32 = 256 << 20;
+/// A flush cuts a new frame once the body reaches this size.
+pub const FRAME_BODY_BYTES_TARGET: usize = 4 << 20;
+
+const OP_PUT: u8 = 1;
+const OP_DELETE: u8 = 2;
+
+/// One write of a commit record, borrowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteRef<'a> {
+    /// The keyspace.
+    pub keyspace: &'a str,
+    /// The key.
+    pub key: &'a [u8],
+    /// The new value, or `None` for a delete.
+    pub value: Option<&'a [u8]>,
+}
+
+/// Encoded size of one write.
+pub fn write_encoded_len(keyspace: &str, key: &[u8], value: Option<&[u8]>) -> usize {
+    1 + 2 + keyspace.len() + 4 + key.len() + value.map_or(0, |v| 4 + v.len())
+}
+
+/// Appends a commit record (length prefix and payload) for `writes` to `out`.
+pub fn encode_record<'a>(
+    out: &mut Vec<u8>,
+    write_count: usize,
+    writes: impl Iterator<Item = WriteRef<'a>>,
+) {
+    let start = out.len();
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&(write_count as u32).to_le_bytes());
+    let mut seen = 0;
+    for w in writes {
+        seen += 1;
+        out.push(if w.value.is_some() { OP_PUT } else { OP_DELETE });
+        out.extend_from_slice(&(w.keyspace.len() as u16).to_le_bytes());
+        out.extend_from_slice(w.keyspace.as_bytes());
+        out.extend_from_slice(&(w.key.len() as u32).to_le_bytes());
+        out.extend_from_slice(w.key);
+        if let Some(value) = w.value {
+            out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+            out.extend_from_slice(value);
+        }
+    }
+    assert_eq!(seen, write_count, "write count mismatch");
+    let payload_len = (out.len() - start - 4) as u32;
+    out[start..start + 4].copy_from_slice(&payload_len.to_le_bytes());
+}
+
+/// A little reader over a byte slice that fails instead of panicking.
+pub struct Cursor<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// Reads from the start of `data`.
+    pub fn new(data: &'a [u8]) -> Self {
+        Cursor { data, pos: 0 }
+    }
+    /// Bytes consumed so far.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+    /// True when everything was consumed.
+    pub fn is_empty(&self) -> bool {
+        self.pos == self.data.len()
+    }
+    /// The next `n` bytes.
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], String> {
+        if self.data.len() - self.pos < n {
+            return Err(format!("truncated: wanted {n} bytes at {}", self.pos));
+        }
+        let out = &self.data[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(out)
+    }
+    /// The next byte.
+    pub fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.bytes(1)?[0])
+    }
+    /// The next little-endian u16.
+    pub fn u16(&mut self) -> Result<u16, String> {
+        Ok(u16::from_le_bytes(self.bytes(2)?.try_into().expect("2 bytes")))
+    }
+    /// The next little-endian u32.
+    pub fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.bytes(4)?.try_into().expect("4 bytes")))
+    }
+    /// The next little-endian u64.
+    pub fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.bytes(8)?.try_into().expect("8 bytes")))
+    }
+}
+
+/// Decodes a commit record's payload into its writes.
+pub fn decode_record(payload: &[u8]) -> Result<Vec<WriteRef<'_>>, String> {
+    let mut c = Cursor::new(payload);
+    let count = c.u32()? as usize;
+    // Each write takes at least 7 bytes, which bounds the count before allocating.
+    if count > payload.len() / 7 + 1 {
+        return Err(format!("write count {count} does not fit in {} bytes", payload.len()));
+    }
+    let mut writes = Vec::with_capacity(count);
+    for _ in 0..count {
+        let op = c.u8()?;
+        let ks_len = c.u16()? as usize;
+        let keyspace = std::str::from_utf8(c.bytes(ks_len)?)
+            .map_err(|_| "keyspace name is not UTF-8".to_string())?;
+        let key_len = c.u32()? as usize;
+        let key = c.bytes(key_len)?;
+        let value = match op {
+            OP_PUT => {
+                let len = c.u32()? as usize;
+                Some(c.bytes(len)?)
+            }
+            OP_DELETE => None,
+            other => return Err(format!("unknown write op {other}")),
+        };
+        writes.push(WriteRef { keyspace, key, value });
+    }
+    if !c.is_empty() {
+        return Err("trailing bytes after the last write".into());
+    }
+    Ok(writes)
+}
+
+/// A frame's header fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameHeader {
+    /// Length of the body.
+    pub body_len: u32,
+    /// Epoch of every record in the frame.
+    pub epoch: Epoch,
+    /// Number of records.
+    pub record_count: u32,
+    /// CSN of the first record.
+    pub first_csn: Csn,
+    /// CRC-32C of the body.
+    pub body_crc: u32,
+}
+
+impl FrameHeader {
+    /// CSN of the last record.
+    pub fn last_csn(&self) -> Csn {
+        self.first_csn + self.record_count as u64 - 1
+    }
+}
+
+/// Appends a frame for `body` (records already encoded back to back) to `out`.
+pub fn encode_frame(out: &mut Vec<u8>, epoch: Epoch, first_csn: Csn, count: u32, body: &[u8]) {
+    assert!(count > 0, "empty frame");
+    assert!(body.len() <= FRAME_BODY_BYTES_MAX as usize, "frame body too large");
+    let start = out.len();
+    out.extend_from_slice(&FRAME_MAGIC);
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(&epoch.to_le_bytes());
+    out.extend_from_slice(&count.to_le_bytes());
+    out.extend_from_slice(&first_csn.to_le_bytes());
+    out.extend_from_slice(&crc32c::crc32c(body).to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    let header_crc = crc32c::crc32c(&out[start + 12..start + FRAME_HEADER_BYTES]);
+    out[start + 8..start + 12].copy_from_slice(&header_crc.to_le_bytes());
+    out.extend_from_slice(body);
+}
+
+/// What is at an offset of a log segment.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FrameAt {
+    /// A valid frame.
+    Valid {
+        /// Its header.
+        header: FrameHeader,
+        /// Where its body starts: the body is `data[body_start..][..header.body_len]`.
+        body_start: usize,
+    },
+    /// The end of the data.
+    End,
+    /// Not a valid frame, with the reason.
+    Invalid(String),
+}
+
+/// Parses and verifies the frame at `offset` (header checksum, bounds, body checksum, and the
+/// record framing inside the body).
+pub fn frame_at(data: &[u8], offset: usize) -> FrameAt {
+    if offset == data.len() {
+        return FrameAt::End;
+    }
+    let rest = &data[offset..];
+    if rest.len() < FRAME_HEADER_BYTES {
+        return FrameAt::Invalid(format!("{} bytes, less than a frame header", rest.len()));
+    }
+    if rest[..8] != FRAME_MAGIC {
+        return FrameAt::Invalid("no frame magic".into());
+    }
+    let mut c = Cursor::new(&rest[8..FRAME_HEADER_BYTES]);
+    let header_crc = c.u32().expect("in bounds");
+    if crc32c::crc32c(&rest[12..FRAME_HEADER_BYTES]) != header_crc {
+        return FrameAt::Invalid("frame header checksum mismatch".into());
+    }
+    let header = FrameHeader {
+        body_len: c.u32().expect("in bounds"),
+        epoch: c.u32().expect("in bounds"),
+        record_count: c.u32().expect("in bounds"),
+        first_csn: c.u64().expect("in bounds"),
+        body_crc: c.u32().expect("in bounds"),
+    };
+    if header.body_len > FRAME_BODY_BYTES_MAX || header.record_count == 0 || header.first_csn == 0
+    {
+        return FrameAt::Invalid(format!("frame header out of bounds: {header:?}"));
+    }
+    let body_end = FRAME_HEADER_BYTES + header.body_len as usize;
+    if rest.len() < body_end {
+        return FrameAt::Invalid(format!("frame body cut short at {} of {body_end}", rest.len()));
+    }
+    let body = &rest[FRAME_HEADER_BYTES..body_end];
+    if crc32c::crc32c(body) != header.body_crc {
+        return FrameAt::Invalid("frame body checksum mismatch".into());
+    }
+    match split_records(body, header.record_count) {
+        Ok(_) => FrameAt::Valid { header, body_start: offset + FRAME_HEADER_BYTES },
+        Err(e) => FrameAt::Invalid(e),
+    }
+}
+
+/// Splits a frame body into its record payloads.
+pub fn split_records(body: &[u8], count: u32) -> Result<Vec<&[u8]>, String> {
+    let mut c = Cursor::new(body);
+    let mut records = Vec::with_capacity(count.min(1 << 16) as usize);
+    for _ in 0..count {
+        let len = c.u32()? as usize;
+        records.push(c.bytes(len)?);
+    }
+    if !c.is_empty() {
+        return Err("trailing bytes after the last record".into());
+    }
+    Ok(records)
+}
+
+/// Finds the first valid frame strictly after `offset`, by scanning for the magic.
+pub fn next_valid_frame_after(data: &[u8], offset: usize) -> Option<(usize, FrameHeader)> {
+    let mut pos = offset + 1;
+    while pos + FRAME_HEADER_BYTES <= data.len() {
+        let found = data[pos..].windows(8).position(|w| w == FRAME_MAGIC)?;
+        pos += found;
+        if let FrameAt::Valid { header, .. } = frame_at(data, pos) {
+            return Some((pos, header));
+        }
+        pos += 1;
+    }
+    None
+}
+
+/// Magic of the epoch history file.
+pub const EPOCHS_MAGIC: [u8; 8] = *b"KILNEPO1";
+
+/// Encodes the epoch history: (epoch, first CSN of the epoch) pairs, ascending.
+pub fn encode_epochs(epochs: &[(Epoch, Csn)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + epochs.len() * 12);
+    out.extend_from_slice(&EPOCHS_MAGIC);
+    out.extend_from_slice(&(epochs.len() as u32).to_le_bytes());
+    for &(epoch, start) in epochs {
+        out.extend_from_slice(&epoch.to_le_bytes());
+        out.extend_from_slice(&start.to_le_bytes());
+    }
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Decodes and verifies the epoch history.
+pub fn decode_epochs(data: &[u8]) -> Result<Vec<(Epoch, Csn)>, String> {
+    if data.len() < 16 {
+        return Err(format!("{} bytes, too short", data.len()));
+    }
+    let (body, crc) = data.split_at(data.len() - 4);
+    if crc32c::crc32c(body) != u32::from_le_bytes(crc.try_into().expect("4 bytes")) {
+        return Err("checksum mismatch".into());
+    }
+    let mut c = Cursor::new(body);
+    if c.bytes(8)? != EPOCHS_MAGIC {
+        return Err("bad magic".into());
+    }
+    let count = c.u32()? as usize;
+    if body.len() != 12 + count * 12 {
+        return Err(format!("length {} does not match {count} epochs", body.len()));
+    }
+    let mut epochs = Vec::with_capacity(count);
+    for _ in 0..count {
+        epochs.push((c.u32()?, c.u64()?));
+    }
+    for pair in epochs.windows(2) {
+        let ((e1, s1), (e2, s2)) = (pair[0], pair[1]);
+        if e2 != e1 + 1 || s2 < s1 {
+            return Err(format!("epochs out of order: {e1}@{s1} then {e2}@{s2}"));
+        }
+    }
+    Ok(epochs)
+}
+
+/// Magic of a checkpoint file.
+pub const CHECKPOINT_MAGIC: [u8; 8] = *b"KILNCKP1";
+/// Checkpoint entry tag: a live row.
+pub const CHECKPOINT_ROW: u8 = 1;
+/// Checkpoint entry tag: the trailer.
+pub const CHECKPOINT_END: u8 = 0xFF;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_and_frame_round_trip() {
+        let mut body = Vec::new();
+        let writes = [
+            WriteRef { keyspace: "kv", key: b"a", value: Some(b"1") },
+            WriteRef { keyspace: "kv", key: b"b", value: None },
+        ];
+        encode_record(&mut body, 2, writes.iter().copied());
+        encode_record(&mut body, 0, std::iter::empty());
+        let mut data = Vec::new();
+        encode_frame(&mut data, 3, 17, 2, &body);
+        let FrameAt::Valid { header, body_start } = frame_at(&data, 0) else { panic!() };
+        assert_eq!((header.epoch, header.first_csn, header.last_csn()), (3, 17, 18));
+        let records = split_records(&data[body_start..], header.record_count).unwrap();
+        assert_eq!(decode_record(records[0]).unwrap(), writes);
+        assert!(decode_record(records[1]).unwrap().is_empty());
+        assert_eq!(frame_at(&data, data.len()), FrameAt::End);
+    }
+
+    #[test]
+    fn every_single_bit_flip_and_truncation_is_detected() {
+        let mut body = Vec::new();
+        let w = [WriteRef { keyspace: "t", key: b"key", value: Some(b"value") }];
+        encode_record(&mut body, 1, w.iter().copied());
+        let mut data = Vec::new();
+        encode_frame(&mut data, 1, 1, 1, &body);
+        for bit in 0..data.len() * 8 {
+            let mut damaged = data.clone();
+            damaged[bit / 8] ^= 1 << (bit % 8);
+            assert!(matches!(frame_at(&damaged, 0), FrameAt::Invalid(_)), "bit {bit}");
+        }
+        for len in 1..data.len() {
+            assert!(matches!(frame_at(&data[..len], 0), FrameAt::Invalid(_)), "len {len}");
+        }
+    }
+
+    #[test]
+    fn epochs_round_trip_and_reject_damage() {
+        let epochs = vec![(1, 1), (2, 40), (3, 40), (4, 91)];
+        let data = encode_epochs(&epochs);
+        assert_eq!(decode_epochs(&data).unwrap(), epochs);
+        for i in 0..data.len() {
+            let mut damaged = data.clone();
+            damaged[i] ^= 0x10;
+            assert!(decode_epochs(&damaged).is_err(), "byte {i}");
+        }
+    }
+
+    #[test]
+    fn garbage_records_are_errors_not_panics() {
+        for payload in [&b""[..], b"\xff\xff\xff\xff", b"\x01\x00\x00\x00\x07", b"\x01\0\0\0\x01\xff\xff"] {
+            assert!(decode_record(payload).is_err());
+        }
+    }
+}

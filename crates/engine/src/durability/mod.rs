@@ -1,0 +1,378 @@
+//! Durability: the log buffer, the log writer with group commit, the durable watermark, the
+//! waiters and subscribers it wakes, epochs, checkpoints and recovery.
+//!
+//! ```text
+//!  commit sequencer ──append(csn, record)──▶ LogState.buffer   (records in CSN order)
+//!                                                │ swapped out whole by the log writer
+//!                                                ▼
+//!  log writer: frame ▶ append to segment ▶ fdatasync ▶ durable watermark := last CSN
+//!                                                │
+//!              safe waiters, wait(), persist(), subscriptions ◀─┘
+//! ```
+//!
+//! The writer flushes at once when a safe waiter, a `persist()` or back-pressure asks, and
+//! otherwise when the oldest buffered commit is half a vulnerability window old. Because the
+//! log is written and synced in CSN order, durability is always a prefix of the commit order:
+//! one integer, the durable watermark, says what is durable.
+
+pub mod checkpoint;
+pub mod epochs;
+pub mod format;
+pub mod recovery;
+pub mod vfs;
+pub(crate) mod writer;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::{Error, Result};
+use crate::id::{Csn, Epoch, TxnId, TxnKind, TxnStatus};
+use epochs::EpochHistory;
+
+/// Records appended by the sequencer and not yet taken by the log writer, plus the writer's
+/// control flags. Guarded by `Durability::log`.
+pub(crate) struct LogState {
+    /// Epoch of the buffered records.
+    pub epoch: Epoch,
+    /// Encoded records, back to back, for CSNs `first_csn .. first_csn + count`.
+    pub buffer: Vec<u8>,
+    pub first_csn: Csn,
+    pub count: u32,
+    /// When the oldest buffered record was appended.
+    pub oldest: Option<Instant>,
+    /// Bytes of committed, non-durable records (buffered and in flight).
+    pub backlog_bytes: u64,
+    /// Threads waiting for durability; the writer flushes at once while any wait.
+    pub safe_waiters: u32,
+    /// A `persist()` asked for a flush.
+    pub persist_requested: bool,
+    /// Why the writer cannot write (for example a full disk), while it cannot.
+    pub stalled: Option<String>,
+    /// Close was requested: flush what is buffered and stop.
+    pub shutdown: bool,
+}
+
+/// Where durability stands. Guarded by `Durability::state`.
+pub(crate) struct DurableState {
+    pub history: EpochHistory,
+    /// Durable watermark of the current epoch.
+    pub durable: Csn,
+    /// Last CSN assigned in the current epoch.
+    pub last_committed: Csn,
+    /// Set when durability failed beyond recovery; every waiter gets this error.
+    pub poisoned: Option<String>,
+}
+
+impl DurableState {
+    pub fn epoch(&self) -> Epoch {
+        self.history.current().expect("an open engine has an epoch").0
+    }
+}
+
+/// An event delivered to subscribers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DurabilityEvent {
+    /// Every transaction of `epoch` with CSN ≤ `csn` is durable.
+    Durable {
+        /// The epoch.
+        epoch: Epoch,
+        /// The new durable watermark.
+        csn: Csn,
+    },
+    /// Every transaction of `epoch` with CSN ≥ `from_csn` is lost; `new_epoch` began.
+    Lost {
+        /// The epoch that lost its suffix.
+        epoch: Epoch,
+        /// The first lost CSN.
+        from_csn: Csn,
+        /// The epoch that began after the loss.
+        new_epoch: Epoch,
+        /// Why.
+        cause: String,
+    },
+}
+
+/// Queued events of one subscriber, at most this many (consecutive `Durable` events merge).
+const SUBSCRIBER_QUEUE_MAX: usize = 1024;
+
+struct SubscriberQueue {
+    events: Mutex<VecDeque<DurabilityEvent>>,
+    ready: Condvar,
+}
+
+/// A subscription to durability events (see [`crate::Engine::subscribe`]).
+pub struct Subscription {
+    queue: Arc<SubscriberQueue>,
+}
+
+impl Subscription {
+    /// The next event, waiting up to `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Option<DurabilityEvent> {
+        let deadline = Instant::now() + timeout;
+        let mut events = self.queue.events.lock();
+        loop {
+            if let Some(event) = events.pop_front() {
+                return Some(event);
+            }
+            if self.queue.ready.wait_until(&mut events, deadline).timed_out() {
+                return events.pop_front();
+            }
+        }
+    }
+
+    /// The next event if one is queued.
+    pub fn try_recv(&self) -> Option<DurabilityEvent> {
+        self.queue.events.lock().pop_front()
+    }
+}
+
+/// Counters of the durability layer; all monotonic except the gauges noted.
+#[derive(Default)]
+pub(crate) struct DurabilityCounters {
+    pub flushes: AtomicU64,
+    pub flushed_txns: AtomicU64,
+    pub flushed_bytes: AtomicU64,
+    pub flush_micros_total: AtomicU64,
+    pub flush_micros_max: AtomicU64,
+    /// Flushes by number of transactions: bucket i counts sizes in [2^i, 2^(i+1)).
+    pub group_size_log2: [AtomicU64; 16],
+    pub lost_txns: AtomicU64,
+    pub loss_events: AtomicU64,
+    pub stalls: AtomicU64,
+    pub log_bytes_since_checkpoint: AtomicU64,
+}
+
+/// The durability layer's shared state.
+pub(crate) struct Durability {
+    pub log: Mutex<LogState>,
+    /// Wakes the log writer.
+    pub writer_wake: Condvar,
+    /// Wakes commits waiting for the backlog to drain.
+    pub backlog_drained: Condvar,
+    pub state: Mutex<DurableState>,
+    /// Wakes durability waiters.
+    pub state_changed: Condvar,
+    /// Copy of the durable watermark for lock-free reads.
+    pub durable_csn: AtomicU64,
+    subscribers: Mutex<Vec<Weak<SubscriberQueue>>>,
+    pub counters: DurabilityCounters,
+    pub backlog_bytes_max: u64,
+}
+
+impl Durability {
+    pub fn new(history: EpochHistory, durable: Csn, backlog_bytes_max: u64) -> Durability {
+        let (epoch, start) = history.current().expect("recovery opened an epoch");
+        assert_eq!(start, durable + 1, "a new epoch starts right after the durable history");
+        Durability {
+            log: Mutex::new(LogState {
+                epoch,
+                buffer: Vec::new(),
+                first_csn: start,
+                count: 0,
+                oldest: None,
+                backlog_bytes: 0,
+                safe_waiters: 0,
+                persist_requested: false,
+                stalled: None,
+                shutdown: false,
+            }),
+            writer_wake: Condvar::new(),
+            backlog_drained: Condvar::new(),
+            state: Mutex::new(DurableState {
+                history,
+                durable,
+                last_committed: durable,
+                poisoned: None,
+            }),
+            state_changed: Condvar::new(),
+            durable_csn: AtomicU64::new(durable),
+            subscribers: Mutex::new(Vec::new()),
+            counters: DurabilityCounters::default(),
+            backlog_bytes_max,
+        }
+    }
+
+    /// Waits, before a commit enters the sequencer, until the backlog is under its bound.
+    pub fn admit_commit(&self, timeout: Duration) -> Result<()> {
+        let mut log = self.log.lock();
+        if log.backlog_bytes < self.backlog_bytes_max {
+            return Ok(());
+        }
+        let deadline = Instant::now() + timeout;
+        while log.backlog_bytes >= self.backlog_bytes_max {
+            if log.shutdown {
+                return Err(Error::Closed);
+            }
+            self.writer_wake.notify_one();
+            if self.backlog_drained.wait_until(&mut log, deadline).timed_out()
+                && log.backlog_bytes >= self.backlog_bytes_max
+            {
+                let cause = log.stalled.clone().unwrap_or_else(|| "the log writer is behind".into());
+                return Err(Error::DurabilityStalled { cause });
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends the record of the commit `csn` of `epoch`. Called by the sequencer only, in CSN
+    /// order, under the commit lock.
+    pub fn append(&self, epoch: Epoch, csn: Csn, record: &[u8]) {
+        let mut log = self.log.lock();
+        assert_eq!(log.epoch, epoch, "append to the wrong epoch");
+        assert_eq!(log.first_csn + log.count as u64, csn, "append out of CSN order");
+        if log.count == 0 {
+            log.oldest = Some(Instant::now());
+        }
+        log.buffer.extend_from_slice(record);
+        log.count += 1;
+        log.backlog_bytes += record.len() as u64;
+        if log.buffer.len() >= format::FRAME_BODY_BYTES_TARGET
+            || log.backlog_bytes >= self.backlog_bytes_max / 2
+        {
+            self.writer_wake.notify_one();
+        }
+        drop(log);
+        self.state.lock().last_committed = csn;
+    }
+
+    /// The status of `id`.
+    pub fn status(&self, id: TxnId) -> TxnStatus {
+        let state = self.state.lock();
+        state.history.status(id, state.durable, state.last_committed)
+    }
+
+    /// Waits until `id` is durable or lost, or `timeout` passes; returns its status then.
+    /// Asks the writer to flush now, as a safe commit does.
+    pub fn wait(&self, id: TxnId, timeout: Option<Duration>) -> Result<TxnStatus> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let status = self.status(id);
+        if status != TxnStatus::Committed {
+            return Ok(status);
+        }
+        self.add_safe_waiter(1);
+        let mut state = self.state.lock();
+        let result = loop {
+            if let Some(reason) = &state.poisoned {
+                break Err(Error::Poisoned(reason.clone()));
+            }
+            let status = state.history.status(id, state.durable, state.last_committed);
+            if status != TxnStatus::Committed {
+                break Ok(status);
+            }
+            match deadline {
+                Some(deadline) => {
+                    if self.state_changed.wait_until(&mut state, deadline).timed_out() {
+                        break Ok(state.history.status(id, state.durable, state.last_committed));
+                    }
+                }
+                None => self.state_changed.wait(&mut state),
+            }
+        };
+        drop(state);
+        self.add_safe_waiter(-1);
+        result
+    }
+
+    /// Waits until `id` is durable; a lost transaction is an error.
+    pub fn wait_durable(&self, id: TxnId, cause_if_lost: &str) -> Result<()> {
+        match self.wait(id, None)? {
+            TxnStatus::Durable => Ok(()),
+            TxnStatus::Lost => Err(Error::Lost { id, cause: cause_if_lost.to_string() }),
+            other => unreachable!("wait without timeout ended {other}"),
+        }
+    }
+
+    fn add_safe_waiter(&self, delta: i32) {
+        let mut log = self.log.lock();
+        log.safe_waiters = log.safe_waiters.checked_add_signed(delta).expect("waiter count");
+        if delta > 0 {
+            self.writer_wake.notify_one();
+        }
+    }
+
+    /// Flushes everything committed so far; returns the durable CSN of the current epoch.
+    pub fn persist(&self) -> Result<(Epoch, Csn)> {
+        let id = {
+            let state = self.state.lock();
+            TxnId { epoch: state.epoch(), csn: state.last_committed, kind: TxnKind::ReadOnly }
+        };
+        {
+            let mut log = self.log.lock();
+            log.persist_requested = true;
+            self.writer_wake.notify_one();
+        }
+        self.wait_durable(id, "durability failed during persist")?;
+        let state = self.state.lock();
+        Ok((state.epoch(), state.durable))
+    }
+
+    /// Publishes a new durable watermark (the writer, after an fsync).
+    pub fn advance_durable(&self, epoch: Epoch, csn: Csn) {
+        let mut state = self.state.lock();
+        if state.epoch() != epoch {
+            return; // a loss already ended that epoch
+        }
+        assert!(csn >= state.durable, "durable watermark went backwards");
+        state.durable = csn;
+        self.durable_csn.store(csn, Ordering::Release);
+        drop(state);
+        self.state_changed.notify_all();
+        self.publish(DurabilityEvent::Durable { epoch, csn });
+    }
+
+    /// Records that durability failed beyond recovery; wakes every waiter with the error.
+    pub fn poison(&self, reason: String) {
+        tracing::error!(%reason, "durability failed; the engine stops accepting commits");
+        self.state.lock().poisoned = Some(reason);
+        self.state_changed.notify_all();
+        let mut log = self.log.lock();
+        log.stalled = Some("durability failed; reopen the database".into());
+        drop(log);
+        self.backlog_drained.notify_all();
+    }
+
+    /// The reason durability was poisoned, if it was.
+    pub fn poisoned(&self) -> Option<String> {
+        self.state.lock().poisoned.clone()
+    }
+
+    /// Adds a subscriber.
+    pub fn subscribe(&self) -> Subscription {
+        let queue = Arc::new(SubscriberQueue {
+            events: Mutex::new(VecDeque::new()),
+            ready: Condvar::new(),
+        });
+        let mut subscribers = self.subscribers.lock();
+        subscribers.retain(|weak| weak.strong_count() > 0);
+        subscribers.push(Arc::downgrade(&queue));
+        Subscription { queue }
+    }
+
+    /// Delivers an event to every live subscriber.
+    pub fn publish(&self, event: DurabilityEvent) {
+        let mut subscribers = self.subscribers.lock();
+        subscribers.retain(|weak| {
+            let Some(queue) = weak.upgrade() else { return false };
+            let mut events = queue.events.lock();
+            match (events.back_mut(), &event) {
+                (
+                    Some(DurabilityEvent::Durable { epoch: e1, csn: c1 }),
+                    DurabilityEvent::Durable { epoch: e2, csn: c2 },
+                ) if e1 == e2 => *c1 = *c2,
+                _ => {
+                    if events.len() == SUBSCRIBER_QUEUE_MAX {
+                        events.pop_front();
+                    }
+                    events.push_back(event.clone());
+                }
+            }
+            drop(events);
+            queue.ready.notify_all();
+            true
+        });
+    }
+}

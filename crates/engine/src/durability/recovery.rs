@@ -1,0 +1,246 @@
+//! Recovery: newest checkpoint, then the log after it, up to the last valid frame.
+//!
+//! The rules that keep a torn or interrupted write from ever becoming a wrong state:
+//! - Frames are applied strictly in CSN order with no gaps; anything else is corruption.
+//! - A damaged frame followed, anywhere later in the same segment, by a valid frame means
+//!   the damage is inside data that was synced (a later flush only starts after the earlier
+//!   one's fsync returned), so it is corruption and the engine refuses to open.
+//! - A damaged frame with nothing valid after it is a torn tail: the flush it belonged to never
+//!   completed, so nothing in it was acknowledged as durable. The segment is cut back to the
+//!   last valid frame (only for the newest segment; older ones end in an epoch change).
+//! - Records of an epoch beyond that epoch's recorded end are the lost suffix of a failed
+//!   flush: they are skipped, never applied.
+//! - The epoch history says where every finished epoch's durable history ended; if the log
+//!   stops short of that, durable data is missing and the engine refuses to open.
+
+use std::path::{Path, PathBuf};
+
+use super::checkpoint::{self, CheckpointInfo};
+use super::epochs::{EpochHistory, EPOCHS_FILE};
+use super::format::{self, FrameAt, WriteRef};
+use super::vfs::{self, OpenMode, Vfs};
+use super::writer::parse_segment_name;
+use crate::error::{Error, Result};
+use crate::id::{Csn, Epoch};
+
+/// Name of the log directory inside the data directory.
+pub const LOG_DIR: &str = "log";
+
+/// What recovery found.
+#[derive(Debug)]
+pub struct Recovered {
+    /// The epoch history as recorded (the engine appends the new epoch).
+    pub history: EpochHistory,
+    /// The last CSN in the recovered state.
+    pub last_csn: Csn,
+    /// The checkpoint recovery started from.
+    pub checkpoint: Option<CheckpointInfo>,
+    /// Number of log records replayed.
+    pub replayed_records: u64,
+    /// Bytes of torn tail cut from the newest segment.
+    pub truncated_bytes: u64,
+}
+
+/// A log segment on disk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentFile {
+    /// The epoch it belongs to.
+    pub epoch: Epoch,
+    /// The CSN of its first record.
+    pub first_csn: Csn,
+    /// Its path.
+    pub path: PathBuf,
+}
+
+/// The log segments of `log_dir`, ordered by epoch, then first CSN.
+pub fn list_segments(vfs: &dyn Vfs, log_dir: &Path) -> Result<Vec<SegmentFile>> {
+    let names = vfs
+        .list(log_dir)
+        .map_err(|e| Error::io(format!("listing {}", log_dir.display()), e))?;
+    let mut segments: Vec<SegmentFile> = names
+        .iter()
+        .filter_map(|name| {
+            let (epoch, first_csn) = parse_segment_name(name)?;
+            Some(SegmentFile { epoch, first_csn, path: log_dir.join(name) })
+        })
+        .collect();
+    segments.sort_by_key(|s| (s.epoch, s.first_csn));
+    Ok(segments)
+}
+
+/// The published checkpoints of `dir`, ordered by CSN.
+pub fn list_checkpoints(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<(Csn, PathBuf)>> {
+    let names =
+        vfs.list(dir).map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
+    let mut found: Vec<_> = names
+        .iter()
+        .filter_map(|n| checkpoint::parse_checkpoint_name(n).map(|csn| (csn, dir.join(n))))
+        .collect();
+    found.sort();
+    Ok(found)
+}
+
+/// Recovers the state of `dir`: calls `on_row` for every checkpoint row, then `on_commit` for
+/// every replayed commit record in CSN order.
+pub fn recover(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    on_row: &mut dyn FnMut(&str, &[u8], &[u8]),
+    on_commit: &mut dyn FnMut(Csn, &[WriteRef<'_>]),
+) -> Result<Recovered> {
+    let log_dir = dir.join(LOG_DIR);
+    remove_leftover_temporaries(vfs, dir)?;
+    let history = EpochHistory::load(vfs, dir)?;
+    let checkpoints = list_checkpoints(vfs, dir)?;
+    let segments = list_segments(vfs, &log_dir)?;
+    if history.current().is_none() && (!checkpoints.is_empty() || !segments.is_empty()) {
+        return Err(Error::Corruption {
+            path: dir.join(EPOCHS_FILE),
+            offset: 0,
+            detail: "the epoch history is missing but the directory holds a log or checkpoint"
+                .into(),
+        });
+    }
+    let checkpoint = match checkpoints.last() {
+        Some((_, path)) => Some(checkpoint::load(vfs, path, on_row)?),
+        None => None,
+    };
+    let base = checkpoint.map_or(0, |c| c.csn);
+    let mut replay = Replay { history: &history, base, next: base + 1, records: 0, on_commit };
+    let mut truncated_bytes = 0;
+    for (i, segment) in segments.iter().enumerate() {
+        let is_last = i + 1 == segments.len();
+        let last_of_epoch = is_last || segments[i + 1].epoch != segment.epoch;
+        truncated_bytes += replay.segment(vfs, segment, is_last, last_of_epoch)?;
+    }
+    // Everything before the newest recorded epoch was durable; the log must reach it.
+    if let Some((epoch, start)) = history.current() {
+        let required = start - 1;
+        if required > base && replay.next <= required {
+            return Err(Error::Corruption {
+                path: log_dir.clone(),
+                offset: 0,
+                detail: format!(
+                    "the log ends at CSN {}, but everything up to CSN {required} was durable \
+                     before epoch {epoch} began",
+                    replay.next - 1
+                ),
+            });
+        }
+    }
+    if let Some(last) = segments.last() {
+        // What a killed process wrote may be only in the page cache: make it durable before
+        // the new epoch declares it so.
+        let mut file = vfs
+            .open(&last.path, OpenMode::Append)
+            .map_err(|e| Error::io(format!("opening {}", last.path.display()), e))?;
+        file.sync_data().map_err(|e| Error::io(format!("syncing {}", last.path.display()), e))?;
+    }
+    Ok(Recovered {
+        last_csn: replay.next - 1,
+        replayed_records: replay.records,
+        history,
+        checkpoint,
+        truncated_bytes,
+    })
+}
+
+struct Replay<'a, 'b> {
+    history: &'a EpochHistory,
+    base: Csn,
+    next: Csn,
+    records: u64,
+    on_commit: &'b mut dyn FnMut(Csn, &[WriteRef<'_>]),
+}
+
+impl Replay<'_, '_> {
+    /// Replays one segment; returns the bytes of torn tail cut off.
+    fn segment(
+        &mut self,
+        vfs: &dyn Vfs,
+        segment: &SegmentFile,
+        is_last: bool,
+        last_of_epoch: bool,
+    ) -> Result<u64> {
+        let path = &segment.path;
+        let corrupt = |offset: usize, detail: String| Error::Corruption {
+            path: path.clone(),
+            offset: offset as u64,
+            detail,
+        };
+        if self.history.start_of(segment.epoch).is_none() {
+            return Err(corrupt(0, format!("segment of unrecorded epoch {}", segment.epoch)));
+        }
+        let end = self.history.end_of(segment.epoch);
+        let data = vfs::read_all(vfs, path)
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        let (mut offset, mut segment_next) = (0usize, segment.first_csn);
+        loop {
+            match format::frame_at(&data, offset) {
+                FrameAt::End => return Ok(0),
+                FrameAt::Valid { header, body_start } => {
+                    if header.epoch != segment.epoch || header.first_csn != segment_next {
+                        return Err(corrupt(offset, format!(
+                            "frame of epoch {} at CSN {} where epoch {} CSN {segment_next} belongs",
+                            header.epoch, header.first_csn, segment.epoch
+                        )));
+                    }
+                    let body_end = body_start + header.body_len as usize;
+                    let records = format::split_records(&data[body_start..body_end], header.record_count)
+                        .map_err(|e| corrupt(body_start, e))?;
+                    for (i, payload) in records.into_iter().enumerate() {
+                        let csn = header.first_csn + i as u64;
+                        if csn <= self.base || end.is_some_and(|end| csn > end) {
+                            continue; // in the checkpoint already, or lost with its epoch
+                        }
+                        if csn != self.next {
+                            return Err(corrupt(offset, format!(
+                                "log skips from CSN {} to CSN {csn}", self.next - 1
+                            )));
+                        }
+                        let writes = format::decode_record(payload).map_err(|e| corrupt(body_start, e))?;
+                        (self.on_commit)(csn, &writes);
+                        self.next += 1;
+                        self.records += 1;
+                    }
+                    segment_next = header.last_csn() + 1;
+                    offset = body_end;
+                }
+                FrameAt::Invalid(reason) => {
+                    if let Some((at, h)) = format::next_valid_frame_after(&data, offset) {
+                        return Err(corrupt(offset, format!(
+                            "damaged frame ({reason}) followed by a valid frame at byte {at} \
+                             (epoch {}, CSN {}): the durable log is corrupt", h.epoch, h.first_csn
+                        )));
+                    }
+                    if !last_of_epoch {
+                        return Err(corrupt(offset, format!(
+                            "damaged frame ({reason}) inside a segment that was complete"
+                        )));
+                    }
+                    let torn = (data.len() - offset) as u64;
+                    tracing::warn!(path = %path.display(), offset, torn, %reason,
+                        "log ends in a torn frame; it was never durable and is discarded");
+                    if is_last {
+                        let mut file = vfs
+                            .open(path, OpenMode::Append)
+                            .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+                        file.set_len(offset as u64)
+                            .and_then(|()| file.sync_data())
+                            .map_err(|e| Error::io(format!("truncating {}", path.display()), e))?;
+                    }
+                    return Ok(torn);
+                }
+            }
+        }
+    }
+}
+
+fn remove_leftover_temporaries(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
+    let names = vfs.list(dir).map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
+    for name in names.iter().filter(|n| n.ends_with(".tmp")) {
+        let path = dir.join(name);
+        vfs.remove_file(&path).map_err(|e| Error::io(format!("removing {}", path.display()), e))?;
+    }
+    Ok(())
+}

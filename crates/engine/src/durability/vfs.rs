@@ -1,0 +1,322 @@
+//! The narrow file-system interface of the durability layer.
+//!
+//! Every byte the log, the epoch history and the checkpoints read or write goes through
+//! [`Vfs`], so tests can substitute [`FaultyVfs`] and make fsync fail, the disk fill up, writes
+//! come back short, or the "power" go out after a given number of bytes (leaving a torn write
+//! on disk), deterministically.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+/// An open file of the durability layer. Writes append at the end of the file.
+pub trait VfsFile: Send {
+    /// Appends up to `buf.len()` bytes and returns how many were written (possibly fewer).
+    fn append(&mut self, buf: &[u8]) -> io::Result<usize>;
+    /// Reads from the current read position (the start of the file when opened).
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+    /// Makes the file's data durable (fdatasync).
+    fn sync_data(&mut self) -> io::Result<()>;
+    /// Truncates or extends the file.
+    fn set_len(&mut self, len: u64) -> io::Result<()>;
+    /// The file's length in bytes.
+    fn len(&self) -> io::Result<u64>;
+}
+
+/// How to open a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Read an existing file.
+    Read,
+    /// Append to an existing file, creating it if missing.
+    Append,
+    /// Create a new, empty file for appending; fail if it exists.
+    CreateNew,
+}
+
+/// The file-system operations the durability layer needs.
+pub trait Vfs: Send + Sync {
+    /// Opens a file.
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>>;
+    /// Creates a directory and its parents.
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// The names of the entries of a directory, unsorted.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Removes a file.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Atomically renames a file.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Makes a directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+}
+
+/// The real file system.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OsVfs;
+
+struct OsFile(File);
+
+impl VfsFile for OsFile {
+    fn append(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
+    }
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.0.metadata()?.len())
+    }
+}
+
+fn open_os_file(path: &Path, mode: OpenMode) -> io::Result<OsFile> {
+    let mut options = OpenOptions::new();
+    match mode {
+        OpenMode::Read => options.read(true),
+        OpenMode::Append => options.read(true).append(true).create(true),
+        OpenMode::CreateNew => options.read(true).append(true).create_new(true),
+    };
+    Ok(OsFile(options.open(path)?))
+}
+
+impl Vfs for OsVfs {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>> {
+        Ok(Box::new(open_os_file(path, mode)?))
+    }
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        fs::create_dir_all(path)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir)? {
+            if let Ok(name) = entry?.file_name().into_string() {
+                names.push(name);
+            }
+        }
+        Ok(names)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+}
+
+/// Appends all of `buf`, looping over short writes.
+pub fn append_all(file: &mut dyn VfsFile, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        match file.append(buf) {
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "write returned 0")),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Reads a whole file through the interface.
+pub fn read_all(vfs: &dyn Vfs, path: &Path) -> io::Result<Vec<u8>> {
+    let mut file = vfs.open(path, OpenMode::Read)?;
+    let mut data = Vec::with_capacity(file.len()? as usize);
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => return Ok(data),
+            Ok(n) => data.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The switches of a [`FaultyVfs`], shared with the test that drives it.
+#[derive(Debug, Default)]
+pub struct Faults {
+    /// Fail this many upcoming fsyncs (of files and directories) with EIO.
+    pub fail_syncs: AtomicU64,
+    /// Fail every fsync while set.
+    pub fail_all_syncs: AtomicBool,
+    /// While set, at most this many more bytes fit on the "disk"; appends past it write what
+    /// fits and then fail with ENOSPC. `u64::MAX` means unlimited.
+    pub free_bytes: AtomicU64,
+    /// Every append writes at most half its buffer (at least one byte).
+    pub short_writes: AtomicBool,
+    /// After this many more appended bytes the "power goes out": the append that crosses the
+    /// line writes only what fits, and every later operation fails. `u64::MAX`: never.
+    pub crash_after_bytes: AtomicU64,
+    /// Set once the simulated power loss happened.
+    pub crashed: AtomicBool,
+    /// Faults apply only to paths containing this text (all paths when empty).
+    pub path_filter: Mutex<String>,
+    /// How many fsyncs succeeded (for tests to wait on progress).
+    pub syncs_done: AtomicU64,
+}
+
+impl Faults {
+    /// No faults.
+    pub fn new() -> Arc<Faults> {
+        Arc::new(Faults {
+            free_bytes: AtomicU64::new(u64::MAX),
+            crash_after_bytes: AtomicU64::new(u64::MAX),
+            ..Default::default()
+        })
+    }
+
+    fn applies(&self, path: &Path) -> bool {
+        let filter = self.path_filter.lock();
+        filter.is_empty() || path.to_string_lossy().contains(filter.as_str())
+    }
+
+    fn check_crashed(&self) -> io::Result<()> {
+        if self.crashed.load(Ordering::SeqCst) {
+            return Err(io::Error::other("simulated power loss"));
+        }
+        Ok(())
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        self.check_crashed()?;
+        if self.fail_all_syncs.load(Ordering::SeqCst) {
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
+        let take = self.fail_syncs.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            if n > 0 {
+                Some(n - 1)
+            } else {
+                None
+            }
+        });
+        if take.is_ok() {
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
+        self.syncs_done.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// How many bytes of an append of `want` bytes may be written, or the error to return.
+    fn admit(&self, want: usize) -> io::Result<usize> {
+        self.check_crashed()?;
+        let mut allowed = want;
+        if self.short_writes.load(Ordering::SeqCst) && want > 1 {
+            allowed = want / 2;
+        }
+        let free = self.free_bytes.load(Ordering::SeqCst);
+        if free != u64::MAX {
+            if free == 0 {
+                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            allowed = allowed.min(free as usize);
+            self.free_bytes.fetch_sub(allowed as u64, Ordering::SeqCst);
+        }
+        let budget = self.crash_after_bytes.load(Ordering::SeqCst);
+        if budget != u64::MAX {
+            if (allowed as u64) >= budget {
+                self.crash_after_bytes.store(0, Ordering::SeqCst);
+                self.crashed.store(true, Ordering::SeqCst);
+                return Ok(budget as usize);
+            }
+            self.crash_after_bytes.fetch_sub(allowed as u64, Ordering::SeqCst);
+        }
+        Ok(allowed)
+    }
+}
+
+/// A [`Vfs`] over the real file system that injects the faults its [`Faults`] switch on.
+pub struct FaultyVfs {
+    faults: Arc<Faults>,
+}
+
+impl FaultyVfs {
+    /// A fault-injecting file system driven by `faults`.
+    pub fn new(faults: Arc<Faults>) -> FaultyVfs {
+        FaultyVfs { faults }
+    }
+}
+
+struct FaultyFile {
+    inner: OsFile,
+    path: PathBuf,
+    faults: Arc<Faults>,
+}
+
+impl VfsFile for FaultyFile {
+    fn append(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if !self.faults.applies(&self.path) {
+            self.faults.check_crashed()?;
+            return self.inner.append(buf);
+        }
+        let allowed = self.faults.admit(buf.len())?;
+        let written = if allowed > 0 { self.inner.append(&buf[..allowed])? } else { 0 };
+        if self.faults.crashed.load(Ordering::SeqCst) {
+            return Err(io::Error::other("simulated power loss"));
+        }
+        Ok(written)
+    }
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.faults.check_crashed()?;
+        self.inner.read(buf)
+    }
+    fn sync_data(&mut self) -> io::Result<()> {
+        if self.faults.applies(&self.path) {
+            self.faults.sync()?;
+        } else {
+            self.faults.check_crashed()?;
+        }
+        self.inner.sync_data()
+    }
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        self.faults.check_crashed()?;
+        self.inner.set_len(len)
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+}
+
+impl Vfs for FaultyVfs {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>> {
+        self.faults.check_crashed()?;
+        Ok(Box::new(FaultyFile {
+            inner: open_os_file(path, mode)?,
+            path: path.to_path_buf(),
+            faults: self.faults.clone(),
+        }))
+    }
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.faults.check_crashed()?;
+        OsVfs.create_dir_all(path)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        OsVfs.list(dir)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.faults.check_crashed()?;
+        OsVfs.remove_file(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.faults.check_crashed()?;
+        OsVfs.rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        if self.faults.applies(dir) {
+            self.faults.sync()?;
+        } else {
+            self.faults.check_crashed()?;
+        }
+        OsVfs.sync_dir(dir)
+    }
+}

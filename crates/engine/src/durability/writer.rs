@@ -1,0 +1,327 @@
+//! The log writer: one thread that turns buffered commit records into synced log frames.
+//!
+//! Each round it takes *everything* buffered (group commit: whatever accumulated while the
+//! previous fsync ran goes out in the next one), writes it as one or more frames to the
+//! current segment, calls fdatasync, and advances the durable watermark. Failures split two
+//! ways:
+//! - **No space** (ENOSPC on write): the segment is cut back to its length before the write
+//!   and the same batch is retried with back-off. Nothing is lost; commits pile up against the
+//!   backlog bound and are slowed, then refused, until space returns.
+//! - **Anything else** (an fsync error, an unrecoverable write error): what was written can no
+//!   longer be trusted, so the non-durable suffix is lost. The engine's loss handler drops it
+//!   and records a new epoch; the writer abandons the segment and starts a new one.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::format::{self, FRAME_BODY_BYTES_TARGET};
+use super::vfs::{self, OpenMode, Vfs, VfsFile};
+use super::{Durability, LogState};
+use crate::id::{Csn, Epoch};
+
+/// File name of the log segment of `epoch` whose first record is `first_csn`.
+pub fn segment_name(epoch: Epoch, first_csn: Csn) -> String {
+    format!("{epoch:010}-{first_csn:020}.log")
+}
+
+/// Parses a segment file name into (epoch, first CSN).
+pub fn parse_segment_name(name: &str) -> Option<(Epoch, Csn)> {
+    let stem = name.strip_suffix(".log")?;
+    let (epoch, csn) = stem.split_once('-')?;
+    if epoch.len() != 10 || csn.len() != 20 {
+        return None;
+    }
+    Some((epoch.parse().ok()?, csn.parse().ok()?))
+}
+
+/// Records taken from the buffer and not yet durable.
+pub(crate) struct Batch {
+    pub epoch: Epoch,
+    pub first_csn: Csn,
+    pub count: u32,
+    pub records: Vec<u8>,
+}
+
+/// What the engine is told when the non-durable suffix is lost.
+pub(crate) struct LossReport {
+    pub epoch: Epoch,
+    /// Everything of `epoch` up to here stays durable; everything after is lost.
+    pub durable: Csn,
+    /// The records of the failed batch (the buffer's records the handler takes itself).
+    pub failed_records: Vec<u8>,
+    pub cause: String,
+}
+
+enum WriteFailure {
+    NoSpace(String),
+    Lost(String),
+}
+
+struct Segment {
+    file: Box<dyn VfsFile>,
+    len: u64,
+}
+
+/// The log writer's own state; it runs on its own thread.
+pub(crate) struct LogWriter {
+    pub durability: Arc<Durability>,
+    pub vfs: Arc<dyn Vfs>,
+    pub log_dir: PathBuf,
+    pub segment_bytes_max: u64,
+    pub flush_after: Duration,
+    pub timed_flush: bool,
+    pub checkpoint_log_bytes: u64,
+    /// Drops the lost suffix and opens a new epoch; `Err` poisons durability.
+    pub on_loss: Box<dyn FnMut(LossReport) -> Result<(), String> + Send>,
+    /// Called when enough log was written that a checkpoint is due.
+    pub on_checkpoint_due: Box<dyn FnMut() + Send>,
+    segment: Option<Segment>,
+}
+
+const STALL_RETRY: Duration = Duration::from_millis(20);
+
+impl LogWriter {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        durability: Arc<Durability>,
+        vfs: Arc<dyn Vfs>,
+        log_dir: PathBuf,
+        segment_bytes_max: u64,
+        vulnerability_window: Duration,
+        timed_flush: bool,
+        checkpoint_log_bytes: u64,
+        on_loss: Box<dyn FnMut(LossReport) -> Result<(), String> + Send>,
+        on_checkpoint_due: Box<dyn FnMut() + Send>,
+    ) -> LogWriter {
+        LogWriter {
+            durability,
+            vfs,
+            log_dir,
+            segment_bytes_max,
+            flush_after: vulnerability_window / 2,
+            timed_flush,
+            checkpoint_log_bytes,
+            on_loss,
+            on_checkpoint_due,
+            segment: None,
+        }
+    }
+
+    /// Runs until close has been requested and everything buffered is flushed (or cannot be).
+    pub fn run(mut self) {
+        let mut pending: Option<Batch> = None;
+        while let Some(batch) = self.next_batch(pending.take()) {
+            let started = Instant::now();
+            match self.write_and_sync(&batch) {
+                Ok(written) => self.made_durable(batch, written, started),
+                Err(WriteFailure::NoSpace(cause)) => {
+                    let mut log = self.durability.log.lock();
+                    if log.stalled.is_none() {
+                        tracing::warn!(%cause, "log write stalled; retrying");
+                        self.durability.counters.stalls.fetch_add(1, Ordering::Relaxed);
+                    }
+                    log.stalled = Some(cause);
+                    self.durability.backlog_drained.notify_all();
+                    if log.shutdown {
+                        drop(log);
+                        self.durability.poison("closed while the log could not be written".into());
+                        return;
+                    }
+                    pending = Some(batch);
+                }
+                Err(WriteFailure::Lost(cause)) => {
+                    tracing::error!(%cause, epoch = batch.epoch, from = batch.first_csn,
+                        "log write failed; losing the non-durable suffix");
+                    self.segment = None;
+                    let report = LossReport {
+                        epoch: batch.epoch,
+                        durable: batch.first_csn - 1,
+                        failed_records: batch.records,
+                        cause,
+                    };
+                    if let Err(reason) = (self.on_loss)(report) {
+                        self.durability.poison(reason);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits until there is something to flush and a reason to flush it; takes the buffer.
+    /// `None` when the writer should stop.
+    fn next_batch(&mut self, mut pending: Option<Batch>) -> Option<Batch> {
+        let durability = self.durability.clone();
+        let mut log = durability.log.lock();
+        loop {
+            if pending.is_none() && log.count == 0 {
+                log.persist_requested = false;
+                if log.shutdown {
+                    return None;
+                }
+                durability.writer_wake.wait(&mut log);
+                continue;
+            }
+            if pending.is_some() && log.stalled.is_some() && !log.shutdown {
+                // Back off before retrying a batch that did not fit, unless woken for shutdown.
+                durability.writer_wake.wait_for(&mut log, STALL_RETRY);
+            } else if !self.flush_now(&log) {
+                let oldest = log.oldest.expect("buffered records have an age");
+                if self.timed_flush {
+                    durability.writer_wake.wait_until(&mut log, oldest + self.flush_after);
+                } else {
+                    durability.writer_wake.wait(&mut log);
+                }
+                continue;
+            }
+            if log.count > 0 {
+                let taken = take_buffer(&mut log);
+                pending = Some(match pending {
+                    Some(mut batch) if batch.epoch == taken.epoch => {
+                        assert_eq!(batch.first_csn + batch.count as u64, taken.first_csn);
+                        batch.count += taken.count;
+                        batch.records.extend_from_slice(&taken.records);
+                        batch
+                    }
+                    _ => taken,
+                });
+            }
+            log.persist_requested = false;
+            return pending;
+        }
+    }
+
+    fn flush_now(&self, log: &LogState) -> bool {
+        log.safe_waiters > 0
+            || log.persist_requested
+            || log.shutdown
+            || log.backlog_bytes >= self.durability.backlog_bytes_max / 2
+            || log.buffer.len() >= FRAME_BODY_BYTES_TARGET
+            || (self.timed_flush
+                && log.oldest.is_some_and(|oldest| oldest.elapsed() >= self.flush_after))
+    }
+
+    fn made_durable(&mut self, batch: Batch, written: u64, started: Instant) {
+        let micros = started.elapsed().as_micros() as u64;
+        let d = &self.durability;
+        let c = &d.counters;
+        c.flushes.fetch_add(1, Ordering::Relaxed);
+        c.flushed_txns.fetch_add(batch.count as u64, Ordering::Relaxed);
+        c.flushed_bytes.fetch_add(written, Ordering::Relaxed);
+        c.flush_micros_total.fetch_add(micros, Ordering::Relaxed);
+        c.flush_micros_max.fetch_max(micros, Ordering::Relaxed);
+        let bucket = (31 - (batch.count.max(1)).leading_zeros()).min(15) as usize;
+        c.group_size_log2[bucket].fetch_add(1, Ordering::Relaxed);
+        {
+            let mut log = d.log.lock();
+            if log.epoch == batch.epoch {
+                log.backlog_bytes -= batch.records.len() as u64;
+            }
+            log.stalled = None;
+        }
+        d.backlog_drained.notify_all();
+        d.advance_durable(batch.epoch, batch.first_csn + batch.count as u64 - 1);
+        if self.segment.as_ref().is_some_and(|s| s.len >= self.segment_bytes_max) {
+            self.segment = None; // the next flush starts a new segment
+        }
+        let since = c.log_bytes_since_checkpoint.fetch_add(written, Ordering::Relaxed) + written;
+        if self.checkpoint_log_bytes > 0 && since >= self.checkpoint_log_bytes {
+            (self.on_checkpoint_due)();
+        }
+    }
+
+    /// Writes the batch as frames and syncs; returns the bytes written.
+    fn write_and_sync(&mut self, batch: &Batch) -> Result<u64, WriteFailure> {
+        let frames = encode_frames(batch);
+        if self.segment.is_none() {
+            self.segment = Some(self.create_segment(batch.epoch, batch.first_csn)?);
+        }
+        let segment = self.segment.as_mut().expect("segment just ensured");
+        let before = segment.len;
+        if let Err(e) = vfs::append_all(segment.file.as_mut(), &frames) {
+            let cut_back = segment.file.set_len(before);
+            return Err(match (is_no_space(&e), cut_back) {
+                (true, Ok(())) => WriteFailure::NoSpace(format!("log write: {e}")),
+                (_, Ok(())) => WriteFailure::Lost(format!("log write: {e}")),
+                (_, Err(t)) => WriteFailure::Lost(format!("log write: {e}; truncate: {t}")),
+            });
+        }
+        segment.len += frames.len() as u64;
+        segment.file.sync_data().map_err(|e| WriteFailure::Lost(format!("log fsync: {e}")))?;
+        Ok(frames.len() as u64)
+    }
+
+    fn create_segment(&self, epoch: Epoch, first_csn: Csn) -> Result<Segment, WriteFailure> {
+        let path = self.log_dir.join(segment_name(epoch, first_csn));
+        let fail = |what: &str, e: io::Error| {
+            let cause = format!("{what} {}: {e}", path.display());
+            if is_no_space(&e) {
+                WriteFailure::NoSpace(cause)
+            } else {
+                WriteFailure::Lost(cause)
+            }
+        };
+        let mut file = self.vfs.open(&path, OpenMode::Append).map_err(|e| fail("creating", e))?;
+        // A file of this name can only be our own earlier attempt that never became durable.
+        file.set_len(0).map_err(|e| fail("resetting", e))?;
+        self.vfs.sync_dir(Path::new(&self.log_dir)).map_err(|e| fail("syncing directory of", e))?;
+        Ok(Segment { file, len: 0 })
+    }
+}
+
+fn is_no_space(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENOSPC) || e.kind() == io::ErrorKind::StorageFull
+}
+
+fn take_buffer(log: &mut LogState) -> Batch {
+    let batch = Batch {
+        epoch: log.epoch,
+        first_csn: log.first_csn,
+        count: log.count,
+        records: std::mem::take(&mut log.buffer),
+    };
+    log.first_csn += log.count as u64;
+    log.count = 0;
+    log.oldest = None;
+    batch
+}
+
+/// Splits a batch's records into frames of about `FRAME_BODY_BYTES_TARGET` bytes.
+fn encode_frames(batch: &Batch) -> Vec<u8> {
+    let mut out = Vec::with_capacity(batch.records.len() + format::FRAME_HEADER_BYTES);
+    let (mut start, mut pos, mut csn, mut count) = (0usize, 0usize, batch.first_csn, 0u32);
+    let mut frame_first = csn;
+    while pos < batch.records.len() {
+        let len = u32::from_le_bytes(batch.records[pos..pos + 4].try_into().expect("4 bytes"));
+        pos += 4 + len as usize;
+        count += 1;
+        csn += 1;
+        if pos - start >= FRAME_BODY_BYTES_TARGET || pos == batch.records.len() {
+            format::encode_frame(&mut out, batch.epoch, frame_first, count, &batch.records[start..pos]);
+            (start, frame_first, count) = (pos, csn, 0);
+        }
+    }
+    assert_eq!(csn, batch.first_csn + batch.count as u64, "batch record count mismatch");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_names_round_trip_and_sort_by_epoch_then_csn() {
+        let names = [segment_name(2, 99), segment_name(10, 5), segment_name(2, 100)];
+        for n in &names {
+            let (e, c) = parse_segment_name(n).unwrap();
+            assert_eq!(&segment_name(e, c), n);
+        }
+        let mut sorted = names.to_vec();
+        sorted.sort();
+        assert_eq!(sorted, [segment_name(2, 99), segment_name(2, 100), segment_name(10, 5)]);
+        assert_eq!(parse_segment_name("junk.log"), None);
+    }
+}

@@ -1,0 +1,566 @@
+//! The engine: opening a directory, the commit sequencer, the ED API, checkpoints and GC.
+//!
+//! The **commit sequencer** is one short critical section (`Shared::sequencer`): validate,
+//! take the next CSN, append the record to the log buffer, install the versions, publish the
+//! visible watermark. It does no I/O and no waiting, so everything a transaction holds is
+//! released the moment it commits, fast or safe alike (G9). Safe commits wait for the durable
+//! watermark only after leaving it.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::config::{CommitModel, Config, TxnOptions};
+use crate::durability::checkpoint::CheckpointWriter;
+use crate::durability::recovery::{self, LOG_DIR};
+use crate::durability::writer::{LogWriter, LossReport};
+use crate::durability::{format, DurabilityEvent, Subscription};
+use crate::durability::{Durability, DurableState};
+use crate::error::{Error, Result};
+use crate::id::{Csn, Epoch, TxnId, TxnKind, TxnStatus};
+use crate::stats::{EngineCounters, EngineStats};
+use crate::store::Store;
+use crate::txn::{SessionState, Transaction};
+
+/// Rows the GC sweep and the checkpoint scan handle per step.
+const SWEEP_BATCH_ROWS: usize = 1024;
+/// How often the background thread sweeps for garbage.
+const GC_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The sequencer's state, guarded by the commit lock.
+pub(crate) struct Sequencer {
+    pub epoch: Epoch,
+    pub next_csn: Csn,
+}
+
+#[derive(Default)]
+struct BackgroundState {
+    checkpoint_due: bool,
+    shutdown: bool,
+}
+
+/// State shared by the engine handle, transactions and background threads.
+pub(crate) struct Shared {
+    pub config: Config,
+    pub dir: PathBuf,
+    pub store: Store,
+    pub durability: Arc<Durability>,
+    /// The commit lock.
+    pub sequencer: Mutex<Sequencer>,
+    /// Newest installed CSN of the current epoch: the snapshot of new transactions under the
+    /// eventually durable model.
+    pub visible: AtomicU64,
+    /// The current epoch, for transactions to notice a loss cheaply.
+    pub epoch: AtomicU32,
+    /// Active snapshots and how many transactions hold each; GC keeps what they can see.
+    snapshots: Mutex<BTreeMap<Csn, usize>>,
+    pub closed: AtomicBool,
+    pub counters: EngineCounters,
+    checkpoint_lock: Mutex<Option<Csn>>,
+    background: Mutex<BackgroundState>,
+    background_wake: Condvar,
+}
+
+impl Shared {
+    pub fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// Registers and returns a snapshot for a new transaction or statement.
+    pub fn take_snapshot(&self) -> (Epoch, Csn) {
+        let mut snapshots = self.snapshots.lock();
+        let epoch = self.epoch.load(Ordering::SeqCst);
+        let csn = match self.config.commit_model {
+            CommitModel::EventuallyDurable => self.visible.load(Ordering::SeqCst),
+            CommitModel::Classic => self.durability.durable_csn.load(Ordering::SeqCst),
+        };
+        *snapshots.entry(csn).or_default() += 1;
+        (epoch, csn)
+    }
+
+    pub fn release_snapshot(&self, csn: Csn) {
+        let mut snapshots = self.snapshots.lock();
+        let count = snapshots.get_mut(&csn).expect("released an unregistered snapshot");
+        *count -= 1;
+        if *count == 0 {
+            snapshots.remove(&csn);
+        }
+    }
+
+    /// The GC horizon: no version at or below it, except the newest, is visible to anyone,
+    /// and everything at or below it is durable.
+    pub fn gc_horizon(&self) -> Csn {
+        let durable = self.durability.durable_csn.load(Ordering::SeqCst);
+        let oldest = self.snapshots.lock().keys().next().copied();
+        oldest.map_or(durable, |s| s.min(durable))
+    }
+
+    /// The last durable CSN of `epoch`, or `None` if `epoch` is still current.
+    pub fn end_of_epoch(&self, epoch: Epoch) -> Option<Csn> {
+        self.durability.state.lock().history.end_of(epoch)
+    }
+
+    /// Drops the lost suffix and opens a new epoch (called by the log writer).
+    fn lose_suffix(&self, report: LossReport) -> std::result::Result<(), String> {
+        let mut sequencer = self.sequencer.lock();
+        assert_eq!(sequencer.epoch, report.epoch, "loss reported for an old epoch");
+        let durable = report.durable;
+        let buffered = {
+            let mut log = self.durability.log.lock();
+            log.count = 0;
+            log.first_csn = durable + 1;
+            log.backlog_bytes = 0;
+            log.oldest = None;
+            std::mem::take(&mut log.buffer)
+        };
+        self.durability.backlog_drained.notify_all();
+        for records in [&report.failed_records, &buffered] {
+            for_each_write(records, |keyspace, key| {
+                if let Some(table) = self.store.get_table(keyspace) {
+                    self.store.purge_above(&table, key, durable);
+                }
+            });
+        }
+        let lost = sequencer.next_csn - 1 - durable;
+        let mut history = self.durability.state.lock().history.clone();
+        let new_epoch = history.push(durable + 1);
+        history
+            .store(self.config.vfs.as_ref(), &self.dir)
+            .map_err(|e| format!("could not record epoch {new_epoch} after a loss: {e}"))?;
+        {
+            let mut state = self.durability.state.lock();
+            state.history = history;
+            state.last_committed = durable;
+            self.durability.log.lock().epoch = new_epoch;
+        }
+        self.durability.state_changed.notify_all();
+        sequencer.epoch = new_epoch;
+        sequencer.next_csn = durable + 1;
+        self.visible.store(durable, Ordering::SeqCst);
+        self.epoch.store(new_epoch, Ordering::SeqCst);
+        drop(sequencer);
+        self.durability.counters.lost_txns.fetch_add(lost, Ordering::Relaxed);
+        self.durability.counters.loss_events.fetch_add(1, Ordering::Relaxed);
+        tracing::error!(epoch = report.epoch, from = durable + 1, lost, new_epoch, cause = %report.cause,
+            "lost the non-durable suffix; continuing in a new epoch");
+        self.durability.publish(DurabilityEvent::Lost {
+            epoch: report.epoch,
+            from_csn: durable + 1,
+            new_epoch,
+            cause: report.cause,
+        });
+        Ok(())
+    }
+
+    /// Takes a checkpoint at the durable watermark and removes what it makes unnecessary.
+    pub fn checkpoint(&self) -> Result<Csn> {
+        let mut last = self.checkpoint_lock.lock();
+        let (epoch, csn) = {
+            let mut snapshots = self.snapshots.lock();
+            let state = self.durability.state.lock();
+            let csn = state.durable;
+            *snapshots.entry(csn).or_default() += 1;
+            (state.epoch(), csn)
+        };
+        let result = if *last == Some(csn) { Ok(csn) } else { self.write_checkpoint(epoch, csn) };
+        self.release_snapshot(csn);
+        let csn = result?;
+        *last = Some(csn);
+        self.durability.counters.log_bytes_since_checkpoint.store(0, Ordering::Relaxed);
+        self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+        self.counters.last_checkpoint_csn.store(csn, Ordering::Relaxed);
+        self.remove_obsolete_files(csn)?;
+        Ok(csn)
+    }
+
+    fn write_checkpoint(&self, epoch: Epoch, csn: Csn) -> Result<Csn> {
+        let vfs = self.config.vfs.as_ref();
+        let io = |e| Error::io(format!("writing the checkpoint at CSN {csn}"), e);
+        let mut writer = CheckpointWriter::create(vfs, &self.dir, epoch, csn).map_err(io)?;
+        for table in self.store.tables() {
+            let mut from: Option<Vec<u8>> = None;
+            loop {
+                let start = from.as_deref().map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
+                let (rows, _) = table.scan((start, std::ops::Bound::Unbounded), csn, false, SWEEP_BATCH_ROWS);
+                for (key, version) in &rows {
+                    let value = version.value.as_ref().expect("scan returns live rows");
+                    writer.add(table.name(), key, value).map_err(io)?;
+                }
+                if rows.len() < SWEEP_BATCH_ROWS {
+                    break;
+                }
+                from = rows.last().map(|(k, _)| k.clone());
+            }
+        }
+        let rows = writer.finish(vfs).map_err(io)?;
+        tracing::info!(csn, rows, "checkpoint written");
+        Ok(csn)
+    }
+
+    fn remove_obsolete_files(&self, csn: Csn) -> Result<()> {
+        let vfs = self.config.vfs.as_ref();
+        let remove = |path: &Path| {
+            vfs.remove_file(path).map_err(|e| Error::io(format!("removing {}", path.display()), e))
+        };
+        for (older, path) in recovery::list_checkpoints(vfs, &self.dir)? {
+            if older < csn {
+                remove(&path)?;
+            }
+        }
+        let log_dir = self.dir.join(LOG_DIR);
+        let segments = recovery::list_segments(vfs, &log_dir)?;
+        for pair in segments.windows(2) {
+            if pair[1].first_csn <= csn + 1 {
+                remove(&pair[0].path)?;
+            }
+        }
+        vfs.sync_dir(&log_dir).map_err(|e| Error::io("syncing the log directory", e))
+    }
+
+    /// One garbage-collection sweep over every keyspace.
+    pub fn gc(&self) {
+        let horizon = self.gc_horizon();
+        for table in self.store.tables() {
+            let mut from: Option<Vec<u8>> = None;
+            loop {
+                let _sequencer = self.sequencer.lock();
+                from = self.store.gc_batch(&table, from.as_deref(), horizon, SWEEP_BATCH_ROWS);
+                if from.is_none() {
+                    break;
+                }
+            }
+        }
+        self.counters.gc_sweeps.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn background_loop(&self) {
+        loop {
+            let due = {
+                let mut state = self.background.lock();
+                if !state.shutdown && !state.checkpoint_due {
+                    self.background_wake.wait_for(&mut state, GC_INTERVAL);
+                }
+                if state.shutdown {
+                    return;
+                }
+                std::mem::take(&mut state.checkpoint_due)
+            };
+            if due {
+                if let Err(e) = self.checkpoint() {
+                    tracing::error!(error = %e, "checkpoint failed; will retry");
+                }
+            }
+            self.gc();
+        }
+    }
+}
+
+/// Calls `f(keyspace, key)` for every write of every record in `records`.
+fn for_each_write(records: &[u8], mut f: impl FnMut(&str, &[u8])) {
+    let mut pos = 0;
+    while pos < records.len() {
+        let len = u32::from_le_bytes(records[pos..pos + 4].try_into().expect("4 bytes")) as usize;
+        let payload = &records[pos + 4..pos + 4 + len];
+        for w in format::decode_record(payload).expect("records we encoded decode") {
+            f(w.keyspace, w.key);
+        }
+        pos += 4 + len;
+    }
+}
+
+struct Handle {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    _lock_file: File,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl Handle {
+    fn shutdown(&self) {
+        if self.shared.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        {
+            let mut log = self.shared.durability.log.lock();
+            log.shutdown = true;
+            self.shared.durability.writer_wake.notify_all();
+            self.shared.durability.backlog_drained.notify_all();
+        }
+        {
+            let mut background = self.shared.background.lock();
+            background.shutdown = true;
+            self.shared.background_wake.notify_all();
+        }
+        for thread in self.threads.lock().drain(..) {
+            let _ = thread.join();
+        }
+        self.shared.durability.state_changed.notify_all();
+        tracing::info!(dir = %self.shared.dir.display(), "engine closed");
+    }
+}
+
+/// An open Kiln database. Cloning gives another handle to the same engine; the engine closes
+/// when the last handle is dropped or [`Engine::close`] is called.
+#[derive(Clone)]
+pub struct Engine {
+    handle: Arc<Handle>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("dir", &self.handle.shared.dir).finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// Opens (creating if needed) the database in `dir`: locks it, recovers from the newest
+    /// checkpoint and the log, and begins a new epoch.
+    pub fn open(dir: impl AsRef<Path>, config: Config) -> Result<Engine> {
+        let dir = dir.as_ref().to_path_buf();
+        validate_config(&config)?;
+        let vfs = config.vfs.clone();
+        let log_dir = dir.join(LOG_DIR);
+        vfs.create_dir_all(&log_dir)
+            .map_err(|e| Error::io(format!("creating {}", log_dir.display()), e))?;
+        let lock_file = lock_directory(&dir)?;
+        let store = Store::new();
+        let mut on_row = |keyspace: &str, key: &[u8], value: &[u8]| {
+            let table = store.table(keyspace);
+            store.install(&table, key, 0, Some(Arc::from(value)), 0);
+        };
+        let mut on_commit = |csn: Csn, writes: &[format::WriteRef<'_>]| {
+            for w in writes {
+                let table = store.table(w.keyspace);
+                store.install(&table, w.key, csn, w.value.map(Arc::from), csn);
+            }
+        };
+        let recovered = recovery::recover(vfs.as_ref(), &dir, &mut on_row, &mut on_commit)?;
+        let last_csn = recovered.last_csn;
+        let mut history = recovered.history.clone();
+        let epoch = history.push(last_csn + 1);
+        history
+            .store(vfs.as_ref(), &dir)
+            .map_err(|e| Error::io(format!("recording epoch {epoch}"), e))?;
+        tracing::info!(dir = %dir.display(), epoch, last_csn,
+            checkpoint = ?recovered.checkpoint.map(|c| c.csn),
+            replayed = recovered.replayed_records, torn_bytes = recovered.truncated_bytes,
+            "recovered");
+        let durability = Arc::new(Durability::new(history, last_csn, config.backlog_bytes_max));
+        let shared = Arc::new(Shared {
+            dir: dir.clone(),
+            store,
+            durability: durability.clone(),
+            sequencer: Mutex::new(Sequencer { epoch, next_csn: last_csn + 1 }),
+            visible: AtomicU64::new(last_csn),
+            epoch: AtomicU32::new(epoch),
+            snapshots: Mutex::new(BTreeMap::new()),
+            closed: AtomicBool::new(false),
+            counters: EngineCounters::default(),
+            checkpoint_lock: Mutex::new(recovered.checkpoint.map(|c| c.csn)),
+            background: Mutex::new(BackgroundState::default()),
+            background_wake: Condvar::new(),
+            config,
+        });
+        let threads = spawn_threads(&shared, log_dir)?;
+        Ok(Engine { handle: Arc::new(Handle { shared, threads: Mutex::new(threads), _lock_file: lock_file }) })
+    }
+
+    fn shared(&self) -> &Arc<Shared> {
+        &self.handle.shared
+    }
+
+    /// A new session: the handle whose transactions [`Session::sync`] waits for.
+    pub fn session(&self) -> Session {
+        Session { engine: self.clone(), state: Arc::new(Mutex::new(SessionState::default())) }
+    }
+
+    /// Begins a transaction outside any session.
+    pub fn begin(&self, options: TxnOptions) -> Result<Transaction> {
+        Transaction::begin(self.shared().clone(), None, options)
+    }
+
+    /// The status of a transaction (G8).
+    pub fn status(&self, id: TxnId) -> TxnStatus {
+        self.shared().durability.status(id)
+    }
+
+    /// Waits until `id` is durable or lost, up to `timeout`; returns its status then
+    /// (`Committed` if the timeout passed first).
+    pub fn wait(&self, id: TxnId, timeout: Duration) -> Result<TxnStatus> {
+        self.shared().check_open()?;
+        self.shared().durability.wait(id, Some(timeout))
+    }
+
+    /// Flushes the log now; returns the durable watermark (epoch and CSN) covering every
+    /// commit made before the call. Fails if those commits were lost instead.
+    pub fn persist(&self) -> Result<(Epoch, Csn)> {
+        self.shared().check_open()?;
+        self.shared().durability.persist()
+    }
+
+    /// Subscribes to "durable up to" and "lost from" events.
+    pub fn subscribe(&self) -> Subscription {
+        self.shared().durability.subscribe()
+    }
+
+    /// Takes a checkpoint at the durable watermark now; returns its CSN.
+    pub fn checkpoint(&self) -> Result<Csn> {
+        self.shared().check_open()?;
+        self.shared().checkpoint()
+    }
+
+    /// Runs one garbage-collection sweep now.
+    pub fn gc(&self) {
+        self.shared().gc()
+    }
+
+    /// Counters and watermarks.
+    pub fn stats(&self) -> EngineStats {
+        EngineStats::collect(self.shared())
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.shared().dir
+    }
+
+    /// The configuration the engine runs with.
+    pub fn config(&self) -> &Config {
+        &self.shared().config
+    }
+
+    /// Flushes what is buffered, stops the background threads and releases the directory.
+    /// Other handles and open transactions get [`Error::Closed`] afterwards.
+    pub fn close(self) -> Result<()> {
+        self.handle.shutdown();
+        match self.shared().durability.poisoned() {
+            Some(reason) => Err(Error::Poisoned(reason)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A handle that tracks the transactions committed through it, so that [`Session::sync`] can
+/// wait for all of them (the paper's connection-level sync).
+#[derive(Clone)]
+pub struct Session {
+    engine: Engine,
+    state: Arc<Mutex<SessionState>>,
+}
+
+impl Session {
+    /// Begins a transaction in this session.
+    pub fn begin(&self, options: TxnOptions) -> Result<Transaction> {
+        Transaction::begin(self.engine.shared().clone(), Some(self.state.clone()), options)
+    }
+
+    /// The id of the session's last finished transaction (committed or aborted).
+    pub fn last_txn_id(&self) -> Option<TxnId> {
+        self.state.lock().last_id
+    }
+
+    /// Returns once every transaction this session committed is durable; fails if any of
+    /// them was lost.
+    pub fn sync(&self) -> Result<()> {
+        let last = self.state.lock().last_committed;
+        match last {
+            Some(id) => {
+                self.engine.shared().check_open()?;
+                self.engine.shared().durability.wait_durable(id, "lost before the session synced")
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+fn validate_config(config: &Config) -> Result<()> {
+    let invalid = |what: &str| Err(Error::InvalidArgument(format!("configuration: {what}")));
+    if config.vulnerability_window.is_zero() {
+        return invalid("vulnerability_window must be positive");
+    }
+    if config.backlog_bytes_max < 4096 {
+        return invalid("backlog_bytes_max must be at least 4096");
+    }
+    if config.txn_bytes_max > 128 << 20 || config.txn_writes_max > 4 << 20 {
+        return invalid("txn_bytes_max may be at most 128 MiB and txn_writes_max at most 4 Mi");
+    }
+    if config.keyspace_name_bytes_max > u16::MAX as usize || config.key_bytes_max > u32::MAX as usize {
+        return invalid("keyspace_name_bytes_max or key_bytes_max too large for the log format");
+    }
+    Ok(())
+}
+
+fn lock_directory(dir: &Path) -> Result<File> {
+    let path = dir.join("LOCK");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked { path: dir.to_path_buf() }),
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(format!("locking {}", path.display()), e)),
+    }
+}
+
+fn spawn_threads(shared: &Arc<Shared>, log_dir: PathBuf) -> Result<Vec<JoinHandle<()>>> {
+    let config = &shared.config;
+    let for_loss = shared.clone();
+    let for_checkpoint = shared.clone();
+    let writer = LogWriter::new(
+        shared.durability.clone(),
+        config.vfs.clone(),
+        log_dir,
+        config.segment_bytes_max,
+        config.vulnerability_window,
+        config.timed_flush,
+        config.checkpoint_log_bytes,
+        Box::new(move |report| for_loss.lose_suffix(report)),
+        Box::new(move || {
+            for_checkpoint.background.lock().checkpoint_due = true;
+            for_checkpoint.background_wake.notify_all();
+        }),
+    );
+    let spawn_error = |e| Error::io("starting a background thread", e);
+    let writer = std::thread::Builder::new()
+        .name("kiln-log-writer".into())
+        .spawn(move || writer.run())
+        .map_err(spawn_error)?;
+    let background = shared.clone();
+    let background = std::thread::Builder::new()
+        .name("kiln-checkpointer".into())
+        .spawn(move || background.background_loop())
+        .map_err(spawn_error)?;
+    Ok(vec![writer, background])
+}
+
+/// Exposes a status computation for a state snapshot (used by stats).
+pub(crate) fn durable_state_summary(state: &DurableState) -> (Epoch, Csn, Csn) {
+    (state.epoch(), state.durable, state.last_committed)
+}
+
+/// Reports an id's status as the engine's kind, for the aborted ids of transactions.
+pub(crate) fn aborted_id(epoch: Epoch, snapshot: Csn) -> TxnId {
+    TxnId { epoch, csn: snapshot, kind: TxnKind::Aborted }
+}

@@ -1,0 +1,131 @@
+//! The engine's one error type.
+//!
+//! Expected failures are values of [`Error`]; broken invariants are assertions. Callers ask
+//! [`Error::is_retryable`] to tell a transaction worth retrying (a conflict, a transaction that
+//! read lost data) from a deterministic failure (a limit, a misuse, corruption).
+
+use std::path::PathBuf;
+
+use crate::id::{Csn, Epoch, TxnId};
+
+/// A result with the engine's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Every failure the engine reports.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A serialization conflict: another transaction committed a change to something this
+    /// transaction read or wrote. Retry the whole transaction.
+    #[error("could not serialize access: {reason}; retry the transaction")]
+    Conflict {
+        /// What conflicted, for a person to read.
+        reason: String,
+    },
+
+    /// This transaction depended on transactions that were lost before they became durable
+    /// (its snapshot or reads included them), so it cannot commit. Retry the transaction.
+    #[error(
+        "transaction depended on lost transactions: epoch {epoch} lost every commit from CSN \
+         {lost_from}; retry the transaction"
+    )]
+    DependencyLost {
+        /// The epoch that lost its suffix.
+        epoch: Epoch,
+        /// The first lost CSN of that epoch.
+        lost_from: Csn,
+    },
+
+    /// A safe commit (or a wait for durability) ended with the transaction lost: it committed
+    /// but a failure struck before it became durable, and its effects are gone.
+    #[error("transaction {id} was lost before it became durable: {cause}")]
+    Lost {
+        /// The lost transaction.
+        id: TxnId,
+        /// Why durability failed.
+        cause: String,
+    },
+
+    /// The non-durable backlog stayed above its bound for longer than the back-pressure
+    /// timeout because durability is stalled (for example the disk is full).
+    #[error("durability is stalled ({cause}); the non-durable backlog is full; retry later")]
+    DurabilityStalled {
+        /// Why the log cannot be written.
+        cause: String,
+    },
+
+    /// A size or count limit was exceeded.
+    #[error("{what} is {actual}, over the limit of {limit}")]
+    LimitExceeded {
+        /// What was too large.
+        what: &'static str,
+        /// Its size.
+        actual: u64,
+        /// The configured limit.
+        limit: u64,
+    },
+
+    /// A write in a read-only transaction.
+    #[error("cannot write in a read-only transaction")]
+    ReadOnlyTransaction,
+
+    /// An invalid argument, such as an empty or over-long keyspace name.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// The engine was closed, or shut down after an unrecoverable durability failure.
+    #[error("the engine is closed")]
+    Closed,
+
+    /// The data directory is locked by another process.
+    #[error("data directory {path} is in use by another process (lock file {path}/LOCK)")]
+    Locked {
+        /// The data directory.
+        path: PathBuf,
+    },
+
+    /// A durable file failed verification. The engine refuses to open rather than silently
+    /// dropping durable data.
+    #[error("corruption in {path} at byte {offset}: {detail}")]
+    Corruption {
+        /// The damaged file.
+        path: PathBuf,
+        /// The byte offset of the damage.
+        offset: u64,
+        /// What was wrong.
+        detail: String,
+    },
+
+    /// The durability layer failed in a way it cannot continue from (it could not record a
+    /// new epoch). The engine stops accepting work; reopening recovers.
+    #[error("durability failed and the engine stopped: {0}")]
+    Poisoned(String),
+
+    /// An I/O error outside the commit path (opening, checkpointing).
+    #[error("{context}: {source}")]
+    Io {
+        /// What the engine was doing.
+        context: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// True when retrying the same transaction may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::Conflict { .. } | Error::DependencyLost { .. } | Error::DurabilityStalled { .. }
+        )
+    }
+
+    /// Wraps an I/O error with what the engine was doing.
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Error {
+        Error::Io { context: context.into(), source }
+    }
+
+    pub(crate) fn conflict(reason: impl Into<String>) -> Error {
+        Error::Conflict { reason: reason.into() }
+    }
+}

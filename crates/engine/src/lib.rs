@@ -1,0 +1,54 @@
+//! # The Kiln engine: eventually durable transactions, embedded
+//!
+//! A transaction becomes visible at its **commit point** and durable at a later **durability
+//! point** — or, if a failure strikes first, it is **lost**, atomically, together with every
+//! transaction that read from it. Each commit chooses what it waits for: [`CommitMode::Fast`]
+//! returns at the commit point, [`CommitMode::Safe`] at the durability point.
+//!
+//! ```no_run
+//! use kiln_engine::{Engine, Config, TxnOptions, TxnStatus};
+//! # fn main() -> kiln_engine::Result<()> {
+//! let engine = Engine::open("/tmp/kiln-demo", Config::default())?;
+//! let session = engine.session();
+//! let mut txn = session.begin(TxnOptions::default())?;
+//! txn.put("accounts", b"alice", b"100")?;
+//! let id = txn.commit_fast()?;                 // visible now, durable soon
+//! assert!(matches!(engine.status(id), TxnStatus::Committed | TxnStatus::Durable));
+//! session.sync()?;                             // now durable
+//! assert_eq!(engine.status(id), TxnStatus::Durable);
+//! # Ok(()) }
+//! ```
+//!
+//! ## A tour of one commit (see `docs/architecture.md` for the full walk)
+//! 1. [`Transaction::get`] / [`Transaction::scan`] read the snapshot taken at begin from the
+//!    [`store`]; the transaction remembers the largest CSN it read (its read dependency) and,
+//!    under SERIALIZABLE, what it read. [`Transaction::put`] buffers writes.
+//! 2. [`Transaction::commit`] encodes the write set as a log record, waits if the
+//!    non-durable backlog is over its bound, then enters the **commit sequencer** (`engine`):
+//!    validation, the next CSN, append to the log buffer in CSN order, install the versions,
+//!    publish the visible watermark. Nothing is held after this point.
+//! 3. A fast commit returns its [`TxnId`]. A safe commit waits for the durable watermark.
+//! 4. The log writer (`durability::writer`) takes the whole buffer, writes it as a frame,
+//!    fdatasyncs, advances the durable watermark, wakes waiters and tells subscribers.
+//! 5. If the fsync fails, the non-durable suffix is lost: its versions are dropped, a new
+//!    epoch is recorded, transactions that saw the lost data fail, subscribers are told.
+
+#![warn(missing_docs)]
+
+mod config;
+pub mod durability;
+mod engine;
+mod error;
+mod id;
+mod stats;
+pub mod store;
+mod txn;
+
+pub use config::{CommitMode, CommitModel, Config, IsolationLevel, TxnOptions};
+pub use durability::vfs::{Faults, FaultyVfs, OsVfs, Vfs};
+pub use durability::{DurabilityEvent, Subscription};
+pub use engine::{Engine, Session};
+pub use error::{Error, Result};
+pub use id::{Csn, Epoch, ParseTxnIdError, TxnId, TxnKind, TxnStatus};
+pub use stats::EngineStats;
+pub use txn::{Scan, Transaction};

@@ -1,0 +1,349 @@
+//! The in-memory store: keyspaces of ordered byte keys, each key a chain of versions tagged
+//! with the CSN of the transaction that wrote them.
+//!
+//! ```text
+//! keyspace "kv" (lock-free skip list, ordered by key)
+//!   "a" → [csn 3: "1"] [csn 9: "2"] [csn 12: deleted]     oldest … newest
+//!   "b" → [csn 5: "x"]
+//! ```
+//!
+//! A reader at snapshot S sees, for each key, the newest version with CSN ≤ S. Versions are
+//! installed only by the commit sequencer (under the commit lock), in CSN order, so a chain is
+//! always sorted. Garbage collection keeps, for each key, every version newer than the *GC
+//! horizon* plus the newest one at or below it. The horizon is the smaller of the oldest active
+//! snapshot and the **durable watermark**: a non-durable version may still be lost, and then
+//! the version below it must be there to become current again.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use crossbeam_skiplist::SkipMap;
+use parking_lot::{Mutex, RwLock};
+
+use crate::id::Csn;
+
+/// Bytes charged per version beyond its value, and per row beyond its key.
+const VERSION_OVERHEAD_BYTES: i64 = 32;
+const ROW_OVERHEAD_BYTES: i64 = 96;
+
+/// A value shared between the store and readers without copying.
+pub type Value = Arc<[u8]>;
+
+/// One version of a key: its CSN and its value (`None`: deleted).
+#[derive(Clone, Debug)]
+pub struct Version {
+    /// The CSN of the transaction that wrote it.
+    pub csn: Csn,
+    /// The value, or `None` for a delete.
+    pub value: Option<Value>,
+}
+
+/// The version chain of one key, oldest first.
+#[derive(Debug, Default)]
+pub struct Row {
+    versions: Mutex<Vec<Version>>,
+}
+
+impl Row {
+    /// The newest version visible at `snapshot`.
+    pub fn read(&self, snapshot: Csn) -> Option<Version> {
+        let versions = self.versions.lock();
+        versions.iter().rev().find(|v| v.csn <= snapshot).cloned()
+    }
+
+    /// The CSN of the newest installed version (0 when empty).
+    pub fn newest_csn(&self) -> Csn {
+        self.versions.lock().last().map_or(0, |v| v.csn)
+    }
+}
+
+/// One keyspace.
+pub struct Table {
+    name: Arc<str>,
+    rows: SkipMap<Vec<u8>, Row>,
+}
+
+impl Table {
+    /// The keyspace's name.
+    pub fn name(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// The newest version of `key` visible at `snapshot`.
+    pub fn read(&self, key: &[u8], snapshot: Csn) -> Option<Version> {
+        self.rows.get(key).and_then(|entry| entry.value().read(snapshot))
+    }
+
+    /// The CSN of the newest installed version of `key` (0 if none).
+    pub fn newest_csn(&self, key: &[u8]) -> Csn {
+        self.rows.get(key).map_or(0, |entry| entry.value().newest_csn())
+    }
+
+    /// Up to `limit` live keys of the range visible at `snapshot`, in key order or reverse,
+    /// with the version each read; and the largest CSN of every visible version passed,
+    /// deletes included (a scan's result depends on the deletes it skipped too).
+    pub fn scan(
+        &self,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        snapshot: Csn,
+        reverse: bool,
+        limit: usize,
+    ) -> (Vec<(Vec<u8>, Version)>, Csn) {
+        let mut out = Vec::new();
+        let mut dep = 0;
+        if limit == 0 {
+            return (out, dep);
+        }
+        let mut visit = |entry: crossbeam_skiplist::map::Entry<'_, Vec<u8>, Row>| {
+            if let Some(version) = entry.value().read(snapshot) {
+                dep = dep.max(version.csn);
+                if version.value.is_some() {
+                    out.push((entry.key().clone(), version));
+                }
+            }
+            out.len() < limit
+        };
+        let iter = self.rows.range::<[u8], _>(range);
+        if reverse {
+            for entry in iter.rev() {
+                if !visit(entry) {
+                    break;
+                }
+            }
+        } else {
+            for entry in iter {
+                if !visit(entry) {
+                    break;
+                }
+            }
+        }
+        (out, dep)
+    }
+
+    /// True when some key in the range has a version newer than `snapshot` (a phantom or a
+    /// changed row for a serializable scan).
+    pub fn changed_since(&self, range: (Bound<&[u8]>, Bound<&[u8]>), snapshot: Csn) -> bool {
+        self.rows.range::<[u8], _>(range).any(|entry| entry.value().newest_csn() > snapshot)
+    }
+
+    /// Number of rows (keys with at least one version).
+    pub fn row_count(&self) -> usize {
+        self.rows.len()
+    }
+}
+
+/// Memory and size counters of the store.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Bytes charged for keys, values and version overhead.
+    pub bytes: u64,
+    /// Number of keyspaces.
+    pub keyspaces: u64,
+    /// Number of rows across keyspaces.
+    pub rows: u64,
+}
+
+/// All keyspaces.
+#[derive(Default)]
+pub struct Store {
+    tables: RwLock<HashMap<Arc<str>, Arc<Table>>>,
+    bytes: AtomicI64,
+}
+
+impl Store {
+    /// An empty store.
+    pub fn new() -> Store {
+        Store::default()
+    }
+
+    /// The keyspace named `name`, if it was ever written or looked up.
+    pub fn get_table(&self, name: &str) -> Option<Arc<Table>> {
+        self.tables.read().get(name).cloned()
+    }
+
+    /// The keyspace named `name`, created empty if missing.
+    pub fn table(&self, name: &str) -> Arc<Table> {
+        if let Some(table) = self.get_table(name) {
+            return table;
+        }
+        let mut tables = self.tables.write();
+        tables
+            .entry(Arc::from(name))
+            .or_insert_with(|| Arc::new(Table { name: Arc::from(name), rows: SkipMap::new() }))
+            .clone()
+    }
+
+    /// Number of keyspaces.
+    pub fn table_count(&self) -> usize {
+        self.tables.read().len()
+    }
+
+    /// Every keyspace, sorted by name.
+    pub fn tables(&self) -> Vec<Arc<Table>> {
+        let mut tables: Vec<_> = self.tables.read().values().cloned().collect();
+        tables.sort_by(|a, b| a.name.cmp(&b.name));
+        tables
+    }
+
+    /// Bytes charged.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed).max(0) as u64
+    }
+
+    /// Size counters.
+    pub fn stats(&self) -> StoreStats {
+        let tables = self.tables.read();
+        StoreStats {
+            bytes: self.bytes(),
+            keyspaces: tables.len() as u64,
+            rows: tables.values().map(|t| t.row_count() as u64).sum(),
+        }
+    }
+
+    /// Installs a version of `key` at `csn` and prunes versions below the GC `horizon`.
+    /// Only the commit sequencer calls this, so installs are serialized and in CSN order.
+    pub fn install(&self, table: &Table, key: &[u8], csn: Csn, value: Option<Value>, horizon: Csn) {
+        let mut added = VERSION_OVERHEAD_BYTES + value.as_ref().map_or(0, |v| v.len() as i64);
+        let entry = match table.rows.get(key) {
+            Some(entry) => entry,
+            None => {
+                added += ROW_OVERHEAD_BYTES + key.len() as i64;
+                table.rows.get_or_insert_with(key.to_vec(), Row::default)
+            }
+        };
+        let mut versions = entry.value().versions.lock();
+        if let Some(last) = versions.last() {
+            assert!(last.csn < csn, "install out of CSN order: {} after {}", csn, last.csn);
+        }
+        versions.push(Version { csn, value });
+        let freed = prune(&mut versions, horizon);
+        self.bytes.fetch_add(added - freed, Ordering::Relaxed);
+    }
+
+    /// Removes every version of `key` newer than `durable` (the key's lost versions), and the
+    /// row itself when nothing is left. Only the sequencer calls this, during a loss.
+    pub fn purge_above(&self, table: &Table, key: &[u8], durable: Csn) {
+        let Some(entry) = table.rows.get(key) else { return };
+        let mut versions = entry.value().versions.lock();
+        let keep = versions.iter().take_while(|v| v.csn <= durable).count();
+        let freed: i64 = versions[keep..].iter().map(version_bytes).sum();
+        versions.truncate(keep);
+        let empty = versions.is_empty();
+        drop(versions);
+        let mut freed = freed;
+        if empty {
+            freed += ROW_OVERHEAD_BYTES + key.len() as i64;
+            entry.remove();
+        }
+        self.bytes.fetch_sub(freed, Ordering::Relaxed);
+    }
+
+    /// Prunes old versions of up to `batch` rows of `table`, starting at `from`, and removes
+    /// rows whose only remaining version is a delete at or below `horizon`. Returns the key to
+    /// continue from, or `None` when the keyspace is done. Must run under the commit lock, so
+    /// that no install races with a row's removal.
+    pub fn gc_batch(
+        &self,
+        table: &Table,
+        from: Option<&[u8]>,
+        horizon: Csn,
+        batch: usize,
+    ) -> Option<Vec<u8>> {
+        let start = from.map_or(Bound::Unbounded, Bound::Included);
+        let mut freed = 0i64;
+        let mut next = None;
+        for (visited, entry) in table.rows.range::<[u8], _>((start, Bound::Unbounded)).enumerate()
+        {
+            if visited == batch {
+                next = Some(entry.key().clone());
+                break;
+            }
+            let mut versions = entry.value().versions.lock();
+            freed += prune(&mut versions, horizon);
+            let dead = versions.len() == 1 && versions[0].value.is_none() && versions[0].csn <= horizon;
+            if dead {
+                freed += version_bytes(&versions[0]) + ROW_OVERHEAD_BYTES + entry.key().len() as i64;
+                versions.clear();
+                drop(versions);
+                entry.remove();
+            }
+        }
+        self.bytes.fetch_sub(freed, Ordering::Relaxed);
+        next
+    }
+}
+
+fn version_bytes(v: &Version) -> i64 {
+    VERSION_OVERHEAD_BYTES + v.value.as_ref().map_or(0, |v| v.len() as i64)
+}
+
+/// Drops every version older than the newest one at or below `horizon`; returns bytes freed.
+fn prune(versions: &mut Vec<Version>, horizon: Csn) -> i64 {
+    let Some(base) = versions.iter().rposition(|v| v.csn <= horizon) else { return 0 };
+    if base == 0 {
+        return 0;
+    }
+    let freed = versions[..base].iter().map(version_bytes).sum();
+    versions.drain(..base);
+    freed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn val(s: &str) -> Option<Value> {
+        Some(Arc::from(s.as_bytes()))
+    }
+
+    #[test]
+    fn reads_see_the_newest_version_at_their_snapshot() {
+        let store = Store::new();
+        let t = store.table("t");
+        store.install(&t, b"a", 3, val("1"), 0);
+        store.install(&t, b"a", 9, val("2"), 0);
+        store.install(&t, b"a", 12, None, 0);
+        assert!(t.read(b"a", 2).is_none());
+        assert_eq!(t.read(b"a", 3).unwrap().value, val("1"));
+        assert_eq!(t.read(b"a", 11).unwrap().value, val("2"));
+        assert_eq!(t.read(b"a", 12).unwrap().value, None);
+        assert_eq!(t.newest_csn(b"a"), 12);
+    }
+
+    #[test]
+    fn gc_keeps_the_base_version_at_the_horizon_and_purge_restores_it() {
+        let store = Store::new();
+        let t = store.table("t");
+        store.install(&t, b"a", 1, val("1"), 0);
+        store.install(&t, b"a", 2, val("2"), 0);
+        // Horizon 2 (durable up to 2): csn 1 is garbage, csn 2 is the base.
+        store.install(&t, b"a", 3, val("3"), 2);
+        assert!(t.read(b"a", 1).is_none());
+        store.purge_above(&t, b"a", 2);
+        assert_eq!(t.read(b"a", 100).unwrap().value, val("2"));
+        store.purge_above(&t, b"a", 0);
+        assert_eq!(t.row_count(), 0);
+        assert_eq!(store.bytes(), 0);
+    }
+
+    #[test]
+    fn gc_removes_dead_rows_and_accounts_bytes() {
+        let store = Store::new();
+        let t = store.table("t");
+        for i in 0..10u8 {
+            store.install(&t, &[i], 1, val("x"), 0);
+            store.install(&t, &[i], 2, if i % 2 == 0 { None } else { val("y") }, 0);
+        }
+        let mut from = None;
+        while let Some(next) = store.gc_batch(&t, from.as_deref(), 2, 3) {
+            from = Some(next);
+        }
+        assert_eq!(t.row_count(), 5);
+        let (live, _) = t.scan((Bound::Unbounded, Bound::Unbounded), 2, false, 100);
+        assert_eq!(live.len(), 5);
+        let per_row = ROW_OVERHEAD_BYTES + 1 + VERSION_OVERHEAD_BYTES + 1;
+        assert_eq!(store.bytes() as i64, 5 * per_row);
+    }
+}

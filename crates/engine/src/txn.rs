@@ -1,0 +1,558 @@
+//! Transactions: snapshot reads, buffered writes, read tracking, and the commit path.
+//!
+//! A transaction reads at the snapshot it took when it began (READ COMMITTED: per statement)
+//! and buffers its writes. It tracks its **read dependency** — the largest CSN among the
+//! versions it read, deletes included — and, under SERIALIZABLE, the keys and ranges it read.
+//! At commit the sequencer checks that nothing it read, scanned or wrote has a newer version
+//! (first-committer-wins), so every committed update transaction is equivalent to running
+//! alone at its CSN: the history is serializable in CSN order, at every instant (G3).
+//!
+//! A read-only transaction needs no validation: its snapshot is a prefix of the CSN order. Its
+//! durability point is `durable watermark ≥ read dependency` (G4).
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::config::{CommitMode, CommitModel, IsolationLevel, TxnOptions};
+use crate::durability::format;
+use crate::engine::{aborted_id, Shared};
+use crate::error::{Error, Result};
+use crate::id::{Csn, Epoch, TxnId, TxnKind};
+use crate::store::{Table, Value};
+
+/// The last ids of a session.
+#[derive(Debug, Default)]
+pub(crate) struct SessionState {
+    pub last_id: Option<TxnId>,
+    pub last_committed: Option<TxnId>,
+}
+
+/// A range scan request: bounds, direction and a row limit.
+#[derive(Clone, Copy, Debug)]
+pub struct Scan<'a> {
+    /// Lower bound.
+    pub start: Bound<&'a [u8]>,
+    /// Upper bound.
+    pub end: Bound<&'a [u8]>,
+    /// Descending key order when true.
+    pub reverse: bool,
+    /// The most rows to return.
+    pub limit: usize,
+}
+
+impl<'a> Scan<'a> {
+    /// Every key of the keyspace, ascending, without a limit.
+    pub fn all() -> Scan<'static> {
+        Scan { start: Bound::Unbounded, end: Bound::Unbounded, reverse: false, limit: usize::MAX }
+    }
+    /// Keys in `[start, end)`.
+    pub fn range(start: &'a [u8], end: &'a [u8]) -> Scan<'a> {
+        Scan { start: Bound::Included(start), end: Bound::Excluded(end), ..Scan::all() }
+    }
+    /// Keys with the given bounds.
+    pub fn bounds(start: Bound<&'a [u8]>, end: Bound<&'a [u8]>) -> Scan<'a> {
+        Scan { start, end, ..Scan::all() }
+    }
+    /// Descending order.
+    pub fn reverse(mut self) -> Self {
+        self.reverse = true;
+        self
+    }
+    /// At most `limit` rows.
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+}
+
+type OwnedBound = Bound<Vec<u8>>;
+
+fn own(bound: Bound<&[u8]>) -> OwnedBound {
+    match bound {
+        Bound::Included(k) => Bound::Included(k.to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+fn borrow(bound: &OwnedBound) -> Bound<&[u8]> {
+    match bound {
+        Bound::Included(k) => Bound::Included(k),
+        Bound::Excluded(k) => Bound::Excluded(k),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// An open transaction. Dropping it without committing rolls it back.
+pub struct Transaction {
+    shared: Arc<Shared>,
+    session: Option<Arc<Mutex<SessionState>>>,
+    options: TxnOptions,
+    begin_epoch: Epoch,
+    snapshot: Csn,
+    read_dep: Csn,
+    writes: HashMap<Arc<str>, BTreeMap<Vec<u8>, Option<Vec<u8>>>>,
+    write_count: usize,
+    write_bytes: u64,
+    reads: Vec<(Arc<Table>, Vec<u8>)>,
+    scans: Vec<(Arc<Table>, OwnedBound, OwnedBound)>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for Transaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction")
+            .field("options", &self.options)
+            .field("epoch", &self.begin_epoch)
+            .field("snapshot", &self.snapshot)
+            .field("read_dep", &self.read_dep)
+            .field("writes", &self.write_count)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Transaction {
+    pub(crate) fn begin(
+        shared: Arc<Shared>,
+        session: Option<Arc<Mutex<SessionState>>>,
+        options: TxnOptions,
+    ) -> Result<Transaction> {
+        shared.check_open()?;
+        if let Some(reason) = shared.durability.poisoned() {
+            return Err(Error::Poisoned(reason));
+        }
+        let (begin_epoch, snapshot) = shared.take_snapshot();
+        Ok(Transaction {
+            shared,
+            session,
+            options,
+            begin_epoch,
+            snapshot,
+            read_dep: 0,
+            writes: HashMap::new(),
+            write_count: 0,
+            write_bytes: 0,
+            reads: Vec::new(),
+            scans: Vec::new(),
+            finished: false,
+        })
+    }
+
+    /// The options the transaction began with (the commit mode may have changed since).
+    pub fn options(&self) -> TxnOptions {
+        self.options
+    }
+
+    /// Changes whether [`Transaction::commit`] is fast or safe.
+    pub fn set_mode(&mut self, mode: CommitMode) {
+        self.options.mode = mode;
+    }
+
+    /// The snapshot CSN reads see.
+    pub fn snapshot(&self) -> Csn {
+        self.snapshot
+    }
+
+    /// The largest CSN among the versions read so far (0: only data durable before the
+    /// transaction's epoch, or nothing).
+    pub fn read_dependency(&self) -> Csn {
+        self.read_dep
+    }
+
+    /// True when the transaction has written something.
+    pub fn has_writes(&self) -> bool {
+        self.write_count > 0
+    }
+
+    /// READ COMMITTED only: moves the snapshot forward to the newest committed data, as at the
+    /// start of each statement.
+    pub fn refresh_snapshot(&mut self) -> Result<()> {
+        self.check_usable()?;
+        if self.options.isolation != IsolationLevel::ReadCommitted {
+            return Err(Error::InvalidArgument(
+                "only READ COMMITTED transactions take a new snapshot per statement".into(),
+            ));
+        }
+        let (epoch, snapshot) = self.shared.take_snapshot();
+        self.shared.release_snapshot(self.snapshot);
+        self.snapshot = snapshot;
+        if epoch != self.begin_epoch {
+            // A loss happened; the old reads' CSNs stay comparable only within the old epoch.
+            self.check_epoch()?;
+        }
+        Ok(())
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        assert!(!self.finished, "finished transactions are consumed");
+        self.shared.check_open()?;
+        self.check_epoch()
+    }
+
+    /// Fails when a loss since `begin` took away data this transaction saw.
+    fn check_epoch(&self) -> Result<()> {
+        if self.shared.epoch.load(Ordering::SeqCst) == self.begin_epoch {
+            return Ok(());
+        }
+        let end = self.shared.end_of_epoch(self.begin_epoch).expect("an older epoch has ended");
+        if self.snapshot > end || self.read_dep > end {
+            self.shared.counters.dependency_lost.fetch_add(1, Ordering::Relaxed);
+            return Err(Error::DependencyLost { epoch: self.begin_epoch, lost_from: end + 1 });
+        }
+        Ok(())
+    }
+
+    fn check_keyspace(&self, keyspace: &str) -> Result<()> {
+        let max = self.shared.config.keyspace_name_bytes_max;
+        if keyspace.is_empty() || keyspace.len() > max {
+            return Err(Error::InvalidArgument(format!(
+                "keyspace names are 1 to {max} bytes, got {}",
+                keyspace.len()
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_key(&self, key: &[u8]) -> Result<()> {
+        let limit = self.shared.config.key_bytes_max;
+        if key.len() > limit {
+            return Err(Error::LimitExceeded {
+                what: "key size in bytes",
+                actual: key.len() as u64,
+                limit: limit as u64,
+            });
+        }
+        Ok(())
+    }
+
+    fn track_read(&mut self) -> Result<()> {
+        let limit = self.shared.config.txn_reads_max;
+        if self.reads.len() + self.scans.len() >= limit {
+            return Err(Error::LimitExceeded {
+                what: "keys and ranges read by one transaction",
+                actual: (self.reads.len() + self.scans.len() + 1) as u64,
+                limit: limit as u64,
+            });
+        }
+        Ok(())
+    }
+
+    /// Reads `key` of `keyspace`: this transaction's own write if any, else the snapshot.
+    pub fn get(&mut self, keyspace: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_usable()?;
+        self.check_keyspace(keyspace)?;
+        self.check_key(key)?;
+        if let Some(own) = self.writes.get(keyspace).and_then(|w| w.get(key)) {
+            return Ok(own.clone());
+        }
+        let table = self.shared.store.table(keyspace);
+        let version = table.read(key, self.snapshot);
+        if let Some(v) = &version {
+            self.read_dep = self.read_dep.max(v.csn);
+        }
+        if self.options.isolation == IsolationLevel::Serializable {
+            self.track_read()?;
+            self.reads.push((table, key.to_vec()));
+        }
+        self.check_epoch()?;
+        Ok(version.and_then(|v| v.value).map(|v| v.to_vec()))
+    }
+
+    /// Scans a range of `keyspace`, merging this transaction's own writes.
+    pub fn scan(&mut self, keyspace: &str, scan: Scan<'_>) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.check_usable()?;
+        self.check_keyspace(keyspace)?;
+        let table = self.shared.store.table(keyspace);
+        let own: Vec<(Vec<u8>, Option<Vec<u8>>)> = match self.writes.get(keyspace) {
+            Some(w) => w.range::<[u8], _>((scan.start, scan.end)).map(|(k, v)| (k.clone(), v.clone())).collect(),
+            None => Vec::new(),
+        };
+        // Fetch enough that the limit still holds after own deletes hide stored rows.
+        let fetch = scan.limit.saturating_add(own.len());
+        let (stored, dep) = table.scan((scan.start, scan.end), self.snapshot, scan.reverse, fetch);
+        self.read_dep = self.read_dep.max(dep);
+        let mut merged: BTreeMap<Vec<u8>, Option<Vec<u8>>> = stored
+            .into_iter()
+            .map(|(k, v)| (k, v.value.map(|v| v.to_vec())))
+            .collect();
+        let stored_complete = merged.len() < fetch;
+        let stored_edge = if scan.reverse { merged.keys().next() } else { merged.keys().next_back() }.cloned();
+        for (k, v) in own {
+            // An own write beyond the last stored row fetched may hide a stored row that was
+            // not fetched; rows past the edge are only trusted when the store scan completed.
+            let beyond = match &stored_edge {
+                Some(edge) if !stored_complete => if scan.reverse { k < *edge } else { k > *edge },
+                _ => false,
+            };
+            if !beyond {
+                merged.insert(k, v);
+            }
+        }
+        let mut rows: Vec<(Vec<u8>, Vec<u8>)> =
+            merged.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect();
+        if scan.reverse {
+            rows.reverse();
+        }
+        rows.truncate(scan.limit);
+        if self.options.isolation == IsolationLevel::Serializable {
+            self.track_read()?;
+            let covered = self.covered_range(&scan, &rows, stored_complete, stored_edge);
+            self.scans.push((table, covered.0, covered.1));
+        }
+        self.check_epoch()?;
+        Ok(rows)
+    }
+
+    /// The part of the scan's range whose contents the result depends on.
+    fn covered_range(
+        &self,
+        scan: &Scan<'_>,
+        rows: &[(Vec<u8>, Vec<u8>)],
+        stored_complete: bool,
+        stored_edge: Option<Vec<u8>>,
+    ) -> (OwnedBound, OwnedBound) {
+        let full = rows.len() < scan.limit && stored_complete;
+        if full {
+            return (own(scan.start), own(scan.end));
+        }
+        // Stopped early: the result depends on keys up to the last returned (or fetched) one.
+        let last = rows.last().map(|(k, _)| k.clone()).or(stored_edge);
+        match (scan.reverse, last) {
+            (false, Some(k)) => (own(scan.start), Bound::Included(k)),
+            (true, Some(k)) => (Bound::Included(k), own(scan.end)),
+            (_, None) => (own(scan.start), own(scan.end)),
+        }
+    }
+
+    /// Writes `value` at `key` of `keyspace`.
+    pub fn put(&mut self, keyspace: &str, key: &[u8], value: &[u8]) -> Result<()> {
+        let limit = self.shared.config.value_bytes_max;
+        if value.len() > limit {
+            return Err(Error::LimitExceeded {
+                what: "value size in bytes",
+                actual: value.len() as u64,
+                limit: limit as u64,
+            });
+        }
+        self.write(keyspace, key, Some(value))
+    }
+
+    /// Deletes `key` of `keyspace` (deleting a missing key is not an error).
+    pub fn delete(&mut self, keyspace: &str, key: &[u8]) -> Result<()> {
+        self.write(keyspace, key, None)
+    }
+
+    fn write(&mut self, keyspace: &str, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        self.check_usable()?;
+        if self.options.read_only {
+            return Err(Error::ReadOnlyTransaction);
+        }
+        self.check_keyspace(keyspace)?;
+        self.check_key(key)?;
+        let config = &self.shared.config;
+        let added = format::write_encoded_len(keyspace, key, value) as u64;
+        if self.write_bytes + added > config.txn_bytes_max {
+            return Err(Error::LimitExceeded {
+                what: "bytes written by one transaction",
+                actual: self.write_bytes + added,
+                limit: config.txn_bytes_max,
+            });
+        }
+        let writes = match self.writes.get_mut(keyspace) {
+            Some(w) => w,
+            None => self.writes.entry(Arc::from(keyspace)).or_default(),
+        };
+        let previous = writes.insert(key.to_vec(), value.map(<[u8]>::to_vec));
+        if previous.is_none() {
+            if self.write_count == config.txn_writes_max {
+                writes.remove(key);
+                return Err(Error::LimitExceeded {
+                    what: "writes in one transaction",
+                    actual: self.write_count as u64 + 1,
+                    limit: config.txn_writes_max as u64,
+                });
+            }
+            self.write_count += 1;
+        }
+        self.write_bytes += added;
+        Ok(())
+    }
+
+    /// Commits with the transaction's mode (fast unless set otherwise). Returns its id.
+    pub fn commit(self) -> Result<TxnId> {
+        let mode = self.options.mode;
+        self.commit_with(mode)
+    }
+
+    /// Commits and returns at the commit point.
+    pub fn commit_fast(self) -> Result<TxnId> {
+        self.commit_with(CommitMode::Fast)
+    }
+
+    /// Commits and returns at the durability point.
+    pub fn commit_safe(self) -> Result<TxnId> {
+        self.commit_with(CommitMode::Safe)
+    }
+
+    /// Commits with the given mode.
+    pub fn commit_with(mut self, mode: CommitMode) -> Result<TxnId> {
+        let result =
+            if self.write_count == 0 { self.commit_read_only() } else { self.commit_update(mode) };
+        if result.is_err() {
+            self.shared.counters.aborts.fetch_add(1, Ordering::Relaxed);
+            self.record(aborted_id(self.begin_epoch, self.snapshot), false);
+        }
+        self.finish();
+        let id = result?;
+        // Classic commits are all acknowledged at durability; a safe read-only transaction
+        // waits for its read dependency (returns at once when that is already durable).
+        if mode == CommitMode::Safe || self.shared.config.commit_model == CommitModel::Classic {
+            let cause = "durability failed before the commit was acknowledged";
+            self.shared.durability.wait_durable(id, cause)?;
+        }
+        Ok(id)
+    }
+
+    fn commit_read_only(&mut self) -> Result<TxnId> {
+        self.check_usable()?;
+        let epoch = self.shared.epoch.load(Ordering::SeqCst);
+        let id = TxnId { epoch, csn: self.read_dep, kind: TxnKind::ReadOnly };
+        self.shared.counters.commits_read_only.fetch_add(1, Ordering::Relaxed);
+        self.record(id, true);
+        Ok(id)
+    }
+
+    fn commit_update(&mut self, mode: CommitMode) -> Result<TxnId> {
+        self.check_usable()?;
+        let shared = self.shared.clone();
+        let mut record = Vec::with_capacity(self.write_bytes as usize + 8);
+        format::encode_record(
+            &mut record,
+            self.write_count,
+            self.writes.iter().flat_map(|(keyspace, writes)| {
+                writes.iter().map(move |(key, value)| format::WriteRef {
+                    keyspace,
+                    key,
+                    value: value.as_deref(),
+                })
+            }),
+        );
+        shared.durability.admit_commit(shared.config.backpressure_timeout)?;
+        let mut sequencer = shared.sequencer.lock();
+        shared.check_open()?;
+        if let Some(reason) = shared.durability.poisoned() {
+            return Err(Error::Poisoned(reason));
+        }
+        self.check_epoch()?;
+        if let Err(e) = self.validate() {
+            shared.counters.conflicts.fetch_add(1, Ordering::Relaxed);
+            return Err(e);
+        }
+        let store_bytes = shared.store.bytes();
+        if store_bytes + self.write_bytes > shared.config.memory_bytes_max {
+            return Err(Error::LimitExceeded {
+                what: "store memory in bytes",
+                actual: store_bytes + self.write_bytes,
+                limit: shared.config.memory_bytes_max,
+            });
+        }
+        let csn = sequencer.next_csn;
+        sequencer.next_csn += 1;
+        let epoch = sequencer.epoch;
+        shared.durability.append(epoch, csn, &record);
+        let horizon = shared.gc_horizon();
+        for (keyspace, writes) in std::mem::take(&mut self.writes) {
+            let table = shared.store.table(&keyspace);
+            for (key, value) in writes {
+                shared.store.install(&table, &key, csn, value.map(Value::from), horizon);
+            }
+        }
+        shared.visible.store(csn, Ordering::SeqCst);
+        drop(sequencer);
+        let counter = match (mode, shared.config.commit_model) {
+            (CommitMode::Fast, CommitModel::EventuallyDurable) => &shared.counters.commits_fast,
+            _ => &shared.counters.commits_safe,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        let id = TxnId { epoch, csn, kind: TxnKind::Update };
+        self.record(id, true);
+        Ok(id)
+    }
+
+    /// First-committer-wins validation, under the commit lock.
+    fn validate(&self) -> Result<()> {
+        let isolation = self.options.isolation;
+        if isolation == IsolationLevel::ReadCommitted {
+            return Ok(());
+        }
+        for (keyspace, writes) in &self.writes {
+            let Some(table) = self.shared.store.get_table(keyspace) else { continue };
+            for key in writes.keys() {
+                if table.newest_csn(key) > self.snapshot {
+                    return Err(Error::conflict(format!(
+                        "a concurrent transaction wrote a key this transaction writes ({keyspace})"
+                    )));
+                }
+            }
+        }
+        if isolation == IsolationLevel::Serializable {
+            for (table, key) in &self.reads {
+                if table.newest_csn(key) > self.snapshot {
+                    return Err(Error::conflict(format!(
+                        "a concurrent transaction wrote a key this transaction read ({})",
+                        table.name()
+                    )));
+                }
+            }
+            for (table, start, end) in &self.scans {
+                if table.changed_since((borrow(start), borrow(end)), self.snapshot) {
+                    return Err(Error::conflict(format!(
+                        "a concurrent transaction changed a range this transaction scanned ({})",
+                        table.name()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Rolls back; returns the id that reports `aborted`.
+    pub fn abort(mut self) -> TxnId {
+        let id = aborted_id(self.begin_epoch, self.snapshot);
+        self.shared.counters.aborts.fetch_add(1, Ordering::Relaxed);
+        self.record(id, false);
+        self.finish();
+        id
+    }
+
+    fn record(&self, id: TxnId, committed: bool) {
+        if let Some(session) = &self.session {
+            let mut state = session.lock();
+            state.last_id = Some(id);
+            if committed {
+                state.last_committed = Some(id);
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        if !self.finished {
+            self.finished = true;
+            self.shared.release_snapshot(self.snapshot);
+        }
+    }
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.shared.counters.aborts.fetch_add(1, Ordering::Relaxed);
+            self.record(aborted_id(self.begin_epoch, self.snapshot), false);
+            self.finish();
+        }
+    }
+}
