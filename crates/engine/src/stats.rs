@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::config::CommitModel;
 use crate::engine::{durable_state_summary, Shared};
 use crate::id::{Csn, Epoch};
 
@@ -27,7 +28,7 @@ pub struct EngineStats {
     pub epoch: Epoch,
     /// Newest committed CSN of the current epoch.
     pub committed_csn: Csn,
-    /// Newest CSN visible to new snapshots.
+    /// Newest CSN visible to new snapshots (under the classic model, the durable watermark).
     pub visible_csn: Csn,
     /// Durable watermark of the current epoch.
     pub durable_csn: Csn,
@@ -97,7 +98,10 @@ impl EngineStats {
         EngineStats {
             epoch,
             committed_csn,
-            visible_csn: shared.visible.load(Ordering::Relaxed).min(committed_csn),
+            visible_csn: match shared.config.commit_model {
+                CommitModel::EventuallyDurable => shared.visible.load(Ordering::Relaxed),
+                CommitModel::Classic => durable_csn,
+            },
             durable_csn,
             commits_fast: load(&c.commits_fast),
             commits_safe: load(&c.commits_safe),

@@ -305,7 +305,15 @@ impl Durability {
             log.persist_requested = true;
             self.writer_wake.notify_one();
         }
-        self.wait_durable(id, "durability failed during persist")?;
+        if let Err(error) = self.wait_durable(id, "durability failed during persist") {
+            return Err(match error {
+                // Name the newest lost transaction rather than the internal read-only id.
+                Error::Lost { id, cause } => {
+                    Error::Lost { id: TxnId { kind: TxnKind::Update, ..id }, cause }
+                }
+                other => other,
+            });
+        }
         let state = self.state.lock();
         Ok((state.epoch(), state.durable))
     }
