@@ -137,19 +137,18 @@ impl Shared {
             .store(self.config.vfs.as_ref(), &self.dir)
             .map_err(|e| format!("could not record epoch {new_epoch} after a loss: {e}"))?;
         {
+            // History first, then the atomics transactions check, all before anyone is woken:
+            // whoever sees the new epoch can look up where the old one ended, and whoever is
+            // told of the loss sees the new epoch.
             let mut state = self.durability.state.lock();
             state.history = history;
             state.last_committed = durable;
             self.durability.log.lock().epoch = new_epoch;
+            sequencer.epoch = new_epoch;
+            sequencer.next_csn = durable + 1;
+            self.visible.store(durable, Ordering::SeqCst);
+            self.epoch.store(new_epoch, Ordering::SeqCst);
         }
-        self.durability.state_changed.notify_all();
-        sequencer.epoch = new_epoch;
-        sequencer.next_csn = durable + 1;
-        self.visible.store(durable, Ordering::SeqCst);
-        self.epoch.store(new_epoch, Ordering::SeqCst);
-        drop(sequencer);
-        self.durability.counters.lost_txns.fetch_add(lost, Ordering::Relaxed);
-        self.durability.counters.loss_events.fetch_add(1, Ordering::Relaxed);
         tracing::error!(epoch = report.epoch, from = durable + 1, lost, new_epoch, cause = %report.cause,
             "lost the non-durable suffix; continuing in a new epoch");
         self.durability.publish(DurabilityEvent::Lost {
@@ -158,6 +157,10 @@ impl Shared {
             new_epoch,
             cause: report.cause,
         });
+        self.durability.counters.lost_txns.fetch_add(lost, Ordering::Relaxed);
+        self.durability.counters.loss_events.fetch_add(1, Ordering::Relaxed);
+        self.durability.state_changed.notify_all();
+        drop(sequencer);
         Ok(())
     }
 

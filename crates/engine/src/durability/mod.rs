@@ -328,8 +328,9 @@ impl Durability {
         state.durable = csn;
         self.durable_csn.store(csn, Ordering::Release);
         drop(state);
-        self.state_changed.notify_all();
+        // Subscribers first, so that an acknowledged commit's event is already queued.
         self.publish(DurabilityEvent::Durable { epoch, csn });
+        self.state_changed.notify_all();
     }
 
     /// Records that durability failed beyond recovery; wakes every waiter with the error.
