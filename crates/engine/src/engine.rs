@@ -192,8 +192,10 @@ impl Shared {
         for table in self.store.tables() {
             let mut from: Option<Vec<u8>> = None;
             loop {
-                let start = from.as_deref().map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
-                let (rows, _) = table.scan((start, std::ops::Bound::Unbounded), csn, false, SWEEP_BATCH_ROWS);
+                let start =
+                    from.as_deref().map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
+                let (rows, _) =
+                    table.scan((start, std::ops::Bound::Unbounded), csn, false, SWEEP_BATCH_ROWS);
                 for (key, version) in &rows {
                     let value = version.value.as_ref().expect("scan returns live rows");
                     writer.add(table.name(), key, value).map_err(io)?;
@@ -379,7 +381,13 @@ impl Engine {
             config,
         });
         let threads = spawn_threads(&shared, log_dir)?;
-        Ok(Engine { handle: Arc::new(Handle { shared, threads: Mutex::new(threads), _lock_file: lock_file }) })
+        Ok(Engine {
+            handle: Arc::new(Handle {
+                shared,
+                threads: Mutex::new(threads),
+                _lock_file: lock_file,
+            }),
+        })
     }
 
     fn shared(&self) -> &Arc<Shared> {
@@ -506,7 +514,9 @@ fn validate_config(config: &Config) -> Result<()> {
     if config.txn_bytes_max > 128 << 20 || config.txn_writes_max > 4 << 20 {
         return invalid("txn_bytes_max may be at most 128 MiB and txn_writes_max at most 4 Mi");
     }
-    if config.keyspace_name_bytes_max > u16::MAX as usize || config.key_bytes_max > u32::MAX as usize {
+    if config.keyspace_name_bytes_max > u16::MAX as usize
+        || config.key_bytes_max > u32::MAX as usize
+    {
         return invalid("keyspace_name_bytes_max or key_bytes_max too large for the log format");
     }
     Ok(())
@@ -523,7 +533,9 @@ fn lock_directory(dir: &Path) -> Result<File> {
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked { path: dir.to_path_buf() }),
-        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(format!("locking {}", path.display()), e)),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(Error::io(format!("locking {}", path.display()), e))
+        }
     }
 }
 

@@ -116,7 +116,9 @@ impl EngineStats {
             log_bytes: load(&d.counters.flushed_bytes),
             group_commit_mean_x100: (durable_txns * 100).checked_div(flushes).unwrap_or(0),
             group_commit_log2_histogram: d.counters.group_size_log2.iter().map(load).collect(),
-            flush_micros_mean: load(&d.counters.flush_micros_total).checked_div(flushes).unwrap_or(0),
+            flush_micros_mean: load(&d.counters.flush_micros_total)
+                .checked_div(flushes)
+                .unwrap_or(0),
             flush_micros_max: load(&d.counters.flush_micros_max),
             backlog_bytes,
             stalls: load(&d.counters.stalls),

@@ -254,17 +254,18 @@ impl Store {
         let start = from.map_or(Bound::Unbounded, Bound::Included);
         let mut freed = 0i64;
         let mut next = None;
-        for (visited, entry) in table.rows.range::<[u8], _>((start, Bound::Unbounded)).enumerate()
-        {
+        for (visited, entry) in table.rows.range::<[u8], _>((start, Bound::Unbounded)).enumerate() {
             if visited == batch {
                 next = Some(entry.key().clone());
                 break;
             }
             let mut versions = entry.value().versions.lock();
             freed += prune(&mut versions, horizon);
-            let dead = versions.len() == 1 && versions[0].value.is_none() && versions[0].csn <= horizon;
+            let dead =
+                versions.len() == 1 && versions[0].value.is_none() && versions[0].csn <= horizon;
             if dead {
-                freed += version_bytes(&versions[0]) + ROW_OVERHEAD_BYTES + entry.key().len() as i64;
+                freed +=
+                    version_bytes(&versions[0]) + ROW_OVERHEAD_BYTES + entry.key().len() as i64;
                 versions.clear();
                 drop(versions);
                 entry.remove();

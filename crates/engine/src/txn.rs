@@ -268,24 +268,32 @@ impl Transaction {
         self.check_keyspace(keyspace)?;
         let table = self.shared.store.table(keyspace);
         let own: Vec<(Vec<u8>, Option<Vec<u8>>)> = match self.writes.get(keyspace) {
-            Some(w) => w.range::<[u8], _>((scan.start, scan.end)).map(|(k, v)| (k.clone(), v.clone())).collect(),
+            Some(w) => w
+                .range::<[u8], _>((scan.start, scan.end))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             None => Vec::new(),
         };
         // Fetch enough that the limit still holds after own deletes hide stored rows.
         let fetch = scan.limit.saturating_add(own.len());
         let (stored, dep) = table.scan((scan.start, scan.end), self.snapshot, scan.reverse, fetch);
         self.read_dep = self.read_dep.max(dep);
-        let mut merged: BTreeMap<Vec<u8>, Option<Vec<u8>>> = stored
-            .into_iter()
-            .map(|(k, v)| (k, v.value.map(|v| v.to_vec())))
-            .collect();
+        let mut merged: BTreeMap<Vec<u8>, Option<Vec<u8>>> =
+            stored.into_iter().map(|(k, v)| (k, v.value.map(|v| v.to_vec()))).collect();
         let stored_complete = merged.len() < fetch;
-        let stored_edge = if scan.reverse { merged.keys().next() } else { merged.keys().next_back() }.cloned();
+        let stored_edge =
+            if scan.reverse { merged.keys().next() } else { merged.keys().next_back() }.cloned();
         for (k, v) in own {
             // An own write beyond the last stored row fetched may hide a stored row that was
             // not fetched; rows past the edge are only trusted when the store scan completed.
             let beyond = match &stored_edge {
-                Some(edge) if !stored_complete => if scan.reverse { k < *edge } else { k > *edge },
+                Some(edge) if !stored_complete => {
+                    if scan.reverse {
+                        k < *edge
+                    } else {
+                        k > *edge
+                    }
+                }
                 _ => false,
             };
             if !beyond {

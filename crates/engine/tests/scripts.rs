@@ -30,8 +30,8 @@ use std::time::Duration;
 
 use goldenscript::Command;
 use kiln_engine::{
-    CommitMode, CommitModel, Config, Engine, Faults, FaultyVfs, IsolationLevel, Scan,
-    Subscription, Transaction, TxnId, TxnOptions,
+    CommitMode, CommitModel, Config, Engine, Faults, FaultyVfs, IsolationLevel, Scan, Subscription,
+    Transaction, TxnId, TxnOptions,
 };
 
 type Res<T> = Result<T, Box<dyn StdError>>;
@@ -129,14 +129,17 @@ impl Runner {
                     None => std::ops::Bound::Unbounded,
                 };
                 let (start, end) = (bound(&from, true), bound(&to, false));
-                let mut scan = Scan::bounds(start.as_ref().map(|k| &k[..]), end.as_ref().map(|k| &k[..]));
+                let mut scan =
+                    Scan::bounds(start.as_ref().map(|k| &k[..]), end.as_ref().map(|k| &k[..]));
                 scan = scan.limit(limit);
                 if reverse {
                     scan = scan.reverse();
                 }
                 let rows = self.txn(name)?.scan(&ks, scan)?;
-                let shown: Vec<String> =
-                    rows.iter().map(|(k, v)| format!("{}={}", show(Some(k)), show(Some(v)))).collect();
+                let shown: Vec<String> = rows
+                    .iter()
+                    .map(|(k, v)| format!("{}={}", show(Some(k)), show(Some(v))))
+                    .collect();
                 write!(out, "{ks} [{}]", shown.join(" "))?;
             }
             "put" => {
@@ -176,7 +179,9 @@ impl Runner {
                     let deadline = std::time::Instant::now() + Duration::from_secs(10);
                     while self.engine()?.stats().committed_csn == before && !handle.is_finished() {
                         if std::time::Instant::now() > deadline {
-                            return Err("the background commit never reached its commit point".into());
+                            return Err(
+                                "the background commit never reached its commit point".into()
+                            );
                         }
                         std::thread::sleep(Duration::from_millis(1));
                     }
@@ -282,8 +287,10 @@ impl goldenscript::Runner for Runner {
                 let ks = next(&mut args)?;
                 let mut txn = self.engine()?.begin(TxnOptions::new().read_only())?;
                 let rows = txn.scan(&ks, Scan::all())?;
-                let shown: Vec<String> =
-                    rows.iter().map(|(k, v)| format!("{}={}", show(Some(k)), show(Some(v)))).collect();
+                let shown: Vec<String> = rows
+                    .iter()
+                    .map(|(k, v)| format!("{}={}", show(Some(k)), show(Some(v))))
+                    .collect();
                 write!(out, "{ks} [{}]", shown.join(" "))?;
             }
             "fail-syncs" => {

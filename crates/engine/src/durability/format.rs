@@ -231,8 +231,7 @@ pub fn frame_at(data: &[u8], offset: usize) -> FrameAt {
         first_csn: c.u64().expect("in bounds"),
         body_crc: c.u32().expect("in bounds"),
     };
-    if header.body_len > FRAME_BODY_BYTES_MAX || header.record_count == 0 || header.first_csn == 0
-    {
+    if header.body_len > FRAME_BODY_BYTES_MAX || header.record_count == 0 || header.first_csn == 0 {
         return FrameAt::Invalid(format!("frame header out of bounds: {header:?}"));
     }
     let body_end = FRAME_HEADER_BYTES + header.body_len as usize;
@@ -385,7 +384,9 @@ mod tests {
 
     #[test]
     fn garbage_records_are_errors_not_panics() {
-        for payload in [&b""[..], b"\xff\xff\xff\xff", b"\x01\x00\x00\x00\x07", b"\x01\0\0\0\x01\xff\xff"] {
+        for payload in
+            [&b""[..], b"\xff\xff\xff\xff", b"\x01\x00\x00\x00\x07", b"\x01\0\0\0\x01\xff\xff"]
+        {
             assert!(decode_record(payload).is_err());
         }
     }

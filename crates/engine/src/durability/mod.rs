@@ -211,7 +211,8 @@ impl Durability {
             if self.backlog_drained.wait_until(&mut log, deadline).timed_out()
                 && log.backlog_bytes >= self.backlog_bytes_max
             {
-                let cause = log.stalled.clone().unwrap_or_else(|| "the log writer is behind".into());
+                let cause =
+                    log.stalled.clone().unwrap_or_else(|| "the log writer is behind".into());
                 return Err(Error::DurabilityStalled { cause });
             }
         }
@@ -298,6 +299,9 @@ impl Durability {
     pub fn persist(&self) -> Result<(Epoch, Csn)> {
         let id = {
             let state = self.state.lock();
+            if state.durable == state.last_committed {
+                return Ok((state.epoch(), state.durable));
+            }
             TxnId { epoch: state.epoch(), csn: state.last_committed, kind: TxnKind::ReadOnly }
         };
         {

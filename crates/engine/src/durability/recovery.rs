@@ -54,9 +54,8 @@ pub struct SegmentFile {
 
 /// The log segments of `log_dir`, ordered by epoch, then first CSN.
 pub fn list_segments(vfs: &dyn Vfs, log_dir: &Path) -> Result<Vec<SegmentFile>> {
-    let names = vfs
-        .list(log_dir)
-        .map_err(|e| Error::io(format!("listing {}", log_dir.display()), e))?;
+    let names =
+        vfs.list(log_dir).map_err(|e| Error::io(format!("listing {}", log_dir.display()), e))?;
     let mut segments: Vec<SegmentFile> = names
         .iter()
         .filter_map(|name| {
@@ -70,8 +69,7 @@ pub fn list_segments(vfs: &dyn Vfs, log_dir: &Path) -> Result<Vec<SegmentFile>> 
 
 /// The published checkpoints of `dir`, ordered by CSN.
 pub fn list_checkpoints(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<(Csn, PathBuf)>> {
-    let names =
-        vfs.list(dir).map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
+    let names = vfs.list(dir).map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
     let mut found: Vec<_> = names
         .iter()
         .filter_map(|n| checkpoint::parse_checkpoint_name(n).map(|csn| (csn, dir.join(n))))
@@ -180,25 +178,31 @@ impl Replay<'_, '_> {
                 FrameAt::End => return Ok(0),
                 FrameAt::Valid { header, body_start } => {
                     if header.epoch != segment.epoch || header.first_csn != segment_next {
-                        return Err(corrupt(offset, format!(
+                        return Err(corrupt(
+                            offset,
+                            format!(
                             "frame of epoch {} at CSN {} where epoch {} CSN {segment_next} belongs",
                             header.epoch, header.first_csn, segment.epoch
-                        )));
+                        ),
+                        ));
                     }
                     let body_end = body_start + header.body_len as usize;
-                    let records = format::split_records(&data[body_start..body_end], header.record_count)
-                        .map_err(|e| corrupt(body_start, e))?;
+                    let records =
+                        format::split_records(&data[body_start..body_end], header.record_count)
+                            .map_err(|e| corrupt(body_start, e))?;
                     for (i, payload) in records.into_iter().enumerate() {
                         let csn = header.first_csn + i as u64;
                         if csn <= self.base || end.is_some_and(|end| csn > end) {
                             continue; // in the checkpoint already, or lost with its epoch
                         }
                         if csn != self.next {
-                            return Err(corrupt(offset, format!(
-                                "log skips from CSN {} to CSN {csn}", self.next - 1
-                            )));
+                            return Err(corrupt(
+                                offset,
+                                format!("log skips from CSN {} to CSN {csn}", self.next - 1),
+                            ));
                         }
-                        let writes = format::decode_record(payload).map_err(|e| corrupt(body_start, e))?;
+                        let writes =
+                            format::decode_record(payload).map_err(|e| corrupt(body_start, e))?;
                         (self.on_commit)(csn, &writes);
                         self.next += 1;
                         self.records += 1;
@@ -208,15 +212,20 @@ impl Replay<'_, '_> {
                 }
                 FrameAt::Invalid(reason) => {
                     if let Some((at, h)) = format::next_valid_frame_after(&data, offset) {
-                        return Err(corrupt(offset, format!(
-                            "damaged frame ({reason}) followed by a valid frame at byte {at} \
-                             (epoch {}, CSN {}): the durable log is corrupt", h.epoch, h.first_csn
-                        )));
+                        return Err(corrupt(
+                            offset,
+                            format!(
+                                "damaged frame ({reason}) followed by a valid frame at byte {at} \
+                             (epoch {}, CSN {}): the durable log is corrupt",
+                                h.epoch, h.first_csn
+                            ),
+                        ));
                     }
                     if !last_of_epoch {
-                        return Err(corrupt(offset, format!(
-                            "damaged frame ({reason}) inside a segment that was complete"
-                        )));
+                        return Err(corrupt(
+                            offset,
+                            format!("damaged frame ({reason}) inside a segment that was complete"),
+                        ));
                     }
                     let torn = (data.len() - offset) as u64;
                     tracing::warn!(path = %path.display(), offset, torn, %reason,

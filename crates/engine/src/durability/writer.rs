@@ -300,7 +300,13 @@ fn encode_frames(batch: &Batch) -> Vec<u8> {
         count += 1;
         csn += 1;
         if pos - start >= FRAME_BODY_BYTES_TARGET || pos == batch.records.len() {
-            format::encode_frame(&mut out, batch.epoch, frame_first, count, &batch.records[start..pos]);
+            format::encode_frame(
+                &mut out,
+                batch.epoch,
+                frame_first,
+                count,
+                &batch.records[start..pos],
+            );
             (start, frame_first, count) = (pos, csn, 0);
         }
     }
