@@ -1,0 +1,465 @@
+//! Fault injection: fsync errors, full disks, short and torn writes, bit flips in the log and
+//! checkpoints, misuse and limits. Each test checks the stated behaviour and then reopens the
+//! directory to check that the recovered state is a prefix of the commit order that contains
+//! every acknowledged safe transaction.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kiln_engine::durability::recovery::{list_segments, LOG_DIR};
+use kiln_engine::{
+    CommitMode, Config, Engine, Error, Faults, FaultyVfs, Scan, TxnId, TxnOptions, TxnStatus,
+};
+
+const KS: &str = "t";
+
+fn config(faults: &Arc<Faults>) -> Config {
+    Config {
+        vfs: Arc::new(FaultyVfs::new(faults.clone())),
+        vulnerability_window: Duration::from_millis(2),
+        ..Config::default()
+    }
+}
+
+/// Commit number `n`: writes `row/n` and moves `seq` to `n`. Returns its id if acknowledged.
+fn commit_step(engine: &Engine, n: u64, mode: CommitMode) -> kiln_engine::Result<TxnId> {
+    let mut txn = engine.begin(TxnOptions::new())?;
+    txn.put(KS, format!("row/{n:06}").as_bytes(), &n.to_le_bytes())?;
+    txn.put(KS, b"seq", &n.to_le_bytes())?;
+    txn.commit_with(mode)
+}
+
+/// The recovered sequence number, after checking that rows form exactly the prefix 1..=seq.
+fn check_prefix(engine: &Engine) -> u64 {
+    let mut txn = engine.begin(TxnOptions::new().read_only()).expect("begin");
+    let seq =
+        txn.get(KS, b"seq").expect("get").map_or(0, |v| u64::from_le_bytes(v.try_into().unwrap()));
+    let rows = txn.scan(KS, Scan::range(b"row/", b"row0")).expect("scan");
+    let numbers: Vec<u64> =
+        rows.iter().map(|(_, v)| u64::from_le_bytes(v.clone().try_into().unwrap())).collect();
+    assert_eq!(
+        numbers,
+        (1..=seq).collect::<Vec<_>>(),
+        "recovered rows are not the prefix 1..={seq}"
+    );
+    seq
+}
+
+fn reopen_clean(dir: &Path) -> Engine {
+    Engine::open(dir, Config::default()).expect("reopen")
+}
+
+/// SQLite-style loop: fail the k-th fsync for k = 1, 2, ...; each time, acknowledged safe
+/// commits survive, a failed one is reported lost, and the engine carries on.
+#[test]
+fn fsync_error_at_every_position_loses_only_the_non_durable_suffix() {
+    for fail_at in 1..=12u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let faults = Faults::new();
+        let engine = Engine::open(dir.path(), config(&faults)).unwrap();
+        // Count how many syncs the open itself made, then arm the fault at `fail_at` more.
+        faults.fail_syncs.store(0, Ordering::SeqCst);
+        let mut acknowledged = Vec::new();
+        let mut lost = Vec::new();
+        let mut n = 0;
+        for step in 0..20u64 {
+            if step == fail_at {
+                faults.fail_syncs.store(1, Ordering::SeqCst);
+            }
+            n += 1;
+            let mode = if step % 3 == 2 { CommitMode::Fast } else { CommitMode::Safe };
+            match commit_step(&engine, n, mode) {
+                Ok(id) if mode == CommitMode::Safe => {
+                    assert_eq!(engine.status(id), TxnStatus::Durable);
+                    acknowledged.push((n, id));
+                }
+                Ok(_) => {}
+                Err(Error::Lost { id, .. }) => {
+                    lost.push(id);
+                    // The lost commit's row is gone; the sequence continues from the durable one.
+                    n = check_prefix(&engine);
+                }
+                Err(e) => panic!("fail_at {fail_at}: unexpected {e}"),
+            }
+        }
+        assert!(!lost.is_empty(), "fail_at {fail_at}: the fsync failure lost nothing");
+        assert!(engine.stats().loss_events >= 1);
+        for id in &lost {
+            assert_eq!(engine.status(*id), TxnStatus::Lost);
+        }
+        engine.close().unwrap();
+        let engine = reopen_clean(dir.path());
+        let seq = check_prefix(&engine);
+        for (n, id) in &acknowledged {
+            assert!(*n <= seq, "acknowledged safe commit {n} ({id}) missing after restart");
+            assert_eq!(engine.status(*id), TxnStatus::Durable, "acknowledged safe {id}");
+        }
+        for id in &lost {
+            assert_eq!(engine.status(*id), TxnStatus::Lost, "lost {id} after restart");
+        }
+    }
+}
+
+/// The log's fsyncs failing every time: every safe commit is reported lost, nothing
+/// acknowledged is wrong, each loss opens an epoch, and once the disk recovers work continues.
+#[test]
+fn log_fsync_failing_every_time_then_recovering() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Faults::new();
+    let engine = Engine::open(dir.path(), config(&faults)).unwrap();
+    commit_step(&engine, 1, CommitMode::Safe).unwrap();
+    *faults.path_filter.lock() = ".log".into();
+    faults.fail_all_syncs.store(true, Ordering::SeqCst);
+    for _ in 0..5 {
+        match commit_step(&engine, 2, CommitMode::Safe) {
+            Err(Error::Lost { .. }) => {}
+            other => panic!("expected a loss, got {other:?}"),
+        }
+        assert_eq!(check_prefix(&engine), 1);
+    }
+    faults.fail_all_syncs.store(false, Ordering::SeqCst);
+    let id = commit_step(&engine, 2, CommitMode::Safe).unwrap();
+    assert_eq!(engine.status(id), TxnStatus::Durable);
+    assert_eq!(engine.stats().epoch, 6, "epoch 1 plus one epoch for each of the five losses");
+    engine.close().unwrap();
+    assert_eq!(check_prefix(&reopen_clean(dir.path())), 2);
+}
+
+/// Every fsync failing, the epoch history's too: the loss cannot be recorded, so the engine
+/// stops with a clear error instead of running on an unrecorded epoch. Reopening recovers.
+#[test]
+fn when_a_loss_cannot_be_recorded_the_engine_stops_and_reopening_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Faults::new();
+    let engine = Engine::open(dir.path(), config(&faults)).unwrap();
+    let acknowledged = commit_step(&engine, 1, CommitMode::Safe).unwrap();
+    faults.fail_all_syncs.store(true, Ordering::SeqCst);
+    let err = commit_step(&engine, 2, CommitMode::Safe).unwrap_err();
+    assert!(matches!(err, Error::Poisoned(_)), "{err}");
+    assert!(err.to_string().contains("could not record epoch"), "{err}");
+    assert!(matches!(commit_step(&engine, 3, CommitMode::Fast), Err(Error::Poisoned(_))));
+    assert!(matches!(engine.clone().close(), Err(Error::Poisoned(_))));
+    drop(engine);
+    let engine = reopen_clean(dir.path());
+    assert!(check_prefix(&engine) >= 1);
+    assert_eq!(engine.status(acknowledged), TxnStatus::Durable);
+}
+
+/// A full disk: commits continue up to the backlog bound, then slow down and fail with a clear
+/// error; nothing is reported durable; when space returns everything hardens.
+#[test]
+fn full_disk_stalls_with_back_pressure_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Faults::new();
+    let mut cfg = config(&faults);
+    cfg.backlog_bytes_max = 8192;
+    cfg.backpressure_timeout = Duration::from_millis(200);
+    let engine = Engine::open(dir.path(), cfg).unwrap();
+    commit_step(&engine, 1, CommitMode::Safe).unwrap();
+    faults.free_bytes.store(0, Ordering::SeqCst);
+    let mut last = None;
+    let mut refused = None;
+    for n in 2..10_000 {
+        match commit_step(&engine, n, CommitMode::Fast) {
+            Ok(id) => last = Some((n, id)),
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
+        }
+    }
+    let refused = refused.expect("the backlog bound was never enforced");
+    assert!(matches!(refused, Error::DurabilityStalled { .. }), "{refused}");
+    assert!(refused.to_string().contains("No space left"), "error names the cause: {refused}");
+    assert!(refused.is_retryable());
+    let stats = engine.stats();
+    assert_eq!(stats.durable_csn, 1, "nothing reported durable while the disk is full");
+    assert!(stats.backlog_bytes >= 8192 && stats.stalled.is_some(), "{stats:?}");
+    let (last_n, last_id) = last.expect("some commits before the bound");
+    assert_eq!(engine.status(last_id), TxnStatus::Committed);
+    faults.free_bytes.store(u64::MAX, Ordering::SeqCst);
+    assert_eq!(engine.wait(last_id, Duration::from_secs(10)).unwrap(), TxnStatus::Durable);
+    assert_eq!(engine.stats().loss_events, 0, "a full disk loses nothing");
+    engine.close().unwrap();
+    assert_eq!(check_prefix(&reopen_clean(dir.path())), last_n);
+}
+
+/// A disk that fills in the middle of a frame: the partial frame is cut back, retried, and
+/// recovery never sees it.
+#[test]
+fn partial_write_at_enospc_is_cut_back_and_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Faults::new();
+    let engine = Engine::open(dir.path(), config(&faults)).unwrap();
+    commit_step(&engine, 1, CommitMode::Safe).unwrap();
+    faults.free_bytes.store(17, Ordering::SeqCst);
+    let engine2 = engine.clone();
+    let waiter = std::thread::spawn(move || commit_step(&engine2, 2, CommitMode::Safe));
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(engine.stats().stalled.is_some());
+    faults.free_bytes.store(u64::MAX, Ordering::SeqCst);
+    let id = waiter.join().unwrap().unwrap();
+    assert_eq!(engine.status(id), TxnStatus::Durable);
+    drop(engine);
+    assert_eq!(check_prefix(&reopen_clean(dir.path())), 2);
+}
+
+/// Short writes (each write() takes half the buffer) are looped over transparently.
+#[test]
+fn short_writes_are_completed() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Faults::new();
+    faults.short_writes.store(true, Ordering::SeqCst);
+    let engine = Engine::open(dir.path(), config(&faults)).unwrap();
+    for n in 1..=200 {
+        commit_step(&engine, n, if n % 2 == 0 { CommitMode::Safe } else { CommitMode::Fast })
+            .unwrap();
+    }
+    engine.checkpoint().unwrap();
+    for n in 201..=300 {
+        commit_step(&engine, n, CommitMode::Fast).unwrap();
+    }
+    engine.close().unwrap();
+    assert_eq!(check_prefix(&reopen_clean(dir.path())), 300);
+}
+
+/// Power loss after every possible number of written bytes: the torn frame is discarded, the
+/// state is a prefix, and every acknowledged safe commit is in it.
+#[test]
+fn torn_writes_at_every_offset_recover_a_prefix_with_every_acknowledged_commit() {
+    // Measure how many log bytes the workload writes, then cut the power at many points of it.
+    let total = {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::open(dir.path(), Config::default()).unwrap();
+        for n in 1..=12 {
+            commit_step(&engine, n, CommitMode::Safe).unwrap();
+        }
+        engine.stats().log_bytes
+    };
+    for cut in (0..total).step_by(7) {
+        let dir = tempfile::tempdir().unwrap();
+        let faults = Faults::new();
+        *faults.path_filter.lock() = ".log".into();
+        faults.crash_after_bytes.store(cut, Ordering::SeqCst);
+        let engine = Engine::open(dir.path(), config(&faults)).unwrap();
+        let mut acknowledged = 0;
+        for n in 1..=12 {
+            match commit_step(&engine, n, CommitMode::Safe) {
+                Ok(_) => acknowledged = n,
+                Err(_) => break,
+            }
+        }
+        drop(engine);
+        let engine = reopen_clean(dir.path());
+        let seq = check_prefix(&engine);
+        assert!(seq >= acknowledged, "cut {cut}: recovered {seq} < acknowledged {acknowledged}");
+    }
+}
+
+fn newest_segment(dir: &Path) -> PathBuf {
+    let segments = list_segments(&kiln_engine::OsVfs, &dir.join(LOG_DIR)).unwrap();
+    segments
+        .into_iter()
+        .filter(|s| std::fs::metadata(&s.path).unwrap().len() > 0)
+        .last()
+        .unwrap()
+        .path
+}
+
+fn flip_byte(path: &Path, offset_from_end: Option<u64>, offset: u64) {
+    let mut data = std::fs::read(path).unwrap();
+    let at = match offset_from_end {
+        Some(back) => data.len() - back as usize,
+        None => offset as usize,
+    };
+    data[at] ^= 0x01;
+    std::fs::write(path, data).unwrap();
+}
+
+/// A log with `count` single-commit frames (each commit safe, so each its own flush).
+fn log_with_frames(count: u64) -> (tempfile::TempDir, Vec<TxnId>) {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(dir.path(), Config::default()).unwrap();
+    let ids = (1..=count).map(|n| commit_step(&engine, n, CommitMode::Safe).unwrap()).collect();
+    engine.close().unwrap();
+    (dir, ids)
+}
+
+#[test]
+fn bit_flip_in_the_log_tail_ends_replay_at_the_last_valid_record() {
+    let (dir, ids) = log_with_frames(5);
+    flip_byte(&newest_segment(dir.path()), Some(3), 0);
+    let engine = reopen_clean(dir.path());
+    assert_eq!(check_prefix(&engine), 4, "replay stops before the damaged last frame");
+    assert_eq!(engine.status(ids[3]), TxnStatus::Durable);
+    assert_eq!(engine.status(ids[4]), TxnStatus::Lost, "the discarded commit reports lost");
+    // The torn tail was cut, so the next restart sees a clean log.
+    drop(engine);
+    assert_eq!(check_prefix(&reopen_clean(dir.path())), 4);
+}
+
+#[test]
+fn bit_flip_in_the_middle_of_the_log_refuses_to_open() {
+    let (dir, _) = log_with_frames(5);
+    let segment = newest_segment(dir.path());
+    let before = std::fs::read(&segment).unwrap();
+    flip_byte(&segment, None, 60);
+    for _ in 0..2 {
+        match Engine::open(dir.path(), Config::default()) {
+            Err(Error::Corruption { path, detail, .. }) => {
+                assert_eq!(path, segment);
+                assert!(detail.contains("followed by a valid frame"), "{detail}");
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+    assert_eq!(std::fs::read(&segment).unwrap().len(), before.len(), "the log was not truncated");
+}
+
+#[test]
+fn damaged_checkpoint_refuses_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(dir.path(), Config::default()).unwrap();
+    for n in 1..=50 {
+        commit_step(&engine, n, CommitMode::Fast).unwrap();
+    }
+    engine.persist().unwrap();
+    let csn = engine.checkpoint().unwrap();
+    engine.close().unwrap();
+    let path = dir.path().join(format!("checkpoint-{csn:020}.ckpt"));
+    flip_byte(&path, None, 100);
+    match Engine::open(dir.path(), Config::default()) {
+        Err(Error::Corruption { path: p, .. }) => assert_eq!(p, path),
+        other => panic!("expected corruption, got {other:?}"),
+    }
+}
+
+#[test]
+fn damaged_epoch_history_refuses_to_open() {
+    let (dir, _) = log_with_frames(2);
+    flip_byte(&dir.path().join("EPOCHS"), None, 14);
+    assert!(matches!(Engine::open(dir.path(), Config::default()), Err(Error::Corruption { .. })));
+}
+
+#[test]
+fn missing_log_segment_refuses_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = Config { segment_bytes_max: 256, ..Config::default() };
+    let engine = Engine::open(dir.path(), cfg.clone()).unwrap();
+    for n in 1..=40 {
+        commit_step(&engine, n, CommitMode::Safe).unwrap();
+    }
+    engine.close().unwrap();
+    let segments = list_segments(&kiln_engine::OsVfs, &dir.path().join(LOG_DIR)).unwrap();
+    assert!(segments.len() > 4, "segments rotate at 256 bytes");
+    std::fs::remove_file(&segments[2].path).unwrap();
+    match Engine::open(dir.path(), cfg) {
+        Err(Error::Corruption { detail, .. }) => assert!(detail.contains("skips"), "{detail}"),
+        other => panic!("expected corruption, got {other:?}"),
+    }
+}
+
+/// Checkpoints replace the log before them: old segments are removed, and recovery from the
+/// checkpoint plus the remaining log gives the same state.
+#[test]
+fn checkpoint_truncates_the_log_and_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = Config { segment_bytes_max: 512, ..Config::default() };
+    let engine = Engine::open(dir.path(), cfg.clone()).unwrap();
+    for n in 1..=100 {
+        commit_step(&engine, n, CommitMode::Safe).unwrap();
+    }
+    let segments_before =
+        list_segments(&kiln_engine::OsVfs, &dir.path().join(LOG_DIR)).unwrap().len();
+    assert_eq!(engine.checkpoint().unwrap(), 100);
+    let segments_after =
+        list_segments(&kiln_engine::OsVfs, &dir.path().join(LOG_DIR)).unwrap().len();
+    assert!(segments_after < segments_before / 4, "{segments_before} → {segments_after}");
+    for n in 101..=150 {
+        commit_step(&engine, n, CommitMode::Fast).unwrap();
+    }
+    engine.close().unwrap();
+    let engine = Engine::open(dir.path(), cfg).unwrap();
+    assert_eq!(check_prefix(&engine), 150);
+}
+
+#[test]
+fn a_directory_opens_only_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(dir.path(), Config::default()).unwrap();
+    match Engine::open(dir.path(), Config::default()) {
+        Err(Error::Locked { path }) => assert_eq!(path, dir.path()),
+        other => panic!("expected Locked, got {other:?}"),
+    }
+    engine.close().unwrap();
+    Engine::open(dir.path(), Config::default()).unwrap();
+}
+
+#[test]
+fn closed_engine_and_finished_work_give_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(dir.path(), Config::default()).unwrap();
+    let mut txn = engine.begin(TxnOptions::new()).unwrap();
+    txn.put(KS, b"k", b"v").unwrap();
+    let other = engine.clone();
+    engine.close().unwrap();
+    assert!(matches!(txn.put(KS, b"k2", b"v"), Err(Error::Closed)));
+    assert!(matches!(txn.commit(), Err(Error::Closed)));
+    assert!(matches!(other.begin(TxnOptions::new()), Err(Error::Closed)));
+    assert!(matches!(other.persist(), Err(Error::Closed)));
+}
+
+#[test]
+fn limits_are_enforced_with_clear_errors_and_no_partial_effects() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = Config {
+        key_bytes_max: 16,
+        value_bytes_max: 64,
+        txn_writes_max: 3,
+        txn_bytes_max: 400,
+        memory_bytes_max: 4096,
+        ..Config::default()
+    };
+    let engine = Engine::open(dir.path(), cfg).unwrap();
+    let mut txn = engine.begin(TxnOptions::new()).unwrap();
+    let err = txn.put(KS, &[0; 17], b"v").unwrap_err();
+    assert!(err.to_string().contains("key size in bytes is 17, over the limit of 16"), "{err}");
+    let err = txn.put(KS, b"k", &[0; 65]).unwrap_err();
+    assert!(matches!(err, Error::LimitExceeded { what: "value size in bytes", .. }), "{err}");
+    let err = txn.put(&"x".repeat(256), b"k", b"v").unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    for k in 0..3u8 {
+        txn.put(KS, &[k], b"v").unwrap();
+    }
+    txn.put(KS, &[0], b"overwrite is not a new write").unwrap();
+    let err = txn.put(KS, &[9], b"v").unwrap_err();
+    assert!(matches!(err, Error::LimitExceeded { what: "writes in one transaction", .. }), "{err}");
+    txn.commit().unwrap();
+    let mut txn = engine.begin(TxnOptions::new()).unwrap();
+    let err = (0..3u8)
+        .try_for_each(|k| txn.put("big", &[k], &[7; 64]))
+        .and_then(|()| txn.put("big", &[9], &[7; 64]));
+    assert!(err.is_err());
+    drop(txn);
+    // Memory: fill the store until the bound refuses a commit; the refused commit left nothing.
+    let mut refused = false;
+    for n in 0..200u8 {
+        let mut txn = engine.begin(TxnOptions::new()).unwrap();
+        txn.put("mem", &[n], &[1; 64]).unwrap();
+        match txn.commit() {
+            Ok(_) => {}
+            Err(Error::LimitExceeded { what: "store memory in bytes", .. }) => {
+                let mut check = engine.begin(TxnOptions::new()).unwrap();
+                assert_eq!(check.get("mem", &[n]).unwrap(), None, "refused commit left no effect");
+                refused = true;
+                break;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(refused, "the memory bound was never enforced");
+    let stats = engine.stats();
+    assert!(stats.store_bytes <= 4096, "{stats:?}");
+}
