@@ -285,7 +285,8 @@ fn for_each_write(records: &[u8], mut f: impl FnMut(&str, &[u8])) {
 struct Handle {
     shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,
-    _lock_file: File,
+    /// Holds the directory lock until shutdown.
+    lock_file: Mutex<Option<File>>,
 }
 
 impl Drop for Handle {
@@ -314,6 +315,8 @@ impl Handle {
             let _ = thread.join();
         }
         self.shared.durability.state_changed.notify_all();
+        // Nothing writes any more: let another process (or handle) open the directory.
+        self.lock_file.lock().take();
         tracing::info!(dir = %self.shared.dir.display(), "engine closed");
     }
 }
@@ -385,7 +388,7 @@ impl Engine {
             handle: Arc::new(Handle {
                 shared,
                 threads: Mutex::new(threads),
-                _lock_file: lock_file,
+                lock_file: Mutex::new(Some(lock_file)),
             }),
         })
     }

@@ -393,8 +393,11 @@ fn a_directory_opens_only_once() {
         Err(Error::Locked { path }) => assert_eq!(path, dir.path()),
         other => panic!("expected Locked, got {other:?}"),
     }
+    let clone = engine.clone();
     engine.close().unwrap();
+    // Closing releases the directory even while other handles to the closed engine live.
     Engine::open(dir.path(), Config::default()).unwrap();
+    drop(clone);
 }
 
 #[test]
