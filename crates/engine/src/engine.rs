@@ -148,6 +148,7 @@ impl Shared {
             sequencer.next_csn = durable + 1;
             self.visible.store(durable, Ordering::SeqCst);
             self.epoch.store(new_epoch, Ordering::SeqCst);
+            self.durability.current_epoch.store(new_epoch, Ordering::SeqCst);
         }
         tracing::error!(epoch = report.epoch, from = durable + 1, lost, new_epoch, cause = %report.cause,
             "lost the non-durable suffix; continuing in a new epoch");
@@ -159,7 +160,7 @@ impl Shared {
         });
         self.durability.counters.lost_txns.fetch_add(lost, Ordering::Relaxed);
         self.durability.counters.loss_events.fetch_add(1, Ordering::Relaxed);
-        self.durability.state_changed.notify_all();
+        self.durability.wake_waiters();
         drop(sequencer);
         Ok(())
     }
@@ -311,10 +312,11 @@ impl Handle {
             background.shutdown = true;
             self.shared.background_wake.notify_all();
         }
+        self.shared.durability.stop_notifier();
         for thread in self.threads.lock().drain(..) {
             let _ = thread.join();
         }
-        self.shared.durability.state_changed.notify_all();
+        self.shared.durability.wake_waiters();
         // Nothing writes any more: let another process (or handle) open the directory.
         self.lock_file.lock().take();
         tracing::info!(dir = %self.shared.dir.display(), "engine closed");
@@ -565,12 +567,17 @@ fn spawn_threads(shared: &Arc<Shared>, log_dir: PathBuf) -> Result<Vec<JoinHandl
         .name("kiln-log-writer".into())
         .spawn(move || writer.run())
         .map_err(spawn_error)?;
+    let durability = shared.durability.clone();
+    let notifier = std::thread::Builder::new()
+        .name("kiln-notifier".into())
+        .spawn(move || durability.run_notifier())
+        .map_err(spawn_error)?;
     let background = shared.clone();
     let background = std::thread::Builder::new()
         .name("kiln-checkpointer".into())
         .spawn(move || background.background_loop())
         .map_err(spawn_error)?;
-    Ok(vec![writer, background])
+    Ok(vec![writer, notifier, background])
 }
 
 /// Exposes a status computation for a state snapshot (used by stats).

@@ -23,7 +23,7 @@ pub mod vfs;
 pub(crate) mod writer;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -96,6 +96,14 @@ pub enum DurabilityEvent {
     },
 }
 
+/// A thread parked until `csn` of `epoch` is durable or lost.
+struct Waiter {
+    token: u64,
+    epoch: Epoch,
+    csn: Csn,
+    thread: std::thread::Thread,
+}
+
 /// Queued events of one subscriber, at most this many (consecutive `Durable` events merge).
 const SUBSCRIBER_QUEUE_MAX: usize = 1024;
 
@@ -154,10 +162,18 @@ pub(crate) struct Durability {
     /// Wakes commits waiting for the backlog to drain.
     pub backlog_drained: Condvar,
     pub state: Mutex<DurableState>,
-    /// Wakes durability waiters.
-    pub state_changed: Condvar,
+    /// Threads waiting for a transaction to become durable or lost, each woken on its own.
+    waiters: Mutex<Vec<Waiter>>,
+    next_waiter: AtomicU64,
     /// Copy of the durable watermark for lock-free reads.
     pub durable_csn: AtomicU64,
+    /// Copy of the current epoch for lock-free reads (changed only under `state`).
+    pub current_epoch: AtomicU32,
+    /// Set once durability is poisoned.
+    poisoned_flag: AtomicBool,
+    /// Wake-up requests for the notifier thread: (generation, shutdown).
+    notify: Mutex<(u64, bool)>,
+    notify_ready: Condvar,
     subscribers: Mutex<Vec<Weak<SubscriberQueue>>>,
     pub counters: DurabilityCounters,
     pub backlog_bytes_max: u64,
@@ -188,8 +204,13 @@ impl Durability {
                 last_committed: durable,
                 poisoned: None,
             }),
-            state_changed: Condvar::new(),
+            waiters: Mutex::new(Vec::new()),
+            next_waiter: AtomicU64::new(0),
             durable_csn: AtomicU64::new(durable),
+            current_epoch: AtomicU32::new(epoch),
+            poisoned_flag: AtomicBool::new(false),
+            notify: Mutex::new((0, false)),
+            notify_ready: Condvar::new(),
             subscribers: Mutex::new(Vec::new()),
             counters: DurabilityCounters::default(),
             backlog_bytes_max,
@@ -246,36 +267,105 @@ impl Durability {
         state.history.status(id, state.durable, state.last_committed)
     }
 
+    /// The status of `id`, without locking when it is durable in the current epoch (the
+    /// common answer for a waiter that was just woken).
+    fn status_fast(&self, id: TxnId) -> TxnStatus {
+        // Watermark first, then epoch: a watermark of a newer epoch is only ever read
+        // together with that newer epoch, never paired with the old one.
+        let durable = self.durable_csn.load(Ordering::SeqCst);
+        if id.kind != TxnKind::Aborted
+            && self.current_epoch.load(Ordering::SeqCst) == id.epoch
+            && id.csn <= durable
+        {
+            return TxnStatus::Durable;
+        }
+        self.status(id)
+    }
+
     /// Waits until `id` is durable or lost, or `timeout` passes; returns its status then.
     /// Asks the writer to flush now, as a safe commit does.
     pub fn wait(&self, id: TxnId, timeout: Option<Duration>) -> Result<TxnStatus> {
         let deadline = timeout.map(|t| Instant::now() + t);
-        let status = self.status(id);
+        let status = self.status_fast(id);
         if status != TxnStatus::Committed {
             return Ok(status);
         }
+        let token = self.next_waiter.fetch_add(1, Ordering::Relaxed);
+        self.waiters.lock().push(Waiter {
+            token,
+            epoch: id.epoch,
+            csn: id.csn,
+            thread: std::thread::current(),
+        });
         self.add_safe_waiter(1);
-        let mut state = self.state.lock();
         let result = loop {
-            if let Some(reason) = &state.poisoned {
-                break Err(Error::Poisoned(reason.clone()));
+            if self.poisoned_flag.load(Ordering::SeqCst) {
+                break Err(Error::Poisoned(self.poisoned().unwrap_or_default()));
             }
-            let status = state.history.status(id, state.durable, state.last_committed);
+            let status = self.status_fast(id);
             if status != TxnStatus::Committed {
                 break Ok(status);
             }
             match deadline {
-                Some(deadline) => {
-                    if self.state_changed.wait_until(&mut state, deadline).timed_out() {
-                        break Ok(state.history.status(id, state.durable, state.last_committed));
-                    }
-                }
-                None => self.state_changed.wait(&mut state),
+                Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                    Some(left) => std::thread::park_timeout(left),
+                    None => break Ok(status),
+                },
+                None => std::thread::park(),
             }
         };
-        drop(state);
+        self.waiters.lock().retain(|w| w.token != token);
         self.add_safe_waiter(-1);
         result
+    }
+
+    /// Asks the notifier thread to wake the waiters, so that the log writer can start its next
+    /// flush at once instead of unparking a hundred threads one by one.
+    fn request_wake(&self) {
+        self.notify.lock().0 += 1;
+        self.notify_ready.notify_one();
+    }
+
+    /// The notifier thread: wakes waiters whenever asked, until stopped.
+    pub fn run_notifier(&self) {
+        let mut seen = 0;
+        loop {
+            let mut notify = self.notify.lock();
+            while notify.0 == seen && !notify.1 {
+                self.notify_ready.wait(&mut notify);
+            }
+            if notify.1 {
+                return;
+            }
+            seen = notify.0;
+            drop(notify);
+            self.wake_waiters();
+        }
+    }
+
+    /// Stops the notifier thread.
+    pub fn stop_notifier(&self) {
+        self.notify.lock().1 = true;
+        self.notify_ready.notify_one();
+    }
+
+    /// Wakes every waiter whose transaction is now durable, or all of them after a loss or
+    /// a poisoning. Each is unparked on its own, so they wake in parallel.
+    pub fn wake_waiters(&self) {
+        let epoch = self.current_epoch.load(Ordering::SeqCst);
+        let durable = self.durable_csn.load(Ordering::SeqCst);
+        let everyone = self.poisoned_flag.load(Ordering::SeqCst);
+        let mut woken = Vec::new();
+        self.waiters.lock().retain(|w| {
+            let done = everyone || w.epoch != epoch || w.csn <= durable;
+            if done {
+                woken.push(w.thread.clone());
+            }
+            !done
+        });
+        for thread in woken {
+            thread.unpark();
+        }
     }
 
     /// Waits until `id` is durable; a lost transaction is an error.
@@ -334,14 +424,15 @@ impl Durability {
         drop(state);
         // Subscribers first, so that an acknowledged commit's event is already queued.
         self.publish(DurabilityEvent::Durable { epoch, csn });
-        self.state_changed.notify_all();
+        self.request_wake();
     }
 
     /// Records that durability failed beyond recovery; wakes every waiter with the error.
     pub fn poison(&self, reason: String) {
         tracing::error!(%reason, "durability failed; the engine stops accepting commits");
         self.state.lock().poisoned = Some(reason);
-        self.state_changed.notify_all();
+        self.poisoned_flag.store(true, Ordering::SeqCst);
+        self.wake_waiters();
         let mut log = self.log.lock();
         log.stalled = Some("durability failed; reopen the database".into());
         drop(log);
