@@ -64,6 +64,8 @@ pub struct EngineStats {
     pub flush_micros_max: u64,
     /// Committed, non-durable log bytes.
     pub backlog_bytes: u64,
+    /// Of those, bytes still buffered (not yet taken by the log writer).
+    pub buffered_bytes: u64,
     /// Times the writer stalled (for example on a full disk).
     pub stalls: u64,
     /// Why the writer is stalled now, if it is.
@@ -87,9 +89,9 @@ impl EngineStats {
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let d = &shared.durability;
         let (epoch, durable_csn, committed_csn) = durable_state_summary(&d.state.lock());
-        let (backlog_bytes, stalled) = {
+        let (backlog_bytes, buffered_bytes, stalled) = {
             let log = d.log.lock();
-            (log.backlog_bytes, log.stalled.clone())
+            (log.backlog_bytes, log.buffer.len() as u64, log.stalled.clone())
         };
         let flushes = load(&d.counters.flushes);
         let durable_txns = load(&d.counters.flushed_txns);
@@ -121,6 +123,7 @@ impl EngineStats {
                 .unwrap_or(0),
             flush_micros_max: load(&d.counters.flush_micros_max),
             backlog_bytes,
+            buffered_bytes,
             stalls: load(&d.counters.stalls),
             stalled,
             store_bytes: store.bytes,

@@ -71,6 +71,9 @@ impl<'a> Scan<'a> {
 
 type OwnedBound = Bound<Vec<u8>>;
 
+/// A transaction's buffered writes: per keyspace, key → new value (`None`: delete).
+type WriteSet = HashMap<Arc<str>, BTreeMap<Vec<u8>, Option<Vec<u8>>>>;
+
 fn own(bound: Bound<&[u8]>) -> OwnedBound {
     match bound {
         Bound::Included(k) => Bound::Included(k.to_vec()),
@@ -95,7 +98,7 @@ pub struct Transaction {
     begin_epoch: Epoch,
     snapshot: Csn,
     read_dep: Csn,
-    writes: HashMap<Arc<str>, BTreeMap<Vec<u8>, Option<Vec<u8>>>>,
+    writes: WriteSet,
     write_count: usize,
     write_bytes: u64,
     reads: Vec<(Arc<Table>, Vec<u8>)>,

@@ -260,12 +260,7 @@ fn torn_writes_at_every_offset_recover_a_prefix_with_every_acknowledged_commit()
 
 fn newest_segment(dir: &Path) -> PathBuf {
     let segments = list_segments(&kiln_engine::OsVfs, &dir.join(LOG_DIR)).unwrap();
-    segments
-        .into_iter()
-        .filter(|s| std::fs::metadata(&s.path).unwrap().len() > 0)
-        .last()
-        .unwrap()
-        .path
+    segments.into_iter().rev().find(|s| std::fs::metadata(&s.path).unwrap().len() > 0).unwrap().path
 }
 
 fn flip_byte(path: &Path, offset_from_end: Option<u64>, offset: u64) {
@@ -310,7 +305,7 @@ fn bit_flip_in_the_middle_of_the_log_refuses_to_open() {
         match Engine::open(dir.path(), Config::default()) {
             Err(Error::Corruption { path, detail, .. }) => {
                 assert_eq!(path, segment);
-                assert!(detail.contains("followed by a valid frame"), "{detail}");
+                assert!(detail.contains("followed by a valid frame of a later flush"), "{detail}");
             }
             other => panic!("expected corruption, got {other:?}"),
         }
@@ -465,4 +460,82 @@ fn limits_are_enforced_with_clear_errors_and_no_partial_effects() {
     assert!(refused, "the memory bound was never enforced");
     let stats = engine.stats();
     assert!(stats.store_bytes <= 4096, "{stats:?}");
+}
+
+/// The frames of a segment: (offset, header).
+fn frames_of(path: &Path) -> Vec<(usize, kiln_engine::durability::format::FrameHeader)> {
+    use kiln_engine::durability::format::{frame_at, FrameAt};
+    let data = std::fs::read(path).unwrap();
+    let (mut offset, mut frames) = (0, Vec::new());
+    while let FrameAt::Valid { header, body_start } = frame_at(&data, offset) {
+        frames.push((offset, header));
+        offset = body_start + header.body_len as usize;
+    }
+    frames
+}
+
+/// A log whose last flush was written as several frames in one write: five small safe commits,
+/// then a flush held back by a full disk while ten 700 KiB commits join it.
+fn log_ending_in_a_multi_frame_flush() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Faults::new();
+    let engine = Engine::open(dir.path(), config(&faults)).unwrap();
+    for n in 1..=5 {
+        commit_step(&engine, n, CommitMode::Safe).unwrap();
+    }
+    faults.free_bytes.store(0, Ordering::SeqCst);
+    let sixth = commit_step(&engine, 6, CommitMode::Fast).unwrap();
+    assert_eq!(engine.wait(sixth, Duration::from_millis(50)).unwrap(), TxnStatus::Committed);
+    for n in 7..=16u64 {
+        let mut txn = engine.begin(TxnOptions::new()).unwrap();
+        txn.put(KS, format!("row/{n:06}").as_bytes(), &n.to_le_bytes()).unwrap();
+        txn.put(KS, b"seq", &n.to_le_bytes()).unwrap();
+        txn.put("blob", &n.to_be_bytes(), &vec![n as u8; 700 << 10]).unwrap();
+        txn.commit_fast().unwrap();
+    }
+    // Wait until the stalled writer has taken everything into the one batch it retries.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !(engine.stats().stalled.is_some() && engine.stats().buffered_bytes == 0) {
+        assert!(std::time::Instant::now() < deadline, "{:?}", engine.stats());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    faults.free_bytes.store(u64::MAX, Ordering::SeqCst);
+    engine.persist().unwrap();
+    engine.close().unwrap();
+    let segment = newest_segment(dir.path());
+    let frames = frames_of(&segment);
+    let last_flush = frames.last().unwrap().1.flush_first_csn;
+    assert_eq!(last_flush, 6);
+    assert!(
+        frames.iter().filter(|(_, h)| h.flush_first_csn == last_flush).count() >= 2,
+        "{frames:?}"
+    );
+    (dir, segment)
+}
+
+/// A machine crash can persist a later frame of a flush but not an earlier one: that is a torn
+/// flush, never acknowledged, and recovery must open with the state before it.
+#[test]
+fn torn_multi_frame_flush_recovers_the_state_before_it() {
+    let (dir, segment) = log_ending_in_a_multi_frame_flush();
+    let frames = frames_of(&segment);
+    let last_flush = frames.last().unwrap().1.flush_first_csn;
+    let (first_of_flush, _) = frames.iter().find(|(_, h)| h.flush_first_csn == last_flush).unwrap();
+    flip_byte(&segment, None, *first_of_flush as u64 + 100);
+    let engine = reopen_clean(dir.path());
+    assert_eq!(check_prefix(&engine), 5, "the whole torn flush is discarded");
+}
+
+/// Damage to an earlier, completed flush followed by a later flush is corruption.
+#[test]
+fn damage_before_a_later_flush_refuses_to_open() {
+    let (dir, segment) = log_ending_in_a_multi_frame_flush();
+    let (second_frame, _) = frames_of(&segment)[1];
+    flip_byte(&segment, None, second_frame as u64 + 60);
+    match Engine::open(dir.path(), Config::default()) {
+        Err(Error::Corruption { detail, .. }) => {
+            assert!(detail.contains("later flush"), "{detail}")
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
 }

@@ -5,10 +5,11 @@
 //!
 //! ```text
 //! log frame (one per flush, or more when a flush is large):
-//!   0  u64 magic "KILNFRM1"    8  u32 header crc (bytes 12..40)
+//!   0  u64 magic "KILNFRM1"    8  u32 header crc (bytes 12..48)
 //!   12 u32 body length         16 u32 epoch        20 u32 record count
 //!   24 u64 first CSN           32 u32 body crc     36 u32 reserved (0)
-//!   40 body: record count × ( u32 payload length, payload )
+//!   40 u64 first CSN of the flush this frame belongs to
+//!   48 body: record count × ( u32 payload length, payload )
 //! commit record payload (one committed update transaction; CSN = first CSN + index):
 //!   u32 write count, then per write:
 //!   u8 op (1 put, 2 delete), u16 keyspace length, keyspace, u32 key length, key,
@@ -20,7 +21,7 @@ use crate::id::{Csn, Epoch};
 /// Magic of a log frame.
 pub const FRAME_MAGIC: [u8; 8] = *b"KILNFRM1";
 /// Size of a frame header.
-pub const FRAME_HEADER_BYTES: usize = 40;
+pub const FRAME_HEADER_BYTES: usize = 48;
 /// The largest frame body the reader accepts.
 pub const FRAME_BODY_BYTES_MAX: u32 = 256 << 20;
 /// A flush cuts a new frame once the body reaches this size.
@@ -163,6 +164,10 @@ pub struct FrameHeader {
     pub first_csn: Csn,
     /// CRC-32C of the body.
     pub body_crc: u32,
+    /// First CSN of the flush (one write and one fdatasync) that wrote this frame; equal to
+    /// `first_csn` for a flush's first frame. Recovery uses it to tell a flush that was torn
+    /// (damage followed only by frames of the same flush) from damage to synced data.
+    pub flush_first_csn: Csn,
 }
 
 impl FrameHeader {
@@ -173,8 +178,16 @@ impl FrameHeader {
 }
 
 /// Appends a frame for `body` (records already encoded back to back) to `out`.
-pub fn encode_frame(out: &mut Vec<u8>, epoch: Epoch, first_csn: Csn, count: u32, body: &[u8]) {
+pub fn encode_frame(
+    out: &mut Vec<u8>,
+    epoch: Epoch,
+    flush_first_csn: Csn,
+    first_csn: Csn,
+    count: u32,
+    body: &[u8],
+) {
     assert!(count > 0, "empty frame");
+    assert!(0 < flush_first_csn && flush_first_csn <= first_csn, "frame outside its flush");
     assert!(body.len() <= FRAME_BODY_BYTES_MAX as usize, "frame body too large");
     let start = out.len();
     out.extend_from_slice(&FRAME_MAGIC);
@@ -185,6 +198,7 @@ pub fn encode_frame(out: &mut Vec<u8>, epoch: Epoch, first_csn: Csn, count: u32,
     out.extend_from_slice(&first_csn.to_le_bytes());
     out.extend_from_slice(&crc32c::crc32c(body).to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&flush_first_csn.to_le_bytes());
     let header_crc = crc32c::crc32c(&out[start + 12..start + FRAME_HEADER_BYTES]);
     out[start + 8..start + 12].copy_from_slice(&header_crc.to_le_bytes());
     out.extend_from_slice(body);
@@ -230,8 +244,17 @@ pub fn frame_at(data: &[u8], offset: usize) -> FrameAt {
         record_count: c.u32().expect("in bounds"),
         first_csn: c.u64().expect("in bounds"),
         body_crc: c.u32().expect("in bounds"),
+        flush_first_csn: {
+            c.u32().expect("in bounds"); // reserved
+            c.u64().expect("in bounds")
+        },
     };
-    if header.body_len > FRAME_BODY_BYTES_MAX || header.record_count == 0 || header.first_csn == 0 {
+    if header.body_len > FRAME_BODY_BYTES_MAX
+        || header.record_count == 0
+        || header.first_csn == 0
+        || header.flush_first_csn == 0
+        || header.flush_first_csn > header.first_csn
+    {
         return FrameAt::Invalid(format!("frame header out of bounds: {header:?}"));
     }
     let body_end = FRAME_HEADER_BYTES + header.body_len as usize;
@@ -262,18 +285,21 @@ pub fn split_records(body: &[u8], count: u32) -> Result<Vec<&[u8]>, String> {
     Ok(records)
 }
 
-/// Finds the first valid frame strictly after `offset`, by scanning for the magic.
-pub fn next_valid_frame_after(data: &[u8], offset: usize) -> Option<(usize, FrameHeader)> {
+/// Every valid frame strictly after `offset`, found by scanning for the magic.
+pub fn valid_frames_after(data: &[u8], offset: usize) -> Vec<(usize, FrameHeader)> {
+    let mut found = Vec::new();
     let mut pos = offset + 1;
     while pos + FRAME_HEADER_BYTES <= data.len() {
-        let found = data[pos..].windows(8).position(|w| w == FRAME_MAGIC)?;
-        pos += found;
-        if let FrameAt::Valid { header, .. } = frame_at(data, pos) {
-            return Some((pos, header));
+        let Some(at) = data[pos..].windows(8).position(|w| w == FRAME_MAGIC) else { break };
+        pos += at;
+        if let FrameAt::Valid { header, body_start } = frame_at(data, pos) {
+            found.push((pos, header));
+            pos = body_start + header.body_len as usize;
+        } else {
+            pos += 1;
         }
-        pos += 1;
     }
-    None
+    found
 }
 
 /// Magic of the epoch history file.
@@ -344,9 +370,10 @@ mod tests {
         encode_record(&mut body, 2, writes.iter().copied());
         encode_record(&mut body, 0, std::iter::empty());
         let mut data = Vec::new();
-        encode_frame(&mut data, 3, 17, 2, &body);
+        encode_frame(&mut data, 3, 15, 17, 2, &body);
         let FrameAt::Valid { header, body_start } = frame_at(&data, 0) else { panic!() };
         assert_eq!((header.epoch, header.first_csn, header.last_csn()), (3, 17, 18));
+        assert_eq!(header.flush_first_csn, 15);
         let records = split_records(&data[body_start..], header.record_count).unwrap();
         assert_eq!(decode_record(records[0]).unwrap(), writes);
         assert!(decode_record(records[1]).unwrap().is_empty());
@@ -359,7 +386,7 @@ mod tests {
         let w = [WriteRef { keyspace: "t", key: b"key", value: Some(b"value") }];
         encode_record(&mut body, 1, w.iter().copied());
         let mut data = Vec::new();
-        encode_frame(&mut data, 1, 1, 1, &body);
+        encode_frame(&mut data, 1, 1, 1, 1, &body);
         for bit in 0..data.len() * 8 {
             let mut damaged = data.clone();
             damaged[bit / 8] ^= 1 << (bit % 8);

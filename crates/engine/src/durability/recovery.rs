@@ -2,12 +2,14 @@
 //!
 //! The rules that keep a torn or interrupted write from ever becoming a wrong state:
 //! - Frames are applied strictly in CSN order with no gaps; anything else is corruption.
-//! - A damaged frame followed, anywhere later in the same segment, by a valid frame means
-//!   the damage is inside data that was synced (a later flush only starts after the earlier
-//!   one's fsync returned), so it is corruption and the engine refuses to open.
-//! - A damaged frame with nothing valid after it is a torn tail: the flush it belonged to never
-//!   completed, so nothing in it was acknowledged as durable. The segment is cut back to the
-//!   last valid frame (only for the newest segment; older ones end in an epoch change).
+//! - A damaged frame followed, anywhere later in the same segment, by a valid frame of a
+//!   *later flush* means the damage is inside data that was synced (a flush is only written
+//!   after the previous one's fdatasync returned), so it is corruption and the engine refuses
+//!   to open. Every frame names the first CSN of its flush, which is how recovery tells.
+//! - A damaged frame followed by nothing valid, or only by frames of its own flush, is a torn
+//!   flush: its fdatasync never completed, so nothing in it was acknowledged as durable. The
+//!   segment is cut back to the last valid frame (only for the newest segment; older ones end
+//!   in an epoch change).
 //! - Records of an epoch beyond that epoch's recorded end are the lost suffix of a failed
 //!   flush: they are skipped, never applied.
 //! - The epoch history says where every finished epoch's durable history ended; if the log
@@ -78,13 +80,18 @@ pub fn list_checkpoints(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<(Csn, PathBuf)>
     Ok(found)
 }
 
+/// Receives each checkpoint row: keyspace, key, value.
+pub type OnRow<'a> = &'a mut dyn FnMut(&str, &[u8], &[u8]);
+/// Receives each replayed commit record: its CSN and writes.
+pub type OnCommit<'a> = &'a mut dyn FnMut(Csn, &[WriteRef<'_>]);
+
 /// Recovers the state of `dir`: calls `on_row` for every checkpoint row, then `on_commit` for
 /// every replayed commit record in CSN order.
 pub fn recover(
     vfs: &dyn Vfs,
     dir: &Path,
-    on_row: &mut dyn FnMut(&str, &[u8], &[u8]),
-    on_commit: &mut dyn FnMut(Csn, &[WriteRef<'_>]),
+    on_row: OnRow<'_>,
+    on_commit: OnCommit<'_>,
 ) -> Result<Recovered> {
     let log_dir = dir.join(LOG_DIR);
     remove_leftover_temporaries(vfs, dir)?;
@@ -211,15 +218,19 @@ impl Replay<'_, '_> {
                     offset = body_end;
                 }
                 FrameAt::Invalid(reason) => {
-                    if let Some((at, h)) = format::next_valid_frame_after(&data, offset) {
-                        return Err(corrupt(
-                            offset,
-                            format!(
-                                "damaged frame ({reason}) followed by a valid frame at byte {at} \
-                             (epoch {}, CSN {}): the durable log is corrupt",
-                                h.epoch, h.first_csn
-                            ),
-                        ));
+                    // The damaged frame belongs to the flush that began right after the last
+                    // valid frame, or to that frame's own flush. Valid frames of that same
+                    // flush after it mean a torn flush; one of any later flush means the
+                    // damage is inside data that was synced before.
+                    let damaged_flush_max = segment_next;
+                    let later = format::valid_frames_after(&data, offset)
+                        .into_iter()
+                        .find(|(_, h)| h.flush_first_csn > damaged_flush_max);
+                    if let Some((at, h)) = later {
+                        return Err(corrupt(offset, format!(
+                            "damaged frame ({reason}) followed by a valid frame of a later flush at \
+                             byte {at} (epoch {}, CSN {}): the durable log is corrupt", h.epoch, h.first_csn
+                        )));
                     }
                     if !last_of_epoch {
                         return Err(corrupt(

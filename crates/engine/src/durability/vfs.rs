@@ -25,6 +25,10 @@ pub trait VfsFile: Send {
     fn set_len(&mut self, len: u64) -> io::Result<()>;
     /// The file's length in bytes.
     fn len(&self) -> io::Result<u64>;
+    /// True when the file is empty.
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
 }
 
 /// How to open a file.

@@ -300,13 +300,8 @@ fn encode_frames(batch: &Batch) -> Vec<u8> {
         count += 1;
         csn += 1;
         if pos - start >= FRAME_BODY_BYTES_TARGET || pos == batch.records.len() {
-            format::encode_frame(
-                &mut out,
-                batch.epoch,
-                frame_first,
-                count,
-                &batch.records[start..pos],
-            );
+            let body = &batch.records[start..pos];
+            format::encode_frame(&mut out, batch.epoch, batch.first_csn, frame_first, count, body);
             (start, frame_first, count) = (pos, csn, 0);
         }
     }
