@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use hdrhistogram::Histogram;
-use kiln_engine::{CommitMode, CommitModel, Config, Engine, Error, TxnOptions};
+use kiln_engine::{CommitMode, CommitModel, Config, DurabilityEvent, Engine, Error, TxnOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -229,6 +229,56 @@ fn raw_fdatasync(dir: &Path, seconds: f64, into: &mut Measured) {
     into.tps_runs.push(n as f64 / started.elapsed().as_secs_f64());
     drop(file);
     std::fs::remove_file(&path).expect("remove probe");
+}
+
+/// G7 observed: fast commits at a steady rate (one every 100 µs) while a subscriber records when
+/// each became durable; returns the commit-to-durable delays.
+fn vulnerability_window(dir: &Path, seconds: f64, into: &mut Measured) {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).expect("clear");
+    }
+    let engine = open(dir, CommitModel::EventuallyDurable);
+    let events = engine.subscribe();
+    let stop = AtomicBool::new(false);
+    let (commits, durable) = std::thread::scope(|scope| {
+        let listener = scope.spawn(|| {
+            let mut seen = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(DurabilityEvent::Durable { csn, .. }) =
+                    events.recv_timeout(Duration::from_millis(50))
+                {
+                    seen.push((csn, Instant::now()));
+                }
+            }
+            seen
+        });
+        let mut commits = Vec::new();
+        let started = Instant::now();
+        let mut n = 0u64;
+        while started.elapsed().as_secs_f64() < seconds {
+            let mut txn = engine.begin(TxnOptions::new()).expect("begin");
+            txn.put(KV, &key(n), &[0; 8]).expect("put");
+            let id = txn.commit_fast().expect("commit");
+            commits.push((id.csn, Instant::now()));
+            n += 1;
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        engine.persist().expect("persist");
+        std::thread::sleep(Duration::from_millis(100));
+        stop.store(true, Ordering::Relaxed);
+        (commits, listener.join().expect("listener"))
+    });
+    let mut next = 0;
+    for (csn, at) in commits {
+        while next < durable.len() && durable[next].0 < csn {
+            next += 1;
+        }
+        if let Some((_, hardened)) = durable.get(next) {
+            let _ = into.latency.record(hardened.saturating_duration_since(at).as_nanos() as u64);
+            into.commits += 1;
+        }
+    }
+    into.tps_runs.push(0.0);
 }
 
 struct Report {
@@ -534,6 +584,29 @@ fn main() {
             m.us(0.99)
         ));
     }
+    report.line("");
+
+    let mut window = Measured::new();
+    for _ in 0..repeat {
+        vulnerability_window(&args.dir.join("window"), secs, &mut window);
+    }
+    report.line("## Vulnerability window (G7)");
+    report.line("");
+    report.line(&format!(
+        "A fast transaction every 100 µs and a subscriber noting when each became durable; the delay from the commit's acknowledgement to its durability point, over {} transactions, against the configured window of {:?}:",
+        window.commits,
+        Config::default().vulnerability_window
+    ));
+    report.line("");
+    report.line("| commit → durable | p50 | p99 | p99.9 | max |");
+    report.line("|---|---:|---:|---:|---:|");
+    report.line(&format!(
+        "| milliseconds | {:.2} | {:.2} | {:.2} | {:.2} |",
+        window.us(0.5) / 1000.0,
+        window.us(0.99) / 1000.0,
+        window.us(0.999) / 1000.0,
+        window.latency.max() as f64 / 1e6
+    ));
     report.line("");
 
     report.line("## 5. The physical floor: raw 512-byte append + fdatasync");

@@ -1,0 +1,111 @@
+//! The ED API's semantics beyond the golden scripts: flushing on the timer alone, session sync,
+//! waits with deadlines, subscriptions, and statuses across a reopen.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kiln_engine::{
+    CommitMode, Config, DurabilityEvent, Engine, Faults, FaultyVfs, TxnKind, TxnOptions, TxnStatus,
+};
+
+fn put(engine: &Engine, key: &[u8], mode: CommitMode) -> kiln_engine::TxnId {
+    let mut txn = engine.begin(TxnOptions::new()).unwrap();
+    txn.put("kv", key, b"v").unwrap();
+    txn.commit_with(mode).unwrap()
+}
+
+/// With no safe waiter, persist or wait, the log writer still hardens a fast commit on its own
+/// (within the vulnerability window under normal operation; the deadline here is only a
+/// liveness bound, the window itself is measured by kiln-bench).
+#[test]
+fn fast_commits_harden_on_the_timer_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config { vulnerability_window: Duration::from_millis(20), ..Config::default() };
+    let engine = Engine::open(dir.path(), config).unwrap();
+    let events = engine.subscribe();
+    let id = put(&engine, b"a", CommitMode::Fast);
+    let event = events.recv_timeout(Duration::from_secs(30)).expect("no durability event");
+    assert_eq!(event, DurabilityEvent::Durable { epoch: id.epoch, csn: id.csn });
+    assert_eq!(engine.status(id), TxnStatus::Durable);
+}
+
+/// `Session::sync` waits for this session's commits only, and only up to its last one.
+#[test]
+fn session_sync_covers_every_commit_of_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config { timed_flush: false, ..Config::default() };
+    let engine = Engine::open(dir.path(), config).unwrap();
+    let (one, two) = (engine.session(), engine.session());
+    assert!(one.last_txn_id().is_none());
+    one.sync().unwrap(); // nothing committed: returns at once
+    let a = {
+        let mut txn = one.begin(TxnOptions::new()).unwrap();
+        txn.put("kv", b"a", b"1").unwrap();
+        txn.commit_fast().unwrap()
+    };
+    let b = {
+        let mut txn = one.begin(TxnOptions::new()).unwrap();
+        txn.put("kv", b"b", b"1").unwrap();
+        txn.commit_fast().unwrap()
+    };
+    let aborted = two.begin(TxnOptions::new()).unwrap().abort();
+    assert_eq!(aborted.kind, TxnKind::Aborted);
+    assert_eq!(two.last_txn_id(), Some(aborted));
+    two.sync().unwrap(); // an aborted transaction has nothing to wait for
+    assert_eq!(engine.status(a), TxnStatus::Committed);
+    one.sync().unwrap();
+    assert_eq!(one.last_txn_id(), Some(b));
+    assert_eq!((engine.status(a), engine.status(b)), (TxnStatus::Durable, TxnStatus::Durable));
+}
+
+/// A wait with a deadline reports the status at the deadline when durability is stalled, and
+/// the final status once it is not.
+#[test]
+fn wait_with_a_deadline_reports_committed_while_stalled() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Faults::new();
+    let config = Config { vfs: Arc::new(FaultyVfs::new(faults.clone())), ..Config::default() };
+    let engine = Engine::open(dir.path(), config).unwrap();
+    faults.free_bytes.store(0, Ordering::SeqCst);
+    let id = put(&engine, b"a", CommitMode::Fast);
+    assert_eq!(engine.wait(id, Duration::from_millis(100)).unwrap(), TxnStatus::Committed);
+    faults.free_bytes.store(u64::MAX, Ordering::SeqCst);
+    assert_eq!(engine.wait(id, Duration::from_secs(30)).unwrap(), TxnStatus::Durable);
+    let (epoch, csn) = engine.persist().unwrap();
+    assert_eq!((epoch, csn), (id.epoch, id.csn));
+}
+
+/// Many threads waiting on different transactions are each woken, and statuses of all of them
+/// answer the same after a reopen.
+#[test]
+fn concurrent_safe_commits_are_all_acknowledged_durable_and_stay_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(dir.path(), Config::default()).unwrap();
+    let ids: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..32u32)
+            .map(|t| {
+                let engine = &engine;
+                s.spawn(move || {
+                    (0..20u32)
+                        .map(|i| put(engine, &(t * 1000 + i).to_be_bytes(), CommitMode::Safe))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(ids.len(), 640);
+    for id in &ids {
+        assert_eq!(engine.status(*id), TxnStatus::Durable);
+    }
+    let stats = engine.stats();
+    assert!(stats.flushes < 640, "safe commits shared flushes (group commit): {stats:?}");
+    engine.close().unwrap();
+    let engine = Engine::open(dir.path(), Config::default()).unwrap();
+    for id in &ids {
+        assert_eq!(engine.status(*id), TxnStatus::Durable);
+    }
+    let mut txn = engine.begin(TxnOptions::new().read_only()).unwrap();
+    assert_eq!(txn.scan("kv", kiln_engine::Scan::all()).unwrap().len(), 640);
+}
