@@ -106,8 +106,9 @@ pub struct Summary {
 }
 
 /// Runs `kills` kill-and-recover cycles of the worker binary at `worker` on a fresh
-/// directory. Panics with a description of the first violated guarantee.
-pub fn run(worker: &Path, kills: u64, seed: u64) -> Summary {
+/// directory, calling `progress` after each. Panics with a description of the first violated
+/// guarantee.
+pub fn run(worker: &Path, kills: u64, seed: u64, mut progress: impl FnMut(&Summary)) -> Summary {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut verified: HashMap<TxnId, TxnStatus> = HashMap::new();
@@ -119,6 +120,7 @@ pub fn run(worker: &Path, kills: u64, seed: u64) -> Summary {
         check_cycle(&engine, &acks, &mut verified, &mut summary, cycle);
         engine.close().expect("close");
         summary.kills += 1;
+        progress(&summary);
     }
     summary
 }

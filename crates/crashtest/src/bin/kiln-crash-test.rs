@@ -30,7 +30,14 @@ fn main() {
         std::process::exit(2);
     }
     let started = std::time::Instant::now();
-    let summary = kiln_crashtest::run(&worker, args.kills, args.seed);
+    let summary = kiln_crashtest::run(&worker, args.kills, args.seed, |s| {
+        if s.kills % 100 == 0 {
+            eprintln!(
+                "{} kills, {} acknowledged transactions checked so far",
+                s.kills, s.acknowledged
+            );
+        }
+    });
     println!(
         "{} kills in {:.1} s: {} acknowledged transactions checked ({} safe), {} acknowledged fast transactions reported lost and absent; every guarantee held",
         summary.kills,

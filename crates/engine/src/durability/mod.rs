@@ -246,13 +246,17 @@ impl Durability {
         let mut log = self.log.lock();
         assert_eq!(log.epoch, epoch, "append to the wrong epoch");
         assert_eq!(log.first_csn + log.count as u64, csn, "append out of CSN order");
-        if log.count == 0 {
+        let first = log.count == 0;
+        if first {
             log.oldest = Some(Instant::now());
         }
         log.buffer.extend_from_slice(record);
         log.count += 1;
         log.backlog_bytes += record.len() as u64;
-        if log.buffer.len() >= format::FRAME_BODY_BYTES_TARGET
+        // The first record of a batch arms the writer's vulnerability-window timer (an idle
+        // writer sleeps until woken); a large buffer or backlog asks for a flush now.
+        if first
+            || log.buffer.len() >= format::FRAME_BODY_BYTES_TARGET
             || log.backlog_bytes >= self.backlog_bytes_max / 2
         {
             self.writer_wake.notify_one();
