@@ -350,12 +350,12 @@ impl Engine {
         let store = Store::new();
         let mut on_row = |keyspace: &str, key: &[u8], value: &[u8]| {
             let table = store.table(keyspace);
-            store.install(&table, key, 0, Some(Arc::from(value)), 0);
+            store.install(&table, key, None, 0, Some(Arc::from(value)), 0);
         };
         let mut on_commit = |csn: Csn, writes: &[format::WriteRef<'_>]| {
             for w in writes {
                 let table = store.table(w.keyspace);
-                store.install(&table, w.key, csn, w.value.map(Arc::from), csn);
+                store.install(&table, w.key, None, csn, w.value.map(Arc::from), csn);
             }
         };
         let recovered = recovery::recover(vfs.as_ref(), &dir, &mut on_row, &mut on_commit)?;

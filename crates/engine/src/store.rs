@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
 use crossbeam_skiplist::SkipMap;
@@ -40,13 +40,22 @@ pub struct Version {
     pub value: Option<Value>,
 }
 
-/// The version chain of one key, oldest first.
+/// The version chain of one key, oldest first. Transactions keep handles to the rows they
+/// read and write, so that validation and installation need not search the keyspace again.
 #[derive(Debug, Default)]
 pub struct Row {
     versions: Mutex<Vec<Version>>,
+    /// Set (under the commit lock) when the row is removed from its keyspace; a handle to a
+    /// removed row must not be written to, and its key must be looked up afresh.
+    removed: AtomicBool,
 }
 
 impl Row {
+    /// True once the row was removed from its keyspace.
+    pub fn is_removed(&self) -> bool {
+        self.removed.load(Ordering::Acquire)
+    }
+
     /// The newest version visible at `snapshot`.
     pub fn read(&self, snapshot: Csn) -> Option<Version> {
         let versions = self.versions.lock();
@@ -62,7 +71,7 @@ impl Row {
 /// One keyspace.
 pub struct Table {
     name: Arc<str>,
-    rows: SkipMap<Vec<u8>, Row>,
+    rows: SkipMap<Vec<u8>, Arc<Row>>,
 }
 
 impl Table {
@@ -76,9 +85,22 @@ impl Table {
         self.rows.get(key).and_then(|entry| entry.value().read(snapshot))
     }
 
+    /// The row of `key`, if it has one.
+    pub fn row(&self, key: &[u8]) -> Option<Arc<Row>> {
+        self.rows.get(key).map(|entry| entry.value().clone())
+    }
+
     /// The CSN of the newest installed version of `key` (0 if none).
     pub fn newest_csn(&self, key: &[u8]) -> Csn {
         self.rows.get(key).map_or(0, |entry| entry.value().newest_csn())
+    }
+
+    /// Like [`Table::newest_csn`], through a row handle taken earlier when it is still live.
+    pub fn newest_csn_via(&self, key: &[u8], row: Option<&Arc<Row>>) -> Csn {
+        match row {
+            Some(row) if !row.is_removed() => row.newest_csn(),
+            _ => self.newest_csn(key),
+        }
     }
 
     /// Up to `limit` live keys of the range visible at `snapshot`, in key order or reverse,
@@ -96,7 +118,7 @@ impl Table {
         if limit == 0 {
             return (out, dep);
         }
-        let mut visit = |entry: crossbeam_skiplist::map::Entry<'_, Vec<u8>, Row>| {
+        let mut visit = |entry: crossbeam_skiplist::map::Entry<'_, Vec<u8>, Arc<Row>>| {
             if let Some(version) = entry.value().read(snapshot) {
                 dep = dep.max(version.csn);
                 if version.value.is_some() {
@@ -203,17 +225,26 @@ impl Store {
     }
 
     /// Installs a version of `key` at `csn` and prunes versions below the GC `horizon`.
-    /// Only the commit sequencer calls this, so installs are serialized and in CSN order.
-    pub fn install(&self, table: &Table, key: &[u8], csn: Csn, value: Option<Value>, horizon: Csn) {
+    /// `row` is a handle the transaction took earlier, used when still live. Only the commit
+    /// sequencer calls this, so installs are serialized and in CSN order.
+    pub fn install(
+        &self,
+        table: &Table,
+        key: &[u8],
+        row: Option<&Arc<Row>>,
+        csn: Csn,
+        value: Option<Value>,
+        horizon: Csn,
+    ) {
         let mut added = VERSION_OVERHEAD_BYTES + value.as_ref().map_or(0, |v| v.len() as i64);
-        let entry = match table.rows.get(key) {
-            Some(entry) => entry,
+        let row = match row.filter(|r| !r.is_removed()).cloned().or_else(|| table.row(key)) {
+            Some(row) => row,
             None => {
                 added += ROW_OVERHEAD_BYTES + key.len() as i64;
-                table.rows.get_or_insert_with(key.to_vec(), Row::default)
+                table.rows.get_or_insert_with(key.to_vec(), Arc::default).value().clone()
             }
         };
-        let mut versions = entry.value().versions.lock();
+        let mut versions = row.versions.lock();
         if let Some(last) = versions.last() {
             assert!(last.csn < csn, "install out of CSN order: {} after {}", csn, last.csn);
         }
@@ -235,6 +266,7 @@ impl Store {
         let mut freed = freed;
         if empty {
             freed += ROW_OVERHEAD_BYTES + key.len() as i64;
+            entry.value().removed.store(true, Ordering::Release);
             entry.remove();
         }
         self.bytes.fetch_sub(freed, Ordering::Relaxed);
@@ -268,6 +300,7 @@ impl Store {
                     version_bytes(&versions[0]) + ROW_OVERHEAD_BYTES + entry.key().len() as i64;
                 versions.clear();
                 drop(versions);
+                entry.value().removed.store(true, Ordering::Release);
                 entry.remove();
             }
         }
@@ -303,9 +336,9 @@ mod tests {
     fn reads_see_the_newest_version_at_their_snapshot() {
         let store = Store::new();
         let t = store.table("t");
-        store.install(&t, b"a", 3, val("1"), 0);
-        store.install(&t, b"a", 9, val("2"), 0);
-        store.install(&t, b"a", 12, None, 0);
+        store.install(&t, b"a", None, 3, val("1"), 0);
+        store.install(&t, b"a", None, 9, val("2"), 0);
+        store.install(&t, b"a", None, 12, None, 0);
         assert!(t.read(b"a", 2).is_none());
         assert_eq!(t.read(b"a", 3).unwrap().value, val("1"));
         assert_eq!(t.read(b"a", 11).unwrap().value, val("2"));
@@ -317,10 +350,10 @@ mod tests {
     fn gc_keeps_the_base_version_at_the_horizon_and_purge_restores_it() {
         let store = Store::new();
         let t = store.table("t");
-        store.install(&t, b"a", 1, val("1"), 0);
-        store.install(&t, b"a", 2, val("2"), 0);
+        store.install(&t, b"a", None, 1, val("1"), 0);
+        store.install(&t, b"a", None, 2, val("2"), 0);
         // Horizon 2 (durable up to 2): csn 1 is garbage, csn 2 is the base.
-        store.install(&t, b"a", 3, val("3"), 2);
+        store.install(&t, b"a", None, 3, val("3"), 2);
         assert!(t.read(b"a", 1).is_none());
         store.purge_above(&t, b"a", 2);
         assert_eq!(t.read(b"a", 100).unwrap().value, val("2"));
@@ -330,12 +363,26 @@ mod tests {
     }
 
     #[test]
+    fn a_handle_to_a_removed_row_is_never_written_to() {
+        let store = Store::new();
+        let t = store.table("t");
+        store.install(&t, b"a", None, 1, None, 0);
+        let stale = t.row(b"a").unwrap();
+        assert!(store.gc_batch(&t, None, 1, 10).is_none());
+        assert!(stale.is_removed() && t.row(b"a").is_none());
+        store.install(&t, b"a", Some(&stale), 2, val("new"), 1);
+        assert_eq!(t.read(b"a", 2).unwrap().value, val("new"));
+        assert!(stale.read(2).is_none(), "the removed row stayed untouched");
+        assert_eq!(t.newest_csn_via(b"a", Some(&stale)), 2);
+    }
+
+    #[test]
     fn gc_removes_dead_rows_and_accounts_bytes() {
         let store = Store::new();
         let t = store.table("t");
         for i in 0..10u8 {
-            store.install(&t, &[i], 1, val("x"), 0);
-            store.install(&t, &[i], 2, if i % 2 == 0 { None } else { val("y") }, 0);
+            store.install(&t, &[i], None, 1, val("x"), 0);
+            store.install(&t, &[i], None, 2, if i % 2 == 0 { None } else { val("y") }, 0);
         }
         let mut from = None;
         while let Some(next) = store.gc_batch(&t, from.as_deref(), 2, 3) {

@@ -22,7 +22,7 @@ use crate::durability::format;
 use crate::engine::{aborted_id, Shared};
 use crate::error::{Error, Result};
 use crate::id::{Csn, Epoch, TxnId, TxnKind};
-use crate::store::{Table, Value};
+use crate::store::{Row, Table, Value};
 
 /// The last ids of a session.
 #[derive(Debug, Default)]
@@ -71,8 +71,15 @@ impl<'a> Scan<'a> {
 
 type OwnedBound = Bound<Vec<u8>>;
 
-/// A transaction's buffered writes: per keyspace, key → new value (`None`: delete).
-type WriteSet = HashMap<Arc<str>, BTreeMap<Vec<u8>, Option<Vec<u8>>>>;
+/// A buffered write: the new value (`None`: delete) and the key's row, if it had one when
+/// written (so that validation and installation need not search for it again).
+struct PendingWrite {
+    value: Option<Vec<u8>>,
+    row: Option<Arc<Row>>,
+}
+
+/// A transaction's buffered writes, per keyspace and key.
+type WriteSet = HashMap<Arc<str>, BTreeMap<Vec<u8>, PendingWrite>>;
 
 fn own(bound: Bound<&[u8]>) -> OwnedBound {
     match bound {
@@ -101,7 +108,7 @@ pub struct Transaction {
     writes: WriteSet,
     write_count: usize,
     write_bytes: u64,
-    reads: Vec<(Arc<Table>, Vec<u8>)>,
+    reads: Vec<(Arc<Table>, Vec<u8>, Option<Arc<Row>>)>,
     scans: Vec<(Arc<Table>, OwnedBound, OwnedBound)>,
     finished: bool,
 }
@@ -250,16 +257,17 @@ impl Transaction {
         self.check_keyspace(keyspace)?;
         self.check_key(key)?;
         if let Some(own) = self.writes.get(keyspace).and_then(|w| w.get(key)) {
-            return Ok(own.clone());
+            return Ok(own.value.clone());
         }
         let table = self.shared.store.table(keyspace);
-        let version = table.read(key, self.snapshot);
+        let row = table.row(key);
+        let version = row.as_ref().and_then(|r| r.read(self.snapshot));
         if let Some(v) = &version {
             self.read_dep = self.read_dep.max(v.csn);
         }
         if self.options.isolation == IsolationLevel::Serializable {
             self.track_read()?;
-            self.reads.push((table, key.to_vec()));
+            self.reads.push((table, key.to_vec(), row));
         }
         self.check_epoch()?;
         Ok(version.and_then(|v| v.value).map(|v| v.to_vec()))
@@ -273,7 +281,7 @@ impl Transaction {
         let own: Vec<(Vec<u8>, Option<Vec<u8>>)> = match self.writes.get(keyspace) {
             Some(w) => w
                 .range::<[u8], _>((scan.start, scan.end))
-                .map(|(k, v)| (k.clone(), v.clone()))
+                .map(|(k, w)| (k.clone(), w.value.clone()))
                 .collect(),
             None => Vec::new(),
         };
@@ -377,16 +385,20 @@ impl Transaction {
             Some(w) => w,
             None => self.writes.entry(Arc::from(keyspace)).or_default(),
         };
-        let previous = writes.insert(key.to_vec(), value.map(<[u8]>::to_vec));
-        if previous.is_none() {
+        let value = value.map(<[u8]>::to_vec);
+        if let Some(pending) = writes.get_mut(key) {
+            pending.value = value;
+        } else {
             if self.write_count == config.txn_writes_max {
-                writes.remove(key);
                 return Err(Error::LimitExceeded {
                     what: "writes in one transaction",
                     actual: self.write_count as u64 + 1,
                     limit: config.txn_writes_max as u64,
                 });
             }
+            // Find the row now, outside the commit lock, so the commit need not search again.
+            let row = self.shared.store.get_table(keyspace).and_then(|t| t.row(key));
+            writes.insert(key.to_vec(), PendingWrite { value, row });
             self.write_count += 1;
         }
         self.write_bytes += added;
@@ -411,6 +423,9 @@ impl Transaction {
 
     /// Commits with the given mode.
     pub fn commit_with(mut self, mode: CommitMode) -> Result<TxnId> {
+        let shared = self.shared.clone();
+        let waits = mode == CommitMode::Safe || shared.config.commit_model == CommitModel::Classic;
+        let _intent = waits.then(|| shared.durability.safe_intent());
         let result =
             if self.write_count == 0 { self.commit_read_only() } else { self.commit_update(mode) };
         if result.is_err() {
@@ -421,7 +436,7 @@ impl Transaction {
         let id = result?;
         // Classic commits are all acknowledged at durability; a safe read-only transaction
         // waits for its read dependency (returns at once when that is already durable).
-        if mode == CommitMode::Safe || self.shared.config.commit_model == CommitModel::Classic {
+        if waits {
             let cause = "durability failed before the commit was acknowledged";
             self.shared.durability.wait_durable(id, cause)?;
         }
@@ -445,10 +460,10 @@ impl Transaction {
             &mut record,
             self.write_count,
             self.writes.iter().flat_map(|(keyspace, writes)| {
-                writes.iter().map(move |(key, value)| format::WriteRef {
+                writes.iter().map(move |(key, pending)| format::WriteRef {
                     keyspace,
                     key,
-                    value: value.as_deref(),
+                    value: pending.value.as_deref(),
                 })
             }),
         );
@@ -478,8 +493,9 @@ impl Transaction {
         let horizon = shared.gc_horizon();
         for (keyspace, writes) in std::mem::take(&mut self.writes) {
             let table = shared.store.table(&keyspace);
-            for (key, value) in writes {
-                shared.store.install(&table, &key, csn, value.map(Value::from), horizon);
+            for (key, pending) in writes {
+                let value = pending.value.map(Value::from);
+                shared.store.install(&table, &key, pending.row.as_ref(), csn, value, horizon);
             }
         }
         shared.visible.store(csn, Ordering::SeqCst);
@@ -502,8 +518,8 @@ impl Transaction {
         }
         for (keyspace, writes) in &self.writes {
             let Some(table) = self.shared.store.get_table(keyspace) else { continue };
-            for key in writes.keys() {
-                if table.newest_csn(key) > self.snapshot {
+            for (key, pending) in writes {
+                if table.newest_csn_via(key, pending.row.as_ref()) > self.snapshot {
                     return Err(Error::conflict(format!(
                         "a concurrent transaction wrote a key this transaction writes ({keyspace})"
                     )));
@@ -511,8 +527,8 @@ impl Transaction {
             }
         }
         if isolation == IsolationLevel::Serializable {
-            for (table, key) in &self.reads {
-                if table.newest_csn(key) > self.snapshot {
+            for (table, key, row) in &self.reads {
+                if table.newest_csn_via(key, row.as_ref()) > self.snapshot {
                     return Err(Error::conflict(format!(
                         "a concurrent transaction wrote a key this transaction read ({})",
                         table.name()
