@@ -78,6 +78,9 @@ struct PendingWrite {
     row: Option<Arc<Row>>,
 }
 
+/// A key read under SERIALIZABLE, for validation: its keyspace, key, and row if it had one.
+type ReadEntry = (Arc<Table>, Vec<u8>, Option<Arc<Row>>);
+
 /// A transaction's buffered writes, per keyspace and key.
 type WriteSet = HashMap<Arc<str>, BTreeMap<Vec<u8>, PendingWrite>>;
 
@@ -108,7 +111,7 @@ pub struct Transaction {
     writes: WriteSet,
     write_count: usize,
     write_bytes: u64,
-    reads: Vec<(Arc<Table>, Vec<u8>, Option<Arc<Row>>)>,
+    reads: Vec<ReadEntry>,
     scans: Vec<(Arc<Table>, OwnedBound, OwnedBound)>,
     finished: bool,
 }
