@@ -63,6 +63,8 @@ pub(crate) struct Shared {
     pub closed: AtomicBool,
     pub counters: EngineCounters,
     checkpoint_lock: Mutex<Option<Csn>>,
+    /// The log writer (set once at open, right after `Shared` is built).
+    pub writer: std::sync::OnceLock<Arc<LogWriter>>,
     background: Mutex<BackgroundState>,
     background_wake: Condvar,
 }
@@ -381,6 +383,7 @@ impl Engine {
             closed: AtomicBool::new(false),
             counters: EngineCounters::default(),
             checkpoint_lock: Mutex::new(recovered.checkpoint.map(|c| c.csn)),
+            writer: std::sync::OnceLock::new(),
             background: Mutex::new(BackgroundState::default()),
             background_wake: Condvar::new(),
             config,
@@ -546,9 +549,11 @@ fn lock_directory(dir: &Path) -> Result<File> {
 
 fn spawn_threads(shared: &Arc<Shared>, log_dir: PathBuf) -> Result<Vec<JoinHandle<()>>> {
     let config = &shared.config;
-    let for_loss = shared.clone();
-    let for_checkpoint = shared.clone();
-    let writer = LogWriter::new(
+    // The writer is owned by `Shared`; its callbacks hold weak references back, so that the
+    // engine is freed once its handles and transactions are gone.
+    let for_loss = Arc::downgrade(shared);
+    let for_checkpoint = Arc::downgrade(shared);
+    let writer = Arc::new(LogWriter::new(
         shared.durability.clone(),
         config.vfs.clone(),
         log_dir,
@@ -556,12 +561,18 @@ fn spawn_threads(shared: &Arc<Shared>, log_dir: PathBuf) -> Result<Vec<JoinHandl
         config.vulnerability_window,
         config.timed_flush,
         config.checkpoint_log_bytes,
-        Box::new(move |report| for_loss.lose_suffix(report)),
-        Box::new(move || {
-            for_checkpoint.background.lock().checkpoint_due = true;
-            for_checkpoint.background_wake.notify_all();
+        Box::new(move |report| match for_loss.upgrade() {
+            Some(shared) => shared.lose_suffix(report),
+            None => Err("the engine is gone".into()),
         }),
-    );
+        Box::new(move || {
+            if let Some(shared) = for_checkpoint.upgrade() {
+                shared.background.lock().checkpoint_due = true;
+                shared.background_wake.notify_all();
+            }
+        }),
+    ));
+    assert!(shared.writer.set(writer.clone()).is_ok(), "the writer is set once");
     let spawn_error = |e| Error::io("starting a background thread", e);
     let writer = std::thread::Builder::new()
         .name("kiln-log-writer".into())

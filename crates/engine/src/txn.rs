@@ -440,6 +440,9 @@ impl Transaction {
         // Classic commits are all acknowledged at durability; a safe read-only transaction
         // waits for its read dependency (returns at once when that is already durable).
         if waits {
+            if let Some(writer) = self.shared.writer.get() {
+                writer.lead(id.epoch, id.csn);
+            }
             let cause = "durability failed before the commit was acknowledged";
             self.shared.durability.wait_durable(id, cause)?;
         }

@@ -1,4 +1,5 @@
-//! The log writer: one thread that turns buffered commit records into synced log frames.
+//! The log writer: turns buffered commit records into synced log frames, on its own thread
+//! or, for a safe commit that finds no flush under way, on the committing thread itself.
 //!
 //! Each round it takes *everything* buffered (group commit: whatever accumulated while the
 //! previous fsync ran goes out in the next one), writes it as one or more frames to the
@@ -21,6 +22,7 @@ use super::format::{self, FRAME_BODY_BYTES_TARGET};
 use super::vfs::{self, OpenMode, Vfs, VfsFile};
 use super::{Durability, LogState};
 use crate::id::{Csn, Epoch};
+use parking_lot::Mutex;
 
 /// File name of the log segment of `epoch` whose first record is `first_csn`.
 pub fn segment_name(epoch: Epoch, first_csn: Csn) -> String {
@@ -65,20 +67,44 @@ struct Segment {
     len: u64,
 }
 
-/// The log writer's own state; it runs on its own thread.
-pub(crate) struct LogWriter {
-    pub durability: Arc<Durability>,
-    pub vfs: Arc<dyn Vfs>,
-    pub log_dir: PathBuf,
-    pub segment_bytes_max: u64,
-    pub flush_after: Duration,
-    pub timed_flush: bool,
-    pub checkpoint_log_bytes: u64,
-    /// Drops the lost suffix and opens a new epoch; `Err` poisons durability.
-    pub on_loss: Box<dyn FnMut(LossReport) -> Result<(), String> + Send>,
-    /// Called when enough log was written that a checkpoint is due.
-    pub on_checkpoint_due: Box<dyn FnMut() + Send>,
+/// What only the current flusher may touch: the open segment, and a batch that did not fit on
+/// a full disk and is being retried.
+#[derive(Default)]
+struct FlushCore {
     segment: Option<Segment>,
+    pending: Option<Batch>,
+}
+
+/// How a flush round ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Round {
+    /// Nothing was buffered.
+    Idle,
+    /// A batch became durable, or was lost and handled.
+    Done,
+    /// The disk is full; the batch is kept for a retry.
+    Stalled,
+    /// Durability is poisoned; stop.
+    Stop,
+}
+
+/// The log writer. Flushes are serialized by the flush lock (`core`): the writer thread
+/// takes it for timed flushes, `persist()`, back-pressure and retries, and a safe committer
+/// that finds it free takes it to flush its own commit at once (a *leader* flush, sparing two
+/// thread hand-offs). Whoever holds it takes the whole buffer, so batches stay in CSN order.
+pub(crate) struct LogWriter {
+    durability: Arc<Durability>,
+    vfs: Arc<dyn Vfs>,
+    log_dir: PathBuf,
+    segment_bytes_max: u64,
+    flush_after: Duration,
+    timed_flush: bool,
+    checkpoint_log_bytes: u64,
+    /// Drops the lost suffix and opens a new epoch; `Err` poisons durability.
+    on_loss: Box<dyn Fn(LossReport) -> Result<(), String> + Send + Sync>,
+    /// Called when enough log was written that a checkpoint is due.
+    on_checkpoint_due: Box<dyn Fn() + Send + Sync>,
+    core: Mutex<FlushCore>,
 }
 
 const STALL_RETRY: Duration = Duration::from_millis(20);
@@ -93,8 +119,8 @@ impl LogWriter {
         vulnerability_window: Duration,
         timed_flush: bool,
         checkpoint_log_bytes: u64,
-        on_loss: Box<dyn FnMut(LossReport) -> Result<(), String> + Send>,
-        on_checkpoint_due: Box<dyn FnMut() + Send>,
+        on_loss: Box<dyn Fn(LossReport) -> Result<(), String> + Send + Sync>,
+        on_checkpoint_due: Box<dyn Fn() + Send + Sync>,
     ) -> LogWriter {
         LogWriter {
             durability,
@@ -106,91 +132,66 @@ impl LogWriter {
             checkpoint_log_bytes,
             on_loss,
             on_checkpoint_due,
-            segment: None,
+            core: Mutex::new(FlushCore::default()),
         }
     }
 
-    /// Runs until close has been requested and everything buffered is flushed (or cannot be).
-    pub fn run(mut self) {
-        let mut pending: Option<Batch> = None;
-        while let Some(batch) = self.next_batch(pending.take()) {
-            let started = Instant::now();
-            match self.write_and_sync(&batch) {
-                Ok(written) => self.made_durable(batch, written, started),
-                Err(WriteFailure::NoSpace(cause)) => {
-                    let mut log = self.durability.log.lock();
-                    if log.stalled.is_none() {
-                        tracing::warn!(%cause, "log write stalled; retrying");
-                        self.durability.counters.stalls.fetch_add(1, Ordering::Relaxed);
-                    }
-                    log.stalled = Some(cause);
-                    self.durability.backlog_drained.notify_all();
-                    if log.shutdown {
-                        drop(log);
-                        self.durability.poison("closed while the log could not be written".into());
-                        return;
-                    }
-                    pending = Some(batch);
-                }
-                Err(WriteFailure::Lost(cause)) => {
-                    tracing::error!(%cause, epoch = batch.epoch, from = batch.first_csn,
-                        "log write failed; losing the non-durable suffix");
-                    self.segment = None;
-                    let report = LossReport {
-                        epoch: batch.epoch,
-                        durable: batch.first_csn - 1,
-                        failed_records: batch.records,
-                        cause,
-                    };
-                    if let Err(reason) = (self.on_loss)(report) {
-                        self.durability.poison(reason);
-                        return;
-                    }
-                }
+    /// The writer thread: runs until close has been requested and everything buffered is
+    /// flushed (or cannot be).
+    pub fn run(&self) {
+        while self.wait_for_work() {
+            let mut core = self.core.lock();
+            if self.durability.poisoned().is_some() || self.flush_round(&mut core) == Round::Stop {
+                return;
             }
         }
     }
 
-    /// Waits until there is something to flush and a reason to flush it; takes the buffer.
-    /// `None` when the writer should stop.
-    fn next_batch(&mut self, mut pending: Option<Batch>) -> Option<Batch> {
-        let durability = self.durability.clone();
+    /// A safe committer's offer to flush its own commit `csn` of `epoch` now. Does nothing if
+    /// a flush is under way (its flusher, or the writer thread after it, covers the commit),
+    /// if the commit is already durable, or while the disk is full (the writer retries).
+    pub fn lead(&self, epoch: Epoch, csn: Csn) {
+        let Some(mut core) = self.core.try_lock() else { return };
+        let d = &self.durability;
+        if d.current_epoch.load(Ordering::SeqCst) != epoch
+            || d.durable_csn.load(Ordering::SeqCst) >= csn
+            || core.pending.is_some()
+            || d.poisoned().is_some()
+        {
+            return;
+        }
+        self.flush_round(&mut core);
+    }
+
+    /// Waits until there is something to flush and a reason to flush it. False when the
+    /// writer should stop.
+    fn wait_for_work(&self) -> bool {
+        let durability = &self.durability;
         let mut log = durability.log.lock();
         loop {
-            if pending.is_none() && log.count == 0 {
+            let stalled = log.stalled.is_some();
+            if log.count == 0 && !stalled {
                 log.persist_requested = false;
                 if log.shutdown {
-                    return None;
+                    return false;
                 }
                 durability.writer_wake.wait(&mut log);
                 continue;
             }
-            if pending.is_some() && log.stalled.is_some() && !log.shutdown {
+            if stalled && !log.shutdown {
                 // Back off before retrying a batch that did not fit, unless woken for shutdown.
                 durability.writer_wake.wait_for(&mut log, STALL_RETRY);
-            } else if !self.flush_now(&log) {
-                let oldest = log.oldest.expect("buffered records have an age");
-                if self.timed_flush {
-                    durability.writer_wake.wait_until(&mut log, oldest + self.flush_after);
-                } else {
-                    durability.writer_wake.wait(&mut log);
-                }
-                continue;
+                return true;
             }
-            if log.count > 0 {
-                let taken = take_buffer(&mut log);
-                pending = Some(match pending {
-                    Some(mut batch) if batch.epoch == taken.epoch => {
-                        assert_eq!(batch.first_csn + batch.count as u64, taken.first_csn);
-                        batch.count += taken.count;
-                        batch.records.extend_from_slice(&taken.records);
-                        batch
-                    }
-                    _ => taken,
-                });
+            if self.flush_now(&log) {
+                return true;
             }
-            log.persist_requested = false;
-            return pending;
+            let oldest = log.oldest.expect("buffered records have an age");
+            if self.timed_flush {
+                durability.writer_wake.wait_until(&mut log, oldest + self.flush_after);
+            } else {
+                durability.writer_wake.wait(&mut log);
+            }
         }
     }
 
@@ -204,7 +205,72 @@ impl LogWriter {
                 && log.oldest.is_some_and(|oldest| oldest.elapsed() >= self.flush_after))
     }
 
-    fn made_durable(&mut self, batch: Batch, written: u64, started: Instant) {
+    /// Takes everything buffered (after a stalled batch, if any), writes it and syncs.
+    fn flush_round(&self, core: &mut FlushCore) -> Round {
+        let Some(batch) = self.take_batch(core) else { return Round::Idle };
+        let started = Instant::now();
+        match self.write_and_sync(core, &batch) {
+            Ok(written) => {
+                self.made_durable(core, batch, written, started);
+                Round::Done
+            }
+            Err(WriteFailure::NoSpace(cause)) => {
+                let mut log = self.durability.log.lock();
+                if log.stalled.is_none() {
+                    tracing::warn!(%cause, "log write stalled; retrying");
+                    self.durability.counters.stalls.fetch_add(1, Ordering::Relaxed);
+                }
+                log.stalled = Some(cause);
+                self.durability.backlog_drained.notify_all();
+                if log.shutdown {
+                    drop(log);
+                    self.durability.poison("closed while the log could not be written".into());
+                    return Round::Stop;
+                }
+                core.pending = Some(batch);
+                Round::Stalled
+            }
+            Err(WriteFailure::Lost(cause)) => {
+                tracing::error!(%cause, epoch = batch.epoch, from = batch.first_csn,
+                    "log write failed; losing the non-durable suffix");
+                core.segment = None;
+                self.durability.log.lock().stalled = None;
+                let report = LossReport {
+                    epoch: batch.epoch,
+                    durable: batch.first_csn - 1,
+                    failed_records: batch.records,
+                    cause,
+                };
+                if let Err(reason) = (self.on_loss)(report) {
+                    self.durability.poison(reason);
+                    return Round::Stop;
+                }
+                Round::Done
+            }
+        }
+    }
+
+    /// The stalled batch, if any, extended with everything buffered since.
+    fn take_batch(&self, core: &mut FlushCore) -> Option<Batch> {
+        let mut log = self.durability.log.lock();
+        log.persist_requested = false;
+        let pending = core.pending.take();
+        if log.count == 0 {
+            return pending;
+        }
+        let taken = take_buffer(&mut log);
+        Some(match pending {
+            Some(mut batch) if batch.epoch == taken.epoch => {
+                assert_eq!(batch.first_csn + batch.count as u64, taken.first_csn);
+                batch.count += taken.count;
+                batch.records.extend_from_slice(&taken.records);
+                batch
+            }
+            _ => taken,
+        })
+    }
+
+    fn made_durable(&self, core: &mut FlushCore, batch: Batch, written: u64, started: Instant) {
         let micros = started.elapsed().as_micros() as u64;
         let d = &self.durability;
         let c = &d.counters;
@@ -224,8 +290,8 @@ impl LogWriter {
         }
         d.backlog_drained.notify_all();
         d.advance_durable(batch.epoch, batch.first_csn + batch.count as u64 - 1);
-        if self.segment.as_ref().is_some_and(|s| s.len >= self.segment_bytes_max) {
-            self.segment = None; // the next flush starts a new segment
+        if core.segment.as_ref().is_some_and(|s| s.len >= self.segment_bytes_max) {
+            core.segment = None; // the next flush starts a new segment
         }
         let since = c.log_bytes_since_checkpoint.fetch_add(written, Ordering::Relaxed) + written;
         if self.checkpoint_log_bytes > 0 && since >= self.checkpoint_log_bytes {
@@ -234,12 +300,12 @@ impl LogWriter {
     }
 
     /// Writes the batch as frames and syncs; returns the bytes written.
-    fn write_and_sync(&mut self, batch: &Batch) -> Result<u64, WriteFailure> {
+    fn write_and_sync(&self, core: &mut FlushCore, batch: &Batch) -> Result<u64, WriteFailure> {
         let frames = encode_frames(batch);
-        if self.segment.is_none() {
-            self.segment = Some(self.create_segment(batch.epoch, batch.first_csn)?);
+        if core.segment.is_none() {
+            core.segment = Some(self.create_segment(batch.epoch, batch.first_csn)?);
         }
-        let segment = self.segment.as_mut().expect("segment just ensured");
+        let segment = core.segment.as_mut().expect("segment just ensured");
         let before = segment.len;
         if let Err(e) = vfs::append_all(segment.file.as_mut(), &frames) {
             let cut_back = segment.file.set_len(before);
