@@ -27,9 +27,11 @@
 //!    non-durable backlog is over its bound, then enters the **commit sequencer** (`engine`):
 //!    validation, the next CSN, append to the log buffer in CSN order, install the versions,
 //!    publish the visible watermark. Nothing is held after this point.
-//! 3. A fast commit returns its [`TxnId`]. A safe commit waits for the durable watermark.
-//! 4. The log writer (`durability::writer`) takes the whole buffer, writes it as a frame,
-//!    fdatasyncs, advances the durable watermark, wakes waiters and tells subscribers.
+//! 3. A fast commit returns its [`TxnId`]. A safe commit flushes the log itself if no flush
+//!    is under way (a leader flush), then waits for the durable watermark.
+//! 4. The log writer (`durability::writer`) — its own thread for timed flushes, or a leading
+//!    safe committer — takes the whole buffer, writes it as frames, fdatasyncs, advances the
+//!    durable watermark, wakes waiters and tells subscribers.
 //! 5. If the fsync fails, the non-durable suffix is lost: its versions are dropped, a new
 //!    epoch is recorded, transactions that saw the lost data fail, subscribers are told.
 
