@@ -555,12 +555,8 @@ fn spawn_threads(shared: &Arc<Shared>, log_dir: PathBuf) -> Result<Vec<JoinHandl
     let for_checkpoint = Arc::downgrade(shared);
     let writer = Arc::new(LogWriter::new(
         shared.durability.clone(),
-        config.vfs.clone(),
+        config,
         log_dir,
-        config.segment_bytes_max,
-        config.vulnerability_window,
-        config.timed_flush,
-        config.checkpoint_log_bytes,
         Box::new(move |report| match for_loss.upgrade() {
             Some(shared) => shared.lose_suffix(report),
             None => Err("the engine is gone".into()),

@@ -125,6 +125,14 @@ impl Error {
         Error::Io { context: context.into(), source }
     }
 
+    /// `Err(LimitExceeded)` when `actual` is over `limit`.
+    pub(crate) fn check_limit(what: &'static str, actual: u64, limit: u64) -> Result<()> {
+        if actual > limit {
+            return Err(Error::LimitExceeded { what, actual, limit });
+        }
+        Ok(())
+    }
+
     pub(crate) fn conflict(reason: impl Into<String>) -> Error {
         Error::Conflict { reason: reason.into() }
     }

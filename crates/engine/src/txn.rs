@@ -231,26 +231,20 @@ impl Transaction {
     }
 
     fn check_key(&self, key: &[u8]) -> Result<()> {
-        let limit = self.shared.config.key_bytes_max;
-        if key.len() > limit {
-            return Err(Error::LimitExceeded {
-                what: "key size in bytes",
-                actual: key.len() as u64,
-                limit: limit as u64,
-            });
-        }
+        Error::check_limit(
+            "key size in bytes",
+            key.len() as u64,
+            self.shared.config.key_bytes_max as u64,
+        )?;
         Ok(())
     }
 
     fn track_read(&mut self) -> Result<()> {
-        let limit = self.shared.config.txn_reads_max;
-        if self.reads.len() + self.scans.len() >= limit {
-            return Err(Error::LimitExceeded {
-                what: "keys and ranges read by one transaction",
-                actual: (self.reads.len() + self.scans.len() + 1) as u64,
-                limit: limit as u64,
-            });
-        }
+        Error::check_limit(
+            "keys and ranges read by one transaction",
+            (self.reads.len() + self.scans.len() + 1) as u64,
+            self.shared.config.txn_reads_max as u64,
+        )?;
         Ok(())
     }
 
@@ -352,14 +346,11 @@ impl Transaction {
 
     /// Writes `value` at `key` of `keyspace`.
     pub fn put(&mut self, keyspace: &str, key: &[u8], value: &[u8]) -> Result<()> {
-        let limit = self.shared.config.value_bytes_max;
-        if value.len() > limit {
-            return Err(Error::LimitExceeded {
-                what: "value size in bytes",
-                actual: value.len() as u64,
-                limit: limit as u64,
-            });
-        }
+        Error::check_limit(
+            "value size in bytes",
+            value.len() as u64,
+            self.shared.config.value_bytes_max as u64,
+        )?;
         self.write(keyspace, key, Some(value))
     }
 
@@ -377,13 +368,8 @@ impl Transaction {
         self.check_key(key)?;
         let config = &self.shared.config;
         let added = format::write_encoded_len(keyspace, key, value) as u64;
-        if self.write_bytes + added > config.txn_bytes_max {
-            return Err(Error::LimitExceeded {
-                what: "bytes written by one transaction",
-                actual: self.write_bytes + added,
-                limit: config.txn_bytes_max,
-            });
-        }
+        let bytes = self.write_bytes + added;
+        Error::check_limit("bytes written by one transaction", bytes, config.txn_bytes_max)?;
         let writes = match self.writes.get_mut(keyspace) {
             Some(w) => w,
             None => self.writes.entry(Arc::from(keyspace)).or_default(),
@@ -392,13 +378,8 @@ impl Transaction {
         if let Some(pending) = writes.get_mut(key) {
             pending.value = value;
         } else {
-            if self.write_count == config.txn_writes_max {
-                return Err(Error::LimitExceeded {
-                    what: "writes in one transaction",
-                    actual: self.write_count as u64 + 1,
-                    limit: config.txn_writes_max as u64,
-                });
-            }
+            let count = self.write_count as u64 + 1;
+            Error::check_limit("writes in one transaction", count, config.txn_writes_max as u64)?;
             // Find the row now, outside the commit lock, so the commit need not search again.
             let row = self.shared.store.get_table(keyspace).and_then(|t| t.row(key));
             writes.insert(key.to_vec(), PendingWrite { value, row });
@@ -484,14 +465,8 @@ impl Transaction {
             shared.counters.conflicts.fetch_add(1, Ordering::Relaxed);
             return Err(e);
         }
-        let store_bytes = shared.store.bytes();
-        if store_bytes + self.write_bytes > shared.config.memory_bytes_max {
-            return Err(Error::LimitExceeded {
-                what: "store memory in bytes",
-                actual: store_bytes + self.write_bytes,
-                limit: shared.config.memory_bytes_max,
-            });
-        }
+        let store_bytes = shared.store.bytes() + self.write_bytes;
+        Error::check_limit("store memory in bytes", store_bytes, shared.config.memory_bytes_max)?;
         let csn = sequencer.next_csn;
         sequencer.next_csn += 1;
         let epoch = sequencer.epoch;

@@ -136,11 +136,7 @@ impl Runner {
                     scan = scan.reverse();
                 }
                 let rows = self.txn(name)?.scan(&ks, scan)?;
-                let shown: Vec<String> = rows
-                    .iter()
-                    .map(|(k, v)| format!("{}={}", show(Some(k)), show(Some(v))))
-                    .collect();
-                write!(out, "{ks} [{}]", shown.join(" "))?;
+                write!(out, "{ks} [{}]", show_rows(&rows))?;
             }
             "put" => {
                 let ks = next(&mut args)?;
@@ -220,6 +216,12 @@ fn show(value: Option<&[u8]>) -> String {
     }
 }
 
+fn show_rows(rows: &[(Vec<u8>, Vec<u8>)]) -> String {
+    let shown: Vec<String> =
+        rows.iter().map(|(k, v)| format!("{}={}", show(Some(k)), show(Some(v)))).collect();
+    shown.join(" ")
+}
+
 impl goldenscript::Runner for Runner {
     fn run(&mut self, command: &Command) -> Res<String> {
         if let Some(name) = &command.prefix {
@@ -287,11 +289,7 @@ impl goldenscript::Runner for Runner {
                 let ks = next(&mut args)?;
                 let mut txn = self.engine()?.begin(TxnOptions::new().read_only())?;
                 let rows = txn.scan(&ks, Scan::all())?;
-                let shown: Vec<String> = rows
-                    .iter()
-                    .map(|(k, v)| format!("{}={}", show(Some(k)), show(Some(v))))
-                    .collect();
-                write!(out, "{ks} [{}]", shown.join(" "))?;
+                write!(out, "{ks} [{}]", show_rows(&rows))?;
             }
             "fail-syncs" => {
                 let n: u64 = next(&mut args)?.parse()?;

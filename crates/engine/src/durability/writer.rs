@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use super::format::{self, FRAME_BODY_BYTES_TARGET};
 use super::vfs::{self, OpenMode, Vfs, VfsFile};
 use super::{Durability, LogState};
+use crate::config::Config;
 use crate::id::{Csn, Epoch};
 use parking_lot::Mutex;
 
@@ -110,26 +111,22 @@ pub(crate) struct LogWriter {
 const STALL_RETRY: Duration = Duration::from_millis(20);
 
 impl LogWriter {
-    #[allow(clippy::too_many_arguments)]
+    /// A writer for the segments in `log_dir`, with the timing and sizes of `config`.
     pub fn new(
         durability: Arc<Durability>,
-        vfs: Arc<dyn Vfs>,
+        config: &Config,
         log_dir: PathBuf,
-        segment_bytes_max: u64,
-        vulnerability_window: Duration,
-        timed_flush: bool,
-        checkpoint_log_bytes: u64,
         on_loss: Box<dyn Fn(LossReport) -> Result<(), String> + Send + Sync>,
         on_checkpoint_due: Box<dyn Fn() + Send + Sync>,
     ) -> LogWriter {
         LogWriter {
             durability,
-            vfs,
+            vfs: config.vfs.clone(),
             log_dir,
-            segment_bytes_max,
-            flush_after: vulnerability_window / 2,
-            timed_flush,
-            checkpoint_log_bytes,
+            segment_bytes_max: config.segment_bytes_max,
+            flush_after: config.vulnerability_window / 2,
+            timed_flush: config.timed_flush,
+            checkpoint_log_bytes: config.checkpoint_log_bytes,
             on_loss,
             on_checkpoint_due,
             core: Mutex::new(FlushCore::default()),
