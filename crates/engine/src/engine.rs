@@ -300,8 +300,13 @@ impl Drop for Handle {
 
 impl Handle {
     fn shutdown(&self) {
-        if self.shared.closed.swap(true, Ordering::AcqRel) {
-            return;
+        {
+            // Under the commit lock: no commit is between its open-check and its append, so
+            // every record is in the buffer before the writer's final drain below.
+            let _sequencer = self.shared.sequencer.lock();
+            if self.shared.closed.swap(true, Ordering::AcqRel) {
+                return;
+            }
         }
         {
             let mut log = self.shared.durability.log.lock();
