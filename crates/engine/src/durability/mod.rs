@@ -408,7 +408,9 @@ impl Durability {
         match self.wait(id, None)? {
             TxnStatus::Durable => Ok(()),
             TxnStatus::Lost => Err(Error::Lost { id, cause: cause_if_lost.to_string() }),
-            other => unreachable!("wait without timeout ended {other}"),
+            other => Err(Error::InvalidArgument(format!(
+                "transaction {id} is {other}: there is no durability to wait for"
+            ))),
         }
     }
 
