@@ -201,8 +201,12 @@ fn partial_write_at_enospc_is_cut_back_and_retried() {
     faults.free_bytes.store(17, Ordering::SeqCst);
     let engine2 = engine.clone();
     let waiter = std::thread::spawn(move || commit_step(&engine2, 2, CommitMode::Safe));
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(engine.stats().stalled.is_some());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while engine.stats().stalled.is_none() {
+        assert!(std::time::Instant::now() < deadline, "the writer never reported the full disk");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(!waiter.is_finished(), "a safe commit cannot return while its flush does not fit");
     faults.free_bytes.store(u64::MAX, Ordering::SeqCst);
     let id = waiter.join().unwrap().unwrap();
     assert_eq!(engine.status(id), TxnStatus::Durable);
