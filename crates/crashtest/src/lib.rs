@@ -105,15 +105,26 @@ pub struct Summary {
     pub fast_lost: u64,
 }
 
-/// Runs `kills` kill-and-recover cycles of the worker binary at `worker` on a fresh
-/// directory, calling `progress` after each. Panics with a description of the first violated
-/// guarantee.
-pub fn run(worker: &Path, kills: u64, seed: u64, mut progress: impl FnMut(&Summary)) -> Summary {
-    let dir = tempfile::tempdir().expect("tempdir");
+/// Runs `kills` kill-and-recover cycles of the worker binary at `worker`, on a fresh
+/// directory that is replaced by a new one every `fresh_every` kills (0: never; the database
+/// grows with every cycle, so very long runs restart it to stay fast). Calls `progress` after
+/// each kill. Panics with a description of the first violated guarantee.
+pub fn run(
+    worker: &Path,
+    kills: u64,
+    seed: u64,
+    fresh_every: u64,
+    mut progress: impl FnMut(&Summary),
+) -> Summary {
+    let mut dir = tempfile::tempdir().expect("tempdir");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut verified: HashMap<TxnId, TxnStatus> = HashMap::new();
     let mut summary = Summary::default();
     for cycle in 0..kills {
+        if fresh_every > 0 && cycle > 0 && cycle % fresh_every == 0 {
+            dir = tempfile::tempdir().expect("tempdir");
+            verified.clear();
+        }
         let acks = run_and_kill(worker, dir.path(), rng.gen(), rng.gen_range(5..150));
         let engine = Engine::open(dir.path(), Config::default())
             .unwrap_or_else(|e| panic!("cycle {cycle}: reopening after the kill failed: {e}"));

@@ -15,6 +15,9 @@ struct Args {
     /// Seed of the random kill times and workloads.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Start over in a fresh directory every this many kills (0: never).
+    #[arg(long, default_value_t = 250)]
+    fresh_every: u64,
 }
 
 fn main() {
@@ -30,7 +33,7 @@ fn main() {
         std::process::exit(2);
     }
     let started = std::time::Instant::now();
-    let summary = kiln_crashtest::run(&worker, args.kills, args.seed, |s| {
+    let summary = kiln_crashtest::run(&worker, args.kills, args.seed, args.fresh_every, |s| {
         if s.kills % 100 == 0 {
             eprintln!(
                 "{} kills, {} acknowledged transactions checked so far",
