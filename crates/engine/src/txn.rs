@@ -407,9 +407,8 @@ impl Transaction {
 
     /// Commits with the given mode.
     pub fn commit_with(mut self, mode: CommitMode) -> Result<TxnId> {
-        let shared = self.shared.clone();
-        let waits = mode == CommitMode::Safe || shared.config.commit_model == CommitModel::Classic;
-        let _intent = waits.then(|| shared.durability.safe_intent());
+        let waits =
+            mode == CommitMode::Safe || self.shared.config.commit_model == CommitModel::Classic;
         let result =
             if self.write_count == 0 { self.commit_read_only() } else { self.commit_update(mode) };
         if result.is_err() {

@@ -107,17 +107,6 @@ struct Waiter {
 /// Up to this many waiters are woken by the log writer itself; more go to the notifier.
 const INLINE_WAKE_MAX: usize = 4;
 
-/// A safe commit in progress (see [`Durability::safe_intent`]).
-pub(crate) struct SafeIntent<'a> {
-    durability: &'a Durability,
-}
-
-impl Drop for SafeIntent<'_> {
-    fn drop(&mut self) {
-        self.durability.add_safe_waiter(-1);
-    }
-}
-
 /// Queued events of one subscriber, at most this many (consecutive `Durable` events merge).
 const SUBSCRIBER_QUEUE_MAX: usize = 1024;
 
@@ -393,14 +382,6 @@ impl Durability {
             !done
         });
         ready
-    }
-
-    /// Declares that the calling thread is about to commit safe and wait: the log writer
-    /// flushes as soon as the commit's record arrives instead of waiting for its timer. Held
-    /// for the duration of the commit and its wait.
-    pub fn safe_intent(&self) -> SafeIntent<'_> {
-        self.add_safe_waiter(1);
-        SafeIntent { durability: self }
     }
 
     /// Waits until `id` is durable; a lost transaction is an error.
