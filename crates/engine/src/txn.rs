@@ -128,6 +128,50 @@ impl std::fmt::Debug for Transaction {
     }
 }
 
+/// A transaction past its commit point, not yet acknowledged (see
+/// [`Transaction::commit_point`]). Dropping it without acknowledging loses nothing: the
+/// commit stands and reaches its durability point (or is lost) as any other.
+#[must_use = "a commit is acknowledged by `acknowledge`"]
+pub struct Committed {
+    shared: Arc<Shared>,
+    id: TxnId,
+    waits: bool,
+}
+
+impl std::fmt::Debug for Committed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Committed").field("id", &self.id).field("waits", &self.waits).finish()
+    }
+}
+
+impl Committed {
+    /// The transaction's id.
+    pub fn id(&self) -> TxnId {
+        self.id
+    }
+
+    /// Whether [`Committed::acknowledge`] waits for the durability point.
+    pub fn waits(&self) -> bool {
+        self.waits
+    }
+
+    /// Returns the id once the commit may be acknowledged: at once when fast; when safe (or
+    /// classic), once durable, flushing the log itself if no flush is under way.
+    pub fn acknowledge(self) -> Result<TxnId> {
+        let id = self.id;
+        // Classic commits are all acknowledged at durability; a safe read-only transaction
+        // waits for its read dependency (returns at once when that is already durable).
+        if self.waits {
+            if let Some(writer) = self.shared.writer.get() {
+                writer.lead(id.epoch, id.csn);
+            }
+            let cause = "durability failed before the commit was acknowledged";
+            self.shared.durability.wait_durable(id, cause)?;
+        }
+        Ok(id)
+    }
+}
+
 impl Transaction {
     pub(crate) fn begin(
         shared: Arc<Shared>,
@@ -246,6 +290,15 @@ impl Transaction {
             self.shared.config.txn_reads_max as u64,
         )?;
         Ok(())
+    }
+
+    /// Whether a transaction that committed after this one's snapshot wrote `key` of
+    /// `keyspace`. Under REPEATABLE READ and SERIALIZABLE such a write makes this
+    /// transaction's own write of the key fail validation at commit; a caller may check
+    /// first and fail early, as PostgreSQL does at the UPDATE itself.
+    pub fn written_since_snapshot(&self, keyspace: &str, key: &[u8]) -> Result<bool> {
+        self.check_usable()?;
+        Ok(self.shared.store.get_table(keyspace).is_some_and(|t| t.newest_csn(key) > self.snapshot))
     }
 
     /// Reads `key` of `keyspace`: this transaction's own write if any, else the snapshot.
@@ -406,7 +459,17 @@ impl Transaction {
     }
 
     /// Commits with the given mode.
-    pub fn commit_with(mut self, mode: CommitMode) -> Result<TxnId> {
+    pub fn commit_with(self, mode: CommitMode) -> Result<TxnId> {
+        self.commit_point(mode)?.acknowledge()
+    }
+
+    /// Passes the commit point and returns before waiting for anything: the transaction is
+    /// visible and holds nothing. [`Committed::acknowledge`] then returns when `mode` says
+    /// the commit may be acknowledged (at once when fast, at the durability point when safe
+    /// or under the classic model). A caller that keeps locks of its own (the SQL layer's
+    /// row locks) releases them between the two steps, so a safe commit never holds
+    /// anything while it waits (G9).
+    pub fn commit_point(mut self, mode: CommitMode) -> Result<Committed> {
         let waits =
             mode == CommitMode::Safe || self.shared.config.commit_model == CommitModel::Classic;
         let result =
@@ -417,16 +480,7 @@ impl Transaction {
         }
         self.finish();
         let id = result?;
-        // Classic commits are all acknowledged at durability; a safe read-only transaction
-        // waits for its read dependency (returns at once when that is already durable).
-        if waits {
-            if let Some(writer) = self.shared.writer.get() {
-                writer.lead(id.epoch, id.csn);
-            }
-            let cause = "durability failed before the commit was acknowledged";
-            self.shared.durability.wait_durable(id, cause)?;
-        }
-        Ok(id)
+        Ok(Committed { shared: self.shared.clone(), id, waits })
     }
 
     fn commit_read_only(&mut self) -> Result<TxnId> {

@@ -1,0 +1,257 @@
+//! The catalog: table, index and database definitions, stored in the engine's
+//! `kiln_catalog` keyspace and read through the transaction like any other data, so DDL is
+//! transactional and a statement conflicts with concurrent DDL on the tables it uses.
+//!
+//! Keys: `d/<db>` (a database), `t/<db>/<table>` (a table, JSON), `i/<db>/<index>` (the
+//! table an index belongs to), `next_id` (the next table or index id, 8 bytes BE). Table
+//! `id` N keeps its rows in keyspace `t<N>`, index N its entries in `i<N>`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kiln_engine::{Scan, Transaction};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{code, Result, SqlError};
+use crate::types::DataType;
+
+/// The catalog keyspace.
+pub const CATALOG: &str = "kiln_catalog";
+
+/// A column.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Column {
+    /// Its name.
+    pub name: String,
+    /// Its type.
+    pub ty: DataType,
+    /// Whether it accepts NULL.
+    pub nullable: bool,
+    /// The DEFAULT expression, as SQL text.
+    pub default: Option<String>,
+}
+
+/// A secondary index (or the index of a UNIQUE constraint).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Index {
+    /// Its name.
+    pub name: String,
+    /// Its id: entries live in keyspace `i<id>`.
+    pub id: u64,
+    /// Indexed columns, by position.
+    pub columns: Vec<usize>,
+    /// Whether values must be unique.
+    pub unique: bool,
+}
+
+impl Index {
+    /// The index's keyspace.
+    pub fn keyspace(&self) -> String {
+        format!("i{}", self.id)
+    }
+}
+
+/// A table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Table {
+    /// Its id: rows live in keyspace `t<id>`.
+    pub id: u64,
+    /// The database it belongs to.
+    pub database: String,
+    /// Its name.
+    pub name: String,
+    /// Its columns.
+    pub columns: Vec<Column>,
+    /// Primary key columns by position; empty when the table has none (rows are then keyed
+    /// by a hidden row id).
+    pub primary_key: Vec<usize>,
+    /// The primary key constraint's name.
+    #[serde(default)]
+    pub primary_key_name: Option<String>,
+    /// Secondary indexes.
+    pub indexes: Vec<Index>,
+    /// `WITH (...)` storage options, kept for display.
+    #[serde(default)]
+    pub options: Vec<(String, String)>,
+}
+
+impl Table {
+    /// The table's keyspace.
+    pub fn keyspace(&self) -> String {
+        format!("t{}", self.id)
+    }
+
+    /// The position of column `name`.
+    pub fn column(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+
+    /// A column position or 42703.
+    pub fn column_or_err(&self, name: &str) -> Result<usize> {
+        self.column(name).ok_or_else(|| {
+            SqlError::new(
+                code::UNDEFINED_COLUMN,
+                format!("column \"{name}\" of relation \"{}\" does not exist", self.name),
+            )
+        })
+    }
+}
+
+fn table_key(db: &str, name: &str) -> Vec<u8> {
+    format!("t/{db}/{name}").into_bytes()
+}
+
+fn index_key(db: &str, name: &str) -> Vec<u8> {
+    format!("i/{db}/{name}").into_bytes()
+}
+
+fn database_key(db: &str) -> Vec<u8> {
+    format!("d/{db}").into_bytes()
+}
+
+/// A cached definition: the bytes it was decoded from, and the table.
+type CachedTable = (Vec<u8>, Arc<Table>);
+
+/// Decoded-definition cache: the raw bytes read through the transaction are compared with the
+/// cached bytes, so a definition is parsed once per change, and reads stay transactional.
+#[derive(Default)]
+pub struct Catalog {
+    cache: Mutex<HashMap<Vec<u8>, CachedTable>>,
+    rowids: Mutex<HashMap<u64, u64>>,
+}
+
+impl Catalog {
+    /// Reads a table definition.
+    pub fn table(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<Option<Arc<Table>>> {
+        let key = table_key(db, name);
+        let Some(raw) = txn.get(CATALOG, &key)? else { return Ok(None) };
+        if let Some((cached, table)) = self.cache.lock().get(&key) {
+            if *cached == raw {
+                return Ok(Some(table.clone()));
+            }
+        }
+        let table: Arc<Table> = Arc::new(serde_json::from_slice(&raw).map_err(|e| {
+            SqlError::new(code::DATA_CORRUPTED, format!("catalog entry for {name} is damaged: {e}"))
+        })?);
+        self.cache.lock().insert(key, (raw, table.clone()));
+        Ok(Some(table))
+    }
+
+    /// Reads a table definition or answers 42P01.
+    pub fn table_or_err(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<Arc<Table>> {
+        self.table(txn, db, name)?.ok_or_else(|| {
+            SqlError::new(code::UNDEFINED_TABLE, format!("relation \"{name}\" does not exist"))
+        })
+    }
+
+    /// Writes a table definition (create or replace).
+    pub fn put_table(&self, txn: &mut Transaction, table: &Table) -> Result<()> {
+        let raw = serde_json::to_vec(table).expect("table definitions serialize");
+        txn.put(CATALOG, &table_key(&table.database, &table.name), &raw)?;
+        for index in &table.indexes {
+            txn.put(CATALOG, &index_key(&table.database, &index.name), table.name.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Removes a table definition and its index names.
+    pub fn delete_table(&self, txn: &mut Transaction, table: &Table) -> Result<()> {
+        txn.delete(CATALOG, &table_key(&table.database, &table.name))?;
+        for index in &table.indexes {
+            txn.delete(CATALOG, &index_key(&table.database, &index.name))?;
+        }
+        Ok(())
+    }
+
+    /// The table an index belongs to.
+    pub fn index_table(
+        &self,
+        txn: &mut Transaction,
+        db: &str,
+        index: &str,
+    ) -> Result<Option<String>> {
+        Ok(txn
+            .get(CATALOG, &index_key(db, index))?
+            .map(|raw| String::from_utf8_lossy(&raw).into_owned()))
+    }
+
+    /// Whether a relation (table or index) named `name` exists.
+    pub fn relation_exists(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<bool> {
+        Ok(txn.get(CATALOG, &table_key(db, name))?.is_some()
+            || txn.get(CATALOG, &index_key(db, name))?.is_some())
+    }
+
+    /// All tables of a database, by name.
+    pub fn tables(&self, txn: &mut Transaction, db: &str) -> Result<Vec<Arc<Table>>> {
+        let prefix = table_key(db, "");
+        let end = crate::encoding::prefix_end(&prefix).expect("prefix ends");
+        let rows = txn.scan(CATALOG, Scan::range(&prefix, &end))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (key, _) in rows {
+            let name = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+            if let Some(t) = self.table(txn, db, &name)? {
+                out.push(t);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Allocates a table or index id.
+    pub fn next_id(&self, txn: &mut Transaction) -> Result<u64> {
+        let current = match txn.get(CATALOG, b"next_id")? {
+            Some(raw) => u64::from_be_bytes(raw.as_slice().try_into().map_err(|_| {
+                SqlError::new(code::DATA_CORRUPTED, "catalog id counter is damaged")
+            })?),
+            None => 1,
+        };
+        txn.put(CATALOG, b"next_id", &(current + 1).to_be_bytes())?;
+        Ok(current)
+    }
+
+    /// Whether a database exists.
+    pub fn database_exists(&self, txn: &mut Transaction, db: &str) -> Result<bool> {
+        Ok(txn.get(CATALOG, &database_key(db))?.is_some())
+    }
+
+    /// Creates a database (namespace).
+    pub fn create_database(&self, txn: &mut Transaction, db: &str) -> Result<()> {
+        txn.put(CATALOG, &database_key(db), b"")?;
+        Ok(())
+    }
+
+    /// Drops a database's name (its tables are dropped by the caller).
+    pub fn drop_database(&self, txn: &mut Transaction, db: &str) -> Result<()> {
+        txn.delete(CATALOG, &database_key(db))?;
+        Ok(())
+    }
+
+    /// All databases.
+    pub fn databases(&self, txn: &mut Transaction) -> Result<Vec<String>> {
+        let rows = txn.scan(CATALOG, Scan::range(b"d/", b"d0"))?;
+        Ok(rows.into_iter().map(|(k, _)| String::from_utf8_lossy(&k[2..]).into_owned()).collect())
+    }
+
+    /// The next hidden row id of a table without a primary key. Row ids need not be
+    /// transactional (gaps are harmless), so they come from memory, seeded from the largest
+    /// stored id on first use.
+    pub fn next_rowid(&self, txn: &mut Transaction, table: &Table) -> Result<u64> {
+        let mut rowids = self.rowids.lock();
+        if let Some(next) = rowids.get_mut(&table.id) {
+            *next += 1;
+            return Ok(*next);
+        }
+        drop(rowids);
+        let last = txn.scan(&table.keyspace(), Scan::all().reverse().limit(1))?;
+        let seed = match last.first() {
+            Some((k, _)) if k.len() == 8 => {
+                u64::from_be_bytes(k.as_slice().try_into().unwrap_or([0; 8]))
+            }
+            _ => 0,
+        };
+        let mut rowids = self.rowids.lock();
+        let next = rowids.entry(table.id).or_insert(seed);
+        *next = (*next).max(seed) + 1;
+        Ok(*next)
+    }
+}

@@ -1,0 +1,228 @@
+//! SQL errors: a PostgreSQL SQLSTATE, a message a person can act on, and where it applies.
+
+use std::fmt;
+
+use kiln_engine::Error as EngineError;
+
+/// The SQLSTATE codes Kiln answers with (the names are PostgreSQL's).
+pub mod code {
+    /// successful_completion (used for notices).
+    pub const WARNING: &str = "01000";
+    /// feature_not_supported
+    pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
+    /// invalid_parameter_value
+    pub const INVALID_PARAMETER_VALUE: &str = "22023";
+    /// numeric_value_out_of_range
+    pub const NUMERIC_OUT_OF_RANGE: &str = "22003";
+    /// invalid_text_representation
+    pub const INVALID_TEXT: &str = "22P02";
+    /// invalid_datetime_format
+    pub const INVALID_DATETIME: &str = "22007";
+    /// string_data_right_truncation
+    pub const STRING_TRUNCATION: &str = "22001";
+    /// division_by_zero
+    pub const DIVISION_BY_ZERO: &str = "22012";
+    /// cardinality_violation (a scalar subquery returned more than one row)
+    pub const CARDINALITY: &str = "21000";
+    /// not_null_violation
+    pub const NOT_NULL: &str = "23502";
+    /// unique_violation
+    pub const UNIQUE: &str = "23505";
+    /// invalid_transaction_state
+    pub const INVALID_TXN_STATE: &str = "25000";
+    /// active_sql_transaction
+    pub const ACTIVE_TXN: &str = "25001";
+    /// no_active_sql_transaction
+    pub const NO_ACTIVE_TXN: &str = "25P01";
+    /// read_only_sql_transaction
+    pub const READ_ONLY_TXN: &str = "25006";
+    /// in_failed_sql_transaction
+    pub const IN_FAILED_TXN: &str = "25P02";
+    /// transaction_rollback
+    pub const TXN_ROLLBACK: &str = "40000";
+    /// serialization_failure
+    pub const SERIALIZATION: &str = "40001";
+    /// deadlock_detected
+    pub const DEADLOCK: &str = "40P01";
+    /// syntax_error
+    pub const SYNTAX: &str = "42601";
+    /// undefined_column
+    pub const UNDEFINED_COLUMN: &str = "42703";
+    /// undefined_table
+    pub const UNDEFINED_TABLE: &str = "42P01";
+    /// undefined_object (indexes, databases, savepoints)
+    pub const UNDEFINED_OBJECT: &str = "42704";
+    /// undefined_function
+    pub const UNDEFINED_FUNCTION: &str = "42883";
+    /// duplicate_table
+    pub const DUPLICATE_TABLE: &str = "42P07";
+    /// duplicate_object
+    pub const DUPLICATE_OBJECT: &str = "42710";
+    /// duplicate_database
+    pub const DUPLICATE_DATABASE: &str = "42P04";
+    /// undefined database (invalid_catalog_name)
+    pub const INVALID_CATALOG: &str = "3D000";
+    /// ambiguous_column
+    pub const AMBIGUOUS_COLUMN: &str = "42702";
+    /// grouping_error
+    pub const GROUPING: &str = "42803";
+    /// datatype_mismatch
+    pub const DATATYPE_MISMATCH: &str = "42804";
+    /// invalid_table_definition
+    pub const INVALID_TABLE_DEFINITION: &str = "42P16";
+    /// undefined_parameter
+    pub const UNDEFINED_PARAMETER: &str = "42P02";
+    /// invalid_column_reference
+    pub const INVALID_COLUMN_REFERENCE: &str = "42P10";
+    /// invalid_sql_statement_name (unknown prepared statement)
+    pub const INVALID_STATEMENT_NAME: &str = "26000";
+    /// invalid_cursor_name (unknown portal)
+    pub const INVALID_CURSOR_NAME: &str = "34000";
+    /// undefined_object for settings: unrecognized configuration parameter
+    pub const UNDEFINED_SETTING: &str = "42704";
+    /// program_limit_exceeded
+    pub const PROGRAM_LIMIT: &str = "54000";
+    /// statement_too_complex / too long
+    pub const STATEMENT_TOO_COMPLEX: &str = "54001";
+    /// out_of_memory
+    pub const OUT_OF_MEMORY: &str = "53200";
+    /// disk_full
+    pub const DISK_FULL: &str = "53100";
+    /// too_many_connections
+    pub const TOO_MANY_CONNECTIONS: &str = "53300";
+    /// query_canceled
+    pub const QUERY_CANCELED: &str = "57014";
+    /// admin_shutdown
+    pub const ADMIN_SHUTDOWN: &str = "57P01";
+    /// idle_in_transaction_session_timeout
+    pub const IDLE_IN_TXN_TIMEOUT: &str = "25P03";
+    /// io_error
+    pub const IO_ERROR: &str = "58030";
+    /// data_corrupted
+    pub const DATA_CORRUPTED: &str = "XX001";
+    /// internal_error
+    pub const INTERNAL: &str = "XX000";
+    /// protocol_violation
+    pub const PROTOCOL_VIOLATION: &str = "08P01";
+    /// invalid_authorization_specification
+    pub const INVALID_AUTHORIZATION: &str = "28000";
+    /// invalid_password
+    pub const INVALID_PASSWORD: &str = "28P01";
+    /// bad_copy_file_format
+    pub const BAD_COPY_FORMAT: &str = "22P04";
+    /// character_not_in_repertoire (bad UTF-8)
+    pub const BAD_ENCODING: &str = "22021";
+}
+
+/// An error answered to a statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqlError {
+    /// The SQLSTATE.
+    pub code: &'static str,
+    /// The primary message.
+    pub message: String,
+    /// An optional detail line.
+    pub detail: Option<String>,
+    /// An optional hint.
+    pub hint: Option<String>,
+    /// 1-based character position in the statement text, when known.
+    pub position: Option<usize>,
+}
+
+/// Result type of the SQL layer.
+pub type Result<T> = std::result::Result<T, SqlError>;
+
+impl SqlError {
+    /// An error with `code` and `message`.
+    pub fn new(code: &'static str, message: impl Into<String>) -> SqlError {
+        SqlError { code, message: message.into(), detail: None, hint: None, position: None }
+    }
+
+    /// Adds a detail line.
+    pub fn detail(mut self, detail: impl Into<String>) -> SqlError {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    /// Adds a hint.
+    pub fn hint(mut self, hint: impl Into<String>) -> SqlError {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// Sets the position if none is set yet.
+    pub fn at(mut self, position: Option<usize>) -> SqlError {
+        if self.position.is_none() {
+            self.position = position;
+        }
+        self
+    }
+
+    /// 0A000 naming the unsupported feature.
+    pub fn unsupported(feature: impl fmt::Display) -> SqlError {
+        SqlError::new(code::FEATURE_NOT_SUPPORTED, format!("{feature} is not supported by Kiln"))
+    }
+
+    /// 42601.
+    pub fn syntax(message: impl Into<String>) -> SqlError {
+        SqlError::new(code::SYNTAX, message)
+    }
+
+    /// Whether a client should retry the transaction (serialization failure or deadlock).
+    pub fn is_retryable(&self) -> bool {
+        self.code == code::SERIALIZATION || self.code == code::DEADLOCK
+    }
+}
+
+impl fmt::Display for SqlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+impl std::error::Error for SqlError {}
+
+impl From<EngineError> for SqlError {
+    fn from(e: EngineError) -> SqlError {
+        match &e {
+            EngineError::Conflict { reason } => SqlError::new(
+                code::SERIALIZATION,
+                "could not serialize access due to concurrent update",
+            )
+            .detail(reason.clone())
+            .hint("The transaction might succeed if retried."),
+            EngineError::DependencyLost { .. } => SqlError::new(
+                code::SERIALIZATION,
+                "could not serialize access: data this transaction read was lost by a durability failure",
+            )
+            .detail(e.to_string())
+            .hint("The transaction might succeed if retried."),
+            EngineError::Lost { .. } => SqlError::new(
+                code::TXN_ROLLBACK,
+                "the transaction committed but was lost before it became durable",
+            )
+            .detail(e.to_string())
+            .hint("Nothing of it remains; it may be retried."),
+            EngineError::DurabilityStalled { .. } => SqlError::new(
+                code::DISK_FULL,
+                "the commit could not be admitted: the log cannot be made durable (disk full?)",
+            )
+            .detail(e.to_string())
+            .hint("Free disk space; commits resume by themselves."),
+            EngineError::LimitExceeded { what, actual, limit } => {
+                let code =
+                    if what.contains("memory") { code::OUT_OF_MEMORY } else { code::PROGRAM_LIMIT };
+                SqlError::new(code, format!("limit exceeded: {what} is {actual}, over the limit of {limit}"))
+            }
+            EngineError::ReadOnlyTransaction => {
+                SqlError::new(code::READ_ONLY_TXN, "cannot write in a read-only transaction")
+            }
+            EngineError::InvalidArgument(m) => SqlError::new(code::INVALID_PARAMETER_VALUE, m.clone()),
+            EngineError::Closed => {
+                SqlError::new(code::ADMIN_SHUTDOWN, "the database is shutting down")
+            }
+            EngineError::Corruption { .. } => SqlError::new(code::DATA_CORRUPTED, e.to_string()),
+            _ => SqlError::new(code::IO_ERROR, e.to_string()),
+        }
+    }
+}

@@ -1,0 +1,882 @@
+//! Bound expressions and their evaluation.
+
+use std::cmp::Ordering;
+
+use rust_decimal::Decimal;
+
+use crate::error::{code, Result, SqlError};
+use crate::types::{check_int_range, DataType, Value};
+
+/// Binary operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    /// +
+    Add,
+    /// -
+    Sub,
+    /// *
+    Mul,
+    /// /
+    Div,
+    /// %
+    Mod,
+    /// ||
+    Concat,
+    /// =
+    Eq,
+    /// <>
+    NotEq,
+    /// <
+    Lt,
+    /// <=
+    LtEq,
+    /// >
+    Gt,
+    /// >=
+    GtEq,
+}
+
+/// Aggregate functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFunc {
+    /// count(*) or count(x)
+    Count,
+    /// sum
+    Sum,
+    /// min
+    Min,
+    /// max
+    Max,
+    /// avg
+    Avg,
+}
+
+/// Scalar functions. The `Kiln*` ones are the ED surface; the session evaluates them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Func {
+    /// lower(text)
+    Lower,
+    /// upper(text)
+    Upper,
+    /// length(text)
+    Length,
+    /// abs(x)
+    Abs,
+    /// coalesce(...)
+    Coalesce,
+    /// nullif(a, b)
+    Nullif,
+    /// greatest(...)
+    Greatest,
+    /// least(...)
+    Least,
+    /// round(x [, n])
+    Round,
+    /// floor(x)
+    Floor,
+    /// ceil(x)
+    Ceil,
+    /// substr(text, from [, count])
+    Substr,
+    /// trim(text)
+    Trim,
+    /// concat(...)
+    Concat,
+    /// now(), current_timestamp
+    Now,
+    /// current_date
+    CurrentDate,
+    /// random()
+    Random,
+    /// version()
+    Version,
+    /// current_database()
+    CurrentDatabase,
+    /// current_schema()
+    CurrentSchema,
+    /// current_user, session_user
+    CurrentUser,
+    /// pg_backend_pid()
+    BackendPid,
+    /// kiln_sync(): waits until every transaction this session committed is durable
+    KilnSync,
+    /// kiln_persist(): flushes the log now; returns the durable position
+    KilnPersist,
+    /// kiln_last_txid(): the session's last transaction id
+    KilnLastTxid,
+    /// kiln_txn_status(id)
+    KilnTxnStatus,
+    /// kiln_wait(id, timeout_ms)
+    KilnWait,
+}
+
+/// A bound expression: columns are positions in the input row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// A constant.
+    Const(Value),
+    /// A column of the input row.
+    Column(usize),
+    /// A statement parameter ($n, 0-based).
+    Param(usize),
+    /// NOT
+    Not(Box<Expr>),
+    /// unary minus
+    Neg(Box<Expr>),
+    /// A binary operator.
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// AND (three-valued)
+    And(Box<Expr>, Box<Expr>),
+    /// OR (three-valued)
+    Or(Box<Expr>, Box<Expr>),
+    /// IS [NOT] NULL
+    IsNull(Box<Expr>, bool),
+    /// IS [NOT] DISTINCT FROM
+    IsDistinct(Box<Expr>, Box<Expr>, bool),
+    /// x [NOT] IN (list)
+    InList(Box<Expr>, Vec<Expr>, bool),
+    /// x [NOT] IN (values computed by a subquery, filled before evaluation)
+    InValues(Box<Expr>, std::sync::Arc<Vec<Value>>, bool),
+    /// [NOT] LIKE / ILIKE
+    Like {
+        /// The string.
+        expr: Box<Expr>,
+        /// The pattern.
+        pattern: Box<Expr>,
+        /// NOT LIKE
+        negated: bool,
+        /// ILIKE
+        case_insensitive: bool,
+    },
+    /// CASE
+    Case {
+        /// CASE x WHEN ...
+        operand: Option<Box<Expr>>,
+        /// WHEN a THEN b
+        whens: Vec<(Expr, Expr)>,
+        /// ELSE
+        otherwise: Option<Box<Expr>>,
+    },
+    /// CAST / ::
+    Cast(Box<Expr>, DataType),
+    /// A scalar function.
+    Func(Func, Vec<Expr>),
+    /// An aggregate (only before aggregation is planned; evaluation never sees it): the
+    /// function, DISTINCT, the argument (none for count(*)) and the result type.
+    Agg(AggFunc, bool, Option<Box<Expr>>, DataType),
+}
+
+/// What expression evaluation needs from the session.
+pub trait Env {
+    /// The statement's timestamp (now()).
+    fn now(&self) -> i64;
+    /// current_database()
+    fn database(&self) -> String;
+    /// current_user
+    fn user(&self) -> String;
+    /// pg_backend_pid()
+    fn backend_pid(&self) -> i32;
+    /// The ED functions.
+    fn kiln(&self, func: Func, args: &[Value]) -> Result<Value>;
+}
+
+/// Evaluation context: parameters and the session.
+pub struct Ctx<'a> {
+    /// $1... values.
+    pub params: &'a [Value],
+    /// The session.
+    pub env: &'a dyn Env,
+}
+
+impl Expr {
+    /// Evaluates against `row`.
+    pub fn eval(&self, row: &[Value], ctx: &Ctx) -> Result<Value> {
+        Ok(match self {
+            Expr::Const(v) => v.clone(),
+            Expr::Column(i) => row.get(*i).cloned().unwrap_or(Value::Null),
+            Expr::Param(i) => ctx.params.get(*i).cloned().ok_or_else(|| {
+                SqlError::new(
+                    code::UNDEFINED_PARAMETER,
+                    format!("there is no parameter ${}", i + 1),
+                )
+            })?,
+            Expr::Not(e) => match e.eval(row, ctx)?.as_bool()? {
+                None => Value::Null,
+                Some(b) => Value::Bool(!b),
+            },
+            Expr::Neg(e) => match e.eval(row, ctx)? {
+                Value::Null => Value::Null,
+                Value::Int(i) => Value::Int(i.checked_neg().ok_or_else(|| overflow("bigint"))?),
+                Value::Float(f) => Value::Float(-f),
+                Value::Numeric(d) => Value::Numeric(-d),
+                Value::Text(s) => match Value::parse(&s, DataType::Numeric(None))? {
+                    Value::Numeric(d) => Value::Numeric(-d),
+                    v => v,
+                },
+                v => return Err(type_error("-", &v)),
+            },
+            Expr::Binary(op, a, b) => binary(*op, a.eval(row, ctx)?, b.eval(row, ctx)?)?,
+            Expr::And(a, b) => {
+                let a = a.eval(row, ctx)?.as_bool()?;
+                if a == Some(false) {
+                    return Ok(Value::Bool(false));
+                }
+                match (a, b.eval(row, ctx)?.as_bool()?) {
+                    (_, Some(false)) => Value::Bool(false),
+                    (Some(true), Some(true)) => Value::Bool(true),
+                    _ => Value::Null,
+                }
+            }
+            Expr::Or(a, b) => {
+                let a = a.eval(row, ctx)?.as_bool()?;
+                if a == Some(true) {
+                    return Ok(Value::Bool(true));
+                }
+                match (a, b.eval(row, ctx)?.as_bool()?) {
+                    (_, Some(true)) => Value::Bool(true),
+                    (Some(false), Some(false)) => Value::Bool(false),
+                    _ => Value::Null,
+                }
+            }
+            Expr::IsNull(e, negated) => Value::Bool(e.eval(row, ctx)?.is_null() != *negated),
+            Expr::IsDistinct(a, b, negated) => {
+                let (a, b) = (a.eval(row, ctx)?, b.eval(row, ctx)?);
+                let distinct = match (a.is_null(), b.is_null()) {
+                    (true, true) => false,
+                    (true, false) | (false, true) => true,
+                    _ => a.sql_cmp(&b) != Some(Ordering::Equal),
+                };
+                Value::Bool(distinct != *negated)
+            }
+            Expr::InList(e, list, negated) => {
+                let v = e.eval(row, ctx)?;
+                let mut values = Vec::with_capacity(list.len());
+                for item in list {
+                    values.push(item.eval(row, ctx)?);
+                }
+                in_values(&v, &values, *negated)
+            }
+            Expr::InValues(e, values, negated) => in_values(&e.eval(row, ctx)?, values, *negated),
+            Expr::Like { expr, pattern, negated, case_insensitive } => {
+                let (s, p) = (expr.eval(row, ctx)?, pattern.eval(row, ctx)?);
+                match (s, p) {
+                    (Value::Null, _) | (_, Value::Null) => Value::Null,
+                    (s, p) => {
+                        let s = s.to_text(DataType::Text).unwrap_or_default();
+                        let p = p.to_text(DataType::Text).unwrap_or_default();
+                        let m = if *case_insensitive {
+                            like(&s.to_lowercase(), &p.to_lowercase())
+                        } else {
+                            like(&s, &p)
+                        };
+                        Value::Bool(m != *negated)
+                    }
+                }
+            }
+            Expr::Case { operand, whens, otherwise } => {
+                let op = match operand {
+                    Some(o) => Some(o.eval(row, ctx)?),
+                    None => None,
+                };
+                for (when, then) in whens {
+                    let w = when.eval(row, ctx)?;
+                    let hit = match &op {
+                        Some(o) => {
+                            !o.is_null() && !w.is_null() && o.sql_cmp(&w) == Some(Ordering::Equal)
+                        }
+                        None => w.as_bool()? == Some(true),
+                    };
+                    if hit {
+                        return then.eval(row, ctx);
+                    }
+                }
+                match otherwise {
+                    Some(e) => e.eval(row, ctx)?,
+                    None => Value::Null,
+                }
+            }
+            Expr::Cast(e, ty) => e.eval(row, ctx)?.cast(*ty)?,
+            Expr::Func(f, args) => {
+                let mut values = Vec::with_capacity(args.len());
+                // coalesce is lazy.
+                if *f == Func::Coalesce {
+                    for a in args {
+                        let v = a.eval(row, ctx)?;
+                        if !v.is_null() {
+                            return Ok(v);
+                        }
+                    }
+                    return Ok(Value::Null);
+                }
+                for a in args {
+                    values.push(a.eval(row, ctx)?);
+                }
+                call(*f, values, ctx)?
+            }
+            Expr::Agg(..) => {
+                return Err(SqlError::new(
+                    code::GROUPING,
+                    "aggregate functions are not allowed here",
+                ))
+            }
+        })
+    }
+
+    /// Evaluates as a condition: true only when the value is true.
+    pub fn eval_bool(&self, row: &[Value], ctx: &Ctx) -> Result<bool> {
+        Ok(self.eval(row, ctx)?.as_bool()? == Some(true))
+    }
+
+    /// Whether the expression reads any column at or above `from`.
+    pub fn uses_columns_from(&self, from: usize) -> bool {
+        let mut hit = false;
+        self.walk(&mut |e| {
+            if let Expr::Column(i) = e {
+                if *i >= from {
+                    hit = true;
+                }
+            }
+        });
+        hit
+    }
+
+    /// Whether the expression reads any column in `range`.
+    pub fn uses_columns_in(&self, range: std::ops::Range<usize>) -> bool {
+        let mut hit = false;
+        self.walk(&mut |e| {
+            if let Expr::Column(i) = e {
+                if range.contains(i) {
+                    hit = true;
+                }
+            }
+        });
+        hit
+    }
+
+    /// Whether the expression contains an aggregate.
+    pub fn has_agg(&self) -> bool {
+        let mut hit = false;
+        self.walk(&mut |e| {
+            if matches!(e, Expr::Agg(..)) {
+                hit = true;
+            }
+        });
+        hit
+    }
+
+    /// Visits every node.
+    pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        match self {
+            Expr::Const(_) | Expr::Column(_) | Expr::Param(_) => {}
+            Expr::Not(e) | Expr::Neg(e) | Expr::IsNull(e, _) | Expr::Cast(e, _) => e.walk(f),
+            Expr::InValues(e, _, _) => e.walk(f),
+            Expr::Binary(_, a, b)
+            | Expr::And(a, b)
+            | Expr::Or(a, b)
+            | Expr::IsDistinct(a, b, _) => {
+                a.walk(f);
+                b.walk(f);
+            }
+            Expr::InList(e, list, _) => {
+                e.walk(f);
+                list.iter().for_each(|x| x.walk(f));
+            }
+            Expr::Like { expr, pattern, .. } => {
+                expr.walk(f);
+                pattern.walk(f);
+            }
+            Expr::Case { operand, whens, otherwise } => {
+                if let Some(o) = operand {
+                    o.walk(f);
+                }
+                for (w, t) in whens {
+                    w.walk(f);
+                    t.walk(f);
+                }
+                if let Some(o) = otherwise {
+                    o.walk(f);
+                }
+            }
+            Expr::Func(_, args) => args.iter().for_each(|x| x.walk(f)),
+            Expr::Agg(_, _, arg, _) => {
+                if let Some(a) = arg {
+                    a.walk(f);
+                }
+            }
+        }
+    }
+
+    /// Rewrites bottom-up.
+    pub fn map(self, f: &mut dyn FnMut(Expr) -> Result<Expr>) -> Result<Expr> {
+        let b = |e: Box<Expr>, f: &mut dyn FnMut(Expr) -> Result<Expr>| -> Result<Box<Expr>> {
+            Ok(Box::new(e.map(f)?))
+        };
+        let e = match self {
+            Expr::Not(e) => Expr::Not(b(e, f)?),
+            Expr::Neg(e) => Expr::Neg(b(e, f)?),
+            Expr::IsNull(e, n) => Expr::IsNull(b(e, f)?, n),
+            Expr::Cast(e, t) => Expr::Cast(b(e, f)?, t),
+            Expr::InValues(e, v, n) => Expr::InValues(b(e, f)?, v, n),
+            Expr::Binary(op, x, y) => Expr::Binary(op, b(x, f)?, b(y, f)?),
+            Expr::And(x, y) => Expr::And(b(x, f)?, b(y, f)?),
+            Expr::Or(x, y) => Expr::Or(b(x, f)?, b(y, f)?),
+            Expr::IsDistinct(x, y, n) => Expr::IsDistinct(b(x, f)?, b(y, f)?, n),
+            Expr::InList(e, list, n) => Expr::InList(
+                b(e, f)?,
+                list.into_iter().map(|x| x.map(f)).collect::<Result<_>>()?,
+                n,
+            ),
+            Expr::Like { expr, pattern, negated, case_insensitive } => {
+                Expr::Like { expr: b(expr, f)?, pattern: b(pattern, f)?, negated, case_insensitive }
+            }
+            Expr::Case { operand, whens, otherwise } => Expr::Case {
+                operand: match operand {
+                    Some(o) => Some(b(o, f)?),
+                    None => None,
+                },
+                whens: whens
+                    .into_iter()
+                    .map(|(w, t)| Ok((w.map(f)?, t.map(f)?)))
+                    .collect::<Result<_>>()?,
+                otherwise: match otherwise {
+                    Some(o) => Some(b(o, f)?),
+                    None => None,
+                },
+            },
+            Expr::Func(func, args) => {
+                Expr::Func(func, args.into_iter().map(|x| x.map(f)).collect::<Result<_>>()?)
+            }
+            other => other,
+        };
+        f(e)
+    }
+}
+
+fn in_values(v: &Value, values: &[Value], negated: bool) -> Value {
+    if v.is_null() {
+        return Value::Null;
+    }
+    let mut saw_null = false;
+    for item in values {
+        if item.is_null() {
+            saw_null = true;
+        } else if v.sql_cmp(item) == Some(Ordering::Equal) {
+            return Value::Bool(!negated);
+        }
+    }
+    if saw_null {
+        Value::Null
+    } else {
+        Value::Bool(negated)
+    }
+}
+
+fn overflow(what: &str) -> SqlError {
+    SqlError::new(code::NUMERIC_OUT_OF_RANGE, format!("{what} out of range"))
+}
+
+fn type_error(op: &str, v: &Value) -> SqlError {
+    SqlError::new(
+        code::UNDEFINED_FUNCTION,
+        format!("operator does not exist: {op} {}", v.natural_type().sql_name()),
+    )
+}
+
+/// Coerces an untyped text operand to a number for arithmetic.
+fn numeric_operand(v: Value) -> Result<Value> {
+    match v {
+        Value::Text(s) => {
+            if let Ok(i) = s.trim().parse::<i64>() {
+                Ok(Value::Int(i))
+            } else {
+                Value::parse(&s, DataType::Numeric(None))
+            }
+        }
+        v => Ok(v),
+    }
+}
+
+/// Applies a binary operator (NULL in, NULL out).
+pub fn binary(op: BinOp, a: Value, b: Value) -> Result<Value> {
+    if a.is_null() || b.is_null() {
+        return Ok(Value::Null);
+    }
+    let cmp = |a: &Value, b: &Value| {
+        a.sql_cmp(b).ok_or_else(|| {
+            SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!(
+                    "operator does not exist: {} {} {}",
+                    a.natural_type().sql_name(),
+                    op_name(op),
+                    b.natural_type().sql_name()
+                ),
+            )
+            .hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
+        })
+    };
+    Ok(match op {
+        BinOp::Eq => Value::Bool(cmp(&a, &b)? == Ordering::Equal),
+        BinOp::NotEq => Value::Bool(cmp(&a, &b)? != Ordering::Equal),
+        BinOp::Lt => Value::Bool(cmp(&a, &b)? == Ordering::Less),
+        BinOp::LtEq => Value::Bool(cmp(&a, &b)? != Ordering::Greater),
+        BinOp::Gt => Value::Bool(cmp(&a, &b)? == Ordering::Greater),
+        BinOp::GtEq => Value::Bool(cmp(&a, &b)? != Ordering::Less),
+        BinOp::Concat => {
+            let mut s = a.to_text(DataType::Text).unwrap_or_default();
+            s.push_str(&b.to_text(DataType::Text).unwrap_or_default());
+            Value::Text(s)
+        }
+        _ => arithmetic(op, numeric_operand(a)?, numeric_operand(b)?)?,
+    })
+}
+
+fn op_name(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Add => "+",
+        BinOp::Sub => "-",
+        BinOp::Mul => "*",
+        BinOp::Div => "/",
+        BinOp::Mod => "%",
+        BinOp::Concat => "||",
+        BinOp::Eq => "=",
+        BinOp::NotEq => "<>",
+        BinOp::Lt => "<",
+        BinOp::LtEq => "<=",
+        BinOp::Gt => ">",
+        BinOp::GtEq => ">=",
+    }
+}
+
+fn div_zero() -> SqlError {
+    SqlError::new(code::DIVISION_BY_ZERO, "division by zero")
+}
+
+fn arithmetic(op: BinOp, a: Value, b: Value) -> Result<Value> {
+    use Value::*;
+    Ok(match (a, b) {
+        (Int(x), Int(y)) => Int(match op {
+            BinOp::Add => x.checked_add(y),
+            BinOp::Sub => x.checked_sub(y),
+            BinOp::Mul => x.checked_mul(y),
+            BinOp::Div => {
+                if y == 0 {
+                    return Err(div_zero());
+                }
+                x.checked_div(y)
+            }
+            BinOp::Mod => {
+                if y == 0 {
+                    return Err(div_zero());
+                }
+                x.checked_rem(y)
+            }
+            _ => unreachable!("comparison handled by binary"),
+        }
+        .ok_or_else(|| overflow("bigint"))?),
+        (Float(x), Float(y)) => Float(float_op(op, x, y)?),
+        (Int(x), Float(y)) => Float(float_op(op, x as f64, y)?),
+        (Float(x), Int(y)) => Float(float_op(op, x, y as f64)?),
+        (Numeric(x), Float(y)) => Float(float_op(op, f64::try_from(x).unwrap_or(f64::NAN), y)?),
+        (Float(x), Numeric(y)) => Float(float_op(op, x, f64::try_from(y).unwrap_or(f64::NAN))?),
+        (Numeric(x), Numeric(y)) => Numeric(decimal_op(op, x, y)?),
+        (Int(x), Numeric(y)) => Numeric(decimal_op(op, Decimal::from(x), y)?),
+        (Numeric(x), Int(y)) => Numeric(decimal_op(op, x, Decimal::from(y))?),
+        (Date(d), Int(n)) if matches!(op, BinOp::Add | BinOp::Sub) => {
+            let n = i32::try_from(n).map_err(|_| overflow("date"))?;
+            Date(if op == BinOp::Add { d + n } else { d - n })
+        }
+        (Date(x), Date(y)) if op == BinOp::Sub => Int((x - y) as i64),
+        (a, b) => {
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!(
+                    "operator does not exist: {} {} {}",
+                    a.natural_type().sql_name(),
+                    op_name(op),
+                    b.natural_type().sql_name()
+                ),
+            ))
+        }
+    })
+}
+
+fn float_op(op: BinOp, x: f64, y: f64) -> Result<f64> {
+    Ok(match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => {
+            if y == 0.0 {
+                return Err(div_zero());
+            }
+            x / y
+        }
+        BinOp::Mod => {
+            if y == 0.0 {
+                return Err(div_zero());
+            }
+            x % y
+        }
+        _ => unreachable!("comparison handled by binary"),
+    })
+}
+
+fn decimal_op(op: BinOp, x: Decimal, y: Decimal) -> Result<Decimal> {
+    let r = match op {
+        BinOp::Add => x.checked_add(y),
+        BinOp::Sub => x.checked_sub(y),
+        BinOp::Mul => x.checked_mul(y),
+        BinOp::Div => {
+            if y.is_zero() {
+                return Err(div_zero());
+            }
+            let scale = div_scale(x, y);
+            x.checked_div(y).map(|d| {
+                let mut r = d.round_dp_with_strategy(
+                    scale,
+                    rust_decimal::RoundingStrategy::MidpointAwayFromZero,
+                );
+                r.rescale(scale);
+                r
+            })
+        }
+        BinOp::Mod => {
+            if y.is_zero() {
+                return Err(div_zero());
+            }
+            x.checked_rem(y)
+        }
+        _ => unreachable!("comparison handled by binary"),
+    };
+    r.ok_or_else(|| overflow("numeric"))
+}
+
+/// The result scale of numeric division, as PostgreSQL chooses it (`select_div_scale`): at
+/// least 16 significant digits, and no less than either operand's scale; capped at 28,
+/// the precision Kiln's numeric carries.
+pub fn div_scale(x: Decimal, y: Decimal) -> u32 {
+    // Weight and first digit in base 10000, as PostgreSQL's numeric stores them.
+    fn weight_first(d: Decimal) -> (i32, u32) {
+        let a = d.abs();
+        if a.is_zero() {
+            return (0, 0);
+        }
+        let digits = a.trunc().to_string();
+        if a >= Decimal::ONE {
+            let n = digits.len() as i32;
+            let w = (n - 1) / 4;
+            let lead = n - w * 4;
+            (w, digits[..lead as usize].parse().unwrap_or(0))
+        } else {
+            let s = a.to_string();
+            let frac = s.split('.').nth(1).unwrap_or("");
+            let zeros = frac.chars().take_while(|c| *c == '0').count() as i32;
+            let w = -(zeros / 4) - 1;
+            let start = ((-w - 1) * 4) as usize;
+            let chunk: String = frac.chars().skip(start).take(4).collect();
+            let chunk = format!("{chunk:0<4}");
+            (w, chunk.parse().unwrap_or(0))
+        }
+    }
+    let (w1, f1) = weight_first(x);
+    let (w2, f2) = weight_first(y);
+    let mut qweight = w1 - w2;
+    if f1 <= f2 {
+        qweight -= 1;
+    }
+    let rscale = 16 - qweight * 4;
+    (rscale.max(x.scale() as i32).max(y.scale() as i32).max(0) as u32).min(28)
+}
+
+/// SQL LIKE with `%`, `_` and backslash escapes.
+pub fn like(s: &str, pattern: &str) -> bool {
+    let s: Vec<char> = s.chars().collect();
+    let p: Vec<char> = pattern.chars().collect();
+    fn go(s: &[char], p: &[char]) -> bool {
+        match p.first() {
+            None => s.is_empty(),
+            Some('%') => {
+                let rest = &p[1..];
+                (0..=s.len()).any(|i| go(&s[i..], rest))
+            }
+            Some('_') => !s.is_empty() && go(&s[1..], &p[1..]),
+            Some('\\') if p.len() > 1 => s.first() == Some(&p[1]) && go(&s[1..], &p[2..]),
+            Some(c) => s.first() == Some(c) && go(&s[1..], &p[1..]),
+        }
+    }
+    go(&s, &p)
+}
+
+fn text_arg(v: &Value) -> String {
+    v.to_text(DataType::Text).unwrap_or_default()
+}
+
+fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
+    let strict = !matches!(
+        f,
+        Func::Greatest
+            | Func::Least
+            | Func::Concat
+            | Func::Nullif
+            | Func::KilnSync
+            | Func::KilnPersist
+            | Func::KilnLastTxid
+    );
+    if strict && args.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::Null);
+    Ok(match f {
+        Func::Lower => Value::Text(text_arg(&arg(0)).to_lowercase()),
+        Func::Upper => Value::Text(text_arg(&arg(0)).to_uppercase()),
+        Func::Length => Value::Int(text_arg(&arg(0)).chars().count() as i64),
+        Func::Abs => match numeric_operand(arg(0))? {
+            Value::Int(i) => Value::Int(i.checked_abs().ok_or_else(|| overflow("bigint"))?),
+            Value::Float(x) => Value::Float(x.abs()),
+            Value::Numeric(d) => Value::Numeric(d.abs()),
+            v => return Err(type_error("abs", &v)),
+        },
+        Func::Coalesce => unreachable!("coalesce is evaluated lazily"),
+        Func::Nullif => {
+            let (a, b) = (arg(0), arg(1));
+            if !a.is_null() && !b.is_null() && a.sql_cmp(&b) == Some(Ordering::Equal) {
+                Value::Null
+            } else {
+                a
+            }
+        }
+        Func::Greatest | Func::Least => {
+            let mut best: Option<Value> = None;
+            for v in args.into_iter().filter(|v| !v.is_null()) {
+                best = Some(match best {
+                    None => v,
+                    Some(b) => {
+                        let ord = v.total_cmp(&b);
+                        let take = if f == Func::Greatest {
+                            ord == Ordering::Greater
+                        } else {
+                            ord == Ordering::Less
+                        };
+                        if take {
+                            v
+                        } else {
+                            b
+                        }
+                    }
+                });
+            }
+            best.unwrap_or(Value::Null)
+        }
+        Func::Round | Func::Floor | Func::Ceil => {
+            let digits = match arg(1) {
+                Value::Int(n) => n as i32,
+                _ => 0,
+            };
+            match numeric_operand(arg(0))? {
+                Value::Int(i) => Value::Int(i),
+                Value::Float(x) => Value::Float(match f {
+                    Func::Round => {
+                        let m = 10f64.powi(digits);
+                        (x * m).round() / m
+                    }
+                    Func::Floor => x.floor(),
+                    _ => x.ceil(),
+                }),
+                Value::Numeric(d) => Value::Numeric(match f {
+                    Func::Round => {
+                        let mut r = d.round_dp_with_strategy(
+                            digits.max(0) as u32,
+                            rust_decimal::RoundingStrategy::MidpointAwayFromZero,
+                        );
+                        r.rescale(digits.max(0) as u32);
+                        r
+                    }
+                    Func::Floor => d.floor(),
+                    _ => d.ceil(),
+                }),
+                v => return Err(type_error("round", &v)),
+            }
+        }
+        Func::Substr => {
+            let s: Vec<char> = text_arg(&arg(0)).chars().collect();
+            let from = match arg(1) {
+                Value::Int(i) => i,
+                v => return Err(type_error("substr", &v)),
+            };
+            let count = match args.get(2) {
+                Some(Value::Int(n)) => {
+                    if *n < 0 {
+                        return Err(SqlError::new(
+                            "22011",
+                            "negative substring length not allowed",
+                        ));
+                    }
+                    Some(*n)
+                }
+                _ => None,
+            };
+            let start = from.max(1);
+            let end = match count {
+                Some(n) => (from + n).max(start),
+                None => i64::MAX,
+            };
+            let out: String = s
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| (*i as i64 + 1) >= start && ((*i as i64) + 1) < end)
+                .map(|(_, c)| *c)
+                .collect();
+            Value::Text(out)
+        }
+        Func::Trim => Value::Text(text_arg(&arg(0)).trim_matches(' ').to_string()),
+        Func::Concat => {
+            Value::Text(args.iter().filter_map(|v| v.to_text(DataType::Text)).collect())
+        }
+        Func::Now => Value::TimestampTz(ctx.env.now()),
+        Func::CurrentDate => {
+            Value::Date(ctx.env.now().div_euclid(crate::types::MICROS_PER_DAY) as i32)
+        }
+        Func::Random => Value::Float(pseudo_random()),
+        Func::Version => Value::Text(crate::VERSION_STRING.to_string()),
+        Func::CurrentDatabase => Value::Text(ctx.env.database()),
+        Func::CurrentSchema => Value::Text("public".into()),
+        Func::CurrentUser => Value::Text(ctx.env.user()),
+        Func::BackendPid => Value::Int(ctx.env.backend_pid() as i64),
+        Func::KilnSync
+        | Func::KilnPersist
+        | Func::KilnLastTxid
+        | Func::KilnTxnStatus
+        | Func::KilnWait => ctx.env.kiln(f, &args)?,
+    })
+}
+
+fn pseudo_random() -> f64 {
+    use std::cell::Cell;
+    use std::time::{SystemTime, UNIX_EPOCH};
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new(
+            SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1) | 1,
+        );
+    }
+    STATE.with(|s| {
+        let mut x = s.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.set(x);
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    })
+}
+
+/// Checks an integer result against a column type (used on assignment).
+pub fn assign(v: Value, ty: DataType) -> Result<Value> {
+    match (&v, ty) {
+        (Value::Int(i), t) if t.is_integer() => {
+            check_int_range(*i, t)?;
+            Ok(v)
+        }
+        _ => v.cast(ty),
+    }
+}

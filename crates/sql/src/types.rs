@@ -1,0 +1,728 @@
+//! SQL types and values: PostgreSQL's text forms, comparison, casts.
+
+use std::cmp::Ordering;
+use std::fmt::Write as _;
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{code, Result, SqlError};
+
+/// A column or expression type. OIDs are PostgreSQL's, so clients decode values unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DataType {
+    /// boolean
+    Bool,
+    /// smallint
+    Int2,
+    /// integer
+    Int4,
+    /// bigint
+    Int8,
+    /// real
+    Float4,
+    /// double precision
+    Float8,
+    /// numeric(p, s); `None` for unconstrained numeric
+    Numeric(Option<(u32, u32)>),
+    /// text
+    Text,
+    /// varchar(n)
+    Varchar(Option<u32>),
+    /// char(n) (blank-padded)
+    Char(u32),
+    /// bytea
+    Bytea,
+    /// date
+    Date,
+    /// timestamp without time zone
+    Timestamp,
+    /// timestamp with time zone (kept in UTC)
+    TimestampTz,
+    /// A string literal or parameter whose type the context has not fixed yet.
+    Unknown,
+}
+
+impl DataType {
+    /// The PostgreSQL type OID.
+    pub fn oid(self) -> u32 {
+        match self {
+            DataType::Bool => 16,
+            DataType::Bytea => 17,
+            DataType::Int8 => 20,
+            DataType::Int2 => 21,
+            DataType::Int4 => 23,
+            DataType::Text => 25,
+            DataType::Float4 => 700,
+            DataType::Float8 => 701,
+            DataType::Unknown => 25,
+            DataType::Char(_) => 1042,
+            DataType::Varchar(_) => 1043,
+            DataType::Date => 1082,
+            DataType::Timestamp => 1114,
+            DataType::TimestampTz => 1184,
+            DataType::Numeric(_) => 1700,
+        }
+    }
+
+    /// The type of a PostgreSQL OID, when Kiln has it.
+    pub fn from_oid(oid: u32) -> Option<DataType> {
+        Some(match oid {
+            16 => DataType::Bool,
+            17 => DataType::Bytea,
+            20 => DataType::Int8,
+            21 => DataType::Int2,
+            23 => DataType::Int4,
+            25 | 19 => DataType::Text,
+            700 => DataType::Float4,
+            701 => DataType::Float8,
+            705 | 0 => DataType::Unknown,
+            1042 => DataType::Char(1),
+            1043 => DataType::Varchar(None),
+            1082 => DataType::Date,
+            1114 => DataType::Timestamp,
+            1184 => DataType::TimestampTz,
+            1700 => DataType::Numeric(None),
+            26 => DataType::Int8,
+            _ => return None,
+        })
+    }
+
+    /// The type's size in bytes for RowDescription (-1 for variable length).
+    pub fn size(self) -> i16 {
+        match self {
+            DataType::Bool => 1,
+            DataType::Int2 => 2,
+            DataType::Int4 | DataType::Float4 | DataType::Date => 4,
+            DataType::Int8 | DataType::Float8 | DataType::Timestamp | DataType::TimestampTz => 8,
+            _ => -1,
+        }
+    }
+
+    /// The type modifier for RowDescription (-1 when none).
+    pub fn modifier(self) -> i32 {
+        match self {
+            DataType::Varchar(Some(n)) | DataType::Char(n) => n as i32 + 4,
+            DataType::Numeric(Some((p, s))) => (((p << 16) | s) + 4) as i32,
+            _ => -1,
+        }
+    }
+
+    /// The name PostgreSQL's `format_type` gives (as `\d` shows it).
+    pub fn sql_name(self) -> String {
+        match self {
+            DataType::Bool => "boolean".into(),
+            DataType::Int2 => "smallint".into(),
+            DataType::Int4 => "integer".into(),
+            DataType::Int8 => "bigint".into(),
+            DataType::Float4 => "real".into(),
+            DataType::Float8 => "double precision".into(),
+            DataType::Numeric(None) => "numeric".into(),
+            DataType::Numeric(Some((p, s))) => format!("numeric({p},{s})"),
+            DataType::Text | DataType::Unknown => "text".into(),
+            DataType::Varchar(None) => "character varying".into(),
+            DataType::Varchar(Some(n)) => format!("character varying({n})"),
+            DataType::Char(n) => format!("character({n})"),
+            DataType::Bytea => "bytea".into(),
+            DataType::Date => "date".into(),
+            DataType::Timestamp => "timestamp without time zone".into(),
+            DataType::TimestampTz => "timestamp with time zone".into(),
+        }
+    }
+
+    /// Whether values of the type are integers.
+    pub fn is_integer(self) -> bool {
+        matches!(self, DataType::Int2 | DataType::Int4 | DataType::Int8)
+    }
+
+    /// Whether values of the type are numbers.
+    pub fn is_numeric(self) -> bool {
+        self.is_integer()
+            || matches!(self, DataType::Float4 | DataType::Float8 | DataType::Numeric(_))
+    }
+
+    /// Whether values of the type are strings.
+    pub fn is_string(self) -> bool {
+        matches!(
+            self,
+            DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Unknown
+        )
+    }
+
+    /// The common type of two operands of arithmetic or comparison (PostgreSQL's numeric
+    /// promotion: integers widen, then numeric, then double precision).
+    pub fn common(a: DataType, b: DataType) -> DataType {
+        use DataType::*;
+        match (a, b) {
+            (Unknown, t) | (t, Unknown) => t,
+            (x, y) if x == y => x,
+            (Float8, _) | (_, Float8) | (Float4, _) | (_, Float4)
+                if a.is_numeric() && b.is_numeric() =>
+            {
+                Float8
+            }
+            (Numeric(_), _) | (_, Numeric(_)) if a.is_numeric() && b.is_numeric() => Numeric(None),
+            (Int8, _) | (_, Int8) if a.is_integer() && b.is_integer() => Int8,
+            (Int4, _) | (_, Int4) if a.is_integer() && b.is_integer() => Int4,
+            (x, y) if x.is_string() && y.is_string() => Text,
+            (Timestamp, TimestampTz) | (TimestampTz, Timestamp) => TimestampTz,
+            (Date, Timestamp) | (Timestamp, Date) => Timestamp,
+            (Date, TimestampTz) | (TimestampTz, Date) => TimestampTz,
+            (x, _) => x,
+        }
+    }
+}
+
+/// A value. Integers of every width are `Int`; the column type bounds them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// SQL NULL
+    Null,
+    /// boolean
+    Bool(bool),
+    /// smallint, integer, bigint
+    Int(i64),
+    /// real, double precision
+    Float(f64),
+    /// numeric
+    Numeric(Decimal),
+    /// text, varchar, char (char is stored without its padding)
+    Text(String),
+    /// bytea
+    Bytea(Vec<u8>),
+    /// date: days since 1970-01-01
+    Date(i32),
+    /// timestamp: microseconds since 1970-01-01 00:00:00
+    Timestamp(i64),
+    /// timestamptz: microseconds since the Unix epoch, UTC
+    TimestampTz(i64),
+}
+
+const UNIX_EPOCH_DATE: NaiveDate = match NaiveDate::from_ymd_opt(1970, 1, 1) {
+    Some(d) => d,
+    None => panic!("1970-01-01 is a date"),
+};
+
+impl Value {
+    /// Whether the value is NULL.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The value as a boolean for WHERE/AND/OR (NULL is `None`).
+    pub fn as_bool(&self) -> Result<Option<bool>> {
+        match self {
+            Value::Null => Ok(None),
+            Value::Bool(b) => Ok(Some(*b)),
+            Value::Text(s) => parse_bool(s).map(Some),
+            other => Err(SqlError::new(
+                code::DATATYPE_MISMATCH,
+                format!("argument must be type boolean, not {}", other.kind()),
+            )),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Int(_) => "integer",
+            Value::Float(_) => "double precision",
+            Value::Numeric(_) => "numeric",
+            Value::Text(_) => "text",
+            Value::Bytea(_) => "bytea",
+            Value::Date(_) => "date",
+            Value::Timestamp(_) => "timestamp",
+            Value::TimestampTz(_) => "timestamptz",
+        }
+    }
+
+    /// Parses PostgreSQL's text form of a value of type `ty`.
+    pub fn parse(text: &str, ty: DataType) -> Result<Value> {
+        let bad = |what: &str| {
+            SqlError::new(
+                code::INVALID_TEXT,
+                format!("invalid input syntax for type {what}: \"{text}\""),
+            )
+        };
+        let t = text.trim();
+        Ok(match ty {
+            DataType::Bool => Value::Bool(parse_bool(text)?),
+            DataType::Int2 | DataType::Int4 | DataType::Int8 => {
+                let v: i64 = t.parse().map_err(|_| {
+                    if !t.is_empty()
+                        && t.trim_start_matches(['-', '+']).bytes().all(|b| b.is_ascii_digit())
+                    {
+                        out_of_range(ty)
+                    } else {
+                        bad(&ty.sql_name())
+                    }
+                })?;
+                check_int_range(v, ty)?;
+                Value::Int(v)
+            }
+            DataType::Float4 | DataType::Float8 => {
+                let v = match t.to_ascii_lowercase().as_str() {
+                    "nan" => f64::NAN,
+                    "infinity" | "inf" | "+infinity" | "+inf" => f64::INFINITY,
+                    "-infinity" | "-inf" => f64::NEG_INFINITY,
+                    _ => t.parse().map_err(|_| bad(&ty.sql_name()))?,
+                };
+                Value::Float(if ty == DataType::Float4 { v as f32 as f64 } else { v })
+            }
+            DataType::Numeric(m) => {
+                let d = Decimal::from_str_exact(t)
+                    .or_else(|_| Decimal::from_scientific(t))
+                    .map_err(|_| bad("numeric"))?;
+                Value::Numeric(fit_numeric(d, m)?)
+            }
+            DataType::Text | DataType::Unknown => Value::Text(text.to_string()),
+            DataType::Varchar(n) => Value::Text(fit_string(text, n, false)?),
+            DataType::Char(n) => Value::Text(fit_string(text, Some(n), true)?),
+            DataType::Bytea => Value::Bytea(parse_bytea(text)?),
+            DataType::Date => Value::Date(parse_date(t).ok_or_else(|| {
+                SqlError::new(
+                    code::INVALID_DATETIME,
+                    format!("invalid input syntax for type date: \"{text}\""),
+                )
+            })?),
+            DataType::Timestamp | DataType::TimestampTz => {
+                let micros = parse_timestamp(t, ty == DataType::TimestampTz).ok_or_else(|| {
+                    SqlError::new(
+                        code::INVALID_DATETIME,
+                        format!("invalid input syntax for type {}: \"{text}\"", ty.sql_name()),
+                    )
+                })?;
+                if ty == DataType::Timestamp {
+                    Value::Timestamp(micros)
+                } else {
+                    Value::TimestampTz(micros)
+                }
+            }
+        })
+    }
+
+    /// PostgreSQL's text output of the value as type `ty` (`None` for NULL).
+    pub fn to_text(&self, ty: DataType) -> Option<String> {
+        Some(match self {
+            Value::Null => return None,
+            Value::Bool(b) => if *b { "t" } else { "f" }.to_string(),
+            Value::Int(i) => i.to_string(),
+            Value::Float(f) => format_float(*f, ty == DataType::Float4),
+            Value::Numeric(d) => d.to_string(),
+            Value::Text(s) => match ty {
+                DataType::Char(n) => {
+                    let len = s.chars().count();
+                    let mut out = s.clone();
+                    out.extend(std::iter::repeat_n(' ', (n as usize).saturating_sub(len)));
+                    out
+                }
+                _ => s.clone(),
+            },
+            Value::Bytea(b) => {
+                let mut out = String::with_capacity(2 + b.len() * 2);
+                out.push_str("\\x");
+                for byte in b {
+                    let _ = write!(out, "{byte:02x}");
+                }
+                out
+            }
+            Value::Date(d) => format_date(*d),
+            Value::Timestamp(us) => format_timestamp(*us),
+            Value::TimestampTz(us) => format!("{}+00", format_timestamp(*us)),
+        })
+    }
+
+    /// Converts the value to type `ty` (an explicit or assignment cast).
+    pub fn cast(self, ty: DataType) -> Result<Value> {
+        if self.is_null() {
+            return Ok(Value::Null);
+        }
+        let bad = |v: &Value| {
+            SqlError::new(
+                code::DATATYPE_MISMATCH,
+                format!("cannot cast type {} to {}", v.kind(), ty.sql_name()),
+            )
+        };
+        Ok(match (self, ty) {
+            (Value::Text(s), ty) => Value::parse(&s, ty)?,
+            (v, DataType::Text | DataType::Unknown) => {
+                Value::Text(v.to_text(DataType::Text).unwrap_or_default())
+            }
+            (v, DataType::Varchar(n)) => {
+                Value::Text(fit_string(&v.to_text(DataType::Text).unwrap_or_default(), n, false)?)
+            }
+            (v, DataType::Char(n)) => Value::Text(fit_string(
+                &v.to_text(DataType::Text).unwrap_or_default(),
+                Some(n),
+                true,
+            )?),
+            (Value::Int(i), t) if t.is_integer() => {
+                check_int_range(i, t)?;
+                Value::Int(i)
+            }
+            (Value::Int(i), DataType::Float4) => Value::Float(i as f32 as f64),
+            (Value::Int(i), DataType::Float8) => Value::Float(i as f64),
+            (Value::Int(i), DataType::Numeric(m)) => {
+                Value::Numeric(fit_numeric(Decimal::from(i), m)?)
+            }
+            (Value::Int(i), DataType::Bool) => Value::Bool(i != 0),
+            (Value::Float(f), t) if t.is_integer() => {
+                if !f.is_finite() || f.round() > i64::MAX as f64 || f.round() < i64::MIN as f64 {
+                    return Err(out_of_range(t));
+                }
+                let i = f.round_ties_even() as i64;
+                check_int_range(i, t)?;
+                Value::Int(i)
+            }
+            (Value::Float(f), DataType::Float4) => Value::Float(f as f32 as f64),
+            (Value::Float(f), DataType::Float8) => Value::Float(f),
+            (Value::Float(f), DataType::Numeric(m)) => {
+                let d = Decimal::from_f64_retain(f).ok_or_else(|| out_of_range(ty))?;
+                Value::Numeric(fit_numeric(d.normalize(), m)?)
+            }
+            (Value::Numeric(d), t) if t.is_integer() => {
+                let r = d.round_dp_with_strategy(
+                    0,
+                    rust_decimal::RoundingStrategy::MidpointAwayFromZero,
+                );
+                let i: i64 = r.try_into().map_err(|_| out_of_range(t))?;
+                check_int_range(i, t)?;
+                Value::Int(i)
+            }
+            (Value::Numeric(d), DataType::Float4 | DataType::Float8) => {
+                let f: f64 = d.try_into().map_err(|_| out_of_range(ty))?;
+                Value::Float(if ty == DataType::Float4 { f as f32 as f64 } else { f })
+            }
+            (Value::Numeric(d), DataType::Numeric(m)) => Value::Numeric(fit_numeric(d, m)?),
+            (Value::Bool(b), DataType::Bool) => Value::Bool(b),
+            (Value::Bool(b), DataType::Int4) => Value::Int(b as i64),
+            (Value::Bytea(b), DataType::Bytea) => Value::Bytea(b),
+            (Value::Date(d), DataType::Date) => Value::Date(d),
+            (Value::Date(d), DataType::Timestamp) => Value::Timestamp(d as i64 * MICROS_PER_DAY),
+            (Value::Date(d), DataType::TimestampTz) => {
+                Value::TimestampTz(d as i64 * MICROS_PER_DAY)
+            }
+            (Value::Timestamp(t) | Value::TimestampTz(t), DataType::Date) => {
+                Value::Date(t.div_euclid(MICROS_PER_DAY) as i32)
+            }
+            (Value::Timestamp(t) | Value::TimestampTz(t), DataType::Timestamp) => {
+                Value::Timestamp(t)
+            }
+            (Value::Timestamp(t) | Value::TimestampTz(t), DataType::TimestampTz) => {
+                Value::TimestampTz(t)
+            }
+            (v, _) => return Err(bad(&v)),
+        })
+    }
+
+    /// Total order used by ORDER BY, DISTINCT, GROUP BY and indexes: NULL sorts last;
+    /// numbers compare across widths.
+    pub fn total_cmp(&self, other: &Value) -> Ordering {
+        match (self, other) {
+            (Value::Null, Value::Null) => Ordering::Equal,
+            (Value::Null, _) => Ordering::Greater,
+            (_, Value::Null) => Ordering::Less,
+            (a, b) => a.sql_cmp(b).unwrap_or_else(|| a.rank().cmp(&b.rank())),
+        }
+    }
+
+    fn rank(&self) -> u8 {
+        match self {
+            Value::Null => 9,
+            Value::Bool(_) => 0,
+            Value::Int(_) | Value::Float(_) | Value::Numeric(_) => 1,
+            Value::Text(_) => 2,
+            Value::Bytea(_) => 3,
+            Value::Date(_) | Value::Timestamp(_) | Value::TimestampTz(_) => 4,
+        }
+    }
+
+    /// SQL comparison of two non-NULL values; `None` when they are not comparable.
+    pub fn sql_cmp(&self, other: &Value) -> Option<Ordering> {
+        Some(match (self, other) {
+            (Value::Bool(a), Value::Bool(b)) => a.cmp(b),
+            (Value::Int(a), Value::Int(b)) => a.cmp(b),
+            (Value::Float(a), Value::Float(b)) => float_cmp(*a, *b),
+            (Value::Int(a), Value::Float(b)) => float_cmp(*a as f64, *b),
+            (Value::Float(a), Value::Int(b)) => float_cmp(*a, *b as f64),
+            (Value::Numeric(a), Value::Numeric(b)) => a.cmp(b),
+            (Value::Int(a), Value::Numeric(b)) => Decimal::from(*a).cmp(b),
+            (Value::Numeric(a), Value::Int(b)) => a.cmp(&Decimal::from(*b)),
+            (Value::Numeric(a), Value::Float(b)) => {
+                float_cmp(f64::try_from(*a).unwrap_or(f64::NAN), *b)
+            }
+            (Value::Float(a), Value::Numeric(b)) => {
+                float_cmp(*a, f64::try_from(*b).unwrap_or(f64::NAN))
+            }
+            (Value::Text(a), Value::Text(b)) => a.as_str().cmp(b.as_str()),
+            (Value::Bytea(a), Value::Bytea(b)) => a.cmp(b),
+            (Value::Date(a), Value::Date(b)) => a.cmp(b),
+            (Value::Date(a), Value::Timestamp(b) | Value::TimestampTz(b)) => {
+                (*a as i64 * MICROS_PER_DAY).cmp(b)
+            }
+            (Value::Timestamp(a) | Value::TimestampTz(a), Value::Date(b)) => {
+                a.cmp(&(*b as i64 * MICROS_PER_DAY))
+            }
+            (
+                Value::Timestamp(a) | Value::TimestampTz(a),
+                Value::Timestamp(b) | Value::TimestampTz(b),
+            ) => a.cmp(b),
+            (Value::Text(s), other) | (other, Value::Text(s))
+                if !matches!(other, Value::Text(_)) =>
+            {
+                // An untyped literal compared with a typed value takes the value's type.
+                let ty = other.natural_type();
+                let parsed = Value::parse(s, ty).ok()?;
+                let ord = parsed.sql_cmp(other)?;
+                if matches!(self, Value::Text(_)) {
+                    ord
+                } else {
+                    ord.reverse()
+                }
+            }
+            _ => return None,
+        })
+    }
+
+    /// The type a value has by itself.
+    pub fn natural_type(&self) -> DataType {
+        match self {
+            Value::Null => DataType::Unknown,
+            Value::Bool(_) => DataType::Bool,
+            Value::Int(_) => DataType::Int8,
+            Value::Float(_) => DataType::Float8,
+            Value::Numeric(_) => DataType::Numeric(None),
+            Value::Text(_) => DataType::Text,
+            Value::Bytea(_) => DataType::Bytea,
+            Value::Date(_) => DataType::Date,
+            Value::Timestamp(_) => DataType::Timestamp,
+            Value::TimestampTz(_) => DataType::TimestampTz,
+        }
+    }
+}
+
+/// Result columns: names and types.
+pub type Columns = Vec<(String, DataType)>;
+
+/// A row of values.
+pub type Row = Vec<Value>;
+
+/// Microseconds in a day.
+pub const MICROS_PER_DAY: i64 = 86_400_000_000;
+
+fn float_cmp(a: f64, b: f64) -> Ordering {
+    // PostgreSQL: NaN equals NaN and sorts above every other value.
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        _ => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+    }
+}
+
+/// 22003 for a value outside `ty`'s range.
+pub fn out_of_range(ty: DataType) -> SqlError {
+    let name = match ty {
+        DataType::Int2 => "smallint",
+        DataType::Int4 => "integer",
+        DataType::Int8 => "bigint",
+        _ => "the type",
+    };
+    SqlError::new(code::NUMERIC_OUT_OF_RANGE, format!("{name} out of range"))
+}
+
+/// Checks that `v` fits integer type `ty`.
+pub fn check_int_range(v: i64, ty: DataType) -> Result<()> {
+    let ok = match ty {
+        DataType::Int2 => i16::try_from(v).is_ok(),
+        DataType::Int4 => i32::try_from(v).is_ok(),
+        _ => true,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(out_of_range(ty))
+    }
+}
+
+fn fit_numeric(d: Decimal, m: Option<(u32, u32)>) -> Result<Decimal> {
+    let Some((p, s)) = m else { return Ok(d) };
+    let r = d.round_dp_with_strategy(s, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+    let mut r = r;
+    r.rescale(s);
+    let int_digits = r.trunc().abs().to_string().trim_start_matches('0').len() as u32;
+    if int_digits > p.saturating_sub(s) {
+        return Err(SqlError::new(code::NUMERIC_OUT_OF_RANGE, "numeric field overflow").detail(
+            format!(
+                "A field with precision {p}, scale {s} must round to an absolute value less than 10^{}.",
+                p - s
+            ),
+        ));
+    }
+    Ok(r)
+}
+
+fn fit_string(s: &str, n: Option<u32>, pad: bool) -> Result<String> {
+    let Some(n) = n else { return Ok(s.to_string()) };
+    let len = s.chars().count();
+    let trimmed = if pad { s.trim_end_matches(' ') } else { s };
+    if len > n as usize {
+        // PostgreSQL allows the excess only when it is all spaces.
+        let tail: String = s.chars().skip(n as usize).collect();
+        if tail.chars().all(|c| c == ' ') {
+            let cut: String = s.chars().take(n as usize).collect();
+            return Ok(if pad { cut.trim_end_matches(' ').to_string() } else { cut });
+        }
+        let name = if pad { "character" } else { "character varying" };
+        return Err(SqlError::new(
+            code::STRING_TRUNCATION,
+            format!("value too long for type {name}({n})"),
+        ));
+    }
+    Ok(trimmed.to_string())
+}
+
+/// PostgreSQL's boolean input.
+pub fn parse_bool(s: &str) -> Result<bool> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "t" | "true" | "y" | "yes" | "on" | "1" => Ok(true),
+        "f" | "false" | "n" | "no" | "off" | "0" => Ok(false),
+        _ => Err(SqlError::new(
+            code::INVALID_TEXT,
+            format!("invalid input syntax for type boolean: \"{s}\""),
+        )),
+    }
+}
+
+fn parse_bytea(s: &str) -> Result<Vec<u8>> {
+    if let Some(hex) = s.strip_prefix("\\x") {
+        let bad = || SqlError::new(code::INVALID_TEXT, "invalid hexadecimal data in bytea");
+        let digits: Vec<u8> = hex.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+        if !digits.len().is_multiple_of(2) {
+            return Err(bad());
+        }
+        digits
+            .chunks(2)
+            .map(|pair| {
+                let hi = (pair[0] as char).to_digit(16).ok_or_else(bad)?;
+                let lo = (pair[1] as char).to_digit(16).ok_or_else(bad)?;
+                Ok((hi * 16 + lo) as u8)
+            })
+            .collect()
+    } else {
+        // Escape format: backslash-octal and doubled backslashes.
+        let bytes = s.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'\\' {
+                if bytes.get(i + 1) == Some(&b'\\') {
+                    out.push(b'\\');
+                    i += 2;
+                } else if i + 3 < bytes.len() + 1
+                    && bytes[i + 1..].len() >= 3
+                    && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b))
+                {
+                    let v = (bytes[i + 1] - b'0') as u32 * 64
+                        + (bytes[i + 2] - b'0') as u32 * 8
+                        + (bytes[i + 3] - b'0') as u32;
+                    out.push(v as u8);
+                    i += 4;
+                } else {
+                    return Err(SqlError::new(
+                        code::INVALID_TEXT,
+                        "invalid input syntax for type bytea",
+                    ));
+                }
+            } else {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn parse_date(s: &str) -> Option<i32> {
+    let d = NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
+    Some((d - UNIX_EPOCH_DATE).num_days() as i32)
+}
+
+fn parse_timestamp(s: &str, tz: bool) -> Option<i64> {
+    let s = s.trim();
+    match s.to_ascii_lowercase().as_str() {
+        "epoch" => return Some(0),
+        "now" => return Some(now_micros()),
+        _ => {}
+    }
+    if tz {
+        for fmt in
+            ["%Y-%m-%d %H:%M:%S%.f%#z", "%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%.f %#z"]
+        {
+            if let Ok(t) = DateTime::parse_from_str(s, fmt) {
+                return Some(t.timestamp_micros());
+            }
+        }
+    }
+    for fmt in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M"] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(s, fmt) {
+            return Some(t.and_utc().timestamp_micros());
+        }
+    }
+    let d = NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
+    Some(d.and_time(NaiveTime::MIN).and_utc().timestamp_micros())
+}
+
+/// Now, in microseconds since the Unix epoch.
+pub fn now_micros() -> i64 {
+    chrono::Utc::now().timestamp_micros()
+}
+
+fn format_date(days: i32) -> String {
+    match UNIX_EPOCH_DATE.checked_add_signed(chrono::Duration::days(days as i64)) {
+        Some(d) => d.format("%Y-%m-%d").to_string(),
+        None => "infinity".into(),
+    }
+}
+
+fn format_timestamp(micros: i64) -> String {
+    match DateTime::from_timestamp_micros(micros) {
+        Some(t) => {
+            let t = t.naive_utc();
+            if micros.rem_euclid(1_000_000) == 0 {
+                t.format("%Y-%m-%d %H:%M:%S").to_string()
+            } else {
+                let s = t.format("%Y-%m-%d %H:%M:%S%.6f").to_string();
+                s.trim_end_matches('0').to_string()
+            }
+        }
+        None => "infinity".into(),
+    }
+}
+
+/// PostgreSQL's float output (shortest exact form, as with extra_float_digits = 1).
+pub fn format_float(f: f64, single: bool) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+    }
+    let s = if single { format!("{}", f as f32) } else { format!("{f}") };
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-4..1e15).contains(&abs) {
+        // Exponent form, as PostgreSQL prints it: 1e+20, 1.5e-05.
+        let e = if single { format!("{:e}", f as f32) } else { format!("{f:e}") };
+        if let Some((mant, exp)) = e.split_once('e') {
+            let exp: i32 = exp.parse().unwrap_or(0);
+            let sign = if exp < 0 { '-' } else { '+' };
+            return format!("{mant}e{sign}{:02}", exp.abs());
+        }
+    }
+    if s == "-0" {
+        return "-0".into();
+    }
+    s
+}
