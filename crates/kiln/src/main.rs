@@ -1,6 +1,8 @@
-//! `kiln`: the command-line entry point. Until the server arrives it demonstrates and inspects
-//! Kiln databases through the embedded engine:
+//! `kiln`: the command-line entry point.
 //!
+//! - `kiln serve` runs the PostgreSQL-compatible server on a data directory (default
+//!   `./kiln-data`, listening on `127.0.0.1:5433`); flags, `KILN_*` environment variables
+//!   and a TOML file (`--config`) set the rest.
 //! - `kiln demo` opens a data directory (default `./kiln-data`) and walks through fast, safe
 //!   and lost transactions, printing each transaction's status as it changes.
 //! - `kiln status ID...` answers committed / durable / lost / aborted / unknown for ids, across
@@ -22,15 +24,17 @@ use kiln_engine::{
 #[derive(Parser)]
 #[command(version)]
 struct Cli {
-    /// The data directory.
-    #[arg(long, global = true, default_value = "kiln-data", env = "KILN_DATA_DIR")]
-    data_dir: PathBuf,
+    /// The data directory [default: kiln-data, or data_dir in the config file].
+    #[arg(long, global = true, env = "KILN_DATA_DIR")]
+    data_dir: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the PostgreSQL-compatible server (psql -h 127.0.0.1 -p 5433 -U kiln kiln).
+    Serve(Box<ServeArgs>),
     /// Walk through fast, safe and lost transactions on the data directory.
     Demo,
     /// Print the status of transaction ids (EPOCH.CSN, EPOCH.CSNr, EPOCH.CSNa).
@@ -43,20 +47,123 @@ enum Command {
     Stats,
 }
 
+/// Settings of `kiln serve`; each overrides the config file.
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// A TOML file of settings (the keys are the long flag names with underscores).
+    #[arg(long, env = "KILN_CONFIG")]
+    config: Option<PathBuf>,
+    /// Address for PostgreSQL clients [default: 127.0.0.1:5433].
+    #[arg(long, env = "KILN_LISTEN")]
+    listen: Option<std::net::SocketAddr>,
+    /// Address of the Prometheus /metrics endpoint, or "none" [default: 127.0.0.1:9187].
+    #[arg(long, env = "KILN_METRICS_LISTEN")]
+    metrics_listen: Option<String>,
+    /// Maximum concurrent connections [default: 100].
+    #[arg(long, env = "KILN_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
+    /// synchronous_commit of new sessions: on (safe) or off (fast) [default: on].
+    #[arg(long, env = "KILN_SYNCHRONOUS_COMMIT")]
+    synchronous_commit: Option<String>,
+    /// Default isolation level [default: read committed].
+    #[arg(long, env = "KILN_DEFAULT_ISOLATION")]
+    default_isolation: Option<String>,
+    /// eventually-durable, or classic (every commit waits for durability before it is
+    /// visible) [default: eventually-durable].
+    #[arg(long, env = "KILN_COMMIT_MODEL")]
+    commit_model: Option<String>,
+    /// Target bound on how long a fast commit stays non-durable, in ms [default: 10].
+    #[arg(long, env = "KILN_VULNERABILITY_WINDOW_MS")]
+    vulnerability_window_ms: Option<u64>,
+    /// Rows one statement may hold in memory [default: 10000000].
+    #[arg(long, env = "KILN_ROWS_MAX")]
+    rows_max: Option<usize>,
+    /// Bytes one transaction may write [default and most: 128 MiB].
+    #[arg(long, env = "KILN_TXN_BYTES_MAX")]
+    txn_bytes_max: Option<u64>,
+    /// Statement text size limit in bytes [default: 16 MiB].
+    #[arg(long, env = "KILN_STATEMENT_BYTES_MAX")]
+    statement_bytes_max: Option<usize>,
+    /// Memory for stored rows, in bytes [default: 8 GiB].
+    #[arg(long, env = "KILN_MEMORY_BYTES_MAX")]
+    memory_bytes_max: Option<u64>,
+}
+
+fn serve(data_dir: Option<PathBuf>, args: &ServeArgs) -> Result<(), String> {
+    let mut config = match &args.config {
+        Some(path) => kiln_server::ServerConfig::from_toml_file(path)?,
+        None => kiln_server::ServerConfig::default(),
+    };
+    if let Some(d) = data_dir {
+        config.data_dir = d;
+    }
+    if let Some(l) = args.listen {
+        config.listen = l;
+    }
+    if let Some(m) = &args.metrics_listen {
+        config.metrics_listen = match m.as_str() {
+            "none" | "off" | "" => None,
+            addr => Some(addr.parse().map_err(|e| format!("--metrics-listen {addr}: {e}"))?),
+        };
+    }
+    if let Some(n) = args.max_connections {
+        config.max_connections = n;
+    }
+    if let Some(sc) = &args.synchronous_commit {
+        config.synchronous_commit = match sc.as_str() {
+            "on" | "true" | "safe" => true,
+            "off" | "false" | "fast" => false,
+            other => return Err(format!("--synchronous-commit must be on or off, not {other}")),
+        };
+    }
+    if let Some(i) = &args.default_isolation {
+        config.default_isolation = i.clone();
+    }
+    if let Some(m) = &args.commit_model {
+        config.commit_model = m.clone();
+    }
+    if let Some(w) = args.vulnerability_window_ms {
+        config.vulnerability_window_ms = w;
+    }
+    if let Some(r) = args.rows_max {
+        config.rows_max = r;
+    }
+    if let Some(b) = args.txn_bytes_max {
+        config.txn_bytes_max = b;
+    }
+    if let Some(b) = args.statement_bytes_max {
+        config.statement_bytes_max = b;
+    }
+    if let Some(b) = args.memory_bytes_max {
+        config.memory_bytes_max = b;
+    }
+    let server = kiln_server::Server::start(config)?;
+    eprintln!(
+        "kiln: listening on {} (psql -h {} -p {} -U kiln kiln); metrics on {}",
+        server.local_addr(),
+        server.local_addr().ip(),
+        server.local_addr().port(),
+        server.metrics_addr().map_or("(off)".to_string(), |a| format!("http://{a}/metrics"))
+    );
+    server.run_until_signal()
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("KILN_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,kiln_server=info")),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Demo => demo(cli.data_dir),
-        Command::Status { ids } => status(cli.data_dir, &ids),
-        Command::Stats => stats(cli.data_dir),
+    let dir = || cli.data_dir.clone().unwrap_or_else(|| PathBuf::from("kiln-data"));
+    let result = match &cli.command {
+        Command::Serve(args) => serve(cli.data_dir.clone(), args),
+        Command::Demo => demo(dir()).map_err(|e| e.to_string()),
+        Command::Status { ids } => status(dir(), ids).map_err(|e| e.to_string()),
+        Command::Stats => stats(dir()).map_err(|e| e.to_string()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -784,7 +784,10 @@ impl<'a> Planner<'a> {
             "substr" | "substring" => (Func::Substr, DataType::Text),
             "btrim" => (Func::Trim, DataType::Text),
             "concat" => (Func::Concat, DataType::Text),
-            "now" | "transaction_timestamp" | "statement_timestamp" => (Func::Now, DataType::TimestampTz),
+            "now" | "transaction_timestamp" | "statement_timestamp" | "current_timestamp" | "localtimestamp" => {
+                (Func::Now, DataType::TimestampTz)
+            }
+            "current_date" => (Func::CurrentDate, DataType::Date),
             "random" => (Func::Random, DataType::Float8),
             "version" => (Func::Version, DataType::Text),
             "current_database" => (Func::CurrentDatabase, DataType::Text),

@@ -1,0 +1,156 @@
+//! Server configuration: defaults, then a TOML file, then command-line flags and
+//! environment variables (applied by the `kiln` command).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// How clients prove who they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuthMethod {
+    /// Anyone may connect (only sensible on loopback, the default listen address).
+    #[default]
+    Trust,
+    /// SCRAM-SHA-256 with the passwords in `[auth.users]`.
+    ScramSha256,
+}
+
+/// Authentication settings.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    /// The method.
+    pub method: AuthMethod,
+    /// user → password (for scram-sha-256).
+    pub users: std::collections::BTreeMap<String, String>,
+    /// Accept connections from addresses other than loopback.
+    pub allow_remote: bool,
+}
+
+/// TLS settings: both paths set enables TLS (clients that ask for SSL get it).
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain.
+    pub cert: Option<PathBuf>,
+    /// PEM private key.
+    pub key: Option<PathBuf>,
+}
+
+/// Everything `kiln serve` can be told.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Where the database lives.
+    pub data_dir: PathBuf,
+    /// The PostgreSQL protocol address.
+    pub listen: SocketAddr,
+    /// The Prometheus `/metrics` address (none to disable).
+    pub metrics_listen: Option<SocketAddr>,
+    /// Maximum concurrent connections (53300 beyond).
+    pub max_connections: usize,
+    /// `synchronous_commit` of new sessions: true = safe (on), false = fast (off).
+    pub synchronous_commit: bool,
+    /// Default isolation: "read committed", "repeatable read" or "serializable".
+    pub default_isolation: String,
+    /// `classic` makes every commit wait for durability before it is visible.
+    pub commit_model: String,
+    /// Target bound on how long a fast commit stays non-durable, in milliseconds.
+    pub vulnerability_window_ms: u64,
+    /// Bytes of committed-but-not-durable log before commits wait.
+    pub backlog_bytes_max: u64,
+    /// Bytes one transaction may write.
+    pub txn_bytes_max: u64,
+    /// Writes (rows and index entries) one transaction may make.
+    pub txn_writes_max: usize,
+    /// Keys and ranges one transaction may read and have validated.
+    pub txn_reads_max: usize,
+    /// Rows one statement may hold in memory (53200 beyond).
+    pub rows_max: usize,
+    /// Statement text size limit in bytes.
+    pub statement_bytes_max: usize,
+    /// Memory for stored rows, in bytes.
+    pub memory_bytes_max: u64,
+    /// Authentication.
+    pub auth: AuthConfig,
+    /// TLS.
+    pub tls: TlsConfig,
+    /// How long SIGTERM waits for running statements before closing anyway, in seconds.
+    pub shutdown_grace_s: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            data_dir: PathBuf::from("kiln-data"),
+            listen: "127.0.0.1:5433".parse().expect("valid address"),
+            metrics_listen: Some("127.0.0.1:9187".parse().expect("valid address")),
+            max_connections: 100,
+            synchronous_commit: true,
+            default_isolation: "read committed".into(),
+            commit_model: "eventually-durable".into(),
+            vulnerability_window_ms: 10,
+            backlog_bytes_max: 64 << 20,
+            txn_bytes_max: 128 << 20,
+            txn_writes_max: 4 << 20,
+            txn_reads_max: 4 << 20,
+            rows_max: 10_000_000,
+            statement_bytes_max: 16 << 20,
+            memory_bytes_max: 8 << 30,
+            auth: AuthConfig::default(),
+            tls: TlsConfig::default(),
+            shutdown_grace_s: 30,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Reads a TOML file over the defaults.
+    pub fn from_toml_file(path: &std::path::Path) -> Result<ServerConfig, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// The engine configuration these settings imply.
+    pub fn engine_config(&self) -> Result<kiln_engine::Config, String> {
+        let commit_model = match self.commit_model.as_str() {
+            "eventually-durable" | "ed" => kiln_engine::CommitModel::EventuallyDurable,
+            "classic" => kiln_engine::CommitModel::Classic,
+            other => {
+                return Err(format!(
+                    "commit_model must be eventually-durable or classic, not {other}"
+                ))
+            }
+        };
+        Ok(kiln_engine::Config {
+            commit_model,
+            vulnerability_window: Duration::from_millis(self.vulnerability_window_ms),
+            backlog_bytes_max: self.backlog_bytes_max,
+            txn_bytes_max: self.txn_bytes_max,
+            memory_bytes_max: self.memory_bytes_max,
+            txn_writes_max: self.txn_writes_max,
+            txn_reads_max: self.txn_reads_max,
+            ..kiln_engine::Config::default()
+        })
+    }
+
+    /// The SQL layer's settings.
+    pub fn session_config(&self) -> Result<kiln_sql::SessionConfig, String> {
+        let default_isolation = match self.default_isolation.to_lowercase().replace(['_', '-'], " ").as_str() {
+            "read committed" => kiln_engine::IsolationLevel::ReadCommitted,
+            "repeatable read" => kiln_engine::IsolationLevel::RepeatableRead,
+            "serializable" => kiln_engine::IsolationLevel::Serializable,
+            other => return Err(format!("default_isolation must be read committed, repeatable read or serializable, not {other}")),
+        };
+        Ok(kiln_sql::SessionConfig {
+            synchronous_commit: self.synchronous_commit,
+            default_isolation,
+            rows_max: self.rows_max,
+            statement_bytes_max: self.statement_bytes_max,
+        })
+    }
+}

@@ -1,0 +1,870 @@
+//! One client connection: startup and authentication, then the simple and extended query
+//! protocols, COPY, notifications and cancellation, on pgwire's message codec.
+//!
+//! Each connection runs on its own thread with a single-threaded tokio runtime: a statement
+//! (and a safe commit waiting for its durability point) blocks only its own connection, as a
+//! PostgreSQL backend process would, and the engine's synchronous API is called directly.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures::{SinkExt, StreamExt};
+use kiln_sql::{code, Output, Prepared, Session, SqlError, Value};
+use pgwire::api::auth::{
+    save_startup_parameters_to_metadata, ServerParameterProvider, StartupHandler,
+};
+use pgwire::api::{ClientInfo, PgWireConnectionState};
+use pgwire::error::PgWireError;
+use pgwire::messages::copy::{CopyData, CopyDone, CopyInResponse, CopyOutResponse};
+use pgwire::messages::data::{
+    DataRow, FieldDescription, NoData, ParameterDescription, RowDescription,
+};
+use pgwire::messages::extendedquery::{
+    BindComplete, CloseComplete, ParseComplete, PortalSuspended,
+};
+use pgwire::messages::response::{
+    CommandComplete, EmptyQueryResponse, ErrorResponse, NotificationResponse, ReadyForQuery,
+    TransactionStatus,
+};
+use pgwire::messages::startup::{Authentication, BackendKeyData, ParameterStatus, SecretKey};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use pgwire::tokio::server::{negotiate_tls, MaybeTls, PgWireMessageServerCodec};
+use tokio::net::TcpStream;
+use tokio_util::codec::Framed;
+use tracing::{debug, info, warn};
+
+use crate::wire::{decode_param, encode_value};
+use crate::Shared;
+
+type Socket = Framed<MaybeTls, PgWireMessageServerCodec<()>>;
+
+/// Parameters reported to the client at startup and whenever they change.
+const REPORTED: &[(&str, &str)] = &[
+    ("server_version", "server_version"),
+    ("server_encoding", "server_encoding"),
+    ("client_encoding", "client_encoding"),
+    ("DateStyle", "datestyle"),
+    ("integer_datetimes", "integer_datetimes"),
+    ("standard_conforming_strings", "standard_conforming_strings"),
+    ("TimeZone", "timezone"),
+    ("IntervalStyle", "intervalstyle"),
+    ("application_name", "application_name"),
+    ("is_superuser", "is_superuser"),
+    ("default_transaction_read_only", "default_transaction_read_only"),
+    ("in_hot_standby", "in_hot_standby"),
+];
+
+/// Server parameters for pgwire's SCRAM startup handler.
+pub(crate) struct KilnParameters;
+
+impl ServerParameterProvider for KilnParameters {
+    fn server_parameters<C: ClientInfo>(&self, client: &C) -> Option<HashMap<String, String>> {
+        let meta = client.metadata();
+        let mut out = HashMap::new();
+        for (name, _) in REPORTED {
+            out.insert(name.to_string(), default_reported(name, meta));
+        }
+        out.insert("session_authorization".into(), meta.get("user").cloned().unwrap_or_default());
+        Some(out)
+    }
+}
+
+fn default_reported(name: &str, meta: &HashMap<String, String>) -> String {
+    match name {
+        "server_version" => kiln_sql::SERVER_VERSION.into(),
+        "server_encoding" | "client_encoding" => "UTF8".into(),
+        "DateStyle" => "ISO, MDY".into(),
+        "integer_datetimes" | "standard_conforming_strings" | "is_superuser" => "on".into(),
+        "TimeZone" => "UTC".into(),
+        "IntervalStyle" => "postgres".into(),
+        "application_name" => meta.get("application_name").cloned().unwrap_or_default(),
+        _ => "off".into(),
+    }
+}
+
+fn error_response(e: &SqlError, severity: &str) -> PgWireBackendMessage {
+    let mut fields = vec![
+        (b'S', severity.to_string()),
+        (b'V', severity.to_string()),
+        (b'C', e.code.to_string()),
+        (b'M', e.message.clone()),
+    ];
+    if let Some(d) = &e.detail {
+        fields.push((b'D', d.clone()));
+    }
+    if let Some(h) = &e.hint {
+        fields.push((b'H', h.clone()));
+    }
+    if let Some(p) = e.position {
+        fields.push((b'P', p.to_string()));
+    }
+    PgWireBackendMessage::ErrorResponse(ErrorResponse::new(fields))
+}
+
+fn status_of(b: u8) -> TransactionStatus {
+    match b {
+        b'T' => TransactionStatus::Transaction,
+        b'E' => TransactionStatus::Error,
+        _ => TransactionStatus::Idle,
+    }
+}
+
+/// A bound portal: the statement, its parameters, the result formats, and rows left over by
+/// an Execute with a row limit.
+struct Portal {
+    prepared: Arc<Prepared>,
+    params: Vec<Value>,
+    formats: Vec<i16>,
+    pending: Option<(Vec<Vec<Value>>, String)>,
+}
+
+struct Conn {
+    shared: Arc<Shared>,
+    socket: Socket,
+    session: Session,
+    pid: i32,
+    statements: HashMap<String, Arc<Prepared>>,
+    portals: HashMap<String, Portal>,
+    /// After an error in the extended protocol, messages are skipped until Sync.
+    skip_to_sync: bool,
+    copy_in: bool,
+    copy_bytes: usize,
+    reported: HashMap<&'static str, String>,
+    notify: Arc<tokio::sync::Notify>,
+}
+
+fn format_for(formats: &[i16], i: usize) -> i16 {
+    match formats.len() {
+        0 => 0,
+        1 => formats[0],
+        _ => formats.get(i).copied().unwrap_or(0),
+    }
+}
+
+/// Runs one connection to completion (on the calling thread's runtime).
+pub(crate) async fn serve(tcp: TcpStream, shared: Arc<Shared>) {
+    let peer = tcp.peer_addr().ok();
+    let Ok(Some(mut socket)) = negotiate_tls::<()>(tcp, shared.tls.clone()).await else {
+        return;
+    };
+    // Startup: the StartupMessage (or a CancelRequest on its own connection).
+    let first = match tokio::time::timeout(Duration::from_secs(60), socket.next()).await {
+        Ok(Some(Ok(m))) => m,
+        _ => return,
+    };
+    let startup = match first {
+        PgWireFrontendMessage::CancelRequest(c) => {
+            shared.cancel(c.pid, &c.secret_key);
+            return;
+        }
+        PgWireFrontendMessage::Startup(s) => s,
+        _ => return,
+    };
+    if startup.protocol_number_major != 3 {
+        let e = SqlError::new(
+            code::PROTOCOL_VIOLATION,
+            format!(
+                "unsupported frontend protocol {}.{}",
+                startup.protocol_number_major, startup.protocol_number_minor
+            ),
+        );
+        let _ = socket.send(error_response(&e, "FATAL")).await;
+        return;
+    }
+    save_startup_parameters_to_metadata(&mut socket, &startup);
+    let fatal = |e: SqlError| error_response(&e, "FATAL");
+    if let Some(peer) = peer {
+        if !peer.ip().is_loopback() && !shared.config.auth.allow_remote {
+            let e = SqlError::new(code::INVALID_AUTHORIZATION, format!("connections from {} are not allowed", peer.ip()))
+                .hint("Set auth.allow_remote = true (with scram-sha-256 authentication) to accept remote clients.");
+            let _ = socket.send(fatal(e)).await;
+            return;
+        }
+    }
+    // Connection slots.
+    let Some(_slot) = shared.take_slot() else {
+        let e = SqlError::new(code::TOO_MANY_CONNECTIONS, "sorry, too many clients already")
+            .detail(format!("max_connections is {}", shared.config.max_connections));
+        let _ = socket.send(fatal(e)).await;
+        return;
+    };
+    let meta = socket.metadata().clone();
+    let user = meta.get("user").cloned().unwrap_or_else(|| "kiln".into());
+    let database = meta.get("database").cloned().unwrap_or_else(|| user.clone());
+    // Authentication.
+    let (pid, secret) = shared.new_backend_key();
+    match shared.config.auth.method {
+        crate::config::AuthMethod::Trust => {
+            let _ = socket.feed(PgWireBackendMessage::Authentication(Authentication::Ok)).await;
+        }
+        crate::config::AuthMethod::ScramSha256 => {
+            let handler = shared.scram_handler();
+            socket.set_state(PgWireConnectionState::AuthenticationInProgress);
+            if let Err(e) =
+                handler.on_startup(&mut socket, PgWireFrontendMessage::Startup(startup)).await
+            {
+                let _ = socket.send(fatal(pg_error(e))).await;
+                return;
+            }
+            loop {
+                if matches!(socket.state(), PgWireConnectionState::ReadyForQuery) {
+                    break;
+                }
+                let msg = match tokio::time::timeout(Duration::from_secs(60), socket.next()).await {
+                    Ok(Some(Ok(m))) => m,
+                    _ => return,
+                };
+                if let Err(e) = handler.on_startup(&mut socket, msg).await {
+                    let err = SqlError::new(
+                        code::INVALID_PASSWORD,
+                        format!("password authentication failed for user \"{user}\""),
+                    );
+                    debug!(error = %e, "authentication failed");
+                    let _ = socket.send(fatal(err)).await;
+                    return;
+                }
+            }
+        }
+    }
+    let mut session = match shared.db.session(&user, &database, pid) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = socket.send(fatal(e)).await;
+            return;
+        }
+    };
+    // Startup parameters and `options` (-c name=value).
+    for (k, v) in &meta {
+        let result = match k.as_str() {
+            "options" => apply_options(&mut session, v),
+            "user" | "database" | "replication" => Ok(()),
+            name => session.set_startup_parameter(name, v).or(Ok(())),
+        };
+        if let Err(e) = result {
+            let _ = socket.send(fatal(e)).await;
+            return;
+        }
+    }
+    let notify = Arc::new(tokio::sync::Notify::new());
+    let n = notify.clone();
+    session.set_notification_waker(Box::new(move || n.notify_one()));
+    let interrupt = session.interrupt_handle();
+    shared.register_cancel(pid, secret, interrupt.clone());
+    let mut conn = Conn {
+        shared: shared.clone(),
+        socket,
+        session,
+        pid,
+        statements: HashMap::new(),
+        portals: HashMap::new(),
+        skip_to_sync: false,
+        copy_in: false,
+        copy_bytes: 0,
+        reported: HashMap::new(),
+        notify,
+    };
+    // Authentication was ok (trust); report parameters, the cancel key, and ready.
+    if shared.config.auth.method == crate::config::AuthMethod::Trust {
+        let _ = conn.report_parameters(true).await;
+        let _ = conn
+            .socket
+            .feed(PgWireBackendMessage::BackendKeyData(BackendKeyData::new(
+                pid,
+                SecretKey::I32(secret),
+            )))
+            .await;
+    } else {
+        // pgwire's handler already sent the parameters; remember what it reported.
+        for (name, setting) in REPORTED {
+            conn.reported.insert(name, conn.current(setting));
+        }
+        let (hpid, hsecret) = conn.socket.pid_and_secret_key();
+        shared.register_cancel_key(hpid, hsecret, interrupt.clone());
+    }
+    conn.socket.set_state(PgWireConnectionState::ReadyForQuery);
+    if conn.ready().await.is_err() {
+        conn.session.abort();
+        shared.unregister_cancel(pid);
+        return;
+    }
+    info!(pid, user = %user, database = %database, "connection started");
+    let result = conn.run().await;
+    if let Err(e) = result {
+        debug!(pid, error = %e, "connection ended with an error");
+    }
+    // A connection that drops mid-transaction rolls it back.
+    conn.session.abort();
+    shared.unregister_cancel(pid);
+    info!(pid, "connection ended");
+}
+
+fn pg_error(e: PgWireError) -> SqlError {
+    SqlError::new(code::PROTOCOL_VIOLATION, e.to_string())
+}
+
+fn apply_options(session: &mut Session, options: &str) -> Result<(), SqlError> {
+    // `-c name=value` pairs, also `--name=value`; backslash escapes spaces.
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut chars = options.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            c if c.is_whitespace() => {
+                if !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    let mut i = 0;
+    while i < words.len() {
+        let pair = if words[i] == "-c" {
+            i += 1;
+            words.get(i).cloned()
+        } else if let Some(rest) = words[i].strip_prefix("-c") {
+            Some(rest.to_string())
+        } else {
+            words[i].strip_prefix("--").map(str::to_string)
+        };
+        i += 1;
+        let Some(pair) = pair else { continue };
+        let Some((name, value)) = pair.split_once('=') else {
+            return Err(SqlError::new(
+                code::INVALID_PARAMETER_VALUE,
+                format!("invalid command-line argument for server process: {pair}"),
+            ));
+        };
+        session.set_startup_parameter(&name.replace('-', "_"), value)?;
+    }
+    Ok(())
+}
+
+impl Conn {
+    fn current(&self, setting: &str) -> String {
+        self.session.setting(setting).unwrap_or_else(|| {
+            if setting == "in_hot_standby" {
+                "off".into()
+            } else {
+                String::new()
+            }
+        })
+    }
+
+    async fn report_parameters(&mut self, all: bool) -> std::io::Result<()> {
+        for (name, setting) in REPORTED {
+            let value = match *name {
+                "DateStyle" | "TimeZone" | "IntervalStyle" if self.current(setting).is_empty() => {
+                    default_reported(name, &HashMap::new())
+                }
+                _ => self.current(setting),
+            };
+            if all || self.reported.get(name) != Some(&value) {
+                self.socket
+                    .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                        name.to_string(),
+                        value.clone(),
+                    )))
+                    .await?;
+                self.reported.insert(name, value);
+            }
+        }
+        if all {
+            let user = self.socket.metadata().get("user").cloned().unwrap_or_default();
+            self.socket
+                .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                    "session_authorization".into(),
+                    user,
+                )))
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn ready(&mut self) -> std::io::Result<()> {
+        self.report_parameters(false).await?;
+        self.deliver_notifications().await?;
+        let status = status_of(self.session.transaction_status());
+        self.socket.feed(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(status))).await?;
+        self.socket.flush().await
+    }
+
+    async fn deliver_notifications(&mut self) -> std::io::Result<bool> {
+        let notes = self.session.take_notifications();
+        let any = !notes.is_empty();
+        for n in notes {
+            self.socket
+                .feed(PgWireBackendMessage::NotificationResponse(NotificationResponse::new(
+                    self.pid, n.channel, n.payload,
+                )))
+                .await?;
+        }
+        Ok(any)
+    }
+
+    async fn run(&mut self) -> std::io::Result<()> {
+        let mut shutdown = self.shared.shutdown.subscribe();
+        loop {
+            let idle_timeout = match self.session.transaction_status() {
+                b'T' | b'E' => self
+                    .session
+                    .setting("idle_in_transaction_session_timeout")
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .filter(|v| *v > 0),
+                _ => None,
+            };
+            let idle = async {
+                match idle_timeout {
+                    Some(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let notified = self.notify.clone();
+            tokio::select! {
+                msg = self.socket.next() => {
+                    let Some(Ok(msg)) = msg else { return Ok(()) };
+                    if matches!(msg, PgWireFrontendMessage::Terminate(_)) {
+                        return Ok(());
+                    }
+                    self.handle(msg).await?;
+                }
+                _ = notified.notified() => {
+                    // Asynchronous notifications go out while the session is idle.
+                    if !self.skip_to_sync && !self.copy_in && self.deliver_notifications().await? {
+                        self.socket.flush().await?;
+                    }
+                }
+                _ = idle => {
+                    let e = SqlError::new(code::IDLE_IN_TXN_TIMEOUT, "terminating connection due to idle-in-transaction timeout");
+                    self.socket.send(error_response(&e, "FATAL")).await?;
+                    return Ok(());
+                }
+                _ = shutdown.changed() => {
+                    let e = SqlError::new(code::ADMIN_SHUTDOWN, "terminating connection due to administrator command");
+                    self.socket.send(error_response(&e, "FATAL")).await?;
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    async fn send_error(&mut self, e: &SqlError) -> std::io::Result<()> {
+        self.socket.feed(error_response(e, "ERROR")).await
+    }
+
+    async fn handle(&mut self, msg: PgWireFrontendMessage) -> std::io::Result<()> {
+        use PgWireFrontendMessage as F;
+        if self.copy_in {
+            return self.handle_copy(msg).await;
+        }
+        if self.skip_to_sync {
+            if let F::Sync(_) = msg {
+                self.skip_to_sync = false;
+                return self.ready().await;
+            }
+            return Ok(());
+        }
+        match msg {
+            F::Query(q) => {
+                self.portals.remove("");
+                self.statements.remove("");
+                let timer = self.shared.start_statement_timer(&self.session);
+                let (outputs, error) = self.session.simple_query(&q.query);
+                drop(timer);
+                for o in outputs {
+                    self.send_output(o, &[], None).await?;
+                }
+                if let Some(e) = error {
+                    self.send_error(&e).await?;
+                }
+                if !self.copy_in {
+                    self.ready().await?;
+                } else {
+                    self.socket.flush().await?;
+                }
+            }
+            F::Parse(p) => {
+                let name = p.name.clone().unwrap_or_default();
+                let mut types = Vec::with_capacity(p.type_oids.len());
+                for oid in &p.type_oids {
+                    match kiln_sql::DataType::from_oid(*oid) {
+                        Some(t) => types.push(t),
+                        None => {
+                            return self
+                                .extended_error(SqlError::unsupported(format!(
+                                    "parameters of type OID {oid}"
+                                )))
+                                .await
+                        }
+                    }
+                }
+                match self.session.prepare(&p.query, &types) {
+                    Ok(prepared) => {
+                        self.statements.insert(name, Arc::new(prepared));
+                        self.socket
+                            .feed(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
+                            .await?;
+                    }
+                    Err(e) => return self.extended_error(e).await,
+                }
+            }
+            F::Bind(b) => {
+                let sname = b.statement_name.clone().unwrap_or_default();
+                let Some(prepared) = self.statements.get(&sname).cloned() else {
+                    let e = SqlError::new(
+                        code::INVALID_STATEMENT_NAME,
+                        format!("prepared statement \"{sname}\" does not exist"),
+                    );
+                    return self.extended_error(e).await;
+                };
+                if b.parameters.len() != prepared.param_types.len() {
+                    let e = SqlError::new(code::PROTOCOL_VIOLATION, format!("bind message supplies {} parameters, but prepared statement \"{sname}\" requires {}", b.parameters.len(), prepared.param_types.len()));
+                    return self.extended_error(e).await;
+                }
+                let mut params = Vec::with_capacity(b.parameters.len());
+                for (i, raw) in b.parameters.iter().enumerate() {
+                    let format = format_for(&b.parameter_format_codes, i);
+                    match decode_param(raw.as_ref(), format, prepared.param_types[i]) {
+                        Ok(v) => params.push(v),
+                        Err(e) => return self.extended_error(e).await,
+                    }
+                }
+                let pname = b.portal_name.clone().unwrap_or_default();
+                self.portals.insert(
+                    pname,
+                    Portal {
+                        prepared,
+                        params,
+                        formats: b.result_column_format_codes.clone(),
+                        pending: None,
+                    },
+                );
+                self.socket.feed(PgWireBackendMessage::BindComplete(BindComplete::new())).await?;
+            }
+            F::Describe(d) => {
+                let name = d.name.clone().unwrap_or_default();
+                if d.target_type == b'S' {
+                    let Some(prepared) = self.statements.get(&name).cloned() else {
+                        let e = SqlError::new(
+                            code::INVALID_STATEMENT_NAME,
+                            format!("prepared statement \"{name}\" does not exist"),
+                        );
+                        return self.extended_error(e).await;
+                    };
+                    let types = prepared.param_types.iter().map(|t| t.oid()).collect();
+                    self.socket
+                        .feed(PgWireBackendMessage::ParameterDescription(
+                            ParameterDescription::new(types),
+                        ))
+                        .await?;
+                    self.describe_rows(&prepared, &[]).await?;
+                } else {
+                    let Some(portal) = self.portals.get(&name) else {
+                        let e = SqlError::new(
+                            code::INVALID_CURSOR_NAME,
+                            format!("portal \"{name}\" does not exist"),
+                        );
+                        return self.extended_error(e).await;
+                    };
+                    let (prepared, formats) = (portal.prepared.clone(), portal.formats.clone());
+                    self.describe_rows(&prepared, &formats).await?;
+                }
+            }
+            F::Execute(x) => {
+                let name = x.name.clone().unwrap_or_default();
+                let Some(mut portal) = self.portals.remove(&name) else {
+                    let e = SqlError::new(
+                        code::INVALID_CURSOR_NAME,
+                        format!("portal \"{name}\" does not exist"),
+                    );
+                    return self.extended_error(e).await;
+                };
+                let max = if x.max_rows > 0 { Some(x.max_rows as usize) } else { None };
+                if let Some((rows, tag)) = portal.pending.take() {
+                    let columns = portal.prepared.columns.clone().unwrap_or_default();
+                    let rest = self.send_rows(&columns, rows, &portal.formats, max).await?;
+                    match rest {
+                        Some(rest) => {
+                            portal.pending = Some((rest, tag));
+                            self.socket
+                                .feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new()))
+                                .await?;
+                        }
+                        None => {
+                            self.socket
+                                .feed(PgWireBackendMessage::CommandComplete(CommandComplete::new(
+                                    tag,
+                                )))
+                                .await?;
+                        }
+                    }
+                    self.portals.insert(name, portal);
+                    return Ok(());
+                }
+                let timer = self.shared.start_statement_timer(&self.session);
+                let result = self.session.execute_prepared(&portal.prepared, &portal.params);
+                drop(timer);
+                match result {
+                    Ok(Output::Rows { columns, rows, tag }) => {
+                        match self.send_rows(&columns, rows, &portal.formats, max).await? {
+                            Some(rest) => {
+                                portal.pending = Some((rest, tag));
+                                self.socket
+                                    .feed(PgWireBackendMessage::PortalSuspended(
+                                        PortalSuspended::new(),
+                                    ))
+                                    .await?;
+                            }
+                            None => {
+                                self.socket
+                                    .feed(PgWireBackendMessage::CommandComplete(
+                                        CommandComplete::new(tag),
+                                    ))
+                                    .await?;
+                            }
+                        }
+                        self.portals.insert(name, portal);
+                    }
+                    Ok(o) => {
+                        let formats = portal.formats.clone();
+                        self.portals.insert(name, portal);
+                        self.send_output(o, &formats, Some(true)).await?;
+                    }
+                    Err(e) => return self.extended_error(e).await,
+                }
+            }
+            F::Sync(_) => {
+                self.ready().await?;
+            }
+            F::Flush(_) => {
+                self.socket.flush().await?;
+            }
+            F::Close(c) => {
+                let name = c.name.clone().unwrap_or_default();
+                if c.target_type == b'S' {
+                    self.statements.remove(&name);
+                } else {
+                    self.portals.remove(&name);
+                }
+                self.socket.feed(PgWireBackendMessage::CloseComplete(CloseComplete::new())).await?;
+            }
+            F::CopyData(_) | F::CopyDone(_) | F::CopyFail(_) => {
+                // COPY data outside COPY is ignored, as PostgreSQL does after a failed COPY.
+            }
+            other => {
+                warn!(message = ?other, "unexpected message");
+                let e = SqlError::new(code::PROTOCOL_VIOLATION, "unexpected message type");
+                self.send_error(&e).await?;
+                self.ready().await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn extended_error(&mut self, e: SqlError) -> std::io::Result<()> {
+        self.send_error(&e).await?;
+        self.skip_to_sync = true;
+        // Nothing more is answered until Sync; let the client see the error now.
+        self.socket.flush().await
+    }
+
+    async fn describe_rows(&mut self, prepared: &Prepared, formats: &[i16]) -> std::io::Result<()> {
+        match &prepared.columns {
+            Some(columns) => {
+                let fields = columns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (name, ty))| {
+                        FieldDescription::new(
+                            name.clone(),
+                            0,
+                            0,
+                            ty.oid(),
+                            ty.size(),
+                            ty.modifier(),
+                            format_for(formats, i),
+                        )
+                    })
+                    .collect();
+                self.socket
+                    .feed(PgWireBackendMessage::RowDescription(RowDescription::new(fields)))
+                    .await
+            }
+            None => self.socket.feed(PgWireBackendMessage::NoData(NoData::new())).await,
+        }
+    }
+
+    /// Sends rows (at most `max`); returns the rows left over.
+    async fn send_rows(
+        &mut self,
+        columns: &[(String, kiln_sql::DataType)],
+        rows: Vec<Vec<Value>>,
+        formats: &[i16],
+        max: Option<usize>,
+    ) -> std::io::Result<Option<Vec<Vec<Value>>>> {
+        let mut rows = rows;
+        let rest = match max {
+            Some(m) if rows.len() > m => Some(rows.split_off(m)),
+            _ => None,
+        };
+        for row in rows {
+            let mut data = BytesMut::new();
+            for (i, (v, (_, ty))) in row.iter().zip(columns).enumerate() {
+                match encode_value(v, format_for(formats, i), *ty) {
+                    Ok(Some(b)) => {
+                        data.extend_from_slice(&(b.len() as i32).to_be_bytes());
+                        data.extend_from_slice(&b);
+                    }
+                    Ok(None) => data.extend_from_slice(&(-1i32).to_be_bytes()),
+                    Err(e) => {
+                        warn!(error = %e, "cannot encode a value");
+                        data.extend_from_slice(&(-1i32).to_be_bytes());
+                    }
+                }
+            }
+            self.socket
+                .feed(PgWireBackendMessage::DataRow(DataRow::new(data, columns.len() as i16)))
+                .await?;
+        }
+        Ok(rest)
+    }
+
+    /// Sends one statement's output. `extended` is `Some` in the extended protocol (no
+    /// RowDescription: the client asked with Describe).
+    async fn send_output(
+        &mut self,
+        o: Output,
+        formats: &[i16],
+        extended: Option<bool>,
+    ) -> std::io::Result<()> {
+        match o {
+            Output::Rows { columns, rows, tag } => {
+                if extended.is_none() {
+                    let fields = columns
+                        .iter()
+                        .map(|(name, ty)| {
+                            FieldDescription::new(
+                                name.clone(),
+                                0,
+                                0,
+                                ty.oid(),
+                                ty.size(),
+                                ty.modifier(),
+                                0,
+                            )
+                        })
+                        .collect();
+                    self.socket
+                        .feed(PgWireBackendMessage::RowDescription(RowDescription::new(fields)))
+                        .await?;
+                }
+                self.send_rows(&columns, rows, formats, None).await?;
+                self.socket
+                    .feed(PgWireBackendMessage::CommandComplete(CommandComplete::new(tag)))
+                    .await?;
+            }
+            Output::Command(tag) => {
+                self.socket
+                    .feed(PgWireBackendMessage::CommandComplete(CommandComplete::new(tag)))
+                    .await?;
+            }
+            Output::Empty => {
+                self.socket
+                    .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
+                    .await?;
+            }
+            Output::CopyIn { columns, .. } => {
+                let n = columns.len() as i16;
+                self.socket
+                    .feed(PgWireBackendMessage::CopyInResponse(CopyInResponse::new(
+                        0,
+                        n,
+                        vec![0; n as usize],
+                    )))
+                    .await?;
+                self.copy_in = true;
+                self.copy_bytes = 0;
+            }
+            Output::CopyOut { columns, lines, tag } => {
+                let n = columns.len() as i16;
+                self.socket
+                    .feed(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
+                        0,
+                        n,
+                        vec![0; n as usize],
+                    )))
+                    .await?;
+                for l in lines {
+                    self.socket
+                        .feed(PgWireBackendMessage::CopyData(CopyData::new(Bytes::from(l))))
+                        .await?;
+                }
+                self.socket.feed(PgWireBackendMessage::CopyDone(CopyDone::new())).await?;
+                self.socket
+                    .feed(PgWireBackendMessage::CommandComplete(CommandComplete::new(tag)))
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_copy(&mut self, msg: PgWireFrontendMessage) -> std::io::Result<()> {
+        use PgWireFrontendMessage as F;
+        match msg {
+            F::CopyData(d) => {
+                self.copy_bytes += d.data.len();
+                if let Err(e) = self.session.copy_data(&d.data) {
+                    self.copy_in = false;
+                    self.send_error(&e).await?;
+                    self.ready().await?;
+                }
+            }
+            F::CopyDone(_) => {
+                self.copy_in = false;
+                match self.session.copy_done() {
+                    Ok(o) => self.send_output(o, &[], None).await?,
+                    Err(e) => self.send_error(&e).await?,
+                }
+                self.ready().await?;
+            }
+            F::CopyFail(f) => {
+                self.copy_in = false;
+                let e = self.session.copy_fail(&f.message);
+                self.send_error(&e).await?;
+                self.ready().await?;
+            }
+            F::Flush(_) | F::Sync(_) => {}
+            _ => {
+                self.copy_in = false;
+                let e = self.session.copy_fail("unexpected message type during COPY");
+                self.send_error(&SqlError::new(code::PROTOCOL_VIOLATION, e.message)).await?;
+                self.ready().await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Sets an interrupt flag after `statement_timeout` unless dropped first.
+pub(crate) struct StatementTimer {
+    pub(crate) cancel: Option<Arc<AtomicBool>>,
+}
+
+impl Drop for StatementTimer {
+    fn drop(&mut self) {
+        if let Some(c) = &self.cancel {
+            c.store(true, Ordering::Relaxed);
+        }
+    }
+}

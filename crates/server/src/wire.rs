@@ -1,0 +1,143 @@
+//! Values on the wire: PostgreSQL's text and binary formats of each type.
+
+use bytes::{Bytes, BytesMut};
+use kiln_sql::{code, DataType, SqlError, Value};
+use postgres_types::{FromSql, ToSql, Type};
+use rust_decimal::Decimal;
+
+/// Days between 1970-01-01 and 2000-01-01 (PostgreSQL's binary epoch).
+const PG_EPOCH_DAYS: i32 = 10_957;
+/// Microseconds between the Unix epoch and 2000-01-01.
+const PG_EPOCH_MICROS: i64 = PG_EPOCH_DAYS as i64 * 86_400_000_000;
+
+fn bad_binary(ty: DataType) -> SqlError {
+    SqlError::new(
+        "22P03",
+        format!("incorrect binary data format in bind parameter of type {}", ty.sql_name()),
+    )
+}
+
+/// Decodes a parameter sent in `format` (0 text, 1 binary) as type `ty`.
+pub fn decode_param(raw: Option<&Bytes>, format: i16, ty: DataType) -> Result<Value, SqlError> {
+    let Some(raw) = raw else { return Ok(Value::Null) };
+    if format == 0 {
+        let text = std::str::from_utf8(raw).map_err(|_| {
+            SqlError::new(code::BAD_ENCODING, "invalid byte sequence for encoding \"UTF8\"")
+        })?;
+        return Value::parse(text, ty);
+    }
+    let b = raw.as_ref();
+    let v = match ty {
+        DataType::Bool => Value::Bool(bool::from_sql(&Type::BOOL, b).map_err(|_| bad_binary(ty))?),
+        DataType::Int2 => {
+            Value::Int(i16::from_sql(&Type::INT2, b).map_err(|_| bad_binary(ty))? as i64)
+        }
+        DataType::Int4 => {
+            Value::Int(i32::from_sql(&Type::INT4, b).map_err(|_| bad_binary(ty))? as i64)
+        }
+        DataType::Int8 => Value::Int(i64::from_sql(&Type::INT8, b).map_err(|_| bad_binary(ty))?),
+        DataType::Float4 => {
+            Value::Float(f32::from_sql(&Type::FLOAT4, b).map_err(|_| bad_binary(ty))? as f64)
+        }
+        DataType::Float8 => {
+            Value::Float(f64::from_sql(&Type::FLOAT8, b).map_err(|_| bad_binary(ty))?)
+        }
+        DataType::Numeric(_) => {
+            Value::Numeric(Decimal::from_sql(&Type::NUMERIC, b).map_err(|_| bad_binary(ty))?)
+        }
+        DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Unknown => {
+            let s = std::str::from_utf8(b).map_err(|_| {
+                SqlError::new(code::BAD_ENCODING, "invalid byte sequence for encoding \"UTF8\"")
+            })?;
+            Value::parse(s, ty)?
+        }
+        DataType::Bytea => Value::Bytea(b.to_vec()),
+        DataType::Date => {
+            Value::Date(i32::from_sql(&Type::INT4, b).map_err(|_| bad_binary(ty))? + PG_EPOCH_DAYS)
+        }
+        DataType::Timestamp => Value::Timestamp(
+            i64::from_sql(&Type::INT8, b).map_err(|_| bad_binary(ty))? + PG_EPOCH_MICROS,
+        ),
+        DataType::TimestampTz => Value::TimestampTz(
+            i64::from_sql(&Type::INT8, b).map_err(|_| bad_binary(ty))? + PG_EPOCH_MICROS,
+        ),
+    };
+    // Values arrive typed; fit them to the parameter's type (e.g. varchar(n)).
+    v.cast(ty)
+}
+
+/// Encodes a result value in `format` (0 text, 1 binary) as type `ty`; `None` is NULL.
+pub fn encode_value(v: &Value, format: i16, ty: DataType) -> Result<Option<Bytes>, SqlError> {
+    if v.is_null() {
+        return Ok(None);
+    }
+    if format == 0 {
+        return Ok(v.to_text(ty).map(Bytes::from));
+    }
+    let mut buf = BytesMut::new();
+    let err = |_| {
+        SqlError::new(
+            code::INTERNAL,
+            format!("cannot encode a value of type {} in binary", ty.sql_name()),
+        )
+    };
+    // Convert to the declared type first (an integer column computed as i64, say).
+    let v = match v.clone().cast(ty) {
+        Ok(v) => v,
+        Err(_) => v.clone(),
+    };
+    match (&v, ty) {
+        (Value::Bool(b), _) => b.to_sql(&Type::BOOL, &mut buf).map_err(err)?,
+        (Value::Int(i), DataType::Int2) => {
+            (*i as i16).to_sql(&Type::INT2, &mut buf).map_err(err)?
+        }
+        (Value::Int(i), DataType::Int4) => {
+            (*i as i32).to_sql(&Type::INT4, &mut buf).map_err(err)?
+        }
+        (Value::Int(i), _) => i.to_sql(&Type::INT8, &mut buf).map_err(err)?,
+        (Value::Float(f), DataType::Float4) => {
+            (*f as f32).to_sql(&Type::FLOAT4, &mut buf).map_err(err)?
+        }
+        (Value::Float(f), _) => f.to_sql(&Type::FLOAT8, &mut buf).map_err(err)?,
+        (Value::Numeric(d), _) => d.to_sql(&Type::NUMERIC, &mut buf).map_err(err)?,
+        (Value::Text(_), _) => return Ok(v.to_text(ty).map(Bytes::from)),
+        (Value::Bytea(b), _) => return Ok(Some(Bytes::from(b.clone()))),
+        (Value::Date(d), _) => (d - PG_EPOCH_DAYS).to_sql(&Type::INT4, &mut buf).map_err(err)?,
+        (Value::Timestamp(t) | Value::TimestampTz(t), _) => {
+            (t - PG_EPOCH_MICROS).to_sql(&Type::INT8, &mut buf).map_err(err)?
+        }
+        (Value::Null, _) => return Ok(None),
+    };
+    Ok(Some(buf.freeze()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_round_trips() {
+        let cases = [
+            (Value::Bool(true), DataType::Bool),
+            (Value::Int(-7), DataType::Int2),
+            (Value::Int(1 << 20), DataType::Int4),
+            (Value::Int(1 << 40), DataType::Int8),
+            (Value::Float(1.5), DataType::Float4),
+            (Value::Float(-2.25), DataType::Float8),
+            (Value::Numeric(Decimal::new(-12345, 3)), DataType::Numeric(None)),
+            (Value::Text("héllo".into()), DataType::Text),
+            (Value::Bytea(vec![0, 1, 2]), DataType::Bytea),
+            (Value::Date(19_000), DataType::Date),
+            (Value::Timestamp(1_700_000_000_000_000), DataType::Timestamp),
+            (Value::TimestampTz(-5), DataType::TimestampTz),
+        ];
+        for (v, ty) in cases {
+            let bytes = encode_value(&v, 1, ty).unwrap().unwrap();
+            assert_eq!(decode_param(Some(&bytes), 1, ty).unwrap(), v, "{ty:?}");
+            let text = encode_value(&v, 0, ty).unwrap().unwrap();
+            assert_eq!(decode_param(Some(&text), 0, ty).unwrap(), v, "{ty:?} as text");
+        }
+        assert_eq!(decode_param(None, 1, DataType::Int4).unwrap(), Value::Null);
+        assert!(decode_param(Some(&Bytes::from_static(&[1, 2, 3])), 1, DataType::Int4).is_err());
+    }
+}
