@@ -87,6 +87,9 @@ struct ServeArgs {
     /// Memory for stored rows, in bytes [default: 8 GiB].
     #[arg(long, env = "KILN_MEMORY_BYTES_MAX")]
     memory_bytes_max: Option<u64>,
+    /// Tests only: let SQL make log fsyncs fail (kiln_fault_fail_syncs).
+    #[arg(long, hide = true)]
+    enable_fault_injection: bool,
 }
 
 fn serve(data_dir: Option<PathBuf>, args: &ServeArgs) -> Result<(), String> {
@@ -136,6 +139,9 @@ fn serve(data_dir: Option<PathBuf>, args: &ServeArgs) -> Result<(), String> {
     }
     if let Some(b) = args.memory_bytes_max {
         config.memory_bytes_max = b;
+    }
+    if args.enable_fault_injection {
+        config.fault_injection = true;
     }
     let server = kiln_server::Server::start(config)?;
     eprintln!(

@@ -80,6 +80,9 @@ pub struct ServerConfig {
     pub tls: TlsConfig,
     /// How long SIGTERM waits for running statements before closing anyway, in seconds.
     pub shutdown_grace_s: u64,
+    /// Tests only: run the engine on a fault-injecting file system and enable
+    /// `kiln_fault_fail_syncs(n)`.
+    pub fault_injection: bool,
 }
 
 impl Default for ServerConfig {
@@ -103,6 +106,7 @@ impl Default for ServerConfig {
             auth: AuthConfig::default(),
             tls: TlsConfig::default(),
             shutdown_grace_s: 30,
+            fault_injection: false,
         }
     }
 }
@@ -115,8 +119,12 @@ impl ServerConfig {
         toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// The engine configuration these settings imply.
-    pub fn engine_config(&self) -> Result<kiln_engine::Config, String> {
+    /// The engine configuration these settings imply (with the fault switches when fault
+    /// injection is on).
+    pub fn engine_config(
+        &self,
+        faults: Option<&std::sync::Arc<kiln_engine::Faults>>,
+    ) -> Result<kiln_engine::Config, String> {
         let commit_model = match self.commit_model.as_str() {
             "eventually-durable" | "ed" => kiln_engine::CommitModel::EventuallyDurable,
             "classic" => kiln_engine::CommitModel::Classic,
@@ -126,7 +134,12 @@ impl ServerConfig {
                 ))
             }
         };
+        let vfs: std::sync::Arc<dyn kiln_engine::Vfs> = match faults {
+            Some(f) => std::sync::Arc::new(kiln_engine::FaultyVfs::new(f.clone())),
+            None => std::sync::Arc::new(kiln_engine::OsVfs),
+        };
         Ok(kiln_engine::Config {
+            vfs,
             commit_model,
             vulnerability_window: Duration::from_millis(self.vulnerability_window_ms),
             backlog_bytes_max: self.backlog_bytes_max,
@@ -139,7 +152,10 @@ impl ServerConfig {
     }
 
     /// The SQL layer's settings.
-    pub fn session_config(&self) -> Result<kiln_sql::SessionConfig, String> {
+    pub fn session_config(
+        &self,
+        faults: Option<std::sync::Arc<kiln_engine::Faults>>,
+    ) -> Result<kiln_sql::SessionConfig, String> {
         let default_isolation = match self.default_isolation.to_lowercase().replace(['_', '-'], " ").as_str() {
             "read committed" => kiln_engine::IsolationLevel::ReadCommitted,
             "repeatable read" => kiln_engine::IsolationLevel::RepeatableRead,
@@ -151,6 +167,7 @@ impl ServerConfig {
             default_isolation,
             rows_max: self.rows_max,
             statement_bytes_max: self.statement_bytes_max,
+            faults,
         })
     }
 }

@@ -131,6 +131,9 @@ struct Conn {
     /// After an error in the extended protocol, messages are skipped until Sync.
     skip_to_sync: bool,
     copy_in: bool,
+    /// The COPY was started by Execute (extended protocol): after CopyDone the client sends
+    /// Sync, which answers ReadyForQuery.
+    copy_extended: bool,
     copy_bytes: usize,
     reported: HashMap<&'static str, String>,
     notify: Arc<tokio::sync::Notify>,
@@ -262,6 +265,7 @@ pub(crate) async fn serve(tcp: TcpStream, shared: Arc<Shared>) {
         portals: HashMap::new(),
         skip_to_sync: false,
         copy_in: false,
+        copy_extended: false,
         copy_bytes: 0,
         reported: HashMap::new(),
         notify,
@@ -794,7 +798,10 @@ impl Conn {
                     )))
                     .await?;
                 self.copy_in = true;
+                self.copy_extended = extended.is_some();
                 self.copy_bytes = 0;
+                // The client waits for this before it sends any data.
+                self.socket.flush().await?;
             }
             Output::CopyOut { columns, lines, tag } => {
                 let n = columns.len() as i16;
@@ -819,6 +826,18 @@ impl Conn {
         Ok(())
     }
 
+    /// An error ends COPY IN: ReadyForQuery at once after a simple Query; after an Execute,
+    /// only once the client's Sync arrives.
+    async fn copy_error(&mut self, e: SqlError) -> std::io::Result<()> {
+        self.send_error(&e).await?;
+        if self.copy_extended {
+            self.skip_to_sync = true;
+            self.socket.flush().await
+        } else {
+            self.ready().await
+        }
+    }
+
     async fn handle_copy(&mut self, msg: PgWireFrontendMessage) -> std::io::Result<()> {
         use PgWireFrontendMessage as F;
         match msg {
@@ -826,23 +845,25 @@ impl Conn {
                 self.copy_bytes += d.data.len();
                 if let Err(e) = self.session.copy_data(&d.data) {
                     self.copy_in = false;
-                    self.send_error(&e).await?;
-                    self.ready().await?;
+                    return self.copy_error(e).await;
                 }
             }
             F::CopyDone(_) => {
                 self.copy_in = false;
                 match self.session.copy_done() {
                     Ok(o) => self.send_output(o, &[], None).await?,
-                    Err(e) => self.send_error(&e).await?,
+                    Err(e) => return self.copy_error(e).await,
                 }
-                self.ready().await?;
+                if self.copy_extended {
+                    self.socket.flush().await?;
+                } else {
+                    self.ready().await?;
+                }
             }
             F::CopyFail(f) => {
                 self.copy_in = false;
                 let e = self.session.copy_fail(&f.message);
-                self.send_error(&e).await?;
-                self.ready().await?;
+                return self.copy_error(e).await;
             }
             F::Flush(_) | F::Sync(_) => {}
             _ => {

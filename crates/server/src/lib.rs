@@ -163,7 +163,7 @@ impl Shared {
 
     fn cancel(&self, pid: i32, secret: &SecretKey) {
         if let Some((s, flag)) = self.cancels.lock().get(&pid) {
-            if s == secret {
+            if s.eq_value(secret) {
                 flag.store(true, Ordering::Relaxed);
                 info!(pid, "statement canceled by request");
             }
@@ -229,8 +229,12 @@ fn load_tls(config: &config::TlsConfig) -> Result<Option<pgwire::tokio::TlsAccep
 impl Server {
     /// Opens the database and starts listening.
     pub fn start(config: ServerConfig) -> Result<Server, String> {
-        let engine_config = config.engine_config()?;
-        let session_config = config.session_config()?;
+        let faults = config.fault_injection.then(kiln_engine::Faults::new);
+        if faults.is_some() {
+            warn!("fault injection is ON: kiln_fault_fail_syncs() can make fsyncs fail; never use this in production");
+        }
+        let engine_config = config.engine_config(faults.as_ref())?;
+        let session_config = config.session_config(faults)?;
         if config.auth.allow_remote && config.auth.method == config::AuthMethod::Trust {
             return Err("auth.allow_remote needs auth.method = \"scram-sha-256\": trust would let anyone in".into());
         }

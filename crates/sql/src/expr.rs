@@ -108,6 +108,8 @@ pub enum Func {
     KilnTxnStatus,
     /// kiln_wait(id, timeout_ms)
     KilnWait,
+    /// kiln_fault_fail_syncs(n): fail the next n log fsyncs (only with fault injection on)
+    KilnFaultFailSyncs,
 }
 
 /// A bound expression: columns are positions in the input row.
@@ -723,6 +725,7 @@ fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             | Func::KilnSync
             | Func::KilnPersist
             | Func::KilnLastTxid
+            | Func::KilnFaultFailSyncs
     );
     if strict && args.iter().any(Value::is_null) {
         return Ok(Value::Null);
@@ -848,7 +851,8 @@ fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         | Func::KilnPersist
         | Func::KilnLastTxid
         | Func::KilnTxnStatus
-        | Func::KilnWait => ctx.env.kiln(f, &args)?,
+        | Func::KilnWait
+        | Func::KilnFaultFailSyncs => ctx.env.kiln(f, &args)?,
     })
 }
 

@@ -799,6 +799,7 @@ impl<'a> Planner<'a> {
             "kiln_last_txid" => (Func::KilnLastTxid, DataType::Text),
             "kiln_txn_status" => (Func::KilnTxnStatus, DataType::Text),
             "kiln_wait" => (Func::KilnWait, DataType::Text),
+            "kiln_fault_fail_syncs" => (Func::KilnFaultFailSyncs, DataType::Text),
             _ => {
                 return Err(SqlError::new(
                     code::UNDEFINED_FUNCTION,
@@ -821,13 +822,17 @@ impl<'a> Planner<'a> {
             Func::Coalesce | Func::Greatest | Func::Least | Func::Concat => arity(1..=100)?,
             Func::KilnTxnStatus => arity(1..=1)?,
             Func::KilnWait => arity(1..=2)?,
+            Func::KilnFaultFailSyncs => arity(1..=1)?,
             _ => arity(0..=0)?,
         }
         // Untyped arguments take the type the function wants.
         let mut fixed = Vec::with_capacity(bound.len());
         for (i, (x, t)) in bound.into_iter().zip(types).enumerate() {
             let want = match (func, i) {
-                (Func::Substr, 1 | 2) | (Func::Round, 1) | (Func::KilnWait, 1) => DataType::Int8,
+                (Func::Substr, 1 | 2)
+                | (Func::Round, 1)
+                | (Func::KilnWait, 1)
+                | (Func::KilnFaultFailSyncs, 0) => DataType::Int8,
                 (Func::Abs | Func::Round | Func::Floor | Func::Ceil, 0) => DataType::Numeric(None),
                 (Func::Coalesce | Func::Greatest | Func::Least | Func::Nullif, _) => ty,
                 _ => DataType::Text,

@@ -39,6 +39,9 @@ pub struct SessionConfig {
     pub rows_max: usize,
     /// Statement text size limit in bytes (54000 beyond).
     pub statement_bytes_max: usize,
+    /// The engine's fault switches when the server runs with fault injection (tests only):
+    /// enables `kiln_fault_fail_syncs(n)`.
+    pub faults: Option<Arc<kiln_engine::Faults>>,
 }
 
 impl Default for SessionConfig {
@@ -48,6 +51,7 @@ impl Default for SessionConfig {
             default_isolation: IsolationLevel::ReadCommitted,
             rows_max: 10_000_000,
             statement_bytes_max: 16 << 20,
+            faults: None,
         }
     }
 }
@@ -559,6 +563,27 @@ impl Env for SessionEnv<'_> {
                     Err(e) => return Err(e.into()),
                 };
                 Value::Text(status.as_str().into())
+            }
+            Func::KilnFaultFailSyncs => {
+                let Some(faults) = &self.db.config.faults else {
+                    return Err(SqlError::new(
+                        code::FEATURE_NOT_SUPPORTED,
+                        "fault injection is disabled",
+                    )
+                    .hint("Start kiln serve with --enable-fault-injection (for tests only)."));
+                };
+                let n = match args.first() {
+                    Some(Value::Int(n)) if *n >= 0 => *n as u64,
+                    _ => {
+                        return Err(SqlError::new(
+                            code::INVALID_PARAMETER_VALUE,
+                            "kiln_fault_fail_syncs needs a non-negative count",
+                        ))
+                    }
+                };
+                *faults.path_filter.lock() = ".log".into();
+                faults.fail_syncs.store(n, Ordering::SeqCst);
+                Value::Text(format!("the next {n} log fsyncs will fail"))
             }
             _ => Value::Null,
         })

@@ -1,0 +1,205 @@
+"""psycopg 3 against a running Kiln server (KILN_DSN): parameters, executemany pipelining,
+COPY both ways, transactions, fast/safe commits and durability notifications.
+
+Run by `cargo test -p kiln --test psycopg`, which starts the server."""
+
+import os
+import time
+from decimal import Decimal
+
+import psycopg
+import pytest
+from psycopg import errors
+
+DSN = os.environ["KILN_DSN"]
+
+
+@pytest.fixture
+def conn():
+    with psycopg.connect(DSN, autocommit=True) as c:
+        yield c
+
+
+def test_parameters_and_types(conn):
+    conn.execute("DROP TABLE IF EXISTS p")
+    conn.execute(
+        "CREATE TABLE p (id int PRIMARY KEY, small smallint, big bigint, f double precision,"
+        " n numeric(10,2), t text, b boolean, by bytea)"
+    )
+    conn.execute(
+        "INSERT INTO p VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+        (1, 7, 2**40, 1.5, Decimal("12.34"), "héllo", True, b"\x00\xff"),
+    )
+    row = conn.execute("SELECT * FROM p WHERE id = %s", (1,)).fetchone()
+    assert row == (1, 7, 2**40, 1.5, Decimal("12.34"), "héllo", True, b"\x00\xff")
+    # Small Python ints travel as int2 (binary) and compare with int4/int8 columns.
+    assert conn.execute("SELECT count(*) FROM p WHERE big > %s AND id = %s", (5, 1)).fetchone() == (1,)
+    # Binary results.
+    with conn.cursor(binary=True) as cur:
+        assert cur.execute("SELECT id, big, t, n FROM p").fetchone() == (1, 2**40, "héllo", Decimal("12.34"))
+    # NULL parameters.
+    conn.execute("INSERT INTO p (id, t) VALUES (%s, %s)", (2, None))
+    assert conn.execute("SELECT t IS NULL FROM p WHERE id = 2").fetchone() == (True,)
+
+
+def test_prepared_after_five_executions(conn):
+    conn.execute("DROP TABLE IF EXISTS kv")
+    conn.execute("CREATE TABLE kv (k int PRIMARY KEY, v int)")
+    conn.execute("INSERT INTO kv SELECT g, 0 FROM generate_series(1, 10) AS g")
+    for i in range(12):
+        conn.execute("UPDATE kv SET v = v + 1 WHERE k = %s", (1 + i % 3,))
+        assert conn.execute("SELECT v FROM kv WHERE k = %s", (1,)).fetchone()[0] >= 1
+    assert conn.execute("SELECT sum(v) FROM kv").fetchone() == (12,)
+
+
+def test_executemany_pipeline(conn):
+    conn.execute("DROP TABLE IF EXISTS t")
+    conn.execute("CREATE TABLE t (a int PRIMARY KEY, b text)")
+    with conn.cursor() as cur:
+        cur.executemany("INSERT INTO t (a, b) VALUES (%s, %s)", [(i, f"row {i}") for i in range(500)])
+    assert conn.execute("SELECT count(*), min(a), max(a) FROM t").fetchone() == (500, 0, 499)
+    with conn.pipeline():
+        for i in range(50):
+            conn.execute("UPDATE t SET b = %s WHERE a = %s", (f"new {i}", i))
+    assert conn.execute("SELECT count(*) FROM t WHERE b LIKE 'new%%'").fetchone() == (50,)
+
+
+def test_copy_both_ways(conn):
+    conn.execute("DROP TABLE IF EXISTS c")
+    conn.execute("CREATE TABLE c (a int PRIMARY KEY, b text, n numeric)")
+    with conn.cursor() as cur:
+        with cur.copy("COPY c (a, b, n) FROM STDIN") as copy:
+            for i in range(1000):
+                copy.write_row((i, f"tab\there {i}" if i % 100 == 0 else f"v{i}", None if i % 7 == 0 else Decimal(i) / 4))
+        assert cur.execute("SELECT count(*), sum(a) FROM c").fetchone() == (1000, 499500)
+        assert cur.execute("SELECT b FROM c WHERE a = 100").fetchone() == ("tab\there 100",)
+        with cur.copy("COPY (SELECT a, b, n FROM c WHERE a < 10) TO STDOUT") as copy:
+            rows = list(copy.rows())
+        assert len(rows) == 10
+        assert rows[0] == ("0", "tab\there 0", None)
+        assert rows[1] == ("1", "v1", "0.25")
+        with cur.copy("COPY c TO STDOUT (FORMAT csv)") as copy:
+            csv = b"".join(bytes(chunk) for chunk in copy)
+        assert csv.count(b"\n") == 1000
+        # CSV in.
+        cur.execute("DROP TABLE IF EXISTS c2")
+        cur.execute("CREATE TABLE c2 (a int PRIMARY KEY, b text)")
+        with cur.copy("COPY c2 FROM STDIN (FORMAT csv)") as copy:
+            copy.write(b'1,"a, quoted"\n2,\n3,"say ""hi"""\n')
+        assert cur.execute("SELECT a, b FROM c2 ORDER BY a").fetchall() == [(1, "a, quoted"), (2, None), (3, 'say "hi"')]
+
+
+def test_copy_error_loses_nothing(conn):
+    conn.execute("DROP TABLE IF EXISTS ce")
+    conn.execute("CREATE TABLE ce (a int PRIMARY KEY)")
+    with pytest.raises(errors.InvalidTextRepresentation):
+        with conn.cursor().copy("COPY ce FROM STDIN") as copy:
+            copy.write(b"1\n2\nnot a number\n")
+    assert conn.execute("SELECT count(*) FROM ce").fetchone() == (0,)
+
+
+def test_transactions_and_isolation():
+    with psycopg.connect(DSN) as c:
+        c.execute("DROP TABLE IF EXISTS acct")
+        c.execute("CREATE TABLE acct (id int PRIMARY KEY, bal int)")
+        c.execute("INSERT INTO acct VALUES (1, 100), (2, 0)")
+        c.commit()
+        assert c.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        c.execute("UPDATE acct SET bal = bal - 10 WHERE id = 1")
+        assert c.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        c.rollback()
+        assert c.execute("SELECT bal FROM acct WHERE id = 1").fetchone() == (100,)
+        c.rollback()
+        # A failed statement leaves the transaction in error until rollback.
+        with pytest.raises(errors.UndefinedColumn):
+            c.execute("SELECT nope FROM acct")
+        assert c.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+        with pytest.raises(errors.InFailedSqlTransaction):
+            c.execute("SELECT 1")
+        c.rollback()
+    # SERIALIZABLE: the loser of a write-write race gets 40001 and may retry.
+    with psycopg.connect(DSN) as a, psycopg.connect(DSN) as b:
+        a.isolation_level = psycopg.IsolationLevel.SERIALIZABLE
+        b.isolation_level = psycopg.IsolationLevel.SERIALIZABLE
+        a.execute("SELECT bal FROM acct WHERE id = 1")
+        b.execute("SELECT bal FROM acct WHERE id = 1")
+        a.execute("UPDATE acct SET bal = bal + 1 WHERE id = 1")
+        a.commit()
+        with pytest.raises(errors.SerializationFailure):
+            b.execute("UPDATE acct SET bal = bal + 1 WHERE id = 1")
+            b.commit()
+        b.rollback()
+        assert b.execute("SELECT bal FROM acct WHERE id = 1").fetchone() == (101,)
+    # FOR UPDATE.
+    with psycopg.connect(DSN) as c:
+        assert c.execute("SELECT bal FROM acct WHERE id = %s FOR UPDATE", (2,)).fetchone() == (0,)
+        c.commit()
+
+
+def test_fast_and_safe(conn):
+    conn.execute("DROP TABLE IF EXISTS fs")
+    conn.execute("CREATE TABLE fs (k int PRIMARY KEY, v int)")
+    conn.execute("INSERT INTO fs VALUES (1, 0)")
+    stat = lambda name: conn.execute("SELECT value FROM kiln_stat WHERE name = %s", (name,)).fetchone()[0]
+    fast0, safe0 = stat("commits_fast"), stat("commits_safe")
+    conn.execute("SET synchronous_commit = off")
+    for _ in range(5):
+        conn.execute("UPDATE fs SET v = v + 1 WHERE k = 1")
+    assert stat("commits_fast") - fast0 >= 5
+    conn.execute("SET synchronous_commit = on")
+    conn.execute("UPDATE fs SET v = v + 1 WHERE k = 1")
+    assert stat("commits_safe") - safe0 >= 1
+    assert conn.execute("SELECT kiln_txn_status(kiln_last_txid())").fetchone() == ("durable",)
+    conn.execute("/*+ FAST */ UPDATE fs SET v = v + 1 WHERE k = 1")
+    txid = conn.execute("SELECT kiln_last_txid()").fetchone()[0]
+    assert conn.execute("SELECT kiln_wait(%s, 5000)", (txid,)).fetchone() == ("durable",)
+    assert conn.execute("SELECT kiln_sync() IS NOT NULL").fetchone() == (True,)
+
+
+def test_listen_durable_and_lost():
+    with psycopg.connect(DSN, autocommit=True) as c:
+        c.execute("DROP TABLE IF EXISTS ln")
+        c.execute("CREATE TABLE ln (k int PRIMARY KEY, v int)")
+        c.execute("LISTEN kiln_durable")
+        c.execute("LISTEN kiln_lost")
+        c.execute("SET synchronous_commit = off")
+        c.execute("INSERT INTO ln VALUES (1, 1)")
+        durable_id = c.execute("SELECT kiln_last_txid()").fetchone()[0]
+        got = {}
+        for n in c.notifies(timeout=5, stop_after=1):
+            got[n.channel] = n.payload
+        assert got.get("kiln_durable") == durable_id
+        # Make the next log fsync fail: the fast commit's durability fails, it is lost.
+        c.execute("SELECT kiln_fault_fail_syncs(1)")
+        c.execute("INSERT INTO ln VALUES (2, 2)")
+        lost_id = c.execute("SELECT kiln_last_txid()").fetchone()[0]
+        got = {}
+        deadline = time.time() + 10
+        while "kiln_lost" not in got and time.time() < deadline:
+            for n in c.notifies(timeout=1, stop_after=1):
+                got[n.channel] = n.payload
+        assert got.get("kiln_lost") == lost_id
+        assert c.execute("SELECT kiln_txn_status(%s)", (lost_id,)).fetchone() == ("lost",)
+        # Lost atomically: the row is gone; the durable one stays.
+        assert c.execute("SELECT k FROM ln ORDER BY k").fetchall() == [(1,)]
+        assert c.execute("SELECT value > 0 FROM kiln_stat WHERE name = 'lost_txns'").fetchone() == (True,)
+
+
+def test_errors_carry_sqlstate(conn):
+    with pytest.raises(errors.UndefinedTable):
+        conn.execute("SELECT * FROM no_such_table")
+    with pytest.raises(errors.SyntaxError):
+        conn.execute("SELEC 1")
+    with pytest.raises(errors.FeatureNotSupported):
+        conn.execute("SELECT 1 UNION SELECT 2 EXCEPT SELECT 3")
+    with pytest.raises(errors.DivisionByZero):
+        conn.execute("SELECT 1 / 0")
+    assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_statement_timeout_and_cancel(conn):
+    conn.execute("SET statement_timeout = 50")
+    with pytest.raises(errors.QueryCanceled):
+        conn.execute("SELECT count(*) FROM generate_series(1, 5000000) AS a, generate_series(1, 1000) AS b")
+    conn.execute("SET statement_timeout = 0")
+    assert conn.execute("SELECT 1").fetchone() == (1,)

@@ -1,0 +1,169 @@
+//! Starts a real `kiln serve` process on a free loopback port for a test, and stops it (with
+//! SIGTERM, then SIGKILL) when dropped.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running server.
+pub struct Kiln {
+    pub child: Option<Child>,
+    pub addr: SocketAddr,
+    pub metrics: Option<SocketAddr>,
+    pub dir: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+/// Fails with a message naming the missing tool (CI installs them; see .ci/run).
+pub fn require(tool: &str) -> PathBuf {
+    let candidates = [
+        format!("/usr/lib/postgresql/15/bin/{tool}"),
+        format!("/usr/bin/{tool}"),
+        format!("/usr/local/bin/{tool}"),
+    ];
+    for c in candidates {
+        if Path::new(&c).exists() {
+            return PathBuf::from(c);
+        }
+    }
+    panic!(
+        "{tool} is required for this test (Debian: apt-get install postgresql-client postgresql)"
+    );
+}
+
+impl Kiln {
+    /// Starts a server on a fresh data directory.
+    pub fn start(args: &[&str]) -> Kiln {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path().to_path_buf();
+        let mut k = Kiln::start_in(&dir, args);
+        k._tmp = Some(tmp);
+        k
+    }
+
+    /// Starts a server on `dir` (kept when the server stops).
+    pub fn start_in(dir: &Path, args: &[&str]) -> Kiln {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kiln"));
+        cmd.arg("serve")
+            .arg("--data-dir")
+            .arg(dir)
+            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+            .args(args)
+            .env("KILN_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("kiln starts");
+        let stderr = child.stderr.take().expect("stderr piped");
+        let mut reader = BufReader::new(stderr);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut line = String::new();
+        let (addr, metrics) = loop {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 || Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("kiln serve did not start: {line}");
+            }
+            if let Some(rest) = line.strip_prefix("kiln: listening on ") {
+                let addr: SocketAddr = rest.split_whitespace().next().unwrap().parse().unwrap();
+                let metrics = line
+                    .split("http://")
+                    .nth(1)
+                    .and_then(|m| m.split('/').next())
+                    .and_then(|a| a.parse().ok());
+                break (addr, metrics);
+            }
+        };
+        // Keep draining stderr so the server never blocks on it.
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            while reader.read_line(&mut sink).unwrap_or(0) > 0 {
+                if std::env::var_os("KILN_TEST_SERVER_LOG").is_some() {
+                    eprint!("[kiln] {sink}");
+                }
+                sink.clear();
+            }
+        });
+        Kiln { child: Some(child), addr, metrics, dir: dir.to_path_buf(), _tmp: None }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// libpq connection string.
+    pub fn conninfo(&self) -> String {
+        format!("host=127.0.0.1 port={} user=kiln dbname=kiln", self.port())
+    }
+
+    /// Environment for libpq clients (psql, pgbench).
+    pub fn pg_env(&self, cmd: &mut Command) {
+        cmd.env("PGHOST", "127.0.0.1")
+            .env("PGPORT", self.port().to_string())
+            .env("PGUSER", "kiln")
+            .env("PGDATABASE", "kiln")
+            .env_remove("PGOPTIONS")
+            .env("PGCONNECT_TIMEOUT", "10");
+    }
+
+    /// Runs psql with `args`, returns stdout (panics with stderr on failure).
+    pub fn psql(&self, args: &[&str]) -> String {
+        let mut cmd = Command::new(require("psql"));
+        self.pg_env(&mut cmd);
+        cmd.args(["-X", "-v", "ON_ERROR_STOP=1"]).args(args);
+        let out = cmd.output().expect("psql runs");
+        assert!(
+            out.status.success(),
+            "psql {args:?} failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// One value from a query, through psql -At.
+    pub fn query_value(&self, sql: &str) -> String {
+        self.psql(&["-At", "-c", sql]).trim().to_string()
+    }
+
+    /// Stops with SIGTERM and waits; returns whether it exited cleanly.
+    pub fn stop(&mut self) -> bool {
+        let Some(mut child) = self.child.take() else { return true };
+        unsafe_free_kill(child.id(), "TERM");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status.success();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGKILL, as a crash.
+    pub fn crash(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Sends a signal with the kill command (the workspace forbids unsafe code).
+pub fn unsafe_free_kill(pid: u32, signal: &str) {
+    let _ = Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status();
+}
+
+impl Drop for Kiln {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

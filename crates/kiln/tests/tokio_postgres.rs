@@ -1,0 +1,139 @@
+//! tokio-postgres (Rust) against a `kiln serve` process: prepared statements with binary
+//! parameters and results, transactions, errors with SQLSTATEs, COPY, cancellation and
+//! notifications.
+
+mod common;
+
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{AsyncMessage, NoTls};
+
+async fn connect(
+    kiln: &common::Kiln,
+) -> (tokio_postgres::Client, tokio::sync::mpsc::UnboundedReceiver<tokio_postgres::Notification>) {
+    let (client, mut connection) =
+        tokio_postgres::connect(&kiln.conninfo(), NoTls).await.expect("connects");
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(m) = messages.next().await {
+            match m {
+                Ok(AsyncMessage::Notification(n)) => {
+                    let _ = tx.send(n);
+                }
+                Ok(_) => {}
+                Err(e) => panic!("connection error: {e}"),
+            }
+        }
+    });
+    (client, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokio_postgres_client() {
+    let kiln = common::Kiln::start(&[]);
+    let (mut client, mut notes) = connect(&kiln).await;
+    client
+        .batch_execute("CREATE TABLE acc (id bigint PRIMARY KEY, owner text NOT NULL, balance int, flag boolean, score double precision)")
+        .await
+        .unwrap();
+
+    // Prepared statements: parameter types inferred by the server, binary values both ways.
+    let insert = client.prepare("INSERT INTO acc VALUES ($1, $2, $3, $4, $5)").await.unwrap();
+    assert_eq!(insert.params().len(), 5);
+    for i in 0..20i64 {
+        let n = client
+            .execute(
+                &insert,
+                &[&i, &format!("user{i}"), &(i as i32 * 10), &(i % 2 == 0), &(i as f64 / 2.0)],
+            )
+            .await
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+    let rows = client
+        .query(
+            "SELECT id, owner, balance, flag, score FROM acc WHERE id >= $1 ORDER BY id",
+            &[&15i64],
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 5);
+    assert_eq!(rows[0].get::<_, i64>(0), 15);
+    assert_eq!(rows[0].get::<_, &str>(1), "user15");
+    assert_eq!(rows[0].get::<_, i32>(2), 150);
+    assert!(!rows[0].get::<_, bool>(3));
+    assert_eq!(rows[0].get::<_, f64>(4), 7.5);
+    let row = client.query_one("SELECT count(*), sum(balance) FROM acc", &[]).await.unwrap();
+    assert_eq!(row.get::<_, i64>(0), 20);
+    assert_eq!(row.get::<_, i64>(1), 1900);
+
+    // Transactions: rollback discards, commit keeps.
+    let tx = client.transaction().await.unwrap();
+    tx.execute("UPDATE acc SET balance = 0 WHERE id = $1", &[&1i64]).await.unwrap();
+    tx.rollback().await.unwrap();
+    let tx = client.transaction().await.unwrap();
+    tx.execute("UPDATE acc SET balance = balance + 1 WHERE id = $1", &[&2i64]).await.unwrap();
+    tx.commit().await.unwrap();
+    let b: i32 =
+        client.query_one("SELECT balance FROM acc WHERE id = 1", &[]).await.unwrap().get(0);
+    assert_eq!(b, 10);
+    let b: i32 =
+        client.query_one("SELECT balance FROM acc WHERE id = 2", &[]).await.unwrap().get(0);
+    assert_eq!(b, 21);
+
+    // Errors carry SQLSTATEs, and the connection stays usable.
+    let e = client.execute("INSERT INTO acc VALUES (1, 'dup', 0, true, 0)", &[]).await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::UNIQUE_VIOLATION));
+    let e = client.execute("INSERT INTO acc (id) VALUES (99)", &[]).await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::NOT_NULL_VIOLATION));
+    let e = client.query("SELECT * FROM missing", &[]).await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::UNDEFINED_TABLE));
+    let e = client.prepare("SELEC $1").await.unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::SYNTAX_ERROR));
+    assert_eq!(client.query_one("SELECT 1::int", &[]).await.unwrap().get::<_, i32>(0), 1);
+
+    // COPY FROM STDIN and TO STDOUT.
+    client.batch_execute("CREATE TABLE cp (a int PRIMARY KEY, b text)").await.unwrap();
+    let sink = client.copy_in("COPY cp (a, b) FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    let mut data = String::new();
+    for i in 0..100 {
+        data.push_str(&format!("{i}\tval {i}\n"));
+    }
+    sink.send(bytes::Bytes::from(data)).await.unwrap();
+    assert_eq!(sink.finish().await.unwrap(), 100);
+    let stream = client.copy_out("COPY (SELECT a, b FROM cp WHERE a < 3) TO STDOUT").await.unwrap();
+    let chunks: Vec<bytes::Bytes> = stream.map(|c| c.unwrap()).collect().await;
+    let text: String = chunks.iter().map(|c| String::from_utf8_lossy(c).into_owned()).collect();
+    assert_eq!(text, "0\tval 0\n1\tval 1\n2\tval 2\n");
+
+    // Cancel a long statement from another task.
+    let token = client.cancel_token();
+    let canceler = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        token.cancel_query(NoTls).await.unwrap();
+    });
+    let e = client
+        .query(
+            "SELECT count(*) FROM generate_series(1, 5000000) AS a, generate_series(1, 1000) AS b",
+            &[],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::QUERY_CANCELED));
+    canceler.await.unwrap();
+
+    // Durability notifications for this session's commits.
+    client.batch_execute("LISTEN kiln_durable; SET synchronous_commit = off").await.unwrap();
+    client.execute("UPDATE acc SET balance = 5 WHERE id = 3", &[]).await.unwrap();
+    let id: String = client.query_one("SELECT kiln_last_txid()", &[]).await.unwrap().get(0);
+    let n = tokio::time::timeout(Duration::from_secs(5), notes.recv())
+        .await
+        .expect("a notification")
+        .unwrap();
+    assert_eq!(n.channel(), "kiln_durable");
+    assert_eq!(n.payload(), id);
+}
