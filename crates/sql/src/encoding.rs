@@ -46,11 +46,46 @@ pub fn encode_key_value(out: &mut Vec<u8>, v: &Value) -> Result<()> {
             out.push(0x01);
             encode_bytes(out, b);
         }
-        Value::Numeric(_) => {
-            return Err(SqlError::unsupported("a numeric column in a primary key or index"))
+        Value::Numeric(d) => {
+            out.push(0x01);
+            encode_decimal(out, *d);
         }
     }
     Ok(())
+}
+
+/// Order-preserving numeric: a sign byte (0 negative, 1 zero, 2 positive), then for
+/// 0.DIGITS × 10^EXP the exponent (u16, biased) and the digits (each digit + 1) ended by 0;
+/// negatives complement every byte after the sign (and end with 0xFF), so larger
+/// magnitudes sort first.
+fn encode_decimal(out: &mut Vec<u8>, d: Decimal) {
+    let d = d.normalize();
+    if d.is_zero() {
+        out.push(1);
+        return;
+    }
+    let negative = d.is_sign_negative();
+    let text = d.abs().to_string();
+    let (int, frac) = text.split_once('.').unwrap_or((text.as_str(), ""));
+    let int = int.trim_start_matches('0');
+    let (exp, digits): (i32, String) = if int.is_empty() {
+        let zeros = frac.len() - frac.trim_start_matches('0').len();
+        (-(zeros as i32), frac.trim_start_matches('0').to_string())
+    } else {
+        (int.len() as i32, format!("{int}{frac}"))
+    };
+    let digits = digits.trim_end_matches('0');
+    let mut body = Vec::with_capacity(digits.len() + 3);
+    body.extend_from_slice(&((exp + 0x8000) as u16).to_be_bytes());
+    body.extend(digits.bytes().map(|b| b - b'0' + 1));
+    body.push(0);
+    if negative {
+        out.push(0);
+        out.extend(body.iter().map(|b| !b));
+    } else {
+        out.push(2);
+        out.extend_from_slice(&body);
+    }
 }
 
 fn encode_bytes(out: &mut Vec<u8>, b: &[u8]) {
@@ -205,9 +240,9 @@ pub fn decode_row(buf: &[u8], width: usize) -> Result<Vec<Value>> {
     Ok(out)
 }
 
-/// Whether `ty` may be part of a key.
-pub fn key_type_supported(ty: DataType) -> bool {
-    !matches!(ty, DataType::Numeric(_))
+/// Whether `ty` may be part of a key (every type Kiln has may).
+pub fn key_type_supported(_ty: DataType) -> bool {
+    true
 }
 
 #[cfg(test)]
@@ -234,6 +269,19 @@ mod tests {
         let keys: Vec<Vec<u8>> =
             texts.iter().map(|t| encode_key(&[&Value::Text(t.to_string())]).unwrap()).collect();
         assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+        let decimals = [
+            "-1000", "-12.5", "-12.34", "-0.5", "-0.05", "0", "0.001", "0.1", "0.12", "1", "1.5",
+            "10", "99.99", "100",
+        ];
+        let keys: Vec<Vec<u8>> = decimals
+            .iter()
+            .map(|t| encode_key(&[&Value::Numeric(t.parse().unwrap())]).unwrap())
+            .collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+        // Equal values at different scales are one key.
+        let a = encode_key(&[&Value::Numeric("1.50".parse().unwrap())]).unwrap();
+        let b = encode_key(&[&Value::Numeric("1.5".parse().unwrap())]).unwrap();
+        assert_eq!(a, b);
         // Composite keys: ("a", 2) < ("ab", 1): the terminator keeps components apart.
         let a2 = encode_key(&[&Value::Text("a".into()), &Value::Int(2)]).unwrap();
         let ab1 = encode_key(&[&Value::Text("ab".into()), &Value::Int(1)]).unwrap();

@@ -34,10 +34,18 @@ pub enum BinOp {
     Gt,
     /// >=
     GtEq,
+    /// ~ (POSIX regular expression match)
+    RegexMatch,
+    /// !~
+    RegexNotMatch,
+    /// ~*
+    RegexIMatch,
+    /// !~*
+    RegexNotIMatch,
 }
 
 /// Aggregate functions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AggFunc {
     /// count(*) or count(x)
     Count,
@@ -49,6 +57,8 @@ pub enum AggFunc {
     Max,
     /// avg
     Avg,
+    /// string_agg(x, separator) with a constant separator
+    StringAgg(String),
 }
 
 /// Scalar functions. The `Kiln*` ones are the ED surface; the session evaluates them.
@@ -110,6 +120,82 @@ pub enum Func {
     KilnWait,
     /// kiln_fault_fail_syncs(n): fail the next n log fsyncs (only with fault injection on)
     KilnFaultFailSyncs,
+    /// A catalog function clients call (psql's \d): answered by the session.
+    Catalog(CatalogFunc),
+    /// array_to_string(array, separator)
+    ArrayToString,
+    /// array_upper(array, dimension)
+    ArrayUpper,
+    /// array_position(array, element)
+    ArrayPosition,
+    /// array[index] (1-based)
+    ArrayElement,
+    /// quote_ident(text)
+    QuoteIdent,
+}
+
+/// The catalog functions Kiln answers (enough for psql's describe commands).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatalogFunc {
+    /// pg_table_is_visible(oid): true
+    TableIsVisible,
+    /// pg_get_userbyid(oid)
+    UserById,
+    /// format_type(type oid, typmod)
+    FormatType,
+    /// pg_get_expr(expr text, relation oid [, pretty])
+    GetExpr,
+    /// pg_get_indexdef(index oid [, column, pretty])
+    IndexDef,
+    /// pg_get_constraintdef(constraint oid [, pretty])
+    ConstraintDef,
+    /// pg_encoding_to_char(int)
+    EncodingToChar,
+    /// pg_relation_is_publishable(oid): false
+    RelationIsPublishable,
+    /// pg_get_statisticsobjdef_columns(oid): NULL
+    StatisticsColumns,
+    /// obj_description / col_description / shobj_description: NULL
+    Description,
+    /// current_schemas(bool)
+    CurrentSchemas,
+    /// has_*_privilege(...): true
+    HasPrivilege,
+}
+
+/// What a subquery expression computes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SubqueryKind {
+    /// (SELECT …): the single value of the single row (NULL for none; 21000 for several).
+    Scalar,
+    /// [NOT] EXISTS (SELECT …)
+    Exists(bool),
+    /// x [NOT] IN (SELECT …)
+    In(Box<Expr>, bool),
+    /// ARRAY(SELECT …): the values as an array literal ('{a,b}').
+    Array,
+}
+
+/// A planned subquery, shared by clones of the expression that holds it.
+#[derive(Clone)]
+pub struct SubPlan(pub std::sync::Arc<crate::query::SelectPlan>);
+
+impl PartialEq for SubPlan {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for SubPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SubPlan")
+    }
+}
+
+/// Runs correlated subqueries during execution (it holds the transaction).
+pub trait SubqueryRunner {
+    /// Every row of `plan`, evaluated with `ctx` (whose `outer` is the referencing row).
+    fn run(&self, plan: &crate::query::SelectPlan, ctx: &Ctx) -> Result<Vec<Vec<Value>>>;
 }
 
 /// A bound expression: columns are positions in the input row.
@@ -121,6 +207,13 @@ pub enum Expr {
     Column(usize),
     /// A statement parameter ($n, 0-based).
     Param(usize),
+    /// A column of the enclosing query's row (in a correlated subquery).
+    Outer(usize),
+    /// A subquery evaluated for each row: the plan, what it computes, and the columns of the
+    /// enclosing row it refers to.
+    Subquery(SubPlan, SubqueryKind, Vec<usize>),
+    /// x op ANY (array)
+    AnyOp(Box<Expr>, BinOp, Box<Expr>),
     /// NOT
     Not(Box<Expr>),
     /// unary minus
@@ -180,14 +273,29 @@ pub trait Env {
     fn backend_pid(&self) -> i32;
     /// The ED functions.
     fn kiln(&self, func: Func, args: &[Value]) -> Result<Value>;
+    /// Catalog functions (definitions of indexes and constraints by oid, type names).
+    fn catalog(&self, func: CatalogFunc, args: &[Value]) -> Result<Value>;
 }
 
-/// Evaluation context: parameters and the session.
+/// Evaluation context: parameters, the session, the enclosing row of a correlated
+/// subquery, and who runs subqueries.
+#[derive(Clone, Copy)]
 pub struct Ctx<'a> {
     /// $1... values.
     pub params: &'a [Value],
     /// The session.
     pub env: &'a dyn Env,
+    /// The enclosing query's row (empty at the top level).
+    pub outer: &'a [Value],
+    /// Runs subqueries (absent where the transaction is busy writing).
+    pub runner: Option<&'a dyn SubqueryRunner>,
+}
+
+impl<'a> Ctx<'a> {
+    /// A context without subquery execution.
+    pub fn new(params: &'a [Value], env: &'a dyn Env) -> Ctx<'a> {
+        Ctx { params, env, outer: &[], runner: None }
+    }
 }
 
 impl Expr {
@@ -202,6 +310,67 @@ impl Expr {
                     format!("there is no parameter ${}", i + 1),
                 )
             })?,
+            Expr::Outer(i) => ctx.outer.get(*i).cloned().unwrap_or(Value::Null),
+            Expr::Subquery(plan, kind, _) => {
+                let Some(runner) = ctx.runner else {
+                    return Err(SqlError::unsupported("a correlated subquery in this position"));
+                };
+                let inner = Ctx { outer: row, ..*ctx };
+                let rows = runner.run(&plan.0, &inner)?;
+                match kind {
+                    SubqueryKind::Scalar => {
+                        if rows.len() > 1 {
+                            return Err(SqlError::new(
+                                code::CARDINALITY,
+                                "more than one row returned by a subquery used as an expression",
+                            ));
+                        }
+                        rows.into_iter()
+                            .next()
+                            .and_then(|r| r.into_iter().next())
+                            .unwrap_or(Value::Null)
+                    }
+                    SubqueryKind::Exists(negated) => Value::Bool(rows.is_empty() == *negated),
+                    SubqueryKind::In(x, negated) => {
+                        let v = x.eval(row, ctx)?;
+                        let values: Vec<Value> =
+                            rows.into_iter().filter_map(|r| r.into_iter().next()).collect();
+                        in_values(&v, &values, *negated)
+                    }
+                    SubqueryKind::Array => {
+                        let items: Vec<String> = rows
+                            .into_iter()
+                            .filter_map(|r| r.into_iter().next())
+                            .map(|v| array_item(&v))
+                            .collect();
+                        Value::Text(format!("{{{}}}", items.join(",")))
+                    }
+                }
+            }
+            Expr::AnyOp(x, op, arr) => {
+                let v = x.eval(row, ctx)?;
+                let arr = arr.eval(row, ctx)?;
+                if v.is_null() || arr.is_null() {
+                    return Ok(Value::Null);
+                }
+                let items = parse_array(&arr.to_text(DataType::Text).unwrap_or_default())?;
+                let mut saw_null = false;
+                for item in items {
+                    match item {
+                        None => saw_null = true,
+                        Some(s) => {
+                            if binary(*op, v.clone(), Value::Text(s))?.as_bool()? == Some(true) {
+                                return Ok(Value::Bool(true));
+                            }
+                        }
+                    }
+                }
+                if saw_null {
+                    Value::Null
+                } else {
+                    Value::Bool(false)
+                }
+            }
             Expr::Not(e) => match e.eval(row, ctx)?.as_bool()? {
                 None => Value::Null,
                 Some(b) => Value::Bool(!b),
@@ -370,7 +539,19 @@ impl Expr {
     pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
         f(self);
         match self {
-            Expr::Const(_) | Expr::Column(_) | Expr::Param(_) => {}
+            Expr::Const(_) | Expr::Column(_) | Expr::Param(_) | Expr::Outer(_) => {}
+            Expr::Subquery(_, kind, refs) => {
+                if let SubqueryKind::In(x, _) = kind {
+                    x.walk(f);
+                }
+                for &i in refs {
+                    f(&Expr::Column(i));
+                }
+            }
+            Expr::AnyOp(a, _, b) => {
+                a.walk(f);
+                b.walk(f);
+            }
             Expr::Not(e) | Expr::Neg(e) | Expr::IsNull(e, _) | Expr::Cast(e, _) => e.walk(f),
             Expr::InValues(e, _, _) => e.walk(f),
             Expr::Binary(_, a, b)
@@ -530,6 +711,13 @@ pub fn binary(op: BinOp, a: Value, b: Value) -> Result<Value> {
             s.push_str(&b.to_text(DataType::Text).unwrap_or_default());
             Value::Text(s)
         }
+        BinOp::RegexMatch | BinOp::RegexNotMatch | BinOp::RegexIMatch | BinOp::RegexNotIMatch => {
+            let text = a.to_text(DataType::Text).unwrap_or_default();
+            let pattern = b.to_text(DataType::Text).unwrap_or_default();
+            let insensitive = matches!(op, BinOp::RegexIMatch | BinOp::RegexNotIMatch);
+            let negated = matches!(op, BinOp::RegexNotMatch | BinOp::RegexNotIMatch);
+            Value::Bool(regex_match(&text, &pattern, insensitive)? != negated)
+        }
         _ => arithmetic(op, numeric_operand(a)?, numeric_operand(b)?)?,
     })
 }
@@ -548,6 +736,97 @@ fn op_name(op: BinOp) -> &'static str {
         BinOp::LtEq => "<=",
         BinOp::Gt => ">",
         BinOp::GtEq => ">=",
+        BinOp::RegexMatch => "~",
+        BinOp::RegexNotMatch => "!~",
+        BinOp::RegexIMatch => "~*",
+        BinOp::RegexNotIMatch => "!~*",
+    }
+}
+
+/// A regular-expression match with a per-thread cache of compiled patterns.
+fn regex_match(text: &str, pattern: &str, insensitive: bool) -> Result<bool> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static CACHE: RefCell<HashMap<(String, bool), regex::Regex>> = RefCell::new(HashMap::new());
+    }
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let key = (pattern.to_string(), insensitive);
+        if !cache.contains_key(&key) {
+            if cache.len() > 256 {
+                cache.clear();
+            }
+            let re = regex::RegexBuilder::new(pattern)
+                .case_insensitive(insensitive)
+                .size_limit(1 << 20)
+                .build()
+                .map_err(|e| SqlError::new("2201B", format!("invalid regular expression: {e}")))?;
+            cache.insert(key.clone(), re);
+        }
+        Ok(cache[&key].is_match(text))
+    })
+}
+
+/// Parses a one-dimensional PostgreSQL array literal ('{a,"b c",NULL}').
+pub fn parse_array(s: &str) -> Result<Vec<Option<String>>> {
+    let bad = || SqlError::new(code::INVALID_TEXT, format!("malformed array literal: \"{s}\""));
+    let inner = s.trim().strip_prefix('{').and_then(|r| r.strip_suffix('}')).ok_or_else(bad)?;
+    let mut out = Vec::new();
+    if inner.trim().is_empty() {
+        return Ok(out);
+    }
+    let mut chars = inner.chars().peekable();
+    loop {
+        while chars.peek() == Some(&' ') {
+            chars.next();
+        }
+        let mut item = String::new();
+        let quoted = chars.peek() == Some(&'"');
+        if quoted {
+            chars.next();
+            loop {
+                match chars.next() {
+                    Some('\\') => item.push(chars.next().ok_or_else(bad)?),
+                    Some('"') => break,
+                    Some(c) => item.push(c),
+                    None => return Err(bad()),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == ',' {
+                    break;
+                }
+                item.push(c);
+                chars.next();
+            }
+        }
+        let item = if quoted { item } else { item.trim().to_string() };
+        out.push(if !quoted && item.eq_ignore_ascii_case("null") { None } else { Some(item) });
+        match chars.next() {
+            Some(',') => continue,
+            None => break,
+            Some(_) => return Err(bad()),
+        }
+    }
+    Ok(out)
+}
+
+/// One element of an array literal, quoted when it needs to be.
+fn array_item(v: &Value) -> String {
+    match v.to_text(DataType::Text) {
+        None => "NULL".into(),
+        Some(s) => {
+            if s.is_empty()
+                || s.contains([',', '"', '{', '}', ' ', '\\'])
+                || s.eq_ignore_ascii_case("null")
+            {
+                format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+            } else {
+                s
+            }
+        }
     }
 }
 
@@ -726,6 +1005,8 @@ fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             | Func::KilnPersist
             | Func::KilnLastTxid
             | Func::KilnFaultFailSyncs
+            | Func::Catalog(_)
+            | Func::ArrayToString
     );
     if strict && args.iter().any(Value::is_null) {
         return Ok(Value::Null);
@@ -853,6 +1134,51 @@ fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         | Func::KilnTxnStatus
         | Func::KilnWait
         | Func::KilnFaultFailSyncs => ctx.env.kiln(f, &args)?,
+        Func::Catalog(c) => ctx.env.catalog(c, &args)?,
+        Func::ArrayToString => {
+            let (arr, sep) = (arg(0), arg(1));
+            if arr.is_null() || sep.is_null() {
+                return Ok(Value::Null);
+            }
+            let items = parse_array(&text_arg(&arr))?;
+            Value::Text(items.into_iter().flatten().collect::<Vec<_>>().join(&text_arg(&sep)))
+        }
+        Func::ArrayUpper => {
+            let items = parse_array(&text_arg(&arg(0)))?;
+            if items.is_empty() {
+                Value::Null
+            } else {
+                Value::Int(items.len() as i64)
+            }
+        }
+        Func::ArrayPosition => {
+            let items = parse_array(&text_arg(&arg(0)))?;
+            let want = text_arg(&arg(1));
+            match items.iter().position(|i| i.as_deref() == Some(want.as_str())) {
+                Some(p) => Value::Int(p as i64 + 1),
+                None => Value::Null,
+            }
+        }
+        Func::ArrayElement => {
+            let items = parse_array(&text_arg(&arg(0)))?;
+            match arg(1) {
+                Value::Int(i) if i >= 1 && (i as usize) <= items.len() => {
+                    items[i as usize - 1].clone().map(Value::Text).unwrap_or(Value::Null)
+                }
+                _ => Value::Null,
+            }
+        }
+        Func::QuoteIdent => {
+            let s = text_arg(&arg(0));
+            if !s.is_empty()
+                && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                && !s.starts_with(|c: char| c.is_ascii_digit())
+            {
+                Value::Text(s)
+            } else {
+                Value::Text(format!("\"{}\"", s.replace('"', "\"\"")))
+            }
+        }
     })
 }
 

@@ -6,6 +6,7 @@
 //! projection, DISTINCT, ORDER BY and LIMIT. Key expressions may use columns of earlier FROM
 //! items, so a join on the inner table's key is an index nested-loop join.
 
+use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -17,7 +18,9 @@ use sqlparser::ast;
 use crate::catalog::{Catalog, Index, Table};
 use crate::encoding::{decode_row, encode_key, prefix_end};
 use crate::error::{code, Result, SqlError};
-use crate::expr::{AggFunc, BinOp, Ctx, Expr, Func};
+use crate::expr::{
+    AggFunc, BinOp, CatalogFunc, Ctx, Expr, Func, SubPlan, SubqueryKind, SubqueryRunner,
+};
 use crate::types::{Columns, DataType, Row, Value};
 
 /// A column of the scope expressions are bound in.
@@ -67,6 +70,24 @@ impl Scope {
     }
 }
 
+/// The statement's transaction, shared by the executor and the subqueries it runs (each
+/// borrows it only around an engine call).
+pub type TxnCell<'t> = RefCell<&'t mut Transaction>;
+
+/// Runs subqueries with the statement's transaction.
+pub struct Exec<'a, 't> {
+    /// The transaction.
+    pub txn: &'a TxnCell<'t>,
+    /// The statement's limits.
+    pub limits: &'a ExecLimits,
+}
+
+impl SubqueryRunner for Exec<'_, '_> {
+    fn run(&self, plan: &SelectPlan, ctx: &Ctx) -> Result<Vec<Row>> {
+        execute_select(plan, self.txn, ctx, self.limits)
+    }
+}
+
 /// A computed table: its columns and rows.
 pub type Relation = (Columns, Vec<Row>);
 
@@ -109,6 +130,19 @@ pub enum Source {
     Series(Expr, Expr, Option<Expr>),
     /// Rows computed at plan time (system tables, VALUES, derived tables).
     Rows(Arc<Vec<Vec<Value>>>),
+    /// UNION / INTERSECT / EXCEPT of two queries, run at execution.
+    SetOp(Box<SelectPlan>, Box<SelectPlan>, SetOpKind, bool),
+}
+
+/// A set operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOpKind {
+    /// UNION
+    Union,
+    /// INTERSECT
+    Intersect,
+    /// EXCEPT
+    Except,
 }
 
 /// How an item joins the ones before it.
@@ -194,6 +228,12 @@ pub struct Planner<'a> {
     pub system: &'a dyn SystemTables,
     /// The session, for evaluating subqueries.
     pub env: &'a dyn crate::expr::Env,
+    /// Scopes of enclosing queries (a subquery may refer to the innermost one).
+    pub outer: Vec<Scope>,
+    /// Set when binding referred to an enclosing query's column.
+    pub correlated: bool,
+    /// The enclosing query's columns referred to while binding the current subquery.
+    pub outer_refs: Vec<usize>,
 }
 
 fn ident(i: &ast::Ident) -> String {
@@ -271,10 +311,15 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
         D::Custom(name, _) => match object_name(name)?.as_str() {
             "timestamptz" => DataType::TimestampTz,
             "bpchar" => DataType::Char(1),
-            "name" | "regclass" | "oid" => DataType::Text,
+            "name" | "regclass" | "regtype" | "regnamespace" | "regproc" | "regrole" | "text" => {
+                DataType::Text
+            }
+            "oid" | "xid" => DataType::Int8,
             other => return Err(SqlError::unsupported(format!("type {other}"))),
         },
         D::Regclass => DataType::Text,
+        // Arrays travel as their text form ('{a,b}'); Kiln has no array columns.
+        D::Array(_) => DataType::Text,
         other => return Err(SqlError::unsupported(format!("type {other}"))),
     })
 }
@@ -296,6 +341,48 @@ pub fn position_of(sql: &str, span: sqlparser::tokenizer::Span) -> Option<usize>
 }
 
 impl<'a> Planner<'a> {
+    /// Resolves a name in the innermost enclosing query (a correlated reference).
+    fn resolve_outer(
+        &mut self,
+        table: Option<&str>,
+        name: &str,
+        err: SqlError,
+    ) -> Result<(Expr, DataType)> {
+        let Some(outer) = self.outer.last() else { return Err(err) };
+        match outer.resolve(table, name) {
+            Ok((i, t)) => {
+                self.correlated = true;
+                if !self.outer_refs.contains(&i) {
+                    self.outer_refs.push(i);
+                }
+                Ok((Expr::Outer(i), t))
+            }
+            Err(_) => Err(err),
+        }
+    }
+
+    /// Plans a subquery that may refer to `scope`; returns the plan and whether it did.
+    fn plan_subquery(&mut self, q: &ast::Query, scope: &Scope) -> Result<(SelectPlan, Vec<usize>)> {
+        self.outer.push(scope.clone());
+        let saved = std::mem::replace(&mut self.correlated, false);
+        let saved_refs = std::mem::take(&mut self.outer_refs);
+        let plan = self.query(q, None);
+        let refs = std::mem::replace(&mut self.outer_refs, saved_refs);
+        self.correlated = saved;
+        self.outer.pop();
+        Ok((plan?, refs))
+    }
+
+    /// Runs an uncorrelated subquery now, when parameter values are known.
+    fn run_now(&mut self, plan: &SelectPlan) -> Result<Option<Vec<Row>>> {
+        let Some(params) = self.param_values else { return Ok(None) };
+        let limits = ExecLimits::default();
+        let cell = RefCell::new(&mut *self.txn);
+        let exec = Exec { txn: &cell, limits: &limits };
+        let ctx = Ctx { params, env: self.env, outer: &[], runner: Some(&exec) };
+        Ok(Some(execute_select(plan, &cell, &ctx, &limits)?))
+    }
+
     fn param(&mut self, n: usize) -> DataType {
         if self.params.len() < n {
             self.params.resize(n, DataType::Unknown);
@@ -329,8 +416,12 @@ impl<'a> Planner<'a> {
         Ok(match e {
             E::Identifier(i) => {
                 let name = ident(i);
-                match scope.resolve(None, &name) {
-                    Ok((idx, ty)) => (Expr::Column(idx), ty),
+                match scope
+                    .resolve(None, &name)
+                    .map(|(i, t)| (Expr::Column(i), t))
+                    .or_else(|e| self.resolve_outer(None, &name, e))
+                {
+                    Ok(found) => found,
                     Err(err) => match name.as_str() {
                         "current_timestamp" | "localtimestamp" | "now" => {
                             (Expr::Func(Func::Now, vec![]), DataType::TimestampTz)
@@ -353,10 +444,11 @@ impl<'a> Planner<'a> {
                     [_, t, c] => (t.as_str(), c.as_str()),
                     _ => return Err(SqlError::unsupported(format!("the reference {e}"))),
                 };
-                let (idx, ty) = scope
+                scope
                     .resolve(Some(table), col)
-                    .map_err(|err| err.at(parts.first().and_then(position_of_ident)))?;
-                (Expr::Column(idx), ty)
+                    .map(|(i, t)| (Expr::Column(i), t))
+                    .or_else(|e| self.resolve_outer(Some(table), col, e))
+                    .map_err(|err| err.at(parts.first().and_then(position_of_ident)))?
             }
             E::Value(v) => self.literal(&v.value)?,
             E::Nested(inner) => self.expr(inner, scope, aggs)?,
@@ -422,17 +514,94 @@ impl<'a> Planner<'a> {
             }
             E::InSubquery { expr, subquery, negated } => {
                 let (x, ty) = self.expr(expr, scope, aggs)?;
-                let (values, sty) = self.subquery_values(subquery, true)?;
-                let (x, _) = self.coerce(x, ty, sty)?;
-                (Expr::InValues(Box::new(x), Arc::new(values), *negated), DataType::Bool)
+                let (plan, refs) = self.plan_subquery(subquery, scope)?;
+                if plan.columns.len() != 1 {
+                    return Err(SqlError::syntax("subquery has too many columns"));
+                }
+                let (x, _) = self.coerce(x, ty, plan.columns[0].1)?;
+                if refs.is_empty() {
+                    if let Some(rows) = self.run_now(&plan)? {
+                        let values =
+                            rows.into_iter().filter_map(|r| r.into_iter().next()).collect();
+                        return Ok((
+                            Expr::InValues(Box::new(x), Arc::new(values), *negated),
+                            DataType::Bool,
+                        ));
+                    }
+                }
+                (
+                    Expr::Subquery(
+                        SubPlan(Arc::new(plan)),
+                        SubqueryKind::In(Box::new(x), *negated),
+                        refs,
+                    ),
+                    DataType::Bool,
+                )
             }
             E::Subquery(q) => {
-                let (values, ty) = self.subquery_values(q, false)?;
-                (Expr::Const(values.into_iter().next().unwrap_or(Value::Null)), ty)
+                let (plan, refs) = self.plan_subquery(q, scope)?;
+                if plan.columns.len() != 1 {
+                    return Err(SqlError::syntax("subquery must return only one column"));
+                }
+                let ty = plan.columns[0].1;
+                if refs.is_empty() {
+                    if let Some(rows) = self.run_now(&plan)? {
+                        if rows.len() > 1 {
+                            return Err(SqlError::new(
+                                code::CARDINALITY,
+                                "more than one row returned by a subquery used as an expression",
+                            ));
+                        }
+                        let v = rows
+                            .into_iter()
+                            .next()
+                            .and_then(|r| r.into_iter().next())
+                            .unwrap_or(Value::Null);
+                        return Ok((Expr::Const(v), ty));
+                    }
+                }
+                (Expr::Subquery(SubPlan(Arc::new(plan)), SubqueryKind::Scalar, refs), ty)
             }
             E::Exists { subquery, negated } => {
-                let (values, _) = self.subquery_rows_exist(subquery)?;
-                (Expr::Const(Value::Bool(values != *negated)), DataType::Bool)
+                let (plan, refs) = self.plan_subquery(subquery, scope)?;
+                if refs.is_empty() {
+                    if let Some(rows) = self.run_now(&plan)? {
+                        return Ok((
+                            Expr::Const(Value::Bool(rows.is_empty() == *negated)),
+                            DataType::Bool,
+                        ));
+                    }
+                }
+                (
+                    Expr::Subquery(SubPlan(Arc::new(plan)), SubqueryKind::Exists(*negated), refs),
+                    DataType::Bool,
+                )
+            }
+            E::AnyOp { left, compare_op, right, .. } => {
+                let op = match compare_op {
+                    ast::BinaryOperator::Eq => BinOp::Eq,
+                    ast::BinaryOperator::NotEq => BinOp::NotEq,
+                    ast::BinaryOperator::Lt => BinOp::Lt,
+                    ast::BinaryOperator::LtEq => BinOp::LtEq,
+                    ast::BinaryOperator::Gt => BinOp::Gt,
+                    ast::BinaryOperator::GtEq => BinOp::GtEq,
+                    other => return Err(SqlError::unsupported(format!("{other} ANY"))),
+                };
+                let (x, _) = self.expr(left, scope, aggs)?;
+                let (arr, _) = self.expr(right, scope, aggs)?;
+                (Expr::AnyOp(Box::new(x), op, Box::new(arr)), DataType::Bool)
+            }
+            E::Collate { expr, .. } => self.expr(expr, scope, aggs)?,
+            E::CompoundFieldAccess { root, access_chain } => {
+                let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] =
+                    access_chain.as_slice()
+                else {
+                    return Err(SqlError::unsupported(format!("the expression {e}")));
+                };
+                let (arr, _) = self.expr(root, scope, aggs)?;
+                let (i, ity) = self.expr(index, scope, aggs)?;
+                let (i, _) = self.coerce(i, ity, DataType::Int8)?;
+                (Expr::Func(Func::ArrayElement, vec![arr, i]), DataType::Text)
             }
             E::Between { expr, negated, low, high } => {
                 let (x1, l) = self.comparable(expr, low, scope, aggs)?;
@@ -606,6 +775,19 @@ impl<'a> Planner<'a> {
             O::LtEq => BinOp::LtEq,
             O::Gt => BinOp::Gt,
             O::GtEq => BinOp::GtEq,
+            O::PGRegexMatch => BinOp::RegexMatch,
+            O::PGRegexNotMatch => BinOp::RegexNotMatch,
+            O::PGRegexIMatch => BinOp::RegexIMatch,
+            O::PGRegexNotIMatch => BinOp::RegexNotIMatch,
+            O::PGCustomBinaryOperator(parts) => match parts.last().map(String::as_str) {
+                Some("~") => BinOp::RegexMatch,
+                Some("!~") => BinOp::RegexNotMatch,
+                Some("~*") => BinOp::RegexIMatch,
+                Some("!~*") => BinOp::RegexNotIMatch,
+                Some("=") => BinOp::Eq,
+                Some("<>") => BinOp::NotEq,
+                _ => return Err(SqlError::unsupported(format!("the operator {op}"))),
+            },
             other => return Err(SqlError::unsupported(format!("the operator {other}"))),
         };
         let (a, at) = self.expr(left, scope, aggs)?;
@@ -616,9 +798,16 @@ impl<'a> Planner<'a> {
                 let (b, _) = self.coerce(b, bt, DataType::Text)?;
                 return Ok((Expr::Binary(bop, Box::new(a), Box::new(b)), DataType::Text));
             }
-            BinOp::Eq | BinOp::NotEq | BinOp::Lt | BinOp::LtEq | BinOp::Gt | BinOp::GtEq => {
-                DataType::Bool
-            }
+            BinOp::Eq
+            | BinOp::NotEq
+            | BinOp::Lt
+            | BinOp::LtEq
+            | BinOp::Gt
+            | BinOp::GtEq
+            | BinOp::RegexMatch
+            | BinOp::RegexNotMatch
+            | BinOp::RegexIMatch
+            | BinOp::RegexNotIMatch => DataType::Bool,
             _ => {
                 let common = DataType::common(at, bt);
                 match common {
@@ -687,8 +876,15 @@ impl<'a> Planner<'a> {
                 }
                 (args, distinct, star)
             }
-            ast::FunctionArguments::Subquery(_) => {
-                return Err(SqlError::unsupported("subquery arguments"))
+            ast::FunctionArguments::Subquery(q) => {
+                if name != "array" {
+                    return Err(SqlError::unsupported(format!("{name}(subquery)")));
+                }
+                let (plan, refs) = self.plan_subquery(q, scope)?;
+                return Ok((
+                    Expr::Subquery(SubPlan(Arc::new(plan)), SubqueryKind::Array, refs),
+                    DataType::Text,
+                ));
             }
         };
         let agg = match name.as_str() {
@@ -697,6 +893,26 @@ impl<'a> Planner<'a> {
             "min" => Some(AggFunc::Min),
             "max" => Some(AggFunc::Max),
             "avg" => Some(AggFunc::Avg),
+            "string_agg" => {
+                let sep = match args.get(1) {
+                    Some(ast::Expr::Value(v)) => match &v.value {
+                        ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) => {
+                            s.clone()
+                        }
+                        _ => {
+                            return Err(SqlError::unsupported(
+                                "string_agg with a non-text separator",
+                            ))
+                        }
+                    },
+                    _ => {
+                        return Err(SqlError::unsupported(
+                            "string_agg without a constant separator",
+                        ))
+                    }
+                };
+                Some(AggFunc::StringAgg(sep))
+            }
             _ => None,
         };
         if let Some(agg) = agg {
@@ -715,7 +931,8 @@ impl<'a> Planner<'a> {
                     DataType::Int8,
                 ));
             }
-            let [arg] = args.as_slice() else {
+            let args = if matches!(agg, AggFunc::StringAgg(_)) { &args[..1] } else { &args[..] };
+            let [arg] = args else {
                 return Err(SqlError::new(
                     code::UNDEFINED_FUNCTION,
                     format!("function {name} takes exactly one argument"),
@@ -723,6 +940,7 @@ impl<'a> Planner<'a> {
             };
             let (x, ty) = self.expr(arg, scope, false)?;
             let out = match agg {
+                AggFunc::StringAgg(_) => DataType::Text,
                 AggFunc::Count => DataType::Int8,
                 AggFunc::Sum => match ty {
                     DataType::Int2 | DataType::Int4 => DataType::Int8,
@@ -800,6 +1018,22 @@ impl<'a> Planner<'a> {
             "kiln_txn_status" => (Func::KilnTxnStatus, DataType::Text),
             "kiln_wait" => (Func::KilnWait, DataType::Text),
             "kiln_fault_fail_syncs" => (Func::KilnFaultFailSyncs, DataType::Text),
+            "pg_table_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" => (Func::Catalog(CatalogFunc::TableIsVisible), DataType::Bool),
+            "pg_get_userbyid" => (Func::Catalog(CatalogFunc::UserById), DataType::Text),
+            "format_type" => (Func::Catalog(CatalogFunc::FormatType), DataType::Text),
+            "pg_get_expr" => (Func::Catalog(CatalogFunc::GetExpr), DataType::Text),
+            "pg_get_indexdef" => (Func::Catalog(CatalogFunc::IndexDef), DataType::Text),
+            "pg_get_constraintdef" => (Func::Catalog(CatalogFunc::ConstraintDef), DataType::Text),
+            "pg_encoding_to_char" => (Func::Catalog(CatalogFunc::EncodingToChar), DataType::Text),
+            "pg_relation_is_publishable" => (Func::Catalog(CatalogFunc::RelationIsPublishable), DataType::Bool),
+            "pg_get_statisticsobjdef_columns" => (Func::Catalog(CatalogFunc::StatisticsColumns), DataType::Text),
+            "obj_description" | "col_description" | "shobj_description" => (Func::Catalog(CatalogFunc::Description), DataType::Text),
+            "current_schemas" => (Func::Catalog(CatalogFunc::CurrentSchemas), DataType::Text),
+            "has_table_privilege" | "has_schema_privilege" | "has_database_privilege" => (Func::Catalog(CatalogFunc::HasPrivilege), DataType::Bool),
+            "array_to_string" => (Func::ArrayToString, DataType::Text),
+            "array_upper" | "array_length" | "cardinality" => (Func::ArrayUpper, DataType::Int4),
+            "array_position" => (Func::ArrayPosition, DataType::Int4),
+            "quote_ident" => (Func::QuoteIdent, DataType::Text),
             _ => {
                 return Err(SqlError::new(
                     code::UNDEFINED_FUNCTION,
@@ -823,6 +1057,10 @@ impl<'a> Planner<'a> {
             Func::KilnTxnStatus => arity(1..=1)?,
             Func::KilnWait => arity(1..=2)?,
             Func::KilnFaultFailSyncs => arity(1..=1)?,
+            Func::Catalog(_) => arity(0..=4)?,
+            Func::ArrayToString | Func::ArrayPosition | Func::ArrayElement => arity(2..=3)?,
+            Func::ArrayUpper => arity(1..=2)?,
+            Func::QuoteIdent => arity(1..=1)?,
             _ => arity(0..=0)?,
         }
         // Untyped arguments take the type the function wants.
@@ -832,7 +1070,10 @@ impl<'a> Planner<'a> {
                 (Func::Substr, 1 | 2)
                 | (Func::Round, 1)
                 | (Func::KilnWait, 1)
-                | (Func::KilnFaultFailSyncs, 0) => DataType::Int8,
+                | (Func::KilnFaultFailSyncs, 0)
+                | (Func::ArrayUpper, 1)
+                | (Func::ArrayElement, 1) => DataType::Int8,
+                (Func::Catalog(_), _) => DataType::Unknown,
                 (Func::Abs | Func::Round | Func::Floor | Func::Ceil, 0) => DataType::Numeric(None),
                 (Func::Coalesce | Func::Greatest | Func::Least | Func::Nullif, _) => ty,
                 _ => DataType::Text,
@@ -840,32 +1081,6 @@ impl<'a> Planner<'a> {
             fixed.push(self.coerce(x, t, want)?.0);
         }
         Ok((Expr::Func(func, fixed), ty))
-    }
-
-    fn subquery_values(&mut self, q: &ast::Query, many: bool) -> Result<(Vec<Value>, DataType)> {
-        let plan = self.query(q, None)?;
-        if plan.columns.len() != 1 {
-            return Err(SqlError::syntax("subquery must return only one column"));
-        }
-        let ty = plan.columns[0].1;
-        let Some(params) = self.param_values else { return Ok((vec![], ty)) };
-        let rows =
-            execute_select(&plan, self.txn, &Ctx { params, env: self.env }, &Default::default())?;
-        if !many && rows.len() > 1 {
-            return Err(SqlError::new(
-                code::CARDINALITY,
-                "more than one row returned by a subquery used as an expression",
-            ));
-        }
-        Ok((rows.into_iter().map(|mut r| r.swap_remove(0)).collect(), ty))
-    }
-
-    fn subquery_rows_exist(&mut self, q: &ast::Query) -> Result<(bool, ())> {
-        let plan = self.query(q, None)?;
-        let Some(params) = self.param_values else { return Ok((false, ())) };
-        let rows =
-            execute_select(&plan, self.txn, &Ctx { params, env: self.env }, &Default::default())?;
-        Ok((!rows.is_empty(), ()))
     }
 
     /// Plans a query (SELECT, VALUES). `expected` gives target types for VALUES rows.
@@ -877,11 +1092,21 @@ impl<'a> Planner<'a> {
             return Err(SqlError::unsupported("FETCH FIRST"));
         }
         let mut plan = match q.body.as_ref() {
-            ast::SetExpr::Select(s) => self.select(s, q)?,
+            ast::SetExpr::Select(s) => self.select(s, Some(q))?,
             ast::SetExpr::Values(v) => self.values(v, expected)?,
             ast::SetExpr::Query(inner) => return self.query(inner, expected),
             ast::SetExpr::SetOperation { .. } => {
-                return Err(SqlError::unsupported("UNION, INTERSECT and EXCEPT"))
+                let mut plan = self.set_expr(q.body.as_ref(), expected)?;
+                // ORDER BY and LIMIT apply to the combined rows, by output name or position.
+                let scope = Scope {
+                    cols: plan
+                        .columns
+                        .iter()
+                        .map(|(n, t)| ScopeCol { table: None, name: n.clone(), ty: *t })
+                        .collect(),
+                };
+                self.order_limit(q, &mut plan, Some(&scope))?;
+                return Ok(plan);
             }
             other => return Err(SqlError::unsupported(format!("the query {other}"))),
         };
@@ -889,6 +1114,65 @@ impl<'a> Planner<'a> {
             self.order_limit(q, &mut plan, None)?;
         }
         Ok(plan)
+    }
+
+    /// Plans one operand of a set operation (no ORDER BY or LIMIT of its own).
+    fn set_expr(&mut self, e: &ast::SetExpr, expected: Option<&[DataType]>) -> Result<SelectPlan> {
+        match e {
+            ast::SetExpr::Select(s) => self.select(s, None),
+            ast::SetExpr::Values(v) => self.values(v, expected),
+            ast::SetExpr::Query(q) => self.query(q, expected),
+            ast::SetExpr::SetOperation { left, op, set_quantifier, right } => {
+                let l = self.set_expr(left, expected)?;
+                let r = self.set_expr(right, expected)?;
+                if l.columns.len() != r.columns.len() {
+                    return Err(SqlError::syntax(format!(
+                        "each {op} query must have the same number of columns"
+                    )));
+                }
+                let kind = match op {
+                    ast::SetOperator::Union => SetOpKind::Union,
+                    ast::SetOperator::Intersect => SetOpKind::Intersect,
+                    ast::SetOperator::Except => SetOpKind::Except,
+                    other => return Err(SqlError::unsupported(format!("{other}"))),
+                };
+                let all = match set_quantifier {
+                    ast::SetQuantifier::All => true,
+                    ast::SetQuantifier::Distinct | ast::SetQuantifier::None => false,
+                    other => return Err(SqlError::unsupported(format!("{op} {other}"))),
+                };
+                let columns: Vec<(String, DataType)> = l
+                    .columns
+                    .iter()
+                    .zip(&r.columns)
+                    .map(|((n, a), (_, b))| (n.clone(), DataType::common(*a, *b)))
+                    .collect();
+                let width = columns.len();
+                Ok(SelectPlan {
+                    from: vec![FromItem {
+                        source: Source::SetOp(Box::new(l), Box::new(r), kind, all),
+                        offset: 0,
+                        width,
+                        join: JoinKind::Inner,
+                        on: vec![],
+                        filters: vec![],
+                        label: format!("{op}"),
+                    }],
+                    width,
+                    constant_filters: vec![],
+                    grouping: None,
+                    having: None,
+                    projection: (0..width).map(Expr::Column).collect(),
+                    columns,
+                    distinct: false,
+                    order: vec![],
+                    limit: None,
+                    offset: None,
+                    lock: false,
+                })
+            }
+            other => Err(SqlError::unsupported(format!("the query {other}"))),
+        }
     }
 
     fn values(&mut self, v: &ast::Values, expected: Option<&[DataType]>) -> Result<SelectPlan> {
@@ -1094,15 +1378,9 @@ impl<'a> Planner<'a> {
             }
             ast::TableFactor::Derived { lateral: false, subquery, alias, .. } => {
                 let plan = self.query(subquery, None)?;
-                let Some(params) = self.param_values else {
+                let Some(rows) = self.run_now(&plan)? else {
                     return Err(SqlError::unsupported("a derived table in a prepared statement"));
                 };
-                let rows = execute_select(
-                    &plan,
-                    self.txn,
-                    &Ctx { params, env: self.env },
-                    &Default::default(),
-                )?;
                 let alias_name = alias.as_ref().map(|a| ident(&a.name));
                 let rename: Vec<String> = alias
                     .as_ref()
@@ -1136,7 +1414,7 @@ impl<'a> Planner<'a> {
         }
     }
 
-    fn select(&mut self, s: &ast::Select, q: &ast::Query) -> Result<SelectPlan> {
+    fn select(&mut self, s: &ast::Select, q: Option<&ast::Query>) -> Result<SelectPlan> {
         if s.having.is_some() && matches!(s.group_by, ast::GroupByExpr::All(_)) {
             return Err(SqlError::unsupported("GROUP BY ALL"));
         }
@@ -1339,7 +1617,7 @@ impl<'a> Planner<'a> {
             order: vec![],
             limit: None,
             offset: None,
-            lock: !q.locks.is_empty(),
+            lock: q.is_some_and(|q| !q.locks.is_empty()),
         };
         if matches!(s.distinct, Some(ast::Distinct::On(_))) {
             return Err(SqlError::unsupported("DISTINCT ON"));
@@ -1359,12 +1637,16 @@ impl<'a> Planner<'a> {
                 None => None,
             };
             plan.grouping = Some(grouping);
-            self.order_limit(q, &mut plan, Some(&scope))?;
+            if let Some(q) = q {
+                self.order_limit(q, &mut plan, Some(&scope))?;
+            }
         } else {
             if having.is_some() {
                 plan.having = having;
             }
-            self.order_limit(q, &mut plan, Some(&scope))?;
+            if let Some(q) = q {
+                self.order_limit(q, &mut plan, Some(&scope))?;
+            }
         }
         if plan.lock && !matches!(plan.from.first().map(|f| &f.source), Some(Source::Table(..))) {
             return Err(SqlError::unsupported("FOR UPDATE without a table"));
@@ -1771,6 +2053,10 @@ fn key_value(e: &Expr, ty: DataType, row: &[Value], ctx: &Ctx) -> Result<Option<
             }
         }
         (Value::Int(i), DataType::Float4 | DataType::Float8) => Some(Value::Float(i as f64)),
+        (Value::Int(i), DataType::Numeric(_)) => {
+            Some(Value::Numeric(rust_decimal::Decimal::from(i)))
+        }
+        (Value::Numeric(d), DataType::Numeric(_)) => Some(Value::Numeric(d)),
         (Value::Text(s), t) if t.is_string() => Some(Value::Text(match t {
             DataType::Char(_) => s.trim_end_matches(' ').to_string(),
             _ => s,
@@ -1817,7 +2103,7 @@ impl ExecLimits {
 pub fn table_rows(
     table: &Table,
     access: &Access,
-    txn: &mut Transaction,
+    txn: &TxnCell,
     outer: &[Value],
     ctx: &Ctx,
 ) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
@@ -1835,12 +2121,12 @@ pub fn table_rows(
     };
     match access {
         Access::Full => {
-            let rows = txn.scan(&ks, Scan::all())?;
+            let rows = txn.borrow_mut().scan(&ks, Scan::all())?;
             rows.into_iter().map(|(k, v)| Ok((k, decode_row(&v, width)?))).collect()
         }
         Access::Point(vals) => {
             let Some(key) = key_of(vals, &table.primary_key)? else { return Ok(vec![]) };
-            match txn.get(&ks, &key)? {
+            match txn.borrow_mut().get(&ks, &key)? {
                 Some(v) => Ok(vec![(key, decode_row(&v, width)?)]),
                 None => Ok(vec![]),
             }
@@ -1881,7 +2167,7 @@ pub fn table_rows(
                     Bound::Excluded(k)
                 };
             }
-            let rows = txn.scan(&ks, Scan::bounds(as_ref(&start), as_ref(&end)))?;
+            let rows = txn.borrow_mut().scan(&ks, Scan::bounds(as_ref(&start), as_ref(&end)))?;
             rows.into_iter().map(|(k, v)| Ok((k, decode_row(&v, width)?))).collect()
         }
         Access::Index(index, vals) => {
@@ -1890,8 +2176,8 @@ pub fn table_rows(
             };
             let end = prefix_end(&prefix);
             let entries = match &end {
-                Some(e) => txn.scan(&index.keyspace(), Scan::range(&prefix, e))?,
-                None => txn.scan(
+                Some(e) => txn.borrow_mut().scan(&index.keyspace(), Scan::range(&prefix, e))?,
+                None => txn.borrow_mut().scan(
                     &index.keyspace(),
                     Scan::bounds(Bound::Included(&prefix), Bound::Unbounded),
                 )?,
@@ -1900,7 +2186,7 @@ pub fn table_rows(
             for (entry, pk) in entries {
                 // Unique entries keep the primary key as the value; others append it to the key.
                 let pk = if pk.is_empty() { index_entry_pk(table, index, &entry)? } else { pk };
-                if let Some(v) = txn.get(&ks, &pk)? {
+                if let Some(v) = txn.borrow_mut().get(&ks, &pk)? {
                     out.push((pk, decode_row(&v, width)?));
                 }
             }
@@ -1934,7 +2220,7 @@ fn index_entry_pk(_table: &Table, _index: &Index, entry: &[u8]) -> Result<Vec<u8
 /// of the first item's row when it is a table (for UPDATE, DELETE and FOR UPDATE).
 pub fn execute_from(
     plan: &SelectPlan,
-    txn: &mut Transaction,
+    txn: &TxnCell,
     ctx: &Ctx,
     limits: &ExecLimits,
 ) -> Result<Vec<KeyedRow>> {
@@ -1955,7 +2241,7 @@ fn join_level(
     level: usize,
     row: &mut Vec<Value>,
     first_key: Option<&[u8]>,
-    txn: &mut Transaction,
+    txn: &TxnCell,
     ctx: &Ctx,
     limits: &ExecLimits,
     out: &mut Vec<KeyedRow>,
@@ -1978,6 +2264,11 @@ fn join_level(
             .map(|(k, r)| (Some(k), r))
             .collect(),
         Source::Rows(rows) => rows.iter().map(|r| (None, r.clone())).collect(),
+        Source::SetOp(left, right, kind, all) => {
+            let a = execute_select(left, txn, ctx, limits)?;
+            let b = execute_select(right, txn, ctx, limits)?;
+            set_operation(a, b, *kind, *all).into_iter().map(|r| (None, r)).collect()
+        }
         Source::Series(start, stop, step) => {
             let int = |e: &Expr| -> Result<i64> {
                 match e.eval(row, ctx)? {
@@ -2063,7 +2354,7 @@ fn passes(filters: &[Expr], row: &[Value], ctx: &Ctx) -> Result<bool> {
 /// Runs a SELECT to completion.
 pub fn execute_select(
     plan: &SelectPlan,
-    txn: &mut Transaction,
+    txn: &TxnCell,
     ctx: &Ctx,
     limits: &ExecLimits,
 ) -> Result<Vec<Vec<Value>>> {
@@ -2166,6 +2457,64 @@ pub fn finish_select(
     Ok(out)
 }
 
+/// UNION / INTERSECT / EXCEPT, with ALL keeping duplicates (by multiset counts).
+fn set_operation(a: Vec<Row>, b: Vec<Row>, kind: SetOpKind, all: bool) -> Vec<Row> {
+    fn dedup(mut rows: Vec<Row>) -> Vec<Row> {
+        rows.sort_by(|x, y| cmp_rows(x, y));
+        rows.dedup_by(|x, y| cmp_rows(x, y) == Ordering::Equal);
+        rows
+    }
+    match kind {
+        SetOpKind::Union => {
+            let mut out = a;
+            out.extend(b);
+            if all {
+                out
+            } else {
+                dedup(out)
+            }
+        }
+        SetOpKind::Intersect | SetOpKind::Except => {
+            let mut b_sorted = b;
+            b_sorted.sort_by(|x, y| cmp_rows(x, y));
+            let mut used = vec![false; b_sorted.len()];
+            let mut out = Vec::new();
+            let a = if all { a } else { dedup(a) };
+            for row in a {
+                let found = b_sorted.binary_search_by(|probe| cmp_rows(probe, &row));
+                // With ALL, each matching row of b pairs with one row of a.
+                let hit = match found {
+                    Ok(mut i) => {
+                        while i > 0 && cmp_rows(&b_sorted[i - 1], &row) == Ordering::Equal {
+                            i -= 1;
+                        }
+                        let mut j = i;
+                        while j < b_sorted.len()
+                            && cmp_rows(&b_sorted[j], &row) == Ordering::Equal
+                            && (all && used[j])
+                        {
+                            j += 1;
+                        }
+                        if j < b_sorted.len() && cmp_rows(&b_sorted[j], &row) == Ordering::Equal {
+                            if all {
+                                used[j] = true;
+                            }
+                            true
+                        } else {
+                            false
+                        }
+                    }
+                    Err(_) => false,
+                };
+                if hit == (kind == SetOpKind::Intersect) {
+                    out.push(row);
+                }
+            }
+            out
+        }
+    }
+}
+
 fn cmp_rows(a: &[Value], b: &[Value]) -> Ordering {
     for (x, y) in a.iter().zip(b) {
         let o = x.total_cmp(y);
@@ -2182,6 +2531,7 @@ enum Acc {
     Sum(Option<Value>),
     MinMax(Option<Value>),
     Avg(Option<Value>, i64),
+    Strings(Option<String>),
 }
 
 fn aggregate(g: &Grouping, rows: Vec<Vec<Value>>, ctx: &Ctx) -> Result<Vec<Vec<Value>>> {
@@ -2193,6 +2543,7 @@ fn aggregate(g: &Grouping, rows: Vec<Vec<Value>>, ctx: &Ctx) -> Result<Vec<Vec<V
             AggFunc::Sum => Acc::Sum(None),
             AggFunc::Min | AggFunc::Max => Acc::MinMax(None),
             AggFunc::Avg => Acc::Avg(None, 0),
+            AggFunc::StringAgg(_) => Acc::Strings(None),
         })
         .collect();
     // Groups in first-seen order; keys compared by value.
@@ -2248,6 +2599,18 @@ fn aggregate(g: &Grouping, rows: Vec<Vec<Value>>, ctx: &Ctx) -> Result<Vec<Vec<V
                         }
                     }
                 })),
+                (Acc::Strings(acc), f) => {
+                    let text = v.to_text(DataType::Text).unwrap_or_default();
+                    Acc::Strings(Some(match (acc, f) {
+                        (None, _) => text,
+                        (Some(mut a), AggFunc::StringAgg(sep)) => {
+                            a.push_str(sep);
+                            a.push_str(&text);
+                            a
+                        }
+                        (Some(a), _) => a,
+                    }))
+                }
                 (Acc::Avg(s, n), _) => Acc::Avg(
                     Some(match s {
                         None => widen(v),
@@ -2276,6 +2639,7 @@ fn aggregate(g: &Grouping, rows: Vec<Vec<Value>>, ctx: &Ctx) -> Result<Vec<Vec<V
                     (Some(v), _) => v,
                 },
                 Acc::MinMax(m) => m.unwrap_or(Value::Null),
+                Acc::Strings(s) => s.map(Value::Text).unwrap_or(Value::Null),
                 Acc::Avg(None, _) => Value::Null,
                 Acc::Avg(Some(s), n) => match s {
                     Value::Float(f) => Value::Float(f / n as f64),
@@ -2339,6 +2703,7 @@ pub fn explain(plan: &SelectPlan) -> Vec<String> {
             }
             Source::Series(..) => "Function Scan on generate_series".into(),
             Source::Rows(_) => format!("Scan of {}", item.label),
+            Source::SetOp(..) => format!("{} of two queries", item.label),
         };
         lines.push(format!("{pad}{join}{access}"));
         if !item.filters.is_empty() || !item.on.is_empty() {

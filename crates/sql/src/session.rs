@@ -1,6 +1,7 @@
 //! Sessions: statements, transaction blocks, settings, prepared statements and the ED
 //! surface (fast/safe per transaction, `kiln_*` functions, durability notifications).
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -19,11 +20,11 @@ use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 use crate::catalog::{Catalog, Column, Index, Table};
 use crate::encoding::{decode_row, encode_key, encode_row};
 use crate::error::{code, Result, SqlError};
-use crate::expr::{assign, Ctx, Env, Expr, Func};
+use crate::expr::{assign, CatalogFunc, Ctx, Env, Expr, Func};
 use crate::locks::{LockKey, LockManager};
 use crate::query::{
-    data_type, execute_from, finish_select, object_name, output_name, ExecLimits, Planner, Scope,
-    ScopeCol, SelectPlan, Source,
+    data_type, execute_from, finish_select, object_name, output_name, Exec, ExecLimits, Planner,
+    Scope, ScopeCol, SelectPlan, Source,
 };
 use crate::system::System;
 use crate::types::{now_micros, Columns, DataType, Value};
@@ -144,6 +145,9 @@ pub struct Database {
     next_owner: AtomicU64,
     notifier: Arc<Notifier>,
     stop: Arc<AtomicBool>,
+    /// Index and constraint definitions by OID, as the last catalog query saw them (for
+    /// pg_get_indexdef and pg_get_constraintdef).
+    definitions: Mutex<HashMap<i64, String>>,
 }
 
 impl Database {
@@ -158,6 +162,7 @@ impl Database {
             next_owner: AtomicU64::new(1),
             notifier: Arc::new(Notifier::default()),
             stop: Arc::new(AtomicBool::new(false)),
+            definitions: Mutex::new(HashMap::new()),
         });
         let mut txn = db.engine.begin(TxnOptions::new().isolation(IsolationLevel::Serializable))?;
         let mut created = false;
@@ -226,6 +231,14 @@ impl Database {
     /// Stops the notification router (the engine is closed by its owner).
     pub fn shutdown(&self) {
         self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Remembers index and constraint definitions by OID (see [`crate::system`]).
+    pub fn remember_definitions(&self, defs: Vec<(i64, String)>) {
+        let mut map = self.definitions.lock();
+        for (oid, def) in defs {
+            map.insert(oid, def);
+        }
     }
 
     /// The catalog.
@@ -588,6 +601,51 @@ impl Env for SessionEnv<'_> {
             _ => Value::Null,
         })
     }
+
+    fn catalog(&self, func: CatalogFunc, args: &[Value]) -> Result<Value> {
+        let arg_int = |i: usize| match args.get(i) {
+            Some(Value::Int(n)) => Some(*n),
+            Some(Value::Text(s)) => s.trim().parse().ok(),
+            _ => None,
+        };
+        Ok(match func {
+            CatalogFunc::TableIsVisible | CatalogFunc::HasPrivilege => Value::Bool(true),
+            CatalogFunc::RelationIsPublishable => Value::Bool(false),
+            CatalogFunc::UserById => Value::Text("kiln".into()),
+            CatalogFunc::EncodingToChar => Value::Text("UTF8".into()),
+            CatalogFunc::CurrentSchemas => Value::Text("{pg_catalog,public}".into()),
+            CatalogFunc::StatisticsColumns | CatalogFunc::Description => Value::Null,
+            CatalogFunc::GetExpr => args.first().cloned().unwrap_or(Value::Null),
+            CatalogFunc::FormatType => {
+                let Some(oid) = arg_int(0) else { return Ok(Value::Null) };
+                let typmod = arg_int(1).unwrap_or(-1);
+                let ty = match DataType::from_oid(oid as u32) {
+                    Some(DataType::Varchar(_)) if typmod >= 4 => {
+                        DataType::Varchar(Some(typmod as u32 - 4))
+                    }
+                    Some(DataType::Char(_)) if typmod >= 4 => DataType::Char(typmod as u32 - 4),
+                    Some(DataType::Numeric(_)) if typmod >= 4 => {
+                        let m = (typmod - 4) as u32;
+                        DataType::Numeric(Some((m >> 16, m & 0xffff)))
+                    }
+                    Some(t) => t,
+                    None => return Ok(Value::Text("???".into())),
+                };
+                Value::Text(ty.sql_name())
+            }
+            CatalogFunc::IndexDef | CatalogFunc::ConstraintDef => match arg_int(0) {
+                Some(oid) => self
+                    .db
+                    .definitions
+                    .lock()
+                    .get(&oid)
+                    .cloned()
+                    .map(Value::Text)
+                    .unwrap_or(Value::Null),
+                None => Value::Null,
+            },
+        })
+    }
 }
 
 impl Session {
@@ -815,6 +873,9 @@ impl Session {
             param_values: None,
             system: &system,
             env: &env,
+            outer: vec![],
+            correlated: false,
+            outer_refs: vec![],
         };
         let columns = match stmt {
             ast::Statement::Query(q) => Some(planner.query(q, None)?.columns),
@@ -1340,7 +1401,7 @@ impl Session {
             rows_max: self.db.config.rows_max,
             interrupt: Some(self.interrupt.clone()),
         };
-        let ctx = Ctx { params, env: &env };
+        let ctx = Ctx::new(params, &env);
         let lock_timeout = self
             .settings
             .get("lock_timeout")
@@ -1358,20 +1419,30 @@ impl Session {
                     param_values: Some(params),
                     system: &system,
                     env: &env,
+                    outer: vec![],
+                    correlated: false,
+                    outer_refs: vec![],
                 };
                 let plan = planner.query(q, None)?;
-                let joined = execute_from(&plan, &mut w.ts.txn, &ctx, &limits)?;
-                if plan.lock {
-                    if let Some(Source::Table(t, _)) = plan.from.first().map(|f| &f.source) {
-                        for (key, _) in &joined {
-                            if let Some(k) = key {
-                                w.lock(t.id, k.clone())?;
-                            }
-                        }
+                let (rows, keys) = {
+                    let cell = RefCell::new(&mut w.ts.txn);
+                    let exec = Exec { txn: &cell, limits: &limits };
+                    let ctx = Ctx { runner: Some(&exec), ..ctx };
+                    let joined = execute_from(&plan, &cell, &ctx, &limits)?;
+                    let keys: Vec<Vec<u8>> = if plan.lock {
+                        joined.iter().filter_map(|(k, _)| k.clone()).collect()
+                    } else {
+                        Vec::new()
+                    };
+                    let rows =
+                        finish_select(&plan, joined.into_iter().map(|(_, r)| r).collect(), &ctx)?;
+                    (rows, keys)
+                };
+                if let Some(Source::Table(t, _)) = plan.from.first().map(|f| &f.source) {
+                    for k in keys {
+                        w.lock(t.id, k)?;
                     }
                 }
-                let rows =
-                    finish_select(&plan, joined.into_iter().map(|(_, r)| r).collect(), &ctx)?;
                 let tag = format!("SELECT {}", rows.len());
                 Ok(Output::Rows { columns: plan.columns, rows, tag })
             }
@@ -1384,6 +1455,9 @@ impl Session {
                     param_values: Some(params),
                     system: &system,
                     env: &env,
+                    outer: vec![],
+                    correlated: false,
+                    outer_refs: vec![],
                 };
                 let plan = plan_insert(&mut planner, ins)?;
                 w.insert(plan, &ctx, &limits)
@@ -1397,6 +1471,9 @@ impl Session {
                     param_values: Some(params),
                     system: &system,
                     env: &env,
+                    outer: vec![],
+                    correlated: false,
+                    outer_refs: vec![],
                 };
                 let plan = plan_update(&mut planner, u)?;
                 w.update(plan, &ctx, &limits)
@@ -1410,6 +1487,9 @@ impl Session {
                     param_values: Some(params),
                     system: &system,
                     env: &env,
+                    outer: vec![],
+                    correlated: false,
+                    outer_refs: vec![],
                 };
                 let plan = plan_delete(&mut planner, d)?;
                 w.delete(plan, &ctx, &limits)
@@ -1423,6 +1503,9 @@ impl Session {
                     param_values: Some(params),
                     system: &system,
                     env: &env,
+                    outer: vec![],
+                    correlated: false,
+                    outer_refs: vec![],
                 };
                 let lines = match statement.as_ref() {
                     S::Query(q) => crate::query::explain(&planner.query(q, None)?),
@@ -1520,6 +1603,9 @@ impl Session {
                             param_values: Some(params),
                             system: &system,
                             env: &env,
+                            outer: vec![],
+                            correlated: false,
+                            outer_refs: vec![],
                         };
                         let plan = match source {
                             ast::CopySource::Query(q) => planner.query(q, None)?,
@@ -1540,8 +1626,12 @@ impl Session {
                                 planner.query(&q, None)?
                             }
                         };
-                        let rows =
-                            crate::query::execute_select(&plan, &mut w.ts.txn, &ctx, &limits)?;
+                        let rows = {
+                            let cell = RefCell::new(&mut w.ts.txn);
+                            let exec = Exec { txn: &cell, limits: &limits };
+                            let ctx = Ctx { runner: Some(&exec), ..ctx };
+                            crate::query::execute_select(&plan, &cell, &ctx, &limits)?
+                        };
                         let lines = rows
                             .iter()
                             .map(|r| format_copy_line(r, &plan.columns, csv))
@@ -1627,7 +1717,7 @@ impl Session {
             pid: self.pid,
             now: now_micros(),
         };
-        let ctx = Ctx { params: &[], env: &env };
+        let ctx = Ctx::new(&[], &env);
         let ts = self.txn.as_mut().expect("copy runs in a transaction");
         let mut w = Writer { db: &self.db, ts, lock_timeout: None, interrupt: &self.interrupt };
         let defaults = w.defaults(&table)?;
@@ -2485,8 +2575,12 @@ impl Writer<'_> {
 
     fn insert(&mut self, plan: InsertPlan, ctx: &Ctx, limits: &ExecLimits) -> Result<Output> {
         let table = plan.table.clone();
-        let source_rows =
-            crate::query::execute_select(&plan.source, &mut self.ts.txn, ctx, limits)?;
+        let source_rows = {
+            let cell = RefCell::new(&mut self.ts.txn);
+            let exec = Exec { txn: &cell, limits };
+            let ctx = Ctx { runner: Some(&exec), ..*ctx };
+            crate::query::execute_select(&plan.source, &cell, &ctx, limits)?
+        };
         let mut count = 0u64;
         let mut returned = Vec::new();
         for src in source_rows {
@@ -2556,7 +2650,12 @@ impl Writer<'_> {
     fn update(&mut self, plan: UpdatePlan, ctx: &Ctx, limits: &ExecLimits) -> Result<Output> {
         let table = plan.table.clone();
         let filters = plan.scan.from[0].filters.clone();
-        let rows = execute_from(&plan.scan, &mut self.ts.txn, ctx, limits)?;
+        let rows = {
+            let cell = RefCell::new(&mut self.ts.txn);
+            let exec = Exec { txn: &cell, limits };
+            let ctx = Ctx { runner: Some(&exec), ..*ctx };
+            execute_from(&plan.scan, &cell, &ctx, limits)?
+        };
         let mut count = 0u64;
         let mut returned = Vec::new();
         for (pk, row) in rows {
@@ -2586,7 +2685,12 @@ impl Writer<'_> {
     fn delete(&mut self, plan: DeletePlan, ctx: &Ctx, limits: &ExecLimits) -> Result<Output> {
         let table = plan.table.clone();
         let filters = plan.scan.from[0].filters.clone();
-        let rows = execute_from(&plan.scan, &mut self.ts.txn, ctx, limits)?;
+        let rows = {
+            let cell = RefCell::new(&mut self.ts.txn);
+            let exec = Exec { txn: &cell, limits };
+            let ctx = Ctx { runner: Some(&exec), ..*ctx };
+            execute_from(&plan.scan, &cell, &ctx, limits)?
+        };
         let mut count = 0u64;
         let mut returned = Vec::new();
         for (pk, row) in rows {

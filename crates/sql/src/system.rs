@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use kiln_engine::Transaction;
 
 use crate::error::Result;
-use crate::query::SystemTables;
+use crate::query::{Relation, SystemTables};
 use crate::session::Database;
-use crate::types::{DataType, Value};
+use crate::types::{Columns, DataType, Value};
 
 /// The system tables of one session.
 pub struct System<'a> {
@@ -55,58 +55,348 @@ pub fn kiln_stat(db: &Database) -> Vec<(&'static str, i64, &'static str)> {
     ]
 }
 
+/// OIDs of catalog objects: tables and indexes by catalog id, primary-key indexes and
+/// constraints in their own ranges.
+pub mod oid {
+    /// First user object OID (as in PostgreSQL).
+    pub const FIRST: i64 = 16384;
+    /// The `public` schema.
+    pub const PUBLIC: i64 = 2200;
+    /// The `pg_catalog` schema.
+    pub const PG_CATALOG: i64 = 11;
+    /// The only role.
+    pub const ROLE: i64 = 10;
+    /// A table or index with catalog id `id`.
+    pub fn object(id: u64) -> i64 {
+        FIRST + id as i64
+    }
+    /// The primary-key index of table `id`.
+    pub fn pkey_index(id: u64) -> i64 {
+        FIRST + 1_000_000 + id as i64
+    }
+    /// The constraint behind index OID `index_oid`.
+    pub fn constraint(index_oid: i64) -> i64 {
+        index_oid + 2_000_000
+    }
+}
+
+fn cols(spec: &[(&str, DataType)]) -> Columns {
+    spec.iter().map(|(n, t)| (n.to_string(), *t)).collect()
+}
+
+use DataType::{Bool as B, Int2 as I2, Int4 as I4, Int8 as I8, Text as T};
+
 impl SystemTables for System<'_> {
-    fn system_table(
-        &self,
-        txn: &mut Transaction,
-        name: &str,
-    ) -> Result<Option<crate::query::Relation>> {
+    fn system_table(&self, txn: &mut Transaction, name: &str) -> Result<Option<Relation>> {
         let text = |s: &str| Value::Text(s.to_string());
-        Ok(Some(match name {
-            "kiln_stat" => (
-                vec![
-                    ("name".into(), DataType::Text),
-                    ("value".into(), DataType::Int8),
-                    ("description".into(), DataType::Text),
-                ],
+        let empty = |spec: &[(&str, DataType)]| Some((cols(spec), vec![]));
+        Ok(match name {
+            "kiln_stat" => Some((
+                cols(&[("name", T), ("value", I8), ("description", T)]),
                 kiln_stat(self.db)
                     .into_iter()
                     .map(|(n, v, d)| vec![text(n), Value::Int(v), text(d)])
                     .collect(),
-            ),
-            "pg_settings" => (
-                vec![("name".into(), DataType::Text), ("setting".into(), DataType::Text)],
+            )),
+            "pg_settings" => Some((
+                cols(&[("name", T), ("setting", T)]),
                 self.settings.iter().map(|(k, v)| vec![text(k), text(v)]).collect(),
-            ),
+            )),
             "pg_database" => {
-                let dbs = crate::catalog::Catalog::default();
-                let _ = dbs;
-                let names = self.db_catalog_databases(txn)?;
-                (
-                    vec![("oid".into(), DataType::Int8), ("datname".into(), DataType::Text)],
+                let names = self.db.catalog().databases(txn)?;
+                Some((
+                    cols(&[
+                        ("oid", I8),
+                        ("datname", T),
+                        ("datdba", I8),
+                        ("encoding", I4),
+                        ("datlocprovider", T),
+                        ("datistemplate", B),
+                        ("datallowconn", B),
+                        ("datconnlimit", I4),
+                        ("dattablespace", I8),
+                        ("datcollate", T),
+                        ("datctype", T),
+                        ("daticulocale", T),
+                        ("datcollversion", T),
+                        ("datacl", T),
+                    ]),
                     names
                         .into_iter()
                         .enumerate()
-                        .map(|(i, n)| vec![Value::Int(16384 + i as i64), Value::Text(n)])
+                        .map(|(i, n)| {
+                            vec![
+                                Value::Int(oid::FIRST - 1000 + i as i64),
+                                Value::Text(n),
+                                Value::Int(oid::ROLE),
+                                Value::Int(6),
+                                text("c"),
+                                Value::Bool(false),
+                                Value::Bool(true),
+                                Value::Int(-1),
+                                Value::Int(1663),
+                                text("C"),
+                                text("C"),
+                                Value::Null,
+                                Value::Null,
+                                Value::Null,
+                            ]
+                        })
                         .collect(),
-                )
+                ))
             }
-            "pg_namespace" => (
-                vec![("oid".into(), DataType::Int8), ("nspname".into(), DataType::Text)],
+            "pg_namespace" => Some((
+                cols(&[("oid", I8), ("nspname", T), ("nspowner", I8), ("nspacl", T)]),
                 vec![
-                    vec![Value::Int(11), text("pg_catalog")],
-                    vec![Value::Int(2200), text("public")],
-                ],
-            ),
-            "information_schema.tables" => {
-                let tables = self.db_tables(txn)?;
-                (
                     vec![
-                        ("table_catalog".into(), DataType::Text),
-                        ("table_schema".into(), DataType::Text),
-                        ("table_name".into(), DataType::Text),
-                        ("table_type".into(), DataType::Text),
+                        Value::Int(oid::PG_CATALOG),
+                        text("pg_catalog"),
+                        Value::Int(oid::ROLE),
+                        Value::Null,
                     ],
+                    vec![
+                        Value::Int(oid::PUBLIC),
+                        text("public"),
+                        Value::Int(oid::ROLE),
+                        Value::Null,
+                    ],
+                    vec![
+                        Value::Int(13000),
+                        text("information_schema"),
+                        Value::Int(oid::ROLE),
+                        Value::Null,
+                    ],
+                ],
+            )),
+            "pg_am" => Some((
+                cols(&[("oid", I8), ("amname", T), ("amhandler", T), ("amtype", T)]),
+                vec![
+                    vec![Value::Int(2), text("heap"), text("heap_tableam_handler"), text("t")],
+                    vec![Value::Int(403), text("btree"), text("bthandler"), text("i")],
+                ],
+            )),
+            "pg_roles" | "pg_user" | "pg_authid" => Some((
+                cols(&[
+                    ("oid", I8),
+                    ("rolname", T),
+                    ("rolsuper", B),
+                    ("rolinherit", B),
+                    ("rolcreaterole", B),
+                    ("rolcreatedb", B),
+                    ("rolcanlogin", B),
+                    ("rolreplication", B),
+                    ("rolconnlimit", I4),
+                    ("rolbypassrls", B),
+                    ("rolconfig", T),
+                    ("usename", T),
+                    ("usesysid", I8),
+                ]),
+                vec![vec![
+                    Value::Int(oid::ROLE),
+                    text("kiln"),
+                    Value::Bool(true),
+                    Value::Bool(true),
+                    Value::Bool(true),
+                    Value::Bool(true),
+                    Value::Bool(true),
+                    Value::Bool(false),
+                    Value::Int(-1),
+                    Value::Bool(true),
+                    Value::Null,
+                    text("kiln"),
+                    Value::Int(oid::ROLE),
+                ]],
+            )),
+            "pg_type" => {
+                let types = [
+                    DataType::Bool,
+                    DataType::Bytea,
+                    DataType::Int8,
+                    DataType::Int2,
+                    DataType::Int4,
+                    DataType::Text,
+                    DataType::Float4,
+                    DataType::Float8,
+                    DataType::Char(1),
+                    DataType::Varchar(None),
+                    DataType::Date,
+                    DataType::Timestamp,
+                    DataType::TimestampTz,
+                    DataType::Numeric(None),
+                ];
+                Some((
+                    cols(&[
+                        ("oid", I8),
+                        ("typname", T),
+                        ("typnamespace", I8),
+                        ("typowner", I8),
+                        ("typlen", I2),
+                        ("typbyval", B),
+                        ("typtype", T),
+                        ("typcategory", T),
+                        ("typisdefined", B),
+                        ("typrelid", I8),
+                        ("typelem", I8),
+                        ("typarray", I8),
+                        ("typbasetype", I8),
+                        ("typtypmod", I4),
+                        ("typnotnull", B),
+                        ("typcollation", I8),
+                    ]),
+                    types
+                        .iter()
+                        .map(|t| {
+                            let name = match t {
+                                DataType::Bool => "bool",
+                                DataType::Bytea => "bytea",
+                                DataType::Int8 => "int8",
+                                DataType::Int2 => "int2",
+                                DataType::Int4 => "int4",
+                                DataType::Text => "text",
+                                DataType::Float4 => "float4",
+                                DataType::Float8 => "float8",
+                                DataType::Char(_) => "bpchar",
+                                DataType::Varchar(_) => "varchar",
+                                DataType::Date => "date",
+                                DataType::Timestamp => "timestamp",
+                                DataType::TimestampTz => "timestamptz",
+                                _ => "numeric",
+                            };
+                            let collatable = t.is_string();
+                            vec![
+                                Value::Int(t.oid() as i64),
+                                text(name),
+                                Value::Int(oid::PG_CATALOG),
+                                Value::Int(oid::ROLE),
+                                Value::Int(t.size() as i64),
+                                Value::Bool(t.size() > 0),
+                                text("b"),
+                                text(if t.is_numeric() {
+                                    "N"
+                                } else if collatable {
+                                    "S"
+                                } else {
+                                    "U"
+                                }),
+                                Value::Bool(true),
+                                Value::Int(0),
+                                Value::Int(0),
+                                Value::Int(0),
+                                Value::Int(0),
+                                Value::Int(-1),
+                                Value::Bool(false),
+                                Value::Int(if collatable { 100 } else { 0 }),
+                            ]
+                        })
+                        .collect(),
+                ))
+            }
+            "pg_collation" => Some((
+                cols(&[
+                    ("oid", I8),
+                    ("collname", T),
+                    ("collnamespace", I8),
+                    ("collprovider", T),
+                    ("collcollate", T),
+                    ("collctype", T),
+                ]),
+                vec![
+                    vec![
+                        Value::Int(100),
+                        text("default"),
+                        Value::Int(oid::PG_CATALOG),
+                        text("d"),
+                        Value::Null,
+                        Value::Null,
+                    ],
+                    vec![
+                        Value::Int(950),
+                        text("C"),
+                        Value::Int(oid::PG_CATALOG),
+                        text("c"),
+                        text("C"),
+                        text("C"),
+                    ],
+                ],
+            )),
+            "pg_class" | "pg_attribute" | "pg_attrdef" | "pg_index" | "pg_constraint"
+            | "pg_indexes" | "pg_tables" => Some(self.relations(txn, name)?),
+            "pg_policy" => empty(&[
+                ("oid", I8),
+                ("polname", T),
+                ("polrelid", I8),
+                ("polcmd", T),
+                ("polpermissive", B),
+                ("polroles", T),
+                ("polqual", T),
+                ("polwithcheck", T),
+            ]),
+            "pg_statistic_ext" => empty(&[
+                ("oid", I8),
+                ("stxrelid", I8),
+                ("stxname", T),
+                ("stxnamespace", I8),
+                ("stxowner", I8),
+                ("stxstattarget", I4),
+                ("stxkeys", T),
+                ("stxkind", T),
+            ]),
+            "pg_publication" => empty(&[
+                ("oid", I8),
+                ("pubname", T),
+                ("pubowner", I8),
+                ("puballtables", B),
+                ("pubinsert", B),
+                ("pubupdate", B),
+                ("pubdelete", B),
+                ("pubtruncate", B),
+                ("pubviaroot", B),
+            ]),
+            "pg_publication_namespace" => empty(&[("oid", I8), ("pnpubid", I8), ("pnnspid", I8)]),
+            "pg_publication_rel" => empty(&[
+                ("oid", I8),
+                ("prpubid", I8),
+                ("prrelid", I8),
+                ("prqual", T),
+                ("prattrs", T),
+            ]),
+            "pg_inherits" => empty(&[
+                ("inhrelid", I8),
+                ("inhparent", I8),
+                ("inhseqno", I4),
+                ("inhdetachpending", B),
+            ]),
+            "pg_partitioned_table" => empty(&[
+                ("partrelid", I8),
+                ("partstrat", T),
+                ("partnatts", I2),
+                ("partdefid", I8),
+                ("partattrs", T),
+            ]),
+            "pg_description" => {
+                empty(&[("objoid", I8), ("classoid", I8), ("objsubid", I4), ("description", T)])
+            }
+            "pg_trigger" => empty(&[
+                ("oid", I8),
+                ("tgrelid", I8),
+                ("tgname", T),
+                ("tgenabled", T),
+                ("tgisinternal", B),
+            ]),
+            "pg_rewrite" => empty(&[("oid", I8), ("rulename", T), ("ev_class", I8)]),
+            "pg_tablespace" => Some((
+                cols(&[("oid", I8), ("spcname", T), ("spcowner", I8)]),
+                vec![vec![Value::Int(1663), text("pg_default"), Value::Int(oid::ROLE)]],
+            )),
+            "information_schema.tables" => {
+                let tables = self.db.catalog().tables(txn, self.database)?;
+                Some((
+                    cols(&[
+                        ("table_catalog", T),
+                        ("table_schema", T),
+                        ("table_name", T),
+                        ("table_type", T),
+                    ]),
                     tables
                         .iter()
                         .map(|t| {
@@ -118,10 +408,10 @@ impl SystemTables for System<'_> {
                             ]
                         })
                         .collect(),
-                )
+                ))
             }
             "information_schema.columns" => {
-                let tables = self.db_tables(txn)?;
+                let tables = self.db.catalog().tables(txn, self.database)?;
                 let mut rows = Vec::new();
                 for t in &tables {
                     for (i, c) in t.columns.iter().enumerate() {
@@ -137,34 +427,335 @@ impl SystemTables for System<'_> {
                         ]);
                     }
                 }
-                (
-                    vec![
-                        ("table_catalog".into(), DataType::Text),
-                        ("table_schema".into(), DataType::Text),
-                        ("table_name".into(), DataType::Text),
-                        ("column_name".into(), DataType::Text),
-                        ("ordinal_position".into(), DataType::Int4),
-                        ("column_default".into(), DataType::Text),
-                        ("is_nullable".into(), DataType::Text),
-                        ("data_type".into(), DataType::Text),
-                    ],
+                Some((
+                    cols(&[
+                        ("table_catalog", T),
+                        ("table_schema", T),
+                        ("table_name", T),
+                        ("column_name", T),
+                        ("ordinal_position", I4),
+                        ("column_default", T),
+                        ("is_nullable", T),
+                        ("data_type", T),
+                    ]),
                     rows,
-                )
+                ))
             }
-            _ => return Ok(None),
-        }))
+            _ => None,
+        })
     }
 }
 
-impl System<'_> {
-    fn db_tables(
-        &self,
-        txn: &mut Transaction,
-    ) -> Result<Vec<std::sync::Arc<crate::catalog::Table>>> {
-        self.db.catalog().tables(txn, self.database)
-    }
+/// An index as the catalog tables show it: OID, name, columns, unique, primary, and the
+/// kind of constraint it implements ('p', 'u').
+type IndexRow = (i64, String, Vec<usize>, bool, bool, Option<char>);
 
-    fn db_catalog_databases(&self, txn: &mut Transaction) -> Result<Vec<String>> {
-        self.db.catalog().databases(txn)
+impl System<'_> {
+    /// pg_class, pg_attribute, pg_attrdef, pg_index, pg_constraint, pg_indexes, pg_tables
+    /// from the catalog; index and constraint definitions are remembered for
+    /// pg_get_indexdef / pg_get_constraintdef.
+    fn relations(&self, txn: &mut Transaction, which: &str) -> Result<Relation> {
+        let tables = self.db.catalog().tables(txn, self.database)?;
+        let text = |s: &str| Value::Text(s.to_string());
+        let int = Value::Int;
+        let boolean = Value::Bool;
+        let mut rows = Vec::new();
+        let mut defs = Vec::new();
+        for t in &tables {
+            let toid = oid::object(t.id);
+            let colnames = |c: &[usize]| {
+                c.iter().map(|&i| t.columns[i].name.clone()).collect::<Vec<_>>().join(", ")
+            };
+            // Indexes: (oid, name, columns, unique, primary, constraint kind).
+            let mut indexes: Vec<IndexRow> = Vec::new();
+            if !t.primary_key.is_empty() {
+                let name = t.primary_key_name.clone().unwrap_or_else(|| format!("{}_pkey", t.name));
+                indexes.push((
+                    oid::pkey_index(t.id),
+                    name,
+                    t.primary_key.clone(),
+                    true,
+                    true,
+                    Some('p'),
+                ));
+            }
+            for ix in &t.indexes {
+                let is_constraint = ix.unique && ix.name.ends_with("_key");
+                indexes.push((
+                    oid::object(ix.id),
+                    ix.name.clone(),
+                    ix.columns.clone(),
+                    ix.unique,
+                    false,
+                    is_constraint.then_some('u'),
+                ));
+            }
+            for (ioid, name, c, unique, _, kind) in &indexes {
+                defs.push((
+                    *ioid,
+                    format!(
+                        "CREATE {}INDEX {name} ON public.{} USING btree ({})",
+                        if *unique { "UNIQUE " } else { "" },
+                        t.name,
+                        colnames(c)
+                    ),
+                ));
+                if let Some(k) = kind {
+                    let what = if *k == 'p' { "PRIMARY KEY" } else { "UNIQUE" };
+                    defs.push((oid::constraint(*ioid), format!("{what} ({})", colnames(c))));
+                }
+            }
+            match which {
+                "pg_class" | "pg_tables" => {
+                    let class_row = |oid: i64,
+                                     name: &str,
+                                     kind: &str,
+                                     natts: usize,
+                                     am: i64,
+                                     has_index: bool| {
+                        vec![
+                            int(oid),
+                            text(name),
+                            int(oid::PUBLIC),
+                            int(0),
+                            int(oid::ROLE),
+                            int(am),
+                            int(oid),
+                            int(0),
+                            int(0),
+                            Value::Float(-1.0),
+                            int(0),
+                            int(0),
+                            boolean(has_index),
+                            boolean(false),
+                            text("p"),
+                            text(kind),
+                            int(natts as i64),
+                            int(0),
+                            boolean(false),
+                            boolean(false),
+                            boolean(false),
+                            boolean(false),
+                            boolean(false),
+                            text("d"),
+                            boolean(false),
+                            Value::Null,
+                            Value::Null,
+                            int(0),
+                        ]
+                    };
+                    if which == "pg_tables" {
+                        rows.push(vec![
+                            text("public"),
+                            text(&t.name),
+                            text("kiln"),
+                            Value::Null,
+                            boolean(!indexes.is_empty()),
+                        ]);
+                        continue;
+                    }
+                    rows.push(class_row(
+                        toid,
+                        &t.name,
+                        "r",
+                        t.columns.len(),
+                        2,
+                        !indexes.is_empty(),
+                    ));
+                    for (ioid, name, c, ..) in &indexes {
+                        rows.push(class_row(*ioid, name, "i", c.len(), 403, false));
+                    }
+                }
+                "pg_attribute" => {
+                    for (i, c) in t.columns.iter().enumerate() {
+                        let collation = if c.ty.is_string() { 100 } else { 0 };
+                        rows.push(vec![
+                            int(toid),
+                            text(&c.name),
+                            int(c.ty.oid() as i64),
+                            int(c.ty.size() as i64),
+                            int(i as i64 + 1),
+                            int(c.ty.modifier() as i64),
+                            boolean(!c.nullable),
+                            boolean(c.default.is_some()),
+                            text(""),
+                            text(""),
+                            boolean(false),
+                            int(collation),
+                            int(0),
+                            boolean(true),
+                        ]);
+                    }
+                }
+                "pg_attrdef" => {
+                    for (i, c) in t.columns.iter().enumerate() {
+                        if let Some(d) = &c.default {
+                            rows.push(vec![
+                                int(toid * 1000 + i as i64),
+                                int(toid),
+                                int(i as i64 + 1),
+                                text(d),
+                            ]);
+                        }
+                    }
+                }
+                "pg_index" | "pg_indexes" => {
+                    for (ioid, name, c, unique, primary, _) in &indexes {
+                        if which == "pg_indexes" {
+                            let def = defs
+                                .iter()
+                                .find(|(o, _)| o == ioid)
+                                .map(|(_, d)| d.clone())
+                                .unwrap_or_default();
+                            rows.push(vec![
+                                text("public"),
+                                text(&t.name),
+                                text(name),
+                                Value::Null,
+                                text(&def),
+                            ]);
+                            continue;
+                        }
+                        let keys =
+                            c.iter().map(|k| (k + 1).to_string()).collect::<Vec<_>>().join(" ");
+                        rows.push(vec![
+                            int(*ioid),
+                            int(toid),
+                            int(c.len() as i64),
+                            int(c.len() as i64),
+                            boolean(*unique),
+                            boolean(*primary),
+                            boolean(false),
+                            boolean(true),
+                            boolean(false),
+                            boolean(true),
+                            boolean(true),
+                            boolean(true),
+                            boolean(false),
+                            text(&keys),
+                        ]);
+                    }
+                }
+                "pg_constraint" => {
+                    for (ioid, name, c, _, _, kind) in &indexes {
+                        let Some(k) = kind else { continue };
+                        let keys =
+                            c.iter().map(|k| (k + 1).to_string()).collect::<Vec<_>>().join(",");
+                        rows.push(vec![
+                            int(oid::constraint(*ioid)),
+                            text(name),
+                            int(oid::PUBLIC),
+                            text(&k.to_string()),
+                            boolean(false),
+                            boolean(false),
+                            boolean(true),
+                            int(toid),
+                            int(0),
+                            int(*ioid),
+                            int(0),
+                            int(0),
+                            text(&format!("{{{keys}}}")),
+                        ]);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.db.remember_definitions(defs);
+        let columns = match which {
+            "pg_class" => cols(&[
+                ("oid", I8),
+                ("relname", T),
+                ("relnamespace", I8),
+                ("reltype", I8),
+                ("relowner", I8),
+                ("relam", I8),
+                ("relfilenode", I8),
+                ("reltablespace", I8),
+                ("relpages", I4),
+                ("reltuples", DataType::Float4),
+                ("relallvisible", I4),
+                ("reltoastrelid", I8),
+                ("relhasindex", B),
+                ("relisshared", B),
+                ("relpersistence", T),
+                ("relkind", T),
+                ("relnatts", I2),
+                ("relchecks", I2),
+                ("relhasrules", B),
+                ("relhastriggers", B),
+                ("relhassubclass", B),
+                ("relrowsecurity", B),
+                ("relforcerowsecurity", B),
+                ("relreplident", T),
+                ("relispartition", B),
+                ("reloptions", T),
+                ("relpartbound", T),
+                ("reloftype", I8),
+            ]),
+            "pg_tables" => cols(&[
+                ("schemaname", T),
+                ("tablename", T),
+                ("tableowner", T),
+                ("tablespace", T),
+                ("hasindexes", B),
+            ]),
+            "pg_attribute" => cols(&[
+                ("attrelid", I8),
+                ("attname", T),
+                ("atttypid", I8),
+                ("attlen", I2),
+                ("attnum", I2),
+                ("atttypmod", I4),
+                ("attnotnull", B),
+                ("atthasdef", B),
+                ("attidentity", T),
+                ("attgenerated", T),
+                ("attisdropped", B),
+                ("attcollation", I8),
+                ("attinhcount", I4),
+                ("attislocal", B),
+            ]),
+            "pg_attrdef" => cols(&[("oid", I8), ("adrelid", I8), ("adnum", I2), ("adbin", T)]),
+            "pg_index" => cols(&[
+                ("indexrelid", I8),
+                ("indrelid", I8),
+                ("indnatts", I2),
+                ("indnkeyatts", I2),
+                ("indisunique", B),
+                ("indisprimary", B),
+                ("indisexclusion", B),
+                ("indimmediate", B),
+                ("indisclustered", B),
+                ("indisvalid", B),
+                ("indisready", B),
+                ("indislive", B),
+                ("indisreplident", B),
+                ("indkey", T),
+            ]),
+            "pg_indexes" => cols(&[
+                ("schemaname", T),
+                ("tablename", T),
+                ("indexname", T),
+                ("tablespace", T),
+                ("indexdef", T),
+            ]),
+            _ => cols(&[
+                ("oid", I8),
+                ("conname", T),
+                ("connamespace", I8),
+                ("contype", T),
+                ("condeferrable", B),
+                ("condeferred", B),
+                ("convalidated", B),
+                ("conrelid", I8),
+                ("contypid", I8),
+                ("conindid", I8),
+                ("conparentid", I8),
+                ("confrelid", I8),
+                ("conkey", T),
+            ]),
+        };
+        Ok((columns, rows))
     }
 }

@@ -1,0 +1,82 @@
+//! psql, scripted, against a `kiln serve` process: DDL and DML, the describe commands
+//! (`\dt`, `\d table`, `\l`), errors, and the ED functions.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+#[test]
+fn psql_session() {
+    let kiln = common::Kiln::start(&[]);
+    let script = r#"
+CREATE TABLE accounts (id int PRIMARY KEY, owner varchar(20) NOT NULL DEFAULT 'nobody', balance numeric(12,2) UNIQUE, opened date);
+CREATE INDEX accounts_owner ON accounts (owner);
+CREATE TABLE audit (at timestamptz, note text);
+INSERT INTO accounts VALUES (1, 'ann', 10.50, '2024-01-31'), (2, 'bob', 0, NULL);
+\dt
+\d accounts
+\l
+SELECT owner, balance FROM accounts ORDER BY id;
+SET synchronous_commit = off;
+UPDATE accounts SET balance = balance + 1 WHERE id = 2;
+SELECT kiln_wait(kiln_last_txid(), 5000) AS status;
+\x on
+SELECT name, value FROM kiln_stat WHERE name = 'epoch';
+\x off
+\set ON_ERROR_STOP 0
+SELECT * FROM missing;
+\set ON_ERROR_STOP 1
+SELECT count(*) AS n FROM accounts;
+"#;
+    let mut cmd = Command::new(common::require("psql"));
+    kiln.pg_env(&mut cmd);
+    let mut child = cmd
+        .args(["-X", "-v", "ON_ERROR_STOP=1", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("psql runs");
+    child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}\n{stderr}");
+    assert!(out.status.success(), "psql failed");
+    // \dt lists both tables.
+    assert!(stdout.contains(" public | accounts | table | kiln"), "{stdout}");
+    assert!(stdout.contains(" public | audit    | table | kiln"), "{stdout}");
+    // \d shows columns, types, nullability, defaults and every index.
+    for expected in [
+        "Table \"public.accounts\"",
+        " id      | integer               |           | not null | ",
+        " owner   | character varying(20) |           | not null | 'nobody'",
+        " balance | numeric(12,2)         |           |          | ",
+        " opened  | date                  |           |          | ",
+        "\"accounts_pkey\" PRIMARY KEY, btree (id)",
+        "\"accounts_balance_key\" UNIQUE CONSTRAINT, btree (balance)",
+        "\"accounts_owner\" btree (owner)",
+    ] {
+        assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
+    }
+    // \l lists the databases.
+    assert!(stdout.contains(" kiln     | kiln  | UTF8"), "{stdout}");
+    assert!(stdout.contains(" postgres | kiln  | UTF8"), "{stdout}");
+    assert!(stdout.contains(" ann   |   10.50"), "{stdout}");
+    assert!(stdout.contains(" durable"), "{stdout}");
+    assert!(stdout.contains("name  | epoch"), "{stdout}");
+    // The error is reported with its SQLSTATE text and psql carries on.
+    assert!(stderr.contains("ERROR:  relation \"missing\" does not exist"), "{stderr}");
+    assert!(stdout.contains("\n 2\n") || stdout.contains("  2\n"), "{stdout}");
+}
+
+#[test]
+fn psql_describe_a_missing_table() {
+    let kiln = common::Kiln::start(&[]);
+    let mut cmd = Command::new(common::require("psql"));
+    kiln.pg_env(&mut cmd);
+    let out = cmd.args(["-X", "-c", "\\d nothing"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Did not find any relation named \"nothing\""), "{stderr}");
+}
