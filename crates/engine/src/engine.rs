@@ -500,14 +500,22 @@ impl Session {
     /// Returns once every transaction this session committed is durable; fails if any of
     /// them was lost.
     pub fn sync(&self) -> Result<()> {
-        let last = self.state.lock().last_committed;
-        match last {
-            Some(id) => {
-                self.engine.shared().check_open()?;
-                self.engine.shared().durability.wait_durable(id, "lost before the session synced")
-            }
-            None => Ok(()),
+        let (updates, read_only) = {
+            let state = self.state.lock();
+            (state.unsynced_updates.clone(), state.last_read_only)
+        };
+        // Within an epoch, update transactions become durable in CSN order, so the last one
+        // of each epoch covers the ones before it (an earlier epoch's is durable or lost);
+        // a read-only transaction's id is its read dependency.
+        for id in updates.iter().copied().chain(read_only) {
+            self.engine.shared().check_open()?;
+            self.engine.shared().durability.wait_durable(id, "lost before the session synced")?;
         }
+        let mut state = self.state.lock();
+        // Synced: earlier epochs need no more waiting (keep the newest, still the latest).
+        let done = updates.len().saturating_sub(1).min(state.unsynced_updates.len());
+        state.unsynced_updates.drain(..done);
+        Ok(())
     }
 
     /// The engine.

@@ -28,7 +28,12 @@ use crate::store::{Row, Table, Value};
 #[derive(Debug, Default)]
 pub(crate) struct SessionState {
     pub last_id: Option<TxnId>,
-    pub last_committed: Option<TxnId>,
+    /// The session's last committed update transaction of each epoch since the last
+    /// successful sync (epochs change only at a loss, so this stays tiny).
+    pub unsynced_updates: Vec<TxnId>,
+    /// The session's last committed read-only transaction (its id carries its read
+    /// dependency, which may be older than `last_update`).
+    pub last_read_only: Option<TxnId>,
 }
 
 /// A range scan request: bounds, direction and a row limit.
@@ -595,7 +600,13 @@ impl Transaction {
             let mut state = session.lock();
             state.last_id = Some(id);
             if committed {
-                state.last_committed = Some(id);
+                match id.kind {
+                    TxnKind::ReadOnly => state.last_read_only = Some(id),
+                    _ => match state.unsynced_updates.last_mut() {
+                        Some(last) if last.epoch == id.epoch => *last = id,
+                        _ => state.unsynced_updates.push(id),
+                    },
+                }
             }
         }
     }

@@ -117,3 +117,23 @@ fn concurrent_safe_commits_are_all_acknowledged_durable_and_stay_so() {
     let mut txn = engine.begin(TxnOptions::new().read_only()).unwrap();
     assert_eq!(txn.scan("kv", kiln_engine::Scan::all()).unwrap().len(), 640);
 }
+
+/// `Session::sync` waits for the session's update transactions even when a read-only
+/// transaction (whose id is only its read dependency) finished after them.
+#[test]
+fn sync_covers_updates_before_a_read_only_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        Config { vulnerability_window: std::time::Duration::from_secs(30), ..Config::default() };
+    let engine = Engine::open(dir.path(), config).unwrap();
+    let session = engine.session();
+    let mut txn = session.begin(TxnOptions::new()).unwrap();
+    txn.put("t", b"k", b"v").unwrap();
+    let id = txn.commit_fast().unwrap();
+    // A read-only transaction that read nothing: its id's CSN is 0.
+    let txn = session.begin(TxnOptions::new().read_only()).unwrap();
+    txn.commit_fast().unwrap();
+    assert_eq!(engine.status(id), TxnStatus::Committed, "the window is long: not durable yet");
+    session.sync().unwrap();
+    assert_eq!(engine.status(id), TxnStatus::Durable);
+}

@@ -112,7 +112,8 @@ pub enum Func {
     KilnSync,
     /// kiln_persist(): flushes the log now; returns the durable position
     KilnPersist,
-    /// kiln_last_txid(): the session's last transaction id
+    /// kiln_last_txid(): the id of the session's last committed transaction that wrote (else its
+    /// last transaction)
     KilnLastTxid,
     /// kiln_txn_status(id)
     KilnTxnStatus,

@@ -225,6 +225,7 @@ impl Database {
             }),
             interrupt: Arc::new(AtomicBool::new(false)),
             copy: None,
+            last_write: None,
         })
     }
 
@@ -395,6 +396,7 @@ pub struct Session {
     inbox: Arc<Inbox>,
     interrupt: Arc<AtomicBool>,
     copy: Option<CopyState>,
+    last_write: Option<TxnId>,
 }
 
 /// Reads the `/*+ FAST */` / `/*+ SAFE */` hint of a statement, if any.
@@ -509,6 +511,8 @@ fn split_statements(sql: &str) -> Vec<String> {
 
 struct SessionEnv<'a> {
     db: &'a Database,
+    /// The session's last committed transaction that wrote.
+    last_write: Option<TxnId>,
     engine_session: &'a kiln_engine::Session,
     user: &'a str,
     database: &'a str,
@@ -553,10 +557,12 @@ impl Env for SessionEnv<'_> {
                 let (epoch, csn) = engine.persist()?;
                 Value::Text(format!("{epoch}.{csn}"))
             }
-            Func::KilnLastTxid => match self.engine_session.last_txn_id() {
-                Some(id) => Value::Text(id.to_string()),
-                None => Value::Null,
-            },
+            Func::KilnLastTxid => {
+                match self.last_write.or_else(|| self.engine_session.last_txn_id()) {
+                    Some(id) => Value::Text(id.to_string()),
+                    None => Value::Null,
+                }
+            }
             Func::KilnTxnStatus => Value::Text(engine.status(id_arg(&args[0])?).as_str().into()),
             Func::KilnWait => {
                 let id = id_arg(&args[0])?;
@@ -858,6 +864,7 @@ impl Session {
         };
         let env = SessionEnv {
             db: &self.db,
+            last_write: self.last_write,
             engine_session: &self.engine_session,
             user: &self.user,
             database: &self.database,
@@ -989,6 +996,9 @@ impl Session {
         self.db.locks.release(owner, ts.locks);
         let committed = committed?;
         let id = committed.id();
+        if id.kind == TxnKind::Update {
+            self.last_write = Some(id);
+        }
         if id.kind == TxnKind::Update && !self.inbox.channels.lock().is_empty() {
             self.db.notifier.watch(id, &self.inbox);
             // Already durable by the time we registered? Deliver now.
@@ -1390,6 +1400,7 @@ impl Session {
         }
         let env = SessionEnv {
             db: &self.db,
+            last_write: self.last_write,
             engine_session: &self.engine_session,
             user: &self.user,
             database: &self.database,
@@ -1711,6 +1722,7 @@ impl Session {
         let n = rows.len() as u64;
         let env = SessionEnv {
             db: &self.db,
+            last_write: self.last_write,
             engine_session: &self.engine_session,
             user: &self.user,
             database: &self.database,
