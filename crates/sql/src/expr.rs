@@ -467,7 +467,7 @@ impl Expr {
                     None => Value::Null,
                 }
             }
-            Expr::Cast(e, ty) => e.eval(row, ctx)?.cast(*ty)?,
+            Expr::Cast(e, ty) => e.eval(row, ctx)?.cast_explicit(*ty)?,
             Expr::Func(f, args) => {
                 let mut values = Vec::with_capacity(args.len());
                 // coalesce is lazy.
@@ -1014,8 +1014,9 @@ fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
     }
     let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::Null);
     Ok(match f {
-        Func::Lower => Value::Text(text_arg(&arg(0)).to_lowercase()),
-        Func::Upper => Value::Text(text_arg(&arg(0)).to_uppercase()),
+        // The C locale (Kiln's collation) changes the case of ASCII letters only.
+        Func::Lower => Value::Text(text_arg(&arg(0)).to_ascii_lowercase()),
+        Func::Upper => Value::Text(text_arg(&arg(0)).to_ascii_uppercase()),
         Func::Length => Value::Int(text_arg(&arg(0)).chars().count() as i64),
         Func::Abs => match numeric_operand(arg(0))? {
             Value::Int(i) => Value::Int(i.checked_abs().ok_or_else(|| overflow("bigint"))?),

@@ -656,9 +656,12 @@ impl<'a> Planner<'a> {
             E::Cast { expr, data_type: dt, .. } => {
                 let ty = data_type(dt)?;
                 let (x, xty) = self.expr(expr, scope, aggs)?;
-                match self.coerce(x, xty, ty)? {
-                    (Expr::Const(v), _) => (Expr::Const(v.cast(ty)?), ty),
-                    (x, _) => (Expr::Cast(Box::new(x), ty), ty),
+                match x {
+                    Expr::Const(v) => (Expr::Const(v.cast_explicit(ty)?), ty),
+                    x => {
+                        let (x, _) = self.coerce(x, xty, ty)?;
+                        (Expr::Cast(Box::new(x), ty), ty)
+                    }
                 }
             }
             E::TypedString(ts) => {
@@ -703,8 +706,14 @@ impl<'a> Planner<'a> {
                     let ty = if i32::try_from(i).is_ok() { DataType::Int4 } else { DataType::Int8 };
                     (Expr::Const(Value::Int(i)), ty)
                 } else {
-                    let v = Value::parse(n, DataType::Numeric(None))?;
-                    (Expr::Const(v), DataType::Numeric(None))
+                    match Value::parse(n, DataType::Numeric(None)) {
+                        Ok(v) => (Expr::Const(v), DataType::Numeric(None)),
+                        // Beyond numeric's 28 digits: a double, rather than no value at all.
+                        Err(e) if e.code == code::NUMERIC_OUT_OF_RANGE => {
+                            (Expr::Const(Value::parse(n, DataType::Float8)?), DataType::Float8)
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
             }
             ast::Value::SingleQuotedString(s)
@@ -1781,6 +1790,12 @@ pub fn output_name(e: &ast::Expr) -> String {
         },
         ast::Expr::Nested(inner) => output_name(inner),
         ast::Expr::Case { .. } => "case".into(),
+        ast::Expr::Substring { shorthand, .. } => {
+            if *shorthand { "substr" } else { "substring" }.into()
+        }
+        ast::Expr::Floor { .. } => "floor".into(),
+        ast::Expr::Ceil { .. } => "ceil".into(),
+        ast::Expr::Trim { .. } => "btrim".into(),
         ast::Expr::Exists { .. } => "exists".into(),
         ast::Expr::Subquery(q) => match q.body.as_ref() {
             ast::SetExpr::Select(s) => match s.projection.first() {
@@ -1795,20 +1810,25 @@ pub fn output_name(e: &ast::Expr) -> String {
 }
 
 fn data_type_output_name(t: &ast::DataType) -> String {
+    // PostgreSQL names a cast column after the type's catalog name.
     match data_type(t) {
-        Ok(DataType::Int2) => "int2".into(),
-        Ok(DataType::Int4) => "int4".into(),
-        Ok(DataType::Int8) => "int8".into(),
-        Ok(DataType::Float4) => "float4".into(),
-        Ok(DataType::Float8) => "float8".into(),
-        Ok(DataType::Bool) => "bool".into(),
-        Ok(DataType::Numeric(_)) => "numeric".into(),
-        Ok(DataType::Varchar(_)) => "varchar".into(),
-        Ok(DataType::Char(_)) => "bpchar".into(),
-        Ok(DataType::TimestampTz) => "timestamptz".into(),
-        Ok(t) => t.sql_name(),
-        Err(_) => "?column?".into(),
+        Ok(DataType::Int2) => "int2",
+        Ok(DataType::Int4) => "int4",
+        Ok(DataType::Int8) => "int8",
+        Ok(DataType::Float4) => "float4",
+        Ok(DataType::Float8) => "float8",
+        Ok(DataType::Bool) => "bool",
+        Ok(DataType::Numeric(_)) => "numeric",
+        Ok(DataType::Varchar(_)) => "varchar",
+        Ok(DataType::Char(_)) => "bpchar",
+        Ok(DataType::Text | DataType::Unknown) => "text",
+        Ok(DataType::Bytea) => "bytea",
+        Ok(DataType::Date) => "date",
+        Ok(DataType::Timestamp) => "timestamp",
+        Ok(DataType::TimestampTz) => "timestamptz",
+        Err(_) => "?column?",
     }
+    .into()
 }
 
 /// Rewrites an expression over the input row into one over the grouped row

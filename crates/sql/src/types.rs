@@ -272,28 +272,24 @@ impl Value {
                 Value::Float(if ty == DataType::Float4 { v as f32 as f64 } else { v })
             }
             DataType::Numeric(m) => {
-                let d = Decimal::from_str_exact(t)
-                    .or_else(|_| Decimal::from_scientific(t))
-                    .map_err(|_| bad("numeric"))?;
+                let d = Decimal::from_str_exact(t).or_else(|_| Decimal::from_scientific(t)).map_err(|_| {
+                    if t.parse::<f64>().is_ok_and(f64::is_finite) {
+                        SqlError::new(code::NUMERIC_OUT_OF_RANGE, format!("value {t} is out of range for numeric"))
+                            .detail("Kiln's numeric keeps 28 significant digits and magnitudes below 7.9e28.")
+                    } else {
+                        bad("numeric")
+                    }
+                })?;
                 Value::Numeric(fit_numeric(d, m)?)
             }
             DataType::Text | DataType::Unknown => Value::Text(text.to_string()),
             DataType::Varchar(n) => Value::Text(fit_string(text, n, false)?),
             DataType::Char(n) => Value::Text(fit_string(text, Some(n), true)?),
             DataType::Bytea => Value::Bytea(parse_bytea(text)?),
-            DataType::Date => Value::Date(parse_date(t).ok_or_else(|| {
-                SqlError::new(
-                    code::INVALID_DATETIME,
-                    format!("invalid input syntax for type date: \"{text}\""),
-                )
-            })?),
+            DataType::Date => Value::Date(parse_date(t).ok_or_else(|| datetime_error(t, "date"))?),
             DataType::Timestamp | DataType::TimestampTz => {
-                let micros = parse_timestamp(t, ty == DataType::TimestampTz).ok_or_else(|| {
-                    SqlError::new(
-                        code::INVALID_DATETIME,
-                        format!("invalid input syntax for type {}: \"{text}\"", ty.sql_name()),
-                    )
-                })?;
+                let micros = parse_timestamp(t, ty == DataType::TimestampTz)
+                    .ok_or_else(|| datetime_error(t, &ty.sql_name()))?;
                 if ty == DataType::Timestamp {
                     Value::Timestamp(micros)
                 } else {
@@ -334,7 +330,21 @@ impl Value {
         })
     }
 
-    /// Converts the value to type `ty` (an explicit or assignment cast).
+    /// An explicit cast (`CAST`, `::`): like [`Value::cast`], but a string too long for
+    /// varchar(n) or char(n) is cut to n characters, as PostgreSQL does.
+    pub fn cast_explicit(self, ty: DataType) -> Result<Value> {
+        match (&self, ty) {
+            (Value::Null, _) => Ok(Value::Null),
+            (_, DataType::Varchar(Some(n)) | DataType::Char(n)) => {
+                let s = self.to_text(DataType::Text).unwrap_or_default();
+                let cut: String = s.chars().take(n as usize).collect();
+                Value::Text(cut).cast(ty)
+            }
+            _ => self.cast(ty),
+        }
+    }
+
+    /// Converts the value to type `ty` (an assignment cast: too-long strings are errors).
     pub fn cast(self, ty: DataType) -> Result<Value> {
         if self.is_null() {
             return Ok(Value::Null);
@@ -582,6 +592,22 @@ fn fit_string(s: &str, n: Option<u32>, pad: bool) -> Result<String> {
         ));
     }
     Ok(trimmed.to_string())
+}
+
+/// 22008 when the text has a date's shape but no such day exists, else 22007.
+fn datetime_error(t: &str, what: &str) -> SqlError {
+    let shaped = t.len() >= 10
+        && t.as_bytes()[4] == b'-'
+        && t.as_bytes()[7] == b'-'
+        && t[..10].bytes().filter(|b| *b != b'-').all(|b| b.is_ascii_digit());
+    if shaped {
+        SqlError::new("22008", format!("date/time field value out of range: \"{t}\""))
+    } else {
+        SqlError::new(
+            code::INVALID_DATETIME,
+            format!("invalid input syntax for type {what}: \"{t}\""),
+        )
+    }
 }
 
 /// PostgreSQL's boolean input.

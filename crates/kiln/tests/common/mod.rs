@@ -167,3 +167,78 @@ impl Drop for Kiln {
         self.stop();
     }
 }
+
+/// A throwaway stock PostgreSQL (Debian's package) on a free loopback port, stopped when
+/// dropped.
+pub struct Postgres {
+    pub port: u16,
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+}
+
+fn as_postgres_user(cmd: &str) -> Command {
+    // initdb and postgres refuse to run as root; run them as the postgres user then.
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    if root {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--", "sh", "-c", cmd]);
+        c
+    } else {
+        let mut c = Command::new("sh");
+        c.args(["-c", cmd]);
+        c
+    }
+}
+
+impl Postgres {
+    pub fn start() -> Postgres {
+        let bin = require("pg_ctl").parent().unwrap().to_path_buf();
+        let bin = if bin.join("initdb").exists() {
+            bin
+        } else {
+            PathBuf::from("/usr/lib/postgresql/15/bin")
+        };
+        let dir = tempfile::Builder::new().prefix("kiln-pg-").tempdir().expect("temp dir");
+        let _ = Command::new("chmod").args(["777", dir.path().to_str().unwrap()]).status();
+        let data = dir.path().join("data");
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let init = format!(
+            "{}/initdb -D {} -U postgres -A trust --no-sync -E UTF8 --locale=C >/dev/null",
+            bin.display(),
+            data.display()
+        );
+        assert!(as_postgres_user(&init).status().unwrap().success(), "initdb failed");
+        let start = format!(
+            "{}/pg_ctl -D {} -w -l {}/log -o \"-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c timezone=UTC -c max_connections=200\" start >/dev/null",
+            bin.display(),
+            data.display(),
+            dir.path().display(),
+            dir.path().display()
+        );
+        assert!(
+            as_postgres_user(&start).status().unwrap().success(),
+            "PostgreSQL did not start: see {}/log",
+            dir.path().display()
+        );
+        Postgres { port, dir, bin }
+    }
+
+    pub fn conninfo(&self) -> String {
+        format!("host=127.0.0.1 port={} user=postgres dbname=postgres", self.port)
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let stop = format!(
+            "{}/pg_ctl -D {}/data -m immediate stop >/dev/null 2>&1",
+            self.bin.display(),
+            self.dir.path().display()
+        );
+        let _ = as_postgres_user(&stop).status();
+    }
+}
