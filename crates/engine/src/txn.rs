@@ -78,9 +78,27 @@ type OwnedBound = Bound<Vec<u8>>;
 
 /// A buffered write: the new value (`None`: delete) and the key's row, if it had one when
 /// written (so that validation and installation need not search for it again).
+#[derive(Clone)]
 struct PendingWrite {
     value: Option<Vec<u8>>,
     row: Option<Arc<Row>>,
+}
+
+/// What a write replaced, so a rollback to a savepoint can put it back: the keyspace, the
+/// key, and the pending write it overwrote (none: the key was not written before).
+struct Undo {
+    keyspace: Arc<str>,
+    key: Vec<u8>,
+    previous: Option<PendingWrite>,
+}
+
+/// A point inside a transaction that [`Transaction::rollback_to`] returns to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Savepoint {
+    undo_len: usize,
+    write_count: usize,
+    write_bytes: u64,
+    depth: usize,
 }
 
 /// A key read under SERIALIZABLE, for validation: its keyspace, key, and row if it had one.
@@ -95,6 +113,10 @@ fn own(bound: Bound<&[u8]>) -> OwnedBound {
         Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
         Bound::Unbounded => Bound::Unbounded,
     }
+}
+
+fn writes_keyspace(writes: &WriteSet, keyspace: &str) -> Arc<str> {
+    writes.get_key_value(keyspace).map(|(k, _)| k.clone()).unwrap_or_else(|| Arc::from(keyspace))
 }
 
 fn borrow(bound: &OwnedBound) -> Bound<&[u8]> {
@@ -118,6 +140,9 @@ pub struct Transaction {
     write_bytes: u64,
     reads: Vec<ReadEntry>,
     scans: Vec<(Arc<Table>, OwnedBound, OwnedBound)>,
+    /// Undo entries, recorded only while a savepoint is held.
+    undo: Vec<Undo>,
+    savepoints: usize,
     finished: bool,
 }
 
@@ -200,6 +225,8 @@ impl Transaction {
             write_bytes: 0,
             reads: Vec::new(),
             scans: Vec::new(),
+            undo: Vec::new(),
+            savepoints: 0,
             finished: false,
         })
     }
@@ -428,16 +455,27 @@ impl Transaction {
         let added = format::write_encoded_len(keyspace, key, value) as u64;
         let bytes = self.write_bytes + added;
         Error::check_limit("bytes written by one transaction", bytes, config.txn_bytes_max)?;
+        let value = value.map(<[u8]>::to_vec);
+        let previous = self.writes.get(keyspace).and_then(|w| w.get(key));
+        if previous.is_none() {
+            let count = self.write_count as u64 + 1;
+            Error::check_limit("writes in one transaction", count, config.txn_writes_max as u64)?;
+        }
+        if self.savepoints > 0 {
+            let undo = Undo {
+                keyspace: writes_keyspace(&self.writes, keyspace),
+                key: key.to_vec(),
+                previous: previous.cloned(),
+            };
+            self.undo.push(undo);
+        }
         let writes = match self.writes.get_mut(keyspace) {
             Some(w) => w,
             None => self.writes.entry(Arc::from(keyspace)).or_default(),
         };
-        let value = value.map(<[u8]>::to_vec);
         if let Some(pending) = writes.get_mut(key) {
             pending.value = value;
         } else {
-            let count = self.write_count as u64 + 1;
-            Error::check_limit("writes in one transaction", count, config.txn_writes_max as u64)?;
             // Find the row now, outside the commit lock, so the commit need not search again.
             let row = self.shared.store.get_table(keyspace).and_then(|t| t.row(key));
             writes.insert(key.to_vec(), PendingWrite { value, row });
@@ -445,6 +483,53 @@ impl Transaction {
         }
         self.write_bytes += added;
         Ok(())
+    }
+
+    /// Marks a savepoint: [`Transaction::rollback_to`] undoes the writes made after it. Reads
+    /// stay in the validation set (as PostgreSQL keeps SSI reads after ROLLBACK TO).
+    pub fn savepoint(&mut self) -> Savepoint {
+        self.savepoints += 1;
+        Savepoint {
+            undo_len: self.undo.len(),
+            write_count: self.write_count,
+            write_bytes: self.write_bytes,
+            depth: self.savepoints,
+        }
+    }
+
+    /// Undoes every write made since `sp` (which stays valid, as SQL's ROLLBACK TO keeps
+    /// the savepoint).
+    pub fn rollback_to(&mut self, sp: Savepoint) -> Result<()> {
+        self.check_usable()?;
+        if sp.undo_len > self.undo.len() {
+            return Err(Error::InvalidArgument("the savepoint was released".into()));
+        }
+        while self.undo.len() > sp.undo_len {
+            let u = self.undo.pop().expect("checked length");
+            let writes = self.writes.entry(u.keyspace.clone()).or_default();
+            match u.previous {
+                Some(p) => {
+                    writes.insert(u.key, p);
+                }
+                None => {
+                    writes.remove(&u.key);
+                    if writes.is_empty() {
+                        self.writes.remove(&u.keyspace);
+                    }
+                }
+            }
+        }
+        self.write_count = sp.write_count;
+        self.write_bytes = sp.write_bytes;
+        Ok(())
+    }
+
+    /// Forgets savepoints from `sp` on (RELEASE): their writes stay.
+    pub fn release(&mut self, sp: Savepoint) {
+        self.savepoints = sp.depth.saturating_sub(1);
+        if self.savepoints == 0 {
+            self.undo.clear();
+        }
     }
 
     /// Commits with the transaction's mode (fast unless set otherwise). Returns its id.

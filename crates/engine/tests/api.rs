@@ -137,3 +137,32 @@ fn sync_covers_updates_before_a_read_only_transaction() {
     session.sync().unwrap();
     assert_eq!(engine.status(id), TxnStatus::Durable);
 }
+
+/// Savepoints: writes after one are undone by `rollback_to`, earlier ones stay; `release`
+/// keeps the writes.
+#[test]
+fn savepoints_undo_later_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(dir.path(), Config::default()).unwrap();
+    let mut setup = engine.begin(TxnOptions::new()).unwrap();
+    setup.put("t", b"a", b"0").unwrap();
+    setup.commit_safe().unwrap();
+    let mut txn = engine.begin(TxnOptions::new()).unwrap();
+    txn.put("t", b"a", b"1").unwrap();
+    let sp = txn.savepoint();
+    txn.put("t", b"a", b"2").unwrap();
+    txn.put("t", b"b", b"new").unwrap();
+    txn.delete("t", b"a").unwrap();
+    assert_eq!(txn.get("t", b"a").unwrap(), None);
+    txn.rollback_to(sp).unwrap();
+    assert_eq!(txn.get("t", b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(txn.get("t", b"b").unwrap(), None);
+    let inner = txn.savepoint();
+    txn.put("t", b"c", b"kept").unwrap();
+    txn.release(inner);
+    txn.commit_safe().unwrap();
+    let mut check = engine.begin(TxnOptions::new().read_only()).unwrap();
+    assert_eq!(check.get("t", b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(check.get("t", b"b").unwrap(), None);
+    assert_eq!(check.get("t", b"c").unwrap().as_deref(), Some(&b"kept"[..]));
+}

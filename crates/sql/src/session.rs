@@ -372,6 +372,7 @@ struct TxnState {
     hint: Option<CommitMode>,
     local: HashMap<String, String>,
     isolation: IsolationLevel,
+    savepoints: Vec<(String, kiln_engine::Savepoint)>,
 }
 
 struct CopyState {
@@ -967,6 +968,7 @@ impl Session {
             hint,
             local,
             isolation,
+            savepoints: Vec::new(),
         });
         Ok(())
     }
@@ -1168,7 +1170,8 @@ impl Session {
     ) -> Result<Output> {
         use ast::Statement as S;
         self.interrupt.store(false, Ordering::Relaxed);
-        // In a failed block only ROLLBACK (or COMMIT, which rolls back) is accepted.
+        // In a failed block only ROLLBACK [TO SAVEPOINT] (or COMMIT, which rolls back) is
+        // accepted.
         if self.txn.as_ref().is_some_and(|t| t.failed)
             && !matches!(stmt, S::Rollback { .. } | S::Commit { .. })
         {
@@ -1195,9 +1198,61 @@ impl Session {
                 self.commit_txn(ts, hint)?;
                 Ok(Output::Command("COMMIT".into()))
             }
-            S::Rollback { savepoint: Some(_), .. }
-            | S::Savepoint { .. }
-            | S::ReleaseSavepoint { .. } => Err(SqlError::unsupported("SAVEPOINT")),
+            S::Savepoint { name } => {
+                let name = name.value.to_lowercase();
+                let Some(ts) = self.txn.as_mut().filter(|t| t.explicit) else {
+                    return Err(SqlError::new(
+                        code::NO_ACTIVE_TXN,
+                        "SAVEPOINT can only be used in transaction blocks",
+                    ));
+                };
+                let sp = ts.txn.savepoint();
+                ts.savepoints.push((name, sp));
+                Ok(Output::Command("SAVEPOINT".into()))
+            }
+            S::Rollback { savepoint: Some(name), .. } => {
+                let name = name.value.to_lowercase();
+                let Some(ts) = self.txn.as_mut().filter(|t| t.explicit) else {
+                    return Err(SqlError::new(
+                        code::NO_ACTIVE_TXN,
+                        "ROLLBACK TO SAVEPOINT can only be used in transaction blocks",
+                    ));
+                };
+                let Some(pos) = ts.savepoints.iter().rposition(|(n, _)| *n == name) else {
+                    return Err(SqlError::new(
+                        "3B001",
+                        format!("savepoint \"{name}\" does not exist"),
+                    ));
+                };
+                let sp = ts.savepoints[pos].1;
+                ts.savepoints.truncate(pos + 1);
+                ts.txn.rollback_to(sp)?;
+                // The block is usable again (PostgreSQL's subtransaction abort).
+                ts.failed = false;
+                Ok(Output::Command("ROLLBACK".into()))
+            }
+            S::ReleaseSavepoint { name } => {
+                let name = name.value.to_lowercase();
+                let Some(ts) = self.txn.as_mut().filter(|t| t.explicit) else {
+                    return Err(SqlError::new(
+                        code::NO_ACTIVE_TXN,
+                        "RELEASE SAVEPOINT can only be used in transaction blocks",
+                    ));
+                };
+                if ts.failed {
+                    return Err(in_failed());
+                }
+                let Some(pos) = ts.savepoints.iter().rposition(|(n, _)| *n == name) else {
+                    return Err(SqlError::new(
+                        "3B001",
+                        format!("savepoint \"{name}\" does not exist"),
+                    ));
+                };
+                let sp = ts.savepoints[pos].1;
+                ts.savepoints.truncate(pos);
+                ts.txn.release(sp);
+                Ok(Output::Command("RELEASE".into()))
+            }
             S::Rollback { .. } => {
                 if let Some(ts) = self.txn.take() {
                     self.finish(ts, false);
