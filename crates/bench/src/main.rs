@@ -1,7 +1,7 @@
 //! `kiln-bench`: the embedded benchmarks of the engine, in one run on one machine.
 //!
 //! ```text
-//! cargo run --release -p kiln-bench -- --out docs/benchmarks.md
+//! cargo run --release -p kiln-bench -- --out docs/benchmarks-engine.md
 //! ```
 //!
 //! 1. The ED paper's §7.2/§7.3 micro-benchmark on 1,000,000 rows: one client updating one

@@ -191,10 +191,25 @@ def test_errors_carry_sqlstate(conn):
     with pytest.raises(errors.SyntaxError):
         conn.execute("SELEC 1")
     with pytest.raises(errors.FeatureNotSupported):
-        conn.execute("SELECT 1 UNION SELECT 2 EXCEPT SELECT 3")
+        conn.execute("SELECT count(*) OVER () FROM kiln_stat")
     with pytest.raises(errors.DivisionByZero):
         conn.execute("SELECT 1 / 0")
     assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_nested_transactions_use_savepoints():
+    with psycopg.connect(DSN) as c:
+        c.execute("DROP TABLE IF EXISTS sp")
+        c.execute("CREATE TABLE sp (a int PRIMARY KEY)")
+        c.commit()
+        with c.transaction():
+            c.execute("INSERT INTO sp VALUES (1)")
+            with pytest.raises(errors.UniqueViolation):
+                with c.transaction():
+                    c.execute("INSERT INTO sp VALUES (2)")
+                    c.execute("INSERT INTO sp VALUES (1)")
+            c.execute("INSERT INTO sp VALUES (3)")
+        assert c.execute("SELECT a FROM sp ORDER BY a").fetchall() == [(1,), (3,)]
 
 
 def test_statement_timeout_and_cancel(conn):

@@ -1,0 +1,596 @@
+//! `kiln-vs-postgres`: Kiln's server against a stock PostgreSQL, both driven by pgbench
+//! `-M prepared`, in one run on one machine.
+//!
+//! ```sh
+//! cargo run --release -p kiln-bench --bin kiln-vs-postgres -- --out docs/benchmarks.md
+//! ```
+//!
+//! It installs PostgreSQL 15 and gnuplot from Debian if they are missing, builds `kiln`,
+//! starts a throwaway PostgreSQL cluster and Kiln servers on free loopback ports (data on the
+//! same disk, under `target/bench-work`), and runs:
+//!
+//! 1. The ED paper's Fig. 6: one client updating a random row of a 1,000,000-row `kv`
+//!    table while one client reads a random row; Kiln fast / safe / classic against
+//!    PostgreSQL `synchronous_commit` on / off.
+//! 2. The paper's Fig. 8: 256 rows, 128 clients, 95% of updates on 12 hot rows,
+//!    SERIALIZABLE, `--max-tries=5`, offered load swept with `-R`.
+//! 3. pgbench's built-in TPC-B (scale 10, 8 clients).
+//!
+//! and writes the tables, the ratios the project targets, and a PNG plot of Fig. 8.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Write as _};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(about = "Kiln vs PostgreSQL with pgbench")]
+struct Args {
+    /// Where to write the report (Markdown); the Fig. 8 plot goes next to it.
+    #[arg(long, default_value = "docs/benchmarks.md")]
+    out: PathBuf,
+    /// Seconds per Fig. 6 run.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// Runs per Fig. 6 configuration (the report gives medians across runs).
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Seconds per Fig. 8 point.
+    #[arg(long, default_value_t = 8)]
+    fig8_seconds: u64,
+    /// Offered loads (TPS) for Fig. 8.
+    #[arg(long, value_delimiter = ',', default_value = "1000,2000,4000,8000,16000,32000,64000")]
+    rates: Vec<u64>,
+    /// Seconds per TPC-B run.
+    #[arg(long, default_value_t = 20)]
+    tpcb_seconds: u64,
+    /// TPC-B scale.
+    #[arg(long, default_value_t = 10)]
+    tpcb_scale: u32,
+    /// Rows of the Fig. 6 table.
+    #[arg(long, default_value_t = 1_000_000)]
+    rows: u64,
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{cmd:?} failed:\n{text}");
+    text
+}
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
+}
+
+fn as_root(args: &[&str]) -> Command {
+    if is_root() {
+        let mut c = Command::new(args[0]);
+        c.args(&args[1..]);
+        c
+    } else {
+        let mut c = Command::new("sudo");
+        c.args(args);
+        c
+    }
+}
+
+const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+
+/// Installs PostgreSQL 15, its clients and gnuplot from Debian when missing.
+fn ensure_tools() {
+    let have_pg = Path::new(PG_BIN).join("postgres").exists() && Path::new(PG_BIN).join("pgbench").exists();
+    let have_plot = Command::new("gnuplot").arg("--version").output().is_ok();
+    if have_pg && have_plot {
+        return;
+    }
+    eprintln!("installing PostgreSQL 15 and gnuplot from Debian");
+    run(as_root(&["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "update", "-q"]).stdin(Stdio::null()));
+    run(as_root(&[
+        "env",
+        "DEBIAN_FRONTEND=noninteractive",
+        "apt-get",
+        "install",
+        "-y",
+        "-q",
+        "--no-install-recommends",
+        "postgresql-15",
+        "postgresql-client-15",
+        "gnuplot-nox",
+    ])
+    .stdin(Stdio::null()));
+}
+
+/// A server under test.
+trait Server {
+    fn port(&self) -> u16;
+    fn user(&self) -> &str;
+    fn database(&self) -> &str;
+}
+
+struct Kiln {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Kiln {
+    fn start(dir: &Path, extra: &[&str]) -> Kiln {
+        let _ = std::fs::remove_dir_all(dir);
+        let mut child = Command::new(root().join("target/release/kiln"))
+            .arg("serve")
+            .arg("--data-dir")
+            .arg(dir)
+            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "none", "--max-connections", "300"])
+            .args(extra)
+            .env("KILN_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kiln starts");
+        let mut reader = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        let addr = loop {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                panic!("kiln serve did not start");
+            }
+            if let Some(rest) = line.strip_prefix("kiln: listening on ") {
+                break rest.split_whitespace().next().unwrap().parse().unwrap();
+            }
+        };
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            while reader.read_line(&mut sink).unwrap_or(0) > 0 {
+                sink.clear();
+            }
+        });
+        Kiln { child, addr }
+    }
+}
+
+impl Drop for Kiln {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server for Kiln {
+    fn port(&self) -> u16 {
+        self.addr.port()
+    }
+    fn user(&self) -> &str {
+        "kiln"
+    }
+    fn database(&self) -> &str {
+        "kiln"
+    }
+}
+
+struct Postgres {
+    dir: PathBuf,
+    port: u16,
+}
+
+fn as_postgres(cmd: &str) -> Command {
+    if is_root() {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--", "sh", "-c", cmd]);
+        c
+    } else {
+        let mut c = Command::new("sh");
+        c.args(["-c", cmd]);
+        c
+    }
+}
+
+impl Postgres {
+    /// A stock cluster: default settings (fsync on), synchronous_commit chosen per session.
+    fn start(dir: &Path) -> Postgres {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).unwrap();
+        if is_root() {
+            run(Command::new("chown").args(["postgres", dir.to_str().unwrap()]));
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let data = dir.join("data");
+        run(&mut as_postgres(&format!("{PG_BIN}/initdb -D {} -U postgres -A trust -E UTF8 --locale=C >/dev/null", data.display())));
+        run(&mut as_postgres(&format!(
+            "{PG_BIN}/pg_ctl -D {} -w -l {}/log -o \"-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=300\" start >/dev/null",
+            data.display(),
+            dir.display(),
+            dir.display()
+        )));
+        Postgres { dir: dir.to_path_buf(), port }
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = as_postgres(&format!("{PG_BIN}/pg_ctl -D {}/data -m fast stop >/dev/null 2>&1", self.dir.display())).status();
+    }
+}
+
+impl Server for Postgres {
+    fn port(&self) -> u16 {
+        self.port
+    }
+    fn user(&self) -> &str {
+        "postgres"
+    }
+    fn database(&self) -> &str {
+        "postgres"
+    }
+}
+
+fn env(cmd: &mut Command, s: &dyn Server, options: &str) {
+    cmd.env("PGHOST", "127.0.0.1")
+        .env("PGPORT", s.port().to_string())
+        .env("PGUSER", s.user())
+        .env("PGDATABASE", s.database())
+        .env("PGOPTIONS", options);
+}
+
+fn psql(s: &dyn Server, sql: &str) -> String {
+    let mut cmd = Command::new(format!("{PG_BIN}/psql"));
+    env(&mut cmd, s, "");
+    run(cmd.args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-c", sql]))
+}
+
+/// Latencies (µs) from pgbench `-l` logs with `prefix` in `dir`, then removes them.
+fn latencies(dir: &Path, prefix: &str) -> Vec<f64> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(prefix) {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        for line in text.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // client_id transaction_no time script_no time_epoch time_us [...]
+            if let Some(us) = fields.get(2).and_then(|t| t.parse::<f64>().ok()) {
+                out.push(us);
+            }
+        }
+        let _ = std::fs::remove_file(entry.path());
+    }
+    out
+}
+
+#[derive(Clone, Copy, Default, Debug)]
+struct Stats {
+    mean: f64,
+    p50: f64,
+    p99: f64,
+    count: usize,
+}
+
+fn stats(mut v: Vec<f64>) -> Stats {
+    if v.is_empty() {
+        return Stats::default();
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let pick = |q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize];
+    Stats { mean: v.iter().sum::<f64>() / v.len() as f64, p50: pick(0.5), p99: pick(0.99), count: v.len() }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    if v.is_empty() {
+        0.0
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+fn median_stats(runs: &[Stats]) -> Stats {
+    Stats {
+        mean: median(runs.iter().map(|s| s.mean).collect()),
+        p50: median(runs.iter().map(|s| s.p50).collect()),
+        p99: median(runs.iter().map(|s| s.p99).collect()),
+        count: runs.iter().map(|s| s.count).sum(),
+    }
+}
+
+fn pgbench(s: &dyn Server, options: &str, dir: &Path, args: &[String]) -> Child {
+    let mut cmd = Command::new(format!("{PG_BIN}/pgbench"));
+    env(&mut cmd, s, options);
+    cmd.current_dir(dir).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.spawn().expect("pgbench runs")
+}
+
+fn finish(child: Child) -> String {
+    let out = child.wait_with_output().expect("pgbench finishes");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "pgbench failed:\n{text}");
+    text
+}
+
+fn field(out: &str, prefix: &str) -> Option<f64> {
+    out.lines().find_map(|l| l.trim().strip_prefix(prefix)).and_then(|r| r.split_whitespace().next()).and_then(|n| n.parse().ok())
+}
+
+/// The raw floor: 512-byte appends, each followed by fdatasync, in `dir`.
+fn fdatasync_floor(dir: &Path) -> Stats {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("fdatasync-probe");
+    let mut f = std::fs::OpenOptions::new().create(true).truncate(true).write(true).open(&path).unwrap();
+    let buf = [7u8; 512];
+    let mut v = Vec::new();
+    let end = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < end {
+        let t = Instant::now();
+        f.write_all(&buf).unwrap();
+        f.sync_data().unwrap();
+        v.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    let _ = std::fs::remove_file(&path);
+    stats(v)
+}
+
+struct Fig6Row {
+    name: &'static str,
+    update: Stats,
+    read: Stats,
+    update_tps: f64,
+}
+
+fn fig6(args: &Args, s: &dyn Server, name: &'static str, options: &str, work: &Path) -> Fig6Row {
+    let mut ups = Vec::new();
+    let mut reads = Vec::new();
+    let mut tps = Vec::new();
+    for rep in 0..args.repeat {
+        let secs = args.seconds.to_string();
+        let up = pgbench(s, options, work, &["-n", "-M", "prepared", "-c", "1", "-j", "1", "-T", &secs, "-f", "update.sql", "-l", "--log-prefix", &format!("up{rep}")].map(String::from));
+        let rd = pgbench(s, options, work, &["-n", "-M", "prepared", "-c", "1", "-j", "1", "-T", &secs, "-f", "select.sql", "-l", "--log-prefix", &format!("rd{rep}")].map(String::from));
+        let up_out = finish(up);
+        finish(rd);
+        tps.push(field(&up_out, "tps = ").unwrap_or(0.0));
+        ups.push(stats(latencies(work, &format!("up{rep}"))));
+        reads.push(stats(latencies(work, &format!("rd{rep}"))));
+    }
+    let row = Fig6Row { name, update: median_stats(&ups), read: median_stats(&reads), update_tps: median(tps) };
+    eprintln!("fig6 {name}: update {:?} read {:?}", row.update, row.read);
+    row
+}
+
+fn fig8(args: &Args, s: &dyn Server, name: &str, options: &str, work: &Path) -> Vec<(u64, f64, f64)> {
+    let mut points = Vec::new();
+    for &rate in &args.rates {
+        psql(s, "UPDATE kvhot SET v = 0");
+        let out = finish(pgbench(
+            s,
+            options,
+            work,
+            &[
+                "-n", "-M", "prepared", "-c", "128", "-j", "2", "-T", &args.fig8_seconds.to_string(), "-R", &rate.to_string(),
+                "--max-tries=5", "-f", "hot.sql",
+            ]
+            .map(String::from),
+        ));
+        let tps = field(&out, "tps = ").unwrap_or(0.0);
+        let processed = field(&out, "number of transactions actually processed:").unwrap_or(0.0);
+        let failed = field(&out, "number of failed transactions:").unwrap_or(0.0);
+        let fail_pct = if processed + failed > 0.0 { 100.0 * failed / (processed + failed) } else { 0.0 };
+        eprintln!("fig8 {name} offered {rate}: committed {tps:.0} TPS, failed {fail_pct:.1}%");
+        points.push((rate, tps, fail_pct));
+    }
+    points
+}
+
+struct TpcbRow {
+    name: &'static str,
+    tps: f64,
+    lat: Stats,
+}
+
+fn tpcb(args: &Args, s: &dyn Server, name: &'static str, options: &str, work: &Path) -> TpcbRow {
+    let out = finish(pgbench(
+        s,
+        options,
+        work,
+        &["-n", "-M", "prepared", "-c", "8", "-j", "2", "-T", &args.tpcb_seconds.to_string(), "-l", "--log-prefix", "tpcb"].map(String::from),
+    ));
+    let lat = stats(latencies(work, "tpcb"));
+    let row = TpcbRow { name, tps: field(&out, "tps = ").unwrap_or(0.0), lat };
+    eprintln!("tpcb {name}: {:.0} TPS {:?}", row.tps, row.lat);
+    row
+}
+
+fn setup_tables(s: &dyn Server, rows: u64) {
+    psql(s, "DROP TABLE IF EXISTS kv");
+    psql(s, "DROP TABLE IF EXISTS kvhot");
+    psql(s, "CREATE TABLE kv (k int PRIMARY KEY, v int NOT NULL)");
+    // In chunks, so no single transaction is huge.
+    let chunk = 250_000;
+    let mut start = 1;
+    while start <= rows {
+        let end = (start + chunk - 1).min(rows);
+        psql(s, &format!("INSERT INTO kv SELECT g, 0 FROM generate_series({start}, {end}) AS g"));
+        start = end + 1;
+    }
+    psql(s, "CREATE TABLE kvhot (k int PRIMARY KEY, v int NOT NULL)");
+    psql(s, "INSERT INTO kvhot SELECT g, 0 FROM generate_series(1, 256) AS g");
+}
+
+fn ms(us: f64) -> String {
+    format!("{:.3}", us / 1000.0)
+}
+
+fn main() {
+    let args = Args::parse();
+    ensure_tools();
+    let root = root();
+    eprintln!("building kiln (release)");
+    run(Command::new("cargo").current_dir(&root).args(["build", "--release", "-q", "-p", "kiln"]));
+    let work = root.join("target/bench-work");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    if is_root() {
+        let _ = Command::new("chmod").args(["777", work.to_str().unwrap()]).status();
+    }
+    std::fs::write(work.join("update.sql"), format!("\\set k random(1, {})\nUPDATE kv SET v = v + 1 WHERE k = :k;\n", args.rows)).unwrap();
+    std::fs::write(work.join("select.sql"), format!("\\set k random(1, {})\nSELECT v FROM kv WHERE k = :k;\n", args.rows)).unwrap();
+    std::fs::write(
+        work.join("hot.sql"),
+        "\\set r random(1, 100)\n\\if :r <= 95\n\\set k random(1, 12)\n\\else\n\\set k random(13, 256)\n\\endif\nUPDATE kvhot SET v = v + 1 WHERE k = :k;\n",
+    )
+    .unwrap();
+    let started = Instant::now();
+    let floor = fdatasync_floor(&work);
+    eprintln!("fdatasync floor {floor:?}");
+
+    const FAST: &str = "-c synchronous_commit=off";
+    const SAFE: &str = "-c synchronous_commit=on";
+    const SER_FAST: &str = "-c synchronous_commit=off -c default_transaction_isolation=serializable";
+    const SER_SAFE: &str = "-c synchronous_commit=on -c default_transaction_isolation=serializable";
+
+    let mut f6 = Vec::new();
+    let mut f8: BTreeMap<&'static str, Vec<(u64, f64, f64)>> = BTreeMap::new();
+    let mut tb = Vec::new();
+    {
+        let pg = Postgres::start(&work.join("pg"));
+        setup_tables(&pg, args.rows);
+        f6.push(fig6(&args, &pg, "PostgreSQL on", SAFE, &work));
+        f6.push(fig6(&args, &pg, "PostgreSQL off", FAST, &work));
+        f8.insert("PostgreSQL on", fig8(&args, &pg, "PostgreSQL on", SER_SAFE, &work));
+        f8.insert("PostgreSQL off", fig8(&args, &pg, "PostgreSQL off", SER_FAST, &work));
+        let mut init = Command::new(format!("{PG_BIN}/pgbench"));
+        env(&mut init, &pg, "");
+        run(init.args(["-i", "-q", "-s", &args.tpcb_scale.to_string()]));
+        tb.push(tpcb(&args, &pg, "PostgreSQL on", SAFE, &work));
+        tb.push(tpcb(&args, &pg, "PostgreSQL off", FAST, &work));
+    }
+    {
+        let kiln = Kiln::start(&work.join("kiln"), &[]);
+        setup_tables(&kiln, args.rows);
+        f6.push(fig6(&args, &kiln, "Kiln safe", SAFE, &work));
+        f6.push(fig6(&args, &kiln, "Kiln fast", FAST, &work));
+        f8.insert("Kiln safe", fig8(&args, &kiln, "Kiln safe", SER_SAFE, &work));
+        f8.insert("Kiln fast", fig8(&args, &kiln, "Kiln fast", SER_FAST, &work));
+        let mut init = Command::new(format!("{PG_BIN}/pgbench"));
+        env(&mut init, &kiln, "");
+        run(init.args(["-i", "-q", "-s", &args.tpcb_scale.to_string()]));
+        tb.push(tpcb(&args, &kiln, "Kiln safe", SAFE, &work));
+        tb.push(tpcb(&args, &kiln, "Kiln fast", FAST, &work));
+    }
+    {
+        let kiln = Kiln::start(&work.join("kiln-classic"), &["--commit-model", "classic"]);
+        setup_tables(&kiln, args.rows);
+        f6.push(fig6(&args, &kiln, "Kiln classic", SAFE, &work));
+    }
+    report(&args, &floor, &f6, &f8, &tb, started.elapsed());
+}
+
+fn report(args: &Args, floor: &Stats, f6: &[Fig6Row], f8: &BTreeMap<&'static str, Vec<(u64, f64, f64)>>, tb: &[TpcbRow], took: Duration) {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let kernel = Command::new("uname").arg("-r").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
+    let pgv = Command::new(format!("{PG_BIN}/postgres")).arg("--version").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
+    let mut md = String::new();
+    let w = &mut md;
+    let _ = writeln!(w, "# Kiln vs PostgreSQL (pgbench -M prepared)\n");
+    let _ = writeln!(w, "Generated by\n\n```sh\ncargo run --release -p kiln-bench --bin kiln-vs-postgres -- --seconds {} --repeat {} --fig8-seconds {} --tpcb-seconds {} --tpcb-scale {} --out {}\n```\n", args.seconds, args.repeat, args.fig8_seconds, args.tpcb_seconds, args.tpcb_scale, args.out.display());
+    let _ = writeln!(w, "Machine: {cores} cores, Linux {kernel}; {pgv} (stock settings, fsync on; `synchronous_commit` per session). Both servers and pgbench share the machine; data on the same disk. The run took {:.0} s. The engine's own micro-benchmarks are in [benchmarks-engine.md](benchmarks-engine.md).\n", took.as_secs_f64());
+    let _ = writeln!(w, "The floor: a 512-byte append + fdatasync on the data disk, p50 {} ms, p99 {} ms ({} samples).\n", ms(floor.p50), ms(floor.p99), floor.count);
+
+    let _ = writeln!(w, "## Fig. 6: one updater and one reader on a {}-row table\n", args.rows);
+    let _ = writeln!(w, "Each configuration ran {} times for {} s; the table gives the median over runs of each run's mean, p50 and p99 (ms).\n", args.repeat, args.seconds);
+    let _ = writeln!(w, "| system | update mean | update p50 | update p99 | update TPS | read mean | read p50 | read p99 |");
+    let _ = writeln!(w, "|---|---|---|---|---|---|---|---|");
+    for r in f6 {
+        let _ = writeln!(w, "| {} | {} | {} | {} | {:.0} | {} | {} | {} |", r.name, ms(r.update.mean), ms(r.update.p50), ms(r.update.p99), r.update_tps, ms(r.read.mean), ms(r.read.p50), ms(r.read.p99));
+    }
+    let get = |n: &str| f6.iter().find(|r| r.name == n);
+    if let (Some(kf), Some(ks), Some(pon), Some(poff)) = (get("Kiln fast"), get("Kiln safe"), get("PostgreSQL on"), get("PostgreSQL off")) {
+        let _ = writeln!(w, "\n| ratio (same run) | value | target |");
+        let _ = writeln!(w, "|---|---|---|");
+        let _ = writeln!(w, "| Kiln fast update mean ÷ PostgreSQL off | {:.2} | ≤ 0.6 |", kf.update.mean / poff.update.mean);
+        let _ = writeln!(w, "| Kiln safe update mean ÷ PostgreSQL on | {:.2} | ≤ 0.8 |", ks.update.mean / pon.update.mean);
+        let _ = writeln!(w, "| Kiln safe read-only mean ÷ Kiln fast read-only mean | {:.2} | ≤ 1.1 |", ks.read.mean / kf.read.mean);
+        let _ = writeln!(w, "| Kiln safe update p50 ÷ raw fdatasync p50 | {:.2} | — |", ks.update.p50 / floor.p50);
+    }
+
+    let _ = writeln!(w, "\n## Fig. 8: contention (256 rows, 128 clients, 95% of updates on 12 rows, SERIALIZABLE, --max-tries=5)\n");
+    let _ = writeln!(w, "Committed TPS and the share of transactions that failed after 5 tries, per offered load (`-R`), {} s per point.\n", args.fig8_seconds);
+    let names: Vec<&str> = f8.keys().copied().collect();
+    let _ = write!(w, "| offered TPS |");
+    for n in &names {
+        let _ = write!(w, " {n} committed | {n} failed |");
+    }
+    let _ = writeln!(w);
+    let _ = writeln!(w, "|---|{}", "---|---|".repeat(names.len()));
+    for (i, rate) in args.rates.iter().enumerate() {
+        let _ = write!(w, "| {rate} |");
+        for n in &names {
+            let (_, tps, fail) = f8[n][i];
+            let _ = write!(w, " {tps:.0} | {fail:.1}% |");
+        }
+        let _ = writeln!(w);
+    }
+    let peak = |n: &str| f8.get(n).map(|v| v.iter().map(|p| p.1).fold(0.0, f64::max)).unwrap_or(0.0);
+    let _ = writeln!(w, "\n| ratio (same run) | value | target |");
+    let _ = writeln!(w, "|---|---|---|");
+    let _ = writeln!(w, "| Kiln safe peak committed TPS ÷ PostgreSQL on peak | {:.2} | ≥ 5 |", peak("Kiln safe") / peak("PostgreSQL on"));
+    let _ = writeln!(w, "| Kiln safe peak ÷ Kiln fast peak | {:.2} | ≥ 0.9 |", peak("Kiln safe") / peak("Kiln fast"));
+    let png = args.out.with_file_name("fig8.png");
+    if plot(f8, &args.rates, &png) {
+        let _ = writeln!(w, "\n![Fig. 8: committed TPS against offered load](fig8.png)");
+    }
+
+    let _ = writeln!(w, "\n## TPC-B (pgbench built-in, scale {}, 8 clients, {} s)\n", args.tpcb_scale, args.tpcb_seconds);
+    let _ = writeln!(w, "| system | TPS | mean (ms) | p50 | p99 |");
+    let _ = writeln!(w, "|---|---|---|---|---|");
+    for r in tb {
+        let _ = writeln!(w, "| {} | {:.0} | {} | {} | {} |", r.name, r.tps, ms(r.lat.mean), ms(r.lat.p50), ms(r.lat.p99));
+    }
+    if let Some(parent) = args.out.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(&args.out, md).unwrap();
+    eprintln!("wrote {}", args.out.display());
+}
+
+fn plot(f8: &BTreeMap<&'static str, Vec<(u64, f64, f64)>>, rates: &[u64], png: &Path) -> bool {
+    let dir = std::env::temp_dir().join(format!("kiln-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let names: Vec<&str> = f8.keys().copied().collect();
+    let mut data = String::new();
+    for (i, rate) in rates.iter().enumerate() {
+        let _ = write!(data, "{rate}");
+        for n in &names {
+            let _ = write!(data, " {:.1}", f8[n][i].1);
+        }
+        let _ = writeln!(data);
+    }
+    std::fs::write(dir.join("fig8.dat"), data).unwrap();
+    let mut script = format!(
+        "set terminal png size 900,560\nset output '{}'\nset title 'Fig. 8: 256 rows, 128 clients, 95% on 12 hot rows, SERIALIZABLE'\nset xlabel 'offered load (TPS)'\nset ylabel 'committed TPS'\nset logscale x\nset key left top\nset grid\nplot ",
+        png.display()
+    );
+    let plots: Vec<String> = names.iter().enumerate().map(|(i, n)| format!("'{}' using 1:{} with linespoints lw 2 title '{n}'", dir.join("fig8.dat").display(), i + 2)).collect();
+    script.push_str(&plots.join(", "));
+    script.push('\n');
+    std::fs::write(dir.join("fig8.gp"), script).unwrap();
+    let ok = Command::new("gnuplot").arg(dir.join("fig8.gp")).status().map(|s| s.success()).unwrap_or(false);
+    let _ = std::fs::remove_dir_all(&dir);
+    ok
+}
