@@ -15,6 +15,7 @@ pub enum AuthMethod {
     #[default]
     Trust,
     /// SCRAM-SHA-256 with the passwords in `[auth.users]`.
+    #[serde(rename = "scram-sha-256")]
     ScramSha256,
 }
 

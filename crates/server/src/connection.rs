@@ -289,7 +289,13 @@ pub(crate) async fn serve(tcp: TcpStream, shared: Arc<Shared>) {
         shared.register_cancel_key(hpid, hsecret, interrupt.clone());
     }
     conn.socket.set_state(PgWireConnectionState::ReadyForQuery);
-    if conn.ready().await.is_err() {
+    // pgwire's SCRAM handler already sent ReadyForQuery; with trust it is ours to send.
+    let ready = if shared.config.auth.method == crate::config::AuthMethod::Trust {
+        conn.ready().await
+    } else {
+        conn.socket.flush().await
+    };
+    if ready.is_err() {
         conn.session.abort();
         shared.unregister_cancel(pid);
         return;

@@ -1180,8 +1180,13 @@ impl Session {
         match stmt {
             S::StartTransaction { modes, .. } => {
                 let (isolation, read_only) = txn_modes(modes)?;
-                if self.txn.as_ref().is_some_and(|t| t.explicit) {
-                    // PostgreSQL warns and carries on.
+                if let Some(t) = &mut self.txn {
+                    // Already in a block: PostgreSQL warns and carries on. In the implicit
+                    // transaction of a multi-statement query, BEGIN makes it explicit.
+                    t.explicit = true;
+                    if hint.is_some() {
+                        t.hint = hint;
+                    }
                     return Ok(Output::Command("BEGIN".into()));
                 }
                 self.begin_txn(true, isolation, read_only, hint)?;

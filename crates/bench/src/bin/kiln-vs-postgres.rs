@@ -63,13 +63,18 @@ fn root() -> PathBuf {
 
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{cmd:?} failed:\n{text}");
     text
 }
 
 fn is_root() -> bool {
-    Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
 }
 
 fn as_root(args: &[&str]) -> Command {
@@ -88,13 +93,15 @@ const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 
 /// Installs PostgreSQL 15, its clients and gnuplot from Debian when missing.
 fn ensure_tools() {
-    let have_pg = Path::new(PG_BIN).join("postgres").exists() && Path::new(PG_BIN).join("pgbench").exists();
+    let have_pg =
+        Path::new(PG_BIN).join("postgres").exists() && Path::new(PG_BIN).join("pgbench").exists();
     let have_plot = Command::new("gnuplot").arg("--version").output().is_ok();
     if have_pg && have_plot {
         return;
     }
     eprintln!("installing PostgreSQL 15 and gnuplot from Debian");
-    run(as_root(&["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "update", "-q"]).stdin(Stdio::null()));
+    run(as_root(&["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "update", "-q"])
+        .stdin(Stdio::null()));
     run(as_root(&[
         "env",
         "DEBIAN_FRONTEND=noninteractive",
@@ -129,7 +136,14 @@ impl Kiln {
             .arg("serve")
             .arg("--data-dir")
             .arg(dir)
-            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "none", "--max-connections", "300"])
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--metrics-listen",
+                "none",
+                "--max-connections",
+                "300",
+            ])
             .args(extra)
             .env("KILN_LOG", "warn")
             .stdin(Stdio::null())
@@ -212,7 +226,10 @@ impl Postgres {
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let data = dir.join("data");
-        run(&mut as_postgres(&format!("{PG_BIN}/initdb -D {} -U postgres -A trust -E UTF8 --locale=C >/dev/null", data.display())));
+        run(&mut as_postgres(&format!(
+            "{PG_BIN}/initdb -D {} -U postgres -A trust -E UTF8 --locale=C >/dev/null",
+            data.display()
+        )));
         run(&mut as_postgres(&format!(
             "{PG_BIN}/pg_ctl -D {} -w -l {}/log -o \"-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=300\" start >/dev/null",
             data.display(),
@@ -225,7 +242,11 @@ impl Postgres {
 
 impl Drop for Postgres {
     fn drop(&mut self) {
-        let _ = as_postgres(&format!("{PG_BIN}/pg_ctl -D {}/data -m fast stop >/dev/null 2>&1", self.dir.display())).status();
+        let _ = as_postgres(&format!(
+            "{PG_BIN}/pg_ctl -D {}/data -m fast stop >/dev/null 2>&1",
+            self.dir.display()
+        ))
+        .status();
     }
 }
 
@@ -290,7 +311,12 @@ fn stats(mut v: Vec<f64>) -> Stats {
     }
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let pick = |q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize];
-    Stats { mean: v.iter().sum::<f64>() / v.len() as f64, p50: pick(0.5), p99: pick(0.99), count: v.len() }
+    Stats {
+        mean: v.iter().sum::<f64>() / v.len() as f64,
+        p50: pick(0.5),
+        p99: pick(0.99),
+        count: v.len(),
+    }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -314,26 +340,35 @@ fn median_stats(runs: &[Stats]) -> Stats {
 fn pgbench(s: &dyn Server, options: &str, dir: &Path, args: &[String]) -> Child {
     let mut cmd = Command::new(format!("{PG_BIN}/pgbench"));
     env(&mut cmd, s, options);
-    cmd.current_dir(dir).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.current_dir(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     cmd.spawn().expect("pgbench runs")
 }
 
 fn finish(child: Child) -> String {
     let out = child.wait_with_output().expect("pgbench finishes");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "pgbench failed:\n{text}");
     text
 }
 
 fn field(out: &str, prefix: &str) -> Option<f64> {
-    out.lines().find_map(|l| l.trim().strip_prefix(prefix)).and_then(|r| r.split_whitespace().next()).and_then(|n| n.parse().ok())
+    out.lines()
+        .find_map(|l| l.trim().strip_prefix(prefix))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
 }
 
 /// The raw floor: 512-byte appends, each followed by fdatasync, in `dir`.
 fn fdatasync_floor(dir: &Path) -> Stats {
     std::fs::create_dir_all(dir).unwrap();
     let path = dir.join("fdatasync-probe");
-    let mut f = std::fs::OpenOptions::new().create(true).truncate(true).write(true).open(&path).unwrap();
+    let mut f =
+        std::fs::OpenOptions::new().create(true).truncate(true).write(true).open(&path).unwrap();
     let buf = [7u8; 512];
     let mut v = Vec::new();
     let end = Instant::now() + Duration::from_secs(3);
@@ -360,20 +395,73 @@ fn fig6(args: &Args, s: &dyn Server, name: &'static str, options: &str, work: &P
     let mut tps = Vec::new();
     for rep in 0..args.repeat {
         let secs = args.seconds.to_string();
-        let up = pgbench(s, options, work, &["-n", "-M", "prepared", "-c", "1", "-j", "1", "-T", &secs, "-f", "update.sql", "-l", "--log-prefix", &format!("up{rep}")].map(String::from));
-        let rd = pgbench(s, options, work, &["-n", "-M", "prepared", "-c", "1", "-j", "1", "-T", &secs, "-f", "select.sql", "-l", "--log-prefix", &format!("rd{rep}")].map(String::from));
+        let up = pgbench(
+            s,
+            options,
+            work,
+            &[
+                "-n",
+                "-M",
+                "prepared",
+                "-c",
+                "1",
+                "-j",
+                "1",
+                "-T",
+                &secs,
+                "-f",
+                "update.sql",
+                "-l",
+                "--log-prefix",
+                &format!("up{rep}"),
+            ]
+            .map(String::from),
+        );
+        let rd = pgbench(
+            s,
+            options,
+            work,
+            &[
+                "-n",
+                "-M",
+                "prepared",
+                "-c",
+                "1",
+                "-j",
+                "1",
+                "-T",
+                &secs,
+                "-f",
+                "select.sql",
+                "-l",
+                "--log-prefix",
+                &format!("rd{rep}"),
+            ]
+            .map(String::from),
+        );
         let up_out = finish(up);
         finish(rd);
         tps.push(field(&up_out, "tps = ").unwrap_or(0.0));
         ups.push(stats(latencies(work, &format!("up{rep}"))));
         reads.push(stats(latencies(work, &format!("rd{rep}"))));
     }
-    let row = Fig6Row { name, update: median_stats(&ups), read: median_stats(&reads), update_tps: median(tps) };
+    let row = Fig6Row {
+        name,
+        update: median_stats(&ups),
+        read: median_stats(&reads),
+        update_tps: median(tps),
+    };
     eprintln!("fig6 {name}: update {:?} read {:?}", row.update, row.read);
     row
 }
 
-fn fig8(args: &Args, s: &dyn Server, name: &str, options: &str, work: &Path) -> Vec<(u64, f64, f64)> {
+fn fig8(
+    args: &Args,
+    s: &dyn Server,
+    name: &str,
+    options: &str,
+    work: &Path,
+) -> Vec<(u64, f64, f64)> {
     let mut points = Vec::new();
     for &rate in &args.rates {
         psql(s, "UPDATE kvhot SET v = 0");
@@ -382,15 +470,28 @@ fn fig8(args: &Args, s: &dyn Server, name: &str, options: &str, work: &Path) -> 
             options,
             work,
             &[
-                "-n", "-M", "prepared", "-c", "128", "-j", "2", "-T", &args.fig8_seconds.to_string(), "-R", &rate.to_string(),
-                "--max-tries=5", "-f", "hot.sql",
+                "-n",
+                "-M",
+                "prepared",
+                "-c",
+                "128",
+                "-j",
+                "2",
+                "-T",
+                &args.fig8_seconds.to_string(),
+                "-R",
+                &rate.to_string(),
+                "--max-tries=5",
+                "-f",
+                "hot.sql",
             ]
             .map(String::from),
         ));
         let tps = field(&out, "tps = ").unwrap_or(0.0);
         let processed = field(&out, "number of transactions actually processed:").unwrap_or(0.0);
         let failed = field(&out, "number of failed transactions:").unwrap_or(0.0);
-        let fail_pct = if processed + failed > 0.0 { 100.0 * failed / (processed + failed) } else { 0.0 };
+        let fail_pct =
+            if processed + failed > 0.0 { 100.0 * failed / (processed + failed) } else { 0.0 };
         eprintln!("fig8 {name} offered {rate}: committed {tps:.0} TPS, failed {fail_pct:.1}%");
         points.push((rate, tps, fail_pct));
     }
@@ -408,7 +509,21 @@ fn tpcb(args: &Args, s: &dyn Server, name: &'static str, options: &str, work: &P
         s,
         options,
         work,
-        &["-n", "-M", "prepared", "-c", "8", "-j", "2", "-T", &args.tpcb_seconds.to_string(), "-l", "--log-prefix", "tpcb"].map(String::from),
+        &[
+            "-n",
+            "-M",
+            "prepared",
+            "-c",
+            "8",
+            "-j",
+            "2",
+            "-T",
+            &args.tpcb_seconds.to_string(),
+            "-l",
+            "--log-prefix",
+            "tpcb",
+        ]
+        .map(String::from),
     ));
     let lat = stats(latencies(work, "tpcb"));
     let row = TpcbRow { name, tps: field(&out, "tps = ").unwrap_or(0.0), lat };
@@ -448,8 +563,16 @@ fn main() {
     if is_root() {
         let _ = Command::new("chmod").args(["777", work.to_str().unwrap()]).status();
     }
-    std::fs::write(work.join("update.sql"), format!("\\set k random(1, {})\nUPDATE kv SET v = v + 1 WHERE k = :k;\n", args.rows)).unwrap();
-    std::fs::write(work.join("select.sql"), format!("\\set k random(1, {})\nSELECT v FROM kv WHERE k = :k;\n", args.rows)).unwrap();
+    std::fs::write(
+        work.join("update.sql"),
+        format!("\\set k random(1, {})\nUPDATE kv SET v = v + 1 WHERE k = :k;\n", args.rows),
+    )
+    .unwrap();
+    std::fs::write(
+        work.join("select.sql"),
+        format!("\\set k random(1, {})\nSELECT v FROM kv WHERE k = :k;\n", args.rows),
+    )
+    .unwrap();
     std::fs::write(
         work.join("hot.sql"),
         "\\set r random(1, 100)\n\\if :r <= 95\n\\set k random(1, 12)\n\\else\n\\set k random(13, 256)\n\\endif\nUPDATE kvhot SET v = v + 1 WHERE k = :k;\n",
@@ -461,7 +584,8 @@ fn main() {
 
     const FAST: &str = "-c synchronous_commit=off";
     const SAFE: &str = "-c synchronous_commit=on";
-    const SER_FAST: &str = "-c synchronous_commit=off -c default_transaction_isolation=serializable";
+    const SER_FAST: &str =
+        "-c synchronous_commit=off -c default_transaction_isolation=serializable";
     const SER_SAFE: &str = "-c synchronous_commit=on -c default_transaction_isolation=serializable";
 
     let mut f6 = Vec::new();
@@ -501,14 +625,33 @@ fn main() {
     report(&args, &floor, &f6, &f8, &tb, started.elapsed());
 }
 
-fn report(args: &Args, floor: &Stats, f6: &[Fig6Row], f8: &BTreeMap<&'static str, Vec<(u64, f64, f64)>>, tb: &[TpcbRow], took: Duration) {
+fn report(
+    args: &Args,
+    floor: &Stats,
+    f6: &[Fig6Row],
+    f8: &BTreeMap<&'static str, Vec<(u64, f64, f64)>>,
+    tb: &[TpcbRow],
+    took: Duration,
+) {
+    if let Some(parent) = args.out.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
-    let kernel = Command::new("uname").arg("-r").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
-    let pgv = Command::new(format!("{PG_BIN}/postgres")).arg("--version").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
+    let kernel = Command::new("uname")
+        .arg("-r")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let pgv = Command::new(format!("{PG_BIN}/postgres"))
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
     let mut md = String::new();
     let w = &mut md;
     let _ = writeln!(w, "# Kiln vs PostgreSQL (pgbench -M prepared)\n");
-    let _ = writeln!(w, "Generated by\n\n```sh\ncargo run --release -p kiln-bench --bin kiln-vs-postgres -- --seconds {} --repeat {} --fig8-seconds {} --tpcb-seconds {} --tpcb-scale {} --out {}\n```\n", args.seconds, args.repeat, args.fig8_seconds, args.tpcb_seconds, args.tpcb_scale, args.out.display());
+    let rates: Vec<String> = args.rates.iter().map(u64::to_string).collect();
+    let _ = writeln!(w, "Generated by\n\n```sh\ncargo run --release -p kiln-bench --bin kiln-vs-postgres -- --seconds {} --repeat {} --rows {} --fig8-seconds {} --rates {} --tpcb-seconds {} --tpcb-scale {} --out {}\n```\n", args.seconds, args.repeat, args.rows, args.fig8_seconds, rates.join(","), args.tpcb_seconds, args.tpcb_scale, args.out.display());
     let _ = writeln!(w, "Machine: {cores} cores, Linux {kernel}; {pgv} (stock settings, fsync on; `synchronous_commit` per session). Both servers and pgbench share the machine; data on the same disk. The run took {:.0} s. The engine's own micro-benchmarks are in [benchmarks-engine.md](benchmarks-engine.md).\n", took.as_secs_f64());
     let _ = writeln!(w, "The floor: a 512-byte append + fdatasync on the data disk, p50 {} ms, p99 {} ms ({} samples).\n", ms(floor.p50), ms(floor.p99), floor.count);
 
@@ -517,16 +660,45 @@ fn report(args: &Args, floor: &Stats, f6: &[Fig6Row], f8: &BTreeMap<&'static str
     let _ = writeln!(w, "| system | update mean | update p50 | update p99 | update TPS | read mean | read p50 | read p99 |");
     let _ = writeln!(w, "|---|---|---|---|---|---|---|---|");
     for r in f6 {
-        let _ = writeln!(w, "| {} | {} | {} | {} | {:.0} | {} | {} | {} |", r.name, ms(r.update.mean), ms(r.update.p50), ms(r.update.p99), r.update_tps, ms(r.read.mean), ms(r.read.p50), ms(r.read.p99));
+        let _ = writeln!(
+            w,
+            "| {} | {} | {} | {} | {:.0} | {} | {} | {} |",
+            r.name,
+            ms(r.update.mean),
+            ms(r.update.p50),
+            ms(r.update.p99),
+            r.update_tps,
+            ms(r.read.mean),
+            ms(r.read.p50),
+            ms(r.read.p99)
+        );
     }
     let get = |n: &str| f6.iter().find(|r| r.name == n);
-    if let (Some(kf), Some(ks), Some(pon), Some(poff)) = (get("Kiln fast"), get("Kiln safe"), get("PostgreSQL on"), get("PostgreSQL off")) {
+    if let (Some(kf), Some(ks), Some(pon), Some(poff)) =
+        (get("Kiln fast"), get("Kiln safe"), get("PostgreSQL on"), get("PostgreSQL off"))
+    {
         let _ = writeln!(w, "\n| ratio (same run) | value | target |");
         let _ = writeln!(w, "|---|---|---|");
-        let _ = writeln!(w, "| Kiln fast update mean ÷ PostgreSQL off | {:.2} | ≤ 0.6 |", kf.update.mean / poff.update.mean);
-        let _ = writeln!(w, "| Kiln safe update mean ÷ PostgreSQL on | {:.2} | ≤ 0.8 |", ks.update.mean / pon.update.mean);
-        let _ = writeln!(w, "| Kiln safe read-only mean ÷ Kiln fast read-only mean | {:.2} | ≤ 1.1 |", ks.read.mean / kf.read.mean);
-        let _ = writeln!(w, "| Kiln safe update p50 ÷ raw fdatasync p50 | {:.2} | — |", ks.update.p50 / floor.p50);
+        let _ = writeln!(
+            w,
+            "| Kiln fast update mean ÷ PostgreSQL off | {:.2} | ≤ 0.6 |",
+            kf.update.mean / poff.update.mean
+        );
+        let _ = writeln!(
+            w,
+            "| Kiln safe update mean ÷ PostgreSQL on | {:.2} | ≤ 0.8 |",
+            ks.update.mean / pon.update.mean
+        );
+        let _ = writeln!(
+            w,
+            "| Kiln safe read-only mean ÷ Kiln fast read-only mean | {:.2} | ≤ 1.1 |",
+            ks.read.mean / kf.read.mean
+        );
+        let _ = writeln!(
+            w,
+            "| Kiln safe update p50 ÷ raw fdatasync p50 | {:.2} | — |",
+            ks.update.p50 / floor.p50
+        );
     }
 
     let _ = writeln!(w, "\n## Fig. 8: contention (256 rows, 128 clients, 95% of updates on 12 rows, SERIALIZABLE, --max-tries=5)\n");
@@ -546,24 +718,42 @@ fn report(args: &Args, floor: &Stats, f6: &[Fig6Row], f8: &BTreeMap<&'static str
         }
         let _ = writeln!(w);
     }
-    let peak = |n: &str| f8.get(n).map(|v| v.iter().map(|p| p.1).fold(0.0, f64::max)).unwrap_or(0.0);
+    let peak =
+        |n: &str| f8.get(n).map(|v| v.iter().map(|p| p.1).fold(0.0, f64::max)).unwrap_or(0.0);
     let _ = writeln!(w, "\n| ratio (same run) | value | target |");
     let _ = writeln!(w, "|---|---|---|");
-    let _ = writeln!(w, "| Kiln safe peak committed TPS ÷ PostgreSQL on peak | {:.2} | ≥ 5 |", peak("Kiln safe") / peak("PostgreSQL on"));
-    let _ = writeln!(w, "| Kiln safe peak ÷ Kiln fast peak | {:.2} | ≥ 0.9 |", peak("Kiln safe") / peak("Kiln fast"));
+    let _ = writeln!(
+        w,
+        "| Kiln safe peak committed TPS ÷ PostgreSQL on peak | {:.2} | ≥ 5 |",
+        peak("Kiln safe") / peak("PostgreSQL on")
+    );
+    let _ = writeln!(
+        w,
+        "| Kiln safe peak ÷ Kiln fast peak | {:.2} | ≥ 0.9 |",
+        peak("Kiln safe") / peak("Kiln fast")
+    );
     let png = args.out.with_file_name("fig8.png");
     if plot(f8, &args.rates, &png) {
         let _ = writeln!(w, "\n![Fig. 8: committed TPS against offered load](fig8.png)");
     }
 
-    let _ = writeln!(w, "\n## TPC-B (pgbench built-in, scale {}, 8 clients, {} s)\n", args.tpcb_scale, args.tpcb_seconds);
+    let _ = writeln!(
+        w,
+        "\n## TPC-B (pgbench built-in, scale {}, 8 clients, {} s)\n",
+        args.tpcb_scale, args.tpcb_seconds
+    );
     let _ = writeln!(w, "| system | TPS | mean (ms) | p50 | p99 |");
     let _ = writeln!(w, "|---|---|---|---|---|");
     for r in tb {
-        let _ = writeln!(w, "| {} | {:.0} | {} | {} | {} |", r.name, r.tps, ms(r.lat.mean), ms(r.lat.p50), ms(r.lat.p99));
-    }
-    if let Some(parent) = args.out.parent() {
-        std::fs::create_dir_all(parent).unwrap();
+        let _ = writeln!(
+            w,
+            "| {} | {:.0} | {} | {} | {} |",
+            r.name,
+            r.tps,
+            ms(r.lat.mean),
+            ms(r.lat.p50),
+            ms(r.lat.p99)
+        );
     }
     std::fs::write(&args.out, md).unwrap();
     eprintln!("wrote {}", args.out.display());
@@ -586,11 +776,25 @@ fn plot(f8: &BTreeMap<&'static str, Vec<(u64, f64, f64)>>, rates: &[u64], png: &
         "set terminal png size 900,560\nset output '{}'\nset title 'Fig. 8: 256 rows, 128 clients, 95% on 12 hot rows, SERIALIZABLE'\nset xlabel 'offered load (TPS)'\nset ylabel 'committed TPS'\nset logscale x\nset key left top\nset grid\nplot ",
         png.display()
     );
-    let plots: Vec<String> = names.iter().enumerate().map(|(i, n)| format!("'{}' using 1:{} with linespoints lw 2 title '{n}'", dir.join("fig8.dat").display(), i + 2)).collect();
+    let plots: Vec<String> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            format!(
+                "'{}' using 1:{} with linespoints lw 2 title '{n}'",
+                dir.join("fig8.dat").display(),
+                i + 2
+            )
+        })
+        .collect();
     script.push_str(&plots.join(", "));
     script.push('\n');
     std::fs::write(dir.join("fig8.gp"), script).unwrap();
-    let ok = Command::new("gnuplot").arg(dir.join("fig8.gp")).status().map(|s| s.success()).unwrap_or(false);
+    let ok = Command::new("gnuplot")
+        .arg(dir.join("fig8.gp"))
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
     let _ = std::fs::remove_dir_all(&dir);
     ok
 }
