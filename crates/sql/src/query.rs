@@ -211,6 +211,27 @@ pub struct SelectPlan {
     pub lock: bool,
 }
 
+impl SelectPlan {
+    /// All rows of one FROM item, every column, nothing else.
+    pub fn over(item: FromItem, columns: Columns) -> SelectPlan {
+        let width = item.width;
+        SelectPlan {
+            from: vec![item],
+            width,
+            constant_filters: vec![],
+            grouping: None,
+            having: None,
+            projection: (0..width).map(Expr::Column).collect(),
+            columns,
+            distinct: false,
+            order: vec![],
+            limit: None,
+            offset: None,
+            lock: false,
+        }
+    }
+}
+
 /// The binder and planner for one statement.
 pub struct Planner<'a> {
     /// The transaction (catalog reads and uncorrelated subqueries).
@@ -341,6 +362,30 @@ pub fn position_of(sql: &str, span: sqlparser::tokenizer::Span) -> Option<usize>
 }
 
 impl<'a> Planner<'a> {
+    /// A planner for one statement; `param_values` is `None` when only describing it.
+    pub fn new(
+        txn: &'a mut Transaction,
+        catalog: &'a Catalog,
+        db: &'a str,
+        params: Vec<DataType>,
+        param_values: Option<&'a [Value]>,
+        system: &'a dyn SystemTables,
+        env: &'a dyn crate::expr::Env,
+    ) -> Planner<'a> {
+        Planner {
+            txn,
+            catalog,
+            db,
+            params,
+            param_values,
+            system,
+            env,
+            outer: Vec::new(),
+            correlated: false,
+            outer_refs: Vec::new(),
+        }
+    }
+
     /// Resolves a name in the innermost enclosing query (a correlated reference).
     fn resolve_outer(
         &mut self,
@@ -1157,8 +1202,8 @@ impl<'a> Planner<'a> {
                     .map(|((n, a), (_, b))| (n.clone(), DataType::common(*a, *b)))
                     .collect();
                 let width = columns.len();
-                Ok(SelectPlan {
-                    from: vec![FromItem {
+                Ok(SelectPlan::over(
+                    FromItem {
                         source: Source::SetOp(Box::new(l), Box::new(r), kind, all),
                         offset: 0,
                         width,
@@ -1166,19 +1211,9 @@ impl<'a> Planner<'a> {
                         on: vec![],
                         filters: vec![],
                         label: format!("{op}"),
-                    }],
-                    width,
-                    constant_filters: vec![],
-                    grouping: None,
-                    having: None,
-                    projection: (0..width).map(Expr::Column).collect(),
+                    },
                     columns,
-                    distinct: false,
-                    order: vec![],
-                    limit: None,
-                    offset: None,
-                    lock: false,
-                })
+                ))
             }
             other => Err(SqlError::unsupported(format!("the query {other}"))),
         }
@@ -1228,8 +1263,8 @@ impl<'a> Planner<'a> {
             })
             .collect();
         if rows.len() == exprs_rows.len() {
-            return Ok(SelectPlan {
-                from: vec![FromItem {
+            return Ok(SelectPlan::over(
+                FromItem {
                     source: Source::Rows(Arc::new(rows)),
                     offset: 0,
                     width,
@@ -1237,19 +1272,9 @@ impl<'a> Planner<'a> {
                     on: vec![],
                     filters: vec![],
                     label: "VALUES".into(),
-                }],
-                width,
-                constant_filters: vec![],
-                grouping: None,
-                having: None,
-                projection: (0..width).map(Expr::Column).collect(),
+                },
                 columns,
-                distinct: false,
-                order: vec![],
-                limit: None,
-                offset: None,
-                lock: false,
-            });
+            ));
         }
         // Rows with parameters or functions: one source row per VALUES row, selected by a
         // CASE on a generated row number.

@@ -375,6 +375,17 @@ struct TxnState {
     savepoints: Vec<(String, kiln_engine::Savepoint)>,
 }
 
+impl TxnState {
+    /// Where the innermost savepoint named `name` is (3B001 when there is none).
+    fn savepoint_position(&self, name: &str) -> Result<usize> {
+        let name = name.to_lowercase();
+        self.savepoints
+            .iter()
+            .rposition(|(n, _)| *n == name)
+            .ok_or_else(|| SqlError::new("3B001", format!("savepoint \"{name}\" does not exist")))
+    }
+}
+
 struct CopyState {
     table: Arc<Table>,
     columns: Vec<usize>,
@@ -508,6 +519,22 @@ fn split_statements(sql: &str) -> Vec<String> {
         out.push(cur);
     }
     out
+}
+
+/// The evaluation environment of a statement of session `$s` (a macro, so that it borrows
+/// only the fields it names).
+macro_rules! session_env {
+    ($s:ident) => {
+        SessionEnv {
+            db: &$s.db,
+            last_write: $s.last_write,
+            engine_session: &$s.engine_session,
+            user: &$s.user,
+            database: &$s.database,
+            pid: $s.pid,
+            now: now_micros(),
+        }
+    };
 }
 
 struct SessionEnv<'a> {
@@ -863,15 +890,7 @@ impl Session {
                 own.as_mut().expect("just set")
             }
         };
-        let env = SessionEnv {
-            db: &self.db,
-            last_write: self.last_write,
-            engine_session: &self.engine_session,
-            user: &self.user,
-            database: &self.database,
-            pid: self.pid,
-            now: now_micros(),
-        };
+        let env = session_env!(self);
         let system = System { db: &self.db, database: &self.database, settings: &self.settings };
         let mut planner = Planner {
             txn,
@@ -971,6 +990,16 @@ impl Session {
             savepoints: Vec::new(),
         });
         Ok(())
+    }
+
+    /// The open transaction block, for a statement that needs one (25P01 otherwise).
+    fn block(&mut self, what: &str) -> Result<&mut TxnState> {
+        self.txn.as_mut().filter(|t| t.explicit).ok_or_else(|| {
+            SqlError::new(
+                code::NO_ACTIVE_TXN,
+                format!("{what} can only be used in transaction blocks"),
+            )
+        })
     }
 
     fn commit_mode(&self, ts: &TxnState, hint: Option<CommitMode>) -> CommitMode {
@@ -1205,30 +1234,14 @@ impl Session {
             }
             S::Savepoint { name } => {
                 let name = name.value.to_lowercase();
-                let Some(ts) = self.txn.as_mut().filter(|t| t.explicit) else {
-                    return Err(SqlError::new(
-                        code::NO_ACTIVE_TXN,
-                        "SAVEPOINT can only be used in transaction blocks",
-                    ));
-                };
+                let ts = self.block("SAVEPOINT")?;
                 let sp = ts.txn.savepoint();
                 ts.savepoints.push((name, sp));
                 Ok(Output::Command("SAVEPOINT".into()))
             }
             S::Rollback { savepoint: Some(name), .. } => {
-                let name = name.value.to_lowercase();
-                let Some(ts) = self.txn.as_mut().filter(|t| t.explicit) else {
-                    return Err(SqlError::new(
-                        code::NO_ACTIVE_TXN,
-                        "ROLLBACK TO SAVEPOINT can only be used in transaction blocks",
-                    ));
-                };
-                let Some(pos) = ts.savepoints.iter().rposition(|(n, _)| *n == name) else {
-                    return Err(SqlError::new(
-                        "3B001",
-                        format!("savepoint \"{name}\" does not exist"),
-                    ));
-                };
+                let ts = self.block("ROLLBACK TO SAVEPOINT")?;
+                let pos = ts.savepoint_position(&name.value)?;
                 let sp = ts.savepoints[pos].1;
                 ts.savepoints.truncate(pos + 1);
                 ts.txn.rollback_to(sp)?;
@@ -1237,22 +1250,11 @@ impl Session {
                 Ok(Output::Command("ROLLBACK".into()))
             }
             S::ReleaseSavepoint { name } => {
-                let name = name.value.to_lowercase();
-                let Some(ts) = self.txn.as_mut().filter(|t| t.explicit) else {
-                    return Err(SqlError::new(
-                        code::NO_ACTIVE_TXN,
-                        "RELEASE SAVEPOINT can only be used in transaction blocks",
-                    ));
-                };
+                let ts = self.block("RELEASE SAVEPOINT")?;
                 if ts.failed {
                     return Err(in_failed());
                 }
-                let Some(pos) = ts.savepoints.iter().rposition(|(n, _)| *n == name) else {
-                    return Err(SqlError::new(
-                        "3B001",
-                        format!("savepoint \"{name}\" does not exist"),
-                    ));
-                };
+                let pos = ts.savepoint_position(&name.value)?;
                 let sp = ts.savepoints[pos].1;
                 ts.savepoints.truncate(pos);
                 ts.txn.release(sp);
@@ -1452,21 +1454,11 @@ impl Session {
     fn run(&mut self, stmt: &ast::Statement, _sql: &str, params: &[Value]) -> Result<Output> {
         use ast::Statement as S;
         let ts = self.txn.as_mut().expect("a transaction is open");
-        if ts.isolation == IsolationLevel::ReadCommitted && !ts.txn.has_writes() {
+        if ts.isolation == IsolationLevel::ReadCommitted {
             // READ COMMITTED: each statement sees what committed before it began.
             ts.txn.refresh_snapshot()?;
-        } else if ts.isolation == IsolationLevel::ReadCommitted {
-            ts.txn.refresh_snapshot()?;
         }
-        let env = SessionEnv {
-            db: &self.db,
-            last_write: self.last_write,
-            engine_session: &self.engine_session,
-            user: &self.user,
-            database: &self.database,
-            pid: self.pid,
-            now: now_micros(),
-        };
+        let env = session_env!(self);
         let system = System { db: &self.db, database: &self.database, settings: &self.settings };
         let limits = ExecLimits {
             rows_max: self.db.config.rows_max,
@@ -1480,20 +1472,23 @@ impl Session {
             .filter(|v| *v > 0)
             .map(Duration::from_millis);
         let mut w = Writer { db: &self.db, ts, lock_timeout, interrupt: &self.interrupt };
+        // A planner for this statement (parameter values known: subqueries may run).
+        macro_rules! planner {
+            () => {
+                Planner::new(
+                    &mut w.ts.txn,
+                    &self.db.catalog,
+                    &self.database,
+                    param_types(params),
+                    Some(params),
+                    &system,
+                    &env,
+                )
+            };
+        }
         match stmt {
             S::Query(q) => {
-                let mut planner = Planner {
-                    txn: &mut w.ts.txn,
-                    catalog: &self.db.catalog,
-                    db: &self.database,
-                    params: param_types(params),
-                    param_values: Some(params),
-                    system: &system,
-                    env: &env,
-                    outer: vec![],
-                    correlated: false,
-                    outer_refs: vec![],
-                };
+                let mut planner = planner!();
                 let plan = planner.query(q, None)?;
                 let (rows, keys) = {
                     let cell = RefCell::new(&mut w.ts.txn);
@@ -1518,66 +1513,22 @@ impl Session {
                 Ok(Output::Rows { columns: plan.columns, rows, tag })
             }
             S::Insert(ins) => {
-                let mut planner = Planner {
-                    txn: &mut w.ts.txn,
-                    catalog: &self.db.catalog,
-                    db: &self.database,
-                    params: param_types(params),
-                    param_values: Some(params),
-                    system: &system,
-                    env: &env,
-                    outer: vec![],
-                    correlated: false,
-                    outer_refs: vec![],
-                };
+                let mut planner = planner!();
                 let plan = plan_insert(&mut planner, ins)?;
                 w.insert(plan, &ctx, &limits)
             }
             S::Update(u) => {
-                let mut planner = Planner {
-                    txn: &mut w.ts.txn,
-                    catalog: &self.db.catalog,
-                    db: &self.database,
-                    params: param_types(params),
-                    param_values: Some(params),
-                    system: &system,
-                    env: &env,
-                    outer: vec![],
-                    correlated: false,
-                    outer_refs: vec![],
-                };
+                let mut planner = planner!();
                 let plan = plan_update(&mut planner, u)?;
                 w.update(plan, &ctx, &limits)
             }
             S::Delete(d) => {
-                let mut planner = Planner {
-                    txn: &mut w.ts.txn,
-                    catalog: &self.db.catalog,
-                    db: &self.database,
-                    params: param_types(params),
-                    param_values: Some(params),
-                    system: &system,
-                    env: &env,
-                    outer: vec![],
-                    correlated: false,
-                    outer_refs: vec![],
-                };
+                let mut planner = planner!();
                 let plan = plan_delete(&mut planner, d)?;
                 w.delete(plan, &ctx, &limits)
             }
             S::Explain { statement, .. } => {
-                let mut planner = Planner {
-                    txn: &mut w.ts.txn,
-                    catalog: &self.db.catalog,
-                    db: &self.database,
-                    params: param_types(params),
-                    param_values: Some(params),
-                    system: &system,
-                    env: &env,
-                    outer: vec![],
-                    correlated: false,
-                    outer_refs: vec![],
-                };
+                let mut planner = planner!();
                 let lines = match statement.as_ref() {
                     S::Query(q) => crate::query::explain(&planner.query(q, None)?),
                     S::Update(u) => {
@@ -1666,18 +1617,15 @@ impl Session {
                         Ok(Output::CopyIn { columns: out_cols, csv })
                     }
                     (source, true, ast::CopyTarget::Stdout) => {
-                        let mut planner = Planner {
-                            txn: &mut w.ts.txn,
-                            catalog: &self.db.catalog,
-                            db: &self.database,
-                            params: vec![],
-                            param_values: Some(params),
-                            system: &system,
-                            env: &env,
-                            outer: vec![],
-                            correlated: false,
-                            outer_refs: vec![],
-                        };
+                        let mut planner = Planner::new(
+                            &mut w.ts.txn,
+                            &self.db.catalog,
+                            &self.database,
+                            vec![],
+                            Some(params),
+                            &system,
+                            &env,
+                        );
                         let plan = match source {
                             ast::CopySource::Query(q) => planner.query(q, None)?,
                             ast::CopySource::Table { table_name, columns } => {
@@ -1780,15 +1728,7 @@ impl Session {
             rows.push(row);
         }
         let n = rows.len() as u64;
-        let env = SessionEnv {
-            db: &self.db,
-            last_write: self.last_write,
-            engine_session: &self.engine_session,
-            user: &self.user,
-            database: &self.database,
-            pid: self.pid,
-            now: now_micros(),
-        };
+        let env = session_env!(self);
         let ctx = Ctx::new(&[], &env);
         let ts = self.txn.as_mut().expect("copy runs in a transaction");
         let mut w = Writer { db: &self.db, ts, lock_timeout: None, interrupt: &self.interrupt };
@@ -2018,23 +1958,18 @@ fn parse_csv(text: &str) -> Result<Vec<Option<Vec<Option<String>>>>> {
                 in_quotes = true;
                 quoted_field = true;
             }
-            ',' => {
+            ',' | '\n' => {
+                // An unquoted empty field is NULL; a quoted one is the empty string.
                 record.push(if field.is_empty() && !quoted_field {
                     None
                 } else {
                     Some(std::mem::take(&mut field))
                 });
                 quoted_field = false;
-            }
-            '\n' => {
-                record.push(if field.is_empty() && !quoted_field {
-                    None
-                } else {
-                    Some(std::mem::take(&mut field))
-                });
-                quoted_field = false;
-                records.push(Some(std::mem::take(&mut record)));
-                any = false;
+                if c == '\n' {
+                    records.push(Some(std::mem::take(&mut record)));
+                    any = false;
+                }
             }
             '\r' => {}
             c => field.push(c),
@@ -2333,20 +2268,9 @@ fn single_table_scan(
         label: table.name.clone(),
     };
     crate::query::choose_access(&mut item);
-    let plan = SelectPlan {
-        from: vec![item],
-        width,
-        constant_filters,
-        grouping: None,
-        having: None,
-        projection: (0..width).map(Expr::Column).collect(),
-        columns: table.columns.iter().map(|c| (c.name.clone(), c.ty)).collect(),
-        distinct: false,
-        order: vec![],
-        limit: None,
-        offset: None,
-        lock: false,
-    };
+    let mut plan =
+        SelectPlan::over(item, table.columns.iter().map(|c| (c.name.clone(), c.ty)).collect());
+    plan.constant_filters = constant_filters;
     Ok((table, plan, scope))
 }
 
@@ -2420,6 +2344,30 @@ fn unique_violation(table: &Table, what: &str, values: &[Value], cols: &[usize])
         format!("duplicate key value violates unique constraint \"{what}\""),
     )
     .detail(format!("Key ({names})=({vals}) already exists."))
+}
+
+/// The command tag and, with RETURNING, its rows, for the rows a statement wrote.
+fn returning_output(
+    returning: Option<Returning>,
+    rows: Vec<Vec<Value>>,
+    verb: &str,
+    ctx: &Ctx,
+) -> Result<Output> {
+    let tag = if verb == "INSERT" {
+        format!("INSERT 0 {}", rows.len())
+    } else {
+        format!("{verb} {}", rows.len())
+    };
+    Ok(match returning {
+        Some(r) => {
+            let mut out = Vec::with_capacity(rows.len());
+            for row in &rows {
+                out.push(r.exprs.iter().map(|e| e.eval(row, ctx)).collect::<Result<Vec<_>>>()?);
+            }
+            Output::Rows { columns: r.columns, rows: out, tag }
+        }
+        None => Output::Command(tag),
+    })
 }
 
 impl Writer<'_> {
@@ -2653,8 +2601,7 @@ impl Writer<'_> {
             let ctx = Ctx { runner: Some(&exec), ..*ctx };
             crate::query::execute_select(&plan.source, &cell, &ctx, limits)?
         };
-        let mut count = 0u64;
-        let mut returned = Vec::new();
+        let mut written_rows = Vec::new();
         for src in source_rows {
             limits.check()?;
             let mut row: Vec<Option<Value>> = vec![None; table.columns.len()];
@@ -2704,86 +2651,60 @@ impl Writer<'_> {
                 }
             };
             if let Some(row) = written {
-                count += 1;
-                if let Some(r) = &plan.returning {
-                    returned.push(
-                        r.exprs.iter().map(|e| e.eval(&row, ctx)).collect::<Result<Vec<_>>>()?,
-                    );
-                }
+                written_rows.push(row);
             }
         }
-        let tag = format!("INSERT 0 {count}");
-        Ok(match plan.returning {
-            Some(r) => Output::Rows { columns: r.columns, rows: returned, tag },
-            None => Output::Command(tag),
-        })
+        returning_output(plan.returning, written_rows, "INSERT", ctx)
+    }
+
+    /// The rows an UPDATE or DELETE applies to: scanned, locked, and (under READ COMMITTED)
+    /// re-read in their newest version; each with its primary key.
+    fn target_rows(
+        &mut self,
+        table: &Table,
+        scan: &SelectPlan,
+        ctx: &Ctx,
+        limits: &ExecLimits,
+    ) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
+        let filters = scan.from[0].filters.clone();
+        let rows = {
+            let cell = RefCell::new(&mut self.ts.txn);
+            let exec = Exec { txn: &cell, limits };
+            let ctx = Ctx { runner: Some(&exec), ..*ctx };
+            execute_from(scan, &cell, &ctx, limits)?
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for (pk, row) in rows {
+            limits.check()?;
+            let pk = pk.expect("table rows have keys");
+            if let Some(current) = self.lock_current(table, &pk, row, &filters, ctx)? {
+                out.push((pk, current));
+            }
+        }
+        Ok(out)
     }
 
     fn update(&mut self, plan: UpdatePlan, ctx: &Ctx, limits: &ExecLimits) -> Result<Output> {
         let table = plan.table.clone();
-        let filters = plan.scan.from[0].filters.clone();
-        let rows = {
-            let cell = RefCell::new(&mut self.ts.txn);
-            let exec = Exec { txn: &cell, limits };
-            let ctx = Ctx { runner: Some(&exec), ..*ctx };
-            execute_from(&plan.scan, &cell, &ctx, limits)?
-        };
-        let mut count = 0u64;
-        let mut returned = Vec::new();
-        for (pk, row) in rows {
-            limits.check()?;
-            let pk = pk.expect("table rows have keys");
-            let Some(current) = self.lock_current(&table, &pk, row, &filters, ctx)? else {
-                continue;
-            };
+        let mut changed = Vec::new();
+        for (pk, current) in self.target_rows(&table, &plan.scan, ctx, limits)? {
             let mut new = current.clone();
             for (c, e) in &plan.sets {
                 new[*c] = e.eval(&current, ctx)?;
             }
-            let new = self.update_row(&table, &pk, &current, new)?;
-            count += 1;
-            if let Some(r) = &plan.returning {
-                returned
-                    .push(r.exprs.iter().map(|e| e.eval(&new, ctx)).collect::<Result<Vec<_>>>()?);
-            }
+            changed.push(self.update_row(&table, &pk, &current, new)?);
         }
-        let tag = format!("UPDATE {count}");
-        Ok(match plan.returning {
-            Some(r) => Output::Rows { columns: r.columns, rows: returned, tag },
-            None => Output::Command(tag),
-        })
+        returning_output(plan.returning, changed, "UPDATE", ctx)
     }
 
     fn delete(&mut self, plan: DeletePlan, ctx: &Ctx, limits: &ExecLimits) -> Result<Output> {
         let table = plan.table.clone();
-        let filters = plan.scan.from[0].filters.clone();
-        let rows = {
-            let cell = RefCell::new(&mut self.ts.txn);
-            let exec = Exec { txn: &cell, limits };
-            let ctx = Ctx { runner: Some(&exec), ..*ctx };
-            execute_from(&plan.scan, &cell, &ctx, limits)?
-        };
-        let mut count = 0u64;
-        let mut returned = Vec::new();
-        for (pk, row) in rows {
-            limits.check()?;
-            let pk = pk.expect("table rows have keys");
-            let Some(current) = self.lock_current(&table, &pk, row, &filters, ctx)? else {
-                continue;
-            };
+        let mut deleted = Vec::new();
+        for (pk, current) in self.target_rows(&table, &plan.scan, ctx, limits)? {
             self.delete_row(&table, &pk, &current)?;
-            count += 1;
-            if let Some(r) = &plan.returning {
-                returned.push(
-                    r.exprs.iter().map(|e| e.eval(&current, ctx)).collect::<Result<Vec<_>>>()?,
-                );
-            }
+            deleted.push(current);
         }
-        let tag = format!("DELETE {count}");
-        Ok(match plan.returning {
-            Some(r) => Output::Rows { columns: r.columns, rows: returned, tag },
-            None => Output::Command(tag),
-        })
+        returning_output(plan.returning, deleted, "DELETE", ctx)
     }
 
     fn truncate(&mut self, table: &Table) -> Result<()> {

@@ -395,11 +395,8 @@ fn fig6(args: &Args, s: &dyn Server, name: &'static str, options: &str, work: &P
     let mut tps = Vec::new();
     for rep in 0..args.repeat {
         let secs = args.seconds.to_string();
-        let up = pgbench(
-            s,
-            options,
-            work,
-            &[
+        let one_client = |script: &str, prefix: String| {
+            [
                 "-n",
                 "-M",
                 "prepared",
@@ -410,35 +407,15 @@ fn fig6(args: &Args, s: &dyn Server, name: &'static str, options: &str, work: &P
                 "-T",
                 &secs,
                 "-f",
-                "update.sql",
+                script,
                 "-l",
                 "--log-prefix",
-                &format!("up{rep}"),
+                &prefix,
             ]
-            .map(String::from),
-        );
-        let rd = pgbench(
-            s,
-            options,
-            work,
-            &[
-                "-n",
-                "-M",
-                "prepared",
-                "-c",
-                "1",
-                "-j",
-                "1",
-                "-T",
-                &secs,
-                "-f",
-                "select.sql",
-                "-l",
-                "--log-prefix",
-                &format!("rd{rep}"),
-            ]
-            .map(String::from),
-        );
+            .map(String::from)
+        };
+        let up = pgbench(s, options, work, &one_client("update.sql", format!("up{rep}")));
+        let rd = pgbench(s, options, work, &one_client("select.sql", format!("rd{rep}")));
         let up_out = finish(up);
         finish(rd);
         tps.push(field(&up_out, "tps = ").unwrap_or(0.0));
@@ -591,32 +568,21 @@ fn main() {
     let mut f6 = Vec::new();
     let mut f8: BTreeMap<&'static str, Vec<(u64, f64, f64)>> = BTreeMap::new();
     let mut tb = Vec::new();
-    {
-        let pg = Postgres::start(&work.join("pg"));
-        setup_tables(&pg, args.rows);
-        f6.push(fig6(&args, &pg, "PostgreSQL on", SAFE, &work));
-        f6.push(fig6(&args, &pg, "PostgreSQL off", FAST, &work));
-        f8.insert("PostgreSQL on", fig8(&args, &pg, "PostgreSQL on", SER_SAFE, &work));
-        f8.insert("PostgreSQL off", fig8(&args, &pg, "PostgreSQL off", SER_FAST, &work));
+    // Every workload on one server, in its safe (on) and fast (off) modes.
+    let mut all_workloads = |s: &dyn Server, safe: &'static str, fast: &'static str| {
+        setup_tables(s, args.rows);
+        f6.push(fig6(&args, s, safe, SAFE, &work));
+        f6.push(fig6(&args, s, fast, FAST, &work));
+        f8.insert(safe, fig8(&args, s, safe, SER_SAFE, &work));
+        f8.insert(fast, fig8(&args, s, fast, SER_FAST, &work));
         let mut init = Command::new(format!("{PG_BIN}/pgbench"));
-        env(&mut init, &pg, "");
+        env(&mut init, s, "");
         run(init.args(["-i", "-q", "-s", &args.tpcb_scale.to_string()]));
-        tb.push(tpcb(&args, &pg, "PostgreSQL on", SAFE, &work));
-        tb.push(tpcb(&args, &pg, "PostgreSQL off", FAST, &work));
-    }
-    {
-        let kiln = Kiln::start(&work.join("kiln"), &[]);
-        setup_tables(&kiln, args.rows);
-        f6.push(fig6(&args, &kiln, "Kiln safe", SAFE, &work));
-        f6.push(fig6(&args, &kiln, "Kiln fast", FAST, &work));
-        f8.insert("Kiln safe", fig8(&args, &kiln, "Kiln safe", SER_SAFE, &work));
-        f8.insert("Kiln fast", fig8(&args, &kiln, "Kiln fast", SER_FAST, &work));
-        let mut init = Command::new(format!("{PG_BIN}/pgbench"));
-        env(&mut init, &kiln, "");
-        run(init.args(["-i", "-q", "-s", &args.tpcb_scale.to_string()]));
-        tb.push(tpcb(&args, &kiln, "Kiln safe", SAFE, &work));
-        tb.push(tpcb(&args, &kiln, "Kiln fast", FAST, &work));
-    }
+        tb.push(tpcb(&args, s, safe, SAFE, &work));
+        tb.push(tpcb(&args, s, fast, FAST, &work));
+    };
+    all_workloads(&Postgres::start(&work.join("pg")), "PostgreSQL on", "PostgreSQL off");
+    all_workloads(&Kiln::start(&work.join("kiln"), &[]), "Kiln safe", "Kiln fast");
     {
         let kiln = Kiln::start(&work.join("kiln-classic"), &["--commit-model", "classic"]);
         setup_tables(&kiln, args.rows);
