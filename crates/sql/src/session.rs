@@ -148,6 +148,7 @@ pub struct Database {
     /// Index and constraint definitions by OID, as the last catalog query saw them (for
     /// pg_get_indexdef and pg_get_constraintdef).
     definitions: Mutex<HashMap<i64, String>>,
+    notifier_started: Mutex<bool>,
 }
 
 impl Database {
@@ -163,6 +164,7 @@ impl Database {
             notifier: Arc::new(Notifier::default()),
             stop: Arc::new(AtomicBool::new(false)),
             definitions: Mutex::new(HashMap::new()),
+            notifier_started: Mutex::new(false),
         });
         let mut txn = db.engine.begin(TxnOptions::new().isolation(IsolationLevel::Serializable))?;
         let mut created = false;
@@ -175,8 +177,18 @@ impl Database {
         if created {
             txn.commit_safe()?;
         }
-        let subscription = db.engine.subscribe();
-        let (notifier, stop) = (db.notifier.clone(), db.stop.clone());
+        Ok(db)
+    }
+
+    /// Starts routing durability events to sessions, the first time a session LISTENs: until
+    /// then no thread wakes for every flush.
+    fn start_notifier(&self) -> Result<()> {
+        let mut started = self.notifier_started.lock();
+        if *started {
+            return Ok(());
+        }
+        let subscription = self.engine.subscribe();
+        let (notifier, stop) = (self.notifier.clone(), self.stop.clone());
         std::thread::Builder::new()
             .name("kiln-notify".into())
             .spawn(move || {
@@ -187,7 +199,8 @@ impl Database {
                 }
             })
             .map_err(|e| SqlError::new(code::INTERNAL, format!("cannot start a thread: {e}")))?;
-        Ok(db)
+        *started = true;
+        Ok(())
     }
 
     /// The engine.
@@ -1343,6 +1356,7 @@ impl Session {
                 Ok(Output::Command("DISCARD ALL".into()))
             }
             S::LISTEN { channel } => {
+                self.db.start_notifier()?;
                 self.inbox.channels.lock().insert(channel.value.to_lowercase());
                 Ok(Output::Command("LISTEN".into()))
             }

@@ -148,13 +148,18 @@ impl LogWriter {
     /// a flush is under way (its flusher, or the writer thread after it, covers the commit),
     /// if the commit is already durable, or while the disk is full (the writer retries).
     pub fn lead(&self, epoch: Epoch, csn: Csn) {
-        let Some(mut core) = self.core.try_lock() else { return };
         let d = &self.durability;
-        if d.current_epoch.load(Ordering::SeqCst) != epoch
-            || d.durable_csn.load(Ordering::SeqCst) >= csn
-            || core.pending.is_some()
-            || d.poisoned().is_some()
-        {
+        let needless = || {
+            d.current_epoch.load(Ordering::SeqCst) != epoch
+                || d.durable_csn.load(Ordering::SeqCst) >= csn
+        };
+        // Check before taking the flush lock: a safe read-only commit whose reads are already
+        // durable (the common case) must not hold the lock a safe update needs for its flush.
+        if needless() {
+            return;
+        }
+        let Some(mut core) = self.core.try_lock() else { return };
+        if needless() || core.pending.is_some() || d.poisoned().is_some() {
             return;
         }
         self.flush_round(&mut core);
