@@ -108,6 +108,8 @@ pub enum Access {
     Full,
     /// The row with this primary key.
     Point(Vec<Expr>),
+    /// The rows with these values of a one-column primary key (`k IN (…)`).
+    Points(Vec<Expr>),
     /// Rows whose primary key starts with `prefix` and whose next key column is in bounds.
     Range {
         /// Equalities on leading key columns.
@@ -513,6 +515,17 @@ impl<'a> Planner<'a> {
                     other => return Err(SqlError::unsupported(format!("the operator {other}"))),
                 }
             }
+            E::BinaryOp {
+                left,
+                op: op @ (ast::BinaryOperator::Eq | ast::BinaryOperator::NotEq),
+                right,
+            } if matches!(left.as_ref(), E::Tuple(_)) => {
+                let eq = self.row_equal(left, right, scope, aggs)?;
+                (
+                    if *op == ast::BinaryOperator::NotEq { Expr::Not(Box::new(eq)) } else { eq },
+                    DataType::Bool,
+                )
+            }
             E::BinaryOp { left, op, right } => self.binary(left, op, right, scope, aggs)?,
             E::IsNull(x) | E::IsNotNull(x) => {
                 let (x, _) = self.expr(x, scope, aggs)?;
@@ -541,6 +554,19 @@ impl<'a> Planner<'a> {
                     ),
                     DataType::Bool,
                 )
+            }
+            E::InList { expr, list, negated } if matches!(expr.as_ref(), E::Tuple(_)) => {
+                // (a, b) IN ((1, 2), (3, 4)) is (a = 1 AND b = 2) OR (a = 3 AND b = 4).
+                let mut any: Option<Expr> = None;
+                for item in list {
+                    let eq = self.row_equal(expr, item, scope, aggs)?;
+                    any = Some(match any {
+                        None => eq,
+                        Some(prev) => Expr::Or(Box::new(prev), Box::new(eq)),
+                    });
+                }
+                let any = any.unwrap_or(Expr::Const(Value::Bool(false)));
+                (if *negated { Expr::Not(Box::new(any)) } else { any }, DataType::Bool)
             }
             E::InList { expr, list, negated } => {
                 let (x, ty) = self.expr(expr, scope, aggs)?;
@@ -779,6 +805,32 @@ impl<'a> Planner<'a> {
             }
             other => return Err(SqlError::unsupported(format!("the literal {other}"))),
         })
+    }
+
+    /// `(a, b) = (x, y)` as `a = x AND b = y`.
+    fn row_equal(
+        &mut self,
+        left: &ast::Expr,
+        right: &ast::Expr,
+        scope: &Scope,
+        aggs: bool,
+    ) -> Result<Expr> {
+        let (ast::Expr::Tuple(l), ast::Expr::Tuple(r)) = (left, right) else {
+            return Err(SqlError::unsupported("comparing a row value with a non-row value"));
+        };
+        if l.len() != r.len() {
+            return Err(SqlError::syntax("row values of different sizes cannot be compared"));
+        }
+        let mut all: Option<Expr> = None;
+        for (a, b) in l.iter().zip(r) {
+            let (a, b) = self.comparable(a, b, scope, aggs)?;
+            let eq = Expr::Binary(BinOp::Eq, Box::new(a), Box::new(b));
+            all = Some(match all {
+                None => eq,
+                Some(prev) => Expr::And(Box::new(prev), Box::new(eq)),
+            });
+        }
+        Ok(all.unwrap_or(Expr::Const(Value::Bool(true))))
     }
 
     fn comparable(
@@ -2011,6 +2063,24 @@ pub fn choose_access(item: &mut FromItem) {
             *access = Access::Point(prefix);
             return;
         }
+        if let [col] = table.primary_key[..] {
+            let target = lo + col;
+            let ty = table.columns[col].ty;
+            for c in &conds {
+                if let Expr::InList(x, list, false) = c {
+                    if **x == Expr::Column(target)
+                        && list.iter().all(|v| {
+                            !v.uses_columns_in(lo..hi)
+                                && !v.uses_columns_from(hi)
+                                && key_compatible(v, ty)
+                        })
+                    {
+                        *access = Access::Points(list.clone());
+                        return;
+                    }
+                }
+            }
+        }
         let next = table.primary_key[prefix.len()];
         let (lower, upper) = (bound_for(next, true), bound_for(next, false));
         if !prefix.is_empty() || lower.is_some() || upper.is_some() {
@@ -2168,6 +2238,23 @@ pub fn table_rows(
         Access::Full => {
             let rows = txn.borrow_mut().scan(&ks, Scan::all())?;
             rows.into_iter().map(|(k, v)| Ok((k, decode_row(&v, width)?))).collect()
+        }
+        Access::Points(vals) => {
+            let mut keys = Vec::with_capacity(vals.len());
+            for v in vals {
+                if let Some(key) = key_of(std::slice::from_ref(v), &table.primary_key)? {
+                    keys.push(key);
+                }
+            }
+            keys.sort();
+            keys.dedup();
+            let mut out = Vec::with_capacity(keys.len());
+            for key in keys {
+                if let Some(v) = txn.borrow_mut().get(&ks, &key)? {
+                    out.push((key, decode_row(&v, width)?));
+                }
+            }
+            Ok(out)
         }
         Access::Point(vals) => {
             let Some(key) = key_of(vals, &table.primary_key)? else { return Ok(vec![]) };
@@ -2737,6 +2824,9 @@ pub fn explain(plan: &SelectPlan) -> Vec<String> {
         };
         let access = match &item.source {
             Source::Table(t, Access::Full) => format!("Seq Scan on {}", t.name),
+            Source::Table(t, Access::Points(_)) => {
+                format!("Index Lookups on {} using primary key", t.name)
+            }
             Source::Table(t, Access::Point(_)) => {
                 format!("Index Lookup on {} using primary key", t.name)
             }
