@@ -26,6 +26,7 @@ SELECT name, value FROM kiln_stat WHERE name = 'epoch';
 \x off
 \set ON_ERROR_STOP 0
 SELECT * FROM missing;
+SELECT nope FROM accounts;
 \set ON_ERROR_STOP 1
 SELECT count(*) AS n FROM accounts;
 "#;
@@ -68,6 +69,8 @@ SELECT count(*) AS n FROM accounts;
     assert!(stdout.contains("name  | epoch"), "{stdout}");
     // The error is reported with its SQLSTATE text and psql carries on.
     assert!(stderr.contains("ERROR:  relation \"missing\" does not exist"), "{stderr}");
+    // Errors carry their position: psql points at it.
+    assert!(stderr.contains("LINE 1: SELECT nope FROM accounts;\n               ^"), "{stderr}");
     assert!(stdout.contains("\n 2\n") || stdout.contains("  2\n"), "{stdout}");
 }
 

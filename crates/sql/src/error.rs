@@ -127,6 +127,9 @@ pub struct SqlError {
     pub hint: Option<String>,
     /// 1-based character position in the statement text, when known.
     pub position: Option<usize>,
+    /// Line and column (1-based) in the statement text, before the session turns them into
+    /// a position.
+    pub location: Option<(u32, u32)>,
 }
 
 /// Result type of the SQL layer.
@@ -135,7 +138,14 @@ pub type Result<T> = std::result::Result<T, SqlError>;
 impl SqlError {
     /// An error with `code` and `message`.
     pub fn new(code: &'static str, message: impl Into<String>) -> SqlError {
-        SqlError { code, message: message.into(), detail: None, hint: None, position: None }
+        SqlError {
+            code,
+            message: message.into(),
+            detail: None,
+            hint: None,
+            position: None,
+            location: None,
+        }
     }
 
     /// Adds a detail line.
@@ -154,6 +164,30 @@ impl SqlError {
     pub fn at(mut self, position: Option<usize>) -> SqlError {
         if self.position.is_none() {
             self.position = position;
+        }
+        self
+    }
+
+    /// Sets the line and column if no location is set yet.
+    pub fn located(mut self, location: Option<(u32, u32)>) -> SqlError {
+        if self.location.is_none() && self.position.is_none() {
+            self.location = location;
+        }
+        self
+    }
+
+    /// Turns the line and column into a position in `sql`.
+    pub fn resolve_position(mut self, sql: &str) -> SqlError {
+        if let (None, Some((line, col))) = (self.position, self.location) {
+            let (line, col) = (line as usize, col as usize);
+            let mut pos = 0;
+            for (i, l) in sql.split('\n').enumerate() {
+                if i + 1 == line {
+                    self.position = Some(pos + col);
+                    break;
+                }
+                pos += l.chars().count() + 1;
+            }
         }
         self
     }

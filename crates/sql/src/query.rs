@@ -480,7 +480,7 @@ impl<'a> Planner<'a> {
                         "current_schema" => {
                             (Expr::Func(Func::CurrentSchema, vec![]), DataType::Text)
                         }
-                        _ => return Err(err.at(position_of_ident(i))),
+                        _ => return Err(err.located(location_of(i))),
                     },
                 }
             }
@@ -495,7 +495,7 @@ impl<'a> Planner<'a> {
                     .resolve(Some(table), col)
                     .map(|(i, t)| (Expr::Column(i), t))
                     .or_else(|e| self.resolve_outer(Some(table), col, e))
-                    .map_err(|err| err.at(parts.first().and_then(position_of_ident)))?
+                    .map_err(|err| err.located(parts.first().and_then(location_of)))?
             }
             E::Value(v) => self.literal(&v.value)?,
             E::Nested(inner) => self.expr(inner, scope, aggs)?,
@@ -1817,8 +1817,11 @@ impl<'a> Planner<'a> {
     }
 }
 
-fn position_of_ident(_i: &ast::Ident) -> Option<usize> {
-    None
+/// Where an identifier starts in the statement (line, column), for error positions.
+fn location_of(i: &ast::Ident) -> Option<(u32, u32)> {
+    let start = i.span.start;
+    Some((u32::try_from(start.line).ok()?, u32::try_from(start.column).ok()?))
+        .filter(|(l, _)| *l > 0)
 }
 
 trait MinKnown {

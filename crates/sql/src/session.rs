@@ -806,7 +806,7 @@ impl Session {
                 }
                 Err(e) => {
                     self.fail();
-                    return (outputs, Some(e));
+                    return (outputs, Some(e.resolve_position(text)));
                 }
             }
         }
@@ -861,7 +861,8 @@ impl Session {
         };
         // Describe: bind without executing to learn parameter and result types.
         if let Some(stmt) = prepared.statement.clone() {
-            let (params, columns) = self.describe(&stmt, declared)?;
+            let (params, columns) =
+                self.describe(&stmt, declared).map_err(|e| e.resolve_position(sql))?;
             prepared.param_types = params;
             prepared.columns = columns;
         }
@@ -961,7 +962,7 @@ impl Session {
         if r.is_err() {
             self.fail();
         }
-        r
+        r.map_err(|e| e.resolve_position(&prepared.sql))
     }
 
     fn begin_txn(

@@ -116,6 +116,9 @@ impl goldenscript::Runner for Runner {
         }
         if let Some(e) = error {
             write!(out, "Error {}: {}", e.code, e.message).ok();
+            if let Some(p) = e.position {
+                write!(out, " [at {p}]").ok();
+            }
             if let Some(d) = &e.detail {
                 write!(out, " ({d})").ok();
             }
