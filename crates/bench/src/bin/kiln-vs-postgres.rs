@@ -37,17 +37,17 @@ struct Args {
     /// Seconds per Fig. 6 run.
     #[arg(long, default_value_t = 10)]
     seconds: u64,
-    /// Runs per Fig. 6 configuration (the report gives medians across runs).
+    /// Runs per configuration and point (the report gives medians across runs).
     #[arg(long, default_value_t = 3)]
     repeat: usize,
-    /// Seconds per Fig. 8 point.
-    #[arg(long, default_value_t = 8)]
+    /// Seconds per Fig. 8 run.
+    #[arg(long, default_value_t = 5)]
     fig8_seconds: u64,
     /// Offered loads (TPS) for Fig. 8.
     #[arg(long, value_delimiter = ',', default_value = "1000,2000,4000,8000,16000,32000,64000")]
     rates: Vec<u64>,
     /// Seconds per TPC-B run.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 10)]
     tpcb_seconds: u64,
     /// TPC-B scale.
     #[arg(long, default_value_t = 10)]
@@ -441,34 +441,43 @@ fn fig8(
 ) -> Vec<(u64, f64, f64)> {
     let mut points = Vec::new();
     for &rate in &args.rates {
-        psql(s, "UPDATE kvhot SET v = 0");
-        let out = finish(pgbench(
-            s,
-            options,
-            work,
-            &[
-                "-n",
-                "-M",
-                "prepared",
-                "-c",
-                "128",
-                "-j",
-                "2",
-                "-T",
-                &args.fig8_seconds.to_string(),
-                "-R",
-                &rate.to_string(),
-                "--max-tries=5",
-                "-f",
-                "hot.sql",
-            ]
-            .map(String::from),
-        ));
-        let tps = field(&out, "tps = ").unwrap_or(0.0);
-        let processed = field(&out, "number of transactions actually processed:").unwrap_or(0.0);
-        let failed = field(&out, "number of failed transactions:").unwrap_or(0.0);
-        let fail_pct =
-            if processed + failed > 0.0 { 100.0 * failed / (processed + failed) } else { 0.0 };
+        let mut tps_runs = Vec::new();
+        let mut fail_runs = Vec::new();
+        for _ in 0..args.repeat {
+            psql(s, "UPDATE kvhot SET v = 0");
+            let out = finish(pgbench(
+                s,
+                options,
+                work,
+                &[
+                    "-n",
+                    "-M",
+                    "prepared",
+                    "-c",
+                    "128",
+                    "-j",
+                    "2",
+                    "-T",
+                    &args.fig8_seconds.to_string(),
+                    "-R",
+                    &rate.to_string(),
+                    "--max-tries=5",
+                    "-f",
+                    "hot.sql",
+                ]
+                .map(String::from),
+            ));
+            let processed =
+                field(&out, "number of transactions actually processed:").unwrap_or(0.0);
+            let failed = field(&out, "number of failed transactions:").unwrap_or(0.0);
+            tps_runs.push(field(&out, "tps = ").unwrap_or(0.0));
+            fail_runs.push(if processed + failed > 0.0 {
+                100.0 * failed / (processed + failed)
+            } else {
+                0.0
+            });
+        }
+        let (tps, fail_pct) = (median(tps_runs), median(fail_runs));
         eprintln!("fig8 {name} offered {rate}: committed {tps:.0} TPS, failed {fail_pct:.1}%");
         points.push((rate, tps, fail_pct));
     }
@@ -482,28 +491,33 @@ struct TpcbRow {
 }
 
 fn tpcb(args: &Args, s: &dyn Server, name: &'static str, options: &str, work: &Path) -> TpcbRow {
-    let out = finish(pgbench(
-        s,
-        options,
-        work,
-        &[
-            "-n",
-            "-M",
-            "prepared",
-            "-c",
-            "8",
-            "-j",
-            "2",
-            "-T",
-            &args.tpcb_seconds.to_string(),
-            "-l",
-            "--log-prefix",
-            "tpcb",
-        ]
-        .map(String::from),
-    ));
-    let lat = stats(latencies(work, "tpcb"));
-    let row = TpcbRow { name, tps: field(&out, "tps = ").unwrap_or(0.0), lat };
+    let mut tps = Vec::new();
+    let mut lats = Vec::new();
+    for _ in 0..args.repeat {
+        let out = finish(pgbench(
+            s,
+            options,
+            work,
+            &[
+                "-n",
+                "-M",
+                "prepared",
+                "-c",
+                "8",
+                "-j",
+                "2",
+                "-T",
+                &args.tpcb_seconds.to_string(),
+                "-l",
+                "--log-prefix",
+                "tpcb",
+            ]
+            .map(String::from),
+        ));
+        tps.push(field(&out, "tps = ").unwrap_or(0.0));
+        lats.push(stats(latencies(work, "tpcb")));
+    }
+    let row = TpcbRow { name, tps: median(tps), lat: median_stats(&lats) };
     eprintln!("tpcb {name}: {:.0} TPS {:?}", row.tps, row.lat);
     row
 }
@@ -668,7 +682,7 @@ fn report(
     }
 
     let _ = writeln!(w, "\n## Fig. 8: contention (256 rows, 128 clients, 95% of updates on 12 rows, SERIALIZABLE, --max-tries=5)\n");
-    let _ = writeln!(w, "Committed TPS and the share of transactions that failed after 5 tries, per offered load (`-R`), {} s per point.\n", args.fig8_seconds);
+    let _ = writeln!(w, "Committed TPS and the share of transactions that failed after 5 tries, per offered load (`-R`): the median of {} runs of {} s per point.\n", args.repeat, args.fig8_seconds);
     let names: Vec<&str> = f8.keys().copied().collect();
     let _ = write!(w, "| offered TPS |");
     for n in &names {
