@@ -719,8 +719,8 @@ fn report(
 
     let _ = writeln!(
         w,
-        "\n## TPC-B (pgbench built-in, scale {}, 8 clients, {} s)\n",
-        args.tpcb_scale, args.tpcb_seconds
+        "\n## TPC-B (pgbench built-in, scale {}, 8 clients)\n\nThe median of {} runs of {} s each (latencies: the median over runs of each run's mean, p50 and p99).\n",
+        args.tpcb_scale, args.repeat, args.tpcb_seconds
     );
     let _ = writeln!(w, "| system | TPS | mean (ms) | p50 | p99 |");
     let _ = writeln!(w, "|---|---|---|---|---|");
