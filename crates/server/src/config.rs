@@ -124,22 +124,22 @@ impl ServerConfig {
     /// injection is on).
     pub fn engine_config(
         &self,
-        faults: Option<&std::sync::Arc<kiln_engine::Faults>>,
-    ) -> Result<kiln_engine::Config, String> {
+        faults: Option<&std::sync::Arc<kiln_sql::engine_config::Faults>>,
+    ) -> Result<kiln_sql::engine_config::Config, String> {
         let commit_model = match self.commit_model.as_str() {
-            "eventually-durable" | "ed" => kiln_engine::CommitModel::EventuallyDurable,
-            "classic" => kiln_engine::CommitModel::Classic,
+            "eventually-durable" | "ed" => kiln_sql::engine_config::CommitModel::EventuallyDurable,
+            "classic" => kiln_sql::engine_config::CommitModel::Classic,
             other => {
                 return Err(format!(
                     "commit_model must be eventually-durable or classic, not {other}"
                 ))
             }
         };
-        let vfs: std::sync::Arc<dyn kiln_engine::Vfs> = match faults {
-            Some(f) => std::sync::Arc::new(kiln_engine::FaultyVfs::new(f.clone())),
-            None => std::sync::Arc::new(kiln_engine::OsVfs),
+        let vfs: std::sync::Arc<dyn kiln_sql::engine_config::Vfs> = match faults {
+            Some(f) => std::sync::Arc::new(kiln_sql::engine_config::FaultyVfs::new(f.clone())),
+            None => std::sync::Arc::new(kiln_sql::engine_config::OsVfs),
         };
-        Ok(kiln_engine::Config {
+        Ok(kiln_sql::engine_config::Config {
             vfs,
             commit_model,
             vulnerability_window: Duration::from_millis(self.vulnerability_window_ms),
@@ -148,19 +148,19 @@ impl ServerConfig {
             memory_bytes_max: self.memory_bytes_max,
             txn_writes_max: self.txn_writes_max,
             txn_reads_max: self.txn_reads_max,
-            ..kiln_engine::Config::default()
+            ..kiln_sql::engine_config::Config::default()
         })
     }
 
     /// The SQL layer's settings.
     pub fn session_config(
         &self,
-        faults: Option<std::sync::Arc<kiln_engine::Faults>>,
+        faults: Option<std::sync::Arc<kiln_sql::engine_config::Faults>>,
     ) -> Result<kiln_sql::SessionConfig, String> {
         let default_isolation = match self.default_isolation.to_lowercase().replace(['_', '-'], " ").as_str() {
-            "read committed" => kiln_engine::IsolationLevel::ReadCommitted,
-            "repeatable read" => kiln_engine::IsolationLevel::RepeatableRead,
-            "serializable" => kiln_engine::IsolationLevel::Serializable,
+            "read committed" => kiln_sql::engine_config::IsolationLevel::ReadCommitted,
+            "repeatable read" => kiln_sql::engine_config::IsolationLevel::RepeatableRead,
+            "serializable" => kiln_sql::engine_config::IsolationLevel::Serializable,
             other => return Err(format!("default_isolation must be read committed, repeatable read or serializable, not {other}")),
         };
         Ok(kiln_sql::SessionConfig {

@@ -17,7 +17,6 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kiln_engine::Engine;
 use kiln_sql::{Database, Session};
 use parking_lot::{Condvar, Mutex};
 use pgwire::api::auth::sasl::scram::{gen_salted_password, ScramAuth};
@@ -194,7 +193,6 @@ impl Shared {
 /// A running server.
 pub struct Server {
     shared: Arc<Shared>,
-    engine: Engine,
     runtime: tokio::runtime::Runtime,
     local_addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
@@ -229,7 +227,7 @@ fn load_tls(config: &config::TlsConfig) -> Result<Option<pgwire::tokio::TlsAccep
 impl Server {
     /// Opens the database and starts listening.
     pub fn start(config: ServerConfig) -> Result<Server, String> {
-        let faults = config.fault_injection.then(kiln_engine::Faults::new);
+        let faults = config.fault_injection.then(kiln_sql::engine_config::Faults::new);
         if faults.is_some() {
             warn!("fault injection is ON: kiln_fault_fail_syncs() can make fsyncs fail; never use this in production");
         }
@@ -246,9 +244,8 @@ impl Server {
         let tls = load_tls(&config.tls)?;
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| format!("cannot create {}: {e}", config.data_dir.display()))?;
-        let engine = Engine::open(&config.data_dir, engine_config)
-            .map_err(|e| format!("cannot open {}: {e}", config.data_dir.display()))?;
-        let db = Database::open(engine.clone(), session_config).map_err(|e| e.to_string())?;
+        let db = Database::open_dir(&config.data_dir, engine_config, session_config)
+            .map_err(|e| e.message)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("kiln-accept")
@@ -300,7 +297,7 @@ impl Server {
             runtime.spawn(metrics::serve(l, shared.db.clone(), shared.slots.clone()));
         }
         info!(listen = %local_addr, metrics = ?metrics_addr, data_dir = %shared.config.data_dir.display(), "kiln is ready");
-        Ok(Server { shared, engine, runtime, local_addr, metrics_addr })
+        Ok(Server { shared, runtime, local_addr, metrics_addr })
     }
 
     /// The address clients connect to.
@@ -345,12 +342,8 @@ impl Server {
         }
         self.shared.timer.stop.store(true, Ordering::Relaxed);
         self.shared.timer.wake.notify_all();
-        self.shared.db.shutdown();
         self.runtime.shutdown_timeout(Duration::from_secs(1));
-        if let Err(e) = self.engine.persist() {
-            warn!(error = %e, "the final flush failed");
-        }
-        self.engine.close().map_err(|e| format!("closing the engine: {e}"))?;
+        self.shared.db.close().map_err(|e| format!("closing the database: {}", e.message))?;
         info!("kiln stopped");
         Ok(())
     }

@@ -179,15 +179,7 @@ impl SqlError {
     /// Turns the line and column into a position in `sql`.
     pub fn resolve_position(mut self, sql: &str) -> SqlError {
         if let (None, Some((line, col))) = (self.position, self.location) {
-            let (line, col) = (line as usize, col as usize);
-            let mut pos = 0;
-            for (i, l) in sql.split('\n').enumerate() {
-                if i + 1 == line {
-                    self.position = Some(pos + col);
-                    break;
-                }
-                pos += l.chars().count() + 1;
-            }
+            self.position = char_position(sql, line as usize, col as usize);
         }
         self
     }
@@ -206,6 +198,21 @@ impl SqlError {
     pub fn is_retryable(&self) -> bool {
         self.code == code::SERIALIZATION || self.code == code::DEADLOCK
     }
+}
+
+/// The 1-based character position of (1-based) `line` and `column` in `sql`.
+pub fn char_position(sql: &str, line: usize, column: usize) -> Option<usize> {
+    if line == 0 {
+        return None;
+    }
+    let mut pos = 0;
+    for (i, l) in sql.split('\n').enumerate() {
+        if i + 1 == line {
+            return Some(pos + column);
+        }
+        pos += l.chars().count() + 1;
+    }
+    None
 }
 
 impl fmt::Display for SqlError {

@@ -25,6 +25,12 @@ pub use error::{code, Result, SqlError};
 pub use session::{Database, Notification, Output, Prepared, Session, SessionConfig};
 pub use types::{DataType, Value};
 
+/// The engine settings a server chooses when it opens a [`Database`] (the server never holds
+/// the engine itself).
+pub mod engine_config {
+    pub use kiln_engine::{CommitModel, Config, Faults, FaultyVfs, IsolationLevel, OsVfs, Vfs};
+}
+
 /// What `SELECT version()` answers (clients parse the leading PostgreSQL version).
 pub const VERSION_STRING: &str =
     concat!("PostgreSQL 15.0 (Kiln ", env!("CARGO_PKG_VERSION"), ", eventually durable)");

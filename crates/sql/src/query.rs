@@ -347,22 +347,6 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
     })
 }
 
-/// 1-based character offset of a span's start in `sql` (for error positions).
-pub fn position_of(sql: &str, span: sqlparser::tokenizer::Span) -> Option<usize> {
-    let (line, col) = (span.start.line as usize, span.start.column as usize);
-    if line == 0 {
-        return None;
-    }
-    let mut pos = 0;
-    for (i, l) in sql.split('\n').enumerate() {
-        if i + 1 == line {
-            return Some(pos + col);
-        }
-        pos += l.chars().count() + 1;
-    }
-    None
-}
-
 impl<'a> Planner<'a> {
     /// A planner for one statement; `param_values` is `None` when only describing it.
     pub fn new(

@@ -203,6 +203,28 @@ impl Database {
         Ok(())
     }
 
+    /// Opens (or creates) the engine in `dir` and the SQL layer on it.
+    pub fn open_dir(
+        dir: &std::path::Path,
+        engine: kiln_engine::Config,
+        config: SessionConfig,
+    ) -> Result<Arc<Database>> {
+        let engine = Engine::open(dir, engine).map_err(|e| {
+            let mut err: SqlError = e.into();
+            err.message = format!("cannot open {}: {}", dir.display(), err.message);
+            err
+        })?;
+        Database::open(engine, config)
+    }
+
+    /// Makes everything committed durable and closes the engine; sessions get 57P01 after.
+    pub fn close(&self) -> Result<()> {
+        self.stop.store(true, Ordering::Relaxed);
+        let flushed = self.engine.persist().map(|_| ());
+        self.engine.clone().close()?;
+        Ok(flushed?)
+    }
+
     /// The engine.
     pub fn engine(&self) -> &Engine {
         &self.engine
@@ -424,21 +446,20 @@ pub struct Session {
     last_write: Option<TxnId>,
 }
 
+/// The commit mode a `/*+ FAST */` / `/*+ SAFE */` comment token asks for, if it is one.
+fn hint_of(token: &Token) -> Option<CommitMode> {
+    let Token::Whitespace(Whitespace::MultiLineComment(c)) = token else { return None };
+    match c.strip_prefix('+')?.trim().to_ascii_uppercase().as_str() {
+        "FAST" => Some(CommitMode::Fast),
+        "SAFE" => Some(CommitMode::Safe),
+        _ => None,
+    }
+}
+
 /// Reads the `/*+ FAST */` / `/*+ SAFE */` hint of a statement, if any.
 fn commit_hint(sql: &str) -> Option<CommitMode> {
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
-    for t in tokens {
-        if let Token::Whitespace(Whitespace::MultiLineComment(c)) = t {
-            if let Some(h) = c.strip_prefix('+') {
-                match h.trim().to_ascii_uppercase().as_str() {
-                    "FAST" => return Some(CommitMode::Fast),
-                    "SAFE" => return Some(CommitMode::Safe),
-                    _ => {}
-                }
-            }
-        }
-    }
-    None
+    tokens.iter().find_map(hint_of)
 }
 
 /// Statements sqlparser does not take as PostgreSQL writes them, recognised first.
@@ -448,6 +469,10 @@ enum Utility {
 }
 
 fn utility(sql: &str) -> Utility {
+    let head = sql.trim_start();
+    if !head.get(..6).is_some_and(|w| w.eq_ignore_ascii_case("vacuum")) {
+        return Utility::None;
+    }
     let words: Vec<String> = sql
         .trim()
         .trim_end_matches(';')
@@ -471,7 +496,8 @@ fn utility(sql: &str) -> Utility {
 pub fn parse(sql: &str) -> Result<Vec<ast::Statement>> {
     // pgbench writes `copy … with (freeze on)`; the option changes nothing here.
     let cleaned;
-    let sql = if sql.to_lowercase().contains("freeze on") {
+    let is_copy = sql.trim_start().get(..4).is_some_and(|w| w.eq_ignore_ascii_case("copy"));
+    let sql = if is_copy && sql.to_lowercase().contains("freeze on") {
         cleaned = sql
             .replace("freeze on", "")
             .replace("FREEZE ON", "")
@@ -486,16 +512,7 @@ pub fn parse(sql: &str) -> Result<Vec<ast::Statement>> {
         let msg = msg.strip_prefix("sql parser error: ").unwrap_or(&msg).to_string();
         let position = msg.rsplit_once("Line: ").and_then(|(_, rest)| {
             let (line, col) = rest.split_once(", Column: ")?;
-            let line: usize = line.trim().parse().ok()?;
-            let col: usize = col.trim().parse().ok()?;
-            let mut pos = 0;
-            for (i, l) in sql.split('\n').enumerate() {
-                if i + 1 == line {
-                    return Some(pos + col);
-                }
-                pos += l.chars().count() + 1;
-            }
-            None
+            crate::error::char_position(sql, line.trim().parse().ok()?, col.trim().parse().ok()?)
         });
         // PostgreSQL's form: syntax error at or near "TOKEN".
         let near = msg
@@ -510,26 +527,29 @@ pub fn parse(sql: &str) -> Result<Vec<ast::Statement>> {
     })
 }
 
-fn split_statements(sql: &str) -> Vec<String> {
-    // Split on top-level semicolons using the tokenizer, keeping each statement's text (for
-    // hints and utility statements).
+/// Splits a query string into statements at top-level semicolons (one pass of sqlparser's
+/// tokenizer), with each statement's commit hint.
+fn split_statements(sql: &str) -> Vec<(String, Option<CommitMode>)> {
     let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
-        return vec![sql.to_string()];
+        return vec![(sql.to_string(), None)];
     };
     let mut out = Vec::new();
     let mut cur = String::new();
+    let mut hint = None;
     for t in tokens {
         if t == Token::SemiColon {
             if !cur.trim().is_empty() {
-                out.push(std::mem::take(&mut cur));
+                out.push((std::mem::take(&mut cur), hint.take()));
             }
             cur.clear();
+            hint = None;
         } else {
+            hint = hint.or_else(|| hint_of(&t));
             cur.push_str(&t.to_string());
         }
     }
     if !cur.trim().is_empty() {
-        out.push(cur);
+        out.push((cur, hint));
     }
     out
 }
@@ -773,9 +793,9 @@ impl Session {
         }
         let implicit = texts.len() > 1 && self.txn.is_none();
         let mut implicit_open = false;
-        for text in &texts {
+        for (text, hint) in &texts {
+            let hint = *hint;
             let result = (|| -> Result<Output> {
-                let hint = commit_hint(text);
                 if let Utility::Vacuum(tables) = utility(text) {
                     return self.vacuum(&tables);
                 }
@@ -794,7 +814,7 @@ impl Session {
                 if is_control {
                     implicit_open = false;
                 }
-                self.execute_statement(&statement, text, hint, &[], implicit_open)
+                self.execute_statement(&statement, hint, &[], implicit_open)
             })();
             match result {
                 Ok(o) => {
@@ -958,7 +978,7 @@ impl Session {
         if let Utility::Vacuum(tables) = utility(&prepared.sql) {
             return self.vacuum(&tables);
         }
-        let r = self.execute_statement(stmt, &prepared.sql.clone(), prepared.hint, params, false);
+        let r = self.execute_statement(stmt, prepared.hint, params, false);
         if r.is_err() {
             self.fail();
         }
@@ -1206,7 +1226,6 @@ impl Session {
     fn execute_statement(
         &mut self,
         stmt: &ast::Statement,
-        sql: &str,
         hint: Option<CommitMode>,
         params: &[Value],
         in_implicit: bool,
@@ -1370,7 +1389,7 @@ impl Session {
                 Ok(Output::Command("UNLISTEN".into()))
             }
             S::Analyze(_) => Ok(Output::Command("ANALYZE".into())),
-            _ => self.in_transaction(stmt, sql, hint, params, in_implicit),
+            _ => self.in_transaction(stmt, hint, params, in_implicit),
         }
     }
 
@@ -1426,7 +1445,6 @@ impl Session {
     fn in_transaction(
         &mut self,
         stmt: &ast::Statement,
-        sql: &str,
         hint: Option<CommitMode>,
         params: &[Value],
         in_implicit: bool,
@@ -1435,7 +1453,7 @@ impl Session {
         if autocommit {
             self.begin_txn(false, None, None, None)?;
         }
-        let result = self.run(stmt, sql, params);
+        let result = self.run(stmt, params);
         if autocommit && !in_implicit {
             let ts = self.txn.take().expect("opened above");
             match result {
@@ -1466,7 +1484,7 @@ impl Session {
         }
     }
 
-    fn run(&mut self, stmt: &ast::Statement, _sql: &str, params: &[Value]) -> Result<Output> {
+    fn run(&mut self, stmt: &ast::Statement, params: &[Value]) -> Result<Output> {
         use ast::Statement as S;
         let ts = self.txn.as_mut().expect("a transaction is open");
         if ts.isolation == IsolationLevel::ReadCommitted {
