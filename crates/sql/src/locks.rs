@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
@@ -18,9 +19,16 @@ use crate::error::{code, Result, SqlError};
 /// A locked row: table id and primary key bytes.
 pub type LockKey = (u64, Vec<u8>);
 
+/// A held lock: its owner, and the condition its waiters sleep on (so a release wakes only
+/// the waiters of that row).
+struct Held {
+    owner: u64,
+    released: Arc<Condvar>,
+}
+
 #[derive(Default)]
 struct State {
-    holders: HashMap<LockKey, u64>,
+    holders: HashMap<LockKey, Held>,
     waits_for: HashMap<u64, u64>,
 }
 
@@ -28,7 +36,6 @@ struct State {
 #[derive(Default)]
 pub struct LockManager {
     state: Mutex<State>,
-    released: Condvar,
 }
 
 impl LockManager {
@@ -45,14 +52,14 @@ impl LockManager {
         let started = Instant::now();
         let mut state = self.state.lock();
         loop {
-            let holder = match state.holders.get(&key) {
+            let (holder, released) = match state.holders.get(&key) {
                 None => {
-                    state.holders.insert(key, owner);
+                    state.holders.insert(key, Held { owner, released: Arc::new(Condvar::new()) });
                     state.waits_for.remove(&owner);
                     return Ok(true);
                 }
-                Some(&h) if h == owner => return Ok(false),
-                Some(&h) => h,
+                Some(h) if h.owner == owner => return Ok(false),
+                Some(h) => (h.owner, h.released.clone()),
             };
             // Would waiting on `holder` close a cycle?
             let mut next = holder;
@@ -81,25 +88,22 @@ impl LockManager {
                     return Err(SqlError::new("55P03", "could not obtain lock on row"));
                 }
             }
-            self.released.wait_for(&mut state, Duration::from_millis(10));
+            // Woken when this row is released; the timeout only re-checks cancellation.
+            released.wait_for(&mut state, Duration::from_millis(10));
         }
     }
 
     /// Releases every lock in `keys` held by `owner`.
     pub fn release(&self, owner: u64, keys: impl IntoIterator<Item = LockKey>) {
         let mut state = self.state.lock();
-        let mut any = false;
         for key in keys {
-            if state.holders.get(&key) == Some(&owner) {
-                state.holders.remove(&key);
-                any = true;
+            if state.holders.get(&key).is_some_and(|h| h.owner == owner) {
+                if let Some(held) = state.holders.remove(&key) {
+                    held.released.notify_all();
+                }
             }
         }
         state.waits_for.remove(&owner);
-        drop(state);
-        if any {
-            self.released.notify_all();
-        }
     }
 
     /// How many rows are locked (for `kiln_stat`).
