@@ -2752,19 +2752,25 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// Whether relation `name` exists: Ok(true) when IF NOT EXISTS lets the statement do
+    /// nothing, 42P07 otherwise.
+    fn relation_taken(&mut self, database: &str, name: &str, if_not_exists: bool) -> Result<bool> {
+        if !self.db.catalog.relation_exists(&mut self.ts.txn, database, name)? {
+            return Ok(false);
+        }
+        if if_not_exists {
+            return Ok(true);
+        }
+        Err(SqlError::new(code::DUPLICATE_TABLE, format!("relation \"{name}\" already exists")))
+    }
+
     fn create_table(&mut self, ct: &ast::CreateTable, database: &str) -> Result<Output> {
         let name = object_name(&ct.name)?;
         if ct.query.is_some() {
             return Err(SqlError::unsupported("CREATE TABLE … AS"));
         }
-        if self.db.catalog.relation_exists(&mut self.ts.txn, database, &name)? {
-            if ct.if_not_exists {
-                return Ok(Output::Command("CREATE TABLE".into()));
-            }
-            return Err(SqlError::new(
-                code::DUPLICATE_TABLE,
-                format!("relation \"{name}\" already exists"),
-            ));
+        if self.relation_taken(database, &name, ct.if_not_exists)? {
+            return Ok(Output::Command("CREATE TABLE".into()));
         }
         if ct.columns.len() > 1600 {
             return Err(SqlError::new(code::PROGRAM_LIMIT, "tables can have at most 1600 columns"));
@@ -3054,14 +3060,8 @@ impl Writer<'_> {
                     .join("_")
             ),
         };
-        if self.db.catalog.relation_exists(&mut self.ts.txn, database, &name)? {
-            if ci.if_not_exists {
-                return Ok(Output::Command("CREATE INDEX".into()));
-            }
-            return Err(SqlError::new(
-                code::DUPLICATE_TABLE,
-                format!("relation \"{name}\" already exists"),
-            ));
+        if self.relation_taken(database, &name, ci.if_not_exists)? {
+            return Ok(Output::Command("CREATE INDEX".into()));
         }
         let id = self.db.catalog.next_id(&mut self.ts.txn)?;
         let index = Index { name, id, columns, unique: ci.unique };
