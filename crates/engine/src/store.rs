@@ -127,6 +127,9 @@ impl Table {
             }
             out.len() < limit
         };
+        if crate::txn::bounds_empty(range.0, range.1) {
+            return (out, dep);
+        }
         let iter = self.rows.range::<[u8], _>(range);
         if reverse {
             for entry in iter.rev() {
@@ -147,6 +150,9 @@ impl Table {
     /// True when some key in the range has a version newer than `snapshot` (a phantom or a
     /// changed row for a serializable scan).
     pub fn changed_since(&self, range: (Bound<&[u8]>, Bound<&[u8]>), snapshot: Csn) -> bool {
+        if crate::txn::bounds_empty(range.0, range.1) {
+            return false;
+        }
         self.rows.range::<[u8], _>(range).any(|entry| entry.value().newest_csn() > snapshot)
     }
 

@@ -359,6 +359,10 @@ impl Transaction {
     pub fn scan(&mut self, keyspace: &str, scan: Scan<'_>) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         self.check_usable()?;
         self.check_keyspace(keyspace)?;
+        if bounds_empty(scan.start, scan.end) {
+            // `k > 5 AND k < 3`: nothing can be in it, and ordered maps refuse such ranges.
+            return Ok(Vec::new());
+        }
         let table = self.shared.store.table(keyspace);
         let own: Vec<(Vec<u8>, Option<Vec<u8>>)> = match self.writes.get(keyspace) {
             Some(w) => w
@@ -711,5 +715,17 @@ impl Drop for Transaction {
             self.record(aborted_id(self.begin_epoch, self.snapshot), false);
             self.finish();
         }
+    }
+}
+
+/// Whether no key can lie between `start` and `end` (an inverted or empty exclusive range).
+pub(crate) fn bounds_empty(start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
+    match (start, end) {
+        (Bound::Included(a), Bound::Included(b)) => a > b,
+        (Bound::Included(a), Bound::Excluded(b)) | (Bound::Excluded(a), Bound::Included(b)) => {
+            a >= b
+        }
+        (Bound::Excluded(a), Bound::Excluded(b)) => a >= b,
+        (Bound::Unbounded, _) | (_, Bound::Unbounded) => false,
     }
 }

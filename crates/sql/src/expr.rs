@@ -301,6 +301,7 @@ impl<'a> Ctx<'a> {
 
 impl Expr {
     /// Evaluates against `row`.
+    #[recursive::recursive]
     pub fn eval(&self, row: &[Value], ctx: &Ctx) -> Result<Value> {
         Ok(match self {
             Expr::Const(v) => v.clone(),
@@ -437,9 +438,9 @@ impl Expr {
                         let s = s.to_text(DataType::Text).unwrap_or_default();
                         let p = p.to_text(DataType::Text).unwrap_or_default();
                         let m = if *case_insensitive {
-                            like(&s.to_lowercase(), &p.to_lowercase())
+                            like(&s.to_lowercase(), &p.to_lowercase())?
                         } else {
-                            like(&s, &p)
+                            like(&s, &p)?
                         };
                         Value::Bool(m != *negated)
                     }
@@ -536,108 +537,152 @@ impl Expr {
         hit
     }
 
-    /// Visits every node.
-    pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
-        f(self);
+    /// Calls `f` on each direct child. Every traversal of the tree is built on this and on
+    /// [`Expr::try_map_children`]; both list every variant, so a new kind of node cannot be
+    /// skipped silently by a rewrite.
+    pub fn for_each_child<'e>(&'e self, f: &mut dyn FnMut(&'e Expr)) {
         match self {
             Expr::Const(_) | Expr::Column(_) | Expr::Param(_) | Expr::Outer(_) => {}
-            Expr::Subquery(_, kind, refs) => {
-                if let SubqueryKind::In(x, _) = kind {
-                    x.walk(f);
-                }
-                for &i in refs {
-                    f(&Expr::Column(i));
-                }
-            }
-            Expr::AnyOp(a, _, b) => {
-                a.walk(f);
-                b.walk(f);
-            }
-            Expr::Not(e) | Expr::Neg(e) | Expr::IsNull(e, _) | Expr::Cast(e, _) => e.walk(f),
-            Expr::InValues(e, _, _) => e.walk(f),
-            Expr::Binary(_, a, b)
+            Expr::Subquery(_, kind, _) => match kind {
+                SubqueryKind::In(x, _) => f(x),
+                SubqueryKind::Scalar | SubqueryKind::Exists(_) | SubqueryKind::Array => {}
+            },
+            Expr::Not(x)
+            | Expr::Neg(x)
+            | Expr::IsNull(x, _)
+            | Expr::Cast(x, _)
+            | Expr::InValues(x, _, _) => f(x),
+            Expr::AnyOp(a, _, b)
+            | Expr::Binary(_, a, b)
             | Expr::And(a, b)
             | Expr::Or(a, b)
             | Expr::IsDistinct(a, b, _) => {
-                a.walk(f);
-                b.walk(f);
+                f(a);
+                f(b);
             }
-            Expr::InList(e, list, _) => {
-                e.walk(f);
-                list.iter().for_each(|x| x.walk(f));
+            Expr::InList(x, list, _) => {
+                f(x);
+                list.iter().for_each(f);
             }
-            Expr::Like { expr, pattern, .. } => {
-                expr.walk(f);
-                pattern.walk(f);
+            Expr::Like { expr, pattern, negated: _, case_insensitive: _ } => {
+                f(expr);
+                f(pattern);
             }
             Expr::Case { operand, whens, otherwise } => {
                 if let Some(o) = operand {
-                    o.walk(f);
+                    f(o);
                 }
                 for (w, t) in whens {
-                    w.walk(f);
-                    t.walk(f);
+                    f(w);
+                    f(t);
                 }
                 if let Some(o) = otherwise {
-                    o.walk(f);
+                    f(o);
                 }
             }
-            Expr::Func(_, args) => args.iter().for_each(|x| x.walk(f)),
+            Expr::Func(_, args) => args.iter().for_each(f),
             Expr::Agg(_, _, arg, _) => {
                 if let Some(a) = arg {
-                    a.walk(f);
+                    f(a);
                 }
             }
         }
     }
 
-    /// Rewrites bottom-up.
-    pub fn map(self, f: &mut dyn FnMut(Expr) -> Result<Expr>) -> Result<Expr> {
-        let b = |e: Box<Expr>, f: &mut dyn FnMut(Expr) -> Result<Expr>| -> Result<Box<Expr>> {
-            Ok(Box::new(e.map(f)?))
-        };
-        let e = match self {
-            Expr::Not(e) => Expr::Not(b(e, f)?),
-            Expr::Neg(e) => Expr::Neg(b(e, f)?),
-            Expr::IsNull(e, n) => Expr::IsNull(b(e, f)?, n),
-            Expr::Cast(e, t) => Expr::Cast(b(e, f)?, t),
-            Expr::InValues(e, v, n) => Expr::InValues(b(e, f)?, v, n),
-            Expr::Binary(op, x, y) => Expr::Binary(op, b(x, f)?, b(y, f)?),
-            Expr::And(x, y) => Expr::And(b(x, f)?, b(y, f)?),
-            Expr::Or(x, y) => Expr::Or(b(x, f)?, b(y, f)?),
-            Expr::IsDistinct(x, y, n) => Expr::IsDistinct(b(x, f)?, b(y, f)?, n),
-            Expr::InList(e, list, n) => Expr::InList(
-                b(e, f)?,
-                list.into_iter().map(|x| x.map(f)).collect::<Result<_>>()?,
-                n,
-            ),
+    /// Rebuilds the node with each direct child replaced by `f(child)`, in the order
+    /// [`Expr::for_each_child`] visits them.
+    pub fn try_map_children(self, f: &mut dyn FnMut(Expr) -> Result<Expr>) -> Result<Expr> {
+        let mut b = |x: Box<Expr>| -> Result<Box<Expr>> { Ok(Box::new(f(*x)?)) };
+        Ok(match self {
+            e @ (Expr::Const(_) | Expr::Column(_) | Expr::Param(_) | Expr::Outer(_)) => e,
+            Expr::Subquery(plan, kind, refs) => {
+                let kind = match kind {
+                    SubqueryKind::In(x, negated) => SubqueryKind::In(b(x)?, negated),
+                    k @ (SubqueryKind::Scalar | SubqueryKind::Exists(_) | SubqueryKind::Array) => k,
+                };
+                Expr::Subquery(plan, kind, refs)
+            }
+            Expr::Not(x) => Expr::Not(b(x)?),
+            Expr::Neg(x) => Expr::Neg(b(x)?),
+            Expr::IsNull(x, n) => Expr::IsNull(b(x)?, n),
+            Expr::Cast(x, t) => Expr::Cast(b(x)?, t),
+            Expr::InValues(x, v, n) => Expr::InValues(b(x)?, v, n),
+            Expr::AnyOp(x, op, y) => {
+                let x = b(x)?;
+                Expr::AnyOp(x, op, b(y)?)
+            }
+            Expr::Binary(op, x, y) => {
+                let x = b(x)?;
+                Expr::Binary(op, x, b(y)?)
+            }
+            Expr::And(x, y) => {
+                let x = b(x)?;
+                Expr::And(x, b(y)?)
+            }
+            Expr::Or(x, y) => {
+                let x = b(x)?;
+                Expr::Or(x, b(y)?)
+            }
+            Expr::IsDistinct(x, y, n) => {
+                let x = b(x)?;
+                Expr::IsDistinct(x, b(y)?, n)
+            }
+            Expr::InList(x, list, n) => {
+                let x = b(x)?;
+                Expr::InList(x, list.into_iter().map(&mut *f).collect::<Result<_>>()?, n)
+            }
             Expr::Like { expr, pattern, negated, case_insensitive } => {
-                Expr::Like { expr: b(expr, f)?, pattern: b(pattern, f)?, negated, case_insensitive }
+                let expr = b(expr)?;
+                Expr::Like { expr, pattern: b(pattern)?, negated, case_insensitive }
             }
-            Expr::Case { operand, whens, otherwise } => Expr::Case {
-                operand: match operand {
-                    Some(o) => Some(b(o, f)?),
-                    None => None,
-                },
-                whens: whens
+            Expr::Case { operand, whens, otherwise } => {
+                let operand = operand.map(&mut b).transpose()?;
+                let whens = whens
                     .into_iter()
-                    .map(|(w, t)| Ok((w.map(f)?, t.map(f)?)))
-                    .collect::<Result<_>>()?,
-                otherwise: match otherwise {
-                    Some(o) => Some(b(o, f)?),
-                    None => None,
-                },
-            },
-            Expr::Func(func, args) => {
-                Expr::Func(func, args.into_iter().map(|x| x.map(f)).collect::<Result<_>>()?)
+                    .map(|(w, t)| Ok((f(w)?, f(t)?)))
+                    .collect::<Result<Vec<_>>>()?;
+                let otherwise =
+                    otherwise.map(|o| Ok::<_, SqlError>(Box::new(f(*o)?))).transpose()?;
+                Expr::Case { operand, whens, otherwise }
             }
-            other => other,
-        };
+            Expr::Func(func, args) => {
+                Expr::Func(func, args.into_iter().map(f).collect::<Result<_>>()?)
+            }
+            Expr::Agg(func, distinct, arg, ty) => Expr::Agg(
+                func,
+                distinct,
+                arg.map(|a| Ok::<_, SqlError>(Box::new(f(*a)?))).transpose()?,
+                ty,
+            ),
+        })
+    }
+
+    /// Visits every node, parents first. A correlated subquery's references to the row are
+    /// visited as the columns they read.
+    #[recursive::recursive]
+    pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        if let Expr::Subquery(_, _, refs) = self {
+            for &i in refs {
+                f(&Expr::Column(i));
+            }
+        }
+        self.for_each_child(&mut |c| c.walk(f));
+    }
+
+    /// Rewrites bottom-up: children first, then `f` on the rebuilt node.
+    #[recursive::recursive]
+    pub fn map(self, f: &mut dyn FnMut(Expr) -> Result<Expr>) -> Result<Expr> {
+        let e = self.try_map_children(&mut |c| c.map(f))?;
         f(e)
     }
 }
 
 fn in_values(v: &Value, values: &[Value], negated: bool) -> Value {
+    // Nothing is in an empty set, not even NULL.
+    if values.is_empty() {
+        return Value::Bool(negated);
+    }
     if v.is_null() {
         return Value::Null;
     }
@@ -866,10 +911,11 @@ fn arithmetic(op: BinOp, a: Value, b: Value) -> Result<Value> {
         (Int(x), Numeric(y)) => Numeric(decimal_op(op, Decimal::from(x), y)?),
         (Numeric(x), Int(y)) => Numeric(decimal_op(op, x, Decimal::from(y))?),
         (Date(d), Int(n)) if matches!(op, BinOp::Add | BinOp::Sub) => {
-            let n = i32::try_from(n).map_err(|_| overflow("date"))?;
-            Date(if op == BinOp::Add { d + n } else { d - n })
+            let days = if op == BinOp::Add { d as i64 + n } else { d as i64 - n };
+            Date(crate::types::check_date(days)?)
         }
-        (Date(x), Date(y)) if op == BinOp::Sub => Int((x - y) as i64),
+        (Int(n), Date(d)) if op == BinOp::Add => Date(crate::types::check_date(d as i64 + n)?),
+        (Date(x), Date(y)) if op == BinOp::Sub => Int(x as i64 - y as i64),
         (a, b) => {
             return Err(SqlError::new(
                 code::UNDEFINED_FUNCTION,
@@ -972,23 +1018,73 @@ pub fn div_scale(x: Decimal, y: Decimal) -> u32 {
     (rscale.max(x.scale() as i32).max(y.scale() as i32).max(0) as u32).min(28)
 }
 
-/// SQL LIKE with `%`, `_` and backslash escapes.
-pub fn like(s: &str, pattern: &str) -> bool {
-    let s: Vec<char> = s.chars().collect();
-    let p: Vec<char> = pattern.chars().collect();
-    fn go(s: &[char], p: &[char]) -> bool {
-        match p.first() {
-            None => s.is_empty(),
-            Some('%') => {
-                let rest = &p[1..];
-                (0..=s.len()).any(|i| go(&s[i..], rest))
+/// One element of a LIKE pattern.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum LikeItem {
+    /// `%`: any run of characters.
+    Any,
+    /// `_`: exactly one character.
+    One,
+    /// A literal character (backslash escapes one).
+    Char(char),
+}
+
+/// SQL LIKE with `%`, `_` and backslash escapes, in O(|s|·|pattern|) time at worst and
+/// constant stack: a mismatch backtracks only to the latest `%`, never further, because a
+/// later `%` can absorb anything an earlier one could.
+pub fn like(s: &str, pattern: &str) -> Result<bool> {
+    let mut items = Vec::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        items.push(match c {
+            '%' => {
+                if items.last() == Some(&LikeItem::Any) {
+                    continue;
+                }
+                LikeItem::Any
             }
-            Some('_') => !s.is_empty() && go(&s[1..], &p[1..]),
-            Some('\\') if p.len() > 1 => s.first() == Some(&p[1]) && go(&s[1..], &p[2..]),
-            Some(c) => s.first() == Some(c) && go(&s[1..], &p[1..]),
+            '_' => LikeItem::One,
+            '\\' => match chars.next() {
+                Some(e) => LikeItem::Char(e),
+                None => {
+                    return Err(SqlError::new(
+                        "22025",
+                        "LIKE pattern must not end with escape character",
+                    ))
+                }
+            },
+            c => LikeItem::Char(c),
+        });
+    }
+    let s: Vec<char> = s.chars().collect();
+    let (mut si, mut pi) = (0usize, 0usize);
+    // Where the latest `%` is in the pattern, and where in `s` its run would end next.
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        match items.get(pi) {
+            Some(LikeItem::Any) => {
+                star = Some((pi, si));
+                pi += 1;
+            }
+            Some(LikeItem::One) => {
+                si += 1;
+                pi += 1;
+            }
+            Some(LikeItem::Char(c)) if *c == s[si] => {
+                si += 1;
+                pi += 1;
+            }
+            _ => match star {
+                Some((sp, ss)) => {
+                    pi = sp + 1;
+                    si = ss + 1;
+                    star = Some((sp, ss + 1));
+                }
+                None => return Ok(false),
+            },
         }
     }
-    go(&s, &p)
+    Ok(items[pi..].iter().all(|i| *i == LikeItem::Any))
 }
 
 fn text_arg(v: &Value) -> String {

@@ -16,6 +16,7 @@ pub mod encoding;
 pub mod error;
 pub mod expr;
 pub mod locks;
+pub mod parse;
 pub mod query;
 pub mod session;
 pub mod system;

@@ -21,7 +21,7 @@ use crate::error::{code, Result, SqlError};
 use crate::expr::{
     AggFunc, BinOp, CatalogFunc, Ctx, Expr, Func, SubPlan, SubqueryKind, SubqueryRunner,
 };
-use crate::types::{Columns, DataType, Row, Value};
+use crate::types::{check_int_range, Columns, DataType, Row, Value};
 
 /// A column of the scope expressions are bound in.
 #[derive(Debug, Clone)]
@@ -441,7 +441,25 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// Converts a value of one branch of CASE / COALESCE / GREATEST / LEAST / NULLIF to the
+    /// common type of all branches (PostgreSQL's UNION-style resolution), so that
+    /// `coalesce(7, 1.5) / 2` divides numerics, not integers.
+    pub fn unify(&mut self, e: Expr, ty: DataType, target: DataType) -> Result<Expr> {
+        let (e, ty) = self.coerce(e, ty, target)?;
+        let widen = ty != target
+            && ty != DataType::Unknown
+            && ty.is_numeric()
+            && target.is_numeric()
+            && !(ty.is_integer() && target.is_integer());
+        Ok(match e {
+            Expr::Const(v) if widen => Expr::Const(v.cast(target)?),
+            e if widen => Expr::Cast(Box::new(e), target),
+            e => e,
+        })
+    }
+
     /// Binds an expression in `scope`. Aggregates are allowed when `aggs` is set.
+    #[recursive::recursive]
     pub fn expr(&mut self, e: &ast::Expr, scope: &Scope, aggs: bool) -> Result<(Expr, DataType)> {
         use ast::Expr as E;
         Ok(match e {
@@ -491,8 +509,17 @@ impl<'a> Planner<'a> {
                         (Expr::Not(Box::new(x)), DataType::Bool)
                     }
                     ast::UnaryOperator::Minus => match x {
-                        Expr::Const(Value::Int(i)) => (Expr::Const(Value::Int(-i)), ty),
+                        Expr::Const(Value::Int(i))
+                            if i.checked_neg().is_some_and(|n| check_int_range(n, ty).is_ok()) =>
+                        {
+                            (Expr::Const(Value::Int(-i)), ty)
+                        }
                         Expr::Const(Value::Numeric(d)) => (Expr::Const(Value::Numeric(-d)), ty),
+                        // Negation is done in 64 bits (22003 past them); a narrower result
+                        // is range-checked, as for the other arithmetic operators.
+                        x if matches!(ty, DataType::Int2 | DataType::Int4) => {
+                            (Expr::Cast(Box::new(Expr::Neg(Box::new(x))), ty), ty)
+                        }
                         x => (Expr::Neg(Box::new(x)), ty),
                     },
                     ast::UnaryOperator::Plus => (x, ty),
@@ -541,15 +568,11 @@ impl<'a> Planner<'a> {
             }
             E::InList { expr, list, negated } if matches!(expr.as_ref(), E::Tuple(_)) => {
                 // (a, b) IN ((1, 2), (3, 4)) is (a = 1 AND b = 2) OR (a = 3 AND b = 4).
-                let mut any: Option<Expr> = None;
+                let mut alternatives = Vec::with_capacity(list.len());
                 for item in list {
-                    let eq = self.row_equal(expr, item, scope, aggs)?;
-                    any = Some(match any {
-                        None => eq,
-                        Some(prev) => Expr::Or(Box::new(prev), Box::new(eq)),
-                    });
+                    alternatives.push(self.row_equal(expr, item, scope, aggs)?);
                 }
-                let any = any.unwrap_or(Expr::Const(Value::Bool(false)));
+                let any = balanced(false, alternatives);
                 (if *negated { Expr::Not(Box::new(any)) } else { any }, DataType::Bool)
             }
             E::InList { expr, list, negated } => {
@@ -696,17 +719,25 @@ impl<'a> Planner<'a> {
                     let (w, _) = self.expr(&cw.condition, scope, aggs)?;
                     let (t, tty) = self.expr(&cw.result, scope, aggs)?;
                     ty = DataType::common(ty, tty);
-                    whens.push((w, t));
+                    whens.push((w, (t, tty)));
                 }
                 let otherwise = match else_result {
                     Some(x) => {
                         let (x, xty) = self.expr(x, scope, aggs)?;
                         ty = DataType::common(ty, xty);
-                        Some(Box::new(x))
+                        Some((x, xty))
                     }
                     None => None,
                 };
-                (Expr::Case { operand, whens, otherwise }, ty)
+                let mut unified = Vec::with_capacity(whens.len());
+                for (w, (t, tty)) in whens {
+                    unified.push((w, self.unify(t, tty, ty)?));
+                }
+                let otherwise = match otherwise {
+                    Some((x, xty)) => Some(Box::new(self.unify(x, xty, ty)?)),
+                    None => None,
+                };
+                (Expr::Case { operand, whens: unified, otherwise }, ty)
             }
             E::Cast { expr, data_type: dt, .. } => {
                 let ty = data_type(dt)?;
@@ -805,16 +836,12 @@ impl<'a> Planner<'a> {
         if l.len() != r.len() {
             return Err(SqlError::syntax("row values of different sizes cannot be compared"));
         }
-        let mut all: Option<Expr> = None;
+        let mut all = Vec::with_capacity(l.len());
         for (a, b) in l.iter().zip(r) {
             let (a, b) = self.comparable(a, b, scope, aggs)?;
-            let eq = Expr::Binary(BinOp::Eq, Box::new(a), Box::new(b));
-            all = Some(match all {
-                None => eq,
-                Some(prev) => Expr::And(Box::new(prev), Box::new(eq)),
-            });
+            all.push(Expr::Binary(BinOp::Eq, Box::new(a), Box::new(b)));
         }
-        Ok(all.unwrap_or(Expr::Const(Value::Bool(true))))
+        Ok(balanced(true, all))
     }
 
     fn comparable(
@@ -842,16 +869,27 @@ impl<'a> Planner<'a> {
         use ast::BinaryOperator as O;
         let bop = match op {
             O::And | O::Or => {
-                let (a, at) = self.expr(left, scope, aggs)?;
-                let (b, bt) = self.expr(right, scope, aggs)?;
-                let (a, _) = self.coerce(a, at, DataType::Bool)?;
-                let (b, _) = self.coerce(b, bt, DataType::Bool)?;
-                let e = if *op == O::And {
-                    Expr::And(Box::new(a), Box::new(b))
-                } else {
-                    Expr::Or(Box::new(a), Box::new(b))
-                };
-                return Ok((e, DataType::Bool));
+                // `a AND b AND c …` arrives as a left-deep chain: collect its operands without
+                // recursing down the chain, and bind them as a balanced tree, so that evaluating
+                // a chain of thousands of terms recurses only logarithmically deep. (AND and
+                // OR are associative in three-valued logic; evaluation stays left to right.)
+                let mut operands = vec![right];
+                let mut rest = left;
+                while let ast::Expr::BinaryOp { left: l, op: o, right: r } = rest {
+                    if o != op {
+                        break;
+                    }
+                    operands.push(r);
+                    rest = l;
+                }
+                operands.push(rest);
+                operands.reverse();
+                let mut bound = Vec::with_capacity(operands.len());
+                for operand in operands {
+                    let (x, ty) = self.expr(operand, scope, aggs)?;
+                    bound.push(self.coerce(x, ty, DataType::Bool)?.0);
+                }
+                return Ok((balanced(*op == O::And, bound), DataType::Bool));
             }
             O::Plus => BinOp::Add,
             O::Minus => BinOp::Sub,
@@ -902,7 +940,6 @@ impl<'a> Planner<'a> {
                 let common = DataType::common(at, bt);
                 match common {
                     DataType::Unknown => DataType::Numeric(None),
-                    DataType::Int2 => DataType::Int4,
                     t => t,
                 }
             }
@@ -1083,7 +1120,7 @@ impl<'a> Planner<'a> {
             "length" | "char_length" | "character_length" => (Func::Length, DataType::Int4),
             "abs" => (Func::Abs, types.first().copied().unwrap_or(DataType::Numeric(None))),
             "coalesce" => (Func::Coalesce, types.iter().fold(DataType::Unknown, |a, b| DataType::common(a, *b))),
-            "nullif" => (Func::Nullif, types.first().copied().unwrap_or(DataType::Unknown)),
+            "nullif" => (Func::Nullif, types.iter().fold(DataType::Unknown, |a, b| DataType::common(a, *b))),
             "greatest" => (Func::Greatest, types.iter().fold(DataType::Unknown, |a, b| DataType::common(a, *b))),
             "least" => (Func::Least, types.iter().fold(DataType::Unknown, |a, b| DataType::common(a, *b))),
             "round" => (Func::Round, types.first().copied().unwrap_or(DataType::Numeric(None))),
@@ -1165,7 +1202,10 @@ impl<'a> Planner<'a> {
                 | (Func::ArrayElement, 1) => DataType::Int8,
                 (Func::Catalog(_), _) => DataType::Unknown,
                 (Func::Abs | Func::Round | Func::Floor | Func::Ceil, 0) => DataType::Numeric(None),
-                (Func::Coalesce | Func::Greatest | Func::Least | Func::Nullif, _) => ty,
+                (Func::Coalesce | Func::Greatest | Func::Least | Func::Nullif, _) => {
+                    fixed.push(self.unify(x, t, ty)?);
+                    continue;
+                }
                 _ => DataType::Text,
             };
             fixed.push(self.coerce(x, t, want)?.0);
@@ -1802,6 +1842,24 @@ impl<'a> Planner<'a> {
 }
 
 /// Where an identifier starts in the statement (line, column), for error positions.
+/// `a AND b AND …` (or OR) over `terms` as a balanced tree, left to right; TRUE (FALSE) for
+/// no terms.
+pub fn balanced(and: bool, mut terms: Vec<Expr>) -> Expr {
+    match terms.len() {
+        0 => Expr::Const(Value::Bool(and)),
+        1 => terms.pop().expect("one term"),
+        n => {
+            let right = terms.split_off(n / 2);
+            let (l, r) = (Box::new(balanced(and, terms)), Box::new(balanced(and, right)));
+            if and {
+                Expr::And(l, r)
+            } else {
+                Expr::Or(l, r)
+            }
+        }
+    }
+}
+
 fn location_of(i: &ast::Ident) -> Option<(u32, u32)> {
     let start = i.span.start;
     Some((u32::try_from(start.line).ok()?, u32::try_from(start.column).ok()?))
@@ -1823,6 +1881,7 @@ impl MinKnown for DataType {
 }
 
 /// Splits a condition into its AND-ed parts.
+#[recursive::recursive]
 pub fn split_and(e: Expr, out: &mut Vec<Expr>) {
     match e {
         Expr::And(a, b) => {
@@ -1834,6 +1893,7 @@ pub fn split_and(e: Expr, out: &mut Vec<Expr>) {
 }
 
 /// PostgreSQL's output column name for an expression.
+#[recursive::recursive]
 pub fn output_name(e: &ast::Expr) -> String {
     match e {
         ast::Expr::Identifier(i) => ident(i),
@@ -1897,6 +1957,7 @@ fn data_type_output_name(t: &ast::DataType) -> String {
 
 /// Rewrites an expression over the input row into one over the grouped row
 /// (group keys, then aggregates).
+#[recursive::recursive]
 fn post_agg(e: Expr, g: &mut Grouping) -> Result<Expr> {
     if let Some(i) = g.keys.iter().position(|k| *k == e) {
         return Ok(Expr::Column(i));
@@ -1919,63 +1980,10 @@ fn post_agg(e: Expr, g: &mut Grouping) -> Result<Expr> {
             "column must appear in the GROUP BY clause or be used in an aggregate function",
         )),
         Expr::Const(_) | Expr::Param(_) => Ok(e),
-        other => {
-            // Rewrite children only (not the node itself again).
-            let mut err = None;
-            let rewritten = map_children(other, &mut |c| match post_agg(c, g) {
-                Ok(x) => x,
-                Err(e) => {
-                    err.get_or_insert(e);
-                    Expr::Const(Value::Null)
-                }
-            });
-            match err {
-                Some(e) => Err(e),
-                None => Ok(rewritten),
-            }
-        }
-    }
-}
-
-fn map_children(e: Expr, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
-    let mut b = |x: Box<Expr>| Box::new(f(*x));
-    match e {
-        Expr::Not(x) => Expr::Not(b(x)),
-        Expr::Neg(x) => Expr::Neg(b(x)),
-        Expr::IsNull(x, n) => Expr::IsNull(b(x), n),
-        Expr::Cast(x, t) => Expr::Cast(b(x), t),
-        Expr::InValues(x, v, n) => Expr::InValues(b(x), v, n),
-        Expr::Binary(op, x, y) => {
-            let x = b(x);
-            Expr::Binary(op, x, b(y))
-        }
-        Expr::And(x, y) => {
-            let x = b(x);
-            Expr::And(x, b(y))
-        }
-        Expr::Or(x, y) => {
-            let x = b(x);
-            Expr::Or(x, b(y))
-        }
-        Expr::IsDistinct(x, y, n) => {
-            let x = b(x);
-            Expr::IsDistinct(x, b(y), n)
-        }
-        Expr::InList(x, list, n) => {
-            let x = b(x);
-            Expr::InList(x, list.into_iter().map(&mut *f).collect(), n)
-        }
-        Expr::Like { expr, pattern, negated, case_insensitive } => {
-            let expr = b(expr);
-            Expr::Like { expr, pattern: b(pattern), negated, case_insensitive }
-        }
-        Expr::Case { operand, whens, otherwise } => Expr::Case {
-            operand: operand.map(&mut b),
-            whens: whens.into_iter().map(|(w, t)| (f(w), f(t))).collect(),
-            otherwise: otherwise.map(|o| Box::new(f(*o))),
-        },
-        Expr::Func(func, args) => Expr::Func(func, args.into_iter().map(f).collect()),
-        other => other,
+        Expr::Subquery(_, _, ref refs) if !refs.is_empty() => Err(SqlError::unsupported(
+            "a correlated subquery in the select list, HAVING or ORDER BY of a grouped query",
+        )),
+        other => other.try_map_children(&mut |c| post_agg(c, g)),
     }
 }
 

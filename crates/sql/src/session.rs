@@ -13,15 +13,13 @@ use kiln_engine::{
 };
 use parking_lot::Mutex;
 use sqlparser::ast;
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
 use crate::catalog::{Catalog, Column, Index, Table};
 use crate::encoding::{decode_row, encode_key, encode_row};
 use crate::error::{code, Result, SqlError};
 use crate::expr::{assign, CatalogFunc, Ctx, Env, Expr, Func};
 use crate::locks::{LockKey, LockManager};
+use crate::parse::{commit_hint, parse, utility, StatementText, Utility};
 use crate::query::{
     data_type, execute_from, finish_select, object_name, output_name, Exec, ExecLimits, Planner,
     Scope, ScopeCol, SelectPlan, Source,
@@ -446,114 +444,6 @@ pub struct Session {
     last_write: Option<TxnId>,
 }
 
-/// The commit mode a `/*+ FAST */` / `/*+ SAFE */` comment token asks for, if it is one.
-fn hint_of(token: &Token) -> Option<CommitMode> {
-    let Token::Whitespace(Whitespace::MultiLineComment(c)) = token else { return None };
-    match c.strip_prefix('+')?.trim().to_ascii_uppercase().as_str() {
-        "FAST" => Some(CommitMode::Fast),
-        "SAFE" => Some(CommitMode::Safe),
-        _ => None,
-    }
-}
-
-/// Reads the `/*+ FAST */` / `/*+ SAFE */` hint of a statement, if any.
-fn commit_hint(sql: &str) -> Option<CommitMode> {
-    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
-    tokens.iter().find_map(hint_of)
-}
-
-/// Statements sqlparser does not take as PostgreSQL writes them, recognised first.
-enum Utility {
-    Vacuum(Vec<String>),
-    None,
-}
-
-fn utility(sql: &str) -> Utility {
-    let head = sql.trim_start();
-    if !head.get(..6).is_some_and(|w| w.eq_ignore_ascii_case("vacuum")) {
-        return Utility::None;
-    }
-    let words: Vec<String> = sql
-        .trim()
-        .trim_end_matches(';')
-        .split(|c: char| c.is_whitespace() || c == ',')
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    match words.first().map(String::as_str) {
-        Some("vacuum") => Utility::Vacuum(
-            words[1..]
-                .iter()
-                .filter(|w| !matches!(w.as_str(), "analyze" | "full" | "verbose" | "freeze"))
-                .cloned()
-                .collect(),
-        ),
-        _ => Utility::None,
-    }
-}
-
-/// Splits a query string into statements (sqlparser, PostgreSQL dialect).
-pub fn parse(sql: &str) -> Result<Vec<ast::Statement>> {
-    // pgbench writes `copy … with (freeze on)`; the option changes nothing here.
-    let cleaned;
-    let is_copy = sql.trim_start().get(..4).is_some_and(|w| w.eq_ignore_ascii_case("copy"));
-    let sql = if is_copy && sql.to_lowercase().contains("freeze on") {
-        cleaned = sql
-            .replace("freeze on", "")
-            .replace("FREEZE ON", "")
-            .replace("(  )", "")
-            .replace("with ()", "");
-        cleaned.as_str()
-    } else {
-        sql
-    };
-    Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| {
-        let msg = e.to_string();
-        let msg = msg.strip_prefix("sql parser error: ").unwrap_or(&msg).to_string();
-        let position = msg.rsplit_once("Line: ").and_then(|(_, rest)| {
-            let (line, col) = rest.split_once(", Column: ")?;
-            crate::error::char_position(sql, line.trim().parse().ok()?, col.trim().parse().ok()?)
-        });
-        // PostgreSQL's form: syntax error at or near "TOKEN".
-        let near = msg
-            .split_once("found: ")
-            .map(|(_, rest)| rest.rsplit_once(" at Line:").map_or(rest, |(t, _)| t).to_string());
-        let message = match near {
-            Some(t) if t == "EOF" => "syntax error at end of input".to_string(),
-            Some(t) => format!("syntax error at or near \"{t}\""),
-            None => format!("syntax error: {msg}"),
-        };
-        SqlError::syntax(message).detail(msg.clone()).at(position)
-    })
-}
-
-/// Splits a query string into statements at top-level semicolons (one pass of sqlparser's
-/// tokenizer), with each statement's commit hint.
-fn split_statements(sql: &str) -> Vec<(String, Option<CommitMode>)> {
-    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
-        return vec![(sql.to_string(), None)];
-    };
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut hint = None;
-    for t in tokens {
-        if t == Token::SemiColon {
-            if !cur.trim().is_empty() {
-                out.push((std::mem::take(&mut cur), hint.take()));
-            }
-            cur.clear();
-            hint = None;
-        } else {
-            hint = hint.or_else(|| hint_of(&t));
-            cur.push_str(&t.to_string());
-        }
-    }
-    if !cur.trim().is_empty() {
-        out.push((cur, hint));
-    }
-    out
-}
-
 /// The evaluation environment of a statement of session `$s` (a macro, so that it borrows
 /// only the fields it names).
 macro_rules! session_env {
@@ -787,16 +677,19 @@ impl Session {
                 )),
             );
         }
-        let texts = split_statements(sql);
+        let texts = match crate::parse::split(sql) {
+            Ok(t) => t,
+            Err(e) => return (outputs, Some(e)),
+        };
         if texts.is_empty() {
             return (vec![Output::Empty], None);
         }
         let implicit = texts.len() > 1 && self.txn.is_none();
         let mut implicit_open = false;
-        for (text, hint) in &texts {
+        for StatementText { text, hint } in &texts {
             let hint = *hint;
             let result = (|| -> Result<Output> {
-                if let Utility::Vacuum(tables) = utility(text) {
+                if let Some(Utility::Vacuum(tables)) = utility(text) {
                     return self.vacuum(&tables);
                 }
                 let mut statements = parse(text)?;
@@ -975,7 +868,7 @@ impl Session {
     /// Executes a prepared statement with parameter values (extended protocol Execute).
     pub fn execute_prepared(&mut self, prepared: &Prepared, params: &[Value]) -> Result<Output> {
         let Some(stmt) = &prepared.statement else { return Ok(Output::Empty) };
-        if let Utility::Vacuum(tables) = utility(&prepared.sql) {
+        if let Some(Utility::Vacuum(tables)) = utility(&prepared.sql) {
             return self.vacuum(&tables);
         }
         let r = self.execute_statement(stmt, prepared.hint, params, false);
@@ -2132,15 +2025,9 @@ struct InsertPlan {
 }
 
 fn bind_default(planner: &mut Planner, text: &str) -> Result<Expr> {
-    let expr = Parser::new(&PostgreSqlDialect {})
-        .try_with_sql(text)
-        .and_then(|mut p| p.parse_expr())
-        .map_err(|e| {
-            SqlError::new(
-                code::DATA_CORRUPTED,
-                format!("stored DEFAULT {text} does not parse: {e}"),
-            )
-        })?;
+    let expr = crate::parse::parse_expr(text).map_err(|e| {
+        SqlError::new(code::DATA_CORRUPTED, format!("stored DEFAULT {text} does not parse: {e}"))
+    })?;
     Ok(planner.expr(&expr, &Scope::default(), false)?.0)
 }
 
@@ -2223,6 +2110,7 @@ fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<InsertPlan> {
                     let mut sets = Vec::new();
                     for a in &du.assignments {
                         let col = assignment_column(&table, &a.target)?;
+                        check_assigned_once(&table, &sets, col)?;
                         let (e, t) = planner.expr(&a.value, &both, false)?;
                         let (e, _) = planner.coerce(e, t, table.columns[col].ty)?;
                         sets.push((col, e));
@@ -2240,6 +2128,17 @@ fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<InsertPlan> {
     };
     let returning = plan_returning(planner, &ins.returning, &scope)?;
     Ok(InsertPlan { table, targets, source, defaults, on_conflict, returning })
+}
+
+/// 42601 when SET names a column twice (PostgreSQL refuses `SET x = 1, x = 2`).
+fn check_assigned_once(table: &Table, sets: &[(usize, Expr)], col: usize) -> Result<()> {
+    if sets.iter().any(|(c, _)| *c == col) {
+        return Err(SqlError::syntax(format!(
+            "multiple assignments to same column \"{}\"",
+            table.columns[col].name
+        )));
+    }
+    Ok(())
 }
 
 fn assignment_column(table: &Table, target: &ast::AssignmentTarget) -> Result<usize> {
@@ -2318,6 +2217,7 @@ fn plan_update(planner: &mut Planner, u: &ast::Update) -> Result<UpdatePlan> {
     let mut sets = Vec::new();
     for a in &u.assignments {
         let col = assignment_column(&table, &a.target)?;
+        check_assigned_once(&table, &sets, col)?;
         let (e, t) = match &a.value {
             ast::Expr::Identifier(i)
                 if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none() =>
@@ -2420,15 +2320,12 @@ impl Writer<'_> {
                 c.default
                     .as_ref()
                     .map(|d| {
-                        let expr = Parser::new(&PostgreSqlDialect {})
-                            .try_with_sql(d)
-                            .and_then(|mut p| p.parse_expr())
-                            .map_err(|e| {
-                                SqlError::new(
-                                    code::DATA_CORRUPTED,
-                                    format!("stored DEFAULT does not parse: {e}"),
-                                )
-                            })?;
+                        let expr = crate::parse::parse_expr(d).map_err(|e| {
+                            SqlError::new(
+                                code::DATA_CORRUPTED,
+                                format!("stored DEFAULT does not parse: {e}"),
+                            )
+                        })?;
                         bind_constant(&expr)
                     })
                     .transpose()

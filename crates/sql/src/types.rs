@@ -673,7 +673,16 @@ fn parse_bytea(s: &str) -> Result<Vec<u8>> {
 
 fn parse_date(s: &str) -> Option<i32> {
     let d = NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
-    Some((d - UNIX_EPOCH_DATE).num_days() as i32)
+    i32::try_from((d - UNIX_EPOCH_DATE).num_days()).ok()
+}
+
+/// A date as days since 1970-01-01, checked against the range Kiln can represent
+/// (chrono's: about ±262,000 years); 22008 outside it.
+pub fn check_date(days: i64) -> Result<i32> {
+    let ok = i32::try_from(days).ok().filter(|d| {
+        UNIX_EPOCH_DATE.checked_add_signed(chrono::Duration::days(*d as i64)).is_some()
+    });
+    ok.ok_or_else(|| SqlError::new("22008", "date out of range"))
 }
 
 fn parse_timestamp(s: &str, tz: bool) -> Option<i64> {

@@ -1,0 +1,369 @@
+//! Step 1 of a statement: text → syntax tree.
+//!
+//! A query string is split into statements at top-level semicolons (one pass of sqlparser's
+//! tokenizer), each with its `/*+ FAST */` / `/*+ SAFE */` commit hint; each statement is then
+//! parsed by sqlparser (PostgreSQL dialect). Nothing here reads the catalog or the engine.
+//!
+//! This is also the first line of defence against hostile input. sqlparser builds chains of
+//! infix operators (`1+1+1+…`, `a OR b OR …`, `x::int::int…`) iteratively, so a statement of a
+//! few megabytes can become a tree millions of levels deep — and every recursive walk of that
+//! tree (binding, evaluation, even dropping it) would overflow the thread's stack and abort
+//! the whole process. So before parsing, [`split`] bounds the nesting a statement's tokens
+//! *could* produce ([`NESTING_BOUND_MAX`]), and after parsing [`parse`] measures the real
+//! depth of the tree ([`EXPRESSION_DEPTH_MAX`]). Both answer 54001, as PostgreSQL's "stack
+//! depth limit exceeded" does, and nothing has run.
+
+use std::ops::ControlFlow;
+
+use kiln_engine::CommitMode;
+use sqlparser::ast::{self, Visit, Visitor};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
+
+use crate::error::{code, Result, SqlError};
+
+/// The deepest nesting of expressions and subqueries a statement may have.
+pub const EXPRESSION_DEPTH_MAX: usize = 4_000;
+
+/// The most nesting a statement's tokens may be able to produce (checked before parsing; a
+/// conservative over-estimate of the tree's depth, see [`nesting_bound`]).
+pub const NESTING_BOUND_MAX: usize = 16_000;
+
+/// One statement of a query string.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatementText {
+    /// The statement's text, without the separating semicolon.
+    pub text: String,
+    /// Its `/*+ FAST */` or `/*+ SAFE */` hint.
+    pub hint: Option<CommitMode>,
+}
+
+/// The commit mode a `/*+ FAST */` / `/*+ SAFE */` comment token asks for, if it is one.
+fn hint_of(token: &Token) -> Option<CommitMode> {
+    let Token::Whitespace(Whitespace::MultiLineComment(c)) = token else { return None };
+    match c.strip_prefix('+')?.trim().to_ascii_uppercase().as_str() {
+        "FAST" => Some(CommitMode::Fast),
+        "SAFE" => Some(CommitMode::Safe),
+        _ => None,
+    }
+}
+
+/// Splits a query string into statements at top-level semicolons, with each statement's
+/// commit hint. A statement whose tokens could nest deeper than [`NESTING_BOUND_MAX`] is
+/// refused here, before sqlparser builds its tree. Text the tokenizer cannot read is returned
+/// whole, so that [`parse`] reports the syntax error with its position.
+pub fn split(sql: &str) -> Result<Vec<StatementText>> {
+    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
+        return Ok(vec![StatementText { text: sql.to_string(), hint: None }]);
+    };
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, t) in tokens.iter().enumerate() {
+        if *t == Token::SemiColon {
+            push_statement(&tokens[start..i], &mut out)?;
+            start = i + 1;
+        }
+    }
+    push_statement(&tokens[start..], &mut out)?;
+    Ok(out)
+}
+
+fn push_statement(tokens: &[Token], out: &mut Vec<StatementText>) -> Result<()> {
+    if tokens.iter().all(|t| matches!(t, Token::Whitespace(_))) {
+        return Ok(());
+    }
+    check_nesting(tokens)?;
+    let hint = tokens.iter().find_map(hint_of);
+    let mut text = String::new();
+    for t in tokens {
+        text.push_str(&t.to_string());
+    }
+    out.push(StatementText { text, hint });
+    Ok(())
+}
+
+/// An upper bound on how deep the tree of a statement with these tokens can be.
+///
+/// Every level of a syntax tree either opens a parenthesis or bracket, or consumes an
+/// operator or keyword token of the list it sits in; a comma starts a new list item, whose
+/// operators nest separately. So the bound is, at any point, the number of open parentheses
+/// plus the operator and keyword tokens seen in the current item of every open one.
+/// Literals and plain identifiers never add a level.
+pub fn nesting_bound(tokens: &[Token]) -> usize {
+    let mut levels: Vec<usize> = vec![0];
+    let mut current = 0usize;
+    let mut max = 0usize;
+    for t in tokens {
+        match t {
+            Token::Whitespace(_)
+            | Token::Period
+            | Token::Number(..)
+            | Token::SingleQuotedString(_)
+            | Token::DoubleQuotedString(_)
+            | Token::DollarQuotedString(_)
+            | Token::EscapedStringLiteral(_)
+            | Token::NationalStringLiteral(_)
+            | Token::HexStringLiteral(_)
+            | Token::SingleQuotedByteStringLiteral(_)
+            | Token::UnicodeStringLiteral(_)
+            | Token::Placeholder(_) => {}
+            Token::Word(w)
+                if matches!(
+                    w.keyword,
+                    Keyword::NoKeyword | Keyword::NULL | Keyword::TRUE | Keyword::FALSE
+                ) => {}
+            Token::Comma | Token::SemiColon => {
+                let last = levels.last_mut().expect("the outermost level is never popped");
+                current -= *last;
+                *last = 0;
+            }
+            Token::LParen | Token::LBracket => {
+                levels.push(0);
+                current += 1;
+            }
+            Token::RParen | Token::RBracket => {
+                if levels.len() > 1 {
+                    let last = levels.pop().expect("checked above");
+                    current -= last + 1;
+                }
+            }
+            _ => {
+                *levels.last_mut().expect("the outermost level is never popped") += 1;
+                current += 1;
+            }
+        }
+        max = max.max(current);
+    }
+    max
+}
+
+fn check_nesting(tokens: &[Token]) -> Result<()> {
+    let bound = nesting_bound(tokens);
+    if bound > NESTING_BOUND_MAX {
+        return Err(too_complex(format!(
+            "statement too complex: it could nest {bound} levels deep, over the limit of {NESTING_BOUND_MAX}"
+        )));
+    }
+    Ok(())
+}
+
+fn too_complex(message: String) -> SqlError {
+    SqlError::new(code::STATEMENT_TOO_COMPLEX, message).hint(
+        "Simplify the statement: replace long chains of AND/OR or of operators with IN lists, \
+         a VALUES list or a join, or split it into several statements.",
+    )
+}
+
+/// The commit hint of a single statement's text, if any.
+pub fn commit_hint(sql: &str) -> Option<CommitMode> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    tokens.iter().find_map(hint_of)
+}
+
+/// Statements sqlparser does not take as PostgreSQL writes them, recognised first.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Utility {
+    /// `VACUUM [options] [tables]`: the tables named.
+    Vacuum(Vec<String>),
+}
+
+/// Recognises a utility statement.
+pub fn utility(sql: &str) -> Option<Utility> {
+    let head = sql.trim_start();
+    if !head.get(..6).is_some_and(|w| w.eq_ignore_ascii_case("vacuum")) {
+        return None;
+    }
+    let words: Vec<String> = sql
+        .trim()
+        .trim_end_matches(';')
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    match words.first().map(String::as_str) {
+        Some("vacuum") => Some(Utility::Vacuum(
+            words[1..]
+                .iter()
+                .filter(|w| !matches!(w.as_str(), "analyze" | "full" | "verbose" | "freeze"))
+                .cloned()
+                .collect(),
+        )),
+        _ => None,
+    }
+}
+
+/// Parses statement text (sqlparser, PostgreSQL dialect) and checks the depth of every tree.
+pub fn parse(sql: &str) -> Result<Vec<ast::Statement>> {
+    let bound = match Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() {
+        Ok(tokens) => {
+            check_nesting(&tokens)?;
+            nesting_bound(&tokens)
+        }
+        Err(_) => 0,
+    };
+    // A tree that may be deep is walked, and dropped when refused, on a stack sized for it,
+    // whatever stack the caller runs on.
+    if bound > SHALLOW_BOUND {
+        stacker::grow(bound * STACK_BYTES_PER_LEVEL + (1 << 20), || parse_checked(sql))
+    } else {
+        parse_checked(sql)
+    }
+}
+
+/// Up to this nesting bound, a tree is walked on the caller's stack.
+const SHALLOW_BOUND: usize = 256;
+
+/// Stack a walk of sqlparser's tree needs per level (measured: well under half of this).
+const STACK_BYTES_PER_LEVEL: usize = 1024;
+
+fn parse_checked(sql: &str) -> Result<Vec<ast::Statement>> {
+    // pgbench writes `copy … with (freeze on)`; the option changes nothing here.
+    let cleaned;
+    let is_copy = sql.trim_start().get(..4).is_some_and(|w| w.eq_ignore_ascii_case("copy"));
+    let sql = if is_copy && sql.to_lowercase().contains("freeze on") {
+        cleaned = sql
+            .replace("freeze on", "")
+            .replace("FREEZE ON", "")
+            .replace("(  )", "")
+            .replace("with ()", "");
+        cleaned.as_str()
+    } else {
+        sql
+    };
+    let statements =
+        Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| syntax_error(sql, e))?;
+    for s in &statements {
+        check_depth(s)?;
+    }
+    Ok(statements)
+}
+
+/// Parses one expression (a stored DEFAULT), with the same depth checks as a statement.
+pub fn parse_expr(text: &str) -> Result<ast::Expr> {
+    let wrapped = format!("SELECT {text}");
+    let mut statements = parse(&wrapped)?;
+    if let Some(ast::Statement::Query(q)) = statements.pop() {
+        if let ast::SetExpr::Select(s) = *q.body {
+            if let [ast::SelectItem::UnnamedExpr(e)] = s.projection.as_slice() {
+                return Ok(e.clone());
+            }
+        }
+    }
+    Err(SqlError::syntax(format!("not one expression: {text}")))
+}
+
+/// PostgreSQL's form of a parser error: `syntax error at or near "TOKEN"`, with a position.
+fn syntax_error(sql: &str, e: sqlparser::parser::ParserError) -> SqlError {
+    if let sqlparser::parser::ParserError::RecursionLimitExceeded = e {
+        return too_complex(
+            "statement too complex: parentheses or subqueries nested too deeply".to_string(),
+        );
+    }
+    let msg = e.to_string();
+    let msg = msg.strip_prefix("sql parser error: ").unwrap_or(&msg).to_string();
+    let position = msg.rsplit_once("Line: ").and_then(|(_, rest)| {
+        let (line, col) = rest.split_once(", Column: ")?;
+        crate::error::char_position(sql, line.trim().parse().ok()?, col.trim().parse().ok()?)
+    });
+    let near = msg
+        .split_once("found: ")
+        .map(|(_, rest)| rest.rsplit_once(" at Line:").map_or(rest, |(t, _)| t).to_string());
+    let message = match near {
+        Some(t) if t == "EOF" => "syntax error at end of input".to_string(),
+        Some(t) => format!("syntax error at or near \"{t}\""),
+        None => format!("syntax error: {msg}"),
+    };
+    SqlError::syntax(message).detail(msg.clone()).at(position)
+}
+
+/// Measures the nesting of expressions and queries, stopping as soon as it passes the limit
+/// (so the walk itself never recurses deeper than [`EXPRESSION_DEPTH_MAX`]).
+struct DepthCheck {
+    depth: usize,
+}
+
+impl DepthCheck {
+    fn enter(&mut self) -> ControlFlow<()> {
+        self.depth += 1;
+        if self.depth > EXPRESSION_DEPTH_MAX {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+}
+
+impl Visitor for DepthCheck {
+    type Break = ();
+    fn pre_visit_expr(&mut self, _: &ast::Expr) -> ControlFlow<()> {
+        self.enter()
+    }
+    fn post_visit_expr(&mut self, _: &ast::Expr) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+    fn pre_visit_query(&mut self, _: &ast::Query) -> ControlFlow<()> {
+        self.enter()
+    }
+    fn post_visit_query(&mut self, _: &ast::Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+}
+
+/// 54001 when a statement's expressions or subqueries nest deeper than the limit.
+pub fn check_depth(statement: &ast::Statement) -> Result<()> {
+    let mut check = DepthCheck { depth: 0 };
+    match statement.visit(&mut check) {
+        ControlFlow::Continue(()) => Ok(()),
+        ControlFlow::Break(()) => Err(too_complex(format!(
+            "stack depth limit exceeded: expressions and subqueries nest more than {EXPRESSION_DEPTH_MAX} levels deep"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bound(sql: &str) -> usize {
+        nesting_bound(&Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().unwrap())
+    }
+
+    #[test]
+    fn nesting_bound_counts_operators_per_list_item() {
+        assert_eq!(bound("1"), 0);
+        assert_eq!(bound("SELECT 1 + 2 + 3"), 3);
+        // Commas start a new item: a long VALUES list or IN list is shallow.
+        assert_eq!(bound("VALUES (1, 2), (3, 4), (5, 6)"), 2);
+        assert_eq!(bound("SELECT x IN (1, 2, 3, 4, 5, 6, 7, 8)"), 3);
+        // Parentheses add a level, and the operators inside them count too.
+        assert_eq!(bound("SELECT ((1 + 2))"), 4);
+        let chain = format!("SELECT 1{}", " + 1".repeat(20_000));
+        assert!(bound(&chain) > NESTING_BOUND_MAX);
+    }
+
+    #[test]
+    fn deep_statements_are_refused_with_54001() {
+        let chain = format!("SELECT 1{}", " + 1".repeat(NESTING_BOUND_MAX + 10));
+        assert_eq!(split(&chain).unwrap_err().code, code::STATEMENT_TOO_COMPLEX);
+        assert_eq!(parse(&chain).unwrap_err().code, code::STATEMENT_TOO_COMPLEX);
+        let medium = format!("SELECT 1{}", " + 1".repeat(EXPRESSION_DEPTH_MAX + 10));
+        assert_eq!(split(&medium).unwrap().len(), 1);
+        assert_eq!(parse(&medium).unwrap_err().code, code::STATEMENT_TOO_COMPLEX);
+        let ok = format!("SELECT 1{}", " + 1".repeat(EXPRESSION_DEPTH_MAX - 10));
+        assert_eq!(parse(&ok).unwrap().len(), 1);
+        let parens = format!("SELECT {}1{}", "(".repeat(200), ")".repeat(200));
+        assert_eq!(parse(&parens).unwrap_err().code, code::STATEMENT_TOO_COMPLEX);
+    }
+
+    #[test]
+    fn split_keeps_hints_per_statement() {
+        let s = split("/*+ FAST */ INSERT INTO t VALUES (1); SELECT 1;; ").unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].hint, Some(CommitMode::Fast));
+        assert_eq!(s[1].hint, None);
+    }
+}
