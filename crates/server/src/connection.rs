@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use futures::{SinkExt, StreamExt};
+use futures::{FutureExt, SinkExt, StreamExt};
 use kiln_sql::{code, Output, Prepared, Session, SqlError, Value};
 use pgwire::api::auth::{
     save_startup_parameters_to_metadata, ServerParameterProvider, StartupHandler,
@@ -148,7 +148,7 @@ fn format_for(formats: &[i16], i: usize) -> i16 {
 }
 
 /// Runs one connection to completion (on the calling thread's runtime).
-pub(crate) async fn serve(tcp: TcpStream, shared: Arc<Shared>) {
+pub(crate) async fn serve(tcp: TcpStream, shared: Arc<Shared>, _slot: crate::Slot) {
     let peer = tcp.peer_addr().ok();
     let Ok(Some(mut socket)) = negotiate_tls::<()>(tcp, shared.tls.clone()).await else {
         return;
@@ -187,13 +187,6 @@ pub(crate) async fn serve(tcp: TcpStream, shared: Arc<Shared>) {
             return;
         }
     }
-    // Connection slots.
-    let Some(_slot) = shared.take_slot() else {
-        let e = SqlError::new(code::TOO_MANY_CONNECTIONS, "sorry, too many clients already")
-            .detail(format!("max_connections is {}", shared.config.max_connections));
-        let _ = socket.send(fatal(e)).await;
-        return;
-    };
     let meta = socket.metadata().clone();
     let user = meta.get("user").cloned().unwrap_or_else(|| "kiln".into());
     let database = meta.get("database").cloned().unwrap_or_else(|| user.clone());
@@ -309,6 +302,40 @@ pub(crate) async fn serve(tcp: TcpStream, shared: Arc<Shared>) {
     conn.session.abort();
     shared.unregister_cancel(pid);
     info!(pid, "connection ended");
+}
+
+/// The text of a panic's payload.
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic".to_string()
+    }
+}
+
+/// Answers a connection over the limit: a cancel request is served (it needs no slot), a
+/// startup gets 53300.
+pub(crate) async fn reject(tcp: TcpStream, shared: &Shared) {
+    let answer = async {
+        let Ok(Some(mut socket)) = negotiate_tls::<()>(tcp, shared.tls.clone()).await else {
+            return;
+        };
+        match socket.next().await {
+            Some(Ok(PgWireFrontendMessage::CancelRequest(c))) => {
+                shared.cancel(c.pid, &c.secret_key)
+            }
+            Some(Ok(PgWireFrontendMessage::Startup(_))) => {
+                let e =
+                    SqlError::new(code::TOO_MANY_CONNECTIONS, "sorry, too many clients already")
+                        .detail(format!("max_connections is {}", shared.config.max_connections));
+                let _ = socket.send(error_response(&e, "FATAL")).await;
+            }
+            _ => {}
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(10), answer).await;
 }
 
 fn pg_error(e: PgWireError) -> SqlError {
@@ -443,11 +470,34 @@ impl Conn {
             let notified = self.notify.clone();
             tokio::select! {
                 msg = self.socket.next() => {
-                    let Some(Ok(msg)) = msg else { return Ok(()) };
+                    let msg = match msg {
+                        None => return Ok(()),
+                        Some(Ok(msg)) => msg,
+                        Some(Err(e)) => {
+                            // A message the codec cannot decode: the stream cannot be resynced.
+                            let e = SqlError::new(code::PROTOCOL_VIOLATION, format!("invalid message: {e}"));
+                            let _ = self.socket.send(error_response(&e, "FATAL")).await;
+                            return Ok(());
+                        }
+                    };
                     if matches!(msg, PgWireFrontendMessage::Terminate(_)) {
                         return Ok(());
                     }
-                    self.handle(msg).await?;
+                    // A panic is a bug in Kiln, not the client's fault: it ends this connection
+                    // alone. Unwinding drops the session, which rolls back its transaction and
+                    // releases its row locks; every other session carries on.
+                    let handled = std::panic::AssertUnwindSafe(self.handle(msg)).catch_unwind().await;
+                    match handled {
+                        Ok(result) => result?,
+                        Err(panic) => {
+                            let what = panic_message(&panic);
+                            tracing::error!(pid = self.pid, panic = %what, "internal error: the connection is closed");
+                            let e = SqlError::new(code::INTERNAL, format!("internal error: {what}"))
+                                .hint("This is a bug in Kiln: the connection was closed and its transaction rolled back. Please report it with the statement that caused it.");
+                            let _ = self.socket.send(error_response(&e, "FATAL")).await;
+                            return Ok(());
+                        }
+                    }
                 }
                 _ = notified.notified() => {
                     // Asynchronous notifications go out while the session is idle.

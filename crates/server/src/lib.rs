@@ -111,12 +111,22 @@ impl Timer {
     }
 }
 
+/// The stack of a connection's thread. Statements are bounded in nesting by the SQL layer
+/// (`kiln_sql::parse`), and its recursive steps move to a fresh stack segment when this one
+/// runs low, so this only needs to hold the protocol loop and ordinary statements.
+const CONNECTION_STACK_BYTES: usize = 8 << 20;
+
+/// At most this many connections over the limit are being answered 53300 at once; more are
+/// closed without an answer.
+const REJECTING_MAX: usize = 64;
+
 /// What every connection shares.
 pub(crate) struct Shared {
     db: Arc<Database>,
     config: ServerConfig,
     tls: Option<pgwire::tokio::TlsAcceptor>,
     slots: Arc<AtomicUsize>,
+    rejecting: AtomicUsize,
     cancels: Mutex<HashMap<i32, (SecretKey, Arc<AtomicBool>)>>,
     next_pid: AtomicI32,
     shutdown: tokio::sync::watch::Sender<bool>,
@@ -285,6 +295,7 @@ impl Server {
             config,
             tls,
             slots: Arc::new(AtomicUsize::new(0)),
+            rejecting: AtomicUsize::new(0),
             cancels: Mutex::new(HashMap::new()),
             next_pid: AtomicI32::new(1000 + (random_u64() % 30_000) as i32),
             shutdown,
@@ -364,17 +375,33 @@ async fn accept_loop(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
                 continue;
             }
         };
+        // The connection limit is checked before a thread is started: past it, the client is
+        // answered 53300 (or its cancel request served) by a short task on this runtime.
+        let Some(slot) = shared.take_slot() else {
+            if shared.rejecting.fetch_add(1, Ordering::SeqCst) < REJECTING_MAX {
+                let s = shared.clone();
+                tokio::spawn(async move {
+                    connection::reject(tcp, &s).await;
+                    s.rejecting.fetch_sub(1, Ordering::SeqCst);
+                });
+            } else {
+                shared.rejecting.fetch_sub(1, Ordering::SeqCst);
+            }
+            continue;
+        };
         let Ok(std_tcp) = tcp.into_std() else { continue };
         let s = shared.clone();
-        let spawned =
-            std::thread::Builder::new().name(format!("kiln-conn-{peer}")).spawn(move || {
+        let spawned = std::thread::Builder::new()
+            .name(format!("kiln-conn-{peer}"))
+            .stack_size(CONNECTION_STACK_BYTES)
+            .spawn(move || {
                 let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build()
                 else {
                     return;
                 };
                 rt.block_on(async move {
                     let Ok(tcp) = tokio::net::TcpStream::from_std(std_tcp) else { return };
-                    connection::serve(tcp, s).await;
+                    connection::serve(tcp, s, slot).await;
                 });
             });
         if let Err(e) = spawned {

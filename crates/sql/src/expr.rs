@@ -92,6 +92,8 @@ pub enum Func {
     Trim,
     /// concat(...)
     Concat,
+    /// repeat(text, n)
+    Repeat,
     /// now(), current_timestamp
     Now,
     /// current_date
@@ -754,7 +756,14 @@ pub fn binary(op: BinOp, a: Value, b: Value) -> Result<Value> {
         BinOp::GtEq => Value::Bool(cmp(&a, &b)? != Ordering::Less),
         BinOp::Concat => {
             let mut s = a.to_text(DataType::Text).unwrap_or_default();
-            s.push_str(&b.to_text(DataType::Text).unwrap_or_default());
+            let t = b.to_text(DataType::Text).unwrap_or_default();
+            if s.len() + t.len() > TEXT_BYTES_MAX {
+                return Err(SqlError::new(code::PROGRAM_LIMIT, "requested length too large")
+                    .detail(format!(
+                        "A computed string may hold at most {TEXT_BYTES_MAX} bytes."
+                    )));
+            }
+            s.push_str(&t);
             Value::Text(s)
         }
         BinOp::RegexMatch | BinOp::RegexNotMatch | BinOp::RegexIMatch | BinOp::RegexNotIMatch => {
@@ -1087,6 +1096,9 @@ pub fn like(s: &str, pattern: &str) -> Result<bool> {
     Ok(items[pi..].iter().all(|i| *i == LikeItem::Any))
 }
 
+/// The largest string an expression may compute (repeat, concatenation …): beyond it, 54000.
+pub const TEXT_BYTES_MAX: usize = 64 << 20;
+
 fn text_arg(v: &Value) -> String {
     v.to_text(DataType::Text).unwrap_or_default()
 }
@@ -1216,6 +1228,21 @@ fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         Func::Concat => {
             Value::Text(args.iter().filter_map(|v| v.to_text(DataType::Text)).collect())
         }
+        Func::Repeat => match (&args[0], &args[1]) {
+            (Value::Null, _) | (_, Value::Null) => Value::Null,
+            (s, Value::Int(n)) => {
+                let s = text_arg(s);
+                let n = (*n).max(0) as usize;
+                if s.len().saturating_mul(n) > TEXT_BYTES_MAX {
+                    return Err(SqlError::new(code::PROGRAM_LIMIT, "requested length too large")
+                        .detail(format!(
+                            "A computed string may hold at most {TEXT_BYTES_MAX} bytes."
+                        )));
+                }
+                Value::Text(s.repeat(n))
+            }
+            (_, n) => return Err(type_error("repeat", n)),
+        },
         Func::Now => Value::TimestampTz(ctx.env.now()),
         Func::CurrentDate => {
             Value::Date(ctx.env.now().div_euclid(crate::types::MICROS_PER_DAY) as i32)

@@ -106,9 +106,67 @@ impl LockManager {
         state.waits_for.remove(&owner);
     }
 
+    /// How many owners are waiting for a lock.
+    pub fn waiting(&self) -> usize {
+        self.state.lock().waits_for.len()
+    }
+
     /// How many rows are locked (for `kiln_stat`).
     pub fn held(&self) -> usize {
         self.state.lock().holders.len()
+    }
+}
+
+/// The row locks one transaction holds. They are released when the transaction reaches its
+/// commit point or ends, and — whatever ends it: a rollback, an error, a dropped connection
+/// or a panic that unwinds the connection's thread — when this guard is dropped, so no lock
+/// can outlive its owner.
+pub struct HeldLocks {
+    manager: Arc<LockManager>,
+    owner: u64,
+    keys: Vec<LockKey>,
+}
+
+impl HeldLocks {
+    /// An owner with no locks yet.
+    pub fn new(manager: Arc<LockManager>, owner: u64) -> HeldLocks {
+        HeldLocks { manager, owner, keys: Vec::new() }
+    }
+
+    /// Locks `key` (see [`LockManager::lock`]); a lock already held is not taken twice.
+    pub fn lock(
+        &mut self,
+        key: LockKey,
+        timeout: Option<Duration>,
+        interrupt: &AtomicBool,
+    ) -> Result<()> {
+        if self.manager.lock(self.owner, key.clone(), timeout, interrupt)? {
+            self.keys.push(key);
+        }
+        Ok(())
+    }
+
+    /// Releases every lock held so far.
+    pub fn release_all(&mut self) {
+        if !self.keys.is_empty() {
+            self.manager.release(self.owner, std::mem::take(&mut self.keys));
+        }
+    }
+
+    /// How many locks are held.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
+impl Drop for HeldLocks {
+    fn drop(&mut self) {
+        self.release_all();
     }
 }
 
@@ -140,5 +198,22 @@ mod tests {
         let err =
             locks.lock(3, (1, b"a".to_vec()), Some(Duration::from_millis(20)), &stop).unwrap_err();
         assert_eq!(err.code, "55P03");
+    }
+
+    #[test]
+    fn held_locks_are_released_when_dropped_even_by_a_panic() {
+        let locks = Arc::new(LockManager::default());
+        let stop = AtomicBool::new(false);
+        let l = locks.clone();
+        let died = std::thread::spawn(move || {
+            let mut held = HeldLocks::new(l, 7);
+            held.lock((1, b"a".to_vec()), None, &AtomicBool::new(false)).unwrap();
+            held.lock((1, b"b".to_vec()), None, &AtomicBool::new(false)).unwrap();
+            panic!("the connection's thread dies holding two row locks");
+        })
+        .join();
+        assert!(died.is_err());
+        assert_eq!(locks.held(), 0);
+        assert!(locks.lock(8, (1, b"a".to_vec()), Some(Duration::ZERO), &stop).unwrap());
     }
 }

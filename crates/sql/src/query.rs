@@ -1129,6 +1129,7 @@ impl<'a> Planner<'a> {
             "substr" | "substring" => (Func::Substr, DataType::Text),
             "btrim" => (Func::Trim, DataType::Text),
             "concat" => (Func::Concat, DataType::Text),
+            "repeat" => (Func::Repeat, DataType::Text),
             "now" | "transaction_timestamp" | "statement_timestamp" | "current_timestamp" | "localtimestamp" => {
                 (Func::Now, DataType::TimestampTz)
             }
@@ -1180,6 +1181,7 @@ impl<'a> Planner<'a> {
             Func::Round => arity(1..=2)?,
             Func::Nullif => arity(2..=2)?,
             Func::Substr => arity(2..=3)?,
+            Func::Repeat => arity(2..=2)?,
             Func::Coalesce | Func::Greatest | Func::Least | Func::Concat => arity(1..=100)?,
             Func::KilnTxnStatus => arity(1..=1)?,
             Func::KilnWait => arity(1..=2)?,
@@ -1195,6 +1197,7 @@ impl<'a> Planner<'a> {
         for (i, (x, t)) in bound.into_iter().zip(types).enumerate() {
             let want = match (func, i) {
                 (Func::Substr, 1 | 2)
+                | (Func::Repeat, 1)
                 | (Func::Round, 1)
                 | (Func::KilnWait, 1)
                 | (Func::KilnFaultFailSyncs, 0)
@@ -2528,42 +2531,43 @@ pub fn finish_select(
             }
         });
     }
-    if !plan.order.is_empty() {
-        out.sort_by(|a, b| {
-            for &(pos, desc, nulls_first) in &plan.order {
-                let (x, y) = (&a[pos], &b[pos]);
-                let ord = match (x.is_null(), y.is_null()) {
-                    (true, true) => Ordering::Equal,
-                    (true, false) => {
-                        if nulls_first {
-                            Ordering::Less
-                        } else {
-                            Ordering::Greater
-                        }
-                    }
-                    (false, true) => {
-                        if nulls_first {
-                            Ordering::Greater
-                        } else {
-                            Ordering::Less
-                        }
-                    }
-                    _ => {
-                        let o = x.total_cmp(y);
-                        if desc {
-                            o.reverse()
-                        } else {
-                            o
-                        }
-                    }
-                };
-                if ord != Ordering::Equal {
-                    return ord;
-                }
-            }
-            Ordering::Equal
-        });
+    sort_rows(&mut out, &plan.order);
+    let (offset, limit) = offset_limit(plan, ctx)?;
+    let mut out: Vec<Vec<Value>> =
+        out.into_iter().skip(offset).take(limit.unwrap_or(usize::MAX)).collect();
+    for r in &mut out {
+        r.truncate(visible);
     }
+    Ok(out)
+}
+
+/// Sorts projected rows by ORDER BY (output position, descending, nulls first).
+pub fn sort_rows(rows: &mut [Vec<Value>], order: &[(usize, bool, bool)]) {
+    if order.is_empty() {
+        return;
+    }
+    rows.sort_by(|a, b| {
+        for &(pos, desc, nulls_first) in order {
+            let (x, y) = (&a[pos], &b[pos]);
+            let ord = match (x.is_null(), y.is_null()) {
+                (true, true) => Ordering::Equal,
+                (true, false) if nulls_first => Ordering::Less,
+                (true, false) => Ordering::Greater,
+                (false, true) if nulls_first => Ordering::Greater,
+                (false, true) => Ordering::Less,
+                _ if desc => x.total_cmp(y).reverse(),
+                _ => x.total_cmp(y),
+            };
+            if ord != Ordering::Equal {
+                return ord;
+            }
+        }
+        Ordering::Equal
+    });
+}
+
+/// OFFSET (0 when absent) and LIMIT (none when absent or NULL); 2201W when negative.
+pub fn offset_limit(plan: &SelectPlan, ctx: &Ctx) -> Result<(usize, Option<usize>)> {
     let count = |e: &Option<Expr>| -> Result<Option<usize>> {
         match e {
             None => Ok(None),
@@ -2574,14 +2578,7 @@ pub fn finish_select(
             },
         }
     };
-    let offset = count(&plan.offset)?.unwrap_or(0);
-    let limit = count(&plan.limit)?;
-    let mut out: Vec<Vec<Value>> =
-        out.into_iter().skip(offset).take(limit.unwrap_or(usize::MAX)).collect();
-    for r in &mut out {
-        r.truncate(visible);
-    }
-    Ok(out)
+    Ok((count(&plan.offset)?.unwrap_or(0), count(&plan.limit)?))
 }
 
 /// UNION / INTERSECT / EXCEPT, with ALL keeping duplicates (by multiset counts).

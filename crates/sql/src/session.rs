@@ -18,11 +18,11 @@ use crate::catalog::{Catalog, Column, Index, Table};
 use crate::encoding::{decode_row, encode_key, encode_row};
 use crate::error::{code, Result, SqlError};
 use crate::expr::{assign, CatalogFunc, Ctx, Env, Expr, Func};
-use crate::locks::{LockKey, LockManager};
+use crate::locks::{HeldLocks, LockManager};
 use crate::parse::{commit_hint, parse, utility, StatementText, Utility};
 use crate::query::{
-    data_type, execute_from, finish_select, object_name, output_name, Exec, ExecLimits, Planner,
-    Scope, ScopeCol, SelectPlan, Source,
+    data_type, execute_from, object_name, output_name, Exec, ExecLimits, Planner, Scope, ScopeCol,
+    SelectPlan, Source,
 };
 use crate::system::System;
 use crate::types::{now_micros, Columns, DataType, Value};
@@ -138,7 +138,7 @@ impl Notifier {
 pub struct Database {
     engine: Engine,
     catalog: Catalog,
-    locks: LockManager,
+    locks: Arc<LockManager>,
     config: SessionConfig,
     next_owner: AtomicU64,
     notifier: Arc<Notifier>,
@@ -156,7 +156,7 @@ impl Database {
         let db = Arc::new(Database {
             engine,
             catalog: Catalog::default(),
-            locks: LockManager::default(),
+            locks: Arc::new(LockManager::default()),
             config,
             next_owner: AtomicU64::new(1),
             notifier: Arc::new(Notifier::default()),
@@ -280,7 +280,12 @@ impl Database {
         &self.catalog
     }
 
-    /// Rows currently locked.
+    /// How many transactions are waiting for a row lock now.
+    pub fn lock_waits(&self) -> usize {
+        self.locks.waiting()
+    }
+
+    /// How many rows are locked now.
     pub fn locked_rows(&self) -> usize {
         self.locks.held()
     }
@@ -400,8 +405,8 @@ struct TxnState {
     txn: Transaction,
     explicit: bool,
     failed: bool,
-    owner: u64,
-    locks: Vec<LockKey>,
+    /// Row locks, released at the commit point or whenever this state is dropped.
+    locks: HeldLocks,
     hint: Option<CommitMode>,
     local: HashMap<String, String>,
     isolation: IsolationLevel,
@@ -654,8 +659,8 @@ impl Session {
         self.copy = None;
     }
 
-    fn finish(&mut self, ts: TxnState, _committed: bool) {
-        self.db.locks.release(ts.owner, ts.locks);
+    fn finish(&mut self, mut ts: TxnState, _committed: bool) {
+        ts.locks.release_all();
         ts.txn.abort();
     }
 
@@ -739,8 +744,7 @@ impl Session {
         match &mut self.txn {
             Some(t) if t.explicit => {
                 t.failed = true;
-                let locks = std::mem::take(&mut t.locks);
-                self.db.locks.release(t.owner, locks);
+                t.locks.release_all();
             }
             Some(_) => {
                 if let Some(ts) = self.txn.take() {
@@ -909,8 +913,10 @@ impl Session {
             txn,
             explicit,
             failed: false,
-            owner: self.db.next_owner.fetch_add(1, Ordering::Relaxed),
-            locks: Vec::new(),
+            locks: HeldLocks::new(
+                self.db.locks.clone(),
+                self.db.next_owner.fetch_add(1, Ordering::Relaxed),
+            ),
             hint,
             local,
             isolation,
@@ -948,10 +954,10 @@ impl Session {
 
     fn commit_txn(&mut self, ts: TxnState, hint: Option<CommitMode>) -> Result<TxnId> {
         let mode = self.commit_mode(&ts, hint);
-        let owner = ts.owner;
-        let committed = ts.txn.commit_point(mode);
+        let TxnState { txn, mut locks, .. } = ts;
+        let committed = txn.commit_point(mode);
         // Row locks go at the commit point, before any wait for durability (G9).
-        self.db.locks.release(owner, ts.locks);
+        locks.release_all();
         let committed = committed?;
         let id = committed.id();
         if id.kind == TxnKind::Update {
@@ -1416,25 +1422,14 @@ impl Session {
             S::Query(q) => {
                 let mut planner = planner!();
                 let plan = planner.query(q, None)?;
-                let (rows, keys) = {
+                let rows = if plan.lock {
+                    w.select_for_update(&plan, &ctx, &limits)?
+                } else {
                     let cell = RefCell::new(&mut w.ts.txn);
                     let exec = Exec { txn: &cell, limits: &limits };
                     let ctx = Ctx { runner: Some(&exec), ..ctx };
-                    let joined = execute_from(&plan, &cell, &ctx, &limits)?;
-                    let keys: Vec<Vec<u8>> = if plan.lock {
-                        joined.iter().filter_map(|(k, _)| k.clone()).collect()
-                    } else {
-                        Vec::new()
-                    };
-                    let rows =
-                        finish_select(&plan, joined.into_iter().map(|(_, r)| r).collect(), &ctx)?;
-                    (rows, keys)
+                    crate::query::execute_select(&plan, &cell, &ctx, &limits)?
                 };
-                if let Some(Source::Table(t, _)) = plan.from.first().map(|f| &f.source) {
-                    for k in keys {
-                        w.lock(t.id, k)?;
-                    }
-                }
                 let tag = format!("SELECT {}", rows.len());
                 Ok(Output::Rows { columns: plan.columns, rows, tag })
             }
@@ -2305,11 +2300,7 @@ fn returning_output(
 
 impl Writer<'_> {
     fn lock(&mut self, table: u64, key: Vec<u8>) -> Result<()> {
-        let k = (table, key);
-        if self.db.locks.lock(self.ts.owner, k.clone(), self.lock_timeout, self.interrupt)? {
-            self.ts.locks.push(k);
-        }
-        Ok(())
+        self.ts.locks.lock((table, key), self.lock_timeout, self.interrupt)
     }
 
     fn defaults(&mut self, table: &Table) -> Result<Vec<Option<Expr>>> {
@@ -2521,6 +2512,96 @@ impl Writer<'_> {
             }
         }
         Ok(Some(current))
+    }
+
+    /// `SELECT … FOR UPDATE / FOR SHARE`: the rows of the first table are locked in ORDER BY
+    /// order and, as PostgreSQL does, re-read after the lock: under READ COMMITTED a row that
+    /// changed meanwhile is returned in its newest version if it still qualifies and skipped
+    /// otherwise, and the next candidate is taken, until LIMIT rows are locked (so two
+    /// workers taking `ORDER BY … LIMIT 1 FOR UPDATE` from a queue never get the same row);
+    /// under REPEATABLE READ and SERIALIZABLE a concurrent change is 40001.
+    fn select_for_update(
+        &mut self,
+        plan: &SelectPlan,
+        ctx: &Ctx,
+        limits: &ExecLimits,
+    ) -> Result<Vec<Vec<Value>>> {
+        if plan.grouping.is_some() || plan.having.is_some() || plan.distinct {
+            return Err(SqlError::unsupported(
+                "FOR UPDATE/FOR SHARE with DISTINCT, GROUP BY, HAVING or aggregate functions",
+            ));
+        }
+        let Some(first) = plan.from.first() else {
+            return Err(SqlError::unsupported("FOR UPDATE/FOR SHARE without a table"));
+        };
+        let Source::Table(table, _) = &first.source else {
+            return Err(SqlError::unsupported(
+                "FOR UPDATE/FOR SHARE on a subquery, function or VALUES",
+            ));
+        };
+        let (table, width) = (table.clone(), first.width);
+        debug_assert_eq!(first.offset, 0, "the first FROM item starts the joined row");
+        let joined = {
+            let cell = RefCell::new(&mut self.ts.txn);
+            let exec = Exec { txn: &cell, limits };
+            let ctx = Ctx { runner: Some(&exec), ..*ctx };
+            execute_from(plan, &cell, &ctx, limits)?
+        };
+        // Candidates in output order: (projected row, joined row, key).
+        let mut candidates = Vec::with_capacity(joined.len());
+        for (key, row) in joined {
+            limits.check()?;
+            let projected =
+                plan.projection.iter().map(|e| e.eval(&row, ctx)).collect::<Result<Vec<_>>>()?;
+            candidates.push((projected, row, key.expect("table rows have keys")));
+        }
+        let order = plan.order.clone();
+        let mut sortable: Vec<Vec<Value>> = Vec::with_capacity(candidates.len());
+        for (i, (projected, _, _)) in candidates.iter().enumerate() {
+            let mut r = projected.clone();
+            r.push(Value::Int(i as i64));
+            sortable.push(r);
+        }
+        crate::query::sort_rows(&mut sortable, &order);
+        let (offset, limit) = crate::query::offset_limit(plan, ctx)?;
+        let wanted = limit.map_or(usize::MAX, |l| l.saturating_add(offset));
+        let mut out = Vec::new();
+        for sorted in sortable {
+            if out.len() >= wanted {
+                break;
+            }
+            limits.check()?;
+            let Some(Value::Int(i)) = sorted.last() else { unreachable!("pushed above") };
+            let (_, row, key) = &candidates[*i as usize];
+            let mine = row[..width].to_vec();
+            let Some(current) = self.lock_current(&table, key, mine, &first.filters, ctx)? else {
+                continue;
+            };
+            let mut row = row.clone();
+            row[..width].clone_from_slice(&current);
+            // The other tables' rows are as read; the join conditions are checked again
+            // against the newest version of this one.
+            let mut still = true;
+            for item in &plan.from[1..] {
+                for c in item.on.iter().chain(&item.filters) {
+                    if !c.eval_bool(&row, ctx)? {
+                        still = false;
+                    }
+                }
+            }
+            if !still {
+                continue;
+            }
+            out.push(
+                plan.projection.iter().map(|e| e.eval(&row, ctx)).collect::<Result<Vec<_>>>()?,
+            );
+        }
+        let visible = plan.columns.len();
+        let mut rows: Vec<Vec<Value>> = out.into_iter().skip(offset).collect();
+        for r in &mut rows {
+            r.truncate(visible);
+        }
+        Ok(rows)
     }
 
     fn insert(&mut self, plan: InsertPlan, ctx: &Ctx, limits: &ExecLimits) -> Result<Output> {

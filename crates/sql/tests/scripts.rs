@@ -4,13 +4,20 @@
 //! `UPDATE_GOLDENFILES=1 cargo test -p kiln-sql --test scripts` and review the diff.
 //!
 //! Other commands: `restart` (close and reopen the engine: what was durable survives),
-//! `persist` (flush the log now). Tags: `[header]` prints column names and types;
-//! `[status]` prints the session's ReadyForQuery status after the statement.
+//! `persist` (flush the log now), `wait s2` (the output of `s2`'s statement that was started
+//! with `[nowait]`). Tags: `[header]` prints column names and types; `[status]` prints the
+//! session's ReadyForQuery status after the statement; `[nowait]` starts the statement and
+//! goes on once it has finished or waits for a row lock (so a concurrent schedule is written
+//! down step by step and replays the same way every time).
+//!
+//! Each session runs on a thread of its own, so one can wait for another's row lock.
 
 use std::collections::HashMap;
 use std::error::Error as StdError;
 use std::fmt::Write as _;
+use std::sync::mpsc;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use goldenscript::Command;
 use kiln_engine::{Config, Engine};
@@ -18,10 +25,44 @@ use kiln_sql::{Database, Output, Session, SessionConfig};
 
 type Res<T> = Result<T, Box<dyn StdError>>;
 
+/// A session on a thread of its own: statements in, rendered output out.
+struct Worker {
+    statements: Option<mpsc::Sender<(String, bool, bool)>>,
+    outputs: mpsc::Receiver<String>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// A `[nowait]` statement whose output has not been read yet.
+    pending: bool,
+}
+
+impl Worker {
+    fn start(mut session: Session) -> Worker {
+        let (statements, inbox) = mpsc::channel::<(String, bool, bool)>();
+        let (outbox, outputs) = mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            for (sql, header, show_status) in inbox {
+                let out = execute(&mut session, &sql, header, show_status);
+                if outbox.send(out).is_err() {
+                    return;
+                }
+            }
+        });
+        Worker { statements: Some(statements), outputs, thread: Some(thread), pending: false }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.statements.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 struct Runner {
     dir: tempfile::TempDir,
     db: Option<Arc<Database>>,
-    sessions: HashMap<String, Session>,
+    sessions: HashMap<String, Worker>,
 }
 
 impl Runner {
@@ -39,14 +80,40 @@ impl Runner {
         Ok(())
     }
 
-    fn session(&mut self, name: &str) -> Res<&mut Session> {
+    fn worker(&mut self, name: &str) -> Res<&mut Worker> {
         if !self.sessions.contains_key(name) {
             let db = self.db.as_ref().ok_or("no database")?;
             let s = db.session("kiln", "kiln", 1)?;
-            self.sessions.insert(name.to_string(), s);
+            self.sessions.insert(name.to_string(), Worker::start(s));
         }
         Ok(self.sessions.get_mut(name).expect("inserted"))
     }
+}
+
+/// Runs one statement and renders what it answered.
+fn execute(session: &mut Session, sql: &str, header: bool, show_status: bool) -> String {
+    let mut out = String::new();
+    let (outputs, error) = session.simple_query(sql);
+    for o in &outputs {
+        render(&mut out, o, header);
+    }
+    if let Some(e) = error {
+        write!(out, "Error {}: {}", e.code, e.message).ok();
+        if let Some(p) = e.position {
+            write!(out, " [at {p}]").ok();
+        }
+        if let Some(d) = &e.detail {
+            write!(out, " ({d})").ok();
+        }
+        writeln!(out).ok();
+    }
+    if show_status {
+        writeln!(out, "status {}", session.transaction_status() as char).ok();
+    }
+    for n in session.take_notifications() {
+        writeln!(out, "notify {}", n.channel).ok();
+    }
+    out
 }
 
 fn render(out: &mut String, o: &Output, header: bool) {
@@ -105,32 +172,48 @@ impl goldenscript::Runner for Runner {
             }
             _ => {}
         }
+        if command.name == "wait" {
+            let name =
+                command.args.first().map(|a| a.value.clone()).ok_or("wait: which session?")?;
+            let worker = self.sessions.get_mut(&name).ok_or("wait: no such session")?;
+            if !worker.pending {
+                return Err(format!("wait: {name} has no statement running").into());
+            }
+            worker.pending = false;
+            return Ok(worker.outputs.recv_timeout(Duration::from_secs(30))?);
+        }
         let header = command.tags.contains("header");
         let show_status = command.tags.contains("status");
+        let nowait = command.tags.contains("nowait");
         let name = command.prefix.clone().unwrap_or_else(|| "s".into());
-        let session = self.session(&name)?;
-        let sql = command.name.clone();
-        let (outputs, error) = session.simple_query(&sql);
-        for o in &outputs {
-            render(&mut out, o, header);
+        let db = self.db.clone().ok_or("no database")?;
+        let waits_before = db.lock_waits();
+        let worker = self.worker(&name)?;
+        if worker.pending {
+            return Err(format!("{name} is still running a statement: wait for it first").into());
         }
-        if let Some(e) = error {
-            write!(out, "Error {}: {}", e.code, e.message).ok();
-            if let Some(p) = e.position {
-                write!(out, " [at {p}]").ok();
+        let sender = worker.statements.as_ref().ok_or("worker stopped")?;
+        sender.send((command.name.clone(), header, show_status))?;
+        if !nowait {
+            return Ok(worker.outputs.recv_timeout(Duration::from_secs(30))?);
+        }
+        // Go on once the statement has finished or is waiting for a row lock.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match worker.outputs.try_recv() {
+                Ok(done) => return Ok(done),
+                Err(mpsc::TryRecvError::Disconnected) => return Err("worker died".into()),
+                Err(mpsc::TryRecvError::Empty) => {}
             }
-            if let Some(d) = &e.detail {
-                write!(out, " ({d})").ok();
+            if db.lock_waits() > waits_before {
+                worker.pending = true;
+                return Ok(out);
             }
-            writeln!(out).ok();
+            if Instant::now() > deadline {
+                return Err("a [nowait] statement neither finished nor waited for a lock".into());
+            }
+            std::thread::sleep(Duration::from_millis(1));
         }
-        if show_status {
-            writeln!(out, "status {}", session.transaction_status() as char).ok();
-        }
-        for n in session.take_notifications() {
-            writeln!(out, "notify {}", n.channel).ok();
-        }
-        Ok(out)
     }
 }
 
@@ -145,4 +228,4 @@ macro_rules! scripts {
     )*};
 }
 
-scripts!(ddl, dml, select, transactions, ed, errors);
+scripts!(ddl, dml, select, transactions, ed, errors, concurrency);
