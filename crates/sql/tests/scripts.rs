@@ -154,7 +154,7 @@ fn render(out: &mut String, o: &Output, header: bool) {
 
 impl goldenscript::Runner for Runner {
     fn run(&mut self, command: &Command) -> Res<String> {
-        let mut out = String::new();
+        let out = String::new();
         match command.name.as_str() {
             "restart" => {
                 self.sessions.clear();
