@@ -675,6 +675,17 @@ impl Transaction {
         Ok(())
     }
 
+    /// Ends a transaction that only looked (a catalog lookup to describe a statement): it
+    /// releases its snapshot and counts as neither a commit nor an abort. One that wrote is
+    /// rolled back and counted as an abort.
+    pub fn close_unused(mut self) {
+        if self.has_writes() {
+            self.abort();
+            return;
+        }
+        self.finish();
+    }
+
     /// Rolls back; returns the id that reports `aborted`.
     pub fn abort(mut self) -> TxnId {
         let id = aborted_id(self.begin_epoch, self.snapshot);

@@ -126,7 +126,6 @@ struct Conn {
     socket: Socket,
     session: Session,
     pid: i32,
-    statements: HashMap<String, Arc<Prepared>>,
     portals: HashMap<String, Portal>,
     /// After an error in the extended protocol, messages are skipped until Sync.
     skip_to_sync: bool,
@@ -137,6 +136,8 @@ struct Conn {
     copy_bytes: usize,
     reported: HashMap<&'static str, String>,
     notify: Arc<tokio::sync::Notify>,
+    /// A handle on the socket for the watchdog that notices a client gone mid-statement.
+    watch: Option<std::net::TcpStream>,
 }
 
 fn format_for(formats: &[i16], i: usize) -> i16 {
@@ -148,7 +149,12 @@ fn format_for(formats: &[i16], i: usize) -> i16 {
 }
 
 /// Runs one connection to completion (on the calling thread's runtime).
-pub(crate) async fn serve(tcp: TcpStream, shared: Arc<Shared>, _slot: crate::Slot) {
+pub(crate) async fn serve(
+    tcp: TcpStream,
+    shared: Arc<Shared>,
+    _slot: crate::Slot,
+    watch: Option<std::net::TcpStream>,
+) {
     let peer = tcp.peer_addr().ok();
     let Ok(Some(mut socket)) = negotiate_tls::<()>(tcp, shared.tls.clone()).await else {
         return;
@@ -254,7 +260,6 @@ pub(crate) async fn serve(tcp: TcpStream, shared: Arc<Shared>, _slot: crate::Slo
         socket,
         session,
         pid,
-        statements: HashMap::new(),
         portals: HashMap::new(),
         skip_to_sync: false,
         copy_in: false,
@@ -262,6 +267,7 @@ pub(crate) async fn serve(tcp: TcpStream, shared: Arc<Shared>, _slot: crate::Slo
         copy_bytes: 0,
         reported: HashMap::new(),
         notify,
+        watch,
     };
     // Authentication was ok (trust); report parameters, the cancel key, and ready.
     if shared.config.auth.method == crate::config::AuthMethod::Trust {
@@ -488,7 +494,12 @@ impl Conn {
                     // releases its row locks; every other session carries on.
                     let handled = std::panic::AssertUnwindSafe(self.handle(msg)).catch_unwind().await;
                     match handled {
-                        Ok(result) => result?,
+                        Ok(result) => {
+                            result?;
+                            if self.session.terminating() {
+                                return self.terminated().await;
+                            }
+                        }
                         Err(panic) => {
                             let what = panic_message(&panic);
                             tracing::error!(pid = self.pid, panic = %what, "internal error: the connection is closed");
@@ -500,6 +511,9 @@ impl Conn {
                     }
                 }
                 _ = notified.notified() => {
+                    if self.session.terminating() {
+                        return self.terminated().await;
+                    }
                     // Asynchronous notifications go out while the session is idle.
                     if !self.skip_to_sync && !self.copy_in && self.deliver_notifications().await? {
                         self.socket.flush().await?;
@@ -517,6 +531,15 @@ impl Conn {
                 }
             }
         }
+    }
+
+    /// pg_terminate_backend or shutdown ended this session: 57P01, then the connection closes.
+    async fn terminated(&mut self) -> std::io::Result<()> {
+        let e = SqlError::new(
+            code::ADMIN_SHUTDOWN,
+            "terminating connection due to administrator command",
+        );
+        self.socket.send(error_response(&e, "FATAL")).await
     }
 
     async fn send_error(&mut self, e: &SqlError) -> std::io::Result<()> {
@@ -538,8 +561,8 @@ impl Conn {
         match msg {
             F::Query(q) => {
                 self.portals.remove("");
-                self.statements.remove("");
-                let timer = self.shared.start_statement_timer(&self.session);
+                self.session.close_prepared("");
+                let timer = self.shared.start_statement_timer(&self.session, self.watch.as_ref());
                 let (outputs, error) = self.session.simple_query(&q.query);
                 drop(timer);
                 for o in outputs {
@@ -571,7 +594,9 @@ impl Conn {
                 }
                 match self.session.prepare(&p.query, &types) {
                     Ok(prepared) => {
-                        self.statements.insert(name, Arc::new(prepared));
+                        if let Err(e) = self.session.store_prepared(&name, prepared) {
+                            return self.extended_error(e).await;
+                        }
                         self.socket
                             .feed(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
                             .await?;
@@ -581,7 +606,7 @@ impl Conn {
             }
             F::Bind(b) => {
                 let sname = b.statement_name.clone().unwrap_or_default();
-                let Some(prepared) = self.statements.get(&sname).cloned() else {
+                let Some(prepared) = self.session.get_prepared(&sname) else {
                     let e = SqlError::new(
                         code::INVALID_STATEMENT_NAME,
                         format!("prepared statement \"{sname}\" does not exist"),
@@ -615,7 +640,7 @@ impl Conn {
             F::Describe(d) => {
                 let name = d.name.clone().unwrap_or_default();
                 if d.target_type == b'S' {
-                    let Some(prepared) = self.statements.get(&name).cloned() else {
+                    let Some(prepared) = self.session.get_prepared(&name) else {
                         let e = SqlError::new(
                             code::INVALID_STATEMENT_NAME,
                             format!("prepared statement \"{name}\" does not exist"),
@@ -672,7 +697,7 @@ impl Conn {
                     self.portals.insert(name, portal);
                     return Ok(());
                 }
-                let timer = self.shared.start_statement_timer(&self.session);
+                let timer = self.shared.start_statement_timer(&self.session, self.watch.as_ref());
                 let result = self.session.execute_prepared(&portal.prepared, &portal.params);
                 drop(timer);
                 match result {
@@ -713,7 +738,7 @@ impl Conn {
             F::Close(c) => {
                 let name = c.name.clone().unwrap_or_default();
                 if c.target_type == b'S' {
-                    self.statements.remove(&name);
+                    self.session.close_prepared(&name);
                 } else {
                     self.portals.remove(&name);
                 }
@@ -933,15 +958,20 @@ impl Conn {
     }
 }
 
-/// Sets an interrupt flag after `statement_timeout` unless dropped first.
+/// Sets an interrupt flag after `statement_timeout` unless dropped first, and keeps the
+/// statement's socket under the watchdog's eye.
 pub(crate) struct StatementTimer {
     pub(crate) cancel: Option<Arc<AtomicBool>>,
+    pub(crate) watch: Option<(Arc<Shared>, u64)>,
 }
 
 impl Drop for StatementTimer {
     fn drop(&mut self) {
         if let Some(c) = &self.cancel {
             c.store(true, Ordering::Relaxed);
+        }
+        if let Some((shared, token)) = self.watch.take() {
+            shared.unwatch(token);
         }
     }
 }

@@ -120,6 +120,54 @@ const CONNECTION_STACK_BYTES: usize = 8 << 20;
 /// closed without an answer.
 const REJECTING_MAX: usize = 64;
 
+/// Notices clients that went away while their statement runs. Nobody reads a connection's
+/// socket while its statement executes, so every [`WATCH_INTERVAL`] this thread peeks at the
+/// sockets of running statements: end of stream or an error means the client is gone, and
+/// the statement is interrupted (its transaction then rolls back and its locks go).
+#[derive(Default)]
+struct Watchdog {
+    running: Mutex<HashMap<u64, (std::net::TcpStream, Arc<AtomicBool>)>>,
+    next: std::sync::atomic::AtomicU64,
+    stop: AtomicBool,
+}
+
+/// How often the watchdog looks at the sockets of running statements.
+const WATCH_INTERVAL: Duration = Duration::from_millis(100);
+
+impl Watchdog {
+    fn run(&self) {
+        while !self.stop.load(Ordering::Relaxed) {
+            std::thread::sleep(WATCH_INTERVAL);
+            let running = self.running.lock();
+            for (stream, interrupt) in running.values() {
+                let mut byte = [0u8; 1];
+                let gone = match stream.peek(&mut byte) {
+                    Ok(0) => true,
+                    Ok(_) => false,
+                    Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+                };
+                if gone && !interrupt.swap(true, Ordering::Relaxed) {
+                    info!("client went away: its statement is canceled");
+                }
+            }
+        }
+    }
+
+    fn watch(&self, stream: &std::net::TcpStream, interrupt: Arc<AtomicBool>) -> Option<u64> {
+        let clone = stream.try_clone().ok()?;
+        // The socket is the connection's own (non-blocking, shared with its runtime); peek
+        // never consumes what the client sent.
+        clone.set_nonblocking(true).ok()?;
+        let token = self.next.fetch_add(1, Ordering::Relaxed);
+        self.running.lock().insert(token, (clone, interrupt));
+        Some(token)
+    }
+
+    fn unwatch(&self, token: u64) {
+        self.running.lock().remove(&token);
+    }
+}
+
 /// What every connection shares.
 pub(crate) struct Shared {
     db: Arc<Database>,
@@ -131,6 +179,7 @@ pub(crate) struct Shared {
     next_pid: AtomicI32,
     shutdown: tokio::sync::watch::Sender<bool>,
     timer: Arc<Timer>,
+    watchdog: Arc<Watchdog>,
     scram: Option<Arc<ScramHandler>>,
 }
 
@@ -183,11 +232,19 @@ impl Shared {
         self.scram.clone().expect("SCRAM is configured")
     }
 
-    fn start_statement_timer(&self, session: &Session) -> connection::StatementTimer {
+    /// Arms `statement_timeout` and the watch for a vanished client for one statement; both
+    /// end when the returned guard is dropped.
+    fn start_statement_timer(
+        self: &Arc<Self>,
+        session: &Session,
+        socket: Option<&std::net::TcpStream>,
+    ) -> connection::StatementTimer {
+        let watch = socket.and_then(|s| self.watchdog.watch(s, session.interrupt_handle()));
+        let watch = watch.map(|token| (self.clone(), token));
         let ms =
             session.setting("statement_timeout").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
         if ms == 0 {
-            return connection::StatementTimer { cancel: None };
+            return connection::StatementTimer { cancel: None, watch };
         }
         let done = Arc::new(AtomicBool::new(false));
         self.timer.heap.lock().push(Deadline {
@@ -196,7 +253,11 @@ impl Shared {
             interrupt: session.interrupt_handle(),
         });
         self.timer.wake.notify_one();
-        connection::StatementTimer { cancel: Some(done) }
+        connection::StatementTimer { cancel: Some(done), watch }
+    }
+
+    fn unwatch(&self, token: u64) {
+        self.watchdog.unwatch(token);
     }
 }
 
@@ -290,6 +351,12 @@ impl Server {
             .name("kiln-timer".into())
             .spawn(move || t.run())
             .map_err(|e| e.to_string())?;
+        let watchdog = Arc::new(Watchdog::default());
+        let w = watchdog.clone();
+        std::thread::Builder::new()
+            .name("kiln-watchdog".into())
+            .spawn(move || w.run())
+            .map_err(|e| e.to_string())?;
         let shared = Arc::new(Shared {
             db,
             config,
@@ -300,6 +367,7 @@ impl Server {
             next_pid: AtomicI32::new(1000 + (random_u64() % 30_000) as i32),
             shutdown,
             timer,
+            watchdog,
             scram,
         });
         let s = shared.clone();
@@ -347,10 +415,21 @@ impl Server {
         while self.shared.slots.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
+        if self.shared.slots.load(Ordering::SeqCst) > 0 {
+            // Past the grace period, statements still running are interrupted and their
+            // sessions ended (57P01); their transactions roll back.
+            warn!("grace period over: terminating the sessions still running");
+            self.shared.db.activities().terminate_all();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while self.shared.slots.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
         let left = self.shared.slots.load(Ordering::SeqCst);
         if left > 0 {
             warn!(connections = left, "closing with statements still running");
         }
+        self.shared.watchdog.stop.store(true, Ordering::Relaxed);
         self.shared.timer.stop.store(true, Ordering::Relaxed);
         self.shared.timer.wake.notify_all();
         self.runtime.shutdown_timeout(Duration::from_secs(1));
@@ -390,6 +469,7 @@ async fn accept_loop(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
             continue;
         };
         let Ok(std_tcp) = tcp.into_std() else { continue };
+        let watch = std_tcp.try_clone().ok();
         let s = shared.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("kiln-conn-{peer}"))
@@ -401,7 +481,7 @@ async fn accept_loop(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
                 };
                 rt.block_on(async move {
                     let Ok(tcp) = tokio::net::TcpStream::from_std(std_tcp) else { return };
-                    connection::serve(tcp, s, slot).await;
+                    connection::serve(tcp, s, slot, watch).await;
                 });
             });
         if let Err(e) = spawned {

@@ -94,6 +94,12 @@ pub enum Func {
     Concat,
     /// repeat(text, n)
     Repeat,
+    /// pg_cancel_backend(pid)
+    CancelBackend,
+    /// pg_terminate_backend(pid)
+    TerminateBackend,
+    /// pg_sleep(seconds): interruptible
+    Sleep,
     /// now(), current_timestamp
     Now,
     /// current_date
@@ -1258,7 +1264,10 @@ fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         | Func::KilnLastTxid
         | Func::KilnTxnStatus
         | Func::KilnWait
-        | Func::KilnFaultFailSyncs => ctx.env.kiln(f, &args)?,
+        | Func::KilnFaultFailSyncs
+        | Func::CancelBackend
+        | Func::TerminateBackend
+        | Func::Sleep => ctx.env.kiln(f, &args)?,
         Func::Catalog(c) => ctx.env.catalog(c, &args)?,
         Func::ArrayToString => {
             let (arr, sep) = (arg(0), arg(1));

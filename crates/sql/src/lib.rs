@@ -11,6 +11,7 @@
 //! - [`query`]: binding, access-path choice and execution of queries.
 //! - [`session`]: statements, transaction control, settings and the ED surface.
 
+pub mod activity;
 pub mod catalog;
 pub mod encoding;
 pub mod error;

@@ -1130,6 +1130,9 @@ impl<'a> Planner<'a> {
             "btrim" => (Func::Trim, DataType::Text),
             "concat" => (Func::Concat, DataType::Text),
             "repeat" => (Func::Repeat, DataType::Text),
+            "pg_cancel_backend" => (Func::CancelBackend, DataType::Bool),
+            "pg_terminate_backend" => (Func::TerminateBackend, DataType::Bool),
+            "pg_sleep" => (Func::Sleep, DataType::Text),
             "now" | "transaction_timestamp" | "statement_timestamp" | "current_timestamp" | "localtimestamp" => {
                 (Func::Now, DataType::TimestampTz)
             }
@@ -1182,6 +1185,8 @@ impl<'a> Planner<'a> {
             Func::Nullif => arity(2..=2)?,
             Func::Substr => arity(2..=3)?,
             Func::Repeat => arity(2..=2)?,
+            Func::CancelBackend | Func::Sleep => arity(1..=1)?,
+            Func::TerminateBackend => arity(1..=2)?,
             Func::Coalesce | Func::Greatest | Func::Least | Func::Concat => arity(1..=100)?,
             Func::KilnTxnStatus => arity(1..=1)?,
             Func::KilnWait => arity(1..=2)?,
@@ -1198,6 +1203,7 @@ impl<'a> Planner<'a> {
             let want = match (func, i) {
                 (Func::Substr, 1 | 2)
                 | (Func::Repeat, 1)
+                | (Func::CancelBackend | Func::TerminateBackend, _)
                 | (Func::Round, 1)
                 | (Func::KilnWait, 1)
                 | (Func::KilnFaultFailSyncs, 0)
@@ -1205,6 +1211,7 @@ impl<'a> Planner<'a> {
                 | (Func::ArrayElement, 1) => DataType::Int8,
                 (Func::Catalog(_), _) => DataType::Unknown,
                 (Func::Abs | Func::Round | Func::Floor | Func::Ceil, 0) => DataType::Numeric(None),
+                (Func::Sleep, 0) => DataType::Float8,
                 (Func::Coalesce | Func::Greatest | Func::Least | Func::Nullif, _) => {
                     fixed.push(self.unify(x, t, ty)?);
                     continue;
@@ -2187,29 +2194,69 @@ fn key_value(e: &Expr, ty: DataType, row: &[Value], ctx: &Ctx) -> Result<Option<
 pub struct ExecLimits {
     /// Maximum rows a result may hold.
     pub rows_max: usize,
-    /// Set to stop the statement (cancel or timeout).
-    pub interrupt: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// The session running the statement: its interrupt flag stops the statement.
+    pub activity: Option<Arc<crate::activity::Activity>>,
 }
 
 impl Default for ExecLimits {
     fn default() -> Self {
-        ExecLimits { rows_max: 10_000_000, interrupt: None }
+        ExecLimits { rows_max: 10_000_000, activity: None }
     }
 }
 
 impl ExecLimits {
-    /// Fails with 57014 when the statement was canceled.
+    /// Fails with 57014 when the statement was canceled (a cancel request,
+    /// statement_timeout, pg_cancel_backend, a client that went away), 57P01 when the
+    /// session is being terminated. Every executor loop calls it.
     pub fn check(&self) -> Result<()> {
-        if let Some(flag) = &self.interrupt {
-            if flag.load(std::sync::atomic::Ordering::Relaxed) {
-                return Err(SqlError::new(
-                    code::QUERY_CANCELED,
-                    "canceling statement due to statement timeout or user request",
-                ));
-            }
+        match &self.activity {
+            Some(a) => a.check_interrupt(),
+            None => Ok(()),
         }
-        Ok(())
     }
+}
+
+/// Rows a scan reads from the engine at a time, checking for an interrupt and the row limit
+/// between batches.
+const SCAN_BATCH_ROWS: usize = 4096;
+
+/// Every key and value in a range, read in batches so that a long scan can be interrupted and
+/// is refused once it passes the statement's row limit (53200).
+fn scan_chunked(
+    txn: &TxnCell,
+    keyspace: &str,
+    start: Bound<&[u8]>,
+    end: Bound<&[u8]>,
+    limits: &ExecLimits,
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut resume: Option<Vec<u8>> = None;
+    loop {
+        limits.check()?;
+        let from = match &resume {
+            Some(k) => Bound::Excluded(k.as_slice()),
+            None => start,
+        };
+        let batch =
+            txn.borrow_mut().scan(keyspace, Scan::bounds(from, end).limit(SCAN_BATCH_ROWS))?;
+        let full = batch.len() == SCAN_BATCH_ROWS;
+        resume = batch.last().map(|(k, _)| k.clone());
+        out.extend(batch);
+        if out.len() > limits.rows_max {
+            return Err(too_many_rows(limits));
+        }
+        if !full {
+            return Ok(out);
+        }
+    }
+}
+
+fn too_many_rows(limits: &ExecLimits) -> SqlError {
+    SqlError::new(
+        code::OUT_OF_MEMORY,
+        format!("the statement would hold more than {} rows in memory", limits.rows_max),
+    )
+    .hint("Add a WHERE clause or LIMIT, or raise the server's rows limit.")
 }
 
 /// The rows of a table item, found by its access path; each is (primary key, row).
@@ -2219,6 +2266,7 @@ pub fn table_rows(
     txn: &TxnCell,
     outer: &[Value],
     ctx: &Ctx,
+    limits: &ExecLimits,
 ) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
     let ks = table.keyspace();
     let width = table.columns.len();
@@ -2234,7 +2282,7 @@ pub fn table_rows(
     };
     match access {
         Access::Full => {
-            let rows = txn.borrow_mut().scan(&ks, Scan::all())?;
+            let rows = scan_chunked(txn, &ks, Bound::Unbounded, Bound::Unbounded, limits)?;
             rows.into_iter().map(|(k, v)| Ok((k, decode_row(&v, width)?))).collect()
         }
         Access::Points(vals) => {
@@ -2297,7 +2345,7 @@ pub fn table_rows(
                     Bound::Excluded(k)
                 };
             }
-            let rows = txn.borrow_mut().scan(&ks, Scan::bounds(as_ref(&start), as_ref(&end)))?;
+            let rows = scan_chunked(txn, &ks, as_ref(&start), as_ref(&end), limits)?;
             rows.into_iter().map(|(k, v)| Ok((k, decode_row(&v, width)?))).collect()
         }
         Access::Index(index, vals) => {
@@ -2305,13 +2353,12 @@ pub fn table_rows(
                 return Ok(vec![]);
             };
             let end = prefix_end(&prefix);
-            let entries = match &end {
-                Some(e) => txn.borrow_mut().scan(&index.keyspace(), Scan::range(&prefix, e))?,
-                None => txn.borrow_mut().scan(
-                    &index.keyspace(),
-                    Scan::bounds(Bound::Included(&prefix), Bound::Unbounded),
-                )?,
+            let end = match &end {
+                Some(e) => Bound::Excluded(e.as_slice()),
+                None => Bound::Unbounded,
             };
+            let entries =
+                scan_chunked(txn, &index.keyspace(), Bound::Included(&prefix), end, limits)?;
             let mut out = Vec::with_capacity(entries.len());
             for (entry, pk) in entries {
                 // Unique entries keep the primary key as the value; others append it to the key.
@@ -2389,7 +2436,7 @@ fn join_level(
     };
     limits.check()?;
     let candidates: Vec<KeyedRow> = match &item.source {
-        Source::Table(table, access) => table_rows(table, access, txn, row, ctx)?
+        Source::Table(table, access) => table_rows(table, access, txn, row, ctx, limits)?
             .into_iter()
             .map(|(k, r)| (Some(k), r))
             .collect(),
@@ -2425,6 +2472,9 @@ fn join_level(
             if a != i64::MIN && b != i64::MIN {
                 let mut i = a;
                 while (s > 0 && i <= b) || (s < 0 && i >= b) {
+                    if v.len() % SCAN_BATCH_ROWS == 0 {
+                        limits.check()?;
+                    }
                     if v.len() >= limits.rows_max {
                         return Err(SqlError::new(
                             code::OUT_OF_MEMORY,
@@ -2443,6 +2493,7 @@ fn join_level(
     };
     let mut matched = false;
     for (key, cand) in candidates {
+        limits.check()?;
         row[item.offset..item.offset + item.width].clone_from_slice(&cand[..item.width]);
         let mut ok = true;
         for c in &item.on {
@@ -2489,7 +2540,7 @@ pub fn execute_select(
     limits: &ExecLimits,
 ) -> Result<Vec<Vec<Value>>> {
     let joined = execute_from(plan, txn, ctx, limits)?;
-    finish_select(plan, joined.into_iter().map(|(_, r)| r).collect(), ctx)
+    finish_select(plan, joined.into_iter().map(|(_, r)| r).collect(), ctx, limits)
 }
 
 /// Grouping, projection, DISTINCT, ORDER BY and LIMIT over joined rows.
@@ -2497,13 +2548,15 @@ pub fn finish_select(
     plan: &SelectPlan,
     rows: Vec<Vec<Value>>,
     ctx: &Ctx,
+    limits: &ExecLimits,
 ) -> Result<Vec<Vec<Value>>> {
     let rows = match &plan.grouping {
-        Some(g) => aggregate(g, rows, ctx)?,
+        Some(g) => aggregate(g, rows, ctx, limits)?,
         None => rows,
     };
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
+        limits.check()?;
         if let Some(h) = &plan.having {
             if !h.eval_bool(r, ctx)? {
                 continue;
@@ -2531,7 +2584,7 @@ pub fn finish_select(
             }
         });
     }
-    sort_rows(&mut out, &plan.order);
+    sort_rows(&mut out, &plan.order, limits)?;
     let (offset, limit) = offset_limit(plan, ctx)?;
     let mut out: Vec<Vec<Value>> =
         out.into_iter().skip(offset).take(limit.unwrap_or(usize::MAX)).collect();
@@ -2542,11 +2595,27 @@ pub fn finish_select(
 }
 
 /// Sorts projected rows by ORDER BY (output position, descending, nulls first).
-pub fn sort_rows(rows: &mut [Vec<Value>], order: &[(usize, bool, bool)]) {
+/// A sort checks for an interrupt every so many comparisons; once interrupted, every further
+/// comparison answers "equal", so the sort ends quickly and the statement fails.
+pub fn sort_rows(
+    rows: &mut [Vec<Value>],
+    order: &[(usize, bool, bool)],
+    limits: &ExecLimits,
+) -> Result<()> {
     if order.is_empty() {
-        return;
+        return Ok(());
     }
+    let mut comparisons = 0usize;
+    let mut interrupted = false;
     rows.sort_by(|a, b| {
+        if interrupted {
+            return Ordering::Equal;
+        }
+        comparisons += 1;
+        if comparisons % 65_536 == 0 && limits.check().is_err() {
+            interrupted = true;
+            return Ordering::Equal;
+        }
         for &(pos, desc, nulls_first) in order {
             let (x, y) = (&a[pos], &b[pos]);
             let ord = match (x.is_null(), y.is_null()) {
@@ -2564,6 +2633,7 @@ pub fn sort_rows(rows: &mut [Vec<Value>], order: &[(usize, bool, bool)]) {
         }
         Ordering::Equal
     });
+    limits.check()
 }
 
 /// OFFSET (0 when absent) and LIMIT (none when absent or NULL); 2201W when negative.
@@ -2658,7 +2728,33 @@ enum Acc {
     Strings(Option<String>),
 }
 
-fn aggregate(g: &Grouping, rows: Vec<Vec<Value>>, ctx: &Ctx) -> Result<Vec<Vec<Value>>> {
+/// A value ordered by [`Value::total_cmp`], for the sets DISTINCT aggregates keep.
+#[derive(Debug, Clone)]
+struct Ordered(Value);
+
+impl PartialEq for Ordered {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.total_cmp(&other.0) == Ordering::Equal
+    }
+}
+impl Eq for Ordered {}
+impl PartialOrd for Ordered {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Ordered {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+fn aggregate(
+    g: &Grouping,
+    rows: Vec<Vec<Value>>,
+    ctx: &Ctx,
+    limits: &ExecLimits,
+) -> Result<Vec<Vec<Value>>> {
     let init: Vec<Acc> = g
         .aggs
         .iter()
@@ -2672,10 +2768,11 @@ fn aggregate(g: &Grouping, rows: Vec<Vec<Value>>, ctx: &Ctx) -> Result<Vec<Vec<V
         .collect();
     // Groups in first-seen order; keys compared by value.
     // Per group: key values, accumulators, values seen by each DISTINCT aggregate.
-    type Group = (Row, Vec<Acc>, Vec<Vec<Value>>);
+    type Group = (Row, Vec<Acc>, Vec<std::collections::BTreeSet<Ordered>>);
     let mut groups: Vec<Group> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     for r in &rows {
+        limits.check()?;
         let mut key = Vec::with_capacity(g.keys.len());
         for k in &g.keys {
             key.push(k.eval(r, ctx)?);
@@ -2684,7 +2781,7 @@ fn aggregate(g: &Grouping, rows: Vec<Vec<Value>>, ctx: &Ctx) -> Result<Vec<Vec<V
         let gi = match index.get(&hkey) {
             Some(i) => *i,
             None => {
-                groups.push((key, init.clone(), vec![Vec::new(); g.aggs.len()]));
+                groups.push((key, init.clone(), vec![Default::default(); g.aggs.len()]));
                 index.insert(hkey, groups.len() - 1);
                 groups.len() - 1
             }
@@ -2698,11 +2795,8 @@ fn aggregate(g: &Grouping, rows: Vec<Vec<Value>>, ctx: &Ctx) -> Result<Vec<Vec<V
             if v.is_null() {
                 continue;
             }
-            if *distinct {
-                if seen[ai].iter().any(|s| s.total_cmp(&v) == Ordering::Equal) {
-                    continue;
-                }
-                seen[ai].push(v.clone());
+            if *distinct && !seen[ai].insert(Ordered(v.clone())) {
+                continue;
             }
             accs[ai] = match (std::mem::replace(&mut accs[ai], Acc::Count(0)), f) {
                 (Acc::Count(n), _) => Acc::Count(n + 1),
@@ -2728,6 +2822,16 @@ fn aggregate(g: &Grouping, rows: Vec<Vec<Value>>, ctx: &Ctx) -> Result<Vec<Vec<V
                     Acc::Strings(Some(match (acc, f) {
                         (None, _) => text,
                         (Some(mut a), AggFunc::StringAgg(sep)) => {
+                            if a.len() + sep.len() + text.len() > crate::expr::TEXT_BYTES_MAX {
+                                return Err(SqlError::new(
+                                    code::PROGRAM_LIMIT,
+                                    "string_agg result too large",
+                                )
+                                .detail(format!(
+                                    "A computed string may hold at most {} bytes.",
+                                    crate::expr::TEXT_BYTES_MAX
+                                )));
+                            }
                             a.push_str(sep);
                             a.push_str(&text);
                             a

@@ -14,6 +14,7 @@ use kiln_engine::{
 use parking_lot::Mutex;
 use sqlparser::ast;
 
+use crate::activity::{Activities, Activity, Wait};
 use crate::catalog::{Catalog, Column, Index, Table};
 use crate::encoding::{decode_row, encode_key, encode_row};
 use crate::error::{code, Result, SqlError};
@@ -67,7 +68,7 @@ pub struct Notification {
 struct Inbox {
     queue: Mutex<VecDeque<Notification>>,
     channels: Mutex<HashSet<String>>,
-    waker: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+    waker: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
 }
 
 impl Inbox {
@@ -147,6 +148,8 @@ pub struct Database {
     /// pg_get_indexdef and pg_get_constraintdef).
     definitions: Mutex<HashMap<i64, String>>,
     notifier_started: Mutex<bool>,
+    /// Every session, for pg_stat_activity and pg_cancel/terminate_backend.
+    activities: Activities,
 }
 
 impl Database {
@@ -163,6 +166,7 @@ impl Database {
             stop: Arc::new(AtomicBool::new(false)),
             definitions: Mutex::new(HashMap::new()),
             notifier_started: Mutex::new(false),
+            activities: Activities::default(),
         });
         let mut txn = db.engine.begin(TxnOptions::new().isolation(IsolationLevel::Serializable))?;
         let mut created = false;
@@ -237,11 +241,12 @@ impl Database {
                 format!("database \"{database}\" does not exist"),
             ));
         }
-        drop(txn);
+        txn.close_unused();
         let mut settings = BTreeMap::new();
         for (k, v) in default_settings(&self.config) {
             settings.insert(k.to_string(), v);
         }
+        let activity = self.activities.register(pid, user, database);
         Ok(Session {
             db: self.clone(),
             engine_session: self.engine.session(),
@@ -256,7 +261,8 @@ impl Database {
                 channels: Mutex::new(HashSet::new()),
                 waker: Mutex::new(None),
             }),
-            interrupt: Arc::new(AtomicBool::new(false)),
+            interrupt: activity.interrupt().clone(),
+            activity,
             copy: None,
             last_write: None,
         })
@@ -283,6 +289,11 @@ impl Database {
     /// How many transactions are waiting for a row lock now.
     pub fn lock_waits(&self) -> usize {
         self.locks.waiting()
+    }
+
+    /// Every session (pg_stat_activity, cancel and terminate).
+    pub fn activities(&self) -> &Activities {
+        &self.activities
     }
 
     /// How many rows are locked now.
@@ -424,7 +435,41 @@ impl TxnState {
     }
 }
 
+/// COPY FROM STDIN is inserted in chunks of about this many bytes.
+const COPY_CHUNK_BYTES: usize = 1 << 20;
+
+/// The longest COPY row (a record without its line end past this is refused: 54000).
+const COPY_ROW_BYTES_MAX: usize = 64 << 20;
+
+/// The most data one COPY FROM STDIN may send (it is one transaction, held in memory until
+/// its commit).
+const COPY_BYTES_MAX: u64 = 1 << 30;
+
+/// Where the last complete record of COPY data ends (0 when none does): after the last line
+/// end outside a quoted CSV field. `scanned` carries how far the buffer was already scanned
+/// and whether that point is inside quotes, so each byte is looked at once.
+fn last_record_end(buffer: &[u8], csv: bool, scanned: &mut (usize, bool)) -> usize {
+    if !csv {
+        return buffer.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    }
+    let (from, mut quoted) = *scanned;
+    let mut end = 0;
+    for (i, b) in buffer.iter().enumerate().skip(from) {
+        match b {
+            b'"' => quoted = !quoted,
+            b'\n' if !quoted => end = i + 1,
+            _ => {}
+        }
+    }
+    *scanned = (buffer.len(), quoted);
+    end
+}
+
 struct CopyState {
+    /// Bytes received so far.
+    bytes: u64,
+    /// How far `buffer` was scanned for record ends, and whether that point is quoted.
+    scanned: (usize, bool),
     table: Arc<Table>,
     columns: Vec<usize>,
     csv: bool,
@@ -442,9 +487,12 @@ pub struct Session {
     pid: i32,
     txn: Option<TxnState>,
     settings: BTreeMap<String, String>,
-    prepared: HashMap<String, Prepared>,
+    /// Prepared statements by name (the protocol's Parse and SQL PREPARE share them).
+    prepared: HashMap<String, Arc<Prepared>>,
     inbox: Arc<Inbox>,
     interrupt: Arc<AtomicBool>,
+    /// This session's entry in pg_stat_activity.
+    activity: Arc<Activity>,
     copy: Option<CopyState>,
     last_write: Option<TxnId>,
 }
@@ -461,6 +509,7 @@ macro_rules! session_env {
             database: &$s.database,
             pid: $s.pid,
             now: now_micros(),
+            activity: &$s.activity,
         }
     };
 }
@@ -474,7 +523,11 @@ struct SessionEnv<'a> {
     database: &'a str,
     pid: i32,
     now: i64,
+    activity: &'a Activity,
 }
+
+/// Waits run in slices this long, checking for an interrupt between them.
+const WAIT_SLICE: Duration = Duration::from_millis(20);
 
 fn id_arg(v: &Value) -> Result<TxnId> {
     let s = v.to_text(DataType::Text).unwrap_or_default();
@@ -532,12 +585,64 @@ impl Env for SessionEnv<'_> {
                         ))
                     }
                 };
-                let status = match engine.wait(id, Duration::from_millis(ms)) {
-                    Ok(s) => s,
-                    Err(kiln_engine::Error::Lost { .. }) => kiln_engine::TxnStatus::Lost,
-                    Err(e) => return Err(e.into()),
+                let deadline = std::time::Instant::now() + Duration::from_millis(ms);
+                self.activity.set_wait(Some(Wait::Durability));
+                let status = loop {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    let status = match engine.wait(id, left.min(WAIT_SLICE)) {
+                        Ok(s) => s,
+                        Err(kiln_engine::Error::Lost { .. }) => kiln_engine::TxnStatus::Lost,
+                        Err(e) => break Err(e.into()),
+                    };
+                    if status != kiln_engine::TxnStatus::Committed || left.is_zero() {
+                        break Ok(status);
+                    }
+                    if let Err(e) = self.activity.check_interrupt() {
+                        break Err(e);
+                    }
                 };
-                Value::Text(status.as_str().into())
+                self.activity.set_wait(None);
+                Value::Text(status?.as_str().into())
+            }
+            Func::CancelBackend | Func::TerminateBackend => {
+                let Value::Int(pid) = args[0] else {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        "a backend pid is an integer",
+                    ));
+                };
+                let pid = i32::try_from(pid).unwrap_or(-1);
+                let found = if func == Func::CancelBackend {
+                    self.db.activities.cancel(pid)
+                } else {
+                    self.db.activities.terminate(pid)
+                };
+                if !found {
+                    tracing::warn!(pid, "PID {pid} is not a Kiln server process");
+                }
+                Value::Bool(found)
+            }
+            Func::Sleep => {
+                let seconds = match &args[0] {
+                    Value::Float(f) => *f,
+                    Value::Int(i) => *i as f64,
+                    Value::Numeric(d) => d.to_string().parse().unwrap_or(0.0),
+                    _ => 0.0,
+                };
+                let total = Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX);
+                let deadline = std::time::Instant::now().checked_add(total);
+                loop {
+                    self.activity.check_interrupt()?;
+                    let left = match deadline {
+                        Some(d) => d.saturating_duration_since(std::time::Instant::now()),
+                        None => WAIT_SLICE,
+                    };
+                    if left.is_zero() {
+                        break;
+                    }
+                    std::thread::sleep(left.min(WAIT_SLICE));
+                }
+                Value::Null
             }
             Func::KilnFaultFailSyncs => {
                 let Some(faults) = &self.db.config.faults else {
@@ -610,6 +715,15 @@ impl Env for SessionEnv<'_> {
     }
 }
 
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Whatever ends the session, its transaction is rolled back (releasing its row
+        // locks) and it leaves pg_stat_activity.
+        self.abort();
+        self.db.activities.unregister(&self.activity);
+    }
+}
+
 impl Session {
     /// The flag that stops the running statement (cancel requests, statement_timeout).
     pub fn interrupt_handle(&self) -> Arc<AtomicBool> {
@@ -617,8 +731,34 @@ impl Session {
     }
 
     /// Registers a function called whenever a notification is queued (from another thread).
+    /// The same function is called when the session is terminated (pg_terminate_backend).
     pub fn set_notification_waker(&self, waker: Box<dyn Fn() + Send + Sync>) {
+        let waker: Arc<dyn Fn() + Send + Sync> = Arc::from(waker);
+        self.activity.set_waker(waker.clone());
         *self.inbox.waker.lock() = Some(waker);
+    }
+
+    /// Whether the session has been told to end (pg_terminate_backend, shutdown): the
+    /// server answers 57P01 and closes the connection.
+    pub fn terminating(&self) -> bool {
+        self.activity.terminating()
+    }
+
+    /// This session's pg_stat_activity entry.
+    pub fn activity(&self) -> &Arc<Activity> {
+        &self.activity
+    }
+
+    /// Marks the end of a statement (the session is idle again, in a block or not).
+    fn statement_done(&self) {
+        let (in_block, failed) = match &self.txn {
+            Some(t) => (t.explicit, t.failed),
+            None => (false, false),
+        };
+        if self.txn.is_none() {
+            self.activity.set_transaction(false);
+        }
+        self.activity.end_statement(in_block, failed);
     }
 
     /// Takes queued notifications.
@@ -668,6 +808,13 @@ impl Session {
     /// error. Returns the outputs so far and the error, if any. A string of several
     /// statements outside a transaction block runs as one implicit transaction.
     pub fn simple_query(&mut self, sql: &str) -> (Vec<Output>, Option<SqlError>) {
+        self.activity.start_statement(sql);
+        let result = self.simple_query_inner(sql);
+        self.statement_done();
+        result
+    }
+
+    fn simple_query_inner(&mut self, sql: &str) -> (Vec<Output>, Option<SqlError>) {
         let mut outputs = Vec::new();
         if sql.len() > self.db.config.statement_bytes_max {
             return (
@@ -799,12 +946,27 @@ impl Session {
                 | ast::Statement::Delete(_)
         );
         if !describable {
+            // Statements that answer rows without a plan describe their columns too: a driver
+            // told NoData and then sent a DataRow raises.
+            let columns = match stmt {
+                ast::Statement::ShowVariable { variable } => Some(match show_name(variable) {
+                    n if n == "all" => vec![
+                        ("name".to_string(), DataType::Text),
+                        ("setting".to_string(), DataType::Text),
+                    ],
+                    n => vec![(n, DataType::Text)],
+                }),
+                ast::Statement::Explain { .. } => {
+                    Some(vec![("QUERY PLAN".to_string(), DataType::Text)])
+                }
+                _ => None,
+            };
             return Ok((
                 declared
                     .iter()
                     .map(|t| if *t == DataType::Unknown { DataType::Text } else { *t })
                     .collect(),
-                None,
+                columns,
             ));
         }
         let failed = self.txn.as_ref().is_some_and(|t| t.failed);
@@ -850,27 +1012,45 @@ impl Session {
             .iter()
             .map(|t| if *t == DataType::Unknown { DataType::Text } else { *t })
             .collect();
-        drop(own);
+        if let Some(own) = own {
+            own.close_unused();
+        }
         Ok((params, columns))
     }
 
-    /// Stores a named prepared statement.
-    pub fn store_prepared(&mut self, name: &str, prepared: Prepared) {
-        self.prepared.insert(name.to_string(), prepared);
+    /// Stores a prepared statement under `name` (the unnamed one, `""`, is replaced; a named
+    /// one that exists is 42P05, as in PostgreSQL).
+    pub fn store_prepared(&mut self, name: &str, prepared: Prepared) -> Result<Arc<Prepared>> {
+        if !name.is_empty() && self.prepared.contains_key(name) {
+            return Err(SqlError::new(
+                "42P05",
+                format!("prepared statement \"{name}\" already exists"),
+            ));
+        }
+        let prepared = Arc::new(prepared);
+        self.prepared.insert(name.to_string(), prepared.clone());
+        Ok(prepared)
     }
 
-    /// A named prepared statement.
-    pub fn get_prepared(&self, name: &str) -> Option<&Prepared> {
-        self.prepared.get(name)
+    /// A prepared statement by name.
+    pub fn get_prepared(&self, name: &str) -> Option<Arc<Prepared>> {
+        self.prepared.get(name).cloned()
     }
 
-    /// Drops a named prepared statement.
+    /// Drops a prepared statement (nothing happens when there is none, as for Close).
     pub fn close_prepared(&mut self, name: &str) {
         self.prepared.remove(name);
     }
 
     /// Executes a prepared statement with parameter values (extended protocol Execute).
     pub fn execute_prepared(&mut self, prepared: &Prepared, params: &[Value]) -> Result<Output> {
+        self.activity.start_statement(&prepared.sql);
+        let result = self.execute_prepared_inner(prepared, params);
+        self.statement_done();
+        result
+    }
+
+    fn execute_prepared_inner(&mut self, prepared: &Prepared, params: &[Value]) -> Result<Output> {
         let Some(stmt) = &prepared.statement else { return Ok(Output::Empty) };
         if let Some(Utility::Vacuum(tables)) = utility(&prepared.sql) {
             return self.vacuum(&tables);
@@ -909,6 +1089,7 @@ impl Session {
             "transaction_read_only".to_string(),
             if read_only { "on" } else { "off" }.to_string(),
         );
+        self.activity.set_transaction(true);
         self.txn = Some(TxnState {
             txn,
             explicit,
@@ -982,7 +1163,12 @@ impl Session {
             }
         }
         let waited = committed.waits();
-        let id = committed.acknowledge()?;
+        if waited {
+            self.activity.set_wait(Some(Wait::Durability));
+        }
+        let acknowledged = committed.acknowledge();
+        self.activity.set_wait(None);
+        let id = acknowledged?;
         if waited && id.kind == TxnKind::Update && !self.inbox.channels.lock().is_empty() {
             // Acknowledged at its durability point: tell the session before it hears the reply.
             self.db.notifier.on_event(&DurabilityEvent::Durable { epoch: id.epoch, csn: id.csn });
@@ -1009,6 +1195,9 @@ impl Session {
     fn set(&mut self, name: &str, value: &str, local: bool) -> Result<()> {
         let name = name.to_lowercase();
         let value = value.trim().to_string();
+        if name == "application_name" {
+            self.activity.set_application_name(&value);
+        }
         let normalized = match name.as_str() {
             "synchronous_commit" => match value.to_lowercase().as_str() {
                 "on" | "true" | "yes" | "1" | "local" | "remote_write" | "remote_apply" => {
@@ -1200,12 +1389,7 @@ impl Session {
             }
             S::Set(set) => self.execute_set(set),
             S::ShowVariable { variable } => {
-                let name =
-                    variable.iter().map(|i| i.value.to_lowercase()).collect::<Vec<_>>().join(" ");
-                let name = match name.as_str() {
-                    "transaction isolation level" => "transaction_isolation".to_string(),
-                    n => n.to_string(),
-                };
+                let name = show_name(variable);
                 if name == "all" {
                     let rows = self
                         .settings
@@ -1269,6 +1453,39 @@ impl Session {
                 } else {
                     "DEALLOCATE".into()
                 }))
+            }
+            S::Prepare { name, data_types, statement } => {
+                let declared =
+                    data_types.iter().map(crate::query::data_type).collect::<Result<Vec<_>>>()?;
+                let prepared = self.prepare(&statement.to_string(), &declared)?;
+                self.store_prepared(&name.value, prepared)?;
+                Ok(Output::Command("PREPARE".into()))
+            }
+            S::Execute { name: Some(name), parameters, immediate: false, .. } => {
+                let name = object_name(name)?;
+                let prepared = self.get_prepared(&name).ok_or_else(|| {
+                    SqlError::new(
+                        code::INVALID_STATEMENT_NAME,
+                        format!("prepared statement \"{name}\" does not exist"),
+                    )
+                })?;
+                if parameters.len() != prepared.param_types.len() {
+                    return Err(SqlError::syntax(format!(
+                        "wrong number of parameters for prepared statement \"{name}\""
+                    ))
+                    .detail(format!(
+                        "Expected {} parameters but got {}.",
+                        prepared.param_types.len(),
+                        parameters.len()
+                    )));
+                }
+                let mut values = Vec::with_capacity(parameters.len());
+                for (p, ty) in parameters.iter().zip(&prepared.param_types) {
+                    let (e, _) = bind_free(p)?;
+                    let env = session_env!(self);
+                    values.push(e.eval(&[], &Ctx::new(params, &env))?.cast(*ty)?);
+                }
+                self.execute_prepared_inner(&prepared, &values)
             }
             S::Discard { .. } => {
                 self.prepared.clear();
@@ -1392,10 +1609,8 @@ impl Session {
         }
         let env = session_env!(self);
         let system = System { db: &self.db, database: &self.database, settings: &self.settings };
-        let limits = ExecLimits {
-            rows_max: self.db.config.rows_max,
-            interrupt: Some(self.interrupt.clone()),
-        };
+        let limits =
+            ExecLimits { rows_max: self.db.config.rows_max, activity: Some(self.activity.clone()) };
         let ctx = Ctx::new(params, &env);
         let lock_timeout = self
             .settings
@@ -1403,7 +1618,13 @@ impl Session {
             .and_then(|v| v.parse::<u64>().ok())
             .filter(|v| *v > 0)
             .map(Duration::from_millis);
-        let mut w = Writer { db: &self.db, ts, lock_timeout, interrupt: &self.interrupt };
+        let mut w = Writer {
+            db: &self.db,
+            ts,
+            lock_timeout,
+            interrupt: &self.interrupt,
+            activity: &self.activity,
+        };
         // A planner for this statement (parameter values known: subqueries may run).
         macro_rules! planner {
             () => {
@@ -1528,6 +1749,8 @@ impl Session {
                             .map(|&c| (table.columns[c].name.clone(), table.columns[c].ty))
                             .collect();
                         self.copy = Some(CopyState {
+                            bytes: 0,
+                            scanned: (0, false),
                             table,
                             columns: cols,
                             csv,
@@ -1596,17 +1819,38 @@ impl Session {
         let Some(copy) = &mut self.copy else {
             return Err(SqlError::new(code::PROTOCOL_VIOLATION, "unexpected COPY data"));
         };
+        copy.bytes += data.len() as u64;
+        if copy.bytes > COPY_BYTES_MAX {
+            let e = SqlError::new(
+                code::PROGRAM_LIMIT,
+                format!("COPY data is over the limit of {COPY_BYTES_MAX} bytes per statement"),
+            )
+            .hint("Split the data into several COPY statements (each is one transaction).");
+            self.fail();
+            return Err(e);
+        }
         copy.buffer.extend_from_slice(data);
-        // Insert complete lines as they arrive, so memory stays bounded.
-        if copy.buffer.len() > 1 << 20 {
-            let cut = copy.buffer.iter().rposition(|b| *b == b'\n').map(|i| i + 1).unwrap_or(0);
-            if cut > 0 && !copy.csv {
-                let rest = copy.buffer.split_off(cut);
-                let chunk = std::mem::replace(&mut copy.buffer, rest);
-                if let Err(e) = self.copy_lines(&chunk) {
+        // Insert complete records as they arrive, so memory stays bounded: everything up to
+        // the last line end that is not inside a quoted CSV field.
+        if copy.buffer.len() > COPY_CHUNK_BYTES {
+            let cut = last_record_end(&copy.buffer, copy.csv, &mut copy.scanned);
+            if cut == 0 {
+                if copy.buffer.len() > COPY_ROW_BYTES_MAX {
+                    let e = SqlError::new(
+                        code::PROGRAM_LIMIT,
+                        format!("a COPY row is over the limit of {COPY_ROW_BYTES_MAX} bytes"),
+                    );
                     self.fail();
                     return Err(e);
                 }
+                return Ok(());
+            }
+            let rest = copy.buffer.split_off(cut);
+            let chunk = std::mem::replace(&mut copy.buffer, rest);
+            copy.scanned = (0, false);
+            if let Err(e) = self.copy_lines(&chunk) {
+                self.fail();
+                return Err(e);
             }
         }
         Ok(())
@@ -1652,7 +1896,13 @@ impl Session {
         let env = session_env!(self);
         let ctx = Ctx::new(&[], &env);
         let ts = self.txn.as_mut().expect("copy runs in a transaction");
-        let mut w = Writer { db: &self.db, ts, lock_timeout: None, interrupt: &self.interrupt };
+        let mut w = Writer {
+            db: &self.db,
+            ts,
+            lock_timeout: None,
+            interrupt: &self.interrupt,
+            activity: &self.activity,
+        };
         let defaults = w.defaults(&table)?;
         for row in rows {
             let full = row
@@ -1698,6 +1948,15 @@ impl Session {
     pub fn copy_fail(&mut self, message: &str) -> SqlError {
         self.fail();
         SqlError::new(code::QUERY_CANCELED, format!("COPY from stdin failed: {message}"))
+    }
+}
+
+/// The setting `SHOW` names (and the name of the column it answers).
+fn show_name(variable: &[ast::Ident]) -> String {
+    let name = variable.iter().map(|i| i.value.to_lowercase()).collect::<Vec<_>>().join(" ");
+    match name.as_str() {
+        "transaction isolation level" => "transaction_isolation".to_string(),
+        n => n.to_string(),
     }
 }
 
@@ -2258,6 +2517,7 @@ struct Writer<'a> {
     ts: &'a mut TxnState,
     lock_timeout: Option<Duration>,
     interrupt: &'a AtomicBool,
+    activity: &'a Activity,
 }
 
 fn unique_violation(table: &Table, what: &str, values: &[Value], cols: &[usize]) -> SqlError {
@@ -2300,7 +2560,10 @@ fn returning_output(
 
 impl Writer<'_> {
     fn lock(&mut self, table: u64, key: Vec<u8>) -> Result<()> {
-        self.ts.locks.lock((table, key), self.lock_timeout, self.interrupt)
+        self.activity.set_wait(Some(Wait::RowLock));
+        let locked = self.ts.locks.lock((table, key), self.lock_timeout, self.interrupt);
+        self.activity.set_wait(None);
+        locked
     }
 
     fn defaults(&mut self, table: &Table) -> Result<Vec<Option<Expr>>> {
@@ -2562,7 +2825,7 @@ impl Writer<'_> {
             r.push(Value::Int(i as i64));
             sortable.push(r);
         }
-        crate::query::sort_rows(&mut sortable, &order);
+        crate::query::sort_rows(&mut sortable, &order, limits)?;
         let (offset, limit) = crate::query::offset_limit(plan, ctx)?;
         let wanted = limit.map_or(usize::MAX, |l| l.saturating_add(offset));
         let mut out = Vec::new();

@@ -98,6 +98,67 @@ impl SystemTables for System<'_> {
                     .map(|(n, v, d)| vec![text(n), Value::Int(v), text(d)])
                     .collect(),
             )),
+            "pg_stat_activity" => {
+                let ts = |t: Option<i64>| t.map_or(Value::Null, Value::TimestampTz);
+                let opt = |t: Option<&str>| t.map_or(Value::Null, text);
+                Some((
+                    cols(&[
+                        ("datid", I8),
+                        ("datname", T),
+                        ("pid", I4),
+                        ("leader_pid", I4),
+                        ("usesysid", I8),
+                        ("usename", T),
+                        ("application_name", T),
+                        ("client_addr", T),
+                        ("client_hostname", T),
+                        ("client_port", I4),
+                        ("backend_start", DataType::TimestampTz),
+                        ("xact_start", DataType::TimestampTz),
+                        ("query_start", DataType::TimestampTz),
+                        ("state_change", DataType::TimestampTz),
+                        ("wait_event_type", T),
+                        ("wait_event", T),
+                        ("state", T),
+                        ("backend_xid", T),
+                        ("backend_xmin", T),
+                        ("query_id", I8),
+                        ("query", T),
+                        ("backend_type", T),
+                    ]),
+                    self.db
+                        .activities()
+                        .snapshots()
+                        .into_iter()
+                        .map(|a| {
+                            vec![
+                                Value::Null,
+                                text(&a.database),
+                                Value::Int(a.pid as i64),
+                                Value::Null,
+                                Value::Int(10),
+                                text(&a.user),
+                                text(&a.application_name),
+                                Value::Null,
+                                Value::Null,
+                                Value::Null,
+                                Value::TimestampTz(a.backend_start),
+                                ts(a.xact_start),
+                                ts(a.query_start),
+                                Value::TimestampTz(a.state_change),
+                                opt(a.wait.map(|w| w.0)),
+                                opt(a.wait.map(|w| w.1)),
+                                text(a.state),
+                                Value::Null,
+                                Value::Null,
+                                Value::Null,
+                                text(&a.query),
+                                text("client backend"),
+                            ]
+                        })
+                        .collect(),
+                ))
+            }
             "pg_settings" => Some((
                 cols(&[("name", T), ("setting", T)]),
                 self.settings.iter().map(|(k, v)| vec![text(k), text(v)]).collect(),
