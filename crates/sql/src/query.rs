@@ -2472,7 +2472,7 @@ fn join_level(
             if a != i64::MIN && b != i64::MIN {
                 let mut i = a;
                 while (s > 0 && i <= b) || (s < 0 && i >= b) {
-                    if v.len() % SCAN_BATCH_ROWS == 0 {
+                    if v.len().is_multiple_of(SCAN_BATCH_ROWS) {
                         limits.check()?;
                     }
                     if v.len() >= limits.rows_max {
@@ -2612,7 +2612,7 @@ pub fn sort_rows(
             return Ordering::Equal;
         }
         comparisons += 1;
-        if comparisons % 65_536 == 0 && limits.check().is_err() {
+        if comparisons.is_multiple_of(65_536) && limits.check().is_err() {
             interrupted = true;
             return Ordering::Equal;
         }
