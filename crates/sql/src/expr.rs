@@ -129,6 +129,9 @@ pub enum Func {
     KilnWait,
     /// kiln_fault_fail_syncs(n): fail the next n log fsyncs (only with fault injection on)
     KilnFaultFailSyncs,
+    /// kiln_fault_panic(): panics (fault injection only), to test that a bug ends one
+    /// connection and releases what it held.
+    KilnFaultPanic,
     /// A catalog function clients call (psql's \d): answered by the session.
     Catalog(CatalogFunc),
     /// array_to_string(array, separator)
@@ -1120,6 +1123,7 @@ fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             | Func::KilnPersist
             | Func::KilnLastTxid
             | Func::KilnFaultFailSyncs
+            | Func::KilnFaultPanic
             | Func::Catalog(_)
             | Func::ArrayToString
     );
@@ -1265,6 +1269,7 @@ fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         | Func::KilnTxnStatus
         | Func::KilnWait
         | Func::KilnFaultFailSyncs
+        | Func::KilnFaultPanic
         | Func::CancelBackend
         | Func::TerminateBackend
         | Func::Sleep => ctx.env.kiln(f, &args)?,

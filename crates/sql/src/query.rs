@@ -1149,6 +1149,7 @@ impl<'a> Planner<'a> {
             "kiln_txn_status" => (Func::KilnTxnStatus, DataType::Text),
             "kiln_wait" => (Func::KilnWait, DataType::Text),
             "kiln_fault_fail_syncs" => (Func::KilnFaultFailSyncs, DataType::Text),
+            "kiln_fault_panic" => (Func::KilnFaultPanic, DataType::Text),
             "pg_table_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" => (Func::Catalog(CatalogFunc::TableIsVisible), DataType::Bool),
             "pg_get_userbyid" => (Func::Catalog(CatalogFunc::UserById), DataType::Text),
             "format_type" => (Func::Catalog(CatalogFunc::FormatType), DataType::Text),
@@ -1203,7 +1204,6 @@ impl<'a> Planner<'a> {
             let want = match (func, i) {
                 (Func::Substr, 1 | 2)
                 | (Func::Repeat, 1)
-                | (Func::CancelBackend | Func::TerminateBackend, _)
                 | (Func::Round, 1)
                 | (Func::KilnWait, 1)
                 | (Func::KilnFaultFailSyncs, 0)
@@ -1212,6 +1212,8 @@ impl<'a> Planner<'a> {
                 (Func::Catalog(_), _) => DataType::Unknown,
                 (Func::Abs | Func::Round | Func::Floor | Func::Ceil, 0) => DataType::Numeric(None),
                 (Func::Sleep, 0) => DataType::Float8,
+                (Func::CancelBackend | Func::TerminateBackend, 0) => DataType::Int4,
+                (Func::TerminateBackend, 1) => DataType::Int8,
                 (Func::Coalesce | Func::Greatest | Func::Least | Func::Nullif, _) => {
                     fixed.push(self.unify(x, t, ty)?);
                     continue;

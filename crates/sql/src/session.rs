@@ -644,6 +644,16 @@ impl Env for SessionEnv<'_> {
                 }
                 Value::Null
             }
+            Func::KilnFaultPanic => {
+                if self.db.config.faults.is_none() {
+                    return Err(SqlError::new(
+                        code::FEATURE_NOT_SUPPORTED,
+                        "fault injection is disabled",
+                    )
+                    .hint("Start kiln serve with --enable-fault-injection (for tests only)."));
+                }
+                panic!("kiln_fault_panic() was called");
+            }
             Func::KilnFaultFailSyncs => {
                 let Some(faults) = &self.db.config.faults else {
                     return Err(SqlError::new(
