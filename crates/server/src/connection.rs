@@ -39,7 +39,77 @@ use tracing::{debug, info, warn};
 use crate::wire::{decode_param, encode_value};
 use crate::Shared;
 
-type Socket = Framed<MaybeTls, PgWireMessageServerCodec<()>>;
+type Socket = Framed<MaybeTls, LimitedCodec>;
+
+/// The largest message a client may send (a query, a Bind with its values, a chunk of COPY
+/// data). pgwire accepts up to 1 GiB and buffers a message whole before decoding it, so
+/// without this check every connection could make the server hold a gigabyte.
+const MESSAGE_BYTES_MIN_LIMIT: usize = 64 << 20;
+
+/// pgwire's codec behind a check of each message's declared length, made as soon as its
+/// header arrives (before the body is buffered).
+pub(crate) struct LimitedCodec {
+    inner: PgWireMessageServerCodec<()>,
+    max_bytes: usize,
+}
+
+impl tokio_util::codec::Decoder for LimitedCodec {
+    type Item = PgWireFrontendMessage;
+    type Error = PgWireError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, Self::Error> {
+        if src.len() >= 5 {
+            let declared = i32::from_be_bytes([src[1], src[2], src[3], src[4]]);
+            if declared < 4 || declared as usize > self.max_bytes {
+                return Err(PgWireError::MessageTooLarge(self.max_bytes, declared.max(0) as usize));
+            }
+        }
+        // pgwire's decoders index into the body without checking every count a client
+        // declares, and panic on a message that lies about them. Such a panic is a malformed
+        // message, not a bug of ours: it is caught here and ends the connection with 08P01.
+        DECODING.with(|d| d.set(true));
+        let decoded =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.inner.decode(src)));
+        DECODING.with(|d| d.set(false));
+        match decoded {
+            Ok(result) => result,
+            Err(_) => {
+                src.clear();
+                Err(PgWireError::IoError(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "malformed message (its counts or lengths do not match its body)",
+                )))
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// Set while pgwire decodes a client's message (see [`quiet_decoder_panics`]).
+    static DECODING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Installs a panic hook that stays silent for panics inside pgwire's decoders (they are
+/// reported to the client as 08P01 and logged at debug level) and reports every other panic
+/// as the process would.
+pub(crate) fn quiet_decoder_panics() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if DECODING.with(|d| d.get()) {
+            debug!(panic = %info, "malformed client message");
+            return;
+        }
+        previous(info);
+    }));
+}
+
+impl tokio_util::codec::Encoder<PgWireBackendMessage> for LimitedCodec {
+    type Error = std::io::Error;
+
+    fn encode(&mut self, item: PgWireBackendMessage, dst: &mut BytesMut) -> std::io::Result<()> {
+        self.inner.encode(item, dst)
+    }
+}
 
 /// Parameters reported to the client at startup and whenever they change.
 const REPORTED: &[(&str, &str)] = &[
@@ -124,6 +194,7 @@ struct Portal {
 struct Conn {
     shared: Arc<Shared>,
     socket: Socket,
+    user: String,
     session: Session,
     pid: i32,
     portals: HashMap<String, Portal>,
@@ -255,9 +326,14 @@ pub(crate) async fn serve(
     session.set_notification_waker(Box::new(move || n.notify_one()));
     let interrupt = session.interrupt_handle();
     shared.register_cancel(pid, secret, interrupt.clone());
+    let scram_key = socket.pid_and_secret_key();
+    socket.set_state(PgWireConnectionState::ReadyForQuery);
+    let max_bytes = MESSAGE_BYTES_MIN_LIMIT.max(shared.config.statement_bytes_max + (1 << 20));
+    let socket = socket.map_codec(|inner| LimitedCodec { inner, max_bytes });
     let mut conn = Conn {
         shared: shared.clone(),
         socket,
+        user: user.clone(),
         session,
         pid,
         portals: HashMap::new(),
@@ -284,10 +360,9 @@ pub(crate) async fn serve(
         for (name, setting) in REPORTED {
             conn.reported.insert(name, conn.current(setting));
         }
-        let (hpid, hsecret) = conn.socket.pid_and_secret_key();
+        let (hpid, hsecret) = scram_key;
         shared.register_cancel_key(hpid, hsecret, interrupt.clone());
     }
-    conn.socket.set_state(PgWireConnectionState::ReadyForQuery);
     // pgwire's SCRAM handler already sent ReadyForQuery; with trust it is ours to send.
     let ready = if shared.config.auth.method == crate::config::AuthMethod::Trust {
         conn.ready().await
@@ -424,7 +499,7 @@ impl Conn {
             }
         }
         if all {
-            let user = self.socket.metadata().get("user").cloned().unwrap_or_default();
+            let user = self.user.clone();
             self.socket
                 .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
                     "session_authorization".into(),

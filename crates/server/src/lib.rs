@@ -111,10 +111,11 @@ impl Timer {
     }
 }
 
-/// The stack of a connection's thread. Statements are bounded in nesting by the SQL layer
-/// (`kiln_sql::parse`), and its recursive steps move to a fresh stack segment when this one
-/// runs low, so this only needs to hold the protocol loop and ordinary statements.
-const CONNECTION_STACK_BYTES: usize = 8 << 20;
+/// The stack of a connection's thread: room for the SQL layer's per-statement guarantee
+/// (`kiln_sql::STATEMENT_STACK_BYTES`, sized for the deepest statement it accepts) on top of
+/// the protocol loop, so statements never need a stack of their own. Only the pages a
+/// statement touches are ever backed by memory.
+const CONNECTION_STACK_BYTES: usize = kiln_sql::STATEMENT_STACK_BYTES + (8 << 20);
 
 /// At most this many connections over the limit are being answered 53300 at once; more are
 /// closed without an answer.
@@ -312,6 +313,8 @@ impl Server {
                 "auth.method = \"scram-sha-256\" needs at least one user in [auth.users]".into()
             );
         }
+        static HOOK: std::sync::Once = std::sync::Once::new();
+        HOOK.call_once(connection::quiet_decoder_panics);
         let tls = load_tls(&config.tls)?;
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| format!("cannot create {}: {e}", config.data_dir.display()))?;

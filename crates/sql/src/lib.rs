@@ -24,7 +24,9 @@ pub mod system;
 pub mod types;
 
 pub use error::{code, Result, SqlError};
-pub use session::{Database, Notification, Output, Prepared, Session, SessionConfig};
+pub use session::{
+    Database, Notification, Output, Prepared, Session, SessionConfig, STATEMENT_STACK_BYTES,
+};
 pub use types::{DataType, Value};
 
 /// The engine settings a server chooses when it opens a [`Database`] (the server never holds

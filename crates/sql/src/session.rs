@@ -497,6 +497,16 @@ pub struct Session {
     last_write: Option<TxnId>,
 }
 
+/// The stack every statement is guaranteed. Statements nest at most
+/// [`crate::parse::EXPRESSION_DEPTH_MAX`] deep, and walking, copying or dropping such a tree
+/// recurses once per level; a caller with less stack left than this (a small thread, an
+/// embedding application) runs the statement on a fresh segment of this size instead.
+pub const STATEMENT_STACK_BYTES: usize = 32 << 20;
+
+fn with_stack<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(STATEMENT_STACK_BYTES, STATEMENT_STACK_BYTES + (1 << 20), f)
+}
+
 /// The evaluation environment of a statement of session `$s` (a macro, so that it borrows
 /// only the fields it names).
 macro_rules! session_env {
@@ -819,7 +829,7 @@ impl Session {
     /// statements outside a transaction block runs as one implicit transaction.
     pub fn simple_query(&mut self, sql: &str) -> (Vec<Output>, Option<SqlError>) {
         self.activity.start_statement(sql);
-        let result = self.simple_query_inner(sql);
+        let result = with_stack(|| self.simple_query_inner(sql));
         self.statement_done();
         result
     }
@@ -916,6 +926,10 @@ impl Session {
     /// Prepares a statement (extended protocol Parse): `declared` are the client's parameter
     /// types (`Unknown` for unspecified).
     pub fn prepare(&mut self, sql: &str, declared: &[DataType]) -> Result<Prepared> {
+        with_stack(|| self.prepare_inner(sql, declared))
+    }
+
+    fn prepare_inner(&mut self, sql: &str, declared: &[DataType]) -> Result<Prepared> {
         if sql.len() > self.db.config.statement_bytes_max {
             return Err(SqlError::new(code::PROGRAM_LIMIT, "statement too long"));
         }
@@ -926,21 +940,18 @@ impl Session {
             ));
         }
         let statement = statements.pop();
-        let mut prepared = Prepared {
+        // Describe: bind without executing to learn parameter and result types.
+        let (param_types, columns) = match &statement {
+            Some(stmt) => self.describe(stmt, declared).map_err(|e| e.resolve_position(sql))?,
+            None => (declared.to_vec(), None),
+        };
+        Ok(Prepared {
             sql: sql.to_string(),
             statement,
             hint: commit_hint(sql),
-            param_types: declared.to_vec(),
-            columns: None,
-        };
-        // Describe: bind without executing to learn parameter and result types.
-        if let Some(stmt) = prepared.statement.clone() {
-            let (params, columns) =
-                self.describe(&stmt, declared).map_err(|e| e.resolve_position(sql))?;
-            prepared.param_types = params;
-            prepared.columns = columns;
-        }
-        Ok(prepared)
+            param_types,
+            columns,
+        })
     }
 
     fn describe(
@@ -1055,7 +1066,7 @@ impl Session {
     /// Executes a prepared statement with parameter values (extended protocol Execute).
     pub fn execute_prepared(&mut self, prepared: &Prepared, params: &[Value]) -> Result<Output> {
         self.activity.start_statement(&prepared.sql);
-        let result = self.execute_prepared_inner(prepared, params);
+        let result = with_stack(|| self.execute_prepared_inner(prepared, params));
         self.statement_done();
         result
     }

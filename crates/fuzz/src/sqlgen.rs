@@ -1,0 +1,471 @@
+//! Random SQL: statements generated from a grammar over the fuzzer's schema (expressions of
+//! random depth, joins, grouping, subqueries, DML, transaction control, settings), hostile
+//! shapes (deep chains, huge lists, huge and odd literals), and byte-level mutations of
+//! both.
+
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::Rng;
+
+/// The statements that create the schema the generator uses.
+pub const SCHEMA: &[&str] = &[
+    "CREATE TABLE f0 (k int PRIMARY KEY, a int, b text, c numeric(12,2), d boolean, e date, f bigint)",
+    "CREATE TABLE f1 (k int, j int, v text, w double precision, PRIMARY KEY (k, j))",
+    "CREATE INDEX f1_v ON f1 (v)",
+    "CREATE TABLE f2 (id bigint PRIMARY KEY, s varchar(20) UNIQUE, t timestamp, n smallint)",
+    "INSERT INTO f0 SELECT g, g % 7, 'b' || g, g * 1.5, g % 2 = 0, date '2020-01-01' + g, g * 1000 FROM generate_series(1, 200) AS s (g)",
+    "INSERT INTO f1 SELECT g % 20, g, 'v' || (g % 13), g / 3.0 FROM generate_series(1, 300) AS s (g)",
+    "INSERT INTO f2 VALUES (1, 'one', '2024-01-01 10:00:00', 1), (2, 'two', NULL, -5), (3, NULL, '1999-12-31 23:59:59', 32767)",
+];
+
+const COLUMNS: &[(&str, &[&str])] = &[
+    ("f0", &["k", "a", "b", "c", "d", "e", "f"]),
+    ("f1", &["k", "j", "v", "w"]),
+    ("f2", &["id", "s", "t", "n"]),
+];
+
+const FUNCTIONS: &[&str] = &[
+    "lower",
+    "upper",
+    "length",
+    "abs",
+    "coalesce",
+    "nullif",
+    "greatest",
+    "least",
+    "round",
+    "floor",
+    "ceil",
+    "substr",
+    "btrim",
+    "concat",
+    "repeat",
+    "now",
+    "random",
+    "version",
+    "current_database",
+    "kiln_last_txid",
+    "kiln_txn_status",
+    "array_to_string",
+    "quote_ident",
+    "no_such_function",
+    "count",
+    "sum",
+    "min",
+    "max",
+    "avg",
+    "string_agg",
+];
+
+const BINARY: &[&str] = &[
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "||",
+    "=",
+    "<>",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "AND",
+    "OR",
+    "~",
+    "!~*",
+    "IS DISTINCT FROM",
+    "IS NOT DISTINCT FROM",
+];
+
+const LITERALS: &[&str] = &[
+    "0",
+    "1",
+    "-1",
+    "42",
+    "2147483647",
+    "-2147483648",
+    "9223372036854775807",
+    "(-9223372036854775807 - 1)",
+    "99999999999999999999999999999999999",
+    "1.5",
+    "-0.0001",
+    "1e308",
+    "'NaN'::float8",
+    "'Infinity'::float8",
+    "NULL",
+    "TRUE",
+    "FALSE",
+    "''",
+    "'x'",
+    "'it''s'",
+    "'%a_b\\'",
+    "E'\\\\x'",
+    "'{1,2,NULL}'",
+    "'2020-02-29'::date",
+    "'0001-01-01'::date",
+    "'294276-12-31'::date",
+    "'2024-01-01 00:00:00'::timestamp",
+    "32767::smallint",
+    "'héllo wörld'",
+    "'\u{1F600}'",
+    "$1",
+    "$99",
+];
+
+const TYPES: &[&str] = &[
+    "int",
+    "smallint",
+    "bigint",
+    "text",
+    "varchar(3)",
+    "numeric",
+    "numeric(5,2)",
+    "real",
+    "double precision",
+    "boolean",
+    "date",
+    "timestamp",
+    "bytea",
+    "char(2)",
+    "json",
+    "interval",
+];
+
+/// A statement generator.
+pub struct Gen<'r> {
+    rng: &'r mut StdRng,
+    tables: Vec<(&'static str, &'static [&'static str])>,
+}
+
+impl<'r> Gen<'r> {
+    /// A generator drawing from `rng`.
+    pub fn new(rng: &'r mut StdRng) -> Gen<'r> {
+        Gen { rng, tables: COLUMNS.to_vec() }
+    }
+
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        *items.choose(self.rng).expect("non-empty")
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        self.rng.gen_bool(p)
+    }
+
+    /// One statement: mostly grammatical, sometimes hostile, sometimes mutated.
+    pub fn statement(&mut self) -> Vec<u8> {
+        let text = match self.rng.gen_range(0..100) {
+            0..=44 => self.select(3),
+            45..=54 => self.insert(),
+            55..=62 => self.update(),
+            63..=67 => self.delete(),
+            68..=77 => self.utility(),
+            78..=89 => self.hostile(),
+            _ => self.token_soup(),
+        };
+        let mut bytes = text.into_bytes();
+        if self.chance(0.15) {
+            self.mutate(&mut bytes);
+        }
+        bytes
+    }
+
+    fn table(&mut self) -> (&'static str, &'static [&'static str]) {
+        let i = self.rng.gen_range(0..self.tables.len());
+        self.tables[i]
+    }
+
+    fn column(&mut self, cols: &[&'static str], alias: Option<&str>) -> String {
+        let c = self.pick(cols);
+        match alias {
+            Some(a) if self.chance(0.7) => format!("{a}.{c}"),
+            _ => c.to_string(),
+        }
+    }
+
+    /// An expression over `cols` (qualified by `alias` sometimes), at most `depth` deep.
+    pub fn expr(&mut self, depth: u32, cols: &[&'static str], alias: Option<&str>) -> String {
+        if depth == 0 || self.chance(0.3) {
+            return if self.chance(0.5) && !cols.is_empty() {
+                self.column(cols, alias)
+            } else {
+                self.pick(LITERALS).to_string()
+            };
+        }
+        let d = depth - 1;
+        match self.rng.gen_range(0..16) {
+            0..=4 => {
+                let op = self.pick(BINARY);
+                format!("({} {op} {})", self.expr(d, cols, alias), self.expr(d, cols, alias))
+            }
+            5 => format!("(NOT {})", self.expr(d, cols, alias)),
+            6 => format!("(-{})", self.expr(d, cols, alias)),
+            7 => {
+                let f = self.pick(FUNCTIONS);
+                let n = self.rng.gen_range(0..4);
+                let args: Vec<String> = (0..n).map(|_| self.expr(d, cols, alias)).collect();
+                format!("{f}({})", args.join(", "))
+            }
+            8 => {
+                let t = self.pick(TYPES);
+                format!("CAST({} AS {t})", self.expr(d, cols, alias))
+            }
+            9 => format!(
+                "CASE WHEN {} THEN {} ELSE {} END",
+                self.expr(d, cols, alias),
+                self.expr(d, cols, alias),
+                self.expr(d, cols, alias)
+            ),
+            10 => {
+                let n = self.rng.gen_range(0..6);
+                let items: Vec<String> = (0..n).map(|_| self.expr(d, cols, alias)).collect();
+                let not = if self.chance(0.3) { "NOT " } else { "" };
+                format!("({} {not}IN ({}))", self.expr(d, cols, alias), items.join(", "))
+            }
+            11 => format!(
+                "({} BETWEEN {} AND {})",
+                self.expr(d, cols, alias),
+                self.expr(d, cols, alias),
+                self.expr(d, cols, alias)
+            ),
+            12 => {
+                let like = if self.chance(0.5) { "LIKE" } else { "ILIKE" };
+                let pattern = self.pick(&["'%'", "'a%b_'", "'%%%%%%%%%x'", "'\\'", "NULL"]);
+                format!("({} {like} {pattern})", self.expr(d, cols, alias))
+            }
+            13 => format!(
+                "({} IS {}NULL)",
+                self.expr(d, cols, alias),
+                if self.chance(0.5) { "NOT " } else { "" }
+            ),
+            14 => {
+                let (t, tc) = self.table();
+                let kind = self.rng.gen_range(0..3);
+                let inner = format!(
+                    "SELECT {} FROM {t} WHERE {}",
+                    self.expr(1, tc, None),
+                    self.expr(2, tc, None)
+                );
+                match kind {
+                    0 => format!("({inner} LIMIT 1)"),
+                    1 => format!("EXISTS ({inner})"),
+                    _ => format!("({} IN ({inner}))", self.expr(d, cols, alias)),
+                }
+            }
+            _ => format!(
+                "(({}, {}) = ({}, {}))",
+                self.expr(d, cols, alias),
+                self.expr(d, cols, alias),
+                self.expr(d, cols, alias),
+                self.expr(d, cols, alias)
+            ),
+        }
+    }
+
+    /// A SELECT.
+    pub fn select(&mut self, depth: u32) -> String {
+        let (t, cols) = self.table();
+        let join = self.chance(0.3);
+        let (mut all_cols, from) = if join {
+            let (u, ucols) = self.table();
+            let kind = self.pick(&["JOIN", "LEFT JOIN", "CROSS JOIN", "RIGHT JOIN"]);
+            let on = if kind == "CROSS JOIN" {
+                String::new()
+            } else {
+                format!(" ON {}", self.expr(2, &[cols, ucols].concat(), None))
+            };
+            ([cols, ucols].concat(), format!("{t} x {kind} {u} y{on}"))
+        } else {
+            (cols.to_vec(), format!("{t} x"))
+        };
+        if join {
+            all_cols.dedup();
+        }
+        let alias = if join { None } else { Some("x") };
+        let n = self.rng.gen_range(1..4);
+        let items: Vec<String> = (0..n).map(|_| self.expr(depth, &all_cols, alias)).collect();
+        let mut sql = format!(
+            "SELECT {}{} FROM {from}",
+            if self.chance(0.1) { "DISTINCT " } else { "" },
+            items.join(", ")
+        );
+        if self.chance(0.7) {
+            sql += &format!(" WHERE {}", self.expr(depth, &all_cols, alias));
+        }
+        if self.chance(0.25) {
+            let key = self.column(&all_cols, alias);
+            sql += &format!(" GROUP BY {key}");
+            if self.chance(0.5) {
+                sql += &format!(" HAVING {}", self.expr(2, &all_cols, alias));
+            }
+        }
+        if self.chance(0.4) {
+            sql += &format!(" ORDER BY {}", self.rng.gen_range(1..=n + 1));
+            if self.chance(0.3) {
+                sql += " DESC NULLS FIRST";
+            }
+        }
+        if self.chance(0.3) {
+            sql += &format!(
+                " LIMIT {}",
+                self.pick(&["0", "1", "5", "-1", "NULL", "9223372036854775807"])
+            );
+        }
+        if self.chance(0.1) {
+            sql += &format!(" OFFSET {}", self.pick(&["0", "3", "-2"]));
+        }
+        if self.chance(0.08) {
+            sql += " FOR UPDATE";
+        }
+        if self.chance(0.1) {
+            sql = format!(
+                "{sql} {} {}",
+                self.pick(&["UNION", "UNION ALL", "INTERSECT", "EXCEPT"]),
+                self.select(1)
+            );
+        }
+        sql
+    }
+
+    fn insert(&mut self) -> String {
+        let (t, cols) = self.table();
+        let n = self.rng.gen_range(1..4);
+        let rows: Vec<String> = (0..n)
+            .map(|_| {
+                let vals: Vec<String> = cols.iter().map(|_| self.expr(1, &[], None)).collect();
+                format!("({})", vals.join(", "))
+            })
+            .collect();
+        let conflict = match self.rng.gen_range(0..4) {
+            0 => " ON CONFLICT DO NOTHING".to_string(),
+            1 => format!(
+                " ON CONFLICT ({}) DO UPDATE SET {} = excluded.{}",
+                cols[0], cols[1], cols[1]
+            ),
+            _ => String::new(),
+        };
+        let returning = if self.chance(0.3) { " RETURNING *" } else { "" };
+        format!("INSERT INTO {t} VALUES {}{conflict}{returning}", rows.join(", "))
+    }
+
+    fn update(&mut self) -> String {
+        let (t, cols) = self.table();
+        let c = self.pick(&cols[1..]);
+        format!(
+            "UPDATE {t} SET {c} = {} WHERE {}",
+            self.expr(2, cols, None),
+            self.expr(2, cols, None)
+        )
+    }
+
+    fn delete(&mut self) -> String {
+        let (t, cols) = self.table();
+        format!("DELETE FROM {t} WHERE {}", self.expr(2, cols, None))
+    }
+
+    fn utility(&mut self) -> String {
+        self.pick(&[
+            "BEGIN",
+            "COMMIT",
+            "ROLLBACK",
+            "SAVEPOINT s1",
+            "ROLLBACK TO SAVEPOINT s1",
+            "RELEASE SAVEPOINT s1",
+            "BEGIN ISOLATION LEVEL SERIALIZABLE",
+            "BEGIN ISOLATION LEVEL REPEATABLE READ",
+            "SET synchronous_commit = off",
+            "SET synchronous_commit = on",
+            "SHOW synchronous_commit",
+            "SHOW ALL",
+            "SHOW no_such_setting",
+            "SET statement_timeout = 2000",
+            "RESET ALL",
+            "EXPLAIN SELECT * FROM f0 WHERE k = 1",
+            "SELECT * FROM pg_stat_activity",
+            "SELECT * FROM kiln_stat",
+            "SELECT kiln_sync()",
+            "TABLE f0",
+            "VALUES (1, 2), (3)",
+            "CREATE TABLE f0 (x int)",
+            "DROP TABLE no_such_table",
+            "CREATE TABLE tmp_fuzz (x int)",
+            "DROP TABLE IF EXISTS tmp_fuzz",
+            "DEALLOCATE nope",
+            "DEALLOCATE ALL",
+            "PREPARE p1 AS SELECT $1::int",
+            "EXECUTE p1 (1)",
+            "EXECUTE p1 ('x')",
+            "LISTEN kiln_durable",
+            "UNLISTEN *",
+            "COPY f0 TO STDOUT",
+            "COPY f1 FROM STDIN",
+            "VACUUM",
+            "ANALYZE",
+            "DISCARD ALL",
+            "SELECT 1; SELECT 2; SELECT 1/0",
+            "/*+ FAST */ INSERT INTO f2 VALUES (99, NULL, NULL, NULL)",
+            "/*+ SAFE */ DELETE FROM f2 WHERE id = 99",
+        ])
+        .to_string()
+    }
+
+    /// Shapes made to break things: deep chains, huge lists and values, odd bytes.
+    fn hostile(&mut self) -> String {
+        let n = *[10usize, 500, 3_000, 5_000, 20_000, 100_000].choose(self.rng).expect("non-empty");
+        match self.rng.gen_range(0..10) {
+            0 => format!("SELECT 1{}", " + 1".repeat(n)),
+            1 => format!("SELECT 1 WHERE {}", vec!["k = 1"; n.min(20_000)].join(" OR ")),
+            2 => format!("SELECT {}1{}", "(".repeat(n.min(2_000)), ")".repeat(n.min(2_000))),
+            3 => format!(
+                "SELECT * FROM f0 WHERE k IN ({})",
+                (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+            ),
+            4 => format!(
+                "SELECT * FROM f1 WHERE (k, j) IN ({})",
+                (0..n.min(20_000)).map(|i| format!("({i}, {i})")).collect::<Vec<_>>().join(",")
+            ),
+            5 => format!("SELECT '{}'", "x".repeat(n * 10)),
+            6 => format!("SELECT {}", "NOT ".repeat(n.min(5_000)) + "TRUE"),
+            7 => format!("SELECT {}1{}", "(SELECT ".repeat(n.min(500)), ")".repeat(n.min(500))),
+            8 => format!("SELECT 'a' {}", "|| 'a' ".repeat(n)),
+            _ => format!("SELECT 1::int{}", "::text::int".repeat(n.min(10_000))),
+        }
+    }
+
+    fn token_soup(&mut self) -> String {
+        let tokens = [
+            "SELECT", "FROM", "WHERE", "(", ")", ",", "f0", "k", "1", "'x'", "=", "AND", "OR",
+            "NOT", "NULL", "GROUP", "BY", "ORDER", "JOIN", "ON", "*", "+", "::", "int", "IN",
+            "CASE", "WHEN", "THEN", "END", ";", "$1", "[", "]", "INSERT", "INTO", "VALUES",
+            "UPDATE", "SET",
+        ];
+        let n = self.rng.gen_range(1..40);
+        (0..n).map(|_| self.pick(&tokens)).collect::<Vec<_>>().join(" ")
+    }
+
+    /// Byte-level damage: truncation, random bytes (NUL and invalid UTF-8 included),
+    /// duplication.
+    pub fn mutate(&mut self, bytes: &mut Vec<u8>) {
+        for _ in 0..self.rng.gen_range(1..4) {
+            if bytes.is_empty() {
+                bytes.push(b'x');
+            }
+            let at = self.rng.gen_range(0..bytes.len());
+            match self.rng.gen_range(0..5) {
+                0 => bytes.truncate(at),
+                1 => bytes[at] = self.rng.gen(),
+                2 => {
+                    bytes.insert(at, self.pick(&[0u8, 0xff, 0xc3, b'\'', b'"', b'(', b'\\', b';']))
+                }
+                3 => {
+                    let end = (at + self.rng.gen_range(1..20)).min(bytes.len());
+                    let piece = bytes[at..end].to_vec();
+                    bytes.splice(at..at, piece);
+                }
+                _ => {
+                    bytes.remove(at);
+                }
+            }
+        }
+    }
+}
