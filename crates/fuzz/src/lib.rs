@@ -240,8 +240,7 @@ fn wire_input(rng: &mut StdRng) -> Vec<u8> {
             b'P' => {
                 let mut b = cstr(b"");
                 b.extend(cstr(b"SELECT $1::int"));
-                let n: i16 =
-                    *[0i16, 1, -1, 1000, i16::MAX].iter().nth(rng.gen_range(0..5)).unwrap_or(&0);
+                let n: i16 = [0i16, 1, -1, 1000, i16::MAX][rng.gen_range(0..5)];
                 b.extend(n.to_be_bytes());
                 b.extend(23i32.to_be_bytes());
                 b
@@ -277,11 +276,9 @@ fn wire_input(rng: &mut StdRng) -> Vec<u8> {
         match rng.gen_range(0..10) {
             0 => body.truncate(rng.gen_range(0..=body.len())),
             1 => body.extend((0..rng.gen_range(1..16)).map(|_| rng.gen::<u8>())),
-            2 => {
-                if !body.is_empty() {
-                    let at = rng.gen_range(0..body.len());
-                    body[at] = rng.gen();
-                }
+            2 if !body.is_empty() => {
+                let at = rng.gen_range(0..body.len());
+                body[at] = rng.gen();
             }
             _ => {}
         }
