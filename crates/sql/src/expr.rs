@@ -175,6 +175,37 @@ pub enum CatalogFunc {
     HasPrivilege,
 }
 
+impl Func {
+    /// Whether the function always answers the same for the same arguments and has no
+    /// effects (PostgreSQL's IMMUTABLE), so a call with constant arguments can be evaluated
+    /// once, when the statement is planned.
+    pub fn is_immutable(self) -> bool {
+        matches!(
+            self,
+            Func::Lower
+                | Func::Upper
+                | Func::Length
+                | Func::Abs
+                | Func::Coalesce
+                | Func::Nullif
+                | Func::Greatest
+                | Func::Least
+                | Func::Round
+                | Func::Floor
+                | Func::Ceil
+                | Func::Substr
+                | Func::Trim
+                | Func::Concat
+                | Func::Repeat
+                | Func::ArrayToString
+                | Func::ArrayUpper
+                | Func::ArrayPosition
+                | Func::ArrayElement
+                | Func::QuoteIdent
+        )
+    }
+}
+
 /// What a subquery expression computes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SubqueryKind {

@@ -947,18 +947,16 @@ impl<'a> Planner<'a> {
         let (a, at2) = self.coerce(a, at, bt)?;
         let (b, _) = self.coerce(b, bt, at2)?;
         let ty = if ty == DataType::Bool { ty } else { DataType::common(ty, DataType::Unknown) };
-        // Fold constants so a key lookup sees a plain value.
+        // Fold constants so a key lookup sees a plain value. As in PostgreSQL, a constant
+        // expression that fails (overflow, division by zero) fails the statement when it is
+        // planned, whether or not a row would have evaluated it.
         if let (Expr::Const(x), Expr::Const(y)) = (&a, &b) {
-            if !matches!(bop, BinOp::Div | BinOp::Mod) || !matches!(y, Value::Int(0)) {
-                if let Ok(v) = crate::expr::binary(bop, x.clone(), y.clone()) {
-                    if !matches!(ty, DataType::Int4 | DataType::Int2)
-                        || matches!(v, Value::Bool(_))
-                        || v.clone().cast(ty).is_ok()
-                    {
-                        return Ok((Expr::Const(v), ty));
-                    }
-                }
-            }
+            let v = crate::expr::binary(bop, x.clone(), y.clone())?;
+            let v = match (&v, ty) {
+                (Value::Int(_), DataType::Int4 | DataType::Int2) => v.cast(ty)?,
+                _ => v,
+            };
+            return Ok((Expr::Const(v), ty));
         }
         let e = Expr::Binary(bop, Box::new(a), Box::new(b));
         // Integer arithmetic is done in 64 bits; narrower results are range-checked.
@@ -1221,6 +1219,29 @@ impl<'a> Planner<'a> {
                 _ => DataType::Text,
             };
             fixed.push(self.coerce(x, t, want)?.0);
+        }
+        // COALESCE stops at its first non-null constant (so `coalesce(1, x)` is the constant
+        // 1, which may fold further, as in PostgreSQL).
+        if func == Func::Coalesce {
+            let first_constant =
+                fixed.iter().position(|a| matches!(a, Expr::Const(v) if !v.is_null()));
+            if let Some(i) = first_constant {
+                fixed.truncate(i + 1);
+                if i == 0 {
+                    return Ok((fixed.pop().expect("one argument"), ty));
+                }
+            }
+        }
+        // An immutable function of constants is evaluated now, as PostgreSQL folds it (its
+        // errors fail the statement at planning, whether or not a row reaches it).
+        if func.is_immutable() && fixed.iter().all(|a| matches!(a, Expr::Const(_))) {
+            let ctx = crate::expr::Ctx::new(&[], self.env);
+            let value = Expr::Func(func, fixed).eval(&[], &ctx)?;
+            let value = match (&value, ty) {
+                (Value::Int(_), DataType::Int4 | DataType::Int2) => value.cast(ty)?,
+                _ => value,
+            };
+            return Ok((Expr::Const(value), ty));
         }
         Ok((Expr::Func(func, fixed), ty))
     }
