@@ -18,6 +18,7 @@
 //! status tN... | wait tN         the status of each transaction's id
 //! persist | watermarks | checkpoint | gc | dump KS
 //! fail-syncs N | disk-full BYTES | disk-free
+//! wait-stalled                   wait until the log writer has met the full disk
 //! subscribe | events
 //! ```
 
@@ -278,6 +279,18 @@ impl goldenscript::Runner for Runner {
                 if let Some(cause) = s.stalled {
                     write!(out, " stalled: {cause}")?;
                 }
+            }
+            "wait-stalled" => {
+                // The log writer notices a full disk when it next tries to write: wait for
+                // that, so the script's output does not depend on thread timing.
+                let deadline = std::time::Instant::now() + Duration::from_secs(30);
+                while self.engine()?.stats().stalled.is_none() {
+                    if std::time::Instant::now() > deadline {
+                        return Err("the log writer never stalled".into());
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                write!(out, "stalled")?;
             }
             "checkpoint" => write!(out, "checkpoint csn={}", self.engine()?.checkpoint()?)?,
             "gc" => {
