@@ -53,4 +53,4 @@ pub use engine::{Engine, Session};
 pub use error::{Error, Result};
 pub use id::{Csn, Epoch, ParseTxnIdError, TxnId, TxnKind, TxnStatus};
 pub use stats::EngineStats;
-pub use txn::{Committed, Savepoint, Scan, Transaction};
+pub use txn::{Acknowledgement, Committed, Savepoint, Scan, Transaction};

@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
@@ -158,6 +159,15 @@ impl std::fmt::Debug for Transaction {
     }
 }
 
+/// What [`Committed::acknowledge_within`] found.
+#[derive(Debug)]
+pub enum Acknowledgement {
+    /// The commit may be acknowledged (safe: it is durable).
+    Acknowledged(TxnId),
+    /// Still waiting for the durability point.
+    Pending(Committed),
+}
+
 /// A transaction past its commit point, not yet acknowledged (see
 /// [`Transaction::commit_point`]). Dropping it without acknowledging loses nothing: the
 /// commit stands and reaches its durability point (or is lost) as any other.
@@ -183,6 +193,30 @@ impl Committed {
     /// Whether [`Committed::acknowledge`] waits for the durability point.
     pub fn waits(&self) -> bool {
         self.waits
+    }
+
+    /// As [`Committed::acknowledge`], but waits at most `timeout`: the id once the commit may
+    /// be acknowledged, or the commit back (still committed, not yet durable) so that the
+    /// caller can check for a cancellation or a full disk and wait again, or give up.
+    pub fn acknowledge_within(self, timeout: Duration) -> Result<Acknowledgement> {
+        if !self.waits {
+            return Ok(Acknowledgement::Acknowledged(self.id));
+        }
+        let id = self.id;
+        if let Some(writer) = self.shared.writer.get() {
+            writer.lead(id.epoch, id.csn);
+        }
+        match self.shared.durability.wait(id, Some(timeout))? {
+            crate::TxnStatus::Durable => Ok(Acknowledgement::Acknowledged(id)),
+            crate::TxnStatus::Lost => Err(Error::Lost {
+                id,
+                cause: "durability failed before the commit was acknowledged".into(),
+            }),
+            crate::TxnStatus::Committed => Ok(Acknowledgement::Pending(self)),
+            other => Err(Error::InvalidArgument(format!(
+                "transaction {id} is {other}: there is no durability to wait for"
+            ))),
+        }
     }
 
     /// Returns the id once the commit may be acknowledged: at once when fast; when safe (or

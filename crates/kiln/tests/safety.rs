@@ -268,3 +268,50 @@ async fn show_and_deallocate_through_the_extended_protocol() {
         c.query_one("SELECT value FROM kiln_stat WHERE name = 'aborts'", &[]).await.unwrap().get(0);
     assert_eq!(after, before);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_stalls_safe_commits_with_53100_and_they_harden_when_space_returns() {
+    let kiln = common::Kiln::start(&["--enable-fault-injection"]);
+    let c = connect(&kiln).await;
+    let admin = connect(&kiln).await;
+    c.batch_execute("CREATE TABLE full (k int PRIMARY KEY, v text)").await.unwrap();
+    admin.batch_execute("SELECT kiln_fault_disk_full(0)").await.unwrap();
+    // A safe commit cannot harden: after a bounded wait it answers 53100, naming its
+    // transaction, which stays committed and visible.
+    let started = Instant::now();
+    let e = c.batch_execute("INSERT INTO full VALUES (1, 'one')").await.unwrap_err();
+    assert_eq!(code(&e), "53100", "{e:?}");
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let detail = e.as_db_error().and_then(|d| d.detail()).unwrap_or_default().to_string();
+    let id = detail.split_whitespace().nth(1).expect("the detail names the transaction");
+    // Reads of data that is not durable yet are fast here (a safe read waits for what it
+    // read to be durable, G4).
+    c.batch_execute("SET synchronous_commit = off").await.unwrap();
+    let status: String = c.query_one("SELECT kiln_txn_status($1)", &[&id]).await.unwrap().get(0);
+    assert_eq!(status, "committed");
+    let n: i64 = c.query_one("SELECT count(*) FROM full", &[]).await.unwrap().get(0);
+    assert_eq!(n, 1, "the commit is visible while it waits for durability");
+    // A safe commit waiting for durability can be canceled too.
+    let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+    let waiting = tokio::spawn(async move {
+        let r = c.batch_execute("/*+ SAFE */ INSERT INTO full VALUES (2, 'two')").await;
+        (c, r)
+    });
+    wait_for_state(&admin, pid, "active", Some("IO")).await;
+    admin.query_one("SELECT pg_cancel_backend($1)", &[&pid]).await.unwrap();
+    let (c, r) = waiting.await.unwrap();
+    assert_eq!(code(&r.unwrap_err()), "57014");
+    // Space returns: both harden, nothing is lost.
+    admin.batch_execute("SELECT kiln_fault_disk_full(-1)").await.unwrap();
+    let status: String = c.query_one("SELECT kiln_wait($1, 10000)", &[&id]).await.unwrap().get(0);
+    assert_eq!(status, "durable");
+    c.batch_execute("/*+ SAFE */ INSERT INTO full VALUES (3, 'three')").await.unwrap();
+    let n: i64 = c.query_one("SELECT count(*) FROM full", &[]).await.unwrap().get(0);
+    assert_eq!(n, 3);
+    let lost: i64 = c
+        .query_one("SELECT value FROM kiln_stat WHERE name = 'lost_txns'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(lost, 0);
+}

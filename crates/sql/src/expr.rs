@@ -129,6 +129,9 @@ pub enum Func {
     KilnWait,
     /// kiln_fault_fail_syncs(n): fail the next n log fsyncs (only with fault injection on)
     KilnFaultFailSyncs,
+    /// kiln_fault_disk_full(bytes): the log's disk has this many bytes free (negative or
+    /// NULL: unlimited again); fault injection only.
+    KilnFaultDiskFull,
     /// kiln_fault_panic(): panics (fault injection only), to test that a bug ends one
     /// connection and releases what it held.
     KilnFaultPanic,
@@ -1155,6 +1158,7 @@ fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             | Func::KilnLastTxid
             | Func::KilnFaultFailSyncs
             | Func::KilnFaultPanic
+            | Func::KilnFaultDiskFull
             | Func::Catalog(_)
             | Func::ArrayToString
     );
@@ -1301,6 +1305,7 @@ fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         | Func::KilnWait
         | Func::KilnFaultFailSyncs
         | Func::KilnFaultPanic
+        | Func::KilnFaultDiskFull
         | Func::CancelBackend
         | Func::TerminateBackend
         | Func::Sleep => ctx.env.kiln(f, &args)?,

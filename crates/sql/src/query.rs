@@ -1148,6 +1148,7 @@ impl<'a> Planner<'a> {
             "kiln_wait" => (Func::KilnWait, DataType::Text),
             "kiln_fault_fail_syncs" => (Func::KilnFaultFailSyncs, DataType::Text),
             "kiln_fault_panic" => (Func::KilnFaultPanic, DataType::Text),
+            "kiln_fault_disk_full" => (Func::KilnFaultDiskFull, DataType::Text),
             "pg_table_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" => (Func::Catalog(CatalogFunc::TableIsVisible), DataType::Bool),
             "pg_get_userbyid" => (Func::Catalog(CatalogFunc::UserById), DataType::Text),
             "format_type" => (Func::Catalog(CatalogFunc::FormatType), DataType::Text),
@@ -1189,7 +1190,7 @@ impl<'a> Planner<'a> {
             Func::Coalesce | Func::Greatest | Func::Least | Func::Concat => arity(1..=100)?,
             Func::KilnTxnStatus => arity(1..=1)?,
             Func::KilnWait => arity(1..=2)?,
-            Func::KilnFaultFailSyncs => arity(1..=1)?,
+            Func::KilnFaultFailSyncs | Func::KilnFaultDiskFull => arity(1..=1)?,
             Func::Catalog(_) => arity(0..=4)?,
             Func::ArrayToString | Func::ArrayPosition | Func::ArrayElement => arity(2..=3)?,
             Func::ArrayUpper => arity(1..=2)?,
@@ -1204,7 +1205,7 @@ impl<'a> Planner<'a> {
                 | (Func::Repeat, 1)
                 | (Func::Round, 1)
                 | (Func::KilnWait, 1)
-                | (Func::KilnFaultFailSyncs, 0)
+                | (Func::KilnFaultFailSyncs | Func::KilnFaultDiskFull, 0)
                 | (Func::ArrayUpper, 1)
                 | (Func::ArrayElement, 1) => DataType::Int8,
                 (Func::Catalog(_), _) => DataType::Unknown,

@@ -539,6 +539,10 @@ struct SessionEnv<'a> {
 /// Waits run in slices this long, checking for an interrupt between them.
 const WAIT_SLICE: Duration = Duration::from_millis(20);
 
+/// How long a safe commit waits for a log that cannot be written (a full disk) before it
+/// answers 53100; the commit itself stands and hardens when space returns.
+const DISK_FULL_WAIT: Duration = Duration::from_secs(5);
+
 fn id_arg(v: &Value) -> Result<TxnId> {
     let s = v.to_text(DataType::Text).unwrap_or_default();
     s.trim().parse::<TxnId>().map_err(|_| {
@@ -684,6 +688,26 @@ impl Env for SessionEnv<'_> {
                 *faults.path_filter.lock() = ".log".into();
                 faults.fail_syncs.store(n, Ordering::SeqCst);
                 Value::Text(format!("the next {n} log fsyncs will fail"))
+            }
+            Func::KilnFaultDiskFull => {
+                let Some(faults) = &self.db.config.faults else {
+                    return Err(SqlError::new(
+                        code::FEATURE_NOT_SUPPORTED,
+                        "fault injection is disabled",
+                    )
+                    .hint("Start kiln serve with --enable-fault-injection (for tests only)."));
+                };
+                let free = match args.first() {
+                    Some(Value::Int(n)) if *n >= 0 => *n as u64,
+                    _ => u64::MAX,
+                };
+                *faults.path_filter.lock() = ".log".into();
+                faults.free_bytes.store(free, Ordering::SeqCst);
+                Value::Text(if free == u64::MAX {
+                    "the log's disk has room again".into()
+                } else {
+                    format!("the log's disk has {free} bytes free")
+                })
             }
             _ => Value::Null,
         })
@@ -1187,7 +1211,7 @@ impl Session {
         if waited {
             self.activity.set_wait(Some(Wait::Durability));
         }
-        let acknowledged = committed.acknowledge();
+        let acknowledged = self.acknowledge(committed);
         self.activity.set_wait(None);
         let id = acknowledged?;
         if waited && id.kind == TxnKind::Update && !self.inbox.channels.lock().is_empty() {
@@ -1195,6 +1219,45 @@ impl Session {
             self.db.notifier.on_event(&DurabilityEvent::Durable { epoch: id.epoch, csn: id.csn });
         }
         Ok(id)
+    }
+
+    /// Waits for a commit's acknowledgement (a safe one's durability point) in slices, so
+    /// that the wait can end early: a cancel or a terminated session answers 57014 / 57P01,
+    /// and a disk full for longer than [`DISK_FULL_WAIT`] answers 53100. Either way the
+    /// transaction stays committed and visible, and becomes durable once the log can be
+    /// written again (or is lost on a later failure): the error says so, with its id.
+    fn acknowledge(&self, committed: kiln_engine::Committed) -> Result<TxnId> {
+        let id = committed.id();
+        let mut committed = committed;
+        let mut stalled_since: Option<std::time::Instant> = None;
+        loop {
+            match committed.acknowledge_within(WAIT_SLICE)? {
+                kiln_engine::Acknowledgement::Acknowledged(id) => return Ok(id),
+                kiln_engine::Acknowledgement::Pending(c) => committed = c,
+            }
+            let unconfirmed = |e: SqlError| {
+                e.detail(format!(
+                    "Transaction {id} is committed and visible, but its durability was not confirmed: kiln_txn_status('{id}') tells whether it became durable or was lost."
+                ))
+            };
+            if let Err(e) = self.activity.check_interrupt() {
+                return Err(unconfirmed(e));
+            }
+            match self.db.engine.stats().stalled {
+                Some(cause) => {
+                    let since = *stalled_since.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() >= DISK_FULL_WAIT {
+                        let e = SqlError::new(
+                            code::DISK_FULL,
+                            format!("could not make the commit durable: {cause}"),
+                        )
+                        .hint("Free disk space: waiting commits become durable as soon as the log can be written.");
+                        return Err(unconfirmed(e));
+                    }
+                }
+                None => stalled_since = None,
+            }
+        }
     }
 
     fn vacuum(&mut self, tables: &[String]) -> Result<Output> {

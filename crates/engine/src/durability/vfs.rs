@@ -284,7 +284,15 @@ impl VfsFile for FaultyFile {
     }
     fn set_len(&mut self, len: u64) -> io::Result<()> {
         self.faults.check_crashed()?;
-        self.inner.set_len(len)
+        let before = self.inner.len()?;
+        self.inner.set_len(len)?;
+        // Cutting a file back frees its space, as on a real disk.
+        if len < before && self.faults.applies(&self.path) {
+            let _ = self.faults.free_bytes.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |f| {
+                (f != u64::MAX).then(|| f.saturating_add(before - len))
+            });
+        }
+        Ok(())
     }
     fn len(&self) -> io::Result<u64> {
         self.inner.len()

@@ -81,8 +81,10 @@ struct FlushCore {
 enum Round {
     /// Nothing was buffered.
     Idle,
-    /// A batch became durable, or was lost and handled.
+    /// A batch became durable.
     Done,
+    /// A batch (and whatever followed it) was lost, and the loss handled.
+    LossHandled,
     /// The disk is full; the batch is kept for a retry.
     Stalled,
     /// Durability is poisoned; stop.
@@ -208,8 +210,43 @@ impl LogWriter {
     }
 
     /// Takes everything buffered (after a stalled batch, if any), writes it and syncs.
+    ///
+    /// After a full disk, the batch waiting for space is tried whole first; if it still does
+    /// not fit, its first frame's worth alone, synced on its own, and on success the rest
+    /// (whole again). So commits resume as soon as one frame fits, not only once the whole
+    /// backlog does.
     fn flush_round(&self, core: &mut FlushCore) -> Round {
+        let retrying = core.pending.is_some();
         let Some(batch) = self.take_batch(core) else { return Round::Idle };
+        match self.flush_batch(core, batch, None) {
+            Round::Stalled if retrying => {}
+            other => return other,
+        }
+        loop {
+            let mut batch = core.pending.take().expect("a stalled round keeps its batch");
+            let Some(rest) = split_batch(&mut batch, FRAME_BODY_BYTES_TARGET) else {
+                core.pending = Some(batch);
+                return Round::Stalled;
+            };
+            match self.flush_batch(core, batch, Some(&rest)) {
+                Round::Done => match self.flush_batch(core, rest, None) {
+                    Round::Stalled => continue,
+                    other => return other,
+                },
+                Round::Stalled => {
+                    let pending = core.pending.as_mut().expect("kept by the stalled round");
+                    pending.count += rest.count;
+                    pending.records.extend_from_slice(&rest.records);
+                    return Round::Stalled;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Writes and syncs one batch; on a full disk keeps it as the pending batch. `rest` is
+    /// what follows it when a stalled batch is written in pieces: lost with it on a failure.
+    fn flush_batch(&self, core: &mut FlushCore, batch: Batch, rest: Option<&Batch>) -> Round {
         let started = Instant::now();
         match self.write_and_sync(core, &batch) {
             Ok(written) => {
@@ -237,17 +274,21 @@ impl LogWriter {
                     "log write failed; losing the non-durable suffix");
                 core.segment = None;
                 self.durability.log.lock().stalled = None;
+                let mut failed_records = batch.records;
+                if let Some(rest) = rest {
+                    failed_records.extend_from_slice(&rest.records);
+                }
                 let report = LossReport {
                     epoch: batch.epoch,
                     durable: batch.first_csn - 1,
-                    failed_records: batch.records,
+                    failed_records,
                     cause,
                 };
                 if let Err(reason) = (self.on_loss)(report) {
                     self.durability.poison(reason);
                     return Round::Stop;
                 }
-                Round::Done
+                Round::LossHandled
             }
         }
     }
@@ -357,6 +398,28 @@ fn take_buffer(log: &mut LogState) -> Batch {
     batch
 }
 
+/// Cuts `batch` after its first records totalling about `bytes_max` (at least one record);
+/// returns the rest, if any.
+fn split_batch(batch: &mut Batch, bytes_max: usize) -> Option<Batch> {
+    let (mut pos, mut count) = (0usize, 0u32);
+    while pos < batch.records.len() && (count == 0 || pos < bytes_max) {
+        let len = u32::from_le_bytes(batch.records[pos..pos + 4].try_into().expect("4 bytes"));
+        pos += 4 + len as usize;
+        count += 1;
+    }
+    if count >= batch.count {
+        return None;
+    }
+    let rest = Batch {
+        epoch: batch.epoch,
+        first_csn: batch.first_csn + count as u64,
+        count: batch.count - count,
+        records: batch.records.split_off(pos),
+    };
+    batch.count = count;
+    Some(rest)
+}
+
 /// Splits a batch's records into frames of about `FRAME_BODY_BYTES_TARGET` bytes.
 fn encode_frames(batch: &Batch) -> Vec<u8> {
     let mut out = Vec::with_capacity(batch.records.len() + format::FRAME_HEADER_BYTES);
@@ -380,6 +443,30 @@ fn encode_frames(batch: &Batch) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn batch_of(sizes: &[usize]) -> Batch {
+        let mut records = Vec::new();
+        for &n in sizes {
+            records.extend_from_slice(&(n as u32).to_le_bytes());
+            records.extend(std::iter::repeat_n(7u8, n));
+        }
+        Batch { epoch: 3, first_csn: 10, count: sizes.len() as u32, records }
+    }
+
+    #[test]
+    fn batches_split_at_record_boundaries() {
+        let mut b = batch_of(&[10, 10, 10, 10]);
+        let rest = split_batch(&mut b, 20).expect("a rest");
+        assert_eq!((b.first_csn, b.count, b.records.len()), (10, 2, 28));
+        assert_eq!((rest.first_csn, rest.count, rest.records.len()), (12, 2, 28));
+        // At least one record, however small the limit; nothing left over is no rest.
+        let mut one = batch_of(&[100, 5]);
+        let rest = split_batch(&mut one, 1).expect("a rest");
+        assert_eq!((one.count, rest.count, rest.first_csn), (1, 1, 11));
+        let mut all = batch_of(&[5, 5]);
+        assert!(split_batch(&mut all, 1000).is_none());
+        assert_eq!(all.count, 2);
+    }
 
     #[test]
     fn segment_names_round_trip_and_sort_by_epoch_then_csn() {
