@@ -585,19 +585,28 @@ fn spawn_threads(shared: &Arc<Shared>, log_dir: PathBuf) -> Result<Vec<JoinHandl
     let spawn_error = |e| Error::io("starting a background thread", e);
     let writer = std::thread::Builder::new()
         .name("kiln-log-writer".into())
-        .spawn(move || writer.run())
+        .spawn(move || essential("the log writer", || writer.run()))
         .map_err(spawn_error)?;
     let durability = shared.durability.clone();
     let notifier = std::thread::Builder::new()
         .name("kiln-notifier".into())
-        .spawn(move || durability.run_notifier())
+        .spawn(move || essential("the notifier", || durability.run_notifier()))
         .map_err(spawn_error)?;
     let background = shared.clone();
     let background = std::thread::Builder::new()
         .name("kiln-checkpointer".into())
-        .spawn(move || background.background_loop())
+        .spawn(move || essential("the checkpointer", || background.background_loop()))
         .map_err(spawn_error)?;
     Ok(vec![writer, notifier, background])
+}
+
+/// Runs the body of a thread durability depends on. If it panics, no later commit could be
+/// made durable, woken or checkpointed as promised, so the process stops (a restart recovers
+/// everything durable) rather than leave clients waiting on a dead thread.
+fn essential(what: &str, body: impl FnOnce()) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).is_err() {
+        crate::invariant_violated(format_args!("{what} thread panicked"));
+    }
 }
 
 /// Exposes a status computation for a state snapshot (used by stats).

@@ -38,12 +38,12 @@
 #![warn(missing_docs)]
 
 mod config;
-pub mod durability;
+mod durability;
 mod engine;
 mod error;
 mod id;
 mod stats;
-pub mod store;
+mod store;
 mod txn;
 
 pub use config::{CommitMode, CommitModel, Config, IsolationLevel, TxnOptions};
@@ -54,3 +54,31 @@ pub use error::{Error, Result};
 pub use id::{Csn, Epoch, ParseTxnIdError, TxnId, TxnKind, TxnStatus};
 pub use stats::EngineStats;
 pub use txn::{Acknowledgement, Committed, Savepoint, Scan, Transaction};
+
+/// Read-only access to the files a data directory holds, for tools and fault tests that
+/// examine what reached the disk (frame by frame). The engine's storage and durability
+/// internals are otherwise private.
+pub mod inspect {
+    pub use crate::durability::format::{frame_at, FrameAt, FrameHeader};
+    pub use crate::durability::recovery::{list_segments, LOG_DIR};
+}
+
+/// Checks an invariant that protects the durable state or the commit order. A violation
+/// stops the process at once instead of unwinding: a panic there could leave a half-done
+/// commit behind a lock, while a restart recovers exactly what is durable (the crash tests
+/// prove recovery at any instant).
+macro_rules! invariant {
+    ($cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            $crate::invariant_violated(format_args!($($fmt)+))
+        }
+    };
+}
+pub(crate) use invariant;
+
+#[cold]
+pub(crate) fn invariant_violated(what: std::fmt::Arguments<'_>) -> ! {
+    tracing::error!(%what, "invariant violated: stopping the process");
+    eprintln!("kiln: invariant violated: {what}; stopping (a restart recovers everything durable)");
+    std::process::abort()
+}

@@ -81,6 +81,7 @@ impl Table {
     }
 
     /// The newest version of `key` visible at `snapshot`.
+    #[cfg(test)]
     pub fn read(&self, key: &[u8], snapshot: Csn) -> Option<Version> {
         self.rows.get(key).and_then(|entry| entry.value().read(snapshot))
     }
@@ -201,11 +202,6 @@ impl Store {
             .entry(Arc::from(name))
             .or_insert_with(|| Arc::new(Table { name: Arc::from(name), rows: SkipMap::new() }))
             .clone()
-    }
-
-    /// Number of keyspaces.
-    pub fn table_count(&self) -> usize {
-        self.tables.read().len()
     }
 
     /// Every keyspace, sorted by name.

@@ -636,6 +636,23 @@ impl Transaction {
             }),
         );
         shared.durability.admit_commit(shared.config.backpressure_timeout)?;
+        let (epoch, csn) = self.sequence_commit(&record)?;
+        let counter = match (mode, shared.config.commit_model) {
+            (CommitMode::Fast, CommitModel::EventuallyDurable) => &shared.counters.commits_fast,
+            _ => &shared.counters.commits_safe,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        let id = TxnId { epoch, csn, kind: TxnKind::Update };
+        self.record(id, true);
+        Ok(id)
+    }
+
+    /// The commit sequencer's critical section: under the commit lock, with no I/O, validate
+    /// → take the next CSN → append the commit record to the log buffer (so the log is in CSN
+    /// order) → install the versions tagged with the CSN → publish the visible watermark.
+    /// When it returns the transaction is committed and visible, and holds nothing (G2, G9).
+    fn sequence_commit(&mut self, record: &[u8]) -> Result<(Epoch, Csn)> {
+        let shared = self.shared.clone();
         let mut sequencer = shared.sequencer.lock();
         shared.check_open()?;
         if let Some(reason) = shared.durability.poisoned() {
@@ -649,9 +666,21 @@ impl Transaction {
         let store_bytes = shared.store.bytes() + self.write_bytes;
         Error::check_limit("store memory in bytes", store_bytes, shared.config.memory_bytes_max)?;
         let csn = sequencer.next_csn;
-        sequencer.next_csn += 1;
         let epoch = sequencer.epoch;
-        shared.durability.append(epoch, csn, &record);
+        let visible = shared.visible.load(Ordering::SeqCst);
+        let durable = shared.durability.durable_csn.load(Ordering::SeqCst);
+        crate::invariant!(
+            visible + 1 == csn,
+            "commit {epoch}.{csn} does not follow the visible {visible}"
+        );
+        crate::invariant!(durable <= visible, "durable {durable} is ahead of visible {visible}");
+        crate::invariant!(
+            shared.epoch.load(Ordering::SeqCst) == epoch,
+            "the sequencer's epoch {epoch} is not the engine's {}",
+            shared.epoch.load(Ordering::SeqCst)
+        );
+        sequencer.next_csn += 1;
+        shared.durability.append(epoch, csn, record);
         let horizon = shared.gc_horizon();
         for (keyspace, writes) in std::mem::take(&mut self.writes) {
             let table = shared.store.table(&keyspace);
@@ -661,15 +690,7 @@ impl Transaction {
             }
         }
         shared.visible.store(csn, Ordering::SeqCst);
-        drop(sequencer);
-        let counter = match (mode, shared.config.commit_model) {
-            (CommitMode::Fast, CommitModel::EventuallyDurable) => &shared.counters.commits_fast,
-            _ => &shared.counters.commits_safe,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-        let id = TxnId { epoch, csn, kind: TxnKind::Update };
-        self.record(id, true);
-        Ok(id)
+        Ok((epoch, csn))
     }
 
     /// First-committer-wins validation, under the commit lock.

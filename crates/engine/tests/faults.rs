@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kiln_engine::durability::recovery::{list_segments, LOG_DIR};
+use kiln_engine::inspect::{list_segments, LOG_DIR};
 use kiln_engine::{
     CommitMode, Config, Engine, Error, Faults, FaultyVfs, Scan, TxnId, TxnOptions, TxnStatus,
 };
@@ -471,8 +471,8 @@ fn limits_are_enforced_with_clear_errors_and_no_partial_effects() {
 }
 
 /// The frames of a segment: (offset, header).
-fn frames_of(path: &Path) -> Vec<(usize, kiln_engine::durability::format::FrameHeader)> {
-    use kiln_engine::durability::format::{frame_at, FrameAt};
+fn frames_of(path: &Path) -> Vec<(usize, kiln_engine::inspect::FrameHeader)> {
+    use kiln_engine::inspect::{frame_at, FrameAt};
     let data = std::fs::read(path).unwrap();
     let (mut offset, mut frames) = (0, Vec::new());
     while let FrameAt::Valid { header, body_start } = frame_at(&data, offset) {

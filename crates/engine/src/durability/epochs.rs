@@ -26,16 +26,6 @@ pub struct EpochHistory {
 }
 
 impl EpochHistory {
-    /// A history from its recorded pairs.
-    pub fn from_pairs(epochs: Vec<(Epoch, Csn)>) -> EpochHistory {
-        EpochHistory { epochs }
-    }
-
-    /// The recorded pairs.
-    pub fn pairs(&self) -> &[(Epoch, Csn)] {
-        &self.epochs
-    }
-
     /// The newest epoch and its first CSN, if any epoch was recorded.
     pub fn current(&self) -> Option<(Epoch, Csn)> {
         self.epochs.last().copied()
