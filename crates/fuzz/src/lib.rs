@@ -146,11 +146,26 @@ struct Shared {
     answer_timeout: Duration,
 }
 
+/// A run stops after this many failures (the server kept running: each is a wrong answer to
+/// one input); a dead or hung server stops it at once.
+const FAILURES_MAX: usize = 20;
+
 impl Shared {
+    /// The server is down or hung: stop.
     fn fail(&self, what: String) {
         eprintln!("kiln-fuzz: FAILURE: {what}");
         self.failures.lock().expect("not poisoned").push(what);
         self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// One input was answered wrongly, the server is still up: note it and go on.
+    fn wrong(&self, what: String) {
+        eprintln!("kiln-fuzz: FAILURE: {what}");
+        let mut failures = self.failures.lock().expect("not poisoned");
+        failures.push(what);
+        if failures.len() >= FAILURES_MAX {
+            self.stop.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -204,13 +219,13 @@ fn sql_worker(shared: &Shared, seed: u64) {
             ));
         }
         if let Some((_, code, msg)) = outcome.errors.iter().find(|(_, c, _)| c.starts_with("XX")) {
-            return shared.fail(format!(
+            shared.wrong(format!(
                 "internal error {code} {msg} ({protocol}, seed {seed}): {}",
                 show(&sql)
             ));
         }
         if outcome.errors.iter().any(|(_, c, _)| c.len() != 5) {
-            return shared.fail(format!("an error without an SQLSTATE: {:?}", outcome.errors));
+            shared.wrong(format!("an error without an SQLSTATE: {:?}", outcome.errors));
         }
         if !outcome.errors.is_empty() {
             shared.errors.fetch_add(1, Ordering::Relaxed);
@@ -219,7 +234,7 @@ fn sql_worker(shared: &Shared, seed: u64) {
             // The server may close a connection it cannot resync (a message it cannot
             // decode); it must say why first.
             if outcome.errors.iter().all(|(s, _, _)| s != "FATAL") {
-                return shared.fail(format!(
+                shared.wrong(format!(
                     "connection closed without a FATAL error ({protocol}, seed {seed}): {}",
                     show(&sql)
                 ));
@@ -318,7 +333,7 @@ fn wire_worker(shared: &Shared, seed: u64) {
             if let Some((_, code, msg)) =
                 outcome.errors.iter().find(|(_, c, _)| c.starts_with("XX"))
             {
-                return shared.fail(format!(
+                shared.wrong(format!(
                     "internal error {code} {msg} (wire seed {seed}): {}",
                     show(&input)
                 ));

@@ -599,7 +599,7 @@ fn datetime_error(t: &str, what: &str) -> SqlError {
     let shaped = t.len() >= 10
         && t.as_bytes()[4] == b'-'
         && t.as_bytes()[7] == b'-'
-        && t[..10].bytes().filter(|b| *b != b'-').all(|b| b.is_ascii_digit());
+        && t.as_bytes()[..10].iter().copied().filter(|b| *b != b'-').all(|b| b.is_ascii_digit());
     if shaped {
         SqlError::new("22008", format!("date/time field value out of range: \"{t}\""))
     } else {
