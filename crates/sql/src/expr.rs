@@ -224,7 +224,7 @@ pub enum SubqueryKind {
 
 /// A planned subquery, shared by clones of the expression that holds it.
 #[derive(Clone)]
-pub struct SubPlan(pub std::sync::Arc<crate::query::SelectPlan>);
+pub struct SubPlan(pub std::sync::Arc<crate::plan::SelectPlan>);
 
 impl PartialEq for SubPlan {
     fn eq(&self, other: &Self) -> bool {
@@ -241,7 +241,7 @@ impl std::fmt::Debug for SubPlan {
 /// Runs correlated subqueries during execution (it holds the transaction).
 pub trait SubqueryRunner {
     /// Every row of `plan`, evaluated with `ctx` (whose `outer` is the referencing row).
-    fn run(&self, plan: &crate::query::SelectPlan, ctx: &Ctx) -> Result<Vec<Vec<Value>>>;
+    fn run(&self, plan: &crate::plan::SelectPlan, ctx: &Ctx) -> Result<Vec<Vec<Value>>>;
 }
 
 /// A bound expression: columns are positions in the input row.

@@ -12,13 +12,15 @@
 //! - [`session`]: statements, transaction control, settings and the ED surface.
 
 pub mod activity;
+pub mod bind;
 pub mod catalog;
 pub mod encoding;
 pub mod error;
+pub mod exec;
 pub mod expr;
 pub mod locks;
 pub mod parse;
-pub mod query;
+pub mod plan;
 pub mod session;
 pub mod system;
 pub mod types;

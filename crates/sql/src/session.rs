@@ -15,16 +15,17 @@ use parking_lot::Mutex;
 use sqlparser::ast;
 
 use crate::activity::{Activities, Activity, Wait};
+use crate::bind::*;
 use crate::catalog::{Catalog, Column, Index, Table};
 use crate::encoding::{decode_row, encode_key, encode_row};
 use crate::error::{code, Result, SqlError};
+use crate::exec::select::*;
 use crate::expr::{assign, CatalogFunc, Ctx, Env, Expr, Func};
 use crate::locks::{HeldLocks, LockManager};
 use crate::parse::{commit_hint, parse, utility, StatementText, Utility};
-use crate::query::{
-    data_type, execute_from, object_name, output_name, Exec, ExecLimits, Planner, Scope, ScopeCol,
-    SelectPlan, Source,
-};
+use crate::plan::access::*;
+use crate::plan::explain::*;
+use crate::plan::*;
 use crate::system::System;
 use crate::types::{now_micros, Columns, DataType, Value};
 
@@ -1539,8 +1540,7 @@ impl Session {
                 }))
             }
             S::Prepare { name, data_types, statement } => {
-                let declared =
-                    data_types.iter().map(crate::query::data_type).collect::<Result<Vec<_>>>()?;
+                let declared = data_types.iter().map(data_type).collect::<Result<Vec<_>>>()?;
                 let prepared = self.prepare(&statement.to_string(), &declared)?;
                 self.store_prepared(&name.value, prepared)?;
                 Ok(Output::Command("PREPARE".into()))
@@ -1733,7 +1733,7 @@ impl Session {
                     let cell = RefCell::new(&mut w.ts.txn);
                     let exec = Exec { txn: &cell, limits: &limits };
                     let ctx = Ctx { runner: Some(&exec), ..ctx };
-                    crate::query::execute_select(&plan, &cell, &ctx, &limits)?
+                    execute_select(&plan, &cell, &ctx, &limits)?
                 };
                 let tag = format!("SELECT {}", rows.len());
                 Ok(Output::Rows { columns: plan.columns, rows, tag })
@@ -1756,17 +1756,17 @@ impl Session {
             S::Explain { statement, .. } => {
                 let mut planner = planner!();
                 let lines = match statement.as_ref() {
-                    S::Query(q) => crate::query::explain(&planner.query(q, None)?),
+                    S::Query(q) => explain(&planner.query(q, None)?),
                     S::Update(u) => {
                         let p = plan_update(&mut planner, u)?;
                         let mut l = vec![format!("Update on {}", p.table.name)];
-                        l.extend(crate::query::explain(&p.scan));
+                        l.extend(explain(&p.scan));
                         l
                     }
                     S::Delete(d) => {
                         let p = plan_delete(&mut planner, d)?;
                         let mut l = vec![format!("Delete on {}", p.table.name)];
-                        l.extend(crate::query::explain(&p.scan));
+                        l.extend(explain(&p.scan));
                         l
                     }
                     S::Insert(i) => {
@@ -1877,7 +1877,7 @@ impl Session {
                             let cell = RefCell::new(&mut w.ts.txn);
                             let exec = Exec { txn: &cell, limits: &limits };
                             let ctx = Ctx { runner: Some(&exec), ..ctx };
-                            crate::query::execute_select(&plan, &cell, &ctx, &limits)?
+                            execute_select(&plan, &cell, &ctx, &limits)?
                         };
                         let lines = rows
                             .iter()
@@ -2523,21 +2523,21 @@ fn single_table_scan(
     if let Some(w) = selection {
         let (e, t) = planner.expr(w, &scope, false)?;
         let (e, _) = planner.coerce(e, t, DataType::Bool)?;
-        crate::query::split_and(e, &mut filters);
+        split_and(e, &mut filters);
     }
     let width = table.columns.len();
     let (constant_filters, filters): (Vec<Expr>, Vec<Expr>) =
         filters.into_iter().partition(|f| !f.uses_columns_from(0));
-    let mut item = crate::query::FromItem {
-        source: Source::Table(table.clone(), crate::query::Access::Full),
+    let mut item = FromItem {
+        source: Source::Table(table.clone(), Access::Full),
         offset: 0,
         width,
-        join: crate::query::JoinKind::Inner,
+        join: JoinKind::Inner,
         on: vec![],
         filters,
         label: table.name.clone(),
     };
-    crate::query::choose_access(&mut item);
+    choose_access(&mut item);
     let mut plan =
         SelectPlan::over(item, table.columns.iter().map(|c| (c.name.clone(), c.ty)).collect());
     plan.constant_filters = constant_filters;
@@ -2909,8 +2909,8 @@ impl Writer<'_> {
             r.push(Value::Int(i as i64));
             sortable.push(r);
         }
-        crate::query::sort_rows(&mut sortable, &order, limits)?;
-        let (offset, limit) = crate::query::offset_limit(plan, ctx)?;
+        sort_rows(&mut sortable, &order, limits)?;
+        let (offset, limit) = offset_limit(plan, ctx)?;
         let wanted = limit.map_or(usize::MAX, |l| l.saturating_add(offset));
         let mut out = Vec::new();
         for sorted in sortable {
@@ -2957,7 +2957,7 @@ impl Writer<'_> {
             let cell = RefCell::new(&mut self.ts.txn);
             let exec = Exec { txn: &cell, limits };
             let ctx = Ctx { runner: Some(&exec), ..*ctx };
-            crate::query::execute_select(&plan.source, &cell, &ctx, limits)?
+            execute_select(&plan.source, &cell, &ctx, limits)?
         };
         let mut written_rows = Vec::new();
         for src in source_rows {

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use kiln_engine::Transaction;
 
+use crate::bind::SystemTables;
 use crate::error::Result;
-use crate::query::{Relation, SystemTables};
+use crate::plan::Relation;
 use crate::session::Database;
 use crate::types::{Columns, DataType, Value};
 

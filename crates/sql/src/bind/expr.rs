@@ -1,0 +1,525 @@
+//! Binding expressions: names to columns, literals to values, operators to typed nodes.
+
+use std::sync::Arc;
+
+use sqlparser::ast;
+
+use crate::bind::*;
+use crate::error::{code, Result, SqlError};
+use crate::expr::*;
+use crate::types::{check_int_range, DataType, Value};
+
+impl<'a> Planner<'a> {
+    /// Binds an expression in `scope`. Aggregates are allowed when `aggs` is set.
+    #[recursive::recursive]
+    pub fn expr(&mut self, e: &ast::Expr, scope: &Scope, aggs: bool) -> Result<(Expr, DataType)> {
+        use ast::Expr as E;
+        Ok(match e {
+            E::Identifier(i) => {
+                let name = ident(i);
+                match scope
+                    .resolve(None, &name)
+                    .map(|(i, t)| (Expr::Column(i), t))
+                    .or_else(|e| self.resolve_outer(None, &name, e))
+                {
+                    Ok(found) => found,
+                    Err(err) => match name.as_str() {
+                        "current_timestamp" | "localtimestamp" | "now" => {
+                            (Expr::Func(Func::Now, vec![]), DataType::TimestampTz)
+                        }
+                        "current_date" => (Expr::Func(Func::CurrentDate, vec![]), DataType::Date),
+                        "current_user" | "session_user" | "user" => {
+                            (Expr::Func(Func::CurrentUser, vec![]), DataType::Text)
+                        }
+                        "current_schema" => {
+                            (Expr::Func(Func::CurrentSchema, vec![]), DataType::Text)
+                        }
+                        _ => return Err(err.located(location_of(i))),
+                    },
+                }
+            }
+            E::CompoundIdentifier(parts) => {
+                let names: Vec<String> = parts.iter().map(ident).collect();
+                let (table, col) = match names.as_slice() {
+                    [t, c] => (t.as_str(), c.as_str()),
+                    [_, t, c] => (t.as_str(), c.as_str()),
+                    _ => return Err(SqlError::unsupported(format!("the reference {e}"))),
+                };
+                scope
+                    .resolve(Some(table), col)
+                    .map(|(i, t)| (Expr::Column(i), t))
+                    .or_else(|e| self.resolve_outer(Some(table), col, e))
+                    .map_err(|err| err.located(parts.first().and_then(location_of)))?
+            }
+            E::Value(v) => self.literal(&v.value)?,
+            E::Nested(inner) => self.expr(inner, scope, aggs)?,
+            E::UnaryOp { op, expr } => {
+                let (x, ty) = self.expr(expr, scope, aggs)?;
+                match op {
+                    ast::UnaryOperator::Not => {
+                        let (x, _) = self.coerce(x, ty, DataType::Bool)?;
+                        (Expr::Not(Box::new(x)), DataType::Bool)
+                    }
+                    ast::UnaryOperator::Minus => match x {
+                        Expr::Const(Value::Int(i))
+                            if i.checked_neg().is_some_and(|n| check_int_range(n, ty).is_ok()) =>
+                        {
+                            (Expr::Const(Value::Int(-i)), ty)
+                        }
+                        Expr::Const(Value::Numeric(d)) => (Expr::Const(Value::Numeric(-d)), ty),
+                        // Negation is done in 64 bits (22003 past them); a narrower result
+                        // is range-checked, as for the other arithmetic operators.
+                        x if matches!(ty, DataType::Int2 | DataType::Int4) => {
+                            (Expr::Cast(Box::new(Expr::Neg(Box::new(x))), ty), ty)
+                        }
+                        x => (Expr::Neg(Box::new(x)), ty),
+                    },
+                    ast::UnaryOperator::Plus => (x, ty),
+                    other => return Err(SqlError::unsupported(format!("the operator {other}"))),
+                }
+            }
+            E::BinaryOp {
+                left,
+                op: op @ (ast::BinaryOperator::Eq | ast::BinaryOperator::NotEq),
+                right,
+            } if matches!(left.as_ref(), E::Tuple(_)) => {
+                let eq = self.row_equal(left, right, scope, aggs)?;
+                (
+                    if *op == ast::BinaryOperator::NotEq { Expr::Not(Box::new(eq)) } else { eq },
+                    DataType::Bool,
+                )
+            }
+            E::BinaryOp { left, op, right } => self.binary(left, op, right, scope, aggs)?,
+            E::IsNull(x) | E::IsNotNull(x) => {
+                let (x, _) = self.expr(x, scope, aggs)?;
+                (Expr::IsNull(Box::new(x), matches!(e, E::IsNotNull(_))), DataType::Bool)
+            }
+            E::IsTrue(x) | E::IsNotTrue(x) | E::IsFalse(x) | E::IsNotFalse(x) => {
+                let (x, _) = self.expr(x, scope, aggs)?;
+                let want = matches!(e, E::IsTrue(_) | E::IsNotTrue(_));
+                let negated = matches!(e, E::IsNotTrue(_) | E::IsNotFalse(_));
+                (
+                    Expr::IsDistinct(
+                        Box::new(x),
+                        Box::new(Expr::Const(Value::Bool(want))),
+                        !negated,
+                    ),
+                    DataType::Bool,
+                )
+            }
+            E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
+                let (a, b) = self.comparable(a, b, scope, aggs)?;
+                (
+                    Expr::IsDistinct(
+                        Box::new(a),
+                        Box::new(b),
+                        matches!(e, E::IsNotDistinctFrom(..)),
+                    ),
+                    DataType::Bool,
+                )
+            }
+            E::InList { expr, list, negated } if matches!(expr.as_ref(), E::Tuple(_)) => {
+                // (a, b) IN ((1, 2), (3, 4)) is (a = 1 AND b = 2) OR (a = 3 AND b = 4).
+                let mut alternatives = Vec::with_capacity(list.len());
+                for item in list {
+                    alternatives.push(self.row_equal(expr, item, scope, aggs)?);
+                }
+                let any = balanced(false, alternatives);
+                (if *negated { Expr::Not(Box::new(any)) } else { any }, DataType::Bool)
+            }
+            E::InList { expr, list, negated } => {
+                let (x, ty) = self.expr(expr, scope, aggs)?;
+                let mut items = Vec::with_capacity(list.len());
+                let mut ty = ty;
+                for item in list {
+                    let (i, ity) = self.expr(item, scope, aggs)?;
+                    let (i, ity) = self.coerce(i, ity, ty)?;
+                    if ty == DataType::Unknown {
+                        ty = ity;
+                    }
+                    items.push(i);
+                }
+                let (x, _) = self.coerce(x, DataType::Unknown.min_known(ty), ty)?;
+                (Expr::InList(Box::new(x), items, *negated), DataType::Bool)
+            }
+            E::InSubquery { expr, subquery, negated } => {
+                let (x, ty) = self.expr(expr, scope, aggs)?;
+                let (plan, refs) = self.plan_subquery(subquery, scope)?;
+                if plan.columns.len() != 1 {
+                    return Err(SqlError::syntax("subquery has too many columns"));
+                }
+                let (x, _) = self.coerce(x, ty, plan.columns[0].1)?;
+                if refs.is_empty() {
+                    if let Some(rows) = self.run_now(&plan)? {
+                        let values =
+                            rows.into_iter().filter_map(|r| r.into_iter().next()).collect();
+                        return Ok((
+                            Expr::InValues(Box::new(x), Arc::new(values), *negated),
+                            DataType::Bool,
+                        ));
+                    }
+                }
+                (
+                    Expr::Subquery(
+                        SubPlan(Arc::new(plan)),
+                        SubqueryKind::In(Box::new(x), *negated),
+                        refs,
+                    ),
+                    DataType::Bool,
+                )
+            }
+            E::Subquery(q) => {
+                let (plan, refs) = self.plan_subquery(q, scope)?;
+                if plan.columns.len() != 1 {
+                    return Err(SqlError::syntax("subquery must return only one column"));
+                }
+                let ty = plan.columns[0].1;
+                if refs.is_empty() {
+                    if let Some(rows) = self.run_now(&plan)? {
+                        if rows.len() > 1 {
+                            return Err(SqlError::new(
+                                code::CARDINALITY,
+                                "more than one row returned by a subquery used as an expression",
+                            ));
+                        }
+                        let v = rows
+                            .into_iter()
+                            .next()
+                            .and_then(|r| r.into_iter().next())
+                            .unwrap_or(Value::Null);
+                        return Ok((Expr::Const(v), ty));
+                    }
+                }
+                (Expr::Subquery(SubPlan(Arc::new(plan)), SubqueryKind::Scalar, refs), ty)
+            }
+            E::Exists { subquery, negated } => {
+                let (plan, refs) = self.plan_subquery(subquery, scope)?;
+                if refs.is_empty() {
+                    if let Some(rows) = self.run_now(&plan)? {
+                        return Ok((
+                            Expr::Const(Value::Bool(rows.is_empty() == *negated)),
+                            DataType::Bool,
+                        ));
+                    }
+                }
+                (
+                    Expr::Subquery(SubPlan(Arc::new(plan)), SubqueryKind::Exists(*negated), refs),
+                    DataType::Bool,
+                )
+            }
+            E::AnyOp { left, compare_op, right, .. } => {
+                let op = match compare_op {
+                    ast::BinaryOperator::Eq => BinOp::Eq,
+                    ast::BinaryOperator::NotEq => BinOp::NotEq,
+                    ast::BinaryOperator::Lt => BinOp::Lt,
+                    ast::BinaryOperator::LtEq => BinOp::LtEq,
+                    ast::BinaryOperator::Gt => BinOp::Gt,
+                    ast::BinaryOperator::GtEq => BinOp::GtEq,
+                    other => return Err(SqlError::unsupported(format!("{other} ANY"))),
+                };
+                let (x, _) = self.expr(left, scope, aggs)?;
+                let (arr, _) = self.expr(right, scope, aggs)?;
+                (Expr::AnyOp(Box::new(x), op, Box::new(arr)), DataType::Bool)
+            }
+            E::Collate { expr, .. } => self.expr(expr, scope, aggs)?,
+            E::CompoundFieldAccess { root, access_chain } => {
+                let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] =
+                    access_chain.as_slice()
+                else {
+                    return Err(SqlError::unsupported(format!("the expression {e}")));
+                };
+                let (arr, _) = self.expr(root, scope, aggs)?;
+                let (i, ity) = self.expr(index, scope, aggs)?;
+                let (i, _) = self.coerce(i, ity, DataType::Int8)?;
+                (Expr::Func(Func::ArrayElement, vec![arr, i]), DataType::Text)
+            }
+            E::Between { expr, negated, low, high } => {
+                let (x1, l) = self.comparable(expr, low, scope, aggs)?;
+                let (x2, h) = self.comparable(expr, high, scope, aggs)?;
+                let both = Expr::And(
+                    Box::new(Expr::Binary(BinOp::GtEq, Box::new(x1), Box::new(l))),
+                    Box::new(Expr::Binary(BinOp::LtEq, Box::new(x2), Box::new(h))),
+                );
+                (if *negated { Expr::Not(Box::new(both)) } else { both }, DataType::Bool)
+            }
+            E::Like { negated, expr, pattern, escape_char, any: false }
+            | E::ILike { negated, expr, pattern, escape_char, any: false } => {
+                if escape_char.is_some() {
+                    return Err(SqlError::unsupported("LIKE … ESCAPE"));
+                }
+                let (x, _) = self.expr(expr, scope, aggs)?;
+                let (p, pty) = self.expr(pattern, scope, aggs)?;
+                let (p, _) = self.coerce(p, pty, DataType::Text)?;
+                (
+                    Expr::Like {
+                        expr: Box::new(x),
+                        pattern: Box::new(p),
+                        negated: *negated,
+                        case_insensitive: matches!(e, E::ILike { .. }),
+                    },
+                    DataType::Bool,
+                )
+            }
+            E::Case { operand, conditions, else_result, .. } => {
+                let operand = match operand {
+                    Some(o) => Some(Box::new(self.expr(o, scope, aggs)?.0)),
+                    None => None,
+                };
+                let mut whens = Vec::new();
+                let mut ty = DataType::Unknown;
+                for cw in conditions {
+                    let (w, _) = self.expr(&cw.condition, scope, aggs)?;
+                    let (t, tty) = self.expr(&cw.result, scope, aggs)?;
+                    ty = DataType::common(ty, tty);
+                    whens.push((w, (t, tty)));
+                }
+                let otherwise = match else_result {
+                    Some(x) => {
+                        let (x, xty) = self.expr(x, scope, aggs)?;
+                        ty = DataType::common(ty, xty);
+                        Some((x, xty))
+                    }
+                    None => None,
+                };
+                let mut unified = Vec::with_capacity(whens.len());
+                for (w, (t, tty)) in whens {
+                    unified.push((w, self.unify(t, tty, ty)?));
+                }
+                let otherwise = match otherwise {
+                    Some((x, xty)) => Some(Box::new(self.unify(x, xty, ty)?)),
+                    None => None,
+                };
+                (Expr::Case { operand, whens: unified, otherwise }, ty)
+            }
+            E::Cast { expr, data_type: dt, .. } => {
+                let ty = data_type(dt)?;
+                let (x, xty) = self.expr(expr, scope, aggs)?;
+                match x {
+                    Expr::Const(v) => (Expr::Const(v.cast_explicit(ty)?), ty),
+                    x => {
+                        let (x, _) = self.coerce(x, xty, ty)?;
+                        (Expr::Cast(Box::new(x), ty), ty)
+                    }
+                }
+            }
+            E::TypedString(ts) => {
+                let ty = data_type(&ts.data_type)?;
+                let text = match &ts.value.value {
+                    ast::Value::SingleQuotedString(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                (Expr::Const(Value::parse(&text, ty)?), ty)
+            }
+            E::Function(f) => self.function(f, scope, aggs)?,
+            E::Ceil { expr, .. } | E::Floor { expr, .. } => {
+                let (x, ty) = self.expr(expr, scope, aggs)?;
+                let f = if matches!(e, E::Ceil { .. }) { Func::Ceil } else { Func::Floor };
+                (Expr::Func(f, vec![x]), ty)
+            }
+            E::Substring { expr, substring_from, substring_for, .. } => {
+                let mut args = vec![self.expr(expr, scope, aggs)?.0];
+                if let Some(f) = substring_from {
+                    let (x, t) = self.expr(f, scope, aggs)?;
+                    args.push(self.coerce(x, t, DataType::Int4)?.0);
+                } else {
+                    args.push(Expr::Const(Value::Int(1)));
+                }
+                if let Some(f) = substring_for {
+                    let (x, t) = self.expr(f, scope, aggs)?;
+                    args.push(self.coerce(x, t, DataType::Int4)?.0);
+                }
+                (Expr::Func(Func::Substr, args), DataType::Text)
+            }
+            E::Trim { expr, trim_where: None, trim_what: None, .. } => {
+                (Expr::Func(Func::Trim, vec![self.expr(expr, scope, aggs)?.0]), DataType::Text)
+            }
+            other => return Err(SqlError::unsupported(format!("the expression {other}"))),
+        })
+    }
+
+    pub(crate) fn literal(&mut self, v: &ast::Value) -> Result<(Expr, DataType)> {
+        Ok(match v {
+            ast::Value::Number(n, _) => {
+                if let Ok(i) = n.parse::<i64>() {
+                    let ty = if i32::try_from(i).is_ok() { DataType::Int4 } else { DataType::Int8 };
+                    (Expr::Const(Value::Int(i)), ty)
+                } else {
+                    match Value::parse(n, DataType::Numeric(None)) {
+                        Ok(v) => (Expr::Const(v), DataType::Numeric(None)),
+                        // Beyond numeric's 28 digits: a double, rather than no value at all.
+                        Err(e) if e.code == code::NUMERIC_OUT_OF_RANGE => {
+                            (Expr::Const(Value::parse(n, DataType::Float8)?), DataType::Float8)
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            ast::Value::SingleQuotedString(s)
+            | ast::Value::EscapedStringLiteral(s)
+            | ast::Value::DollarQuotedString(ast::DollarQuotedString { value: s, .. }) => {
+                (Expr::Const(Value::Text(s.clone())), DataType::Unknown)
+            }
+            ast::Value::Boolean(b) => (Expr::Const(Value::Bool(*b)), DataType::Bool),
+            ast::Value::Null => (Expr::Const(Value::Null), DataType::Unknown),
+            ast::Value::Placeholder(p) => {
+                let n: usize = p
+                    .strip_prefix('$')
+                    .and_then(|n| n.parse().ok())
+                    .filter(|n| *n >= 1 && *n <= 65535)
+                    .ok_or_else(|| SqlError::syntax(format!("syntax error at or near \"{p}\"")))?;
+                let ty = self.param(n);
+                (Expr::Param(n - 1), ty)
+            }
+            other => return Err(SqlError::unsupported(format!("the literal {other}"))),
+        })
+    }
+
+    /// `(a, b) = (x, y)` as `a = x AND b = y`.
+    pub(crate) fn row_equal(
+        &mut self,
+        left: &ast::Expr,
+        right: &ast::Expr,
+        scope: &Scope,
+        aggs: bool,
+    ) -> Result<Expr> {
+        let (ast::Expr::Tuple(l), ast::Expr::Tuple(r)) = (left, right) else {
+            return Err(SqlError::unsupported("comparing a row value with a non-row value"));
+        };
+        if l.len() != r.len() {
+            return Err(SqlError::syntax("row values of different sizes cannot be compared"));
+        }
+        let mut all = Vec::with_capacity(l.len());
+        for (a, b) in l.iter().zip(r) {
+            let (a, b) = self.comparable(a, b, scope, aggs)?;
+            all.push(Expr::Binary(BinOp::Eq, Box::new(a), Box::new(b)));
+        }
+        Ok(balanced(true, all))
+    }
+
+    pub(crate) fn comparable(
+        &mut self,
+        a: &ast::Expr,
+        b: &ast::Expr,
+        scope: &Scope,
+        aggs: bool,
+    ) -> Result<(Expr, Expr)> {
+        let (a, at) = self.expr(a, scope, aggs)?;
+        let (b, bt) = self.expr(b, scope, aggs)?;
+        let (a, at) = self.coerce(a, at, bt)?;
+        let (b, _) = self.coerce(b, bt, at)?;
+        Ok((a, b))
+    }
+
+    pub(crate) fn binary(
+        &mut self,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+        scope: &Scope,
+        aggs: bool,
+    ) -> Result<(Expr, DataType)> {
+        use ast::BinaryOperator as O;
+        let bop = match op {
+            O::And | O::Or => {
+                // `a AND b AND c …` arrives as a left-deep chain: collect its operands without
+                // recursing down the chain, and bind them as a balanced tree, so that evaluating
+                // a chain of thousands of terms recurses only logarithmically deep. (AND and
+                // OR are associative in three-valued logic; evaluation stays left to right.)
+                let mut operands = vec![right];
+                let mut rest = left;
+                while let ast::Expr::BinaryOp { left: l, op: o, right: r } = rest {
+                    if o != op {
+                        break;
+                    }
+                    operands.push(r);
+                    rest = l;
+                }
+                operands.push(rest);
+                operands.reverse();
+                let mut bound = Vec::with_capacity(operands.len());
+                for operand in operands {
+                    let (x, ty) = self.expr(operand, scope, aggs)?;
+                    bound.push(self.coerce(x, ty, DataType::Bool)?.0);
+                }
+                return Ok((balanced(*op == O::And, bound), DataType::Bool));
+            }
+            O::Plus => BinOp::Add,
+            O::Minus => BinOp::Sub,
+            O::Multiply => BinOp::Mul,
+            O::Divide => BinOp::Div,
+            O::Modulo => BinOp::Mod,
+            O::StringConcat => BinOp::Concat,
+            O::Eq => BinOp::Eq,
+            O::NotEq => BinOp::NotEq,
+            O::Lt => BinOp::Lt,
+            O::LtEq => BinOp::LtEq,
+            O::Gt => BinOp::Gt,
+            O::GtEq => BinOp::GtEq,
+            O::PGRegexMatch => BinOp::RegexMatch,
+            O::PGRegexNotMatch => BinOp::RegexNotMatch,
+            O::PGRegexIMatch => BinOp::RegexIMatch,
+            O::PGRegexNotIMatch => BinOp::RegexNotIMatch,
+            O::PGCustomBinaryOperator(parts) => match parts.last().map(String::as_str) {
+                Some("~") => BinOp::RegexMatch,
+                Some("!~") => BinOp::RegexNotMatch,
+                Some("~*") => BinOp::RegexIMatch,
+                Some("!~*") => BinOp::RegexNotIMatch,
+                Some("=") => BinOp::Eq,
+                Some("<>") => BinOp::NotEq,
+                _ => return Err(SqlError::unsupported(format!("the operator {op}"))),
+            },
+            other => return Err(SqlError::unsupported(format!("the operator {other}"))),
+        };
+        let (a, at) = self.expr(left, scope, aggs)?;
+        let (b, bt) = self.expr(right, scope, aggs)?;
+        let ty = match bop {
+            BinOp::Concat => {
+                let (a, _) = self.coerce(a, at, DataType::Text)?;
+                let (b, _) = self.coerce(b, bt, DataType::Text)?;
+                return Ok((Expr::Binary(bop, Box::new(a), Box::new(b)), DataType::Text));
+            }
+            BinOp::Eq
+            | BinOp::NotEq
+            | BinOp::Lt
+            | BinOp::LtEq
+            | BinOp::Gt
+            | BinOp::GtEq
+            | BinOp::RegexMatch
+            | BinOp::RegexNotMatch
+            | BinOp::RegexIMatch
+            | BinOp::RegexNotIMatch => DataType::Bool,
+            _ => {
+                let common = DataType::common(at, bt);
+                match common {
+                    DataType::Unknown => DataType::Numeric(None),
+                    t => t,
+                }
+            }
+        };
+        let (a, at2) = self.coerce(a, at, bt)?;
+        let (b, _) = self.coerce(b, bt, at2)?;
+        let ty = if ty == DataType::Bool { ty } else { DataType::common(ty, DataType::Unknown) };
+        // Fold constants so a key lookup sees a plain value. As in PostgreSQL, a constant
+        // expression that fails (overflow, division by zero) fails the statement when it is
+        // planned, whether or not a row would have evaluated it.
+        if let (Expr::Const(x), Expr::Const(y)) = (&a, &b) {
+            let v = crate::expr::binary(bop, x.clone(), y.clone())?;
+            let v = match (&v, ty) {
+                (Value::Int(_), DataType::Int4 | DataType::Int2) => v.cast(ty)?,
+                _ => v,
+            };
+            return Ok((Expr::Const(v), ty));
+        }
+        let e = Expr::Binary(bop, Box::new(a), Box::new(b));
+        // Integer arithmetic is done in 64 bits; narrower results are range-checked.
+        if matches!(ty, DataType::Int4 | DataType::Int2)
+            && !matches!(
+                bop,
+                BinOp::Eq | BinOp::NotEq | BinOp::Lt | BinOp::LtEq | BinOp::Gt | BinOp::GtEq
+            )
+        {
+            return Ok((Expr::Cast(Box::new(e), ty), ty));
+        }
+        Ok((e, ty))
+    }
+}

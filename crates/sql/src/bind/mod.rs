@@ -1,0 +1,449 @@
+//! Step 2 of a statement: binding. The [`Planner`] resolves names against the catalog and the
+//! scopes of the FROM clause, gives every expression a type (inferring parameter types from
+//! their context), and produces a plan (`crate::plan`). Expressions are bound in `expr`,
+//! function calls in `function`, queries in `query`.
+
+pub mod expr;
+pub mod function;
+pub mod query;
+
+use std::cell::RefCell;
+
+use kiln_engine::Transaction;
+use sqlparser::ast;
+
+use crate::catalog::Catalog;
+use crate::error::{code, Result, SqlError};
+use crate::exec::select::*;
+use crate::expr::*;
+use crate::plan::*;
+use crate::types::{DataType, Row, Value};
+
+/// A column of the scope expressions are bound in.
+#[derive(Debug, Clone)]
+pub struct ScopeCol {
+    /// The table alias it belongs to.
+    pub table: Option<String>,
+    /// Its name.
+    pub name: String,
+    /// Its type.
+    pub ty: DataType,
+}
+
+/// The columns visible to an expression.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    /// Columns in row order.
+    pub cols: Vec<ScopeCol>,
+}
+
+impl Scope {
+    pub(crate) fn resolve(&self, table: Option<&str>, name: &str) -> Result<(usize, DataType)> {
+        let mut found = None;
+        for (i, c) in self.cols.iter().enumerate() {
+            if c.name == name && (table.is_none() || c.table.as_deref() == table) {
+                if found.is_some() {
+                    return Err(SqlError::new(
+                        code::AMBIGUOUS_COLUMN,
+                        format!("column reference \"{name}\" is ambiguous"),
+                    ));
+                }
+                found = Some((i, c.ty));
+            }
+        }
+        found.ok_or_else(|| match table {
+            Some(t) if !self.cols.iter().any(|c| c.table.as_deref() == Some(t)) => SqlError::new(
+                code::UNDEFINED_TABLE,
+                format!("missing FROM-clause entry for table \"{t}\""),
+            ),
+            Some(t) => {
+                SqlError::new(code::UNDEFINED_COLUMN, format!("column {t}.{name} does not exist"))
+            }
+            None => {
+                SqlError::new(code::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist"))
+            }
+        })
+    }
+}
+
+/// Something that supplies rows of tables Kiln computes (pg_catalog, information_schema,
+/// kiln_stat).
+pub trait SystemTables {
+    /// The columns and rows of system table `name`, or `None` when there is no such table.
+    fn system_table(&self, txn: &mut Transaction, name: &str) -> Result<Option<Relation>>;
+}
+
+/// The binder and planner for one statement.
+pub struct Planner<'a> {
+    /// The transaction (catalog reads and uncorrelated subqueries).
+    pub txn: &'a mut Transaction,
+    /// The catalog.
+    pub catalog: &'a Catalog,
+    /// The current database.
+    pub db: &'a str,
+    /// Parameter types ($1 is index 0); `Unknown` until the context fixes them.
+    pub params: Vec<DataType>,
+    /// Parameter values when executing (subqueries are run at plan time); `None` when only
+    /// describing.
+    pub param_values: Option<&'a [Value]>,
+    /// System tables.
+    pub system: &'a dyn SystemTables,
+    /// The session, for evaluating subqueries.
+    pub env: &'a dyn crate::expr::Env,
+    /// Scopes of enclosing queries (a subquery may refer to the innermost one).
+    pub outer: Vec<Scope>,
+    /// Set when binding referred to an enclosing query's column.
+    pub correlated: bool,
+    /// The enclosing query's columns referred to while binding the current subquery.
+    pub outer_refs: Vec<usize>,
+}
+
+pub(crate) fn ident(i: &ast::Ident) -> String {
+    if i.quote_style.is_some() {
+        i.value.clone()
+    } else {
+        i.value.to_lowercase()
+    }
+}
+
+/// The last part of an object name, lowercased unless quoted; a `public.` or `pg_catalog.`
+/// schema is accepted and dropped.
+pub fn object_name(name: &ast::ObjectName) -> Result<String> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|p| match p.as_ident() {
+            Some(i) => Ok(ident(i)),
+            None => Err(SqlError::unsupported(format!("the name {p}"))),
+        })
+        .collect::<Result<_>>()?;
+    match parts.as_slice() {
+        [n] => Ok(n.clone()),
+        [schema, n]
+            if schema == "public" || schema == "pg_catalog" || schema == "information_schema" =>
+        {
+            Ok(if schema == "information_schema" {
+                format!("information_schema.{n}")
+            } else {
+                n.clone()
+            })
+        }
+        _ => Err(SqlError::unsupported(format!("the qualified name {name}"))),
+    }
+}
+
+/// Converts an SQL type name.
+pub fn data_type(t: &ast::DataType) -> Result<DataType> {
+    use ast::DataType as D;
+    let len = |l: &Option<ast::CharacterLength>| match l {
+        Some(ast::CharacterLength::IntegerLength { length, .. }) => Some(*length as u32),
+        _ => None,
+    };
+    Ok(match t {
+        D::Bool | D::Boolean => DataType::Bool,
+        D::SmallInt(_) | D::Int2(_) => DataType::Int2,
+        D::Int(_) | D::Integer(_) | D::Int4(_) => DataType::Int4,
+        D::BigInt(_) | D::Int8(_) => DataType::Int8,
+        D::Real | D::Float4 => DataType::Float4,
+        D::DoublePrecision | D::Float8 | D::Double(_) => DataType::Float8,
+        D::Float(ast::ExactNumberInfo::Precision(p)) if *p <= 24 => DataType::Float4,
+        D::Float(_) => DataType::Float8,
+        D::Numeric(info) | D::Decimal(info) | D::Dec(info) => DataType::Numeric(match info {
+            ast::ExactNumberInfo::None => None,
+            ast::ExactNumberInfo::Precision(p) => Some((*p as u32, 0)),
+            ast::ExactNumberInfo::PrecisionAndScale(p, s) => {
+                if *p == 0 || *p > 28 || *s < 0 || *s as u64 > *p {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        format!("NUMERIC precision {p} and scale {s} must be within 1..28 and 0..precision"),
+                    ));
+                }
+                Some((*p as u32, *s as u32))
+            }
+        }),
+        D::Text | D::String(_) => DataType::Text,
+        D::Varchar(l) | D::CharacterVarying(l) | D::CharVarying(l) => DataType::Varchar(len(l)),
+        D::Char(l) | D::Character(l) => DataType::Char(len(l).unwrap_or(1)),
+        D::Bytea => DataType::Bytea,
+        D::Date => DataType::Date,
+        D::Timestamp(_, tz) => match tz {
+            ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => DataType::TimestampTz,
+            _ => DataType::Timestamp,
+        },
+        D::Custom(name, _) => match object_name(name)?.as_str() {
+            "timestamptz" => DataType::TimestampTz,
+            "bpchar" => DataType::Char(1),
+            "name" | "regclass" | "regtype" | "regnamespace" | "regproc" | "regrole" | "text" => {
+                DataType::Text
+            }
+            "oid" | "xid" => DataType::Int8,
+            other => return Err(SqlError::unsupported(format!("type {other}"))),
+        },
+        D::Regclass => DataType::Text,
+        // Arrays travel as their text form ('{a,b}'); Kiln has no array columns.
+        D::Array(_) => DataType::Text,
+        other => return Err(SqlError::unsupported(format!("type {other}"))),
+    })
+}
+
+impl<'a> Planner<'a> {
+    /// A planner for one statement; `param_values` is `None` when only describing it.
+    pub fn new(
+        txn: &'a mut Transaction,
+        catalog: &'a Catalog,
+        db: &'a str,
+        params: Vec<DataType>,
+        param_values: Option<&'a [Value]>,
+        system: &'a dyn SystemTables,
+        env: &'a dyn crate::expr::Env,
+    ) -> Planner<'a> {
+        Planner {
+            txn,
+            catalog,
+            db,
+            params,
+            param_values,
+            system,
+            env,
+            outer: Vec::new(),
+            correlated: false,
+            outer_refs: Vec::new(),
+        }
+    }
+
+    /// Resolves a name in the innermost enclosing query (a correlated reference).
+    pub(crate) fn resolve_outer(
+        &mut self,
+        table: Option<&str>,
+        name: &str,
+        err: SqlError,
+    ) -> Result<(Expr, DataType)> {
+        let Some(outer) = self.outer.last() else { return Err(err) };
+        match outer.resolve(table, name) {
+            Ok((i, t)) => {
+                self.correlated = true;
+                if !self.outer_refs.contains(&i) {
+                    self.outer_refs.push(i);
+                }
+                Ok((Expr::Outer(i), t))
+            }
+            Err(_) => Err(err),
+        }
+    }
+
+    /// Plans a subquery that may refer to `scope`; returns the plan and whether it did.
+    pub(crate) fn plan_subquery(
+        &mut self,
+        q: &ast::Query,
+        scope: &Scope,
+    ) -> Result<(SelectPlan, Vec<usize>)> {
+        self.outer.push(scope.clone());
+        let saved = std::mem::replace(&mut self.correlated, false);
+        let saved_refs = std::mem::take(&mut self.outer_refs);
+        let plan = self.query(q, None);
+        let refs = std::mem::replace(&mut self.outer_refs, saved_refs);
+        self.correlated = saved;
+        self.outer.pop();
+        Ok((plan?, refs))
+    }
+
+    /// Runs an uncorrelated subquery now, when parameter values are known.
+    pub(crate) fn run_now(&mut self, plan: &SelectPlan) -> Result<Option<Vec<Row>>> {
+        let Some(params) = self.param_values else { return Ok(None) };
+        let limits = ExecLimits::default();
+        let cell = RefCell::new(&mut *self.txn);
+        let exec = Exec { txn: &cell, limits: &limits };
+        let ctx = Ctx { params, env: self.env, outer: &[], runner: Some(&exec) };
+        Ok(Some(execute_select(plan, &cell, &ctx, &limits)?))
+    }
+
+    pub(crate) fn param(&mut self, n: usize) -> DataType {
+        if self.params.len() < n {
+            self.params.resize(n, DataType::Unknown);
+        }
+        self.params[n - 1]
+    }
+
+    /// Fixes the type of an untyped parameter or literal from its context.
+    pub fn coerce(&mut self, e: Expr, ty: DataType, target: DataType) -> Result<(Expr, DataType)> {
+        if ty != DataType::Unknown || target == DataType::Unknown {
+            return Ok((e, ty));
+        }
+        match e {
+            Expr::Param(i) => {
+                if self.params.len() <= i {
+                    self.params.resize(i + 1, DataType::Unknown);
+                }
+                if self.params[i] == DataType::Unknown {
+                    self.params[i] = target;
+                }
+                Ok((Expr::Param(i), target))
+            }
+            Expr::Const(Value::Text(s)) => Ok((Expr::Const(Value::parse(&s, target)?), target)),
+            e => Ok((e, ty)),
+        }
+    }
+
+    /// Converts a value of one branch of CASE / COALESCE / GREATEST / LEAST / NULLIF to the
+    /// common type of all branches (PostgreSQL's UNION-style resolution), so that
+    /// `coalesce(7, 1.5) / 2` divides numerics, not integers.
+    pub fn unify(&mut self, e: Expr, ty: DataType, target: DataType) -> Result<Expr> {
+        let (e, ty) = self.coerce(e, ty, target)?;
+        let widen = ty != target
+            && ty != DataType::Unknown
+            && ty.is_numeric()
+            && target.is_numeric()
+            && !(ty.is_integer() && target.is_integer());
+        Ok(match e {
+            Expr::Const(v) if widen => Expr::Const(v.cast(target)?),
+            e if widen => Expr::Cast(Box::new(e), target),
+            e => e,
+        })
+    }
+}
+
+/// Where an identifier starts in the statement (line, column), for error positions.
+/// `a AND b AND …` (or OR) over `terms` as a balanced tree, left to right; TRUE (FALSE) for
+/// no terms.
+pub fn balanced(and: bool, mut terms: Vec<Expr>) -> Expr {
+    match terms.len() {
+        0 => Expr::Const(Value::Bool(and)),
+        1 => terms.pop().expect("one term"),
+        n => {
+            let right = terms.split_off(n / 2);
+            let (l, r) = (Box::new(balanced(and, terms)), Box::new(balanced(and, right)));
+            if and {
+                Expr::And(l, r)
+            } else {
+                Expr::Or(l, r)
+            }
+        }
+    }
+}
+
+pub(crate) fn location_of(i: &ast::Ident) -> Option<(u32, u32)> {
+    let start = i.span.start;
+    Some((u32::try_from(start.line).ok()?, u32::try_from(start.column).ok()?))
+        .filter(|(l, _)| *l > 0)
+}
+
+pub(crate) trait MinKnown {
+    fn min_known(self, other: DataType) -> DataType;
+}
+
+impl MinKnown for DataType {
+    fn min_known(self, other: DataType) -> DataType {
+        if self == DataType::Unknown {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+/// Splits a condition into its AND-ed parts.
+#[recursive::recursive]
+pub fn split_and(e: Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::And(a, b) => {
+            split_and(*a, out);
+            split_and(*b, out);
+        }
+        e => out.push(e),
+    }
+}
+
+/// PostgreSQL's output column name for an expression.
+#[recursive::recursive]
+pub fn output_name(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Identifier(i) => ident(i),
+        ast::Expr::CompoundIdentifier(parts) => parts.last().map(ident).unwrap_or_default(),
+        ast::Expr::Function(f) => {
+            f.name.0.last().and_then(|p| p.as_ident()).map(ident).unwrap_or_default()
+        }
+        ast::Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
+            ast::Expr::Value(_) => data_type_output_name(data_type),
+            inner => {
+                let n = output_name(inner);
+                if n == "?column?" {
+                    data_type_output_name(data_type)
+                } else {
+                    n
+                }
+            }
+        },
+        ast::Expr::Nested(inner) => output_name(inner),
+        ast::Expr::Case { .. } => "case".into(),
+        ast::Expr::Substring { shorthand, .. } => {
+            if *shorthand { "substr" } else { "substring" }.into()
+        }
+        ast::Expr::Floor { .. } => "floor".into(),
+        ast::Expr::Ceil { .. } => "ceil".into(),
+        ast::Expr::Trim { .. } => "btrim".into(),
+        ast::Expr::Exists { .. } => "exists".into(),
+        ast::Expr::Subquery(q) => match q.body.as_ref() {
+            ast::SetExpr::Select(s) => match s.projection.first() {
+                Some(ast::SelectItem::UnnamedExpr(x)) => output_name(x),
+                Some(ast::SelectItem::ExprWithAlias { alias, .. }) => ident(alias),
+                _ => "?column?".into(),
+            },
+            _ => "?column?".into(),
+        },
+        _ => "?column?".into(),
+    }
+}
+
+pub(crate) fn data_type_output_name(t: &ast::DataType) -> String {
+    // PostgreSQL names a cast column after the type's catalog name.
+    match data_type(t) {
+        Ok(DataType::Int2) => "int2",
+        Ok(DataType::Int4) => "int4",
+        Ok(DataType::Int8) => "int8",
+        Ok(DataType::Float4) => "float4",
+        Ok(DataType::Float8) => "float8",
+        Ok(DataType::Bool) => "bool",
+        Ok(DataType::Numeric(_)) => "numeric",
+        Ok(DataType::Varchar(_)) => "varchar",
+        Ok(DataType::Char(_)) => "bpchar",
+        Ok(DataType::Text | DataType::Unknown) => "text",
+        Ok(DataType::Bytea) => "bytea",
+        Ok(DataType::Date) => "date",
+        Ok(DataType::Timestamp) => "timestamp",
+        Ok(DataType::TimestampTz) => "timestamptz",
+        Err(_) => "?column?",
+    }
+    .into()
+}
+
+/// Rewrites an expression over the input row into one over the grouped row
+/// (group keys, then aggregates).
+#[recursive::recursive]
+pub(crate) fn post_agg(e: Expr, g: &mut Grouping) -> Result<Expr> {
+    if let Some(i) = g.keys.iter().position(|k| *k == e) {
+        return Ok(Expr::Column(i));
+    }
+    match e {
+        Expr::Agg(f, d, arg, ty) => {
+            let arg = arg.map(|a| *a);
+            let entry = (f, d, arg, ty);
+            let idx = match g.aggs.iter().position(|a| *a == entry) {
+                Some(i) => i,
+                None => {
+                    g.aggs.push(entry);
+                    g.aggs.len() - 1
+                }
+            };
+            Ok(Expr::Column(g.keys.len() + idx))
+        }
+        Expr::Column(_) => Err(SqlError::new(
+            code::GROUPING,
+            "column must appear in the GROUP BY clause or be used in an aggregate function",
+        )),
+        Expr::Const(_) | Expr::Param(_) => Ok(e),
+        Expr::Subquery(_, _, ref refs) if !refs.is_empty() => Err(SqlError::unsupported(
+            "a correlated subquery in the select list, HAVING or ORDER BY of a grouped query",
+        )),
+        other => other.try_map_children(&mut |c| post_agg(c, g)),
+    }
+}

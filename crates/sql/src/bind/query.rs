@@ -1,0 +1,649 @@
+//! Binding queries: SELECT, VALUES, set operations, FROM items, grouping, ORDER BY / LIMIT.
+
+use std::sync::Arc;
+
+use sqlparser::ast;
+
+use crate::bind::*;
+use crate::error::{code, Result, SqlError};
+use crate::expr::*;
+use crate::plan::access::*;
+use crate::plan::*;
+use crate::types::{DataType, Value};
+
+impl<'a> Planner<'a> {
+    /// Plans a query (SELECT, VALUES). `expected` gives target types for VALUES rows.
+    pub fn query(&mut self, q: &ast::Query, expected: Option<&[DataType]>) -> Result<SelectPlan> {
+        if q.with.is_some() {
+            return Err(SqlError::unsupported("WITH (common table expressions)"));
+        }
+        if q.fetch.is_some() {
+            return Err(SqlError::unsupported("FETCH FIRST"));
+        }
+        let mut plan = match q.body.as_ref() {
+            ast::SetExpr::Select(s) => self.select(s, Some(q))?,
+            ast::SetExpr::Values(v) => self.values(v, expected)?,
+            ast::SetExpr::Query(inner) => return self.query(inner, expected),
+            ast::SetExpr::SetOperation { .. } => {
+                let mut plan = self.set_expr(q.body.as_ref(), expected)?;
+                // ORDER BY and LIMIT apply to the combined rows, by output name or position.
+                let scope = Scope {
+                    cols: plan
+                        .columns
+                        .iter()
+                        .map(|(n, t)| ScopeCol { table: None, name: n.clone(), ty: *t })
+                        .collect(),
+                };
+                self.order_limit(q, &mut plan, Some(&scope))?;
+                return Ok(plan);
+            }
+            other => return Err(SqlError::unsupported(format!("the query {other}"))),
+        };
+        if matches!(q.body.as_ref(), ast::SetExpr::Values(_)) {
+            self.order_limit(q, &mut plan, None)?;
+        }
+        Ok(plan)
+    }
+
+    /// Plans one operand of a set operation (no ORDER BY or LIMIT of its own).
+    pub(crate) fn set_expr(
+        &mut self,
+        e: &ast::SetExpr,
+        expected: Option<&[DataType]>,
+    ) -> Result<SelectPlan> {
+        match e {
+            ast::SetExpr::Select(s) => self.select(s, None),
+            ast::SetExpr::Values(v) => self.values(v, expected),
+            ast::SetExpr::Query(q) => self.query(q, expected),
+            ast::SetExpr::SetOperation { left, op, set_quantifier, right } => {
+                let l = self.set_expr(left, expected)?;
+                let r = self.set_expr(right, expected)?;
+                if l.columns.len() != r.columns.len() {
+                    return Err(SqlError::syntax(format!(
+                        "each {op} query must have the same number of columns"
+                    )));
+                }
+                let kind = match op {
+                    ast::SetOperator::Union => SetOpKind::Union,
+                    ast::SetOperator::Intersect => SetOpKind::Intersect,
+                    ast::SetOperator::Except => SetOpKind::Except,
+                    other => return Err(SqlError::unsupported(format!("{other}"))),
+                };
+                let all = match set_quantifier {
+                    ast::SetQuantifier::All => true,
+                    ast::SetQuantifier::Distinct | ast::SetQuantifier::None => false,
+                    other => return Err(SqlError::unsupported(format!("{op} {other}"))),
+                };
+                let columns: Vec<(String, DataType)> = l
+                    .columns
+                    .iter()
+                    .zip(&r.columns)
+                    .map(|((n, a), (_, b))| (n.clone(), DataType::common(*a, *b)))
+                    .collect();
+                let width = columns.len();
+                Ok(SelectPlan::over(
+                    FromItem {
+                        source: Source::SetOp(Box::new(l), Box::new(r), kind, all),
+                        offset: 0,
+                        width,
+                        join: JoinKind::Inner,
+                        on: vec![],
+                        filters: vec![],
+                        label: format!("{op}"),
+                    },
+                    columns,
+                ))
+            }
+            other => Err(SqlError::unsupported(format!("the query {other}"))),
+        }
+    }
+
+    pub(crate) fn values(
+        &mut self,
+        v: &ast::Values,
+        expected: Option<&[DataType]>,
+    ) -> Result<SelectPlan> {
+        let width = v.rows.first().map_or(0, |r| r.len());
+        let mut rows = Vec::with_capacity(v.rows.len());
+        let mut types = vec![DataType::Unknown; width];
+        let mut exprs_rows = Vec::new();
+        for row in &v.rows {
+            if row.len() != width {
+                return Err(SqlError::syntax("VALUES lists must all be the same length"));
+            }
+            let mut exprs = Vec::with_capacity(width);
+            for (i, x) in row.iter().enumerate() {
+                let (e, t) = self.expr(x, &Scope::default(), false)?;
+                let target = expected.and_then(|t| t.get(i).copied()).unwrap_or(DataType::Unknown);
+                let (e, t) = self.coerce(e, t, target)?;
+                types[i] = DataType::common(types[i], t);
+                exprs.push(e);
+            }
+            exprs_rows.push(exprs);
+        }
+        // VALUES rows become a derived row source evaluated at execution (they may hold
+        // parameters), expressed as a UNION of one-row projections: keep them as projections
+        // over a constant source, one plan per row, by storing them in `Source::Rows` when
+        // constant and otherwise evaluating in `execute_values`.
+        for exprs in &exprs_rows {
+            if exprs.iter().all(|e| matches!(e, Expr::Const(_))) {
+                rows.push(
+                    exprs
+                        .iter()
+                        .map(|e| if let Expr::Const(v) = e { v.clone() } else { Value::Null })
+                        .collect(),
+                );
+            }
+        }
+        let columns: Vec<(String, DataType)> = types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                (
+                    format!("column{}", i + 1),
+                    if *t == DataType::Unknown { DataType::Text } else { *t },
+                )
+            })
+            .collect();
+        if rows.len() == exprs_rows.len() {
+            return Ok(SelectPlan::over(
+                FromItem {
+                    source: Source::Rows(Arc::new(rows)),
+                    offset: 0,
+                    width,
+                    join: JoinKind::Inner,
+                    on: vec![],
+                    filters: vec![],
+                    label: "VALUES".into(),
+                },
+                columns,
+            ));
+        }
+        // Rows with parameters or functions: one source row per VALUES row, selected by a
+        // CASE on a generated row number.
+        let n = exprs_rows.len() as i64;
+        let projection = (0..width)
+            .map(|c| Expr::Case {
+                operand: Some(Box::new(Expr::Column(0))),
+                whens: exprs_rows
+                    .iter()
+                    .enumerate()
+                    .map(|(r, exprs)| (Expr::Const(Value::Int(r as i64 + 1)), exprs[c].clone()))
+                    .collect(),
+                otherwise: None,
+            })
+            .collect();
+        Ok(SelectPlan {
+            from: vec![FromItem {
+                source: Source::Series(
+                    Expr::Const(Value::Int(1)),
+                    Expr::Const(Value::Int(n)),
+                    None,
+                ),
+                offset: 0,
+                width: 1,
+                join: JoinKind::Inner,
+                on: vec![],
+                filters: vec![],
+                label: "VALUES".into(),
+            }],
+            width: 1,
+            constant_filters: vec![],
+            grouping: None,
+            having: None,
+            projection,
+            columns,
+            distinct: false,
+            order: vec![],
+            limit: None,
+            offset: None,
+            lock: false,
+        })
+    }
+
+    /// Adds a FROM item for a table factor; returns its scope columns.
+    pub(crate) fn bind_from_item(
+        &mut self,
+        f: &ast::TableFactor,
+        offset: usize,
+    ) -> Result<(FromItem, Vec<ScopeCol>)> {
+        match f {
+            ast::TableFactor::Table { name, alias, args, .. } => {
+                let tname = object_name(name)?;
+                let alias_name = alias
+                    .as_ref()
+                    .map(|a| ident(&a.name))
+                    .unwrap_or_else(|| tname.rsplit('.').next().unwrap_or(&tname).to_string());
+                let rename: Vec<String> = alias
+                    .as_ref()
+                    .map(|a| a.columns.iter().map(|c| ident(&c.name)).collect())
+                    .unwrap_or_default();
+                if let Some(args) = args {
+                    if tname != "generate_series" {
+                        return Err(SqlError::unsupported(format!("the table function {tname}")));
+                    }
+                    let mut exprs = Vec::new();
+                    for a in &args.args {
+                        match a {
+                            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => {
+                                let (e, t) = self.expr(x, &Scope::default(), false)?;
+                                exprs.push(self.coerce(e, t, DataType::Int8)?.0);
+                            }
+                            other => {
+                                return Err(SqlError::unsupported(format!("the argument {other}")))
+                            }
+                        }
+                    }
+                    if !(2..=3).contains(&exprs.len()) {
+                        return Err(SqlError::new(
+                            code::UNDEFINED_FUNCTION,
+                            "generate_series takes 2 or 3 arguments",
+                        ));
+                    }
+                    let step = exprs.get(2).cloned();
+                    let col = rename.first().cloned().unwrap_or_else(|| alias_name.clone());
+                    let item = FromItem {
+                        source: Source::Series(exprs[0].clone(), exprs[1].clone(), step),
+                        offset,
+                        width: 1,
+                        join: JoinKind::Inner,
+                        on: vec![],
+                        filters: vec![],
+                        label: "generate_series".into(),
+                    };
+                    return Ok((
+                        item,
+                        vec![ScopeCol { table: Some(alias_name), name: col, ty: DataType::Int4 }],
+                    ));
+                }
+                let (source, cols, label) = match self.catalog.table(self.txn, self.db, &tname)? {
+                    Some(t) => {
+                        let cols: Vec<(String, DataType)> =
+                            t.columns.iter().map(|c| (c.name.clone(), c.ty)).collect();
+                        let label = t.name.clone();
+                        (Source::Table(t, Access::Full), cols, label)
+                    }
+                    None => match self.system.system_table(self.txn, &tname)? {
+                        Some((cols, rows)) => (Source::Rows(Arc::new(rows)), cols, tname.clone()),
+                        None => {
+                            return Err(SqlError::new(
+                                code::UNDEFINED_TABLE,
+                                format!("relation \"{tname}\" does not exist"),
+                            ))
+                        }
+                    },
+                };
+                let scope = cols
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (n, ty))| ScopeCol {
+                        table: Some(alias_name.clone()),
+                        name: rename.get(i).cloned().unwrap_or_else(|| n.clone()),
+                        ty: *ty,
+                    })
+                    .collect::<Vec<_>>();
+                let item = FromItem {
+                    source,
+                    offset,
+                    width: cols.len(),
+                    join: JoinKind::Inner,
+                    on: vec![],
+                    filters: vec![],
+                    label,
+                };
+                Ok((item, scope))
+            }
+            ast::TableFactor::Derived { lateral: false, subquery, alias, .. } => {
+                let plan = self.query(subquery, None)?;
+                let Some(rows) = self.run_now(&plan)? else {
+                    return Err(SqlError::unsupported("a derived table in a prepared statement"));
+                };
+                let alias_name = alias.as_ref().map(|a| ident(&a.name));
+                let rename: Vec<String> = alias
+                    .as_ref()
+                    .map(|a| a.columns.iter().map(|c| ident(&c.name)).collect())
+                    .unwrap_or_default();
+                let scope = plan
+                    .columns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (n, ty))| ScopeCol {
+                        table: alias_name.clone(),
+                        name: rename.get(i).cloned().unwrap_or_else(|| n.clone()),
+                        ty: *ty,
+                    })
+                    .collect::<Vec<_>>();
+                let width = scope.len();
+                Ok((
+                    FromItem {
+                        source: Source::Rows(Arc::new(rows)),
+                        offset,
+                        width,
+                        join: JoinKind::Inner,
+                        on: vec![],
+                        filters: vec![],
+                        label: "subquery".into(),
+                    },
+                    scope,
+                ))
+            }
+            other => Err(SqlError::unsupported(format!("the FROM item {other}"))),
+        }
+    }
+
+    pub(crate) fn select(&mut self, s: &ast::Select, q: Option<&ast::Query>) -> Result<SelectPlan> {
+        if s.having.is_some() && matches!(s.group_by, ast::GroupByExpr::All(_)) {
+            return Err(SqlError::unsupported("GROUP BY ALL"));
+        }
+        if !s.lateral_views.is_empty() || s.qualify.is_some() || !s.named_window.is_empty() {
+            return Err(SqlError::unsupported("this SELECT clause"));
+        }
+        // FROM: items in order; ON conditions bound in the scope so far.
+        let mut scope = Scope::default();
+        let mut from: Vec<FromItem> = Vec::new();
+        let mut where_conjuncts: Vec<Expr> = Vec::new();
+        for twj in &s.from {
+            let (item, cols) = self.bind_from_item(&twj.relation, scope.cols.len())?;
+            scope.cols.extend(cols);
+            from.push(item);
+            for j in &twj.joins {
+                let (kind, constraint) = match &j.join_operator {
+                    ast::JoinOperator::Join(c) | ast::JoinOperator::Inner(c) => {
+                        (JoinKind::Inner, Some(c))
+                    }
+                    ast::JoinOperator::Left(c) | ast::JoinOperator::LeftOuter(c) => {
+                        (JoinKind::Left, Some(c))
+                    }
+                    ast::JoinOperator::CrossJoin(_) => (JoinKind::Inner, None),
+                    other => {
+                        return Err(SqlError::unsupported(
+                            format!("the join {other:?}")
+                                .split('(')
+                                .next()
+                                .unwrap_or("this join")
+                                .to_string(),
+                        ))
+                    }
+                };
+                if let ast::TableFactor::Derived { lateral: true, .. } = &j.relation {
+                    return Err(SqlError::unsupported("LATERAL"));
+                }
+                let (mut item, cols) = self.bind_from_item(&j.relation, scope.cols.len())?;
+                let start = scope.cols.len();
+                scope.cols.extend(cols);
+                item.join = kind;
+                match constraint {
+                    Some(ast::JoinConstraint::On(on)) => {
+                        let (e, t) = self.expr(on, &scope, false)?;
+                        let (e, _) = self.coerce(e, t, DataType::Bool)?;
+                        split_and(e, &mut item.on);
+                    }
+                    Some(ast::JoinConstraint::Using(cols)) => {
+                        for c in cols {
+                            let name = object_name(c)?;
+                            let left = scope.cols[..start].iter().position(|x| x.name == name);
+                            let right = scope.cols[start..]
+                                .iter()
+                                .position(|x| x.name == name)
+                                .map(|i| i + start);
+                            match (left, right) {
+                                (Some(l), Some(r)) => item.on.push(Expr::Binary(BinOp::Eq, Box::new(Expr::Column(l)), Box::new(Expr::Column(r)))),
+                                _ => return Err(SqlError::new(code::UNDEFINED_COLUMN, format!("column \"{name}\" specified in USING clause does not exist"))),
+                            }
+                        }
+                    }
+                    Some(ast::JoinConstraint::None) | None => {}
+                    Some(ast::JoinConstraint::Natural) => {
+                        return Err(SqlError::unsupported("NATURAL JOIN"))
+                    }
+                }
+                from.push(item);
+            }
+        }
+        let width = scope.cols.len();
+        if let Some(w) = &s.selection {
+            let (e, t) = self.expr(w, &scope, false)?;
+            let (e, _) = self.coerce(e, t, DataType::Bool)?;
+            split_and(e, &mut where_conjuncts);
+        }
+        // Place each WHERE conjunct at the first item after which it can be evaluated.
+        let mut constant_filters = Vec::new();
+        for c in where_conjuncts {
+            let level = from
+                .iter()
+                .rposition(|item| c.uses_columns_in(item.offset..item.offset + item.width));
+            match level {
+                None => constant_filters.push(c),
+                Some(l) => from[l].filters.push(c),
+            }
+        }
+        // Access paths.
+        for item in &mut from {
+            choose_access(item);
+        }
+        // Grouping and projection.
+        let group_exprs: Vec<Expr> = match &s.group_by {
+            ast::GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => {
+                let mut out = Vec::new();
+                for g in exprs {
+                    // GROUP BY 1 refers to an output column.
+                    if let ast::Expr::Value(v) = g {
+                        if let ast::Value::Number(n, _) = &v.value {
+                            let idx: usize =
+                                n.parse().map_err(|_| SqlError::syntax("bad GROUP BY position"))?;
+                            let item = s.projection.get(idx.wrapping_sub(1)).ok_or_else(|| {
+                                SqlError::new(
+                                    code::INVALID_COLUMN_REFERENCE,
+                                    format!("GROUP BY position {idx} is not in select list"),
+                                )
+                            })?;
+                            let x = match item {
+                                ast::SelectItem::UnnamedExpr(x)
+                                | ast::SelectItem::ExprWithAlias { expr: x, .. } => x,
+                                _ => return Err(SqlError::unsupported("GROUP BY a wildcard")),
+                            };
+                            out.push(self.expr(x, &scope, false)?.0);
+                            continue;
+                        }
+                    }
+                    // A bare name may be an output alias.
+                    if let ast::Expr::Identifier(id) = g {
+                        let name = ident(id);
+                        if scope.resolve(None, &name).is_err() {
+                            if let Some(x) = s.projection.iter().find_map(|p| match p {
+                                ast::SelectItem::ExprWithAlias { expr, alias }
+                                    if ident(alias) == name =>
+                                {
+                                    Some(expr)
+                                }
+                                _ => None,
+                            }) {
+                                out.push(self.expr(x, &scope, false)?.0);
+                                continue;
+                            }
+                        }
+                    }
+                    out.push(self.expr(g, &scope, false)?.0);
+                }
+                out
+            }
+            _ => return Err(SqlError::unsupported("this GROUP BY")),
+        };
+        let mut projection = Vec::new();
+        let mut columns = Vec::new();
+        for item in &s.projection {
+            match item {
+                ast::SelectItem::Wildcard(_) => {
+                    for (i, c) in scope.cols.iter().enumerate() {
+                        projection.push(Expr::Column(i));
+                        columns.push((c.name.clone(), c.ty));
+                    }
+                }
+                ast::SelectItem::QualifiedWildcard(kind, _) => {
+                    let name = match kind {
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => object_name(n)?,
+                        _ => return Err(SqlError::unsupported("this wildcard")),
+                    };
+                    let mut any = false;
+                    for (i, c) in scope.cols.iter().enumerate() {
+                        if c.table.as_deref() == Some(name.as_str()) {
+                            projection.push(Expr::Column(i));
+                            columns.push((c.name.clone(), c.ty));
+                            any = true;
+                        }
+                    }
+                    if !any {
+                        return Err(SqlError::new(
+                            code::UNDEFINED_TABLE,
+                            format!("missing FROM-clause entry for table \"{name}\""),
+                        ));
+                    }
+                }
+                ast::SelectItem::UnnamedExpr(x) => {
+                    let (e, t) = self.expr(x, &scope, true)?;
+                    projection.push(e);
+                    columns.push((
+                        output_name(x),
+                        if t == DataType::Unknown { DataType::Text } else { t },
+                    ));
+                }
+                ast::SelectItem::ExprWithAlias { expr, alias } => {
+                    let (e, t) = self.expr(expr, &scope, true)?;
+                    projection.push(e);
+                    columns.push((
+                        ident(alias),
+                        if t == DataType::Unknown { DataType::Text } else { t },
+                    ));
+                }
+                other => return Err(SqlError::unsupported(format!("the select item {other}"))),
+            }
+        }
+        let having = match &s.having {
+            Some(h) => Some(self.expr(h, &scope, true)?.0),
+            None => None,
+        };
+        let mut plan = SelectPlan {
+            from,
+            width,
+            constant_filters,
+            grouping: None,
+            having: None,
+            projection,
+            columns,
+            distinct: matches!(s.distinct, Some(ast::Distinct::Distinct)),
+            order: vec![],
+            limit: None,
+            offset: None,
+            lock: q.is_some_and(|q| !q.locks.is_empty()),
+        };
+        if matches!(s.distinct, Some(ast::Distinct::On(_))) {
+            return Err(SqlError::unsupported("DISTINCT ON"));
+        }
+        let aggregating = !group_exprs.is_empty()
+            || plan.projection.iter().any(Expr::has_agg)
+            || having.as_ref().is_some_and(Expr::has_agg);
+        if aggregating {
+            let mut grouping = Grouping { keys: group_exprs, aggs: vec![] };
+            let projection = std::mem::take(&mut plan.projection);
+            plan.projection = projection
+                .into_iter()
+                .map(|e| post_agg(e, &mut grouping))
+                .collect::<Result<_>>()?;
+            plan.having = match having {
+                Some(h) => Some(post_agg(h, &mut grouping)?),
+                None => None,
+            };
+            plan.grouping = Some(grouping);
+            if let Some(q) = q {
+                self.order_limit(q, &mut plan, Some(&scope))?;
+            }
+        } else {
+            if having.is_some() {
+                plan.having = having;
+            }
+            if let Some(q) = q {
+                self.order_limit(q, &mut plan, Some(&scope))?;
+            }
+        }
+        if plan.lock && !matches!(plan.from.first().map(|f| &f.source), Some(Source::Table(..))) {
+            return Err(SqlError::unsupported("FOR UPDATE without a table"));
+        }
+        Ok(plan)
+    }
+
+    /// ORDER BY, LIMIT, OFFSET. Sort keys that are not output columns become hidden output
+    /// columns (bound in `scope`, the input row, when not aggregating).
+    pub(crate) fn order_limit(
+        &mut self,
+        q: &ast::Query,
+        plan: &mut SelectPlan,
+        scope: Option<&Scope>,
+    ) -> Result<()> {
+        if let Some(ob) = &q.order_by {
+            let items = match &ob.kind {
+                ast::OrderByKind::Expressions(items) => items,
+                ast::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL")),
+            };
+            for item in items {
+                let desc = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
+                let nulls_first = item.options.nulls_first.unwrap_or(desc);
+                let pos = match &item.expr {
+                    ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
+                        let ast::Value::Number(n, _) = &v.value else { unreachable!("matched") };
+                        let idx: usize = n.parse().unwrap_or(0);
+                        if idx == 0 || idx > plan.columns.len() {
+                            return Err(SqlError::new(code::INVALID_COLUMN_REFERENCE, format!("ORDER BY position {n} is not in select list")));
+                        }
+                        idx - 1
+                    }
+                    ast::Expr::Identifier(id)
+                        if plan.columns.iter().filter(|c| c.0 == ident(id)).count() == 1
+                            && scope.is_none_or(|s| s.resolve(None, &ident(id)).is_err() || plan.columns.iter().any(|c| c.0 == ident(id))) =>
+                    {
+                        plan.columns.iter().position(|c| c.0 == ident(id)).unwrap_or(0)
+                    }
+                    x => match scope {
+                        Some(scope) => {
+                            let (mut e, _) = self.expr(x, scope, plan.grouping.is_some())?;
+                            if let Some(g) = plan.grouping.as_mut() {
+                                // Over the grouped row, like the projection.
+                                e = post_agg(e, g)?;
+                            }
+                            match plan.projection[..plan.columns.len()].iter().position(|p| *p == e) {
+                                Some(p) => p,
+                                None => {
+                                    plan.projection.push(e);
+                                    plan.projection.len() - 1
+                                }
+                            }
+                        }
+                        None => {
+                            return Err(SqlError::unsupported(
+                                "ORDER BY an expression that is not an output column of an aggregating query",
+                            ))
+                        }
+                    },
+                };
+                plan.order.push((pos, desc, nulls_first));
+            }
+        }
+        if let Some(lc) = &q.limit_clause {
+            match lc {
+                ast::LimitClause::LimitOffset { limit, offset, limit_by }
+                    if limit_by.is_empty() =>
+                {
+                    if let Some(l) = limit {
+                        let (e, t) = self.expr(l, &Scope::default(), false)?;
+                        plan.limit = Some(self.coerce(e, t, DataType::Int8)?.0);
+                    }
+                    if let Some(o) = offset {
+                        let (e, t) = self.expr(&o.value, &Scope::default(), false)?;
+                        plan.offset = Some(self.coerce(e, t, DataType::Int8)?.0);
+                    }
+                }
+                _ => return Err(SqlError::unsupported("this LIMIT form")),
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,3 @@
+//! Step 4 of a statement: execution.
+
+pub mod select;

@@ -1,0 +1,149 @@
+//! Step 3 of a statement: plans. A bound query is a [`SelectPlan`]: a left-deep list of FROM
+//! items joined by nested loops, each with an access path ([`Access`]) chosen from the
+//! conjuncts that constrain it (`access`), then grouping and aggregates, projection,
+//! DISTINCT, ORDER BY and LIMIT. EXPLAIN prints it (`explain`).
+
+pub mod access;
+pub mod explain;
+
+use std::sync::Arc;
+
+use crate::catalog::{Index, Table};
+use crate::expr::*;
+use crate::types::{Columns, DataType, Row, Value};
+
+/// How a FROM item's rows are found.
+#[derive(Debug, Clone)]
+pub enum Access {
+    /// Every row.
+    Full,
+    /// The row with this primary key.
+    Point(Vec<Expr>),
+    /// The rows with these values of a one-column primary key (`k IN (…)`).
+    Points(Vec<Expr>),
+    /// Rows whose primary key starts with `prefix` and whose next key column is in bounds.
+    Range {
+        /// Equalities on leading key columns.
+        prefix: Vec<Expr>,
+        /// Lower bound on the next key column (value, inclusive).
+        lower: Option<(Expr, bool)>,
+        /// Upper bound on the next key column (value, inclusive).
+        upper: Option<(Expr, bool)>,
+    },
+    /// Rows whose index entry starts with these values.
+    Index(Index, Vec<Expr>),
+}
+
+/// Where a FROM item's rows come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A stored table.
+    Table(Arc<Table>, Access),
+    /// generate_series(start, stop [, step])
+    Series(Expr, Expr, Option<Expr>),
+    /// Rows computed at plan time (system tables, VALUES, derived tables).
+    Rows(Arc<Vec<Vec<Value>>>),
+    /// UNION / INTERSECT / EXCEPT of two queries, run at execution.
+    SetOp(Box<SelectPlan>, Box<SelectPlan>, SetOpKind, bool),
+}
+
+/// A set operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOpKind {
+    /// UNION
+    Union,
+    /// INTERSECT
+    Intersect,
+    /// EXCEPT
+    Except,
+}
+
+/// How an item joins the ones before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    /// Inner (or cross) join.
+    Inner,
+    /// Left outer join.
+    Left,
+}
+
+/// One item of FROM.
+#[derive(Debug, Clone)]
+pub struct FromItem {
+    /// Its rows.
+    pub source: Source,
+    /// Its first column in the joined row.
+    pub offset: usize,
+    /// Its number of columns.
+    pub width: usize,
+    /// How it joins.
+    pub join: JoinKind,
+    /// Join conditions (decide whether a left-join row matched).
+    pub on: Vec<Expr>,
+    /// Conditions applied once this item's columns are set.
+    pub filters: Vec<Expr>,
+    /// The name shown by EXPLAIN.
+    pub label: String,
+}
+
+/// Grouping: key expressions and aggregates over the joined row.
+#[derive(Debug, Clone)]
+pub struct Grouping {
+    /// GROUP BY expressions.
+    pub keys: Vec<Expr>,
+    /// Aggregates (function, DISTINCT, argument, result type).
+    pub aggs: Vec<(AggFunc, bool, Option<Expr>, DataType)>,
+}
+
+/// A planned SELECT.
+#[derive(Debug, Clone)]
+pub struct SelectPlan {
+    /// FROM items, joined left to right.
+    pub from: Vec<FromItem>,
+    /// Width of the joined row.
+    pub width: usize,
+    /// Conditions with no columns (evaluated once).
+    pub constant_filters: Vec<Expr>,
+    /// Grouping, when the query aggregates.
+    pub grouping: Option<Grouping>,
+    /// HAVING, over the grouped row.
+    pub having: Option<Expr>,
+    /// Output expressions (visible columns, then hidden sort columns).
+    pub projection: Vec<Expr>,
+    /// Visible output columns.
+    pub columns: Vec<(String, DataType)>,
+    /// DISTINCT
+    pub distinct: bool,
+    /// ORDER BY: output position, descending, nulls first.
+    pub order: Vec<(usize, bool, bool)>,
+    /// LIMIT
+    pub limit: Option<Expr>,
+    /// OFFSET
+    pub offset: Option<Expr>,
+    /// FOR UPDATE / FOR SHARE: lock the rows of the first table.
+    pub lock: bool,
+}
+
+impl SelectPlan {
+    /// All rows of one FROM item, every column, nothing else.
+    pub fn over(item: FromItem, columns: Columns) -> SelectPlan {
+        let width = item.width;
+        SelectPlan {
+            from: vec![item],
+            width,
+            constant_filters: vec![],
+            grouping: None,
+            having: None,
+            projection: (0..width).map(Expr::Column).collect(),
+            columns,
+            distinct: false,
+            order: vec![],
+            limit: None,
+            offset: None,
+            lock: false,
+        }
+    }
+}
+
+/// A computed table: its columns and rows.
+pub type Relation = (Columns, Vec<Row>);
