@@ -11,24 +11,23 @@
 //! - [`query`]: binding, access-path choice and execution of queries.
 //! - [`session`]: statements, transaction control, settings and the ED surface.
 
-pub mod activity;
 pub mod bind;
 pub mod catalog;
+pub mod ed;
 pub mod encoding;
 pub mod error;
 pub mod exec;
 pub mod expr;
 pub mod locks;
 pub mod parse;
+pub mod pg;
 pub mod plan;
 pub mod session;
-pub mod system;
 pub mod types;
 
+pub use ed::Notification;
 pub use error::{code, Result, SqlError};
-pub use session::{
-    Database, Notification, Output, Prepared, Session, SessionConfig, STATEMENT_STACK_BYTES,
-};
+pub use session::{Database, Output, Prepared, Session, SessionConfig, STATEMENT_STACK_BYTES};
 pub use types::{DataType, Value};
 
 /// The engine settings a server chooses when it opens a [`Database`] (the server never holds

@@ -3,6 +3,7 @@
 //! their context), and produces a plan (`crate::plan`). Expressions are bound in `expr`,
 //! function calls in `function`, queries in `query`.
 
+pub mod dml;
 pub mod expr;
 pub mod function;
 pub mod query;

@@ -1,3 +1,7 @@
 //! Step 4 of a statement: execution.
 
+pub mod copy;
+pub mod ddl;
 pub mod select;
+pub mod statement;
+pub mod write;

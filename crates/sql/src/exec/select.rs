@@ -81,7 +81,7 @@ pub struct ExecLimits {
     /// Maximum rows a result may hold.
     pub rows_max: usize,
     /// The session running the statement: its interrupt flag stops the statement.
-    pub activity: Option<Arc<crate::activity::Activity>>,
+    pub activity: Option<Arc<crate::pg::activity::Activity>>,
 }
 
 impl Default for ExecLimits {

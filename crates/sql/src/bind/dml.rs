@@ -1,0 +1,394 @@
+//! Binding INSERT, UPDATE and DELETE: targets, defaults, ON CONFLICT, SET lists, RETURNING.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use sqlparser::ast;
+
+use crate::bind::*;
+use crate::catalog::Table;
+use crate::error::{code, Result, SqlError};
+use crate::expr::{Expr, Func};
+use crate::plan::access::*;
+use crate::plan::*;
+use crate::types::{DataType, Value};
+
+pub(crate) fn table_object(t: &ast::TableObject) -> Result<ast::ObjectName> {
+    match t {
+        ast::TableObject::TableName(n) => Ok(n.clone()),
+        _ => Err(SqlError::unsupported("INSERT into a table function")),
+    }
+}
+
+/// RETURNING: expressions over the table's row.
+pub(crate) struct Returning {
+    pub(crate) exprs: Vec<Expr>,
+    pub(crate) columns: Vec<(String, DataType)>,
+}
+
+pub(crate) fn plan_returning(
+    planner: &mut Planner,
+    items: &Option<Vec<ast::SelectItem>>,
+    scope: &Scope,
+) -> Result<Option<Returning>> {
+    let Some(items) = items else { return Ok(None) };
+    let mut exprs = Vec::new();
+    let mut columns = Vec::new();
+    for item in items {
+        match item {
+            ast::SelectItem::Wildcard(_) => {
+                for (i, c) in scope.cols.iter().enumerate() {
+                    exprs.push(Expr::Column(i));
+                    columns.push((c.name.clone(), c.ty));
+                }
+            }
+            ast::SelectItem::UnnamedExpr(x) => {
+                let (e, t) = planner.expr(x, scope, false)?;
+                exprs.push(e);
+                columns.push((
+                    output_name(x),
+                    if t == DataType::Unknown { DataType::Text } else { t },
+                ));
+            }
+            ast::SelectItem::ExprWithAlias { expr, alias } => {
+                let (e, t) = planner.expr(expr, scope, false)?;
+                exprs.push(e);
+                columns.push((
+                    alias.value.to_lowercase(),
+                    if t == DataType::Unknown { DataType::Text } else { t },
+                ));
+            }
+            other => return Err(SqlError::unsupported(format!("RETURNING {other}"))),
+        }
+    }
+    Ok(Some(Returning { exprs, columns }))
+}
+
+pub(crate) fn table_scope(table: &Table, alias: &str) -> Scope {
+    Scope {
+        cols: table
+            .columns
+            .iter()
+            .map(|c| ScopeCol { table: Some(alias.to_string()), name: c.name.clone(), ty: c.ty })
+            .collect(),
+    }
+}
+
+/// ON CONFLICT DO UPDATE: assignments and the optional WHERE.
+pub(crate) type ConflictUpdate = (Vec<(usize, Expr)>, Option<Expr>);
+
+pub(crate) struct InsertPlan {
+    pub(crate) table: Arc<Table>,
+    /// Target column of each source column.
+    pub(crate) targets: Vec<usize>,
+    pub(crate) source: SelectPlan,
+    pub(crate) defaults: Vec<Option<Expr>>,
+    pub(crate) on_conflict: Option<(Vec<usize>, Option<ConflictUpdate>)>,
+    pub(crate) returning: Option<Returning>,
+}
+
+pub(crate) fn bind_default(planner: &mut Planner, text: &str) -> Result<Expr> {
+    let expr = crate::parse::parse_expr(text).map_err(|e| {
+        SqlError::new(code::DATA_CORRUPTED, format!("stored DEFAULT {text} does not parse: {e}"))
+    })?;
+    Ok(planner.expr(&expr, &Scope::default(), false)?.0)
+}
+
+pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<InsertPlan> {
+    let name = object_name(&table_object(&ins.table)?)?;
+    let table = planner.catalog.table_or_err(planner.txn, planner.db, &name)?;
+    let targets: Vec<usize> = if ins.columns.is_empty() {
+        (0..table.columns.len()).collect()
+    } else {
+        ins.columns.iter().map(|c| table.column_or_err(&object_name(c)?)).collect::<Result<_>>()?
+    };
+    let mut seen = HashSet::new();
+    for t in &targets {
+        if !seen.insert(*t) {
+            return Err(SqlError::syntax(format!(
+                "column \"{}\" specified more than once",
+                table.columns[*t].name
+            )));
+        }
+    }
+    let expected: Vec<DataType> = targets.iter().map(|&c| table.columns[c].ty).collect();
+    let source = match &ins.source {
+        Some(q) => planner.query(q, Some(&expected))?,
+        None => return Err(SqlError::unsupported("INSERT … DEFAULT VALUES")),
+    };
+    if source.columns.len() > targets.len() {
+        return Err(SqlError::syntax("INSERT has more expressions than target columns"));
+    }
+    let mut defaults = Vec::with_capacity(table.columns.len());
+    for c in &table.columns {
+        defaults.push(match &c.default {
+            Some(d) => Some(bind_default(planner, d)?),
+            None => None,
+        });
+    }
+    let alias = table.name.clone();
+    let scope = table_scope(&table, &alias);
+    let on_conflict = match &ins.on {
+        None => None,
+        Some(ast::OnInsert::OnConflict(oc)) => {
+            let cols = match &oc.conflict_target {
+                Some(ast::ConflictTarget::Columns(cols)) => cols
+                    .iter()
+                    .map(|c| table.column_or_err(&c.value.to_lowercase()))
+                    .collect::<Result<Vec<_>>>()?,
+                None => vec![],
+                Some(ast::ConflictTarget::OnConstraint(_)) => {
+                    return Err(SqlError::unsupported("ON CONFLICT ON CONSTRAINT"))
+                }
+            };
+            if !cols.is_empty() {
+                let mut sorted = cols.clone();
+                sorted.sort_unstable();
+                let mut pk = table.primary_key.clone();
+                pk.sort_unstable();
+                let matches_unique = table.indexes.iter().any(|i| {
+                    i.unique && {
+                        let mut c = i.columns.clone();
+                        c.sort_unstable();
+                        c == sorted
+                    }
+                });
+                if sorted != pk && !matches_unique {
+                    return Err(SqlError::new(code::INVALID_COLUMN_REFERENCE, "there is no unique or exclusion constraint matching the ON CONFLICT specification"));
+                }
+            }
+            let action = match &oc.action {
+                ast::OnConflictAction::DoNothing => None,
+                ast::OnConflictAction::DoUpdate(du) => {
+                    if cols.is_empty() {
+                        return Err(SqlError::syntax("ON CONFLICT DO UPDATE requires inference specification or constraint name").hint("For example, ON CONFLICT (column_name)."));
+                    }
+                    // The row scope is the existing row, then `excluded`.
+                    let mut both = scope.clone();
+                    both.cols.extend(table.columns.iter().map(|c| ScopeCol {
+                        table: Some("excluded".into()),
+                        name: c.name.clone(),
+                        ty: c.ty,
+                    }));
+                    let mut sets = Vec::new();
+                    for a in &du.assignments {
+                        let col = assignment_column(&table, &a.target)?;
+                        check_assigned_once(&table, &sets, col)?;
+                        let (e, t) = planner.expr(&a.value, &both, false)?;
+                        let (e, _) = planner.coerce(e, t, table.columns[col].ty)?;
+                        sets.push((col, e));
+                    }
+                    let cond = match &du.selection {
+                        Some(s) => Some(planner.expr(s, &both, false)?.0),
+                        None => None,
+                    };
+                    Some((sets, cond))
+                }
+            };
+            Some((cols, action))
+        }
+        Some(_) => return Err(SqlError::unsupported("ON DUPLICATE KEY")),
+    };
+    let returning = plan_returning(planner, &ins.returning, &scope)?;
+    Ok(InsertPlan { table, targets, source, defaults, on_conflict, returning })
+}
+
+/// 42601 when SET names a column twice (PostgreSQL refuses `SET x = 1, x = 2`).
+pub(crate) fn check_assigned_once(table: &Table, sets: &[(usize, Expr)], col: usize) -> Result<()> {
+    if sets.iter().any(|(c, _)| *c == col) {
+        return Err(SqlError::syntax(format!(
+            "multiple assignments to same column \"{}\"",
+            table.columns[col].name
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn assignment_column(table: &Table, target: &ast::AssignmentTarget) -> Result<usize> {
+    match target {
+        ast::AssignmentTarget::ColumnName(n) => {
+            let name =
+                n.0.last()
+                    .and_then(|p| p.as_ident())
+                    .map(|i| {
+                        if i.quote_style.is_some() {
+                            i.value.clone()
+                        } else {
+                            i.value.to_lowercase()
+                        }
+                    })
+                    .unwrap_or_default();
+            table.column_or_err(&name)
+        }
+        ast::AssignmentTarget::Tuple(_) => Err(SqlError::unsupported("assigning a column tuple")),
+    }
+}
+
+pub(crate) struct UpdatePlan {
+    pub(crate) table: Arc<Table>,
+    pub(crate) scan: SelectPlan,
+    pub(crate) sets: Vec<(usize, Expr)>,
+    pub(crate) returning: Option<Returning>,
+}
+
+pub(crate) fn single_table_scan(
+    planner: &mut Planner,
+    relation: &ast::TableFactor,
+    selection: &Option<ast::Expr>,
+) -> Result<(Arc<Table>, SelectPlan, Scope)> {
+    let ast::TableFactor::Table { name, alias, args: None, .. } = relation else {
+        return Err(SqlError::unsupported("this UPDATE/DELETE target"));
+    };
+    let tname = object_name(name)?;
+    let table = planner.catalog.table_or_err(planner.txn, planner.db, &tname)?;
+    let alias =
+        alias.as_ref().map(|a| a.name.value.to_lowercase()).unwrap_or_else(|| table.name.clone());
+    let scope = table_scope(&table, &alias);
+    let mut filters = Vec::new();
+    if let Some(w) = selection {
+        let (e, t) = planner.expr(w, &scope, false)?;
+        let (e, _) = planner.coerce(e, t, DataType::Bool)?;
+        split_and(e, &mut filters);
+    }
+    let width = table.columns.len();
+    let (constant_filters, filters): (Vec<Expr>, Vec<Expr>) =
+        filters.into_iter().partition(|f| !f.uses_columns_from(0));
+    let mut item = FromItem {
+        source: Source::Table(table.clone(), Access::Full),
+        offset: 0,
+        width,
+        join: JoinKind::Inner,
+        on: vec![],
+        filters,
+        label: table.name.clone(),
+    };
+    choose_access(&mut item);
+    let mut plan =
+        SelectPlan::over(item, table.columns.iter().map(|c| (c.name.clone(), c.ty)).collect());
+    plan.constant_filters = constant_filters;
+    Ok((table, plan, scope))
+}
+
+pub(crate) fn plan_update(planner: &mut Planner, u: &ast::Update) -> Result<UpdatePlan> {
+    if u.from.is_some() {
+        return Err(SqlError::unsupported("UPDATE … FROM"));
+    }
+    if !u.table.joins.is_empty() {
+        return Err(SqlError::unsupported("UPDATE of a join"));
+    }
+    let (table, scan, scope) = single_table_scan(planner, &u.table.relation, &u.selection)?;
+    let mut sets = Vec::new();
+    for a in &u.assignments {
+        let col = assignment_column(&table, &a.target)?;
+        check_assigned_once(&table, &sets, col)?;
+        let (e, t) = match &a.value {
+            ast::Expr::Identifier(i)
+                if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none() =>
+            {
+                match &table.columns[col].default {
+                    Some(d) => (bind_default(planner, d)?, table.columns[col].ty),
+                    None => (Expr::Const(Value::Null), DataType::Unknown),
+                }
+            }
+            v => planner.expr(v, &scope, false)?,
+        };
+        let (e, _) = planner.coerce(e, t, table.columns[col].ty)?;
+        sets.push((col, e));
+    }
+    let returning = plan_returning(planner, &u.returning, &scope)?;
+    Ok(UpdatePlan { table, scan, sets, returning })
+}
+
+pub(crate) struct DeletePlan {
+    pub(crate) table: Arc<Table>,
+    pub(crate) scan: SelectPlan,
+    pub(crate) returning: Option<Returning>,
+}
+
+pub(crate) fn plan_delete(planner: &mut Planner, d: &ast::Delete) -> Result<DeletePlan> {
+    let from = match &d.from {
+        ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+    };
+    let [twj] = from.as_slice() else {
+        return Err(SqlError::unsupported("DELETE from several tables"));
+    };
+    if d.using.is_some() || !twj.joins.is_empty() {
+        return Err(SqlError::unsupported("DELETE … USING"));
+    }
+    let (table, scan, scope) = single_table_scan(planner, &twj.relation, &d.selection)?;
+    let returning = plan_returning(planner, &d.returning, &scope)?;
+    Ok(DeletePlan { table, scan, returning })
+}
+
+/// Binds a DEFAULT expression (constants and functions such as now(); no columns).
+pub(crate) fn bind_constant(e: &ast::Expr) -> Result<Expr> {
+    if let ast::Expr::Subquery(_) = e {
+        return Err(SqlError::unsupported("a subquery in DEFAULT"));
+    }
+    let (bound, _) = bind_free(e)?;
+    if bound.uses_columns_from(0) {
+        return Err(SqlError::new("0A000", "cannot use column references in default expression"));
+    }
+    Ok(bound)
+}
+
+/// Binds an expression that refers to no table (defaults).
+pub(crate) fn bind_free(e: &ast::Expr) -> Result<(Expr, DataType)> {
+    use ast::Expr as E;
+    Ok(match e {
+        E::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => match n.parse::<i64>() {
+                Ok(i) => (Expr::Const(Value::Int(i)), DataType::Int8),
+                Err(_) => (
+                    Expr::Const(Value::parse(n, DataType::Numeric(None))?),
+                    DataType::Numeric(None),
+                ),
+            },
+            ast::Value::SingleQuotedString(s) => {
+                (Expr::Const(Value::Text(s.clone())), DataType::Unknown)
+            }
+            ast::Value::Boolean(b) => (Expr::Const(Value::Bool(*b)), DataType::Bool),
+            ast::Value::Null => (Expr::Const(Value::Null), DataType::Unknown),
+            other => return Err(SqlError::unsupported(format!("DEFAULT {other}"))),
+        },
+        E::UnaryOp { op: ast::UnaryOperator::Minus, expr } => {
+            let (x, t) = bind_free(expr)?;
+            (Expr::Neg(Box::new(x)), t)
+        }
+        E::Nested(x) => bind_free(x)?,
+        E::Cast { expr, data_type: dt, .. } => {
+            let ty = data_type(dt)?;
+            let (x, _) = bind_free(expr)?;
+            (Expr::Cast(Box::new(x), ty), ty)
+        }
+        E::Identifier(i)
+            if matches!(
+                i.value.to_lowercase().as_str(),
+                "current_timestamp" | "localtimestamp"
+            ) =>
+        {
+            (Expr::Func(Func::Now, vec![]), DataType::TimestampTz)
+        }
+        E::Identifier(i) if i.value.eq_ignore_ascii_case("current_date") => {
+            (Expr::Func(Func::CurrentDate, vec![]), DataType::Date)
+        }
+        E::Function(f) if f.name.to_string().eq_ignore_ascii_case("now") => {
+            (Expr::Func(Func::Now, vec![]), DataType::TimestampTz)
+        }
+        E::BinaryOp { left, op, right } => {
+            let (a, at) = bind_free(left)?;
+            let (b, _) = bind_free(right)?;
+            let op = match op {
+                ast::BinaryOperator::Plus => crate::expr::BinOp::Add,
+                ast::BinaryOperator::Minus => crate::expr::BinOp::Sub,
+                ast::BinaryOperator::Multiply => crate::expr::BinOp::Mul,
+                ast::BinaryOperator::StringConcat => crate::expr::BinOp::Concat,
+                other => {
+                    return Err(SqlError::unsupported(format!("the operator {other} in DEFAULT")))
+                }
+            };
+            (Expr::Binary(op, Box::new(a), Box::new(b)), at)
+        }
+        other => return Err(SqlError::unsupported(format!("DEFAULT {other}"))),
+    })
+}

@@ -1,0 +1,430 @@
+//! DDL: CREATE / DROP / ALTER TABLE, CREATE / DROP INDEX, in the statement's transaction (the
+//! catalog lives in the engine, so DDL commits or rolls back with it).
+
+use kiln_engine::Scan;
+use sqlparser::ast;
+
+use crate::bind::*;
+use crate::catalog::{Column, Index, Table};
+use crate::encoding::{decode_row, encode_key};
+use crate::error::{code, Result, SqlError};
+use crate::types::Value;
+
+use crate::bind::dml::*;
+use crate::exec::write::*;
+use crate::session::*;
+
+impl Writer<'_> {
+    /// Whether relation `name` exists: Ok(true) when IF NOT EXISTS lets the statement do
+    /// nothing, 42P07 otherwise.
+    pub(crate) fn relation_taken(
+        &mut self,
+        database: &str,
+        name: &str,
+        if_not_exists: bool,
+    ) -> Result<bool> {
+        if !self.db.catalog.relation_exists(&mut self.ts.txn, database, name)? {
+            return Ok(false);
+        }
+        if if_not_exists {
+            return Ok(true);
+        }
+        Err(SqlError::new(code::DUPLICATE_TABLE, format!("relation \"{name}\" already exists")))
+    }
+
+    pub(crate) fn create_table(&mut self, ct: &ast::CreateTable, database: &str) -> Result<Output> {
+        let name = object_name(&ct.name)?;
+        if ct.query.is_some() {
+            return Err(SqlError::unsupported("CREATE TABLE … AS"));
+        }
+        if self.relation_taken(database, &name, ct.if_not_exists)? {
+            return Ok(Output::Command("CREATE TABLE".into()));
+        }
+        if ct.columns.len() > 1600 {
+            return Err(SqlError::new(code::PROGRAM_LIMIT, "tables can have at most 1600 columns"));
+        }
+        let mut columns: Vec<Column> = Vec::new();
+        let mut primary_key: Vec<usize> = Vec::new();
+        let mut uniques: Vec<Vec<usize>> = Vec::new();
+        for (i, c) in ct.columns.iter().enumerate() {
+            let cname = if c.name.quote_style.is_some() {
+                c.name.value.clone()
+            } else {
+                c.name.value.to_lowercase()
+            };
+            if columns.iter().any(|x| x.name == cname) {
+                return Err(SqlError::new(
+                    "42701",
+                    format!("column \"{cname}\" specified more than once"),
+                ));
+            }
+            let ty = data_type(&c.data_type)?;
+            let mut col = Column { name: cname, ty, nullable: true, default: None };
+            for opt in &c.options {
+                match &opt.option {
+                    ast::ColumnOption::NotNull => col.nullable = false,
+                    ast::ColumnOption::Null => col.nullable = true,
+                    ast::ColumnOption::Default(e) => {
+                        // Check now that it binds as a constant expression.
+                        bind_constant(e)?;
+                        col.default = Some(e.to_string());
+                    }
+                    ast::ColumnOption::PrimaryKey(_) => {
+                        if !primary_key.is_empty() {
+                            return Err(SqlError::new(
+                                code::INVALID_TABLE_DEFINITION,
+                                format!(
+                                    "multiple primary keys for table \"{name}\" are not allowed"
+                                ),
+                            ));
+                        }
+                        primary_key.push(i);
+                        col.nullable = false;
+                    }
+                    ast::ColumnOption::Unique(_) => uniques.push(vec![i]),
+                    other => {
+                        return Err(SqlError::unsupported(format!("the column option {other}")))
+                    }
+                }
+            }
+            columns.push(col);
+        }
+        let find = |cols: &[ast::IndexColumn], columns: &[Column]| -> Result<Vec<usize>> {
+            cols.iter()
+                .map(|ic| match &ic.column.expr {
+                    ast::Expr::Identifier(id) => {
+                        let n = id.value.to_lowercase();
+                        columns.iter().position(|c| c.name == n).ok_or_else(|| {
+                            SqlError::new(
+                                code::UNDEFINED_COLUMN,
+                                format!("column \"{n}\" named in key does not exist"),
+                            )
+                        })
+                    }
+                    other => Err(SqlError::unsupported(format!("a key on the expression {other}"))),
+                })
+                .collect()
+        };
+        for constraint in &ct.constraints {
+            match constraint {
+                ast::TableConstraint::PrimaryKey(pk) => {
+                    if !primary_key.is_empty() {
+                        return Err(SqlError::new(
+                            code::INVALID_TABLE_DEFINITION,
+                            format!("multiple primary keys for table \"{name}\" are not allowed"),
+                        ));
+                    }
+                    primary_key = find(&pk.columns, &columns)?;
+                    for &c in &primary_key {
+                        columns[c].nullable = false;
+                    }
+                }
+                ast::TableConstraint::Unique(u) => uniques.push(find(&u.columns, &columns)?),
+                other => return Err(SqlError::unsupported(format!("the constraint {other}"))),
+            }
+        }
+        for &c in &primary_key {
+            if !crate::encoding::key_type_supported(columns[c].ty) {
+                return Err(SqlError::unsupported(format!(
+                    "a primary key on column \"{}\" of type {}",
+                    columns[c].name,
+                    columns[c].ty.sql_name()
+                )));
+            }
+        }
+        let options = match &ct.table_options {
+            ast::CreateTableOptions::With(opts) => opts
+                .iter()
+                .map(|o| {
+                    let s = o.to_string();
+                    let (k, v) = s.split_once('=').unwrap_or((&s, ""));
+                    (k.trim().to_string(), v.trim().to_string())
+                })
+                .collect(),
+            _ => vec![],
+        };
+        let id = self.db.catalog.next_id(&mut self.ts.txn)?;
+        let mut table = Table {
+            id,
+            database: database.to_string(),
+            name: name.clone(),
+            columns,
+            primary_key,
+            primary_key_name: None,
+            indexes: vec![],
+            options,
+        };
+        if !table.primary_key.is_empty() {
+            table.primary_key_name = Some(format!("{name}_pkey"));
+        }
+        for cols in uniques {
+            let iname = format!(
+                "{name}_{}_key",
+                cols.iter().map(|&c| table.columns[c].name.clone()).collect::<Vec<_>>().join("_")
+            );
+            for &c in &cols {
+                if !crate::encoding::key_type_supported(table.columns[c].ty) {
+                    return Err(SqlError::unsupported(format!(
+                        "a unique constraint on a column of type {}",
+                        table.columns[c].ty.sql_name()
+                    )));
+                }
+            }
+            let iid = self.db.catalog.next_id(&mut self.ts.txn)?;
+            table.indexes.push(Index { name: iname, id: iid, columns: cols, unique: true });
+        }
+        self.db.catalog.put_table(&mut self.ts.txn, &table)?;
+        Ok(Output::Command("CREATE TABLE".into()))
+    }
+
+    pub(crate) fn drop(
+        &mut self,
+        object_type: ast::ObjectType,
+        if_exists: bool,
+        names: &[ast::ObjectName],
+        database: &str,
+    ) -> Result<Output> {
+        match object_type {
+            ast::ObjectType::Table => {
+                for n in names {
+                    let name = object_name(n)?;
+                    match self.db.catalog.table(&mut self.ts.txn, database, &name)? {
+                        Some(t) => {
+                            self.truncate(&t)?;
+                            self.db.catalog.delete_table(&mut self.ts.txn, &t)?;
+                        }
+                        None if if_exists => {}
+                        None => {
+                            return Err(SqlError::new(
+                                code::UNDEFINED_TABLE,
+                                format!("table \"{name}\" does not exist"),
+                            ))
+                        }
+                    }
+                }
+                Ok(Output::Command("DROP TABLE".into()))
+            }
+            ast::ObjectType::Index => {
+                for n in names {
+                    let name = object_name(n)?;
+                    let Some(tname) =
+                        self.db.catalog.index_table(&mut self.ts.txn, database, &name)?
+                    else {
+                        if if_exists {
+                            continue;
+                        }
+                        return Err(SqlError::new(
+                            code::UNDEFINED_OBJECT,
+                            format!("index \"{name}\" does not exist"),
+                        ));
+                    };
+                    let table = self.db.catalog.table_or_err(&mut self.ts.txn, database, &tname)?;
+                    let mut t = (*table).clone();
+                    let Some(pos) = t.indexes.iter().position(|i| i.name == name) else { continue };
+                    let index = t.indexes.remove(pos);
+                    for (k, _) in self.ts.txn.scan(&index.keyspace(), Scan::all())? {
+                        self.ts.txn.delete(&index.keyspace(), &k)?;
+                    }
+                    self.ts.txn.delete(
+                        crate::catalog::CATALOG,
+                        format!("i/{database}/{name}").as_bytes(),
+                    )?;
+                    self.db.catalog.put_table(&mut self.ts.txn, &t)?;
+                }
+                Ok(Output::Command("DROP INDEX".into()))
+            }
+            ast::ObjectType::Database => {
+                if self.ts.explicit {
+                    return Err(SqlError::new(
+                        code::ACTIVE_TXN,
+                        "DROP DATABASE cannot run inside a transaction block",
+                    ));
+                }
+                for n in names {
+                    let name = object_name(n)?;
+                    if name == database {
+                        return Err(SqlError::new(
+                            "55006",
+                            "cannot drop the currently open database",
+                        ));
+                    }
+                    if !self.db.catalog.database_exists(&mut self.ts.txn, &name)? {
+                        if if_exists {
+                            continue;
+                        }
+                        return Err(SqlError::new(
+                            code::INVALID_CATALOG,
+                            format!("database \"{name}\" does not exist"),
+                        ));
+                    }
+                    for t in self.db.catalog.tables(&mut self.ts.txn, &name)? {
+                        self.truncate(&t)?;
+                        self.db.catalog.delete_table(&mut self.ts.txn, &t)?;
+                    }
+                    self.db.catalog.drop_database(&mut self.ts.txn, &name)?;
+                }
+                Ok(Output::Command("DROP DATABASE".into()))
+            }
+            other => Err(SqlError::unsupported(format!("DROP {other}"))),
+        }
+    }
+
+    pub(crate) fn build_index(&mut self, table: &Table, index: &Index) -> Result<()> {
+        for (pk, raw) in self.ts.txn.scan(&table.keyspace(), Scan::all())? {
+            let row = decode_row(&raw, table.columns.len())?;
+            let (key, value, unique) = Self::index_entry(table, index, &row, &pk)?;
+            if unique {
+                if let Some(existing) = self.ts.txn.get(&index.keyspace(), &key)? {
+                    if existing != pk {
+                        let vals: Vec<Value> =
+                            index.columns.iter().map(|&c| row[c].clone()).collect();
+                        return Err(SqlError::new(
+                            code::UNIQUE,
+                            format!("could not create unique index \"{}\"", index.name),
+                        )
+                        .detail(
+                            unique_violation(table, &index.name, &vals, &index.columns)
+                                .detail
+                                .unwrap_or_default(),
+                        ));
+                    }
+                }
+            }
+            self.ts.txn.put(&index.keyspace(), &key, &value)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn create_index(&mut self, ci: &ast::CreateIndex, database: &str) -> Result<Output> {
+        if ci.predicate.is_some() {
+            return Err(SqlError::unsupported("partial indexes"));
+        }
+        let tname = object_name(&ci.table_name)?;
+        let table = self.db.catalog.table_or_err(&mut self.ts.txn, database, &tname)?;
+        let columns = ci
+            .columns
+            .iter()
+            .map(|ic| match &ic.column.expr {
+                ast::Expr::Identifier(id) => table.column_or_err(&id.value.to_lowercase()),
+                other => Err(SqlError::unsupported(format!("an index on the expression {other}"))),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for &c in &columns {
+            if !crate::encoding::key_type_supported(table.columns[c].ty) {
+                return Err(SqlError::unsupported(format!(
+                    "an index on a column of type {}",
+                    table.columns[c].ty.sql_name()
+                )));
+            }
+        }
+        let name = match &ci.name {
+            Some(n) => object_name(n)?,
+            None => format!(
+                "{tname}_{}_idx",
+                columns
+                    .iter()
+                    .map(|&c| table.columns[c].name.clone())
+                    .collect::<Vec<_>>()
+                    .join("_")
+            ),
+        };
+        if self.relation_taken(database, &name, ci.if_not_exists)? {
+            return Ok(Output::Command("CREATE INDEX".into()));
+        }
+        let id = self.db.catalog.next_id(&mut self.ts.txn)?;
+        let index = Index { name, id, columns, unique: ci.unique };
+        self.build_index(&table, &index)?;
+        let mut t = (*table).clone();
+        t.indexes.push(index);
+        self.db.catalog.put_table(&mut self.ts.txn, &t)?;
+        Ok(Output::Command("CREATE INDEX".into()))
+    }
+
+    pub(crate) fn alter_table(&mut self, at: &ast::AlterTable, database: &str) -> Result<Output> {
+        let tname = object_name(&at.name)?;
+        let table = self.db.catalog.table_or_err(&mut self.ts.txn, database, &tname)?;
+        let mut t = (*table).clone();
+        for op in &at.operations {
+            match op {
+                ast::AlterTableOperation::AddConstraint {
+                    constraint: ast::TableConstraint::PrimaryKey(pk),
+                    ..
+                } => {
+                    if !t.primary_key.is_empty() {
+                        return Err(SqlError::new(
+                            code::INVALID_TABLE_DEFINITION,
+                            format!("multiple primary keys for table \"{tname}\" are not allowed"),
+                        ));
+                    }
+                    let cols = pk
+                        .columns
+                        .iter()
+                        .map(|ic| match &ic.column.expr {
+                            ast::Expr::Identifier(id) => t.column_or_err(&id.value.to_lowercase()),
+                            other => Err(SqlError::unsupported(format!(
+                                "a key on the expression {other}"
+                            ))),
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    for &c in &cols {
+                        if !crate::encoding::key_type_supported(t.columns[c].ty) {
+                            return Err(SqlError::unsupported(format!(
+                                "a primary key on a column of type {}",
+                                t.columns[c].ty.sql_name()
+                            )));
+                        }
+                    }
+                    // Re-key every row under a new keyspace id; indexes are rebuilt too.
+                    let old = t.clone();
+                    let rows = self.ts.txn.scan(&old.keyspace(), Scan::all())?;
+                    t.id = self.db.catalog.next_id(&mut self.ts.txn)?;
+                    t.primary_key = cols.clone();
+                    t.primary_key_name = Some(format!("{tname}_pkey"));
+                    for &c in &cols {
+                        t.columns[c].nullable = false;
+                    }
+                    for index in &mut t.indexes {
+                        index.id = self.db.catalog.next_id(&mut self.ts.txn)?;
+                    }
+                    for (oldkey, raw) in rows {
+                        let row = decode_row(&raw, old.columns.len())?;
+                        for &c in &cols {
+                            if row[c].is_null() {
+                                return Err(SqlError::new(code::NOT_NULL, format!("column \"{}\" of relation \"{tname}\" contains null values", t.columns[c].name)));
+                            }
+                        }
+                        self.ts.txn.delete(&old.keyspace(), &oldkey)?;
+                        let key = encode_key(&cols.iter().map(|&c| &row[c]).collect::<Vec<_>>())?;
+                        if self.ts.txn.get(&t.keyspace(), &key)?.is_some() {
+                            let vals: Vec<Value> = cols.iter().map(|&c| row[c].clone()).collect();
+                            return Err(SqlError::new(
+                                code::UNIQUE,
+                                format!("could not create unique index \"{tname}_pkey\""),
+                            )
+                            .detail(
+                                unique_violation(&t, "", &vals, &cols).detail.unwrap_or_default(),
+                            ));
+                        }
+                        self.ts.txn.put(&t.keyspace(), &key, &raw)?;
+                    }
+                    for index in &old.indexes {
+                        for (k, _) in self.ts.txn.scan(&index.keyspace(), Scan::all())? {
+                            self.ts.txn.delete(&index.keyspace(), &k)?;
+                        }
+                    }
+                    for index in t.indexes.clone() {
+                        self.build_index(&t, &index)?;
+                    }
+                }
+                other => {
+                    return Err(SqlError::unsupported(format!(
+                        "ALTER TABLE … {}",
+                        first_words(&other.to_string())
+                    )))
+                }
+            }
+        }
+        self.db.catalog.put_table(&mut self.ts.txn, &t)?;
+        Ok(Output::Command("ALTER TABLE".into()))
+    }
+}

@@ -1,0 +1,239 @@
+//! Executing one statement inside the session's transaction: queries, DML, EXPLAIN, DDL and
+//! COPY, dispatched on the statement kind.
+
+use std::cell::RefCell;
+use std::time::Duration;
+
+use kiln_engine::IsolationLevel;
+use sqlparser::ast;
+
+use crate::bind::*;
+use crate::error::{code, Result, SqlError};
+use crate::exec::select::*;
+use crate::expr::Ctx;
+use crate::parse::parse;
+use crate::pg::system::System;
+use crate::plan::explain::*;
+use crate::types::{now_micros, DataType, Value};
+
+use crate::bind::dml::*;
+use crate::ed::*;
+use crate::exec::copy::*;
+use crate::exec::write::*;
+use crate::session::*;
+
+impl Session {
+    pub(crate) fn run(&mut self, stmt: &ast::Statement, params: &[Value]) -> Result<Output> {
+        use ast::Statement as S;
+        let ts = self.txn.as_mut().expect("a transaction is open");
+        if ts.isolation == IsolationLevel::ReadCommitted {
+            // READ COMMITTED: each statement sees what committed before it began.
+            ts.txn.refresh_snapshot()?;
+        }
+        let env = session_env!(self);
+        let system = System { db: &self.db, database: &self.database, settings: &self.settings };
+        let limits =
+            ExecLimits { rows_max: self.db.config.rows_max, activity: Some(self.activity.clone()) };
+        let ctx = Ctx::new(params, &env);
+        let lock_timeout = self
+            .settings
+            .get("lock_timeout")
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|v| *v > 0)
+            .map(Duration::from_millis);
+        let mut w = Writer {
+            db: &self.db,
+            ts,
+            lock_timeout,
+            interrupt: &self.interrupt,
+            activity: &self.activity,
+        };
+        // A planner for this statement (parameter values known: subqueries may run).
+        macro_rules! planner {
+            () => {
+                Planner::new(
+                    &mut w.ts.txn,
+                    &self.db.catalog,
+                    &self.database,
+                    param_types(params),
+                    Some(params),
+                    &system,
+                    &env,
+                )
+            };
+        }
+        match stmt {
+            S::Query(q) => {
+                let mut planner = planner!();
+                let plan = planner.query(q, None)?;
+                let rows = if plan.lock {
+                    w.select_for_update(&plan, &ctx, &limits)?
+                } else {
+                    let cell = RefCell::new(&mut w.ts.txn);
+                    let exec = Exec { txn: &cell, limits: &limits };
+                    let ctx = Ctx { runner: Some(&exec), ..ctx };
+                    execute_select(&plan, &cell, &ctx, &limits)?
+                };
+                let tag = format!("SELECT {}", rows.len());
+                Ok(Output::Rows { columns: plan.columns, rows, tag })
+            }
+            S::Insert(ins) => {
+                let mut planner = planner!();
+                let plan = plan_insert(&mut planner, ins)?;
+                w.insert(plan, &ctx, &limits)
+            }
+            S::Update(u) => {
+                let mut planner = planner!();
+                let plan = plan_update(&mut planner, u)?;
+                w.update(plan, &ctx, &limits)
+            }
+            S::Delete(d) => {
+                let mut planner = planner!();
+                let plan = plan_delete(&mut planner, d)?;
+                w.delete(plan, &ctx, &limits)
+            }
+            S::Explain { statement, .. } => {
+                let mut planner = planner!();
+                let lines = match statement.as_ref() {
+                    S::Query(q) => explain(&planner.query(q, None)?),
+                    S::Update(u) => {
+                        let p = plan_update(&mut planner, u)?;
+                        let mut l = vec![format!("Update on {}", p.table.name)];
+                        l.extend(explain(&p.scan));
+                        l
+                    }
+                    S::Delete(d) => {
+                        let p = plan_delete(&mut planner, d)?;
+                        let mut l = vec![format!("Delete on {}", p.table.name)];
+                        l.extend(explain(&p.scan));
+                        l
+                    }
+                    S::Insert(i) => {
+                        vec![format!("Insert on {}", object_name(&table_object(&i.table)?)?)]
+                    }
+                    other => return Err(SqlError::unsupported(format!("EXPLAIN of {other}"))),
+                };
+                let rows = lines.into_iter().map(|l| vec![Value::Text(l)]).collect::<Vec<_>>();
+                let tag = "EXPLAIN".to_string();
+                Ok(Output::Rows { columns: vec![("QUERY PLAN".into(), DataType::Text)], rows, tag })
+            }
+            S::CreateTable(ct) => w.create_table(ct, &self.database),
+            S::Drop { object_type, if_exists, names, .. } => {
+                w.drop(*object_type, *if_exists, names, &self.database)
+            }
+            S::CreateIndex(ci) => w.create_index(ci, &self.database),
+            S::AlterTable(at) => w.alter_table(at, &self.database),
+            S::Truncate(t) => {
+                for target in &t.table_names {
+                    let name = object_name(&target.name)?;
+                    let table =
+                        self.db.catalog.table_or_err(&mut w.ts.txn, &self.database, &name)?;
+                    w.truncate(&table)?;
+                }
+                Ok(Output::Command("TRUNCATE TABLE".into()))
+            }
+            S::CreateDatabase { db_name, if_not_exists, .. } => {
+                let name = object_name(db_name)?;
+                if self.db.catalog.database_exists(&mut w.ts.txn, &name)? {
+                    if *if_not_exists {
+                        return Ok(Output::Command("CREATE DATABASE".into()));
+                    }
+                    return Err(SqlError::new(
+                        code::DUPLICATE_DATABASE,
+                        format!("database \"{name}\" already exists"),
+                    ));
+                }
+                self.db.catalog.create_database(&mut w.ts.txn, &name)?;
+                Ok(Output::Command("CREATE DATABASE".into()))
+            }
+            S::Copy { source, to, target, options, legacy_options, .. } => {
+                let csv = copy_csv(options, legacy_options)?;
+                match (source, to, target) {
+                    (
+                        ast::CopySource::Table { table_name, columns },
+                        false,
+                        ast::CopyTarget::Stdin,
+                    ) => {
+                        let table = self.db.catalog.table_or_err(
+                            &mut w.ts.txn,
+                            &self.database,
+                            &object_name(table_name)?,
+                        )?;
+                        let cols = if columns.is_empty() {
+                            (0..table.columns.len()).collect()
+                        } else {
+                            columns
+                                .iter()
+                                .map(|c| table.column_or_err(&c.value.to_lowercase()))
+                                .collect::<Result<Vec<_>>>()?
+                        };
+                        let out_cols = cols
+                            .iter()
+                            .map(|&c| (table.columns[c].name.clone(), table.columns[c].ty))
+                            .collect();
+                        self.copy = Some(CopyState {
+                            bytes: 0,
+                            scanned: (0, false),
+                            table,
+                            columns: cols,
+                            csv,
+                            buffer: Vec::new(),
+                            rows: 0,
+                            implicit: false,
+                        });
+                        Ok(Output::CopyIn { columns: out_cols, csv })
+                    }
+                    (source, true, ast::CopyTarget::Stdout) => {
+                        let mut planner = Planner::new(
+                            &mut w.ts.txn,
+                            &self.db.catalog,
+                            &self.database,
+                            vec![],
+                            Some(params),
+                            &system,
+                            &env,
+                        );
+                        let plan = match source {
+                            ast::CopySource::Query(q) => planner.query(q, None)?,
+                            ast::CopySource::Table { table_name, columns } => {
+                                let cols = if columns.is_empty() {
+                                    "*".to_string()
+                                } else {
+                                    columns
+                                        .iter()
+                                        .map(|c| c.to_string())
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                };
+                                let q = format!("SELECT {cols} FROM {table_name}");
+                                let Some(ast::Statement::Query(q)) = parse(&q)?.pop() else {
+                                    return Err(SqlError::syntax("bad COPY"));
+                                };
+                                planner.query(&q, None)?
+                            }
+                        };
+                        let rows = {
+                            let cell = RefCell::new(&mut w.ts.txn);
+                            let exec = Exec { txn: &cell, limits: &limits };
+                            let ctx = Ctx { runner: Some(&exec), ..ctx };
+                            execute_select(&plan, &cell, &ctx, &limits)?
+                        };
+                        let lines = rows
+                            .iter()
+                            .map(|r| format_copy_line(r, &plan.columns, csv))
+                            .collect::<Vec<_>>();
+                        let tag = format!("COPY {}", rows.len());
+                        Ok(Output::CopyOut { columns: plan.columns, lines, tag })
+                    }
+                    _ => Err(SqlError::unsupported(
+                        "COPY to or from a file or program (use STDIN/STDOUT)",
+                    )),
+                }
+            }
+            other => Err(SqlError::unsupported(format!(
+                "the statement {}",
+                first_words(&other.to_string())
+            ))),
+        }
+    }
+}

@@ -1,0 +1,523 @@
+//! Row writes: INSERT (with ON CONFLICT), UPDATE, DELETE and SELECT … FOR UPDATE under row
+//! locks, with index maintenance and constraint checks.
+
+use std::cell::RefCell;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use kiln_engine::{IsolationLevel, Scan};
+
+use crate::catalog::{Index, Table};
+use crate::encoding::{decode_row, encode_key, encode_row};
+use crate::error::{code, Result, SqlError};
+use crate::exec::select::*;
+use crate::expr::{assign, Ctx, Expr};
+use crate::pg::activity::{Activity, Wait};
+use crate::plan::*;
+use crate::types::{DataType, Value};
+
+use crate::bind::dml::*;
+use crate::session::*;
+
+/// Row writes of one statement, with row locks and index maintenance.
+pub(crate) struct Writer<'a> {
+    pub(crate) db: &'a Database,
+    pub(crate) ts: &'a mut TxnState,
+    pub(crate) lock_timeout: Option<Duration>,
+    pub(crate) interrupt: &'a AtomicBool,
+    pub(crate) activity: &'a Activity,
+}
+
+pub(crate) fn unique_violation(
+    table: &Table,
+    what: &str,
+    values: &[Value],
+    cols: &[usize],
+) -> SqlError {
+    let names = cols.iter().map(|&c| table.columns[c].name.clone()).collect::<Vec<_>>().join(", ");
+    let vals = values
+        .iter()
+        .map(|v| v.to_text(DataType::Text).unwrap_or_else(|| "null".into()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    SqlError::new(
+        code::UNIQUE,
+        format!("duplicate key value violates unique constraint \"{what}\""),
+    )
+    .detail(format!("Key ({names})=({vals}) already exists."))
+}
+
+/// The command tag and, with RETURNING, its rows, for the rows a statement wrote.
+pub(crate) fn returning_output(
+    returning: Option<Returning>,
+    rows: Vec<Vec<Value>>,
+    verb: &str,
+    ctx: &Ctx,
+) -> Result<Output> {
+    let tag = if verb == "INSERT" {
+        format!("INSERT 0 {}", rows.len())
+    } else {
+        format!("{verb} {}", rows.len())
+    };
+    Ok(match returning {
+        Some(r) => {
+            let mut out = Vec::with_capacity(rows.len());
+            for row in &rows {
+                out.push(r.exprs.iter().map(|e| e.eval(row, ctx)).collect::<Result<Vec<_>>>()?);
+            }
+            Output::Rows { columns: r.columns, rows: out, tag }
+        }
+        None => Output::Command(tag),
+    })
+}
+
+impl Writer<'_> {
+    pub(crate) fn lock(&mut self, table: u64, key: Vec<u8>) -> Result<()> {
+        self.activity.set_wait(Some(Wait::RowLock));
+        let locked = self.ts.locks.lock((table, key), self.lock_timeout, self.interrupt);
+        self.activity.set_wait(None);
+        locked
+    }
+
+    pub(crate) fn defaults(&mut self, table: &Table) -> Result<Vec<Option<Expr>>> {
+        table
+            .columns
+            .iter()
+            .map(|c| {
+                c.default
+                    .as_ref()
+                    .map(|d| {
+                        let expr = crate::parse::parse_expr(d).map_err(|e| {
+                            SqlError::new(
+                                code::DATA_CORRUPTED,
+                                format!("stored DEFAULT does not parse: {e}"),
+                            )
+                        })?;
+                        bind_constant(&expr)
+                    })
+                    .transpose()
+            })
+            .collect()
+    }
+
+    pub(crate) fn primary_key(&mut self, table: &Table, row: &[Value]) -> Result<Vec<u8>> {
+        if table.primary_key.is_empty() {
+            let id = self.db.catalog.next_rowid(&mut self.ts.txn, table)?;
+            return Ok(id.to_be_bytes().to_vec());
+        }
+        let vals: Vec<&Value> = table.primary_key.iter().map(|&c| &row[c]).collect();
+        encode_key(&vals)
+    }
+
+    pub(crate) fn index_entry(
+        table: &Table,
+        index: &Index,
+        row: &[Value],
+        pk: &[u8],
+    ) -> Result<(Vec<u8>, Vec<u8>, bool)> {
+        let vals: Vec<&Value> = index.columns.iter().map(|&c| &row[c]).collect();
+        let mut key = encode_key(&vals)?;
+        let _ = table;
+        if index.unique && !vals.iter().any(|v| v.is_null()) {
+            Ok((key, pk.to_vec(), true))
+        } else {
+            key.extend_from_slice(pk);
+            key.extend_from_slice(&(pk.len() as u16).to_be_bytes());
+            Ok((key, Vec::new(), false))
+        }
+    }
+
+    /// Checks types, NOT NULL, and fits values to their columns.
+    pub(crate) fn fit_row(table: &Table, row: Vec<Value>) -> Result<Vec<Value>> {
+        let mut out = Vec::with_capacity(row.len());
+        for (v, c) in row.into_iter().zip(&table.columns) {
+            let v = assign(v, c.ty).map_err(|e| {
+                if e.code == code::DATATYPE_MISMATCH {
+                    SqlError::new(
+                        code::DATATYPE_MISMATCH,
+                        format!(
+                            "column \"{}\" is of type {} but expression is of another type",
+                            c.name,
+                            c.ty.sql_name()
+                        ),
+                    )
+                } else {
+                    e
+                }
+            })?;
+            if v.is_null() && !c.nullable {
+                return Err(SqlError::new(code::NOT_NULL, format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", c.name, table.name)));
+            }
+            out.push(v);
+        }
+        Ok(out)
+    }
+
+    /// Inserts a row; with `skip_existing` returns `Ok(None)` instead of 23505 when the key
+    /// exists (and returns the existing key for ON CONFLICT DO UPDATE via `Err`).
+    pub(crate) fn insert_row(
+        &mut self,
+        table: &Table,
+        row: Vec<Value>,
+        skip_existing: bool,
+    ) -> Result<Option<Vec<u8>>> {
+        let row = Self::fit_row(table, row)?;
+        let pk = self.primary_key(table, &row)?;
+        let ks = table.keyspace();
+        if !table.primary_key.is_empty() {
+            self.lock(table.id, pk.clone())?;
+            if self.ts.isolation == IsolationLevel::ReadCommitted {
+                self.ts.txn.refresh_snapshot()?;
+            }
+            if self.ts.txn.get(&ks, &pk)?.is_some() {
+                if skip_existing {
+                    return Ok(None);
+                }
+                let vals: Vec<Value> = table.primary_key.iter().map(|&c| row[c].clone()).collect();
+                let name = table
+                    .primary_key_name
+                    .clone()
+                    .unwrap_or_else(|| format!("{}_pkey", table.name));
+                return Err(unique_violation(table, &name, &vals, &table.primary_key));
+            }
+        }
+        for index in &table.indexes {
+            let (key, value, unique) = Self::index_entry(table, index, &row, &pk)?;
+            if unique {
+                if let Some(existing) = self.ts.txn.get(&index.keyspace(), &key)? {
+                    if existing != pk {
+                        if skip_existing {
+                            return Ok(None);
+                        }
+                        let vals: Vec<Value> =
+                            index.columns.iter().map(|&c| row[c].clone()).collect();
+                        return Err(unique_violation(table, &index.name, &vals, &index.columns));
+                    }
+                }
+            }
+            self.ts.txn.put(&index.keyspace(), &key, &value)?;
+        }
+        self.ts.txn.put(&ks, &pk, &encode_row(&row))?;
+        Ok(Some(pk))
+    }
+
+    pub(crate) fn delete_row(&mut self, table: &Table, pk: &[u8], row: &[Value]) -> Result<()> {
+        for index in &table.indexes {
+            let (key, _, _) = Self::index_entry(table, index, row, pk)?;
+            self.ts.txn.delete(&index.keyspace(), &key)?;
+        }
+        self.ts.txn.delete(&table.keyspace(), pk)?;
+        Ok(())
+    }
+
+    pub(crate) fn update_row(
+        &mut self,
+        table: &Table,
+        pk: &[u8],
+        old: &[Value],
+        new: Vec<Value>,
+    ) -> Result<Vec<Value>> {
+        let new = Self::fit_row(table, new)?;
+        let pk_changed = table
+            .primary_key
+            .iter()
+            .any(|&c| old[c].total_cmp(&new[c]) != std::cmp::Ordering::Equal);
+        if pk_changed {
+            self.delete_row(table, pk, old)?;
+            self.insert_row(table, new.clone(), false)?;
+            return Ok(new);
+        }
+        for index in &table.indexes {
+            let changed = index
+                .columns
+                .iter()
+                .any(|&c| old[c].total_cmp(&new[c]) != std::cmp::Ordering::Equal);
+            if !changed {
+                continue;
+            }
+            let (old_key, _, _) = Self::index_entry(table, index, old, pk)?;
+            self.ts.txn.delete(&index.keyspace(), &old_key)?;
+            let (key, value, unique) = Self::index_entry(table, index, &new, pk)?;
+            if unique {
+                if let Some(existing) = self.ts.txn.get(&index.keyspace(), &key)? {
+                    if existing != pk {
+                        let vals: Vec<Value> =
+                            index.columns.iter().map(|&c| new[c].clone()).collect();
+                        return Err(unique_violation(table, &index.name, &vals, &index.columns));
+                    }
+                }
+            }
+            self.ts.txn.put(&index.keyspace(), &key, &value)?;
+        }
+        self.ts.txn.put(&table.keyspace(), pk, &encode_row(&new))?;
+        Ok(new)
+    }
+
+    /// Locks a row found by a scan and returns its newest version under READ COMMITTED
+    /// (PostgreSQL's re-check after a concurrent update), or the snapshot's otherwise.
+    /// `None` when it was deleted meanwhile or no longer matches.
+    pub(crate) fn lock_current(
+        &mut self,
+        table: &Table,
+        pk: &[u8],
+        row: Vec<Value>,
+        filters: &[Expr],
+        ctx: &Ctx,
+    ) -> Result<Option<Vec<Value>>> {
+        self.lock(table.id, pk.to_vec())?;
+        if self.ts.isolation != IsolationLevel::ReadCommitted {
+            // A row a concurrent transaction changed after our snapshot cannot be updated
+            // here (the commit would fail validation): say so now, as PostgreSQL does.
+            if self.ts.txn.written_since_snapshot(&table.keyspace(), pk)? {
+                return Err(SqlError::new(
+                    code::SERIALIZATION,
+                    "could not serialize access due to concurrent update",
+                )
+                .hint("The transaction might succeed if retried."));
+            }
+            return Ok(Some(row));
+        }
+        self.ts.txn.refresh_snapshot()?;
+        let Some(raw) = self.ts.txn.get(&table.keyspace(), pk)? else { return Ok(None) };
+        let current = decode_row(&raw, table.columns.len())?;
+        if current != row {
+            for f in filters {
+                if !f.eval_bool(&current, ctx)? {
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(current))
+    }
+
+    /// `SELECT … FOR UPDATE / FOR SHARE`: the rows of the first table are locked in ORDER BY
+    /// order and, as PostgreSQL does, re-read after the lock: under READ COMMITTED a row that
+    /// changed meanwhile is returned in its newest version if it still qualifies and skipped
+    /// otherwise, and the next candidate is taken, until LIMIT rows are locked (so two
+    /// workers taking `ORDER BY … LIMIT 1 FOR UPDATE` from a queue never get the same row);
+    /// under REPEATABLE READ and SERIALIZABLE a concurrent change is 40001.
+    pub(crate) fn select_for_update(
+        &mut self,
+        plan: &SelectPlan,
+        ctx: &Ctx,
+        limits: &ExecLimits,
+    ) -> Result<Vec<Vec<Value>>> {
+        if plan.grouping.is_some() || plan.having.is_some() || plan.distinct {
+            return Err(SqlError::unsupported(
+                "FOR UPDATE/FOR SHARE with DISTINCT, GROUP BY, HAVING or aggregate functions",
+            ));
+        }
+        let Some(first) = plan.from.first() else {
+            return Err(SqlError::unsupported("FOR UPDATE/FOR SHARE without a table"));
+        };
+        let Source::Table(table, _) = &first.source else {
+            return Err(SqlError::unsupported(
+                "FOR UPDATE/FOR SHARE on a subquery, function or VALUES",
+            ));
+        };
+        let (table, width) = (table.clone(), first.width);
+        debug_assert_eq!(first.offset, 0, "the first FROM item starts the joined row");
+        let joined = {
+            let cell = RefCell::new(&mut self.ts.txn);
+            let exec = Exec { txn: &cell, limits };
+            let ctx = Ctx { runner: Some(&exec), ..*ctx };
+            execute_from(plan, &cell, &ctx, limits)?
+        };
+        // Candidates in output order: (projected row, joined row, key).
+        let mut candidates = Vec::with_capacity(joined.len());
+        for (key, row) in joined {
+            limits.check()?;
+            let projected =
+                plan.projection.iter().map(|e| e.eval(&row, ctx)).collect::<Result<Vec<_>>>()?;
+            candidates.push((projected, row, key.expect("table rows have keys")));
+        }
+        let order = plan.order.clone();
+        let mut sortable: Vec<Vec<Value>> = Vec::with_capacity(candidates.len());
+        for (i, (projected, _, _)) in candidates.iter().enumerate() {
+            let mut r = projected.clone();
+            r.push(Value::Int(i as i64));
+            sortable.push(r);
+        }
+        sort_rows(&mut sortable, &order, limits)?;
+        let (offset, limit) = offset_limit(plan, ctx)?;
+        let wanted = limit.map_or(usize::MAX, |l| l.saturating_add(offset));
+        let mut out = Vec::new();
+        for sorted in sortable {
+            if out.len() >= wanted {
+                break;
+            }
+            limits.check()?;
+            let Some(Value::Int(i)) = sorted.last() else { unreachable!("pushed above") };
+            let (_, row, key) = &candidates[*i as usize];
+            let mine = row[..width].to_vec();
+            let Some(current) = self.lock_current(&table, key, mine, &first.filters, ctx)? else {
+                continue;
+            };
+            let mut row = row.clone();
+            row[..width].clone_from_slice(&current);
+            // The other tables' rows are as read; the join conditions are checked again
+            // against the newest version of this one.
+            let mut still = true;
+            for item in &plan.from[1..] {
+                for c in item.on.iter().chain(&item.filters) {
+                    if !c.eval_bool(&row, ctx)? {
+                        still = false;
+                    }
+                }
+            }
+            if !still {
+                continue;
+            }
+            out.push(
+                plan.projection.iter().map(|e| e.eval(&row, ctx)).collect::<Result<Vec<_>>>()?,
+            );
+        }
+        let visible = plan.columns.len();
+        let mut rows: Vec<Vec<Value>> = out.into_iter().skip(offset).collect();
+        for r in &mut rows {
+            r.truncate(visible);
+        }
+        Ok(rows)
+    }
+
+    pub(crate) fn insert(
+        &mut self,
+        plan: InsertPlan,
+        ctx: &Ctx,
+        limits: &ExecLimits,
+    ) -> Result<Output> {
+        let table = plan.table.clone();
+        let source_rows = {
+            let cell = RefCell::new(&mut self.ts.txn);
+            let exec = Exec { txn: &cell, limits };
+            let ctx = Ctx { runner: Some(&exec), ..*ctx };
+            execute_select(&plan.source, &cell, &ctx, limits)?
+        };
+        let mut written_rows = Vec::new();
+        for src in source_rows {
+            limits.check()?;
+            let mut row: Vec<Option<Value>> = vec![None; table.columns.len()];
+            for (v, &t) in src.into_iter().zip(&plan.targets) {
+                row[t] = Some(v);
+            }
+            let mut full = Vec::with_capacity(row.len());
+            for (i, v) in row.into_iter().enumerate() {
+                full.push(match v {
+                    Some(v) => v,
+                    None => match &plan.defaults[i] {
+                        Some(d) => d.eval(&[], ctx)?,
+                        None => Value::Null,
+                    },
+                });
+            }
+            let written = match &plan.on_conflict {
+                None => self.insert_row(&table, full.clone(), false)?.map(|_| full),
+                Some((_, None)) => self.insert_row(&table, full.clone(), true)?.map(|_| full),
+                Some((_, Some((sets, cond)))) => {
+                    match self.insert_row(&table, full.clone(), true)? {
+                        Some(_) => Some(full),
+                        None => {
+                            let fitted = Self::fit_row(&table, full.clone())?;
+                            let pk = self.primary_key(&table, &fitted)?;
+                            let Some(raw) = self.ts.txn.get(&table.keyspace(), &pk)? else {
+                                return Err(SqlError::unsupported("ON CONFLICT DO UPDATE on a unique index other than the primary key"));
+                            };
+                            let existing = decode_row(&raw, table.columns.len())?;
+                            let mut both = existing.clone();
+                            both.extend(fitted);
+                            let go = match cond {
+                                Some(c) => c.eval_bool(&both, ctx)?,
+                                None => true,
+                            };
+                            if go {
+                                let mut new = existing.clone();
+                                for (c, e) in sets {
+                                    new[*c] = e.eval(&both, ctx)?;
+                                }
+                                Some(self.update_row(&table, &pk, &existing, new)?)
+                            } else {
+                                None
+                            }
+                        }
+                    }
+                }
+            };
+            if let Some(row) = written {
+                written_rows.push(row);
+            }
+        }
+        returning_output(plan.returning, written_rows, "INSERT", ctx)
+    }
+
+    /// The rows an UPDATE or DELETE applies to: scanned, locked, and (under READ COMMITTED)
+    /// re-read in their newest version; each with its primary key.
+    pub(crate) fn target_rows(
+        &mut self,
+        table: &Table,
+        scan: &SelectPlan,
+        ctx: &Ctx,
+        limits: &ExecLimits,
+    ) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
+        let filters = scan.from[0].filters.clone();
+        let rows = {
+            let cell = RefCell::new(&mut self.ts.txn);
+            let exec = Exec { txn: &cell, limits };
+            let ctx = Ctx { runner: Some(&exec), ..*ctx };
+            execute_from(scan, &cell, &ctx, limits)?
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for (pk, row) in rows {
+            limits.check()?;
+            let pk = pk.expect("table rows have keys");
+            if let Some(current) = self.lock_current(table, &pk, row, &filters, ctx)? {
+                out.push((pk, current));
+            }
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn update(
+        &mut self,
+        plan: UpdatePlan,
+        ctx: &Ctx,
+        limits: &ExecLimits,
+    ) -> Result<Output> {
+        let table = plan.table.clone();
+        let mut changed = Vec::new();
+        for (pk, current) in self.target_rows(&table, &plan.scan, ctx, limits)? {
+            let mut new = current.clone();
+            for (c, e) in &plan.sets {
+                new[*c] = e.eval(&current, ctx)?;
+            }
+            changed.push(self.update_row(&table, &pk, &current, new)?);
+        }
+        returning_output(plan.returning, changed, "UPDATE", ctx)
+    }
+
+    pub(crate) fn delete(
+        &mut self,
+        plan: DeletePlan,
+        ctx: &Ctx,
+        limits: &ExecLimits,
+    ) -> Result<Output> {
+        let table = plan.table.clone();
+        let mut deleted = Vec::new();
+        for (pk, current) in self.target_rows(&table, &plan.scan, ctx, limits)? {
+            self.delete_row(&table, &pk, &current)?;
+            deleted.push(current);
+        }
+        returning_output(plan.returning, deleted, "DELETE", ctx)
+    }
+
+    pub(crate) fn truncate(&mut self, table: &Table) -> Result<()> {
+        for (k, _) in self.ts.txn.scan(&table.keyspace(), Scan::all())? {
+            self.ts.txn.delete(&table.keyspace(), &k)?;
+        }
+        for index in &table.indexes {
+            for (k, _) in self.ts.txn.scan(&index.keyspace(), Scan::all())? {
+                self.ts.txn.delete(&index.keyspace(), &k)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,6 @@
+//! PostgreSQL compatibility: settings, the system catalogs clients read (pg_catalog,
+//! information_schema, kiln_stat), and pg_stat_activity with cancel and terminate.
+
+pub mod activity;
+pub mod settings;
+pub mod system;

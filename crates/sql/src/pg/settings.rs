@@ -1,0 +1,329 @@
+//! Settings: their defaults, `SET` / `SET LOCAL` / `RESET` / `SHOW`, and the values they take.
+
+use kiln_engine::{IsolationLevel, TxnOptions};
+use sqlparser::ast;
+
+use crate::bind::*;
+use crate::error::{code, Result, SqlError};
+
+use crate::session::*;
+
+pub(crate) fn default_settings(config: &SessionConfig) -> Vec<(&'static str, String)> {
+    vec![
+        ("synchronous_commit", if config.synchronous_commit { "on" } else { "off" }.into()),
+        ("default_transaction_isolation", isolation_name(config.default_isolation).into()),
+        ("default_transaction_read_only", "off".into()),
+        ("application_name", String::new()),
+        ("client_encoding", "UTF8".into()),
+        ("server_encoding", "UTF8".into()),
+        ("datestyle", "ISO, MDY".into()),
+        ("intervalstyle", "postgres".into()),
+        ("timezone", "UTC".into()),
+        ("extra_float_digits", "1".into()),
+        ("statement_timeout", "0".into()),
+        ("lock_timeout", "0".into()),
+        ("idle_in_transaction_session_timeout", "0".into()),
+        ("search_path", "\"$user\", public".into()),
+        ("standard_conforming_strings", "on".into()),
+        ("integer_datetimes", "on".into()),
+        ("server_version", crate::SERVER_VERSION.into()),
+        ("server_version_num", "150000".into()),
+        ("max_connections", "100".into()),
+        ("transaction_isolation", isolation_name(config.default_isolation).into()),
+        ("transaction_read_only", "off".into()),
+        ("is_superuser", "on".into()),
+        ("bytea_output", "hex".into()),
+        ("client_min_messages", "notice".into()),
+        ("row_security", "on".into()),
+        ("lc_messages", "C".into()),
+        ("lc_monetary", "C".into()),
+        ("lc_numeric", "C".into()),
+        ("lc_time", "C".into()),
+        ("work_mem", "4MB".into()),
+        ("jit", "off".into()),
+    ]
+}
+
+pub(crate) fn isolation_name(i: IsolationLevel) -> &'static str {
+    match i {
+        IsolationLevel::ReadCommitted => "read committed",
+        IsolationLevel::RepeatableRead => "repeatable read",
+        IsolationLevel::Serializable => "serializable",
+    }
+}
+
+pub(crate) fn parse_isolation(s: &str) -> Result<IsolationLevel> {
+    match s.trim().to_lowercase().replace('_', " ").as_str() {
+        "read committed" | "read uncommitted" => Ok(IsolationLevel::ReadCommitted),
+        "repeatable read" => Ok(IsolationLevel::RepeatableRead),
+        "serializable" => Ok(IsolationLevel::Serializable),
+        other => Err(SqlError::new(
+            code::INVALID_PARAMETER_VALUE,
+            format!("invalid value for parameter \"default_transaction_isolation\": \"{other}\""),
+        )),
+    }
+}
+
+/// The setting `SHOW` names (and the name of the column it answers).
+pub(crate) fn show_name(variable: &[ast::Ident]) -> String {
+    let name = variable.iter().map(|i| i.value.to_lowercase()).collect::<Vec<_>>().join(" ");
+    match name.as_str() {
+        "transaction isolation level" => "transaction_isolation".to_string(),
+        n => n.to_string(),
+    }
+}
+
+pub(crate) fn set_value(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => s.clone(),
+            ast::Value::Number(n, _) => n.clone(),
+            ast::Value::Boolean(b) => {
+                if *b {
+                    "on".into()
+                } else {
+                    "off".into()
+                }
+            }
+            other => other.to_string(),
+        },
+        ast::Expr::Identifier(i) => i.value.clone(),
+        other => other.to_string(),
+    }
+}
+
+pub(crate) fn parse_duration_ms(name: &str, v: &str) -> Result<u64> {
+    let v = v.trim().to_lowercase();
+    let (num, unit) = v.split_at(v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len()));
+    let n: u64 = num.parse().map_err(|_| {
+        SqlError::new(
+            code::INVALID_PARAMETER_VALUE,
+            format!("invalid value for parameter \"{name}\": \"{v}\""),
+        )
+    })?;
+    Ok(match unit.trim() {
+        "" | "ms" => n,
+        "s" => n * 1000,
+        "min" => n * 60_000,
+        "h" => n * 3_600_000,
+        _ => {
+            return Err(SqlError::new(
+                code::INVALID_PARAMETER_VALUE,
+                format!("invalid value for parameter \"{name}\": \"{v}\""),
+            )
+            .hint("Valid units are \"ms\", \"s\", \"min\" and \"h\"."))
+        }
+    })
+}
+
+pub(crate) fn txn_modes(
+    modes: &[ast::TransactionMode],
+) -> Result<(Option<IsolationLevel>, Option<bool>)> {
+    let mut isolation = None;
+    let mut read_only = None;
+    for m in modes {
+        match m {
+            ast::TransactionMode::IsolationLevel(l) => {
+                isolation = Some(match l {
+                    ast::TransactionIsolationLevel::ReadUncommitted
+                    | ast::TransactionIsolationLevel::ReadCommitted => {
+                        IsolationLevel::ReadCommitted
+                    }
+                    ast::TransactionIsolationLevel::RepeatableRead => {
+                        IsolationLevel::RepeatableRead
+                    }
+                    ast::TransactionIsolationLevel::Serializable => IsolationLevel::Serializable,
+                    other => return Err(SqlError::unsupported(format!("isolation level {other}"))),
+                })
+            }
+            ast::TransactionMode::AccessMode(a) => {
+                read_only = Some(matches!(a, ast::TransactionAccessMode::ReadOnly))
+            }
+        }
+    }
+    Ok((isolation, read_only))
+}
+
+impl Session {
+    /// A setting's current value.
+    pub fn setting(&self, name: &str) -> Option<String> {
+        let name = name.to_lowercase();
+        if let Some(t) = &self.txn {
+            if let Some(v) = t.local.get(&name) {
+                return Some(v.clone());
+            }
+        }
+        self.settings.get(&name).cloned()
+    }
+
+    /// Applies a startup parameter (from the StartupMessage or `-c name=value` options).
+    pub fn set_startup_parameter(&mut self, name: &str, value: &str) -> Result<()> {
+        self.set(name, value, false)
+    }
+
+    pub(crate) fn set(&mut self, name: &str, value: &str, local: bool) -> Result<()> {
+        let name = name.to_lowercase();
+        let value = value.trim().to_string();
+        if name == "application_name" {
+            self.activity.set_application_name(&value);
+        }
+        let normalized = match name.as_str() {
+            "synchronous_commit" => match value.to_lowercase().as_str() {
+                "on" | "true" | "yes" | "1" | "local" | "remote_write" | "remote_apply" => {
+                    "on".to_string()
+                }
+                "off" | "false" | "no" | "0" => "off".to_string(),
+                _ => {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        format!("invalid value for parameter \"synchronous_commit\": \"{value}\""),
+                    )
+                    .hint("Available values: local, remote_write, remote_apply, on, off."))
+                }
+            },
+            "default_transaction_isolation" | "transaction_isolation" => {
+                isolation_name(parse_isolation(&value)?).to_string()
+            }
+            "statement_timeout" | "lock_timeout" | "idle_in_transaction_session_timeout" => {
+                parse_duration_ms(&name, &value)?.to_string()
+            }
+            "client_encoding" => {
+                let v = value.to_uppercase().replace('-', "");
+                if v != "UTF8" && v != "UNICODE" && v != "SQL_ASCII" {
+                    return Err(SqlError::new(
+                        code::FEATURE_NOT_SUPPORTED,
+                        format!("client_encoding {value} is not supported by Kiln; use UTF8"),
+                    ));
+                }
+                "UTF8".into()
+            }
+            "timezone" => {
+                if !matches!(
+                    value.to_uppercase().as_str(),
+                    "UTC" | "GMT" | "ETC/UTC" | "Z" | "+00" | "0"
+                ) {
+                    return Err(SqlError::unsupported(format!(
+                        "time zone {value} (Kiln keeps UTC)"
+                    )));
+                }
+                "UTC".into()
+            }
+            "default_transaction_read_only" | "transaction_read_only" => {
+                if crate::types::parse_bool(&value)? {
+                    "on".into()
+                } else {
+                    "off".into()
+                }
+            }
+            "server_version" | "server_version_num" | "server_encoding" | "integer_datetimes"
+            | "max_connections" | "is_superuser" => {
+                return Err(SqlError::new(
+                    "55P02",
+                    format!("parameter \"{name}\" cannot be changed"),
+                ));
+            }
+            n if self.settings.contains_key(n) => value.clone(),
+            "search_path"
+            | "application_name"
+            | "extra_float_digits"
+            | "datestyle"
+            | "intervalstyle"
+            | "client_min_messages"
+            | "work_mem"
+            | "jit"
+            | "row_security" => value.clone(),
+            n if n.contains('.') => value.clone(),
+            _ => {
+                return Err(SqlError::new(
+                    code::UNDEFINED_SETTING,
+                    format!("unrecognized configuration parameter \"{name}\""),
+                ))
+            }
+        };
+        if name == "transaction_isolation" {
+            if let Some(t) = &self.txn {
+                if t.txn.has_writes() || t.txn.read_dependency() > 0 {
+                    return Err(SqlError::new(
+                        code::ACTIVE_TXN,
+                        "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                    ));
+                }
+            }
+            if let Some(t) = &mut self.txn {
+                let level = parse_isolation(&normalized)?;
+                if level != t.isolation {
+                    let read_only =
+                        t.local.get("transaction_read_only").map(|v| v == "on").unwrap_or(false);
+                    let mut options = TxnOptions::new().isolation(level);
+                    if read_only {
+                        options = options.read_only();
+                    }
+                    t.txn = self.engine_session.begin(options)?;
+                    t.isolation = level;
+                }
+                t.local.insert(name, normalized);
+            }
+            return Ok(());
+        }
+        if local || name == "transaction_read_only" {
+            if let Some(t) = &mut self.txn {
+                t.local.insert(name, normalized);
+            }
+            // SET LOCAL outside a transaction block has no effect (PostgreSQL warns).
+            return Ok(());
+        }
+        if let Some(t) = &mut self.txn {
+            t.local.remove(&name);
+        }
+        self.settings.insert(name, normalized);
+        Ok(())
+    }
+
+    pub(crate) fn execute_set(&mut self, set: &ast::Set) -> Result<Output> {
+        match set {
+            ast::Set::SingleAssignment { scope, variable, values, .. } => {
+                let name = object_name(variable)?;
+                let value = values.iter().map(set_value).collect::<Vec<_>>().join(", ");
+                let local = matches!(scope, Some(ast::ContextModifier::Local));
+                self.set(&name, &value, local)?;
+            }
+            ast::Set::SetTransaction { modes, session, .. } => {
+                let (isolation, read_only) = txn_modes(modes)?;
+                if let Some(i) = isolation {
+                    let key = if *session {
+                        "default_transaction_isolation"
+                    } else {
+                        "transaction_isolation"
+                    };
+                    self.set(key, isolation_name(i), false)?;
+                }
+                if let Some(r) = read_only {
+                    let key = if *session {
+                        "default_transaction_read_only"
+                    } else {
+                        "transaction_read_only"
+                    };
+                    self.set(key, if r { "on" } else { "off" }, false)?;
+                    if !*session {
+                        if let Some(t) = &mut self.txn {
+                            if r {
+                                let level = t.isolation;
+                                t.txn = self
+                                    .engine_session
+                                    .begin(TxnOptions::new().isolation(level).read_only())?;
+                            }
+                        }
+                    }
+                }
+            }
+            ast::Set::SetTimeZone { value, .. } => {
+                self.set("timezone", &set_value(value), false)?;
+            }
+            ast::Set::SetNames { charset_name, .. } => {
+                self.set("client_encoding", &charset_name.value, false)?;
+            }
+            other => return Err(SqlError::unsupported(format!("the statement {other}"))),
+        }
+        Ok(Output::Command("SET".into()))
+    }
+}
