@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 /// The metrics page.
 pub fn render(db: &Database, connections: usize) -> String {
     let mut out = String::new();
-    for (name, value, help) in kiln_sql::system::kiln_stat(db) {
+    for (name, value, help) in kiln_sql::pg::system::kiln_stat(db) {
         let metric = format!("kiln_{name}");
         let kind = if name.ends_with("_csn")
             || name == "epoch"
