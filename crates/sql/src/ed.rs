@@ -1,5 +1,5 @@
 //! The ED surface of a session: the `kiln_*` functions (and the other functions that need the
-//! session: pg_cancel_backend, pg_sleep …), evaluated through [`SessionEnv`], and the router
+//! session: pg_cancel_backend, pg_sleep …), evaluated through `SessionEnv`, and the router
 //! that turns the engine's durability events into `kiln_durable` / `kiln_lost` notifications
 //! for exactly the sessions whose transactions they concern.
 

@@ -1,15 +1,39 @@
 //! # Kiln's SQL layer
 //!
-//! Parses PostgreSQL-flavoured SQL (the `sqlparser` crate), binds it against the catalog kept
-//! in the engine, plans it onto the engine's keyspaces and executes it in engine
-//! transactions. It knows nothing of the wire protocol: a [`Session`] takes statement text
-//! (or a prepared statement and parameter values) and answers [`Output`]s or [`SqlError`]s
-//! with PostgreSQL SQLSTATEs.
+//! PostgreSQL-flavoured SQL on the engine. It knows nothing of the wire protocol: a
+//! [`Session`] takes statement text (or a prepared statement and parameter values) and
+//! answers [`Output`]s or [`SqlError`]s with PostgreSQL SQLSTATEs.
 //!
-//! - [`types`], [`encoding`]: values, their text forms, and their byte forms in the engine.
-//! - [`catalog`]: table and index definitions, stored transactionally in the engine.
-//! - [`query`]: binding, access-path choice and execution of queries.
-//! - [`session`]: statements, transaction control, settings and the ED surface.
+//! ## One statement, step by step
+//!
+//! Take `UPDATE accounts SET balance = balance + $1 WHERE id = $2`, executed through the
+//! extended protocol:
+//!
+//! 1. **Parse** ([`parse`]). `Session::prepare` splits the text into statements, reads a
+//!    `/*+ FAST */` / `/*+ SAFE */` hint, bounds how deep the tokens could nest *before*
+//!    sqlparser builds a tree, parses, and measures the tree's real depth (54001 past either
+//!    limit). The statement runs on a stack sized for the deepest tree accepted
+//!    ([`STATEMENT_STACK_BYTES`]).
+//! 2. **Bind** ([`bind`]). The `Planner` resolves `accounts` in the catalog (kept in the
+//!    engine, [`catalog`]), `balance` and `id` in the table's scope, types `$1` and `$2` from
+//!    their context, and binds `balance + $1` into an [`expr::Expr`] (folding constants,
+//!    checking overflow); DML targets and SET lists are bound in `bind::dml`.
+//! 3. **Plan** ([`plan`]). The WHERE conjuncts choose the access path (`plan::access`: here
+//!    a point lookup on the primary key); `EXPLAIN` prints the plan (`plan::explain`).
+//! 4. **Execute** ([`exec`]). `exec::statement` dispatches on the statement kind;
+//!    `exec::write` reads the row (`exec::select::table_rows`), locks it (a guard,
+//!    [`locks::HeldLocks`], owns every row lock of the transaction), re-reads its newest
+//!    version under READ COMMITTED, evaluates the new value and writes the row and its index
+//!    entries. Every executor loop checks the session's interrupt flag (cancel,
+//!    `statement_timeout`, a vanished client, `pg_cancel_backend`).
+//! 5. **Commit** ([`session`]). Outside a block the statement commits at once, fast or safe
+//!    (hint, `SET LOCAL`, `synchronous_commit`); row locks go at the commit point, and a safe
+//!    commit then waits for its durability point in slices (cancelable; 53100 on a full
+//!    disk). [`ed`] holds the `kiln_*` functions and turns the engine's durability events into
+//!    `LISTEN kiln_durable` / `kiln_lost` notifications.
+//!
+//! Around these: [`types`] and [`encoding`] (values, text forms, order-preserving keys),
+//! [`pg`] (settings, the system catalogs, `pg_stat_activity`), [`error`] (SQLSTATEs).
 
 pub mod bind;
 pub mod catalog;
