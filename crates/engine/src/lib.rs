@@ -53,7 +53,7 @@ pub use engine::{Engine, Session};
 pub use error::{Error, Result};
 pub use id::{Csn, Epoch, ParseTxnIdError, TxnId, TxnKind, TxnStatus};
 pub use stats::EngineStats;
-pub use txn::{Acknowledgement, Committed, Savepoint, Scan, Transaction};
+pub use txn::{Acknowledgement, Committed, Operations, Savepoint, Scan, Transaction};
 
 /// Read-only access to the files a data directory holds, for tools and fault tests that
 /// examine what reached the disk (frame by frame). The engine's storage and durability

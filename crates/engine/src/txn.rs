@@ -145,6 +145,37 @@ pub struct Transaction {
     undo: Vec<Undo>,
     savepoints: usize,
     finished: bool,
+    operations: Operations,
+}
+
+/// What a transaction asked of the store so far: point reads, range scans and the rows they
+/// returned, writes and deletes (for tests that pin the work a statement does, and for
+/// diagnostics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Operations {
+    /// `get` calls.
+    pub gets: u64,
+    /// `scan` calls.
+    pub scans: u64,
+    /// Rows the scans returned.
+    pub rows_scanned: u64,
+    /// `put` calls.
+    pub puts: u64,
+    /// `delete` calls.
+    pub deletes: u64,
+}
+
+impl Operations {
+    /// What happened between `earlier` and `self`.
+    pub fn since(self, earlier: Operations) -> Operations {
+        Operations {
+            gets: self.gets - earlier.gets,
+            scans: self.scans - earlier.scans,
+            rows_scanned: self.rows_scanned - earlier.rows_scanned,
+            puts: self.puts - earlier.puts,
+            deletes: self.deletes - earlier.deletes,
+        }
+    }
 }
 
 impl std::fmt::Debug for Transaction {
@@ -262,7 +293,13 @@ impl Transaction {
             undo: Vec::new(),
             savepoints: 0,
             finished: false,
+            operations: Operations::default(),
         })
+    }
+
+    /// What the transaction asked of the store so far.
+    pub fn operations(&self) -> Operations {
+        self.operations
     }
 
     /// The options the transaction began with (the commit mode may have changed since).
@@ -370,6 +407,7 @@ impl Transaction {
     /// Reads `key` of `keyspace`: this transaction's own write if any, else the snapshot.
     pub fn get(&mut self, keyspace: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_usable()?;
+        self.operations.gets += 1;
         self.check_keyspace(keyspace)?;
         self.check_key(key)?;
         if let Some(own) = self.writes.get(keyspace).and_then(|w| w.get(key)) {
@@ -433,10 +471,12 @@ impl Transaction {
         }
         let mut rows: Vec<(Vec<u8>, Vec<u8>)> =
             merged.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect();
+        self.operations.scans += 1;
         if scan.reverse {
             rows.reverse();
         }
         rows.truncate(scan.limit);
+        self.operations.rows_scanned += rows.len() as u64;
         if self.options.isolation == IsolationLevel::Serializable {
             self.track_read()?;
             let covered = self.covered_range(&scan, &rows, stored_complete, stored_edge);
@@ -469,6 +509,7 @@ impl Transaction {
 
     /// Writes `value` at `key` of `keyspace`.
     pub fn put(&mut self, keyspace: &str, key: &[u8], value: &[u8]) -> Result<()> {
+        self.operations.puts += 1;
         Error::check_limit(
             "value size in bytes",
             value.len() as u64,
@@ -479,6 +520,7 @@ impl Transaction {
 
     /// Deletes `key` of `keyspace` (deleting a missing key is not an error).
     pub fn delete(&mut self, keyspace: &str, key: &[u8]) -> Result<()> {
+        self.operations.deletes += 1;
         self.write(keyspace, key, None)
     }
 

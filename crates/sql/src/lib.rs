@@ -51,6 +51,7 @@ pub mod types;
 
 pub use ed::Notification;
 pub use error::{code, Result, SqlError};
+pub use kiln_engine::Operations;
 pub use session::{Database, Output, Prepared, Session, SessionConfig, STATEMENT_STACK_BYTES};
 pub use types::{DataType, Value};
 

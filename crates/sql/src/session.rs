@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kiln_engine::{
-    CommitMode, DurabilityEvent, Engine, IsolationLevel, Transaction, TxnId, TxnKind, TxnOptions,
+    CommitMode, DurabilityEvent, Engine, IsolationLevel, Operations, Transaction, TxnId, TxnKind,
+    TxnOptions,
 };
 use parking_lot::Mutex;
 use sqlparser::ast;
@@ -189,6 +190,7 @@ impl Database {
             activity,
             copy: None,
             last_write: None,
+            last_operations: None,
         })
     }
 
@@ -320,6 +322,8 @@ pub struct Session {
     pub(crate) activity: Arc<Activity>,
     pub(crate) copy: Option<CopyState>,
     pub(crate) last_write: Option<TxnId>,
+    /// What the last statement run in a transaction asked of the engine.
+    pub(crate) last_operations: Option<kiln_engine::Operations>,
 }
 
 /// The stack every statement is guaranteed. Statements nest at most
@@ -371,6 +375,12 @@ impl Session {
         let waker: Arc<dyn Fn() + Send + Sync> = Arc::from(waker);
         self.activity.set_waker(waker.clone());
         *self.inbox.waker.lock() = Some(waker);
+    }
+
+    /// What the last statement run in a transaction asked of the engine: point reads, scans
+    /// and the rows they returned, writes (for tests that pin the work a plan does).
+    pub fn last_statement_operations(&self) -> Option<Operations> {
+        self.last_operations
     }
 
     /// Whether the session has been told to end (pg_terminate_backend, shutdown): the
@@ -865,6 +875,7 @@ impl Session {
     ) -> Result<Output> {
         use ast::Statement as S;
         self.interrupt.store(false, Ordering::Relaxed);
+        self.last_operations = None;
         // In a failed block only ROLLBACK [TO SAVEPOINT] (or COMMIT, which rolls back) is
         // accepted.
         if self.txn.as_ref().is_some_and(|t| t.failed)
@@ -1065,7 +1076,11 @@ impl Session {
         if autocommit {
             self.begin_txn(false, None, None, None)?;
         }
+        let before = self.txn.as_ref().map(|t| t.txn.operations()).unwrap_or_default();
         let result = self.run(stmt, params);
+        if let Some(t) = &self.txn {
+            self.last_operations = Some(t.txn.operations().since(before));
+        }
         if autocommit && !in_implicit {
             let ts = self.txn.take().expect("opened above");
             match result {

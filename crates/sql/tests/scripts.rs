@@ -27,7 +27,7 @@ type Res<T> = Result<T, Box<dyn StdError>>;
 
 /// A session on a thread of its own: statements in, rendered output out.
 struct Worker {
-    statements: Option<mpsc::Sender<(String, bool, bool)>>,
+    statements: Option<mpsc::Sender<(String, Tags)>>,
     outputs: mpsc::Receiver<String>,
     thread: Option<std::thread::JoinHandle<()>>,
     /// A `[nowait]` statement whose output has not been read yet.
@@ -36,11 +36,11 @@ struct Worker {
 
 impl Worker {
     fn start(mut session: Session) -> Worker {
-        let (statements, inbox) = mpsc::channel::<(String, bool, bool)>();
+        let (statements, inbox) = mpsc::channel::<(String, Tags)>();
         let (outbox, outputs) = mpsc::channel();
         let thread = std::thread::spawn(move || {
-            for (sql, header, show_status) in inbox {
-                let out = execute(&mut session, &sql, header, show_status);
+            for (sql, tags) in inbox {
+                let out = execute(&mut session, &sql, tags);
                 if outbox.send(out).is_err() {
                     return;
                 }
@@ -90,10 +90,48 @@ impl Runner {
     }
 }
 
+/// What a command's tags ask for.
+#[derive(Debug, Clone, Copy)]
+struct Tags {
+    header: bool,
+    status: bool,
+    plan: bool,
+    ops: bool,
+}
+
 /// Runs one statement and renders what it answered.
-fn execute(session: &mut Session, sql: &str, header: bool, show_status: bool) -> String {
+fn execute(session: &mut Session, sql: &str, tags: Tags) -> String {
+    let Tags { header, status: show_status, plan, ops } = tags;
     let mut out = String::new();
+    if plan {
+        let (outputs, error) = session.simple_query(&format!("EXPLAIN {sql}"));
+        for o in outputs {
+            if let Output::Rows { rows, .. } = o {
+                for r in rows {
+                    writeln!(
+                        out,
+                        "plan: {}",
+                        r[0].to_text(kiln_sql::DataType::Text).unwrap_or_default()
+                    )
+                    .ok();
+                }
+            }
+        }
+        if let Some(e) = error {
+            writeln!(out, "plan: Error {}: {}", e.code, e.message).ok();
+        }
+    }
     let (outputs, error) = session.simple_query(sql);
+    if ops {
+        if let Some(o) = session.last_statement_operations() {
+            writeln!(
+                out,
+                "ops: gets={} scans={} rows_scanned={} puts={} deletes={}",
+                o.gets, o.scans, o.rows_scanned, o.puts, o.deletes
+            )
+            .ok();
+        }
+    }
     for o in &outputs {
         render(&mut out, o, header);
     }
@@ -182,8 +220,12 @@ impl goldenscript::Runner for Runner {
             worker.pending = false;
             return Ok(worker.outputs.recv_timeout(Duration::from_secs(30))?);
         }
-        let header = command.tags.contains("header");
-        let show_status = command.tags.contains("status");
+        let tags = Tags {
+            header: command.tags.contains("header"),
+            status: command.tags.contains("status"),
+            plan: command.tags.contains("plan"),
+            ops: command.tags.contains("ops"),
+        };
         let nowait = command.tags.contains("nowait");
         let name = command.prefix.clone().unwrap_or_else(|| "s".into());
         let db = self.db.clone().ok_or("no database")?;
@@ -193,7 +235,7 @@ impl goldenscript::Runner for Runner {
             return Err(format!("{name} is still running a statement: wait for it first").into());
         }
         let sender = worker.statements.as_ref().ok_or("worker stopped")?;
-        sender.send((command.name.clone(), header, show_status))?;
+        sender.send((command.name.clone(), tags))?;
         if !nowait {
             return Ok(worker.outputs.recv_timeout(Duration::from_secs(30))?);
         }
@@ -228,4 +270,4 @@ macro_rules! scripts {
     )*};
 }
 
-scripts!(ddl, dml, select, transactions, ed, errors, concurrency);
+scripts!(ddl, dml, select, transactions, ed, errors, concurrency, plans);

@@ -1,5 +1,6 @@
 //! EXPLAIN: a plan as text.
 
+use crate::expr::Expr;
 use crate::plan::*;
 
 /// EXPLAIN output lines for a plan.
@@ -39,11 +40,31 @@ pub fn explain(plan: &SelectPlan) -> Vec<String> {
             Source::SetOp(..) => format!("{} of two queries", item.label),
         };
         lines.push(format!("{pad}{join}{access}"));
-        if !item.filters.is_empty() || !item.on.is_empty() {
-            lines.push(format!(
-                "{pad}  Filter: {} condition(s)",
-                item.filters.len() + item.on.len()
-            ));
+        let keys = |exprs: &[Expr]| exprs.iter().map(|e| e.to_string()).collect::<Vec<_>>();
+        let key = match &item.source {
+            Source::Table(_, Access::Point(k)) => Some(format!("({})", keys(k).join(", "))),
+            Source::Table(_, Access::Points(k)) => Some(format!("any of ({})", keys(k).join(", "))),
+            Source::Table(_, Access::Index(_, k)) => Some(format!("({})", keys(k).join(", "))),
+            Source::Table(_, Access::Range { prefix, lower, upper }) => {
+                let mut parts = vec![format!("prefix ({})", keys(prefix).join(", "))];
+                if let Some((e, inclusive)) = lower {
+                    parts.push(format!("from {e}{}", if *inclusive { " inclusive" } else { "" }));
+                }
+                if let Some((e, inclusive)) = upper {
+                    parts.push(format!("to {e}{}", if *inclusive { " inclusive" } else { "" }));
+                }
+                Some(parts.join(" "))
+            }
+            _ => None,
+        };
+        if let Some(key) = key {
+            lines.push(format!("{pad}  Key: {key}"));
+        }
+        if !item.on.is_empty() {
+            lines.push(format!("{pad}  Join Filter: {}", keys(&item.on).join(" AND ")));
+        }
+        if !item.filters.is_empty() {
+            lines.push(format!("{pad}  Filter: {}", keys(&item.filters).join(" AND ")));
         }
     }
     if plan.from.is_empty() {
