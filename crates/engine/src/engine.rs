@@ -436,6 +436,13 @@ impl Engine {
         self.shared().durability.persist()
     }
 
+    /// As [`Engine::persist`], waiting at most `timeout`: `None` when the log could not be
+    /// made durable in time (a full disk); nothing is lost by giving up.
+    pub fn persist_within(&self, timeout: Duration) -> Result<Option<(Epoch, Csn)>> {
+        self.shared().check_open()?;
+        self.shared().durability.persist_within(timeout)
+    }
+
     /// Subscribes to "durable up to" and "lost from" events.
     pub fn subscribe(&self) -> Subscription {
         self.shared().durability.subscribe()

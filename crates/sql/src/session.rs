@@ -145,11 +145,34 @@ impl Database {
     }
 
     /// Makes everything committed durable and closes the engine; sessions get 57P01 after.
+    /// Makes everything committed durable (waiting at most [`CLOSE_PERSIST_WAIT`]: on a
+    /// full disk the fast commits not yet durable are left to be reported lost after the
+    /// restart, rather than keep the process from stopping) and closes the engine.
     pub fn close(&self) -> Result<()> {
         self.stop.store(true, Ordering::Relaxed);
-        let flushed = self.engine.persist().map(|_| ());
+        let flushed = match self.engine.persist_within(CLOSE_PERSIST_WAIT) {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => {
+                let stats = self.engine.stats();
+                tracing::error!(
+                    durable = stats.durable_csn,
+                    committed = stats.committed_csn,
+                    cause = stats.stalled.as_deref().unwrap_or("the log writer is behind"),
+                    "closing with commits that could not be made durable: they will be reported lost"
+                );
+                Err(SqlError::new(
+                    code::DISK_FULL,
+                    format!(
+                        "commits {}..={} of this epoch could not be made durable before closing",
+                        stats.durable_csn + 1,
+                        stats.committed_csn
+                    ),
+                ))
+            }
+            Err(e) => Err(e.into()),
+        };
         self.engine.clone().close()?;
-        Ok(flushed?)
+        flushed
     }
 
     /// The engine.
@@ -325,6 +348,9 @@ pub struct Session {
     /// What the last statement run in a transaction asked of the engine.
     pub(crate) last_operations: Option<kiln_engine::Operations>,
 }
+
+/// How long closing waits for the log to become durable.
+pub const CLOSE_PERSIST_WAIT: Duration = Duration::from_secs(10);
 
 /// The stack every statement is guaranteed. Statements nest at most
 /// [`crate::parse::EXPRESSION_DEPTH_MAX`] deep, and walking, copying or dropping such a tree

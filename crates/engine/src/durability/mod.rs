@@ -405,10 +405,20 @@ impl Durability {
 
     /// Flushes everything committed so far; returns the durable CSN of the current epoch.
     pub fn persist(&self) -> Result<(Epoch, Csn)> {
+        loop {
+            if let Some(done) = self.persist_within(Duration::from_secs(3600))? {
+                return Ok(done);
+            }
+        }
+    }
+
+    /// As [`Durability::persist`], waiting at most `timeout`: `None` when the log could not be
+    /// made durable by then (a full disk), with nothing lost.
+    pub fn persist_within(&self, timeout: Duration) -> Result<Option<(Epoch, Csn)>> {
         let id = {
             let state = self.state.lock();
             if state.durable == state.last_committed {
-                return Ok((state.epoch(), state.durable));
+                return Ok(Some((state.epoch(), state.durable)));
             }
             TxnId { epoch: state.epoch(), csn: state.last_committed, kind: TxnKind::ReadOnly }
         };
@@ -417,17 +427,18 @@ impl Durability {
             log.persist_requested = true;
             self.writer_wake.notify_one();
         }
-        if let Err(error) = self.wait_durable(id, "durability failed during persist") {
-            return Err(match error {
-                // Name the newest lost transaction rather than the internal read-only id.
-                Error::Lost { id, cause } => {
-                    Error::Lost { id: TxnId { kind: TxnKind::Update, ..id }, cause }
-                }
-                other => other,
-            });
+        // Name the newest lost transaction rather than the internal read-only id.
+        let lost = |id: TxnId| Error::Lost {
+            id: TxnId { kind: TxnKind::Update, ..id },
+            cause: "durability failed during persist".into(),
+        };
+        match self.wait(id, Some(timeout))? {
+            TxnStatus::Durable => {}
+            TxnStatus::Lost => return Err(lost(id)),
+            _ => return Ok(None),
         }
         let state = self.state.lock();
-        Ok((state.epoch(), state.durable))
+        Ok(Some((state.epoch(), state.durable)))
     }
 
     /// Publishes a new durable watermark (the writer, after an fsync).
