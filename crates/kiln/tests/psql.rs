@@ -21,6 +21,10 @@ SELECT owner, balance FROM accounts ORDER BY id;
 SET synchronous_commit = off;
 UPDATE accounts SET balance = balance + 1 WHERE id = 2;
 SELECT kiln_wait(kiln_last_txid(), 5000) AS status;
+SHOW synchronous_commit;
+PREPARE by_id (int) AS SELECT owner FROM accounts WHERE id = $1;
+EXECUTE by_id (1);
+DEALLOCATE by_id;
 \x on
 SELECT name, value FROM kiln_stat WHERE name = 'epoch';
 \x off
@@ -66,6 +70,10 @@ SELECT count(*) AS n FROM accounts;
     assert!(stdout.contains(" postgres | kiln  | UTF8"), "{stdout}");
     assert!(stdout.contains(" ann   |   10.50"), "{stdout}");
     assert!(stdout.contains(" durable"), "{stdout}");
+    // SHOW, and PREPARE / EXECUTE / DEALLOCATE in SQL.
+    assert!(stdout.contains(" synchronous_commit \n--------------------\n off"), "{stdout}");
+    assert!(stdout.contains(" owner \n-------\n ann"), "{stdout}");
+    assert!(stdout.contains("DEALLOCATE"), "{stdout}");
     assert!(stdout.contains("name  | epoch"), "{stdout}");
     // The error is reported with its SQLSTATE text and psql carries on.
     assert!(stderr.contains("ERROR:  relation \"missing\" does not exist"), "{stderr}");

@@ -218,3 +218,26 @@ def test_statement_timeout_and_cancel(conn):
         conn.execute("SELECT count(*) FROM generate_series(1, 5000000) AS a, generate_series(1, 1000) AS b")
     conn.execute("SET statement_timeout = 0")
     assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_show_and_deallocate(conn):
+    # SHOW through the extended protocol: described as a row, not NoData.
+    assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
+    conn.execute("SET synchronous_commit = off")
+    cur = conn.execute("SHOW synchronous_commit")
+    assert cur.description[0].name == "synchronous_commit"
+    assert cur.fetchone() == ("off",)
+    conn.execute("SET synchronous_commit = on")
+    # psycopg prepares a query on its fifth execution; DEALLOCATE ALL in SQL drops it from the
+    # same registry, psycopg notices the command and prepares it again.
+    for i in range(8):
+        assert conn.execute("SELECT %s::int + 1", (i,)).fetchone() == (i + 1,)
+    assert conn.execute("DEALLOCATE ALL").statusmessage == "DEALLOCATE ALL"
+    for i in range(8):
+        assert conn.execute("SELECT %s::int + 1", (i,)).fetchone() == (i + 1,)
+    # PREPARE / EXECUTE / DEALLOCATE by name.
+    conn.execute("PREPARE twice (int) AS SELECT $1 * 2")
+    assert conn.execute("EXECUTE twice (21)").fetchone() == (42,)
+    conn.execute("DEALLOCATE twice")
+    with pytest.raises(errors.InvalidSqlStatementName):
+        conn.execute("DEALLOCATE twice")
