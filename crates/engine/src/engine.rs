@@ -507,6 +507,14 @@ impl Session {
     /// Returns once every transaction this session committed is durable; fails if any of
     /// them was lost.
     pub fn sync(&self) -> Result<()> {
+        while !self.sync_within(Duration::from_secs(3600))? {}
+        Ok(())
+    }
+
+    /// As [`Session::sync`], waiting at most `timeout`: false when not everything the session
+    /// committed was durable by then (nothing is lost by giving up; call again to go on).
+    pub fn sync_within(&self, timeout: Duration) -> Result<bool> {
+        let deadline = std::time::Instant::now() + timeout;
         let (updates, read_only) = {
             let state = self.state.lock();
             (state.unsynced_updates.clone(), state.last_read_only)
@@ -516,13 +524,25 @@ impl Session {
         // a read-only transaction's id is its read dependency.
         for id in updates.iter().copied().chain(read_only) {
             self.engine.shared().check_open()?;
-            self.engine.shared().durability.wait_durable(id, "lost before the session synced")?;
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.engine.shared().durability.wait(id, Some(left))? {
+                TxnStatus::Durable => {}
+                TxnStatus::Lost => {
+                    return Err(Error::Lost { id, cause: "lost before the session synced".into() })
+                }
+                TxnStatus::Committed => return Ok(false),
+                other => {
+                    return Err(Error::InvalidArgument(format!(
+                        "transaction {id} is {other}: there is no durability to wait for"
+                    )))
+                }
+            }
         }
         let mut state = self.state.lock();
         // Synced: earlier epochs need no more waiting (keep the newest, still the latest).
         let done = updates.len().saturating_sub(1).min(state.unsynced_updates.len());
         state.unsynced_updates.drain(..done);
-        Ok(())
+        Ok(true)
     }
 
     /// The engine.

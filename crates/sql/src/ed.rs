@@ -145,7 +145,19 @@ impl Env for SessionEnv<'_> {
         let engine = &self.db.engine;
         Ok(match func {
             Func::KilnSync => {
-                self.engine_session.sync()?;
+                self.activity.set_wait(Some(Wait::Durability));
+                let synced = loop {
+                    match self.engine_session.sync_within(WAIT_SLICE) {
+                        Ok(true) => break Ok(()),
+                        Ok(false) => {}
+                        Err(e) => break Err(SqlError::from(e)),
+                    }
+                    if let Err(e) = self.activity.check_interrupt() {
+                        break Err(e);
+                    }
+                };
+                self.activity.set_wait(None);
+                synced?;
                 let stats = engine.stats();
                 Value::Text(format!("{}.{}", stats.epoch, stats.durable_csn))
             }
