@@ -178,37 +178,6 @@ pub enum CatalogFunc {
     HasPrivilege,
 }
 
-impl Func {
-    /// Whether the function always answers the same for the same arguments and has no
-    /// effects (PostgreSQL's IMMUTABLE), so a call with constant arguments can be evaluated
-    /// once, when the statement is planned.
-    pub fn is_immutable(self) -> bool {
-        matches!(
-            self,
-            Func::Lower
-                | Func::Upper
-                | Func::Length
-                | Func::Abs
-                | Func::Coalesce
-                | Func::Nullif
-                | Func::Greatest
-                | Func::Least
-                | Func::Round
-                | Func::Floor
-                | Func::Ceil
-                | Func::Substr
-                | Func::Trim
-                | Func::Concat
-                | Func::Repeat
-                | Func::ArrayToString
-                | Func::ArrayUpper
-                | Func::ArrayPosition
-                | Func::ArrayElement
-                | Func::QuoteIdent
-        )
-    }
-}
-
 /// What a subquery expression computes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SubqueryKind {
@@ -1147,22 +1116,7 @@ fn text_arg(v: &Value) -> String {
 }
 
 fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
-    let strict = !matches!(
-        f,
-        Func::Greatest
-            | Func::Least
-            | Func::Concat
-            | Func::Nullif
-            | Func::KilnSync
-            | Func::KilnPersist
-            | Func::KilnLastTxid
-            | Func::KilnFaultFailSyncs
-            | Func::KilnFaultPanic
-            | Func::KilnFaultDiskFull
-            | Func::Catalog(_)
-            | Func::ArrayToString
-    );
-    if strict && args.iter().any(Value::is_null) {
+    if args.iter().any(Value::is_null) && crate::functions::of(f).strict {
         return Ok(Value::Null);
     }
     let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::Null);

@@ -33,7 +33,8 @@
 //!    `LISTEN kiln_durable` / `kiln_lost` notifications.
 //!
 //! Around these: [`types`] and [`encoding`] (values, text forms, order-preserving keys),
-//! [`pg`] (settings, the system catalogs, `pg_stat_activity`), [`error`] (SQLSTATEs).
+//! [`pg`] (settings, the system catalogs, `pg_stat_activity`), [`functions`] (the registry of
+//! scalar functions), [`error`] (SQLSTATEs).
 
 pub mod bind;
 pub mod catalog;
@@ -42,6 +43,7 @@ pub mod encoding;
 pub mod error;
 pub mod exec;
 pub mod expr;
+pub mod functions;
 pub mod locks;
 pub mod parse;
 pub mod pg;

@@ -7,6 +7,7 @@ use sqlparser::ast;
 use crate::bind::*;
 use crate::error::{code, Result, SqlError};
 use crate::expr::*;
+use crate::functions::Arg;
 use crate::types::{DataType, Value};
 
 impl<'a> Planner<'a> {
@@ -140,123 +141,36 @@ impl<'a> Planner<'a> {
             bound.push(x);
             types.push(t);
         }
-        let arity = |n: std::ops::RangeInclusive<usize>| -> Result<()> {
-            if n.contains(&args.len()) {
-                Ok(())
-            } else {
-                Err(SqlError::new(
-                    code::UNDEFINED_FUNCTION,
-                    format!("function {name} with {} arguments does not exist", args.len()),
-                )
-                .hint("No function matches the given name and argument types."))
-            }
+        let Some(def) = crate::functions::by_name(&name) else {
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!("function {name} does not exist"),
+            )
+            .hint("Kiln supports the common scalar functions, count/sum/min/max/avg and the kiln_* functions."));
         };
-        let (func, ty) = match name.as_str() {
-            "lower" => (Func::Lower, DataType::Text),
-            "upper" => (Func::Upper, DataType::Text),
-            "length" | "char_length" | "character_length" => (Func::Length, DataType::Int4),
-            "abs" => (Func::Abs, types.first().copied().unwrap_or(DataType::Numeric(None))),
-            "coalesce" => (Func::Coalesce, types.iter().fold(DataType::Unknown, |a, b| DataType::common(a, *b))),
-            "nullif" => (Func::Nullif, types.iter().fold(DataType::Unknown, |a, b| DataType::common(a, *b))),
-            "greatest" => (Func::Greatest, types.iter().fold(DataType::Unknown, |a, b| DataType::common(a, *b))),
-            "least" => (Func::Least, types.iter().fold(DataType::Unknown, |a, b| DataType::common(a, *b))),
-            "round" => (Func::Round, types.first().copied().unwrap_or(DataType::Numeric(None))),
-            "floor" => (Func::Floor, types.first().copied().unwrap_or(DataType::Numeric(None))),
-            "ceil" | "ceiling" => (Func::Ceil, types.first().copied().unwrap_or(DataType::Numeric(None))),
-            "substr" | "substring" => (Func::Substr, DataType::Text),
-            "btrim" => (Func::Trim, DataType::Text),
-            "concat" => (Func::Concat, DataType::Text),
-            "repeat" => (Func::Repeat, DataType::Text),
-            "pg_cancel_backend" => (Func::CancelBackend, DataType::Bool),
-            "pg_terminate_backend" => (Func::TerminateBackend, DataType::Bool),
-            "pg_sleep" => (Func::Sleep, DataType::Text),
-            "now" | "transaction_timestamp" | "statement_timestamp" | "current_timestamp" | "localtimestamp" => {
-                (Func::Now, DataType::TimestampTz)
-            }
-            "current_date" => (Func::CurrentDate, DataType::Date),
-            "random" => (Func::Random, DataType::Float8),
-            "version" => (Func::Version, DataType::Text),
-            "current_database" => (Func::CurrentDatabase, DataType::Text),
-            "current_schema" => (Func::CurrentSchema, DataType::Text),
-            "current_user" | "session_user" => (Func::CurrentUser, DataType::Text),
-            "pg_backend_pid" => (Func::BackendPid, DataType::Int4),
-            "kiln_sync" => (Func::KilnSync, DataType::Text),
-            "kiln_persist" => (Func::KilnPersist, DataType::Text),
-            "kiln_last_txid" => (Func::KilnLastTxid, DataType::Text),
-            "kiln_txn_status" => (Func::KilnTxnStatus, DataType::Text),
-            "kiln_wait" => (Func::KilnWait, DataType::Text),
-            "kiln_fault_fail_syncs" => (Func::KilnFaultFailSyncs, DataType::Text),
-            "kiln_fault_panic" => (Func::KilnFaultPanic, DataType::Text),
-            "kiln_fault_disk_full" => (Func::KilnFaultDiskFull, DataType::Text),
-            "pg_table_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" => (Func::Catalog(CatalogFunc::TableIsVisible), DataType::Bool),
-            "pg_get_userbyid" => (Func::Catalog(CatalogFunc::UserById), DataType::Text),
-            "format_type" => (Func::Catalog(CatalogFunc::FormatType), DataType::Text),
-            "pg_get_expr" => (Func::Catalog(CatalogFunc::GetExpr), DataType::Text),
-            "pg_get_indexdef" => (Func::Catalog(CatalogFunc::IndexDef), DataType::Text),
-            "pg_get_constraintdef" => (Func::Catalog(CatalogFunc::ConstraintDef), DataType::Text),
-            "pg_encoding_to_char" => (Func::Catalog(CatalogFunc::EncodingToChar), DataType::Text),
-            "pg_relation_is_publishable" => (Func::Catalog(CatalogFunc::RelationIsPublishable), DataType::Bool),
-            "pg_get_statisticsobjdef_columns" => (Func::Catalog(CatalogFunc::StatisticsColumns), DataType::Text),
-            "obj_description" | "col_description" | "shobj_description" => (Func::Catalog(CatalogFunc::Description), DataType::Text),
-            "current_schemas" => (Func::Catalog(CatalogFunc::CurrentSchemas), DataType::Text),
-            "has_table_privilege" | "has_schema_privilege" | "has_database_privilege" => (Func::Catalog(CatalogFunc::HasPrivilege), DataType::Bool),
-            "array_to_string" => (Func::ArrayToString, DataType::Text),
-            "array_upper" | "array_length" | "cardinality" => (Func::ArrayUpper, DataType::Int4),
-            "array_position" => (Func::ArrayPosition, DataType::Int4),
-            "quote_ident" => (Func::QuoteIdent, DataType::Text),
-            _ => {
-                return Err(SqlError::new(
-                    code::UNDEFINED_FUNCTION,
-                    format!("function {name} does not exist"),
-                )
-                .hint("Kiln supports the common scalar functions, count/sum/min/max/avg and the kiln_* functions."))
-            }
-        };
-        match func {
-            Func::Lower
-            | Func::Upper
-            | Func::Length
-            | Func::Abs
-            | Func::Floor
-            | Func::Ceil
-            | Func::Trim => arity(1..=1)?,
-            Func::Round => arity(1..=2)?,
-            Func::Nullif => arity(2..=2)?,
-            Func::Substr => arity(2..=3)?,
-            Func::Repeat => arity(2..=2)?,
-            Func::CancelBackend | Func::Sleep => arity(1..=1)?,
-            Func::TerminateBackend => arity(1..=2)?,
-            Func::Coalesce | Func::Greatest | Func::Least | Func::Concat => arity(1..=100)?,
-            Func::KilnTxnStatus => arity(1..=1)?,
-            Func::KilnWait => arity(1..=2)?,
-            Func::KilnFaultFailSyncs | Func::KilnFaultDiskFull => arity(1..=1)?,
-            Func::Catalog(_) => arity(0..=4)?,
-            Func::ArrayToString | Func::ArrayPosition | Func::ArrayElement => arity(2..=3)?,
-            Func::ArrayUpper => arity(1..=2)?,
-            Func::QuoteIdent => arity(1..=1)?,
-            _ => arity(0..=0)?,
+        if !(def.args_min..=def.args_max).contains(&args.len()) {
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!("function {name} with {} arguments does not exist", args.len()),
+            )
+            .hint("No function matches the given name and argument types."));
         }
-        // Untyped arguments take the type the function wants.
+        let (func, ty) = (def.func, def.result_type(&types));
+        // Untyped arguments take the type the function wants; CASE-like functions unify
+        // their arguments with the result.
         let mut fixed = Vec::with_capacity(bound.len());
         for (i, (x, t)) in bound.into_iter().zip(types).enumerate() {
-            let want = match (func, i) {
-                (Func::Substr, 1 | 2)
-                | (Func::Repeat, 1)
-                | (Func::Round, 1)
-                | (Func::KilnWait, 1)
-                | (Func::KilnFaultFailSyncs | Func::KilnFaultDiskFull, 0)
-                | (Func::ArrayUpper, 1)
-                | (Func::ArrayElement, 1) => DataType::Int8,
-                (Func::Catalog(_), _) => DataType::Unknown,
-                (Func::Abs | Func::Round | Func::Floor | Func::Ceil, 0) => DataType::Numeric(None),
-                (Func::Sleep, 0) => DataType::Float8,
-                (Func::CancelBackend | Func::TerminateBackend, 0) => DataType::Int4,
-                (Func::TerminateBackend, 1) => DataType::Int8,
-                (Func::Coalesce | Func::Greatest | Func::Least | Func::Nullif, _) => {
+            let want = match def.arg(i) {
+                Arg::Result => {
                     fixed.push(self.unify(x, t, ty)?);
                     continue;
                 }
-                _ => DataType::Text,
+                Arg::Text => DataType::Text,
+                Arg::Int4 => DataType::Int4,
+                Arg::Int8 => DataType::Int8,
+                Arg::Float8 => DataType::Float8,
+                Arg::Numeric => DataType::Numeric(None),
+                Arg::Any => DataType::Unknown,
             };
             fixed.push(self.coerce(x, t, want)?.0);
         }
@@ -274,7 +188,7 @@ impl<'a> Planner<'a> {
         }
         // An immutable function of constants is evaluated now, as PostgreSQL folds it (its
         // errors fail the statement at planning, whether or not a row reaches it).
-        if func.is_immutable() && fixed.iter().all(|a| matches!(a, Expr::Const(_))) {
+        if def.immutable && fixed.iter().all(|a| matches!(a, Expr::Const(_))) {
             let ctx = crate::expr::Ctx::new(&[], self.env);
             let value = Expr::Func(func, fixed).eval(&[], &ctx)?;
             let value = match (&value, ty) {

@@ -1,0 +1,411 @@
+//! The one registry of scalar functions: each function's SQL names, arity, argument types,
+//! result type, strictness and volatility, in one row. Binding (`bind::function`) types a
+//! call from it; evaluation (`expr::call`, and `ed` for the functions that need the session)
+//! implements each [`Func`]. Adding a function is a variant of [`Func`], a row here, and its
+//! implementation.
+//!
+//! Aggregates (count, sum, min, max, avg, string_agg) are bound separately: they change the
+//! shape of the query, not just of an expression.
+
+use crate::expr::{CatalogFunc, Func};
+use crate::types::DataType;
+
+/// The type an argument is converted to (an untyped literal or parameter takes it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arg {
+    /// text
+    Text,
+    /// integer
+    Int4,
+    /// bigint
+    Int8,
+    /// double precision
+    Float8,
+    /// numeric
+    Numeric,
+    /// As it is (catalog functions take what clients send).
+    Any,
+    /// The function's result type (CASE-like functions: their branches are unified).
+    Result,
+}
+
+/// How the result type follows from the arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Returns {
+    /// Always this type.
+    Type(DataType),
+    /// The first argument's type (this one when it is untyped).
+    FirstArg(DataType),
+    /// The common type of all arguments.
+    Common,
+}
+
+/// One function.
+#[derive(Debug, Clone, Copy)]
+pub struct FuncDef {
+    /// Its SQL names (empty for functions only the binder produces).
+    pub names: &'static [&'static str],
+    /// What evaluates it.
+    pub func: Func,
+    /// Fewest arguments.
+    pub args_min: usize,
+    /// Most arguments.
+    pub args_max: usize,
+    /// Argument types by position; the last one repeats (none: text).
+    pub args: &'static [Arg],
+    /// The result type.
+    pub returns: Returns,
+    /// NULL in, NULL out (without calling the implementation).
+    pub strict: bool,
+    /// Same arguments, same result, no effects: a call with constant arguments is evaluated
+    /// once, when the statement is planned (PostgreSQL's IMMUTABLE).
+    pub immutable: bool,
+}
+
+impl FuncDef {
+    /// The type argument `i` is converted to.
+    pub fn arg(&self, i: usize) -> Arg {
+        self.args.get(i).or(self.args.last()).copied().unwrap_or(Arg::Text)
+    }
+
+    /// The result type for arguments of these types.
+    pub fn result_type(&self, types: &[DataType]) -> DataType {
+        match self.returns {
+            Returns::Type(t) => t,
+            Returns::FirstArg(default) => match types.first() {
+                Some(DataType::Unknown) | None => default,
+                Some(t) => *t,
+            },
+            Returns::Common => types.iter().fold(DataType::Unknown, |a, b| DataType::common(a, *b)),
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+const fn f(
+    names: &'static [&'static str],
+    func: Func,
+    args_min: usize,
+    args_max: usize,
+    args: &'static [Arg],
+    returns: Returns,
+    strict: bool,
+    immutable: bool,
+) -> FuncDef {
+    FuncDef { names, func, args_min, args_max, args, returns, strict, immutable }
+}
+
+use Arg as A;
+use DataType as T;
+use Returns::{Common, FirstArg, Type};
+
+const STRICT: bool = true;
+const LENIENT: bool = false;
+const IMMUTABLE: bool = true;
+const VOLATILE: bool = false;
+const MANY: usize = 100;
+
+/// Every scalar function.
+pub static FUNCTIONS: &[FuncDef] = &[
+    f(&["lower"], Func::Lower, 1, 1, &[A::Text], Type(T::Text), STRICT, IMMUTABLE),
+    f(&["upper"], Func::Upper, 1, 1, &[A::Text], Type(T::Text), STRICT, IMMUTABLE),
+    f(
+        &["length", "char_length", "character_length"],
+        Func::Length,
+        1,
+        1,
+        &[A::Text],
+        Type(T::Int4),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(&["abs"], Func::Abs, 1, 1, &[A::Numeric], FirstArg(T::Numeric(None)), STRICT, IMMUTABLE),
+    // COALESCE is lazy: evaluation stops at the first non-null argument.
+    f(&["coalesce"], Func::Coalesce, 1, MANY, &[A::Result], Common, LENIENT, IMMUTABLE),
+    f(&["nullif"], Func::Nullif, 2, 2, &[A::Result], Common, LENIENT, IMMUTABLE),
+    f(&["greatest"], Func::Greatest, 1, MANY, &[A::Result], Common, LENIENT, IMMUTABLE),
+    f(&["least"], Func::Least, 1, MANY, &[A::Result], Common, LENIENT, IMMUTABLE),
+    f(
+        &["round"],
+        Func::Round,
+        1,
+        2,
+        &[A::Numeric, A::Int8],
+        FirstArg(T::Numeric(None)),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(&["floor"], Func::Floor, 1, 1, &[A::Numeric], FirstArg(T::Numeric(None)), STRICT, IMMUTABLE),
+    f(
+        &["ceil", "ceiling"],
+        Func::Ceil,
+        1,
+        1,
+        &[A::Numeric],
+        FirstArg(T::Numeric(None)),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["substr", "substring"],
+        Func::Substr,
+        2,
+        3,
+        &[A::Text, A::Int8],
+        Type(T::Text),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(&["btrim"], Func::Trim, 1, 1, &[A::Text], Type(T::Text), STRICT, IMMUTABLE),
+    f(&["concat"], Func::Concat, 1, MANY, &[A::Text], Type(T::Text), LENIENT, IMMUTABLE),
+    f(&["repeat"], Func::Repeat, 2, 2, &[A::Text, A::Int8], Type(T::Text), STRICT, IMMUTABLE),
+    f(
+        &["array_to_string"],
+        Func::ArrayToString,
+        2,
+        3,
+        &[A::Text],
+        Type(T::Text),
+        LENIENT,
+        IMMUTABLE,
+    ),
+    f(
+        &["array_upper", "array_length", "cardinality"],
+        Func::ArrayUpper,
+        1,
+        2,
+        &[A::Text, A::Int8],
+        Type(T::Int4),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(&["array_position"], Func::ArrayPosition, 2, 3, &[A::Text], Type(T::Int4), STRICT, IMMUTABLE),
+    f(&[], Func::ArrayElement, 2, 3, &[A::Text, A::Int8], Type(T::Text), STRICT, IMMUTABLE),
+    f(&["quote_ident"], Func::QuoteIdent, 1, 1, &[A::Text], Type(T::Text), STRICT, IMMUTABLE),
+    f(
+        &[
+            "now",
+            "transaction_timestamp",
+            "statement_timestamp",
+            "current_timestamp",
+            "localtimestamp",
+        ],
+        Func::Now,
+        0,
+        0,
+        &[],
+        Type(T::TimestampTz),
+        STRICT,
+        VOLATILE,
+    ),
+    f(&["current_date"], Func::CurrentDate, 0, 0, &[], Type(T::Date), STRICT, VOLATILE),
+    f(&["random"], Func::Random, 0, 0, &[], Type(T::Float8), STRICT, VOLATILE),
+    f(&["version"], Func::Version, 0, 0, &[], Type(T::Text), STRICT, VOLATILE),
+    f(&["current_database"], Func::CurrentDatabase, 0, 0, &[], Type(T::Text), STRICT, VOLATILE),
+    f(&["current_schema"], Func::CurrentSchema, 0, 0, &[], Type(T::Text), STRICT, VOLATILE),
+    f(
+        &["current_user", "session_user"],
+        Func::CurrentUser,
+        0,
+        0,
+        &[],
+        Type(T::Text),
+        STRICT,
+        VOLATILE,
+    ),
+    f(&["pg_backend_pid"], Func::BackendPid, 0, 0, &[], Type(T::Int4), STRICT, VOLATILE),
+    f(
+        &["pg_cancel_backend"],
+        Func::CancelBackend,
+        1,
+        1,
+        &[A::Int4],
+        Type(T::Bool),
+        STRICT,
+        VOLATILE,
+    ),
+    f(
+        &["pg_terminate_backend"],
+        Func::TerminateBackend,
+        1,
+        2,
+        &[A::Int4, A::Int8],
+        Type(T::Bool),
+        STRICT,
+        VOLATILE,
+    ),
+    f(&["pg_sleep"], Func::Sleep, 1, 1, &[A::Float8], Type(T::Text), STRICT, VOLATILE),
+    f(&["kiln_sync"], Func::KilnSync, 0, 0, &[], Type(T::Text), LENIENT, VOLATILE),
+    f(&["kiln_persist"], Func::KilnPersist, 0, 0, &[], Type(T::Text), LENIENT, VOLATILE),
+    f(&["kiln_last_txid"], Func::KilnLastTxid, 0, 0, &[], Type(T::Text), LENIENT, VOLATILE),
+    f(&["kiln_txn_status"], Func::KilnTxnStatus, 1, 1, &[A::Text], Type(T::Text), STRICT, VOLATILE),
+    f(&["kiln_wait"], Func::KilnWait, 1, 2, &[A::Text, A::Int8], Type(T::Text), STRICT, VOLATILE),
+    f(
+        &["kiln_fault_fail_syncs"],
+        Func::KilnFaultFailSyncs,
+        1,
+        1,
+        &[A::Int8],
+        Type(T::Text),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(
+        &["kiln_fault_disk_full"],
+        Func::KilnFaultDiskFull,
+        1,
+        1,
+        &[A::Int8],
+        Type(T::Text),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(&["kiln_fault_panic"], Func::KilnFaultPanic, 0, 0, &[], Type(T::Text), LENIENT, VOLATILE),
+    f(
+        &["pg_table_is_visible", "pg_type_is_visible", "pg_function_is_visible"],
+        Func::Catalog(CatalogFunc::TableIsVisible),
+        0,
+        4,
+        &[A::Any],
+        Type(T::Bool),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(
+        &["pg_get_userbyid"],
+        Func::Catalog(CatalogFunc::UserById),
+        0,
+        4,
+        &[A::Any],
+        Type(T::Text),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(
+        &["format_type"],
+        Func::Catalog(CatalogFunc::FormatType),
+        0,
+        4,
+        &[A::Any],
+        Type(T::Text),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(
+        &["pg_get_expr"],
+        Func::Catalog(CatalogFunc::GetExpr),
+        0,
+        4,
+        &[A::Any],
+        Type(T::Text),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(
+        &["pg_get_indexdef"],
+        Func::Catalog(CatalogFunc::IndexDef),
+        0,
+        4,
+        &[A::Any],
+        Type(T::Text),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(
+        &["pg_get_constraintdef"],
+        Func::Catalog(CatalogFunc::ConstraintDef),
+        0,
+        4,
+        &[A::Any],
+        Type(T::Text),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(
+        &["pg_encoding_to_char"],
+        Func::Catalog(CatalogFunc::EncodingToChar),
+        0,
+        4,
+        &[A::Any],
+        Type(T::Text),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(
+        &["pg_relation_is_publishable"],
+        Func::Catalog(CatalogFunc::RelationIsPublishable),
+        0,
+        4,
+        &[A::Any],
+        Type(T::Bool),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(
+        &["pg_get_statisticsobjdef_columns"],
+        Func::Catalog(CatalogFunc::StatisticsColumns),
+        0,
+        4,
+        &[A::Any],
+        Type(T::Text),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(
+        &["obj_description", "col_description", "shobj_description"],
+        Func::Catalog(CatalogFunc::Description),
+        0,
+        4,
+        &[A::Any],
+        Type(T::Text),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(
+        &["current_schemas"],
+        Func::Catalog(CatalogFunc::CurrentSchemas),
+        0,
+        4,
+        &[A::Any],
+        Type(T::Text),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(
+        &["has_table_privilege", "has_schema_privilege", "has_database_privilege"],
+        Func::Catalog(CatalogFunc::HasPrivilege),
+        0,
+        4,
+        &[A::Any],
+        Type(T::Bool),
+        LENIENT,
+        VOLATILE,
+    ),
+];
+
+/// The function a SQL name calls.
+pub fn by_name(name: &str) -> Option<&'static FuncDef> {
+    FUNCTIONS.iter().find(|d| d.names.contains(&name))
+}
+
+/// The registry's row of `func`.
+pub fn of(func: Func) -> &'static FuncDef {
+    FUNCTIONS.iter().find(|d| d.func == func).expect("every Func has a row in FUNCTIONS")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_every_row_is_found_by_its_func() {
+        let mut seen = std::collections::HashSet::new();
+        for d in FUNCTIONS {
+            for n in d.names {
+                assert!(seen.insert(*n), "{n} is in the registry twice");
+            }
+            assert_eq!(of(d.func).func, d.func);
+            assert!(d.args_min <= d.args_max);
+        }
+    }
+}
