@@ -353,3 +353,21 @@ fn sigterm_with_a_full_disk_stops_and_reports_what_was_lost() {
     assert_eq!(again.query_value(&format!("SELECT kiln_txn_status('{id}')")), "lost");
     assert_eq!(again.query_value("SELECT count(*) FROM t"), "0");
 }
+
+/// A message whose contents do not fill its declared length (a Query with a NUL inside)
+/// used to leave its tail to be read as the next message, and the connection hung; now it is
+/// refused (08P01) and closed, and the server answers everyone else (found by kiln-fuzz).
+#[test]
+fn a_message_shorter_than_its_length_is_refused() {
+    use kiln_fuzz::wire::{cstr, message, Connection};
+    let kiln = common::Kiln::start(&[]);
+    let mut c = Connection::open(kiln.addr, &[]).expect("connects");
+    c.send(&message(b'Q', &cstr(b"U\0P"))).unwrap();
+    let outcome = c.read_until_ready(Duration::from_secs(10));
+    assert!(!outcome.timed_out, "{outcome:?}");
+    assert!(outcome.closed, "{outcome:?}");
+    assert_eq!(outcome.errors.first().map(|e| e.1.as_str()), Some("08P01"), "{outcome:?}");
+    let mut fresh = Connection::open(kiln.addr, &[]).expect("connects");
+    let ok = fresh.query(b"SELECT 1", Duration::from_secs(10));
+    assert!(ok.ready && ok.rows == 1 && ok.errors.is_empty(), "{ok:?}");
+}

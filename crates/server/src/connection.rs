@@ -58,12 +58,15 @@ impl tokio_util::codec::Decoder for LimitedCodec {
     type Error = PgWireError;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, Self::Error> {
+        let mut whole = None;
         if src.len() >= 5 {
             let declared = i32::from_be_bytes([src[1], src[2], src[3], src[4]]);
             if declared < 4 || declared as usize > self.max_bytes {
                 return Err(PgWireError::MessageTooLarge(self.max_bytes, declared.max(0) as usize));
             }
+            whole = Some(1 + declared as usize);
         }
+        let before = src.len();
         // pgwire's decoders index into the body without checking every count a client
         // declares, and panic on a message that lies about them. Such a panic is a malformed
         // message, not a bug of ours: it is caught here and ends the connection with 08P01.
@@ -72,6 +75,16 @@ impl tokio_util::codec::Decoder for LimitedCodec {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.inner.decode(src)));
         DECODING.with(|d| d.set(false));
         match decoded {
+            // A message must be exactly as long as it says: a Query with a NUL inside, or a
+            // body with bytes past what its fields hold, would leave the rest to be read as
+            // the next message, and the connection would never find its footing again.
+            Ok(Ok(Some(_))) if whole.is_some_and(|w| before - src.len() != w) => {
+                src.clear();
+                Err(PgWireError::IoError(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "invalid message format: its contents do not fill its declared length",
+                )))
+            }
             Ok(result) => result,
             Err(_) => {
                 src.clear();
