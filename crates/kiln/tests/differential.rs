@@ -4,7 +4,7 @@
 
 mod common;
 
-use tokio_postgres::{NoTls, SimpleQueryMessage};
+use tokio_postgres::SimpleQueryMessage;
 
 fn statements(corpus: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -48,20 +48,12 @@ async fn outcome(client: &tokio_postgres::Client, sql: &str) -> String {
     }
 }
 
-async fn connect(conninfo: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(conninfo, NoTls).await.expect("connects");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kiln_agrees_with_postgresql() {
     let kiln = common::Kiln::start(&[]);
     let pg = common::Postgres::start();
-    let k = connect(&kiln.conninfo()).await;
-    let p = connect(&pg.conninfo()).await;
+    let k = common::connect(&kiln.conninfo()).await;
+    let p = common::connect(&pg.conninfo()).await;
     let corpus = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/differential/corpus.sql"

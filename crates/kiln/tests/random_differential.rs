@@ -13,7 +13,7 @@ mod common;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use tokio_postgres::{NoTls, SimpleQueryMessage};
+use tokio_postgres::SimpleQueryMessage;
 
 /// A column: name, SQL type, and whether it is an integer (for arithmetic), text.
 #[derive(Clone, Copy)]
@@ -350,14 +350,6 @@ async fn outcome(client: &tokio_postgres::Client, sql: &str) -> Result<Vec<Strin
     }
 }
 
-async fn connect(conninfo: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(conninfo, NoTls).await.expect("connects");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_queries_agree_with_postgresql() {
     let seed: u64 = std::env::var("KILN_DIFF_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(11);
@@ -365,8 +357,8 @@ async fn random_queries_agree_with_postgresql() {
         std::env::var("KILN_DIFF_QUERIES").ok().and_then(|s| s.parse().ok()).unwrap_or(400);
     let kiln = common::Kiln::start(&[]);
     let pg = common::Postgres::start();
-    let k = connect(&kiln.conninfo()).await;
-    let p = connect(&pg.conninfo()).await;
+    let k = common::connect(&kiln.conninfo()).await;
+    let p = common::connect(&pg.conninfo()).await;
     let mut rng = StdRng::seed_from_u64(seed);
     for sql in schema().into_iter().chain(data(&mut rng)) {
         k.batch_execute(&sql).await.unwrap_or_else(|e| panic!("kiln: {sql}: {e}"));

@@ -128,6 +128,16 @@ pub(crate) fn id_arg(v: &Value) -> Result<TxnId> {
     })
 }
 
+impl SessionEnv<'_> {
+    /// The fault switches, when the server was started with fault injection (0A000 else).
+    fn faults(&self) -> Result<&kiln_engine::Faults> {
+        self.db.config.faults.as_deref().ok_or_else(|| {
+            SqlError::new(code::FEATURE_NOT_SUPPORTED, "fault injection is disabled")
+                .hint("Start kiln serve with --enable-fault-injection (for tests only).")
+        })
+    }
+}
+
 impl Env for SessionEnv<'_> {
     fn now(&self) -> i64 {
         self.now
@@ -244,23 +254,11 @@ impl Env for SessionEnv<'_> {
                 Value::Null
             }
             Func::KilnFaultPanic => {
-                if self.db.config.faults.is_none() {
-                    return Err(SqlError::new(
-                        code::FEATURE_NOT_SUPPORTED,
-                        "fault injection is disabled",
-                    )
-                    .hint("Start kiln serve with --enable-fault-injection (for tests only)."));
-                }
+                self.faults()?;
                 panic!("kiln_fault_panic() was called");
             }
             Func::KilnFaultFailSyncs => {
-                let Some(faults) = &self.db.config.faults else {
-                    return Err(SqlError::new(
-                        code::FEATURE_NOT_SUPPORTED,
-                        "fault injection is disabled",
-                    )
-                    .hint("Start kiln serve with --enable-fault-injection (for tests only)."));
-                };
+                let faults = self.faults()?;
                 let n = match args.first() {
                     Some(Value::Int(n)) if *n >= 0 => *n as u64,
                     _ => {
@@ -275,13 +273,7 @@ impl Env for SessionEnv<'_> {
                 Value::Text(format!("the next {n} log fsyncs will fail"))
             }
             Func::KilnFaultDiskFull => {
-                let Some(faults) = &self.db.config.faults else {
-                    return Err(SqlError::new(
-                        code::FEATURE_NOT_SUPPORTED,
-                        "fault injection is disabled",
-                    )
-                    .hint("Start kiln serve with --enable-fault-injection (for tests only)."));
-                };
+                let faults = self.faults()?;
                 let free = match args.first() {
                     Some(Value::Int(n)) if *n >= 0 => *n as u64,
                     _ => u64::MAX,

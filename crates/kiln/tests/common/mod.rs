@@ -242,3 +242,13 @@ impl Drop for Postgres {
         let _ = as_postgres_user(&stop).status();
     }
 }
+
+/// A tokio-postgres client whose connection runs on the test's runtime.
+pub async fn connect(conninfo: &str) -> tokio_postgres::Client {
+    let (client, connection) =
+        tokio_postgres::connect(conninfo, tokio_postgres::NoTls).await.expect("connects");
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client
+}
