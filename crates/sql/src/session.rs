@@ -652,6 +652,7 @@ impl Session {
             outer: vec![],
             correlated: false,
             outer_refs: vec![],
+            limits: crate::exec::select::ExecLimits::default(),
         };
         let columns = match stmt {
             ast::Statement::Query(q) => Some(planner.query(q, None)?.columns),

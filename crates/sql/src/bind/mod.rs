@@ -97,6 +97,8 @@ pub struct Planner<'a> {
     pub correlated: bool,
     /// The enclosing query's columns referred to while binding the current subquery.
     pub outer_refs: Vec<usize>,
+    /// The statement's limits: subqueries run while planning check its interrupt flag.
+    pub limits: ExecLimits,
 }
 
 pub(crate) fn ident(i: &ast::Ident) -> String {
@@ -209,7 +211,15 @@ impl<'a> Planner<'a> {
             outer: Vec::new(),
             correlated: false,
             outer_refs: Vec::new(),
+            limits: ExecLimits::default(),
         }
+    }
+
+    /// The statement's limits (its interrupt flag and row bound), for the subqueries run
+    /// while planning.
+    pub fn with_limits(mut self, limits: ExecLimits) -> Planner<'a> {
+        self.limits = limits;
+        self
     }
 
     /// Resolves a name in the innermost enclosing query (a correlated reference).
@@ -251,7 +261,7 @@ impl<'a> Planner<'a> {
     /// Runs an uncorrelated subquery now, when parameter values are known.
     pub(crate) fn run_now(&mut self, plan: &SelectPlan) -> Result<Option<Vec<Row>>> {
         let Some(params) = self.param_values else { return Ok(None) };
-        let limits = ExecLimits::default();
+        let limits = self.limits.clone();
         let cell = RefCell::new(&mut *self.txn);
         let exec = Exec { txn: &cell, limits: &limits };
         let ctx = Ctx { params, env: self.env, outer: &[], runner: Some(&exec) };

@@ -60,6 +60,7 @@ impl Session {
                     &system,
                     &env,
                 )
+                .with_limits(limits.clone())
             };
         }
         match stmt {
@@ -192,7 +193,8 @@ impl Session {
                             Some(params),
                             &system,
                             &env,
-                        );
+                        )
+                        .with_limits(limits.clone());
                         let plan = match source {
                             ast::CopySource::Query(q) => planner.query(q, None)?,
                             ast::CopySource::Table { table_name, columns } => {
