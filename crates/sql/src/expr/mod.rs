@@ -1,0 +1,698 @@
+//! Bound expressions and their evaluation.
+
+mod builtins;
+mod display;
+mod ops;
+
+pub use builtins::*;
+pub use ops::*;
+
+use std::cmp::Ordering;
+
+use crate::error::{code, Result, SqlError};
+use crate::types::{DataType, Value};
+
+/// Binary operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    /// +
+    Add,
+    /// -
+    Sub,
+    /// *
+    Mul,
+    /// /
+    Div,
+    /// %
+    Mod,
+    /// ||
+    Concat,
+    /// =
+    Eq,
+    /// <>
+    NotEq,
+    /// <
+    Lt,
+    /// <=
+    LtEq,
+    /// >
+    Gt,
+    /// >=
+    GtEq,
+    /// ~ (POSIX regular expression match)
+    RegexMatch,
+    /// !~
+    RegexNotMatch,
+    /// ~*
+    RegexIMatch,
+    /// !~*
+    RegexNotIMatch,
+}
+
+/// Aggregate functions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AggFunc {
+    /// count(*) or count(x)
+    Count,
+    /// sum
+    Sum,
+    /// min
+    Min,
+    /// max
+    Max,
+    /// avg
+    Avg,
+    /// string_agg(x, separator) with a constant separator
+    StringAgg(String),
+}
+
+/// Scalar functions. The `Kiln*` ones are the ED surface; the session evaluates them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Func {
+    /// lower(text)
+    Lower,
+    /// upper(text)
+    Upper,
+    /// length(text)
+    Length,
+    /// abs(x)
+    Abs,
+    /// coalesce(...)
+    Coalesce,
+    /// nullif(a, b)
+    Nullif,
+    /// greatest(...)
+    Greatest,
+    /// least(...)
+    Least,
+    /// round(x [, n])
+    Round,
+    /// floor(x)
+    Floor,
+    /// ceil(x)
+    Ceil,
+    /// substr(text, from [, count])
+    Substr,
+    /// trim(text)
+    Trim,
+    /// concat(...)
+    Concat,
+    /// repeat(text, n)
+    Repeat,
+    /// pg_cancel_backend(pid)
+    CancelBackend,
+    /// pg_terminate_backend(pid)
+    TerminateBackend,
+    /// pg_sleep(seconds): interruptible
+    Sleep,
+    /// now(), current_timestamp
+    Now,
+    /// current_date
+    CurrentDate,
+    /// random()
+    Random,
+    /// version()
+    Version,
+    /// current_database()
+    CurrentDatabase,
+    /// current_schema()
+    CurrentSchema,
+    /// current_user, session_user
+    CurrentUser,
+    /// pg_backend_pid()
+    BackendPid,
+    /// kiln_sync(): waits until every transaction this session committed is durable
+    KilnSync,
+    /// kiln_persist(): flushes the log now; returns the durable position
+    KilnPersist,
+    /// kiln_last_txid(): the id of the session's last committed transaction that wrote (else its
+    /// last transaction)
+    KilnLastTxid,
+    /// kiln_txn_status(id)
+    KilnTxnStatus,
+    /// kiln_wait(id, timeout_ms)
+    KilnWait,
+    /// kiln_fault_fail_syncs(n): fail the next n log fsyncs (only with fault injection on)
+    KilnFaultFailSyncs,
+    /// kiln_fault_disk_full(bytes): the log's disk has this many bytes free (negative or
+    /// NULL: unlimited again); fault injection only.
+    KilnFaultDiskFull,
+    /// kiln_fault_panic(): panics (fault injection only), to test that a bug ends one
+    /// connection and releases what it held.
+    KilnFaultPanic,
+    /// A catalog function clients call (psql's \d): answered by the session.
+    Catalog(CatalogFunc),
+    /// array_to_string(array, separator)
+    ArrayToString,
+    /// array_upper(array, dimension)
+    ArrayUpper,
+    /// array_position(array, element)
+    ArrayPosition,
+    /// array[index] (1-based)
+    ArrayElement,
+    /// quote_ident(text)
+    QuoteIdent,
+}
+
+/// The catalog functions Kiln answers (enough for psql's describe commands).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatalogFunc {
+    /// pg_table_is_visible(oid): true
+    TableIsVisible,
+    /// pg_get_userbyid(oid)
+    UserById,
+    /// format_type(type oid, typmod)
+    FormatType,
+    /// pg_get_expr(expr text, relation oid [, pretty])
+    GetExpr,
+    /// pg_get_indexdef(index oid [, column, pretty])
+    IndexDef,
+    /// pg_get_constraintdef(constraint oid [, pretty])
+    ConstraintDef,
+    /// pg_encoding_to_char(int)
+    EncodingToChar,
+    /// pg_relation_is_publishable(oid): false
+    RelationIsPublishable,
+    /// pg_get_statisticsobjdef_columns(oid): NULL
+    StatisticsColumns,
+    /// obj_description / col_description / shobj_description: NULL
+    Description,
+    /// current_schemas(bool)
+    CurrentSchemas,
+    /// has_*_privilege(...): true
+    HasPrivilege,
+}
+
+/// What a subquery expression computes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SubqueryKind {
+    /// (SELECT …): the single value of the single row (NULL for none; 21000 for several).
+    Scalar,
+    /// [NOT] EXISTS (SELECT …)
+    Exists(bool),
+    /// x [NOT] IN (SELECT …)
+    In(Box<Expr>, bool),
+    /// ARRAY(SELECT …): the values as an array literal ('{a,b}').
+    Array,
+}
+
+/// A planned subquery, shared by clones of the expression that holds it.
+#[derive(Clone)]
+pub struct SubPlan(pub std::sync::Arc<crate::plan::SelectPlan>);
+
+impl PartialEq for SubPlan {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for SubPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SubPlan")
+    }
+}
+
+/// Runs correlated subqueries during execution (it holds the transaction).
+pub trait SubqueryRunner {
+    /// Every row of `plan`, evaluated with `ctx` (whose `outer` is the referencing row).
+    fn run(&self, plan: &crate::plan::SelectPlan, ctx: &Ctx) -> Result<Vec<Vec<Value>>>;
+}
+
+/// A bound expression: columns are positions in the input row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// A constant.
+    Const(Value),
+    /// A column of the input row.
+    Column(usize),
+    /// A statement parameter ($n, 0-based).
+    Param(usize),
+    /// A column of the enclosing query's row (in a correlated subquery).
+    Outer(usize),
+    /// A subquery evaluated for each row: the plan, what it computes, and the columns of the
+    /// enclosing row it refers to.
+    Subquery(SubPlan, SubqueryKind, Vec<usize>),
+    /// x op ANY (array)
+    AnyOp(Box<Expr>, BinOp, Box<Expr>),
+    /// NOT
+    Not(Box<Expr>),
+    /// unary minus
+    Neg(Box<Expr>),
+    /// A binary operator.
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// AND (three-valued)
+    And(Box<Expr>, Box<Expr>),
+    /// OR (three-valued)
+    Or(Box<Expr>, Box<Expr>),
+    /// IS [NOT] NULL
+    IsNull(Box<Expr>, bool),
+    /// IS [NOT] DISTINCT FROM
+    IsDistinct(Box<Expr>, Box<Expr>, bool),
+    /// x [NOT] IN (list)
+    InList(Box<Expr>, Vec<Expr>, bool),
+    /// x [NOT] IN (values computed by a subquery, filled before evaluation)
+    InValues(Box<Expr>, std::sync::Arc<Vec<Value>>, bool),
+    /// [NOT] LIKE / ILIKE
+    Like {
+        /// The string.
+        expr: Box<Expr>,
+        /// The pattern.
+        pattern: Box<Expr>,
+        /// NOT LIKE
+        negated: bool,
+        /// ILIKE
+        case_insensitive: bool,
+    },
+    /// CASE
+    Case {
+        /// CASE x WHEN ...
+        operand: Option<Box<Expr>>,
+        /// WHEN a THEN b
+        whens: Vec<(Expr, Expr)>,
+        /// ELSE
+        otherwise: Option<Box<Expr>>,
+    },
+    /// CAST / ::
+    Cast(Box<Expr>, DataType),
+    /// A scalar function.
+    Func(Func, Vec<Expr>),
+    /// An aggregate (only before aggregation is planned; evaluation never sees it): the
+    /// function, DISTINCT, the argument (none for count(*)) and the result type.
+    Agg(AggFunc, bool, Option<Box<Expr>>, DataType),
+}
+
+/// What expression evaluation needs from the session.
+pub trait Env {
+    /// The statement's timestamp (now()).
+    fn now(&self) -> i64;
+    /// current_database()
+    fn database(&self) -> String;
+    /// current_user
+    fn user(&self) -> String;
+    /// pg_backend_pid()
+    fn backend_pid(&self) -> i32;
+    /// The ED functions.
+    fn kiln(&self, func: Func, args: &[Value]) -> Result<Value>;
+    /// Catalog functions (definitions of indexes and constraints by oid, type names).
+    fn catalog(&self, func: CatalogFunc, args: &[Value]) -> Result<Value>;
+}
+
+/// Evaluation context: parameters, the session, the enclosing row of a correlated
+/// subquery, and who runs subqueries.
+#[derive(Clone, Copy)]
+pub struct Ctx<'a> {
+    /// $1... values.
+    pub params: &'a [Value],
+    /// The session.
+    pub env: &'a dyn Env,
+    /// The enclosing query's row (empty at the top level).
+    pub outer: &'a [Value],
+    /// Runs subqueries (absent where the transaction is busy writing).
+    pub runner: Option<&'a dyn SubqueryRunner>,
+}
+
+impl<'a> Ctx<'a> {
+    /// A context without subquery execution.
+    pub fn new(params: &'a [Value], env: &'a dyn Env) -> Ctx<'a> {
+        Ctx { params, env, outer: &[], runner: None }
+    }
+}
+
+impl Expr {
+    /// Evaluates against `row`.
+    #[recursive::recursive]
+    pub fn eval(&self, row: &[Value], ctx: &Ctx) -> Result<Value> {
+        Ok(match self {
+            Expr::Const(v) => v.clone(),
+            Expr::Column(i) => row.get(*i).cloned().unwrap_or(Value::Null),
+            Expr::Param(i) => ctx.params.get(*i).cloned().ok_or_else(|| {
+                SqlError::new(
+                    code::UNDEFINED_PARAMETER,
+                    format!("there is no parameter ${}", i + 1),
+                )
+            })?,
+            Expr::Outer(i) => ctx.outer.get(*i).cloned().unwrap_or(Value::Null),
+            Expr::Subquery(plan, kind, _) => {
+                let Some(runner) = ctx.runner else {
+                    return Err(SqlError::unsupported("a correlated subquery in this position"));
+                };
+                let inner = Ctx { outer: row, ..*ctx };
+                let rows = runner.run(&plan.0, &inner)?;
+                match kind {
+                    SubqueryKind::Scalar => {
+                        if rows.len() > 1 {
+                            return Err(SqlError::new(
+                                code::CARDINALITY,
+                                "more than one row returned by a subquery used as an expression",
+                            ));
+                        }
+                        rows.into_iter()
+                            .next()
+                            .and_then(|r| r.into_iter().next())
+                            .unwrap_or(Value::Null)
+                    }
+                    SubqueryKind::Exists(negated) => Value::Bool(rows.is_empty() == *negated),
+                    SubqueryKind::In(x, negated) => {
+                        let v = x.eval(row, ctx)?;
+                        let values: Vec<Value> =
+                            rows.into_iter().filter_map(|r| r.into_iter().next()).collect();
+                        in_values(&v, &values, *negated)
+                    }
+                    SubqueryKind::Array => {
+                        let items: Vec<String> = rows
+                            .into_iter()
+                            .filter_map(|r| r.into_iter().next())
+                            .map(|v| array_item(&v))
+                            .collect();
+                        Value::Text(format!("{{{}}}", items.join(",")))
+                    }
+                }
+            }
+            Expr::AnyOp(x, op, arr) => {
+                let v = x.eval(row, ctx)?;
+                let arr = arr.eval(row, ctx)?;
+                if v.is_null() || arr.is_null() {
+                    return Ok(Value::Null);
+                }
+                let items = parse_array(&arr.to_text(DataType::Text).unwrap_or_default())?;
+                let mut saw_null = false;
+                for item in items {
+                    match item {
+                        None => saw_null = true,
+                        Some(s) => {
+                            if binary(*op, v.clone(), Value::Text(s))?.as_bool()? == Some(true) {
+                                return Ok(Value::Bool(true));
+                            }
+                        }
+                    }
+                }
+                if saw_null {
+                    Value::Null
+                } else {
+                    Value::Bool(false)
+                }
+            }
+            Expr::Not(e) => match e.eval(row, ctx)?.as_bool()? {
+                None => Value::Null,
+                Some(b) => Value::Bool(!b),
+            },
+            Expr::Neg(e) => match e.eval(row, ctx)? {
+                Value::Null => Value::Null,
+                Value::Int(i) => Value::Int(i.checked_neg().ok_or_else(|| overflow("bigint"))?),
+                Value::Float(f) => Value::Float(-f),
+                Value::Numeric(d) => Value::Numeric(-d),
+                Value::Text(s) => match Value::parse(&s, DataType::Numeric(None))? {
+                    Value::Numeric(d) => Value::Numeric(-d),
+                    v => v,
+                },
+                v => return Err(type_error("-", &v)),
+            },
+            Expr::Binary(op, a, b) => binary(*op, a.eval(row, ctx)?, b.eval(row, ctx)?)?,
+            Expr::And(a, b) => {
+                let a = a.eval(row, ctx)?.as_bool()?;
+                if a == Some(false) {
+                    return Ok(Value::Bool(false));
+                }
+                match (a, b.eval(row, ctx)?.as_bool()?) {
+                    (_, Some(false)) => Value::Bool(false),
+                    (Some(true), Some(true)) => Value::Bool(true),
+                    _ => Value::Null,
+                }
+            }
+            Expr::Or(a, b) => {
+                let a = a.eval(row, ctx)?.as_bool()?;
+                if a == Some(true) {
+                    return Ok(Value::Bool(true));
+                }
+                match (a, b.eval(row, ctx)?.as_bool()?) {
+                    (_, Some(true)) => Value::Bool(true),
+                    (Some(false), Some(false)) => Value::Bool(false),
+                    _ => Value::Null,
+                }
+            }
+            Expr::IsNull(e, negated) => Value::Bool(e.eval(row, ctx)?.is_null() != *negated),
+            Expr::IsDistinct(a, b, negated) => {
+                let (a, b) = (a.eval(row, ctx)?, b.eval(row, ctx)?);
+                let distinct = match (a.is_null(), b.is_null()) {
+                    (true, true) => false,
+                    (true, false) | (false, true) => true,
+                    _ => a.sql_cmp(&b) != Some(Ordering::Equal),
+                };
+                Value::Bool(distinct != *negated)
+            }
+            Expr::InList(e, list, negated) => {
+                let v = e.eval(row, ctx)?;
+                let mut values = Vec::with_capacity(list.len());
+                for item in list {
+                    values.push(item.eval(row, ctx)?);
+                }
+                in_values(&v, &values, *negated)
+            }
+            Expr::InValues(e, values, negated) => in_values(&e.eval(row, ctx)?, values, *negated),
+            Expr::Like { expr, pattern, negated, case_insensitive } => {
+                let (s, p) = (expr.eval(row, ctx)?, pattern.eval(row, ctx)?);
+                match (s, p) {
+                    (Value::Null, _) | (_, Value::Null) => Value::Null,
+                    (s, p) => {
+                        let s = s.to_text(DataType::Text).unwrap_or_default();
+                        let p = p.to_text(DataType::Text).unwrap_or_default();
+                        let m = if *case_insensitive {
+                            like(&s.to_lowercase(), &p.to_lowercase())?
+                        } else {
+                            like(&s, &p)?
+                        };
+                        Value::Bool(m != *negated)
+                    }
+                }
+            }
+            Expr::Case { operand, whens, otherwise } => {
+                let op = match operand {
+                    Some(o) => Some(o.eval(row, ctx)?),
+                    None => None,
+                };
+                for (when, then) in whens {
+                    let w = when.eval(row, ctx)?;
+                    let hit = match &op {
+                        Some(o) => {
+                            !o.is_null() && !w.is_null() && o.sql_cmp(&w) == Some(Ordering::Equal)
+                        }
+                        None => w.as_bool()? == Some(true),
+                    };
+                    if hit {
+                        return then.eval(row, ctx);
+                    }
+                }
+                match otherwise {
+                    Some(e) => e.eval(row, ctx)?,
+                    None => Value::Null,
+                }
+            }
+            Expr::Cast(e, ty) => e.eval(row, ctx)?.cast_explicit(*ty)?,
+            Expr::Func(f, args) => {
+                let mut values = Vec::with_capacity(args.len());
+                // coalesce is lazy.
+                if *f == Func::Coalesce {
+                    for a in args {
+                        let v = a.eval(row, ctx)?;
+                        if !v.is_null() {
+                            return Ok(v);
+                        }
+                    }
+                    return Ok(Value::Null);
+                }
+                for a in args {
+                    values.push(a.eval(row, ctx)?);
+                }
+                call(*f, values, ctx)?
+            }
+            Expr::Agg(..) => {
+                return Err(SqlError::new(
+                    code::GROUPING,
+                    "aggregate functions are not allowed here",
+                ))
+            }
+        })
+    }
+
+    /// Evaluates as a condition: true only when the value is true.
+    pub fn eval_bool(&self, row: &[Value], ctx: &Ctx) -> Result<bool> {
+        Ok(self.eval(row, ctx)?.as_bool()? == Some(true))
+    }
+
+    /// Whether the expression reads any column at or above `from`.
+    pub fn uses_columns_from(&self, from: usize) -> bool {
+        let mut hit = false;
+        self.walk(&mut |e| {
+            if let Expr::Column(i) = e {
+                if *i >= from {
+                    hit = true;
+                }
+            }
+        });
+        hit
+    }
+
+    /// Whether the expression reads any column in `range`.
+    pub fn uses_columns_in(&self, range: std::ops::Range<usize>) -> bool {
+        let mut hit = false;
+        self.walk(&mut |e| {
+            if let Expr::Column(i) = e {
+                if range.contains(i) {
+                    hit = true;
+                }
+            }
+        });
+        hit
+    }
+
+    /// Whether the expression contains an aggregate.
+    pub fn has_agg(&self) -> bool {
+        let mut hit = false;
+        self.walk(&mut |e| {
+            if matches!(e, Expr::Agg(..)) {
+                hit = true;
+            }
+        });
+        hit
+    }
+
+    /// Calls `f` on each direct child. Every traversal of the tree is built on this and on
+    /// [`Expr::try_map_children`]; both list every variant, so a new kind of node cannot be
+    /// skipped silently by a rewrite.
+    pub fn for_each_child<'e>(&'e self, f: &mut dyn FnMut(&'e Expr)) {
+        match self {
+            Expr::Const(_) | Expr::Column(_) | Expr::Param(_) | Expr::Outer(_) => {}
+            Expr::Subquery(_, kind, _) => match kind {
+                SubqueryKind::In(x, _) => f(x),
+                SubqueryKind::Scalar | SubqueryKind::Exists(_) | SubqueryKind::Array => {}
+            },
+            Expr::Not(x)
+            | Expr::Neg(x)
+            | Expr::IsNull(x, _)
+            | Expr::Cast(x, _)
+            | Expr::InValues(x, _, _) => f(x),
+            Expr::AnyOp(a, _, b)
+            | Expr::Binary(_, a, b)
+            | Expr::And(a, b)
+            | Expr::Or(a, b)
+            | Expr::IsDistinct(a, b, _) => {
+                f(a);
+                f(b);
+            }
+            Expr::InList(x, list, _) => {
+                f(x);
+                list.iter().for_each(f);
+            }
+            Expr::Like { expr, pattern, negated: _, case_insensitive: _ } => {
+                f(expr);
+                f(pattern);
+            }
+            Expr::Case { operand, whens, otherwise } => {
+                if let Some(o) = operand {
+                    f(o);
+                }
+                for (w, t) in whens {
+                    f(w);
+                    f(t);
+                }
+                if let Some(o) = otherwise {
+                    f(o);
+                }
+            }
+            Expr::Func(_, args) => args.iter().for_each(f),
+            Expr::Agg(_, _, arg, _) => {
+                if let Some(a) = arg {
+                    f(a);
+                }
+            }
+        }
+    }
+
+    /// Rebuilds the node with each direct child replaced by `f(child)`, in the order
+    /// [`Expr::for_each_child`] visits them.
+    pub fn try_map_children(self, f: &mut dyn FnMut(Expr) -> Result<Expr>) -> Result<Expr> {
+        let mut b = |x: Box<Expr>| -> Result<Box<Expr>> { Ok(Box::new(f(*x)?)) };
+        Ok(match self {
+            e @ (Expr::Const(_) | Expr::Column(_) | Expr::Param(_) | Expr::Outer(_)) => e,
+            Expr::Subquery(plan, kind, refs) => {
+                let kind = match kind {
+                    SubqueryKind::In(x, negated) => SubqueryKind::In(b(x)?, negated),
+                    k @ (SubqueryKind::Scalar | SubqueryKind::Exists(_) | SubqueryKind::Array) => k,
+                };
+                Expr::Subquery(plan, kind, refs)
+            }
+            Expr::Not(x) => Expr::Not(b(x)?),
+            Expr::Neg(x) => Expr::Neg(b(x)?),
+            Expr::IsNull(x, n) => Expr::IsNull(b(x)?, n),
+            Expr::Cast(x, t) => Expr::Cast(b(x)?, t),
+            Expr::InValues(x, v, n) => Expr::InValues(b(x)?, v, n),
+            Expr::AnyOp(x, op, y) => {
+                let x = b(x)?;
+                Expr::AnyOp(x, op, b(y)?)
+            }
+            Expr::Binary(op, x, y) => {
+                let x = b(x)?;
+                Expr::Binary(op, x, b(y)?)
+            }
+            Expr::And(x, y) => {
+                let x = b(x)?;
+                Expr::And(x, b(y)?)
+            }
+            Expr::Or(x, y) => {
+                let x = b(x)?;
+                Expr::Or(x, b(y)?)
+            }
+            Expr::IsDistinct(x, y, n) => {
+                let x = b(x)?;
+                Expr::IsDistinct(x, b(y)?, n)
+            }
+            Expr::InList(x, list, n) => {
+                let x = b(x)?;
+                Expr::InList(x, list.into_iter().map(&mut *f).collect::<Result<_>>()?, n)
+            }
+            Expr::Like { expr, pattern, negated, case_insensitive } => {
+                let expr = b(expr)?;
+                Expr::Like { expr, pattern: b(pattern)?, negated, case_insensitive }
+            }
+            Expr::Case { operand, whens, otherwise } => {
+                let operand = operand.map(&mut b).transpose()?;
+                let whens = whens
+                    .into_iter()
+                    .map(|(w, t)| Ok((f(w)?, f(t)?)))
+                    .collect::<Result<Vec<_>>>()?;
+                let otherwise =
+                    otherwise.map(|o| Ok::<_, SqlError>(Box::new(f(*o)?))).transpose()?;
+                Expr::Case { operand, whens, otherwise }
+            }
+            Expr::Func(func, args) => {
+                Expr::Func(func, args.into_iter().map(f).collect::<Result<_>>()?)
+            }
+            Expr::Agg(func, distinct, arg, ty) => Expr::Agg(
+                func,
+                distinct,
+                arg.map(|a| Ok::<_, SqlError>(Box::new(f(*a)?))).transpose()?,
+                ty,
+            ),
+        })
+    }
+
+    /// Visits every node, parents first. A correlated subquery's references to the row are
+    /// visited as the columns they read.
+    #[recursive::recursive]
+    pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        if let Expr::Subquery(_, _, refs) = self {
+            for &i in refs {
+                f(&Expr::Column(i));
+            }
+        }
+        self.for_each_child(&mut |c| c.walk(f));
+    }
+
+    /// Rewrites bottom-up: children first, then `f` on the rebuilt node.
+    #[recursive::recursive]
+    pub fn map(self, f: &mut dyn FnMut(Expr) -> Result<Expr>) -> Result<Expr> {
+        let e = self.try_map_children(&mut |c| c.map(f))?;
+        f(e)
+    }
+}

@@ -1,0 +1,366 @@
+//! Operators on values: comparison, arithmetic on integers, numerics, floats and dates (with
+//! their overflow and division checks), concatenation, LIKE (linear time) and regular
+//! expressions, and IN over a list of values.
+
+use std::cmp::Ordering;
+
+use rust_decimal::Decimal;
+
+use crate::error::{code, Result, SqlError};
+use crate::types::{DataType, Value};
+
+use crate::expr::*;
+
+pub(crate) fn in_values(v: &Value, values: &[Value], negated: bool) -> Value {
+    // Nothing is in an empty set, not even NULL.
+    if values.is_empty() {
+        return Value::Bool(negated);
+    }
+    if v.is_null() {
+        return Value::Null;
+    }
+    let mut saw_null = false;
+    for item in values {
+        if item.is_null() {
+            saw_null = true;
+        } else if v.sql_cmp(item) == Some(Ordering::Equal) {
+            return Value::Bool(!negated);
+        }
+    }
+    if saw_null {
+        Value::Null
+    } else {
+        Value::Bool(negated)
+    }
+}
+
+pub(crate) fn overflow(what: &str) -> SqlError {
+    SqlError::new(code::NUMERIC_OUT_OF_RANGE, format!("{what} out of range"))
+}
+
+pub(crate) fn type_error(op: &str, v: &Value) -> SqlError {
+    SqlError::new(
+        code::UNDEFINED_FUNCTION,
+        format!("operator does not exist: {op} {}", v.natural_type().sql_name()),
+    )
+}
+
+/// Coerces an untyped text operand to a number for arithmetic.
+pub(crate) fn numeric_operand(v: Value) -> Result<Value> {
+    match v {
+        Value::Text(s) => {
+            if let Ok(i) = s.trim().parse::<i64>() {
+                Ok(Value::Int(i))
+            } else {
+                Value::parse(&s, DataType::Numeric(None))
+            }
+        }
+        v => Ok(v),
+    }
+}
+
+/// Applies a binary operator (NULL in, NULL out).
+pub fn binary(op: BinOp, a: Value, b: Value) -> Result<Value> {
+    if a.is_null() || b.is_null() {
+        return Ok(Value::Null);
+    }
+    let cmp = |a: &Value, b: &Value| {
+        a.sql_cmp(b).ok_or_else(|| {
+            SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!(
+                    "operator does not exist: {} {} {}",
+                    a.natural_type().sql_name(),
+                    op_name(op),
+                    b.natural_type().sql_name()
+                ),
+            )
+            .hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
+        })
+    };
+    Ok(match op {
+        BinOp::Eq => Value::Bool(cmp(&a, &b)? == Ordering::Equal),
+        BinOp::NotEq => Value::Bool(cmp(&a, &b)? != Ordering::Equal),
+        BinOp::Lt => Value::Bool(cmp(&a, &b)? == Ordering::Less),
+        BinOp::LtEq => Value::Bool(cmp(&a, &b)? != Ordering::Greater),
+        BinOp::Gt => Value::Bool(cmp(&a, &b)? == Ordering::Greater),
+        BinOp::GtEq => Value::Bool(cmp(&a, &b)? != Ordering::Less),
+        BinOp::Concat => {
+            let mut s = a.to_text(DataType::Text).unwrap_or_default();
+            let t = b.to_text(DataType::Text).unwrap_or_default();
+            if s.len() + t.len() > TEXT_BYTES_MAX {
+                return Err(SqlError::new(code::PROGRAM_LIMIT, "requested length too large")
+                    .detail(format!(
+                        "A computed string may hold at most {TEXT_BYTES_MAX} bytes."
+                    )));
+            }
+            s.push_str(&t);
+            Value::Text(s)
+        }
+        BinOp::RegexMatch | BinOp::RegexNotMatch | BinOp::RegexIMatch | BinOp::RegexNotIMatch => {
+            let text = a.to_text(DataType::Text).unwrap_or_default();
+            let pattern = b.to_text(DataType::Text).unwrap_or_default();
+            let insensitive = matches!(op, BinOp::RegexIMatch | BinOp::RegexNotIMatch);
+            let negated = matches!(op, BinOp::RegexNotMatch | BinOp::RegexNotIMatch);
+            Value::Bool(regex_match(&text, &pattern, insensitive)? != negated)
+        }
+        _ => arithmetic(op, numeric_operand(a)?, numeric_operand(b)?)?,
+    })
+}
+
+pub(crate) fn op_name(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Add => "+",
+        BinOp::Sub => "-",
+        BinOp::Mul => "*",
+        BinOp::Div => "/",
+        BinOp::Mod => "%",
+        BinOp::Concat => "||",
+        BinOp::Eq => "=",
+        BinOp::NotEq => "<>",
+        BinOp::Lt => "<",
+        BinOp::LtEq => "<=",
+        BinOp::Gt => ">",
+        BinOp::GtEq => ">=",
+        BinOp::RegexMatch => "~",
+        BinOp::RegexNotMatch => "!~",
+        BinOp::RegexIMatch => "~*",
+        BinOp::RegexNotIMatch => "!~*",
+    }
+}
+
+/// A regular-expression match with a per-thread cache of compiled patterns.
+pub(crate) fn regex_match(text: &str, pattern: &str, insensitive: bool) -> Result<bool> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static CACHE: RefCell<HashMap<(String, bool), regex::Regex>> = RefCell::new(HashMap::new());
+    }
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let key = (pattern.to_string(), insensitive);
+        if !cache.contains_key(&key) {
+            if cache.len() > 256 {
+                cache.clear();
+            }
+            let re = regex::RegexBuilder::new(pattern)
+                .case_insensitive(insensitive)
+                .size_limit(1 << 20)
+                .build()
+                .map_err(|e| SqlError::new("2201B", format!("invalid regular expression: {e}")))?;
+            cache.insert(key.clone(), re);
+        }
+        Ok(cache[&key].is_match(text))
+    })
+}
+
+pub(crate) fn div_zero() -> SqlError {
+    SqlError::new(code::DIVISION_BY_ZERO, "division by zero")
+}
+
+pub(crate) fn arithmetic(op: BinOp, a: Value, b: Value) -> Result<Value> {
+    use Value::*;
+    Ok(match (a, b) {
+        (Int(x), Int(y)) => Int(match op {
+            BinOp::Add => x.checked_add(y),
+            BinOp::Sub => x.checked_sub(y),
+            BinOp::Mul => x.checked_mul(y),
+            BinOp::Div => {
+                if y == 0 {
+                    return Err(div_zero());
+                }
+                x.checked_div(y)
+            }
+            BinOp::Mod => {
+                if y == 0 {
+                    return Err(div_zero());
+                }
+                x.checked_rem(y)
+            }
+            _ => unreachable!("comparison handled by binary"),
+        }
+        .ok_or_else(|| overflow("bigint"))?),
+        (Float(x), Float(y)) => Float(float_op(op, x, y)?),
+        (Int(x), Float(y)) => Float(float_op(op, x as f64, y)?),
+        (Float(x), Int(y)) => Float(float_op(op, x, y as f64)?),
+        (Numeric(x), Float(y)) => Float(float_op(op, f64::try_from(x).unwrap_or(f64::NAN), y)?),
+        (Float(x), Numeric(y)) => Float(float_op(op, x, f64::try_from(y).unwrap_or(f64::NAN))?),
+        (Numeric(x), Numeric(y)) => Numeric(decimal_op(op, x, y)?),
+        (Int(x), Numeric(y)) => Numeric(decimal_op(op, Decimal::from(x), y)?),
+        (Numeric(x), Int(y)) => Numeric(decimal_op(op, x, Decimal::from(y))?),
+        (Date(d), Int(n)) if matches!(op, BinOp::Add | BinOp::Sub) => {
+            let days = if op == BinOp::Add { d as i64 + n } else { d as i64 - n };
+            Date(crate::types::check_date(days)?)
+        }
+        (Int(n), Date(d)) if op == BinOp::Add => Date(crate::types::check_date(d as i64 + n)?),
+        (Date(x), Date(y)) if op == BinOp::Sub => Int(x as i64 - y as i64),
+        (a, b) => {
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!(
+                    "operator does not exist: {} {} {}",
+                    a.natural_type().sql_name(),
+                    op_name(op),
+                    b.natural_type().sql_name()
+                ),
+            ))
+        }
+    })
+}
+
+pub(crate) fn float_op(op: BinOp, x: f64, y: f64) -> Result<f64> {
+    Ok(match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => {
+            if y == 0.0 {
+                return Err(div_zero());
+            }
+            x / y
+        }
+        BinOp::Mod => {
+            if y == 0.0 {
+                return Err(div_zero());
+            }
+            x % y
+        }
+        _ => unreachable!("comparison handled by binary"),
+    })
+}
+
+pub(crate) fn decimal_op(op: BinOp, x: Decimal, y: Decimal) -> Result<Decimal> {
+    let r = match op {
+        BinOp::Add => x.checked_add(y),
+        BinOp::Sub => x.checked_sub(y),
+        BinOp::Mul => x.checked_mul(y),
+        BinOp::Div => {
+            if y.is_zero() {
+                return Err(div_zero());
+            }
+            let scale = div_scale(x, y);
+            x.checked_div(y).map(|d| {
+                let mut r = d.round_dp_with_strategy(
+                    scale,
+                    rust_decimal::RoundingStrategy::MidpointAwayFromZero,
+                );
+                r.rescale(scale);
+                r
+            })
+        }
+        BinOp::Mod => {
+            if y.is_zero() {
+                return Err(div_zero());
+            }
+            x.checked_rem(y)
+        }
+        _ => unreachable!("comparison handled by binary"),
+    };
+    r.ok_or_else(|| overflow("numeric"))
+}
+
+/// The result scale of numeric division, as PostgreSQL chooses it (`select_div_scale`): at
+/// least 16 significant digits, and no less than either operand's scale; capped at 28,
+/// the precision Kiln's numeric carries.
+pub fn div_scale(x: Decimal, y: Decimal) -> u32 {
+    // Weight and first digit in base 10000, as PostgreSQL's numeric stores them.
+    fn weight_first(d: Decimal) -> (i32, u32) {
+        let a = d.abs();
+        if a.is_zero() {
+            return (0, 0);
+        }
+        let digits = a.trunc().to_string();
+        if a >= Decimal::ONE {
+            let n = digits.len() as i32;
+            let w = (n - 1) / 4;
+            let lead = n - w * 4;
+            (w, digits[..lead as usize].parse().unwrap_or(0))
+        } else {
+            let s = a.to_string();
+            let frac = s.split('.').nth(1).unwrap_or("");
+            let zeros = frac.chars().take_while(|c| *c == '0').count() as i32;
+            let w = -(zeros / 4) - 1;
+            let start = ((-w - 1) * 4) as usize;
+            let chunk: String = frac.chars().skip(start).take(4).collect();
+            let chunk = format!("{chunk:0<4}");
+            (w, chunk.parse().unwrap_or(0))
+        }
+    }
+    let (w1, f1) = weight_first(x);
+    let (w2, f2) = weight_first(y);
+    let mut qweight = w1 - w2;
+    if f1 <= f2 {
+        qweight -= 1;
+    }
+    let rscale = 16 - qweight * 4;
+    (rscale.max(x.scale() as i32).max(y.scale() as i32).max(0) as u32).min(28)
+}
+
+/// One element of a LIKE pattern.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum LikeItem {
+    /// `%`: any run of characters.
+    Any,
+    /// `_`: exactly one character.
+    One,
+    /// A literal character (backslash escapes one).
+    Char(char),
+}
+
+/// SQL LIKE with `%`, `_` and backslash escapes, in O(|s|·|pattern|) time at worst and
+/// constant stack: a mismatch backtracks only to the latest `%`, never further, because a
+/// later `%` can absorb anything an earlier one could.
+pub fn like(s: &str, pattern: &str) -> Result<bool> {
+    let mut items = Vec::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        items.push(match c {
+            '%' => {
+                if items.last() == Some(&LikeItem::Any) {
+                    continue;
+                }
+                LikeItem::Any
+            }
+            '_' => LikeItem::One,
+            '\\' => match chars.next() {
+                Some(e) => LikeItem::Char(e),
+                None => {
+                    return Err(SqlError::new(
+                        "22025",
+                        "LIKE pattern must not end with escape character",
+                    ))
+                }
+            },
+            c => LikeItem::Char(c),
+        });
+    }
+    let s: Vec<char> = s.chars().collect();
+    let (mut si, mut pi) = (0usize, 0usize);
+    // Where the latest `%` is in the pattern, and where in `s` its run would end next.
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        match items.get(pi) {
+            Some(LikeItem::Any) => {
+                star = Some((pi, si));
+                pi += 1;
+            }
+            Some(LikeItem::One) => {
+                si += 1;
+                pi += 1;
+            }
+            Some(LikeItem::Char(c)) if *c == s[si] => {
+                si += 1;
+                pi += 1;
+            }
+            _ => match star {
+                Some((sp, ss)) => {
+                    pi = sp + 1;
+                    si = ss + 1;
+                    star = Some((sp, ss + 1));
+                }
+                None => return Ok(false),
+            },
+        }
+    }
+    Ok(items[pi..].iter().all(|i| *i == LikeItem::Any))
+}
