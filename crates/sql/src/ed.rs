@@ -16,7 +16,7 @@ use crate::expr::{CatalogFunc, Env, Func};
 use crate::pg::activity::{Activity, Wait};
 use crate::types::{DataType, Value};
 
-use crate::session::*;
+use crate::database::*;
 
 /// A durability notification for one of a session's transactions.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -26,7 +26,7 @@
 //!    version under READ COMMITTED, evaluates the new value and writes the row and its index
 //!    entries. Every executor loop checks the session's interrupt flag (cancel,
 //!    `statement_timeout`, a vanished client, `pg_cancel_backend`).
-//! 5. **Commit** ([`session`]). Outside a block the statement commits at once, fast or safe
+//! 5. **Commit** ([`session`]; the [`database`] holds the engine, the catalog and the row locks). Outside a block the statement commits at once, fast or safe
 //!    (hint, `SET LOCAL`, `synchronous_commit`); row locks go at the commit point, and a safe
 //!    commit then waits for its durability point in slices (cancelable; 53100 on a full
 //!    disk). [`ed`] holds the `kiln_*` functions and turns the engine's durability events into
@@ -38,6 +38,7 @@
 
 pub mod bind;
 pub mod catalog;
+pub mod database;
 pub mod ed;
 pub mod encoding;
 pub mod error;
@@ -51,10 +52,11 @@ pub mod plan;
 pub mod session;
 pub mod types;
 
+pub use database::{Database, SessionConfig};
 pub use ed::Notification;
 pub use error::{code, Result, SqlError};
 pub use kiln_engine::Operations;
-pub use session::{Database, Output, Prepared, Session, SessionConfig, STATEMENT_STACK_BYTES};
+pub use session::{Output, Prepared, Session, STATEMENT_STACK_BYTES};
 pub use types::{DataType, Value};
 
 /// The engine settings a server chooses when it opens a [`Database`] (the server never holds

@@ -17,6 +17,7 @@ use crate::plan::*;
 use crate::types::{DataType, Value};
 
 use crate::bind::dml::*;
+use crate::database::*;
 use crate::session::*;
 
 /// Row writes of one statement, with row locks and index maintenance.

@@ -6,6 +6,7 @@ use sqlparser::ast;
 use crate::bind::*;
 use crate::error::{code, Result, SqlError};
 
+use crate::database::*;
 use crate::session::*;
 
 pub(crate) fn default_settings(config: &SessionConfig) -> Vec<(&'static str, String)> {

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use kiln_engine::Transaction;
 
 use crate::bind::SystemTables;
+use crate::database::Database;
 use crate::error::Result;
 use crate::plan::Relation;
-use crate::session::Database;
 use crate::types::{Columns, DataType, Value};
 
 /// The system tables of one session.

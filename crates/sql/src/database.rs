@@ -1,0 +1,248 @@
+//! The database a server serves: the engine, the catalog, the row-lock table, every
+//! session's activity and the durability-notification router; opening and closing it.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kiln_engine::{Engine, IsolationLevel, TxnOptions};
+use parking_lot::Mutex;
+
+use crate::catalog::Catalog;
+use crate::error::{code, Result, SqlError};
+use crate::locks::LockManager;
+use crate::pg::activity::Activities;
+
+use crate::ed::*;
+use crate::pg::settings::*;
+
+use crate::session::*;
+
+/// Settings of the SQL layer (the server fills them from its configuration).
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// `synchronous_commit` of new sessions: true = safe (on), false = fast (off).
+    pub synchronous_commit: bool,
+    /// Default isolation of new sessions.
+    pub default_isolation: IsolationLevel,
+    /// Rows one statement may hold in memory (53200 beyond).
+    pub rows_max: usize,
+    /// Statement text size limit in bytes (54000 beyond).
+    pub statement_bytes_max: usize,
+    /// The engine's fault switches when the server runs with fault injection (tests only):
+    /// enables `kiln_fault_fail_syncs(n)`.
+    pub faults: Option<Arc<kiln_engine::Faults>>,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            synchronous_commit: true,
+            default_isolation: IsolationLevel::ReadCommitted,
+            rows_max: 10_000_000,
+            statement_bytes_max: 16 << 20,
+            faults: None,
+        }
+    }
+}
+
+/// A database server's shared state: the engine, the catalog cache, row locks.
+pub struct Database {
+    pub(crate) engine: Engine,
+    pub(crate) catalog: Catalog,
+    pub(crate) locks: Arc<LockManager>,
+    pub(crate) config: SessionConfig,
+    pub(crate) next_owner: AtomicU64,
+    pub(crate) notifier: Arc<Notifier>,
+    pub(crate) stop: Arc<AtomicBool>,
+    /// Index and constraint definitions by OID, as the last catalog query saw them (for
+    /// pg_get_indexdef and pg_get_constraintdef).
+    pub(crate) definitions: Mutex<HashMap<i64, String>>,
+    pub(crate) notifier_started: Mutex<bool>,
+    /// Every session, for pg_stat_activity and pg_cancel/terminate_backend.
+    pub(crate) activities: Activities,
+}
+
+impl Database {
+    /// Opens the SQL layer on an engine; creates the `kiln` and `postgres` databases on a
+    /// fresh engine, and starts the durability-notification router.
+    pub fn open(engine: Engine, config: SessionConfig) -> Result<Arc<Database>> {
+        let db = Arc::new(Database {
+            engine,
+            catalog: Catalog::default(),
+            locks: Arc::new(LockManager::default()),
+            config,
+            next_owner: AtomicU64::new(1),
+            notifier: Arc::new(Notifier::default()),
+            stop: Arc::new(AtomicBool::new(false)),
+            definitions: Mutex::new(HashMap::new()),
+            notifier_started: Mutex::new(false),
+            activities: Activities::default(),
+        });
+        let mut txn = db.engine.begin(TxnOptions::new().isolation(IsolationLevel::Serializable))?;
+        let mut created = false;
+        for name in ["kiln", "postgres"] {
+            if !db.catalog.database_exists(&mut txn, name)? {
+                db.catalog.create_database(&mut txn, name)?;
+                created = true;
+            }
+        }
+        if created {
+            txn.commit_safe()?;
+        }
+        Ok(db)
+    }
+
+    /// Starts routing durability events to sessions, the first time a session LISTENs: until
+    /// then no thread wakes for every flush.
+    pub(crate) fn start_notifier(&self) -> Result<()> {
+        let mut started = self.notifier_started.lock();
+        if *started {
+            return Ok(());
+        }
+        let subscription = self.engine.subscribe();
+        let (notifier, stop) = (self.notifier.clone(), self.stop.clone());
+        std::thread::Builder::new()
+            .name("kiln-notify".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    if let Some(event) = subscription.recv_timeout(Duration::from_millis(100)) {
+                        notifier.on_event(&event);
+                    }
+                }
+            })
+            .map_err(|e| SqlError::new(code::INTERNAL, format!("cannot start a thread: {e}")))?;
+        *started = true;
+        Ok(())
+    }
+
+    /// Opens (or creates) the engine in `dir` and the SQL layer on it.
+    pub fn open_dir(
+        dir: &std::path::Path,
+        engine: kiln_engine::Config,
+        config: SessionConfig,
+    ) -> Result<Arc<Database>> {
+        let engine = Engine::open(dir, engine).map_err(|e| {
+            let mut err: SqlError = e.into();
+            err.message = format!("cannot open {}: {}", dir.display(), err.message);
+            err
+        })?;
+        Database::open(engine, config)
+    }
+
+    /// Makes everything committed durable and closes the engine; sessions get 57P01 after.
+    /// Makes everything committed durable (waiting at most [`CLOSE_PERSIST_WAIT`]: on a
+    /// full disk the fast commits not yet durable are left to be reported lost after the
+    /// restart, rather than keep the process from stopping) and closes the engine.
+    pub fn close(&self) -> Result<()> {
+        self.stop.store(true, Ordering::Relaxed);
+        let flushed = match self.engine.persist_within(CLOSE_PERSIST_WAIT) {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => {
+                let stats = self.engine.stats();
+                tracing::error!(
+                    durable = stats.durable_csn,
+                    committed = stats.committed_csn,
+                    cause = stats.stalled.as_deref().unwrap_or("the log writer is behind"),
+                    "closing with commits that could not be made durable: they will be reported lost"
+                );
+                Err(SqlError::new(
+                    code::DISK_FULL,
+                    format!(
+                        "commits {}..={} of this epoch could not be made durable before closing",
+                        stats.durable_csn + 1,
+                        stats.committed_csn
+                    ),
+                ))
+            }
+            Err(e) => Err(e.into()),
+        };
+        self.engine.clone().close()?;
+        flushed
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Opens a session for `user` on `database` (3D000 when it does not exist).
+    pub fn session(self: &Arc<Self>, user: &str, database: &str, pid: i32) -> Result<Session> {
+        let mut txn = self.engine.begin(TxnOptions::new().read_only())?;
+        if !self.catalog.database_exists(&mut txn, database)? {
+            return Err(SqlError::new(
+                code::INVALID_CATALOG,
+                format!("database \"{database}\" does not exist"),
+            ));
+        }
+        txn.close_unused();
+        let mut settings = BTreeMap::new();
+        for (k, v) in default_settings(&self.config) {
+            settings.insert(k.to_string(), v);
+        }
+        let activity = self.activities.register(pid, user, database);
+        Ok(Session {
+            db: self.clone(),
+            engine_session: self.engine.session(),
+            user: user.to_string(),
+            database: database.to_string(),
+            pid,
+            txn: None,
+            settings,
+            prepared: HashMap::new(),
+            inbox: Arc::new(Inbox {
+                queue: Mutex::new(VecDeque::new()),
+                channels: Mutex::new(HashSet::new()),
+                waker: Mutex::new(None),
+            }),
+            interrupt: activity.interrupt().clone(),
+            activity,
+            copy: None,
+            last_write: None,
+            last_operations: None,
+        })
+    }
+
+    /// Stops the notification router (the engine is closed by its owner).
+    pub fn shutdown(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Remembers index and constraint definitions by OID (see [`crate::system`]).
+    pub fn remember_definitions(&self, defs: Vec<(i64, String)>) {
+        let mut map = self.definitions.lock();
+        for (oid, def) in defs {
+            map.insert(oid, def);
+        }
+    }
+
+    /// The catalog.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// How many transactions are waiting for a row lock now.
+    pub fn lock_waits(&self) -> usize {
+        self.locks.waiting()
+    }
+
+    /// Every session (pg_stat_activity, cancel and terminate).
+    pub fn activities(&self) -> &Activities {
+        &self.activities
+    }
+
+    /// How many rows are locked now.
+    pub fn locked_rows(&self) -> usize {
+        self.locks.held()
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// How long closing waits for the log to become durable.
+pub const CLOSE_PERSIST_WAIT: Duration = Duration::from_secs(10);
