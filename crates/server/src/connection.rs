@@ -221,7 +221,7 @@ struct Conn {
     reported: HashMap<&'static str, String>,
     notify: Arc<tokio::sync::Notify>,
     /// A handle on the socket for the watchdog that notices a client gone mid-statement.
-    watch: Option<std::net::TcpStream>,
+    watch: Option<Arc<std::net::TcpStream>>,
 }
 
 fn format_for(formats: &[i16], i: usize) -> i16 {
@@ -237,7 +237,7 @@ pub(crate) async fn serve(
     tcp: TcpStream,
     shared: Arc<Shared>,
     _slot: crate::Slot,
-    watch: Option<std::net::TcpStream>,
+    watch: Option<Arc<std::net::TcpStream>>,
 ) {
     let peer = tcp.peer_addr().ok();
     let Ok(Some(mut socket)) = negotiate_tls::<()>(tcp, shared.tls.clone()).await else {

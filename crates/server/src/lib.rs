@@ -127,7 +127,7 @@ const REJECTING_MAX: usize = 64;
 /// the statement is interrupted (its transaction then rolls back and its locks go).
 #[derive(Default)]
 struct Watchdog {
-    running: Mutex<HashMap<u64, (std::net::TcpStream, Arc<AtomicBool>)>>,
+    running: Mutex<HashMap<u64, (Arc<std::net::TcpStream>, Arc<AtomicBool>)>>,
     next: std::sync::atomic::AtomicU64,
     stop: AtomicBool,
 }
@@ -154,14 +154,12 @@ impl Watchdog {
         }
     }
 
-    fn watch(&self, stream: &std::net::TcpStream, interrupt: Arc<AtomicBool>) -> Option<u64> {
-        let clone = stream.try_clone().ok()?;
-        // The socket is the connection's own (non-blocking, shared with its runtime); peek
-        // never consumes what the client sent.
-        clone.set_nonblocking(true).ok()?;
+    /// Watches a connection's socket (a non-blocking handle on the same socket, made once per
+    /// connection; peek never consumes what the client sent) while a statement runs.
+    fn watch(&self, stream: &Arc<std::net::TcpStream>, interrupt: Arc<AtomicBool>) -> u64 {
         let token = self.next.fetch_add(1, Ordering::Relaxed);
-        self.running.lock().insert(token, (clone, interrupt));
-        Some(token)
+        self.running.lock().insert(token, (stream.clone(), interrupt));
+        token
     }
 
     fn unwatch(&self, token: u64) {
@@ -238,9 +236,9 @@ impl Shared {
     fn start_statement_timer(
         self: &Arc<Self>,
         session: &Session,
-        socket: Option<&std::net::TcpStream>,
+        socket: Option<&Arc<std::net::TcpStream>>,
     ) -> connection::StatementTimer {
-        let watch = socket.and_then(|s| self.watchdog.watch(s, session.interrupt_handle()));
+        let watch = socket.map(|s| self.watchdog.watch(s, session.interrupt_handle()));
         let watch = watch.map(|token| (self.clone(), token));
         let ms =
             session.setting("statement_timeout").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
@@ -472,7 +470,8 @@ async fn accept_loop(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
             continue;
         };
         let Ok(std_tcp) = tcp.into_std() else { continue };
-        let watch = std_tcp.try_clone().ok();
+        let watch =
+            std_tcp.try_clone().and_then(|w| w.set_nonblocking(true).map(|()| Arc::new(w))).ok();
         let s = shared.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("kiln-conn-{peer}"))
