@@ -127,10 +127,13 @@ const REJECTING_MAX: usize = 64;
 /// the statement is interrupted (its transaction then rolls back and its locks go).
 #[derive(Default)]
 struct Watchdog {
-    running: Mutex<HashMap<u64, (Arc<std::net::TcpStream>, Arc<AtomicBool>)>>,
+    running: Mutex<HashMap<u64, Watched>>,
     next: std::sync::atomic::AtomicU64,
     stop: AtomicBool,
 }
+
+/// A running statement's socket and the flag that interrupts it.
+type Watched = (Arc<std::net::TcpStream>, Arc<AtomicBool>);
 
 /// How often the watchdog looks at the sockets of running statements.
 const WATCH_INTERVAL: Duration = Duration::from_millis(100);
