@@ -49,6 +49,7 @@ pub mod locks;
 pub mod parse;
 pub mod pg;
 pub mod plan;
+pub mod prepared;
 pub mod session;
 pub mod types;
 

@@ -1,0 +1,163 @@
+//! Prepared statements: parsing once, describing parameter and result types without
+//! executing, and the session's one registry of them (the protocol's Parse/Close and SQL
+//! PREPARE/DEALLOCATE share it).
+
+use std::sync::Arc;
+
+use kiln_engine::{IsolationLevel, TxnOptions};
+use sqlparser::ast;
+
+use crate::bind::*;
+use crate::error::{code, Result, SqlError};
+use crate::parse::{commit_hint, parse};
+use crate::pg::system::System;
+use crate::types::{now_micros, Columns, DataType};
+
+use crate::bind::dml::*;
+use crate::ed::*;
+use crate::pg::settings::*;
+
+use crate::session::*;
+
+impl Session {
+    /// Prepares a statement (extended protocol Parse): `declared` are the client's parameter
+    /// types (`Unknown` for unspecified).
+    pub fn prepare(&mut self, sql: &str, declared: &[DataType]) -> Result<Prepared> {
+        with_stack(|| self.prepare_inner(sql, declared))
+    }
+
+    pub(crate) fn prepare_inner(&mut self, sql: &str, declared: &[DataType]) -> Result<Prepared> {
+        if sql.len() > self.db.config.statement_bytes_max {
+            return Err(SqlError::new(code::PROGRAM_LIMIT, "statement too long"));
+        }
+        let mut statements = parse(sql)?;
+        if statements.len() > 1 {
+            return Err(SqlError::syntax(
+                "cannot insert multiple commands into a prepared statement",
+            ));
+        }
+        let statement = statements.pop();
+        // Describe: bind without executing to learn parameter and result types.
+        let (param_types, columns) = match &statement {
+            Some(stmt) => self.describe(stmt, declared).map_err(|e| e.resolve_position(sql))?,
+            None => (declared.to_vec(), None),
+        };
+        Ok(Prepared {
+            sql: sql.to_string(),
+            statement,
+            hint: commit_hint(sql),
+            param_types,
+            columns,
+        })
+    }
+
+    pub(crate) fn describe(
+        &mut self,
+        stmt: &ast::Statement,
+        declared: &[DataType],
+    ) -> Result<(Vec<DataType>, Option<Columns>)> {
+        let describable = matches!(
+            stmt,
+            ast::Statement::Query(_)
+                | ast::Statement::Insert(_)
+                | ast::Statement::Update(_)
+                | ast::Statement::Delete(_)
+        );
+        if !describable {
+            // Statements that answer rows without a plan describe their columns too: a driver
+            // told NoData and then sent a DataRow raises.
+            let columns = match stmt {
+                ast::Statement::ShowVariable { variable } => Some(match show_name(variable) {
+                    n if n == "all" => vec![
+                        ("name".to_string(), DataType::Text),
+                        ("setting".to_string(), DataType::Text),
+                    ],
+                    n => vec![(n, DataType::Text)],
+                }),
+                ast::Statement::Explain { .. } => {
+                    Some(vec![("QUERY PLAN".to_string(), DataType::Text)])
+                }
+                _ => None,
+            };
+            return Ok((
+                declared
+                    .iter()
+                    .map(|t| if *t == DataType::Unknown { DataType::Text } else { *t })
+                    .collect(),
+                columns,
+            ));
+        }
+        let failed = self.txn.as_ref().is_some_and(|t| t.failed);
+        if failed {
+            return Err(in_failed());
+        }
+        let mut own = None;
+        let txn = match &mut self.txn {
+            Some(t) => &mut t.txn,
+            None => {
+                own = Some(self.db.engine.begin(
+                    TxnOptions::new().read_only().isolation(IsolationLevel::ReadCommitted),
+                )?);
+                own.as_mut().expect("just set")
+            }
+        };
+        let env = session_env!(self);
+        let system = System { db: &self.db, database: &self.database, settings: &self.settings };
+        let mut planner = Planner {
+            txn,
+            catalog: &self.db.catalog,
+            db: &self.database,
+            params: declared.to_vec(),
+            param_values: None,
+            system: &system,
+            env: &env,
+            outer: vec![],
+            correlated: false,
+            outer_refs: vec![],
+            limits: crate::exec::select::ExecLimits::default(),
+        };
+        let columns = match stmt {
+            ast::Statement::Query(q) => Some(planner.query(q, None)?.columns),
+            ast::Statement::Insert(ins) => {
+                let plan = plan_insert(&mut planner, ins)?;
+                plan.returning.map(|r| r.columns)
+            }
+            ast::Statement::Update(u) => plan_update(&mut planner, u)?.returning.map(|r| r.columns),
+            ast::Statement::Delete(d) => plan_delete(&mut planner, d)?.returning.map(|r| r.columns),
+            _ => None,
+        };
+        let params = planner
+            .params
+            .iter()
+            .map(|t| if *t == DataType::Unknown { DataType::Text } else { *t })
+            .collect();
+        if let Some(own) = own {
+            own.close_unused();
+        }
+        Ok((params, columns))
+    }
+
+    /// Stores a prepared statement under `name` (the unnamed one, `""`, is replaced; a named
+    /// one that exists is 42P05, as in PostgreSQL).
+    pub fn store_prepared(&mut self, name: &str, prepared: Prepared) -> Result<Arc<Prepared>> {
+        if !name.is_empty() && self.prepared.contains_key(name) {
+            return Err(SqlError::new(
+                "42P05",
+                format!("prepared statement \"{name}\" already exists"),
+            ));
+        }
+        let prepared = Arc::new(prepared);
+        self.prepared.insert(name.to_string(), prepared.clone());
+        Ok(prepared)
+    }
+
+    /// A prepared statement by name.
+    pub fn get_prepared(&self, name: &str) -> Option<Arc<Prepared>> {
+        self.prepared.get(name).cloned()
+    }
+
+    /// Drops a prepared statement (nothing happens when there is none, as for Close).
+    pub fn close_prepared(&mut self, name: &str) {
+        self.prepared.remove(name);
+    }
+}
