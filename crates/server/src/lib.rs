@@ -6,6 +6,7 @@
 //! clean shutdown on SIGTERM. It knows nothing of how SQL runs; it passes text and values
 //! to [`kiln_sql::Session`] and answers what comes back.
 
+mod codec;
 pub mod config;
 mod connection;
 mod metrics;
@@ -315,7 +316,7 @@ impl Server {
             );
         }
         static HOOK: std::sync::Once = std::sync::Once::new();
-        HOOK.call_once(connection::quiet_decoder_panics);
+        HOOK.call_once(codec::quiet_decoder_panics);
         let tls = load_tls(&config.tls)?;
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| format!("cannot create {}: {e}", config.data_dir.display()))?;
