@@ -153,6 +153,14 @@ impl HeldLocks {
         }
     }
 
+    /// Releases the locks taken after the first `kept` (a rollback to a savepoint).
+    pub fn release_since(&mut self, kept: usize) {
+        if self.keys.len() > kept {
+            let later = self.keys.split_off(kept);
+            self.manager.release(self.owner, later);
+        }
+    }
+
     /// How many locks are held.
     pub fn len(&self) -> usize {
         self.keys.len()

@@ -87,7 +87,8 @@ pub(crate) struct TxnState {
     pub(crate) hint: Option<CommitMode>,
     pub(crate) local: HashMap<String, String>,
     pub(crate) isolation: IsolationLevel,
-    pub(crate) savepoints: Vec<(String, kiln_engine::Savepoint)>,
+    /// Savepoints: name, the engine's undo mark, and how many row locks were held then.
+    pub(crate) savepoints: Vec<(String, kiln_engine::Savepoint, usize)>,
 }
 
 impl TxnState {
@@ -96,7 +97,7 @@ impl TxnState {
         let name = name.to_lowercase();
         self.savepoints
             .iter()
-            .rposition(|(n, _)| *n == name)
+            .rposition(|(n, _, _)| *n == name)
             .ok_or_else(|| SqlError::new("3B001", format!("savepoint \"{name}\" does not exist")))
     }
 }
@@ -317,7 +318,12 @@ impl Session {
         match &mut self.txn {
             Some(t) if t.explicit => {
                 t.failed = true;
-                t.locks.release_all();
+                // A failed block can only roll back, so its row locks can go now — unless a
+                // savepoint can still bring it back to life with its earlier writes, which
+                // must stay locked (ROLLBACK TO releases only the locks taken after it).
+                if t.savepoints.is_empty() {
+                    t.locks.release_all();
+                }
             }
             Some(_) => {
                 if let Some(ts) = self.txn.take() {
@@ -570,15 +576,18 @@ impl Session {
                 let name = name.value.to_lowercase();
                 let ts = self.block("SAVEPOINT")?;
                 let sp = ts.txn.savepoint();
-                ts.savepoints.push((name, sp));
+                let locks = ts.locks.len();
+                ts.savepoints.push((name, sp, locks));
                 Ok(Output::Command("SAVEPOINT".into()))
             }
             S::Rollback { savepoint: Some(name), .. } => {
                 let ts = self.block("ROLLBACK TO SAVEPOINT")?;
                 let pos = ts.savepoint_position(&name.value)?;
-                let sp = ts.savepoints[pos].1;
+                let (_, sp, locks) = ts.savepoints[pos];
                 ts.savepoints.truncate(pos + 1);
                 ts.txn.rollback_to(sp)?;
+                // As in PostgreSQL, the row locks taken after the savepoint go with it.
+                ts.locks.release_since(locks);
                 // The block is usable again (PostgreSQL's subtransaction abort).
                 ts.failed = false;
                 Ok(Output::Command("ROLLBACK".into()))
