@@ -320,9 +320,13 @@ impl Session {
                 t.failed = true;
                 // A failed block can only roll back, so its row locks can go now — unless a
                 // savepoint can still bring it back to life with its earlier writes, which
-                // must stay locked (ROLLBACK TO releases only the locks taken after it).
-                if t.savepoints.is_empty() {
-                    t.locks.release_all();
+                // must stay locked.
+                // The locks taken since the innermost savepoint go at once: any way back
+                // from the failure rolls back at least to it (a waiter on them, such as the
+                // other side of a deadlock, goes on now, as in PostgreSQL).
+                match t.savepoints.last() {
+                    None => t.locks.release_all(),
+                    Some(&(_, _, kept)) => t.locks.release_since(kept),
                 }
             }
             Some(_) => {
