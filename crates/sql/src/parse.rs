@@ -38,6 +38,8 @@ pub struct StatementText {
     pub text: String,
     /// Its `/*+ FAST */` or `/*+ SAFE */` hint.
     pub hint: Option<CommitMode>,
+    /// How deep its tree can be (see [`nesting_bound`]).
+    pub nesting: usize,
 }
 
 /// The commit mode a `/*+ FAST */` / `/*+ SAFE */` comment token asks for, if it is one.
@@ -56,7 +58,7 @@ fn hint_of(token: &Token) -> Option<CommitMode> {
 /// whole, so that [`parse`] reports the syntax error with its position.
 pub fn split(sql: &str) -> Result<Vec<StatementText>> {
     let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
-        return Ok(vec![StatementText { text: sql.to_string(), hint: None }]);
+        return Ok(vec![StatementText { text: sql.to_string(), hint: None, nesting: 0 }]);
     };
     let mut out = Vec::new();
     let mut start = 0;
@@ -74,13 +76,13 @@ fn push_statement(tokens: &[Token], out: &mut Vec<StatementText>) -> Result<()> 
     if tokens.iter().all(|t| matches!(t, Token::Whitespace(_))) {
         return Ok(());
     }
-    check_nesting(tokens)?;
+    let nesting = check_nesting(tokens)?;
     let hint = tokens.iter().find_map(hint_of);
     let mut text = String::new();
     for t in tokens {
         text.push_str(&t.to_string());
     }
-    out.push(StatementText { text, hint });
+    out.push(StatementText { text, hint, nesting });
     Ok(())
 }
 
@@ -139,14 +141,14 @@ pub fn nesting_bound(tokens: &[Token]) -> usize {
     max
 }
 
-fn check_nesting(tokens: &[Token]) -> Result<()> {
+fn check_nesting(tokens: &[Token]) -> Result<usize> {
     let bound = nesting_bound(tokens);
     if bound > NESTING_BOUND_MAX {
         return Err(too_complex(format!(
             "statement too complex: it could nest {bound} levels deep, over the limit of {NESTING_BOUND_MAX}"
         )));
     }
-    Ok(())
+    Ok(bound)
 }
 
 fn too_complex(message: String) -> SqlError {
@@ -197,12 +199,18 @@ pub fn utility(sql: &str) -> Option<Utility> {
 /// Parses statement text (sqlparser, PostgreSQL dialect) and checks the depth of every tree.
 pub fn parse(sql: &str) -> Result<Vec<ast::Statement>> {
     let bound = match Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() {
-        Ok(tokens) => {
-            check_nesting(&tokens)?;
-            nesting_bound(&tokens)
-        }
+        Ok(tokens) => check_nesting(&tokens)?,
         Err(_) => 0,
     };
+    parse_bounded(sql, bound)
+}
+
+/// Parses one statement of [`split`], whose nesting bound is already known.
+pub fn parse_statement(statement: &StatementText) -> Result<Vec<ast::Statement>> {
+    parse_bounded(&statement.text, statement.nesting)
+}
+
+fn parse_bounded(sql: &str, bound: usize) -> Result<Vec<ast::Statement>> {
     // A tree that may be deep is walked, and dropped when refused, on a stack sized for it,
     // whatever stack the caller runs on.
     if bound > SHALLOW_BOUND {

@@ -19,7 +19,7 @@ use crate::bind::*;
 use crate::error::{code, Result, SqlError};
 use crate::expr::Ctx;
 use crate::locks::HeldLocks;
-use crate::parse::{parse, utility, StatementText, Utility};
+use crate::parse::{parse_statement, utility, Utility};
 use crate::pg::activity::{Activity, Wait};
 use crate::types::{now_micros, DataType, Value};
 
@@ -265,13 +265,13 @@ impl Session {
         }
         let implicit = texts.len() > 1 && self.txn.is_none();
         let mut implicit_open = false;
-        for StatementText { text, hint } in &texts {
-            let hint = *hint;
+        for statement in &texts {
+            let (text, hint) = (&statement.text, statement.hint);
             let result = (|| -> Result<Output> {
                 if let Some(Utility::Vacuum(tables)) = utility(text) {
                     return self.vacuum(&tables);
                 }
-                let mut statements = parse(text)?;
+                let mut statements = parse_statement(statement)?;
                 let Some(statement) = statements.pop() else { return Ok(Output::Empty) };
                 let is_control = matches!(
                     statement,
