@@ -136,6 +136,40 @@ fn sigterm_shuts_down_cleanly_and_keeps_commits() {
     assert_eq!(kiln.query_value("SELECT count(*) FROM t"), "2");
 }
 
+/// A statement still running when the grace period after SIGTERM is over is interrupted and
+/// its session ended (57P01): the server stops in bounded time whatever clients run.
+#[test]
+fn sigterm_ends_statements_still_running_after_the_grace_period() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("kiln.toml");
+    std::fs::write(&config, "shutdown_grace_s = 1\n").unwrap();
+    let data = dir.path().join("data");
+    let mut kiln = common::Kiln::start_in(&data, &["--config", config.to_str().unwrap()]);
+    let mut cmd = std::process::Command::new(common::require("psql"));
+    kiln.pg_env(&mut cmd);
+    let sleeper = cmd
+        .args(["-X", "-c", "SELECT pg_sleep(600)"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the statement runs.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while kiln
+        .query_value("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%'")
+        != "1"
+    {
+        assert!(std::time::Instant::now() < deadline, "the sleeping statement never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let started = std::time::Instant::now();
+    assert!(kiln.stop(), "kiln serve did not exit cleanly on SIGTERM");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
+    let out = sleeper.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("terminating connection due to administrator command"), "{stderr}");
+}
+
 #[test]
 fn unknown_database_and_options() {
     let kiln = common::Kiln::start(&[]);
