@@ -312,6 +312,7 @@ impl Session {
         };
         let defaults = w.defaults(&table)?;
         for row in rows {
+            self.activity.check_interrupt()?;
             let full = row
                 .into_iter()
                 .enumerate()

@@ -223,6 +223,7 @@ impl Writer<'_> {
                     let Some(pos) = t.indexes.iter().position(|i| i.name == name) else { continue };
                     let index = t.indexes.remove(pos);
                     for (k, _) in self.ts.txn.scan(&index.keyspace(), Scan::all())? {
+                        self.activity.check_interrupt()?;
                         self.ts.txn.delete(&index.keyspace(), &k)?;
                     }
                     self.ts.txn.delete(
@@ -271,6 +272,7 @@ impl Writer<'_> {
 
     pub(crate) fn build_index(&mut self, table: &Table, index: &Index) -> Result<()> {
         for (pk, raw) in self.ts.txn.scan(&table.keyspace(), Scan::all())? {
+            self.activity.check_interrupt()?;
             let row = decode_row(&raw, table.columns.len())?;
             let (key, value, unique) = Self::index_entry(table, index, &row, &pk)?;
             if unique {
@@ -387,6 +389,7 @@ impl Writer<'_> {
                         index.id = self.db.catalog.next_id(&mut self.ts.txn)?;
                     }
                     for (oldkey, raw) in rows {
+                        self.activity.check_interrupt()?;
                         let row = decode_row(&raw, old.columns.len())?;
                         for &c in &cols {
                             if row[c].is_null() {
@@ -409,6 +412,7 @@ impl Writer<'_> {
                     }
                     for index in &old.indexes {
                         for (k, _) in self.ts.txn.scan(&index.keyspace(), Scan::all())? {
+                            self.activity.check_interrupt()?;
                             self.ts.txn.delete(&index.keyspace(), &k)?;
                         }
                     }

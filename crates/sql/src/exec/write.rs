@@ -512,10 +512,12 @@ impl Writer<'_> {
 
     pub(crate) fn truncate(&mut self, table: &Table) -> Result<()> {
         for (k, _) in self.ts.txn.scan(&table.keyspace(), Scan::all())? {
+            self.activity.check_interrupt()?;
             self.ts.txn.delete(&table.keyspace(), &k)?;
         }
         for index in &table.indexes {
             for (k, _) in self.ts.txn.scan(&index.keyspace(), Scan::all())? {
+                self.activity.check_interrupt()?;
                 self.ts.txn.delete(&index.keyspace(), &k)?;
             }
         }
