@@ -45,6 +45,20 @@ pub(crate) fn type_error(op: &str, v: &Value) -> SqlError {
     )
 }
 
+/// 42883: no operator `op` takes these two values.
+fn no_operator(op: BinOp, a: &Value, b: &Value) -> SqlError {
+    SqlError::new(
+        code::UNDEFINED_FUNCTION,
+        format!(
+            "operator does not exist: {} {} {}",
+            a.natural_type().sql_name(),
+            op_name(op),
+            b.natural_type().sql_name()
+        ),
+    )
+    .hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
+}
+
 /// Coerces an untyped text operand to a number for arithmetic.
 pub(crate) fn numeric_operand(v: Value) -> Result<Value> {
     match v {
@@ -64,20 +78,7 @@ pub fn binary(op: BinOp, a: Value, b: Value) -> Result<Value> {
     if a.is_null() || b.is_null() {
         return Ok(Value::Null);
     }
-    let cmp = |a: &Value, b: &Value| {
-        a.sql_cmp(b).ok_or_else(|| {
-            SqlError::new(
-                code::UNDEFINED_FUNCTION,
-                format!(
-                    "operator does not exist: {} {} {}",
-                    a.natural_type().sql_name(),
-                    op_name(op),
-                    b.natural_type().sql_name()
-                ),
-            )
-            .hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
-        })
-    };
+    let cmp = |a: &Value, b: &Value| a.sql_cmp(b).ok_or_else(|| no_operator(op, a, b));
     Ok(match op {
         BinOp::Eq => Value::Bool(cmp(&a, &b)? == Ordering::Equal),
         BinOp::NotEq => Value::Bool(cmp(&a, &b)? != Ordering::Equal),
@@ -194,17 +195,7 @@ pub(crate) fn arithmetic(op: BinOp, a: Value, b: Value) -> Result<Value> {
         }
         (Int(n), Date(d)) if op == BinOp::Add => Date(crate::types::check_date(d as i64 + n)?),
         (Date(x), Date(y)) if op == BinOp::Sub => Int(x as i64 - y as i64),
-        (a, b) => {
-            return Err(SqlError::new(
-                code::UNDEFINED_FUNCTION,
-                format!(
-                    "operator does not exist: {} {} {}",
-                    a.natural_type().sql_name(),
-                    op_name(op),
-                    b.natural_type().sql_name()
-                ),
-            ))
-        }
+        (a, b) => return Err(no_operator(op, &a, &b)),
     })
 }
 
