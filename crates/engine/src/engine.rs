@@ -12,13 +12,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
 use crate::config::{CommitModel, Config, TxnOptions};
 use crate::durability::checkpoint::CheckpointWriter;
 use crate::durability::recovery::{self, LOG_DIR};
+use crate::durability::vfs::is_no_space;
 use crate::durability::writer::{LogWriter, LossReport};
 use crate::durability::{format, DurabilityEvent, Subscription};
 use crate::durability::{Durability, DurableState};
@@ -32,6 +33,8 @@ use crate::txn::{SessionState, Transaction};
 const SWEEP_BATCH_ROWS: usize = 1024;
 /// How often the background thread sweeps for garbage.
 const GC_INTERVAL: Duration = Duration::from_secs(1);
+/// How often a commit retries recording an epoch the engine opened without (a full disk).
+const EPOCH_RECORD_RETRY: Duration = Duration::from_millis(20);
 
 /// The sequencer's state, guarded by the commit lock.
 pub(crate) struct Sequencer {
@@ -67,6 +70,10 @@ pub(crate) struct Shared {
     pub writer: std::sync::OnceLock<Arc<LogWriter>>,
     background: Mutex<BackgroundState>,
     background_wake: Condvar,
+    /// Set while the current epoch is not yet in the epoch history (opened on a full disk).
+    epoch_unrecorded: AtomicBool,
+    /// Why it is not, while it is not; also serializes the attempts to record it.
+    epoch_unrecorded_cause: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -109,6 +116,56 @@ impl Shared {
     /// The last durable CSN of `epoch`, or `None` if `epoch` is still current.
     pub fn end_of_epoch(&self, epoch: Epoch) -> Option<Csn> {
         self.durability.state.lock().history.end_of(epoch)
+    }
+
+    /// Records the current epoch in the epoch history if the engine opened on a full disk and
+    /// could not. No update may commit before that: a restart would begin an epoch of the
+    /// same number at the same CSN, and a lost commit's id would then name another
+    /// transaction. Retries until `timeout` passes; [`Error::DurabilityStalled`] while the
+    /// disk stays full. Reads never wait for it: everything they can see is durable already.
+    pub fn record_epoch(&self, timeout: Duration) -> Result<()> {
+        if !self.epoch_unrecorded.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.check_open()?;
+            let cause = {
+                let mut cause = self.epoch_unrecorded_cause.lock();
+                if cause.is_none() {
+                    return Ok(()); // another thread recorded it
+                }
+                let history = self.durability.state.lock().history.clone();
+                let epoch = history.current().expect("an open engine has an epoch").0;
+                match history.store(self.config.vfs.as_ref(), &self.dir) {
+                    Ok(()) => {
+                        *cause = None;
+                        self.epoch_unrecorded.store(false, Ordering::Release);
+                        tracing::info!(epoch, "recorded the epoch after the disk had room again");
+                        return Ok(());
+                    }
+                    Err(e) if is_no_space(&e) => {
+                        let text = format!("recording epoch {epoch}: {e}");
+                        *cause = Some(text.clone());
+                        text
+                    }
+                    Err(e) => return Err(Error::io(format!("recording epoch {epoch}"), e)),
+                }
+            };
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(Error::DurabilityStalled { cause });
+            }
+            std::thread::sleep((deadline - now).min(EPOCH_RECORD_RETRY));
+        }
+    }
+
+    /// Why the current epoch is not recorded yet, if it is not.
+    pub fn epoch_unrecorded(&self) -> Option<String> {
+        if !self.epoch_unrecorded.load(Ordering::Acquire) {
+            return None;
+        }
+        self.epoch_unrecorded_cause.lock().clone()
     }
 
     /// Drops the lost suffix and opens a new epoch (called by the log writer).
@@ -169,6 +226,8 @@ impl Shared {
 
     /// Takes a checkpoint at the durable watermark and removes what it makes unnecessary.
     pub fn checkpoint(&self) -> Result<Csn> {
+        // A checkpoint names the current epoch, so it must be in the history first.
+        self.record_epoch(Duration::ZERO)?;
         let mut last = self.checkpoint_lock.lock();
         let (epoch, csn) = {
             let mut snapshots = self.snapshots.lock();
@@ -262,6 +321,11 @@ impl Shared {
                 }
                 std::mem::take(&mut state.checkpoint_due)
             };
+            if self.epoch_unrecorded.load(Ordering::Acquire) {
+                // Opened on a full disk: record the epoch as soon as there is room, so that
+                // commits find it recorded rather than having to wait for it.
+                let _ = self.record_epoch(Duration::ZERO);
+            }
             if due {
                 if let Err(e) = self.checkpoint() {
                     tracing::error!(error = %e, "checkpoint failed; will retry");
@@ -369,9 +433,17 @@ impl Engine {
         let last_csn = recovered.last_csn;
         let mut history = recovered.history.clone();
         let epoch = history.push(last_csn + 1);
-        history
-            .store(vfs.as_ref(), &dir)
-            .map_err(|e| Error::io(format!("recording epoch {epoch}"), e))?;
+        // On a full disk the engine still opens: reads are served, and commits wait (bounded)
+        // until the epoch can be recorded, exactly as they wait for a log write.
+        let unrecorded = match history.store(vfs.as_ref(), &dir) {
+            Ok(()) => None,
+            Err(e) if is_no_space(&e) => {
+                tracing::warn!(epoch, error = %e,
+                    "the disk is full: reads are served; commits wait until epoch {epoch} can be recorded");
+                Some(format!("recording epoch {epoch}: {e}"))
+            }
+            Err(e) => return Err(Error::io(format!("recording epoch {epoch}"), e)),
+        };
         tracing::info!(dir = %dir.display(), epoch, last_csn,
             checkpoint = ?recovered.checkpoint.map(|c| c.csn),
             replayed = recovered.replayed_records, torn_bytes = recovered.truncated_bytes,
@@ -391,6 +463,8 @@ impl Engine {
             writer: std::sync::OnceLock::new(),
             background: Mutex::new(BackgroundState::default()),
             background_wake: Condvar::new(),
+            epoch_unrecorded: AtomicBool::new(unrecorded.is_some()),
+            epoch_unrecorded_cause: Mutex::new(unrecorded),
             config,
         });
         let threads = spawn_threads(&shared, log_dir)?;

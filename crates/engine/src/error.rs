@@ -45,9 +45,10 @@ pub enum Error {
         cause: String,
     },
 
-    /// The non-durable backlog stayed above its bound for longer than the back-pressure
-    /// timeout because durability is stalled (for example the disk is full).
-    #[error("durability is stalled ({cause}); the non-durable backlog is full; retry later")]
+    /// A commit waited longer than the back-pressure timeout for durability to make room:
+    /// the non-durable backlog stayed above its bound, or the epoch the engine opened in
+    /// could not be recorded (for example the disk is full). Nothing was committed.
+    #[error("durability is stalled ({cause}); the commit was not admitted; retry later")]
     DurabilityStalled {
         /// Why the log cannot be written.
         cause: String,

@@ -93,6 +93,7 @@ impl EngineStats {
             let log = d.log.lock();
             (log.backlog_bytes, log.buffer.len() as u64, log.stalled.clone())
         };
+        let stalled = stalled.or_else(|| shared.epoch_unrecorded());
         let flushes = load(&d.counters.flushes);
         let durable_txns = load(&d.counters.flushed_txns);
         let store = shared.store.stats();

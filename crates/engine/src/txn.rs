@@ -677,6 +677,7 @@ impl Transaction {
                 })
             }),
         );
+        shared.record_epoch(shared.config.backpressure_timeout)?;
         shared.durability.admit_commit(shared.config.backpressure_timeout)?;
         let (epoch, csn) = self.sequence_commit(&record)?;
         let counter = match (mode, shared.config.commit_model) {
@@ -716,6 +717,10 @@ impl Transaction {
             "commit {epoch}.{csn} does not follow the visible {visible}"
         );
         crate::invariant!(durable <= visible, "durable {durable} is ahead of visible {visible}");
+        crate::invariant!(
+            shared.epoch_unrecorded().is_none(),
+            "commit {epoch}.{csn} in an epoch the history does not record"
+        );
         crate::invariant!(
             shared.epoch.load(Ordering::SeqCst) == epoch,
             "the sequencer's epoch {epoch} is not the engine's {}",

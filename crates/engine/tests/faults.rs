@@ -584,3 +584,72 @@ fn a_full_disk_resumes_with_less_space_than_the_backlog() {
     let mut txn = engine.begin(TxnOptions::new().read_only()).unwrap();
     assert_eq!(txn.scan("blob", kiln_engine::Scan::all()).unwrap().len(), 12);
 }
+
+/// A restart on a full disk: the engine opens without being able to record its new epoch.
+/// Reads are served at once; commits and checkpoints wait (bounded) and fail with a
+/// retryable error naming the cause; a second restart on the still-full disk reuses the
+/// unrecorded epoch (nothing committed in it); as soon as space returns the epoch is
+/// recorded and commits resume, with nothing lost.
+#[test]
+fn a_restart_on_a_full_disk_serves_reads_and_resumes_commits_when_space_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Faults::new();
+    let mut cfg = config(&faults);
+    cfg.backpressure_timeout = Duration::from_millis(200);
+    let engine = Engine::open(dir.path(), cfg.clone()).unwrap();
+    let mut ids = Vec::new();
+    for n in 1..=5 {
+        ids.push(commit_step(&engine, n, CommitMode::Safe).unwrap());
+    }
+    engine.close().unwrap();
+
+    faults.free_bytes.store(0, Ordering::SeqCst);
+    let engine = Engine::open(dir.path(), cfg.clone()).expect("opens on a full disk");
+    let epoch = engine.stats().epoch;
+    assert_eq!(check_prefix(&engine), 5, "reads see everything recovered");
+    let stalled = engine.stats().stalled.expect("the stall is reported");
+    assert!(stalled.contains("No space left") && stalled.contains("epoch"), "{stalled}");
+    for mode in [CommitMode::Fast, CommitMode::Safe] {
+        let refused =
+            commit_step(&engine, 6, mode).expect_err("no commit before the epoch is recorded");
+        assert!(matches!(refused, Error::DurabilityStalled { .. }), "{refused}");
+        assert!(refused.to_string().contains("No space left"), "{refused}");
+        assert!(refused.is_retryable());
+    }
+    let refused = engine.checkpoint().expect_err("no checkpoint in an unrecorded epoch");
+    assert!(matches!(refused, Error::DurabilityStalled { .. }), "{refused}");
+    assert_eq!(engine.stats().committed_csn, 5, "the refused commits left nothing behind");
+    engine.close().unwrap();
+
+    // Still full: it opens again, in the same (still unrecorded) epoch.
+    cfg.backpressure_timeout = Duration::from_secs(60);
+    let engine = Engine::open(dir.path(), cfg).expect("opens on a full disk again");
+    assert_eq!(engine.stats().epoch, epoch);
+
+    // Space returns while a commit is waiting for it: that very commit goes through.
+    let committer = {
+        let engine = engine.clone();
+        std::thread::spawn(move || {
+            let mut txn = engine.begin(TxnOptions::new()).unwrap();
+            txn.put(KS, b"row/000006", &6u64.to_le_bytes()).unwrap();
+            txn.put(KS, b"seq", &6u64.to_le_bytes()).unwrap();
+            txn.commit_safe()
+        })
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    faults.free_bytes.store(u64::MAX, Ordering::SeqCst);
+    let id = committer.join().unwrap().expect("the waiting commit resumes");
+    assert_eq!(id.epoch, epoch);
+    assert_eq!(engine.status(id), TxnStatus::Durable);
+    assert_eq!(engine.stats().stalled, None);
+    assert_eq!(engine.stats().loss_events, 0);
+    engine.checkpoint().expect("checkpoints resume");
+    engine.close().unwrap();
+
+    let engine = reopen_clean(dir.path());
+    assert_eq!(check_prefix(&engine), 6);
+    for id in ids.iter().chain([&id]) {
+        assert_eq!(engine.status(*id), TxnStatus::Durable, "{id}");
+    }
+    assert_eq!(engine.stats().epoch, epoch + 1);
+}

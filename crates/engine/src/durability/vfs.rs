@@ -132,6 +132,13 @@ pub fn append_all(file: &mut dyn VfsFile, mut buf: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether `e` says the disk (or the user's quota) is full: a condition that passes when
+/// space returns, unlike other write errors.
+pub fn is_no_space(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
+        || matches!(e.kind(), io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded)
+}
+
 /// Reads a whole file through the interface.
 pub fn read_all(vfs: &dyn Vfs, path: &Path) -> io::Result<Vec<u8>> {
     let mut file = vfs.open(path, OpenMode::Read)?;

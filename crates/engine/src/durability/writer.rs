@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::format::{self, FRAME_BODY_BYTES_TARGET};
-use super::vfs::{self, OpenMode, Vfs, VfsFile};
+use super::vfs::{self, is_no_space, OpenMode, Vfs, VfsFile};
 use super::{Durability, LogState};
 use crate::config::Config;
 use crate::id::{Csn, Epoch};
@@ -379,10 +379,6 @@ impl LogWriter {
         self.vfs.sync_dir(Path::new(&self.log_dir)).map_err(|e| fail("syncing directory of", e))?;
         Ok(Segment { file, len: 0 })
     }
-}
-
-fn is_no_space(e: &io::Error) -> bool {
-    e.raw_os_error() == Some(libc::ENOSPC) || e.kind() == io::ErrorKind::StorageFull
 }
 
 fn take_buffer(log: &mut LogState) -> Batch {
