@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -38,7 +38,6 @@ const EPOCH_RECORD_RETRY: Duration = Duration::from_millis(20);
 
 /// The sequencer's state, guarded by the commit lock.
 pub(crate) struct Sequencer {
-    pub epoch: Epoch,
     pub next_csn: Csn,
 }
 
@@ -59,8 +58,6 @@ pub(crate) struct Shared {
     /// Newest installed CSN of the current epoch: the snapshot of new transactions under the
     /// eventually durable model.
     pub visible: AtomicU64,
-    /// The current epoch, for transactions to notice a loss cheaply.
-    pub epoch: AtomicU32,
     /// Active snapshots and how many transactions hold each; GC keeps what they can see.
     snapshots: Mutex<BTreeMap<Csn, usize>>,
     pub closed: AtomicBool,
@@ -84,10 +81,17 @@ impl Shared {
         Ok(())
     }
 
+    /// The current epoch (its one owner is the durability layer's epoch history).
+    pub fn epoch(&self) -> Epoch {
+        self.durability.epoch()
+    }
+
     /// Registers and returns a snapshot for a new transaction or statement.
     pub fn take_snapshot(&self) -> (Epoch, Csn) {
         let mut snapshots = self.snapshots.lock();
-        let epoch = self.epoch.load(Ordering::SeqCst);
+        // Epoch first, then the watermark: a loss lowers the watermark before it publishes
+        // the new epoch, so a snapshot of the new epoch never holds a lost CSN.
+        let epoch = self.epoch();
         let csn = match self.config.commit_model {
             CommitModel::EventuallyDurable => self.visible.load(Ordering::SeqCst),
             CommitModel::Classic => self.durability.durable_csn.load(Ordering::SeqCst),
@@ -171,7 +175,7 @@ impl Shared {
     /// Drops the lost suffix and opens a new epoch (called by the log writer).
     fn lose_suffix(&self, report: LossReport) -> std::result::Result<(), String> {
         let mut sequencer = self.sequencer.lock();
-        assert_eq!(sequencer.epoch, report.epoch, "loss reported for an old epoch");
+        assert_eq!(self.epoch(), report.epoch, "loss reported for an old epoch");
         let durable = report.durable;
         let buffered = {
             let mut log = self.durability.log.lock();
@@ -195,20 +199,13 @@ impl Shared {
         history
             .store(self.config.vfs.as_ref(), &self.dir)
             .map_err(|e| format!("could not record epoch {new_epoch} after a loss: {e}"))?;
-        {
-            // History first, then the atomics transactions check, all before anyone is woken:
-            // whoever sees the new epoch can look up where the old one ended, and whoever is
-            // told of the loss sees the new epoch.
-            let mut state = self.durability.state.lock();
-            state.history = history;
-            state.last_committed = durable;
-            self.durability.log.lock().epoch = new_epoch;
-            sequencer.epoch = new_epoch;
-            sequencer.next_csn = durable + 1;
-            self.visible.store(durable, Ordering::SeqCst);
-            self.epoch.store(new_epoch, Ordering::SeqCst);
-            self.durability.current_epoch.store(new_epoch, Ordering::SeqCst);
-        }
+        // All under the commit lock and before anyone is woken: the watermark drops first, then
+        // the durability layer publishes the new epoch with the history that says where the
+        // old one ended, so whoever sees the new epoch can look that up, and whoever is told
+        // of the loss sees the new epoch.
+        sequencer.next_csn = durable + 1;
+        self.visible.store(durable, Ordering::SeqCst);
+        self.durability.begin_epoch(history, durable);
         tracing::error!(epoch = report.epoch, from = durable + 1, lost, new_epoch, cause = %report.cause,
             "lost the non-durable suffix; continuing in a new epoch");
         self.durability.publish(DurabilityEvent::Lost {
@@ -453,9 +450,8 @@ impl Engine {
             dir: dir.clone(),
             store,
             durability: durability.clone(),
-            sequencer: Mutex::new(Sequencer { epoch, next_csn: last_csn + 1 }),
+            sequencer: Mutex::new(Sequencer { next_csn: last_csn + 1 }),
             visible: AtomicU64::new(last_csn),
-            epoch: AtomicU32::new(epoch),
             snapshots: Mutex::new(BTreeMap::new()),
             closed: AtomicBool::new(false),
             counters: EngineCounters::default(),

@@ -355,7 +355,7 @@ impl Transaction {
 
     /// Fails when a loss since `begin` took away data this transaction saw.
     fn check_epoch(&self) -> Result<()> {
-        if self.shared.epoch.load(Ordering::SeqCst) == self.begin_epoch {
+        if self.shared.epoch() == self.begin_epoch {
             return Ok(());
         }
         let end = self.shared.end_of_epoch(self.begin_epoch).expect("an older epoch has ended");
@@ -655,7 +655,7 @@ impl Transaction {
 
     fn commit_read_only(&mut self) -> Result<TxnId> {
         self.check_usable()?;
-        let epoch = self.shared.epoch.load(Ordering::SeqCst);
+        let epoch = self.shared.epoch();
         let id = TxnId { epoch, csn: self.read_dep, kind: TxnKind::ReadOnly };
         self.shared.counters.commits_read_only.fetch_add(1, Ordering::Relaxed);
         self.record(id, true);
@@ -709,7 +709,7 @@ impl Transaction {
         let store_bytes = shared.store.bytes() + self.write_bytes;
         Error::check_limit("store memory in bytes", store_bytes, shared.config.memory_bytes_max)?;
         let csn = sequencer.next_csn;
-        let epoch = sequencer.epoch;
+        let epoch = shared.epoch(); // changes only under the commit lock, which we hold
         let visible = shared.visible.load(Ordering::SeqCst);
         let durable = shared.durability.durable_csn.load(Ordering::SeqCst);
         crate::invariant!(
@@ -720,11 +720,6 @@ impl Transaction {
         crate::invariant!(
             shared.epoch_unrecorded().is_none(),
             "commit {epoch}.{csn} in an epoch the history does not record"
-        );
-        crate::invariant!(
-            shared.epoch.load(Ordering::SeqCst) == epoch,
-            "the sequencer's epoch {epoch} is not the engine's {}",
-            shared.epoch.load(Ordering::SeqCst)
         );
         sequencer.next_csn += 1;
         shared.durability.append(epoch, csn, record);

@@ -170,8 +170,9 @@ pub(crate) struct Durability {
     next_waiter: AtomicU64,
     /// Copy of the durable watermark for lock-free reads.
     pub durable_csn: AtomicU64,
-    /// Copy of the current epoch for lock-free reads (changed only under `state`).
-    pub current_epoch: AtomicU32,
+    /// Copy of the current epoch (the newest of `state.history`) for lock-free reads;
+    /// changed only by `begin_epoch`, under `state` and the commit lock.
+    current_epoch: AtomicU32,
     /// Set once durability is poisoned.
     poisoned_flag: AtomicBool,
     /// Threads for the notifier thread to unpark, and its shutdown flag.
@@ -218,6 +219,29 @@ impl Durability {
             counters: DurabilityCounters::default(),
             backlog_bytes_max,
         }
+    }
+
+    /// The current epoch, read without a lock.
+    pub fn epoch(&self) -> Epoch {
+        self.current_epoch.load(Ordering::SeqCst)
+    }
+
+    /// Makes the newest epoch of `history` current after a loss: the epoch history is the
+    /// one owner of the current epoch, and the log buffer and the lock-free copy follow it
+    /// here, together, under the state lock. `durable` is where the previous epoch ended.
+    /// Called with the commit lock held and the buffer emptied.
+    pub fn begin_epoch(&self, history: EpochHistory, durable: Csn) {
+        let (epoch, start) = history.current().expect("a new epoch");
+        assert_eq!(start, durable + 1, "a new epoch starts right after the durable history");
+        let mut state = self.state.lock();
+        state.history = history;
+        state.last_committed = durable;
+        let mut log = self.log.lock();
+        assert_eq!(log.count, 0, "records of the old epoch are still buffered");
+        log.epoch = epoch;
+        log.first_csn = start;
+        drop(log);
+        self.current_epoch.store(epoch, Ordering::SeqCst);
     }
 
     /// Waits, before a commit enters the sequencer, until the backlog is under its bound.
@@ -280,10 +304,7 @@ impl Durability {
         // Watermark first, then epoch: a watermark of a newer epoch is only ever read
         // together with that newer epoch, never paired with the old one.
         let durable = self.durable_csn.load(Ordering::SeqCst);
-        if id.kind != TxnKind::Aborted
-            && self.current_epoch.load(Ordering::SeqCst) == id.epoch
-            && id.csn <= durable
-        {
+        if id.kind != TxnKind::Aborted && self.epoch() == id.epoch && id.csn <= durable {
             return TxnStatus::Durable;
         }
         self.status(id)
@@ -370,7 +391,7 @@ impl Durability {
     /// Removes and returns the waiters whose transaction is now durable or lost (all of them
     /// once poisoned).
     fn take_ready_waiters(&self) -> Vec<std::thread::Thread> {
-        let epoch = self.current_epoch.load(Ordering::SeqCst);
+        let epoch = self.epoch();
         let durable = self.durable_csn.load(Ordering::SeqCst);
         let everyone = self.poisoned_flag.load(Ordering::SeqCst);
         let mut ready = Vec::new();

@@ -151,10 +151,7 @@ impl LogWriter {
     /// if the commit is already durable, or while the disk is full (the writer retries).
     pub fn lead(&self, epoch: Epoch, csn: Csn) {
         let d = &self.durability;
-        let needless = || {
-            d.current_epoch.load(Ordering::SeqCst) != epoch
-                || d.durable_csn.load(Ordering::SeqCst) >= csn
-        };
+        let needless = || d.epoch() != epoch || d.durable_csn.load(Ordering::SeqCst) >= csn;
         // Check before taking the flush lock: a safe read-only commit whose reads are already
         // durable (the common case) must not hold the lock a safe update needs for its flush.
         if needless() {
