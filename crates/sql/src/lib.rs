@@ -17,10 +17,13 @@
 //! 2. **Bind** ([`bind`]). The `Planner` resolves `accounts` in the catalog (kept in the
 //!    engine, [`catalog`]), `balance` and `id` in the table's scope, types `$1` and `$2` from
 //!    their context, and binds `balance + $1` into an [`expr::Expr`] (folding constants,
-//!    checking overflow); DML targets and SET lists are bound in `bind::dml`.
+//!    checking overflow); DML targets and SET lists are bound in `bind::dml`. Binding reads
+//!    the catalog and executes nothing.
 //! 3. **Plan** ([`plan`]). The WHERE conjuncts choose the access path (`plan::access`: here
 //!    a point lookup on the primary key); `EXPLAIN` prints the plan (`plan::explain`).
 //! 4. **Execute** ([`exec`]). `exec::statement` dispatches on the statement kind;
+//!    `exec::init` first runs the plan's uncorrelated subqueries and derived tables once and
+//!    puts their results in their place;
 //!    `exec::write` reads the row (`exec::select::table_rows`), locks it (a guard,
 //!    [`locks::HeldLocks`], owns every row lock of the transaction), re-reads its newest
 //!    version under READ COMMITTED, evaluates the new value and writes the row and its index

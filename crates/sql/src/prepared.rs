@@ -103,19 +103,8 @@ impl Session {
         };
         let env = session_env!(self);
         let system = System { db: &self.db, database: &self.database, settings: &self.settings };
-        let mut planner = Planner {
-            txn,
-            catalog: &self.db.catalog,
-            db: &self.database,
-            params: declared.to_vec(),
-            param_values: None,
-            system: &system,
-            env: &env,
-            outer: vec![],
-            correlated: false,
-            outer_refs: vec![],
-            limits: crate::exec::select::ExecLimits::default(),
-        };
+        let mut planner =
+            Planner::new(txn, &self.db.catalog, &self.database, declared.to_vec(), &system, &env);
         let columns = match stmt {
             ast::Statement::Query(q) => Some(planner.query(q, None)?.columns),
             ast::Statement::Insert(ins) => {

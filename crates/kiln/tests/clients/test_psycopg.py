@@ -50,6 +50,14 @@ def test_prepared_after_five_executions(conn):
         conn.execute("UPDATE kv SET v = v + 1 WHERE k = %s", (1 + i % 3,))
         assert conn.execute("SELECT v FROM kv WHERE k = %s", (1,)).fetchone()[0] >= 1
     assert conn.execute("SELECT sum(v) FROM kv").fetchone() == (12,)
+    # Derived tables and subqueries in server-side prepared statements (Parse describes them
+    # without running them; each execution runs them with its own parameters).
+    q = (
+        "SELECT n, (SELECT max(k) FROM kv WHERE k < %s) FROM"
+        " (SELECT count(*) AS n FROM kv WHERE k <= %s) AS s"
+    )
+    for i in range(1, 8):
+        assert conn.execute(q, (i, i), prepare=True).fetchone() == (i, i - 1 if i > 1 else None)
 
 
 def test_executemany_pipeline(conn):

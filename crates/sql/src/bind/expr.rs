@@ -149,16 +149,6 @@ impl<'a> Planner<'a> {
                     return Err(SqlError::syntax("subquery has too many columns"));
                 }
                 let (x, _) = self.coerce(x, ty, plan.columns[0].1)?;
-                if refs.is_empty() {
-                    if let Some(rows) = self.run_now(&plan)? {
-                        let values =
-                            rows.into_iter().filter_map(|r| r.into_iter().next()).collect();
-                        return Ok((
-                            Expr::InValues(Box::new(x), Arc::new(values), *negated),
-                            DataType::Bool,
-                        ));
-                    }
-                }
                 (
                     Expr::Subquery(
                         SubPlan(Arc::new(plan)),
@@ -174,34 +164,10 @@ impl<'a> Planner<'a> {
                     return Err(SqlError::syntax("subquery must return only one column"));
                 }
                 let ty = plan.columns[0].1;
-                if refs.is_empty() {
-                    if let Some(rows) = self.run_now(&plan)? {
-                        if rows.len() > 1 {
-                            return Err(SqlError::new(
-                                code::CARDINALITY,
-                                "more than one row returned by a subquery used as an expression",
-                            ));
-                        }
-                        let v = rows
-                            .into_iter()
-                            .next()
-                            .and_then(|r| r.into_iter().next())
-                            .unwrap_or(Value::Null);
-                        return Ok((Expr::Const(v), ty));
-                    }
-                }
                 (Expr::Subquery(SubPlan(Arc::new(plan)), SubqueryKind::Scalar, refs), ty)
             }
             E::Exists { subquery, negated } => {
                 let (plan, refs) = self.plan_subquery(subquery, scope)?;
-                if refs.is_empty() {
-                    if let Some(rows) = self.run_now(&plan)? {
-                        return Ok((
-                            Expr::Const(Value::Bool(rows.is_empty() == *negated)),
-                            DataType::Bool,
-                        ));
-                    }
-                }
                 (
                     Expr::Subquery(SubPlan(Arc::new(plan)), SubqueryKind::Exists(*negated), refs),
                     DataType::Bool,

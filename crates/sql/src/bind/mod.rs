@@ -8,17 +8,14 @@ pub mod expr;
 pub mod function;
 pub mod query;
 
-use std::cell::RefCell;
-
 use kiln_engine::Transaction;
 use sqlparser::ast;
 
 use crate::catalog::Catalog;
 use crate::error::{code, Result, SqlError};
-use crate::exec::select::*;
 use crate::expr::*;
 use crate::plan::*;
-use crate::types::{DataType, Row, Value};
+use crate::types::{DataType, Value};
 
 /// A column of the scope expressions are bound in.
 #[derive(Debug, Clone)]
@@ -76,7 +73,7 @@ pub trait SystemTables {
 
 /// The binder and planner for one statement.
 pub struct Planner<'a> {
-    /// The transaction (catalog reads and uncorrelated subqueries).
+    /// The transaction, for catalog reads only: binding executes nothing.
     pub txn: &'a mut Transaction,
     /// The catalog.
     pub catalog: &'a Catalog,
@@ -84,12 +81,9 @@ pub struct Planner<'a> {
     pub db: &'a str,
     /// Parameter types ($1 is index 0); `Unknown` until the context fixes them.
     pub params: Vec<DataType>,
-    /// Parameter values when executing (subqueries are run at plan time); `None` when only
-    /// describing.
-    pub param_values: Option<&'a [Value]>,
     /// System tables.
     pub system: &'a dyn SystemTables,
-    /// The session, for evaluating subqueries.
+    /// The session, for folding constant function calls.
     pub env: &'a dyn crate::expr::Env,
     /// Scopes of enclosing queries (a subquery may refer to the innermost one).
     pub outer: Vec<Scope>,
@@ -97,8 +91,6 @@ pub struct Planner<'a> {
     pub correlated: bool,
     /// The enclosing query's columns referred to while binding the current subquery.
     pub outer_refs: Vec<usize>,
-    /// The statement's limits: subqueries run while planning check its interrupt flag.
-    pub limits: ExecLimits,
 }
 
 pub(crate) fn ident(i: &ast::Ident) -> String {
@@ -190,13 +182,12 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
 }
 
 impl<'a> Planner<'a> {
-    /// A planner for one statement; `param_values` is `None` when only describing it.
+    /// A planner for one statement.
     pub fn new(
         txn: &'a mut Transaction,
         catalog: &'a Catalog,
         db: &'a str,
         params: Vec<DataType>,
-        param_values: Option<&'a [Value]>,
         system: &'a dyn SystemTables,
         env: &'a dyn crate::expr::Env,
     ) -> Planner<'a> {
@@ -205,21 +196,12 @@ impl<'a> Planner<'a> {
             catalog,
             db,
             params,
-            param_values,
             system,
             env,
             outer: Vec::new(),
             correlated: false,
             outer_refs: Vec::new(),
-            limits: ExecLimits::default(),
         }
-    }
-
-    /// The statement's limits (its interrupt flag and row bound), for the subqueries run
-    /// while planning.
-    pub fn with_limits(mut self, limits: ExecLimits) -> Planner<'a> {
-        self.limits = limits;
-        self
     }
 
     /// Resolves a name in the innermost enclosing query (a correlated reference).
@@ -256,16 +238,6 @@ impl<'a> Planner<'a> {
         self.correlated = saved;
         self.outer.pop();
         Ok((plan?, refs))
-    }
-
-    /// Runs an uncorrelated subquery now, when parameter values are known.
-    pub(crate) fn run_now(&mut self, plan: &SelectPlan) -> Result<Option<Vec<Row>>> {
-        let Some(params) = self.param_values else { return Ok(None) };
-        let limits = self.limits.clone();
-        let cell = RefCell::new(&mut *self.txn);
-        let exec = Exec { txn: &cell, limits: &limits };
-        let ctx = Ctx { params, env: self.env, outer: &[], runner: Some(&exec) };
-        Ok(Some(execute_select(plan, &cell, &ctx, &limits)?))
     }
 
     pub(crate) fn param(&mut self, n: usize) -> DataType {

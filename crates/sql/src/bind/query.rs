@@ -121,10 +121,8 @@ impl<'a> Planner<'a> {
             }
             exprs_rows.push(exprs);
         }
-        // VALUES rows become a derived row source evaluated at execution (they may hold
-        // parameters), expressed as a UNION of one-row projections: keep them as projections
-        // over a constant source, one plan per row, by storing them in `Source::Rows` when
-        // constant and otherwise evaluating in `execute_values`.
+        // Constant rows are stored as they are; rows with parameters or functions are
+        // evaluated at execution.
         for exprs in &exprs_rows {
             if exprs.iter().all(|e| matches!(e, Expr::Const(_))) {
                 rows.push(
@@ -159,46 +157,18 @@ impl<'a> Planner<'a> {
                 columns,
             ));
         }
-        // Rows with parameters or functions: one source row per VALUES row, selected by a
-        // CASE on a generated row number.
-        let n = exprs_rows.len() as i64;
-        let projection = (0..width)
-            .map(|c| Expr::Case {
-                operand: Some(Box::new(Expr::Column(0))),
-                whens: exprs_rows
-                    .iter()
-                    .enumerate()
-                    .map(|(r, exprs)| (Expr::Const(Value::Int(r as i64 + 1)), exprs[c].clone()))
-                    .collect(),
-                otherwise: None,
-            })
-            .collect();
-        Ok(SelectPlan {
-            from: vec![FromItem {
-                source: Source::Series(
-                    Expr::Const(Value::Int(1)),
-                    Expr::Const(Value::Int(n)),
-                    None,
-                ),
+        Ok(SelectPlan::over(
+            FromItem {
+                source: Source::Values(exprs_rows),
                 offset: 0,
-                width: 1,
+                width,
                 join: JoinKind::Inner,
                 on: vec![],
                 filters: vec![],
                 label: "VALUES".into(),
-            }],
-            width: 1,
-            constant_filters: vec![],
-            grouping: None,
-            having: None,
-            projection,
+            },
             columns,
-            distinct: false,
-            order: vec![],
-            limit: None,
-            offset: None,
-            lock: false,
-        })
+        ))
     }
 
     /// Adds a FROM item for a table factor; returns its scope columns.
@@ -295,9 +265,6 @@ impl<'a> Planner<'a> {
             }
             ast::TableFactor::Derived { lateral: false, subquery, alias, .. } => {
                 let plan = self.query(subquery, None)?;
-                let Some(rows) = self.run_now(&plan)? else {
-                    return Err(SqlError::unsupported("a derived table in a prepared statement"));
-                };
                 let alias_name = alias.as_ref().map(|a| ident(&a.name));
                 let rename: Vec<String> = alias
                     .as_ref()
@@ -316,13 +283,13 @@ impl<'a> Planner<'a> {
                 let width = scope.len();
                 Ok((
                     FromItem {
-                        source: Source::Rows(Arc::new(rows)),
+                        source: Source::Derived(Box::new(plan)),
                         offset,
                         width,
                         join: JoinKind::Inner,
                         on: vec![],
                         filters: vec![],
-                        label: "subquery".into(),
+                        label: alias_name.clone().unwrap_or_else(|| "subquery".into()),
                     },
                     scope,
                 ))

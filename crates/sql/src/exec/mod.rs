@@ -2,6 +2,7 @@
 
 pub mod copy;
 pub mod ddl;
+pub mod init;
 pub mod select;
 pub mod statement;
 pub mod write;

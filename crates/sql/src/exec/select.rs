@@ -327,6 +327,15 @@ pub(crate) fn join_level(
             .map(|(k, r)| (Some(k), r))
             .collect(),
         Source::Rows(rows) => rows.iter().map(|r| (None, r.clone())).collect(),
+        Source::Values(rows) => rows
+            .iter()
+            .map(|r| Ok((None, r.iter().map(|e| e.eval(row, ctx)).collect::<Result<Row>>()?)))
+            .collect::<Result<_>>()?,
+        // A derived table inside a correlated subquery (at the top level `exec::init` has
+        // already run it): it may use the enclosing row, so it runs here.
+        Source::Derived(sub) => {
+            execute_select(sub, txn, ctx, limits)?.into_iter().map(|r| (None, r)).collect()
+        }
         Source::SetOp(left, right, kind, all) => {
             let a = execute_select(left, txn, ctx, limits)?;
             let b = execute_select(right, txn, ctx, limits)?;

@@ -19,6 +19,7 @@ use crate::types::{now_micros, DataType, Value};
 use crate::bind::dml::*;
 use crate::ed::*;
 use crate::exec::copy::*;
+use crate::exec::init::InitPlans;
 use crate::exec::write::*;
 use crate::session::*;
 
@@ -48,7 +49,7 @@ impl Session {
             interrupt: &self.interrupt,
             activity: &self.activity,
         };
-        // A planner for this statement (parameter values known: subqueries may run).
+        // A planner for this statement: it binds and plans, and runs nothing.
         macro_rules! planner {
             () => {
                 Planner::new(
@@ -56,17 +57,22 @@ impl Session {
                     &self.db.catalog,
                     &self.database,
                     param_types(params),
-                    Some(params),
                     &system,
                     &env,
                 )
-                .with_limits(limits.clone())
+            };
+        }
+        // Runs a plan's uncorrelated subqueries and derived tables (`exec::init`).
+        macro_rules! init {
+            ($method:ident, $plan:expr) => {
+                InitPlans::with(&mut w.ts.txn, &ctx, &limits, |init| init.$method($plan))?
             };
         }
         match stmt {
             S::Query(q) => {
                 let mut planner = planner!();
                 let plan = planner.query(q, None)?;
+                let plan = init!(select, plan);
                 let rows = if plan.lock {
                     w.select_for_update(&plan, &ctx, &limits)?
                 } else {
@@ -81,16 +87,19 @@ impl Session {
             S::Insert(ins) => {
                 let mut planner = planner!();
                 let plan = plan_insert(&mut planner, ins)?;
+                let plan = init!(insert, plan);
                 w.insert(plan, &ctx, &limits)
             }
             S::Update(u) => {
                 let mut planner = planner!();
                 let plan = plan_update(&mut planner, u)?;
+                let plan = init!(update, plan);
                 w.update(plan, &ctx, &limits)
             }
             S::Delete(d) => {
                 let mut planner = planner!();
                 let plan = plan_delete(&mut planner, d)?;
+                let plan = init!(delete, plan);
                 w.delete(plan, &ctx, &limits)
             }
             S::Explain { statement, .. } => {
@@ -189,12 +198,10 @@ impl Session {
                             &mut w.ts.txn,
                             &self.db.catalog,
                             &self.database,
-                            vec![],
-                            Some(params),
+                            param_types(params),
                             &system,
                             &env,
-                        )
-                        .with_limits(limits.clone());
+                        );
                         let plan = match source {
                             ast::CopySource::Query(q) => planner.query(q, None)?,
                             ast::CopySource::Table { table_name, columns } => {
@@ -214,6 +221,7 @@ impl Session {
                                 planner.query(&q, None)?
                             }
                         };
+                        let plan = init!(select, plan);
                         let rows = {
                             let cell = RefCell::new(&mut w.ts.txn);
                             let exec = Exec { txn: &cell, limits: &limits };

@@ -196,6 +196,40 @@ pub enum SubqueryKind {
     Array,
 }
 
+impl SubqueryKind {
+    /// The expression that stands for the subquery once its rows are known: a constant, or
+    /// for `x IN (…)` the test against the values.
+    pub fn resolve(self, rows: Vec<Vec<Value>>) -> Result<Expr> {
+        let first_values = |rows: Vec<Vec<Value>>| -> Vec<Value> {
+            rows.into_iter().filter_map(|r| r.into_iter().next()).collect()
+        };
+        Ok(match self {
+            SubqueryKind::Scalar => {
+                if rows.len() > 1 {
+                    return Err(SqlError::new(
+                        code::CARDINALITY,
+                        "more than one row returned by a subquery used as an expression",
+                    ));
+                }
+                Expr::Const(
+                    rows.into_iter()
+                        .next()
+                        .and_then(|r| r.into_iter().next())
+                        .unwrap_or(Value::Null),
+                )
+            }
+            SubqueryKind::Exists(negated) => Expr::Const(Value::Bool(rows.is_empty() == negated)),
+            SubqueryKind::In(x, negated) => {
+                Expr::InValues(x, std::sync::Arc::new(first_values(rows)), negated)
+            }
+            SubqueryKind::Array => {
+                let items: Vec<String> = first_values(rows).iter().map(array_item).collect();
+                Expr::Const(Value::Text(format!("{{{}}}", items.join(","))))
+            }
+        })
+    }
+}
+
 /// A planned subquery, shared by clones of the expression that holds it.
 #[derive(Clone)]
 pub struct SubPlan(pub std::sync::Arc<crate::plan::SelectPlan>);
@@ -338,35 +372,7 @@ impl Expr {
                 };
                 let inner = Ctx { outer: row, ..*ctx };
                 let rows = runner.run(&plan.0, &inner)?;
-                match kind {
-                    SubqueryKind::Scalar => {
-                        if rows.len() > 1 {
-                            return Err(SqlError::new(
-                                code::CARDINALITY,
-                                "more than one row returned by a subquery used as an expression",
-                            ));
-                        }
-                        rows.into_iter()
-                            .next()
-                            .and_then(|r| r.into_iter().next())
-                            .unwrap_or(Value::Null)
-                    }
-                    SubqueryKind::Exists(negated) => Value::Bool(rows.is_empty() == *negated),
-                    SubqueryKind::In(x, negated) => {
-                        let v = x.eval(row, ctx)?;
-                        let values: Vec<Value> =
-                            rows.into_iter().filter_map(|r| r.into_iter().next()).collect();
-                        in_values(&v, &values, *negated)
-                    }
-                    SubqueryKind::Array => {
-                        let items: Vec<String> = rows
-                            .into_iter()
-                            .filter_map(|r| r.into_iter().next())
-                            .map(|v| array_item(&v))
-                            .collect();
-                        Value::Text(format!("{{{}}}", items.join(",")))
-                    }
-                }
+                kind.clone().resolve(rows)?.eval(row, ctx)?
             }
             Expr::AnyOp(x, op, arr) => {
                 let v = x.eval(row, ctx)?;

@@ -147,8 +147,11 @@ pub(crate) fn key_compatible(e: &Expr, ty: DataType) -> bool {
                         | (Value::Float(_), DataType::Float8 | DataType::Float4)
                 )
         }
-        // Parameters are converted to the key type when evaluated (see `key_value`).
-        Expr::Param(_)
+        // Parameters are converted to the key type when evaluated (see `key_value`); a
+        // scalar subquery is too (an uncorrelated one is a constant by the time rows are
+        // read, see `exec::init`).
+        Expr::Subquery(_, SubqueryKind::Scalar, _)
+        | Expr::Param(_)
         | Expr::Column(_)
         | Expr::Binary(..)
         | Expr::Neg(_)

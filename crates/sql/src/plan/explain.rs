@@ -37,6 +37,8 @@ pub fn explain(plan: &SelectPlan) -> Vec<String> {
             }
             Source::Series(..) => "Function Scan on generate_series".into(),
             Source::Rows(_) => format!("Scan of {}", item.label),
+            Source::Values(_) => "Values Scan".into(),
+            Source::Derived(_) => format!("Subquery Scan on {}", item.label),
             Source::SetOp(..) => format!("{} of two queries", item.label),
         };
         lines.push(format!("{pad}{join}{access}"));

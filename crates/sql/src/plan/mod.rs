@@ -9,6 +9,7 @@ pub mod explain;
 use std::sync::Arc;
 
 use crate::catalog::{Index, Table};
+use crate::error::{Result, SqlError};
 use crate::expr::*;
 use crate::types::{Columns, DataType, Row, Value};
 
@@ -41,8 +42,13 @@ pub enum Source {
     Table(Arc<Table>, Access),
     /// generate_series(start, stop [, step])
     Series(Expr, Expr, Option<Expr>),
-    /// Rows computed at plan time (system tables, VALUES, derived tables).
+    /// Constant rows (system tables read while binding, constant VALUES, and derived tables
+    /// once `exec::init` has run them).
     Rows(Arc<Vec<Vec<Value>>>),
+    /// VALUES rows with parameters or functions, evaluated at execution.
+    Values(Vec<Vec<Expr>>),
+    /// A derived table, `FROM (SELECT …) AS t`, run at execution.
+    Derived(Box<SelectPlan>),
     /// UNION / INTERSECT / EXCEPT of two queries, run at execution.
     SetOp(Box<SelectPlan>, Box<SelectPlan>, SetOpKind, bool),
 }
@@ -142,6 +148,84 @@ impl SelectPlan {
             offset: None,
             lock: false,
         }
+    }
+}
+
+impl SelectPlan {
+    /// Rewrites every expression the plan evaluates itself: access keys, join conditions and
+    /// filters, grouping, HAVING, the projection, LIMIT and OFFSET, and those of the operands
+    /// of a set operation and of VALUES rows. The queries behind subquery expressions and
+    /// derived tables are plans of their own and are not entered.
+    pub fn try_map_exprs(self, f: &mut dyn FnMut(Expr) -> Result<Expr>) -> Result<SelectPlan> {
+        let all = |v: Vec<Expr>, f: &mut dyn FnMut(Expr) -> Result<Expr>| {
+            v.into_iter().map(f).collect::<Result<Vec<_>>>()
+        };
+        let mut from = Vec::with_capacity(self.from.len());
+        for item in self.from {
+            let source = match item.source {
+                Source::Table(t, access) => Source::Table(
+                    t,
+                    match access {
+                        Access::Full => Access::Full,
+                        Access::Point(k) => Access::Point(all(k, f)?),
+                        Access::Points(k) => Access::Points(all(k, f)?),
+                        Access::Range { prefix, lower, upper } => Access::Range {
+                            prefix: all(prefix, f)?,
+                            lower: lower
+                                .map(|(e, inc)| Ok::<_, SqlError>((f(e)?, inc)))
+                                .transpose()?,
+                            upper: upper
+                                .map(|(e, inc)| Ok::<_, SqlError>((f(e)?, inc)))
+                                .transpose()?,
+                        },
+                        Access::Index(ix, k) => Access::Index(ix, all(k, f)?),
+                    },
+                ),
+                Source::Series(a, b, step) => {
+                    Source::Series(f(a)?, f(b)?, step.map(&mut *f).transpose()?)
+                }
+                Source::Rows(rows) => Source::Rows(rows),
+                Source::Values(rows) => {
+                    Source::Values(rows.into_iter().map(|r| all(r, f)).collect::<Result<Vec<_>>>()?)
+                }
+                Source::Derived(plan) => Source::Derived(plan),
+                Source::SetOp(l, r, kind, set_all) => Source::SetOp(
+                    Box::new(l.try_map_exprs(f)?),
+                    Box::new(r.try_map_exprs(f)?),
+                    kind,
+                    set_all,
+                ),
+            };
+            from.push(FromItem {
+                source,
+                on: all(item.on, f)?,
+                filters: all(item.filters, f)?,
+                ..item
+            });
+        }
+        let grouping = match self.grouping {
+            Some(g) => Some(Grouping {
+                keys: all(g.keys, f)?,
+                aggs: g
+                    .aggs
+                    .into_iter()
+                    .map(|(func, distinct, arg, ty)| {
+                        Ok((func, distinct, arg.map(&mut *f).transpose()?, ty))
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+            }),
+            None => None,
+        };
+        Ok(SelectPlan {
+            from,
+            constant_filters: all(self.constant_filters, f)?,
+            grouping,
+            having: self.having.map(&mut *f).transpose()?,
+            projection: all(self.projection, f)?,
+            limit: self.limit.map(&mut *f).transpose()?,
+            offset: self.offset.map(&mut *f).transpose()?,
+            ..self
+        })
     }
 }
 
