@@ -1,40 +1,35 @@
-//! Step 4, first: a statement's uncorrelated subqueries (PostgreSQL's InitPlans) and derived
-//! tables run once, before any of its rows is read or written. Their results replace them in
-//! the plan: `k = (SELECT max(k) FROM t)` becomes `k = 42`, `x IN (SELECT …)` a test
-//! against the values, `EXISTS (…)` a boolean, and `FROM (SELECT …) AS s` a scan of rows.
+//! Step 4, first: what a statement computes once, before any of its rows is read or written.
 //!
-//! Binding runs nothing, so a plan stays valid for any parameter values. This module is
-//! where those queries run, with the statement's snapshot, parameters and limits. A
-//! correlated subquery depends on the row that refers to it and runs per row, during
-//! execution.
+//! - Derived tables (`FROM (SELECT …) AS s`) run once and become scans of their rows.
+//! - Uncorrelated subqueries (PostgreSQL's InitPlans) in queries stay in the plan and run on
+//!   first use, once per statement (`Exec::run_once`), so one in a branch no row reaches
+//!   never runs. Where the statement writes, the assignments, ON CONFLICT and RETURNING are
+//!   evaluated while the transaction is busy writing and cannot run a query: there each
+//!   uncorrelated subquery runs here and its result takes its place (`x = (SELECT max(k) …)`
+//!   becomes `x = 42`, `x IN (SELECT …)` a test against the values).
 //!
-//! Like run-time constant folding, this evaluates every uncorrelated subquery once, even
-//! one in a branch no row reaches. PostgreSQL defers an InitPlan to its first use.
+//! Binding runs nothing, so a plan stays valid for any parameter values: this module and
+//! the executor are where those queries run, with the statement's snapshot, parameters and
+//! limits. A correlated subquery depends on the row that refers to it and runs per row.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use kiln_engine::Transaction;
 
 use crate::bind::dml::{DeletePlan, InsertPlan, Returning, UpdatePlan};
 use crate::error::Result;
-use crate::exec::select::{execute_select, Exec, ExecLimits, TxnCell};
-use crate::expr::{Ctx, Expr};
+use crate::exec::select::{execute_select, Exec, ExecLimits};
+use crate::expr::{Ctx, Expr, SubqueryRunner};
 use crate::plan::{SelectPlan, Source};
-use crate::types::Row;
 
-/// Runs the uncorrelated parts of a plan for one execution.
-pub(crate) struct InitPlans<'a, 't> {
-    txn: &'a TxnCell<'t>,
+/// Runs the once-per-statement parts of a plan.
+pub(crate) struct InitPlans<'a> {
+    exec: &'a Exec<'a, 'a>,
     ctx: &'a Ctx<'a>,
-    limits: &'a ExecLimits,
-    /// Rows of the subqueries run so far, by plan: a subquery the planner copied (a key
-    /// and the filter it came from) runs once.
-    done: RefCell<HashMap<*const SelectPlan, Vec<Row>>>,
 }
 
-impl InitPlans<'_, '_> {
+impl InitPlans<'_> {
     /// Calls `f` with an `InitPlans` over `txn`, with `ctx`'s parameters and session.
     pub(crate) fn with<T>(
         txn: &mut Transaction,
@@ -43,27 +38,17 @@ impl InitPlans<'_, '_> {
         f: impl FnOnce(&InitPlans) -> Result<T>,
     ) -> Result<T> {
         let cell = RefCell::new(txn);
-        let exec = Exec { txn: &cell, limits };
+        let exec = Exec::new(&cell, limits);
         let ctx = Ctx { runner: Some(&exec), outer: &[], ..*ctx };
-        f(&InitPlans { txn: &cell, ctx: &ctx, limits, done: RefCell::default() })
+        f(&InitPlans { exec: &exec, ctx: &ctx })
     }
 
     /// Replaces every uncorrelated subquery in `e` by its result.
-    pub(crate) fn expr(&self, e: Expr) -> Result<Expr> {
+    fn expr(&self, e: Expr) -> Result<Expr> {
         e.map(&mut |node| match node {
             Expr::Subquery(plan, kind, refs) if refs.is_empty() => {
-                let key = Arc::as_ptr(&plan.0);
-                let known = self.done.borrow().get(&key).cloned();
-                let rows = match known {
-                    Some(rows) => rows,
-                    None => {
-                        self.limits.check()?;
-                        let rows = execute_select(&plan.0, self.txn, self.ctx, self.limits)?;
-                        self.done.borrow_mut().insert(key, rows.clone());
-                        rows
-                    }
-                };
-                kind.resolve(rows)
+                self.exec.limits.check()?;
+                kind.resolve(self.exec.run_once(&plan, self.ctx)?)
             }
             other => Ok(other),
         })
@@ -73,33 +58,28 @@ impl InitPlans<'_, '_> {
         v.into_iter().map(|e| self.expr(e)).collect()
     }
 
-    /// A query with its uncorrelated subqueries and derived tables run.
-    pub(crate) fn select(&self, plan: SelectPlan) -> Result<SelectPlan> {
-        let mut plan = plan.try_map_exprs(&mut |e| self.expr(e))?;
-        self.materialize(&mut plan)?;
-        Ok(plan)
-    }
-
-    /// Runs the derived tables of `plan` (and of the operands of its set operations).
-    fn materialize(&self, plan: &mut SelectPlan) -> Result<()> {
+    /// A query with its derived tables run.
+    pub(crate) fn select(&self, mut plan: SelectPlan) -> Result<SelectPlan> {
         for item in &mut plan.from {
             item.source = match std::mem::replace(&mut item.source, Source::Rows(Arc::default())) {
                 Source::Derived(sub) => {
                     let sub = self.select(*sub)?;
-                    Source::Rows(Arc::new(execute_select(&sub, self.txn, self.ctx, self.limits)?))
+                    let rows = execute_select(&sub, self.exec.txn, self.ctx, self.exec.limits)?;
+                    Source::Rows(Arc::new(rows))
                 }
-                Source::SetOp(mut left, mut right, kind, all) => {
-                    self.materialize(&mut left)?;
-                    self.materialize(&mut right)?;
-                    Source::SetOp(left, right, kind, all)
-                }
+                Source::SetOp(left, right, kind, all) => Source::SetOp(
+                    Box::new(self.select(*left)?),
+                    Box::new(self.select(*right)?),
+                    kind,
+                    all,
+                ),
                 other @ (Source::Table(..)
                 | Source::Series(..)
                 | Source::Rows(_)
                 | Source::Values(_)) => other,
             };
         }
-        Ok(())
+        Ok(plan)
     }
 
     fn returning(&self, r: Option<Returning>) -> Result<Option<Returning>> {

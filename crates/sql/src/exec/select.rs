@@ -26,11 +26,32 @@ pub struct Exec<'a, 't> {
     pub txn: &'a TxnCell<'t>,
     /// The statement's limits.
     pub limits: &'a ExecLimits,
+    /// Values of the uncorrelated subqueries run so far, by plan (a subquery the planner
+    /// copied, into a key and the filter it came from, still runs once).
+    done: RefCell<HashMap<*const SelectPlan, SubqueryValues>>,
+}
+
+impl<'a, 't> Exec<'a, 't> {
+    /// A runner for one statement.
+    pub fn new(txn: &'a TxnCell<'t>, limits: &'a ExecLimits) -> Exec<'a, 't> {
+        Exec { txn, limits, done: RefCell::default() }
+    }
 }
 
 impl SubqueryRunner for Exec<'_, '_> {
     fn run(&self, plan: &SelectPlan, ctx: &Ctx) -> Result<Vec<Row>> {
         execute_select(plan, self.txn, ctx, self.limits)
+    }
+
+    fn run_once(&self, plan: &SubPlan, ctx: &Ctx) -> Result<SubqueryValues> {
+        let key = Arc::as_ptr(&plan.0);
+        if let Some(values) = self.done.borrow().get(&key) {
+            return Ok(values.clone());
+        }
+        let top = Ctx { outer: &[], ..*ctx };
+        let values = subquery_values(execute_select(&plan.0, self.txn, &top, self.limits)?);
+        self.done.borrow_mut().insert(key, values.clone());
+        Ok(values)
     }
 }
 

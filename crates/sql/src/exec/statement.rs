@@ -77,7 +77,7 @@ impl Session {
                     w.select_for_update(&plan, &ctx, &limits)?
                 } else {
                     let cell = RefCell::new(&mut w.ts.txn);
-                    let exec = Exec { txn: &cell, limits: &limits };
+                    let exec = Exec::new(&cell, &limits);
                     let ctx = Ctx { runner: Some(&exec), ..ctx };
                     execute_select(&plan, &cell, &ctx, &limits)?
                 };
@@ -224,7 +224,7 @@ impl Session {
                         let plan = init!(select, plan);
                         let rows = {
                             let cell = RefCell::new(&mut w.ts.txn);
-                            let exec = Exec { txn: &cell, limits: &limits };
+                            let exec = Exec::new(&cell, &limits);
                             let ctx = Ctx { runner: Some(&exec), ..ctx };
                             execute_select(&plan, &cell, &ctx, &limits)?
                         };

@@ -320,7 +320,7 @@ impl Writer<'_> {
         debug_assert_eq!(first.offset, 0, "the first FROM item starts the joined row");
         let joined = {
             let cell = RefCell::new(&mut self.ts.txn);
-            let exec = Exec { txn: &cell, limits };
+            let exec = Exec::new(&cell, limits);
             let ctx = Ctx { runner: Some(&exec), ..*ctx };
             execute_from(plan, &cell, &ctx, limits)?
         };
@@ -390,7 +390,7 @@ impl Writer<'_> {
         let table = plan.table.clone();
         let source_rows = {
             let cell = RefCell::new(&mut self.ts.txn);
-            let exec = Exec { txn: &cell, limits };
+            let exec = Exec::new(&cell, limits);
             let ctx = Ctx { runner: Some(&exec), ..*ctx };
             execute_select(&plan.source, &cell, &ctx, limits)?
         };
@@ -462,7 +462,7 @@ impl Writer<'_> {
         let filters = scan.from[0].filters.clone();
         let rows = {
             let cell = RefCell::new(&mut self.ts.txn);
-            let exec = Exec { txn: &cell, limits };
+            let exec = Exec::new(&cell, limits);
             let ctx = Ctx { runner: Some(&exec), ..*ctx };
             execute_from(scan, &cell, &ctx, limits)?
         };

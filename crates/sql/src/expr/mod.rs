@@ -196,35 +196,43 @@ pub enum SubqueryKind {
     Array,
 }
 
+/// What a subquery returned: the first column of each row (all any kind of subquery
+/// expression reads), shared by every use of the result.
+pub type SubqueryValues = std::sync::Arc<Vec<Value>>;
+
+/// The first column of each row.
+pub fn subquery_values(rows: Vec<Vec<Value>>) -> SubqueryValues {
+    std::sync::Arc::new(rows.into_iter().filter_map(|r| r.into_iter().next()).collect())
+}
+
 impl SubqueryKind {
-    /// The expression that stands for the subquery once its rows are known: a constant, or
-    /// for `x IN (…)` the test against the values.
-    pub fn resolve(self, rows: Vec<Vec<Value>>) -> Result<Expr> {
-        let first_values = |rows: Vec<Vec<Value>>| -> Vec<Value> {
-            rows.into_iter().filter_map(|r| r.into_iter().next()).collect()
-        };
+    /// The expression that stands for the subquery once its values are known: a constant,
+    /// or for `x IN (…)` the test against the values.
+    pub fn resolve(self, values: SubqueryValues) -> Result<Expr> {
+        Ok(match self {
+            SubqueryKind::In(x, negated) => Expr::InValues(x, values, negated),
+            other => Expr::Const(other.value(&values, &Value::Null)?),
+        })
+    }
+
+    /// The value of the subquery expression given the subquery's values (and, for IN, the
+    /// value of the left operand).
+    pub fn value(&self, values: &[Value], left: &Value) -> Result<Value> {
         Ok(match self {
             SubqueryKind::Scalar => {
-                if rows.len() > 1 {
+                if values.len() > 1 {
                     return Err(SqlError::new(
                         code::CARDINALITY,
                         "more than one row returned by a subquery used as an expression",
                     ));
                 }
-                Expr::Const(
-                    rows.into_iter()
-                        .next()
-                        .and_then(|r| r.into_iter().next())
-                        .unwrap_or(Value::Null),
-                )
+                values.first().cloned().unwrap_or(Value::Null)
             }
-            SubqueryKind::Exists(negated) => Expr::Const(Value::Bool(rows.is_empty() == negated)),
-            SubqueryKind::In(x, negated) => {
-                Expr::InValues(x, std::sync::Arc::new(first_values(rows)), negated)
-            }
+            SubqueryKind::Exists(negated) => Value::Bool(values.is_empty() == *negated),
+            SubqueryKind::In(_, negated) => in_values(left, values, *negated),
             SubqueryKind::Array => {
-                let items: Vec<String> = first_values(rows).iter().map(array_item).collect();
-                Expr::Const(Value::Text(format!("{{{}}}", items.join(","))))
+                let items: Vec<String> = values.iter().map(array_item).collect();
+                Value::Text(format!("{{{}}}", items.join(",")))
             }
         })
     }
@@ -246,10 +254,14 @@ impl std::fmt::Debug for SubPlan {
     }
 }
 
-/// Runs correlated subqueries during execution (it holds the transaction).
+/// Runs subqueries during execution (it holds the transaction).
 pub trait SubqueryRunner {
     /// Every row of `plan`, evaluated with `ctx` (whose `outer` is the referencing row).
     fn run(&self, plan: &crate::plan::SelectPlan, ctx: &Ctx) -> Result<Vec<Vec<Value>>>;
+
+    /// The values of an uncorrelated subquery: run on the first call, remembered for the
+    /// rest of the statement (PostgreSQL's InitPlan).
+    fn run_once(&self, plan: &SubPlan, ctx: &Ctx) -> Result<SubqueryValues>;
 }
 
 /// A bound expression: columns are positions in the input row.
@@ -366,13 +378,22 @@ impl Expr {
                 )
             })?,
             Expr::Outer(i) => ctx.outer.get(*i).cloned().unwrap_or(Value::Null),
-            Expr::Subquery(plan, kind, _) => {
+            Expr::Subquery(plan, kind, refs) => {
                 let Some(runner) = ctx.runner else {
                     return Err(SqlError::unsupported("a correlated subquery in this position"));
                 };
-                let inner = Ctx { outer: row, ..*ctx };
-                let rows = runner.run(&plan.0, &inner)?;
-                kind.clone().resolve(rows)?.eval(row, ctx)?
+                let left = match kind {
+                    SubqueryKind::In(x, _) => x.eval(row, ctx)?,
+                    _ => Value::Null,
+                };
+                let values = if refs.is_empty() {
+                    // Uncorrelated: runs on first use, once per statement.
+                    runner.run_once(plan, ctx)?
+                } else {
+                    let inner = Ctx { outer: row, ..*ctx };
+                    subquery_values(runner.run(&plan.0, &inner)?)
+                };
+                kind.value(&values, &left)?
             }
             Expr::AnyOp(x, op, arr) => {
                 let v = x.eval(row, ctx)?;
