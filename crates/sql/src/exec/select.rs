@@ -455,6 +455,9 @@ pub fn execute_select(
     ctx: &Ctx,
     limits: &ExecLimits,
 ) -> Result<Vec<Vec<Value>>> {
+    if offset_limit(plan, ctx)?.1 == Some(0) {
+        return Ok(Vec::new()); // LIMIT 0 reads nothing and evaluates nothing, as in PostgreSQL
+    }
     let joined = execute_from(plan, txn, ctx, limits)?;
     finish_select(plan, joined.into_iter().map(|(_, r)| r).collect(), ctx, limits)
 }
