@@ -373,6 +373,11 @@ impl<'a> Planner<'a> {
             let (e, _) = self.coerce(e, t, DataType::Bool)?;
             split_and(e, &mut where_conjuncts);
         }
+        propagate_constants(
+            &mut where_conjuncts,
+            from.iter().filter(|i| i.join == JoinKind::Inner).flat_map(|i| i.on.iter()),
+            width,
+        );
         // Place each WHERE conjunct at the first item after which it can be evaluated.
         let mut constant_filters = Vec::new();
         for c in where_conjuncts {

@@ -115,6 +115,61 @@ pub fn choose_access(item: &mut FromItem) {
     }
 }
 
+/// Carries constants across column equalities, as PostgreSQL's equivalence classes do:
+/// from `c_w_id = w_id AND w_id = $1` it adds `c_w_id = $1`, so the customer table's access
+/// path can use it too. `conjuncts` are the query's WHERE conjuncts; `inner_on` the ON
+/// conditions of its inner joins (as binding as WHERE for the rows they produce). Only
+/// constants and parameters are carried: anything else might not give the same value twice.
+/// The added conjuncts are implied by the others, so the result cannot change.
+pub fn propagate_constants<'a>(
+    conjuncts: &mut Vec<Expr>,
+    inner_on: impl Iterator<Item = &'a Expr>,
+    width: usize,
+) {
+    let mut parent: Vec<usize> = (0..width).collect();
+    fn root(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    let known: Vec<Expr> = conjuncts.iter().cloned().chain(inner_on.cloned()).collect();
+    let mut constants: Vec<(usize, Expr)> = Vec::new();
+    for c in &known {
+        let Expr::Binary(BinOp::Eq, a, b) = c else { continue };
+        match (a.as_ref(), b.as_ref()) {
+            (Expr::Column(x), Expr::Column(y)) if *x < width && *y < width => {
+                let (rx, ry) = (root(&mut parent, *x), root(&mut parent, *y));
+                parent[rx] = ry;
+            }
+            (Expr::Column(x), v @ (Expr::Const(_) | Expr::Param(_)))
+            | (v @ (Expr::Const(_) | Expr::Param(_)), Expr::Column(x))
+                if *x < width && !matches!(v, Expr::Const(Value::Null)) =>
+            {
+                constants.push((*x, v.clone()));
+            }
+            _ => {}
+        }
+    }
+    if constants.is_empty() {
+        return;
+    }
+    let mut class_constant: Vec<Option<Expr>> = vec![None; width];
+    for (col, value) in &constants {
+        let r = root(&mut parent, *col);
+        class_constant[r].get_or_insert_with(|| value.clone());
+    }
+    for col in 0..width {
+        let r = root(&mut parent, col);
+        let Some(value) = class_constant[r].clone() else { continue };
+        if constants.iter().any(|(c, v)| *c == col && *v == value) {
+            continue;
+        }
+        conjuncts.push(Expr::Binary(BinOp::Eq, Box::new(Expr::Column(col)), Box::new(value)));
+    }
+}
+
 pub(crate) fn flip(op: BinOp) -> BinOp {
     match op {
         BinOp::Lt => BinOp::Gt,
