@@ -10,7 +10,7 @@ use std::sync::Arc;
 use kiln_engine::{Scan, Transaction};
 
 use crate::catalog::{Index, Table};
-use crate::encoding::{decode_row, encode_key, prefix_end};
+use crate::encoding::{decode_row, prefix_end};
 use crate::error::{code, Result, SqlError};
 use crate::expr::*;
 use crate::plan::*;
@@ -177,106 +177,111 @@ pub fn table_rows(
 ) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
     let ks = table.keyspace();
     let width = table.columns.len();
-    let key_of = |vals: &[Expr], cols: &[usize]| -> Result<Option<Vec<u8>>> {
-        let mut values = Vec::with_capacity(vals.len());
-        for (e, &c) in vals.iter().zip(cols) {
-            match key_value(e, table.columns[c].ty, outer, ctx)? {
-                Some(v) => values.push(v),
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(encode_key(&values.iter().collect::<Vec<_>>())?))
-    };
     match access {
         Access::Full => {
             let rows = scan_chunked(txn, &ks, Bound::Unbounded, Bound::Unbounded, limits)?;
             rows.into_iter().map(|(k, v)| Ok((k, decode_row(&v, width)?))).collect()
         }
-        Access::Points(vals) => {
-            let mut keys = Vec::with_capacity(vals.len());
-            for v in vals {
-                if let Some(key) = key_of(std::slice::from_ref(v), &table.primary_key)? {
-                    keys.push(key);
+        Access::Key(key) => key_rows(table, key, txn, outer, ctx, limits),
+    }
+}
+
+/// The rows of a key access, in key order per alternative.
+fn key_rows(
+    table: &Table,
+    key: &KeyAccess,
+    txn: &TxnCell,
+    outer: &[Value],
+    ctx: &Ctx,
+    limits: &ExecLimits,
+) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
+    let ks = table.keyspace();
+    let width = table.columns.len();
+    let columns = key.columns(table);
+    // Each alternative's encoded prefix; one that no key can equal (a NULL) is dropped.
+    let mut prefixes = Vec::with_capacity(key.prefixes.len());
+    'alternatives: for values in &key.prefixes {
+        let mut encoded = Vec::new();
+        for (e, &c) in values.iter().zip(columns) {
+            match key_value(e, table.columns[c].ty, outer, ctx)? {
+                Some(v) => crate::encoding::encode_key_value(&mut encoded, &v)?,
+                None => continue 'alternatives,
+            }
+        }
+        prefixes.push(encoded);
+    }
+    prefixes.sort();
+    prefixes.dedup();
+    let bound = |b: &Option<(Expr, bool)>| -> Result<Option<Option<(Value, bool)>>> {
+        let Some((e, inclusive)) = b else { return Ok(Some(None)) };
+        let ty = table.columns[columns[key.prefixes[0].len()]].ty;
+        Ok(key_value(e, ty, outer, ctx)?.map(|v| Some((v, *inclusive))))
+    };
+    let (Some(lower), Some(upper)) = (bound(&key.lower)?, bound(&key.upper)?) else {
+        return Ok(vec![]); // a NULL bound: no key is in range
+    };
+    let mut out = Vec::new();
+    for prefix in prefixes {
+        limits.check()?;
+        if key.is_points(table) {
+            if let Some(v) = txn.borrow_mut().get(&ks, &prefix)? {
+                out.push((prefix, decode_row(&v, width)?));
+            }
+            continue;
+        }
+        let mut start = Bound::Included(prefix.clone());
+        let mut end = match prefix_end(&prefix) {
+            Some(e) if !prefix.is_empty() => Bound::Excluded(e),
+            _ => Bound::Unbounded,
+        };
+        if let Some((v, inclusive)) = &lower {
+            let mut k = prefix.clone();
+            crate::encoding::encode_key_value(&mut k, v)?;
+            start = if *inclusive {
+                Bound::Included(k)
+            } else {
+                match prefix_end(&k) {
+                    Some(e) => Bound::Included(e),
+                    None => continue,
+                }
+            };
+        }
+        if let Some((v, inclusive)) = &upper {
+            let mut k = prefix.clone();
+            crate::encoding::encode_key_value(&mut k, v)?;
+            end = if *inclusive {
+                match prefix_end(&k) {
+                    Some(e) => Bound::Excluded(e),
+                    None => Bound::Unbounded,
+                }
+            } else {
+                Bound::Excluded(k)
+            };
+        }
+        match &key.index {
+            None => {
+                for (k, v) in scan_chunked(txn, &ks, as_ref(&start), as_ref(&end), limits)? {
+                    out.push((k, decode_row(&v, width)?));
                 }
             }
-            keys.sort();
-            keys.dedup();
-            let mut out = Vec::with_capacity(keys.len());
-            for key in keys {
-                if let Some(v) = txn.borrow_mut().get(&ks, &key)? {
-                    out.push((key, decode_row(&v, width)?));
-                }
-            }
-            Ok(out)
-        }
-        Access::Point(vals) => {
-            let Some(key) = key_of(vals, &table.primary_key)? else { return Ok(vec![]) };
-            match txn.borrow_mut().get(&ks, &key)? {
-                Some(v) => Ok(vec![(key, decode_row(&v, width)?)]),
-                None => Ok(vec![]),
-            }
-        }
-        Access::Range { prefix, lower, upper } => {
-            let Some(pk) = key_of(prefix, &table.primary_key[..prefix.len()])? else {
-                return Ok(vec![]);
-            };
-            let next_ty = table.columns[table.primary_key[prefix.len()]].ty;
-            let mut start = Bound::Included(pk.clone());
-            let mut end = match prefix_end(&pk) {
-                Some(e) if !pk.is_empty() => Bound::Excluded(e),
-                _ => Bound::Unbounded,
-            };
-            if let Some((e, inclusive)) = lower {
-                let Some(v) = key_value(e, next_ty, outer, ctx)? else { return Ok(vec![]) };
-                let mut k = pk.clone();
-                crate::encoding::encode_key_value(&mut k, &v)?;
-                start = if *inclusive {
-                    Bound::Included(k)
-                } else {
-                    match prefix_end(&k) {
-                        Some(e) => Bound::Included(e),
-                        None => return Ok(vec![]),
+            Some(index) => {
+                let entries =
+                    scan_chunked(txn, &index.keyspace(), as_ref(&start), as_ref(&end), limits)?;
+                for (entry, pk) in entries {
+                    // Unique entries keep the primary key as the value; others append it to
+                    // the key.
+                    let pk = if pk.is_empty() { index_entry_pk(table, index, &entry)? } else { pk };
+                    if let Some(v) = txn.borrow_mut().get(&ks, &pk)? {
+                        out.push((pk, decode_row(&v, width)?));
                     }
-                };
-            }
-            if let Some((e, inclusive)) = upper {
-                let Some(v) = key_value(e, next_ty, outer, ctx)? else { return Ok(vec![]) };
-                let mut k = pk.clone();
-                crate::encoding::encode_key_value(&mut k, &v)?;
-                end = if *inclusive {
-                    match prefix_end(&k) {
-                        Some(e) => Bound::Excluded(e),
-                        None => Bound::Unbounded,
-                    }
-                } else {
-                    Bound::Excluded(k)
-                };
-            }
-            let rows = scan_chunked(txn, &ks, as_ref(&start), as_ref(&end), limits)?;
-            rows.into_iter().map(|(k, v)| Ok((k, decode_row(&v, width)?))).collect()
-        }
-        Access::Index(index, vals) => {
-            let Some(prefix) = key_of(vals, &index.columns[..vals.len()])? else {
-                return Ok(vec![]);
-            };
-            let end = prefix_end(&prefix);
-            let end = match &end {
-                Some(e) => Bound::Excluded(e.as_slice()),
-                None => Bound::Unbounded,
-            };
-            let entries =
-                scan_chunked(txn, &index.keyspace(), Bound::Included(&prefix), end, limits)?;
-            let mut out = Vec::with_capacity(entries.len());
-            for (entry, pk) in entries {
-                // Unique entries keep the primary key as the value; others append it to the key.
-                let pk = if pk.is_empty() { index_entry_pk(table, index, &entry)? } else { pk };
-                if let Some(v) = txn.borrow_mut().get(&ks, &pk)? {
-                    out.push((pk, decode_row(&v, width)?));
                 }
             }
-            Ok(out)
+        }
+        if out.len() > limits.rows_max {
+            return Err(too_many_rows(limits));
         }
     }
+    Ok(out)
 }
 
 pub(crate) fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {

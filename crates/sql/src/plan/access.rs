@@ -1,12 +1,24 @@
 //! Access-path choice: which keys and indexes serve a FROM item's conditions.
 
+use crate::catalog::{Index, Table};
 use crate::expr::*;
 use crate::plan::*;
 use crate::types::{DataType, Value};
 
-/// Chooses how a FROM item's rows are found, from its conditions: `col = expr` on every
-/// primary-key column → point lookup; on a leading part (and a range on the next) → range
-/// scan; on an index's leading columns → index scan. `expr` may use earlier items' columns.
+/// The most key alternatives one access may expand into (the product of its IN lists).
+pub const KEY_ALTERNATIVES_MAX: usize = 10_000;
+
+/// Chooses how a FROM item's rows are found, from its conditions (which all stay filters:
+/// the access path only has to return every row that can pass them).
+///
+/// Each key — the primary key and every secondary index — is matched against the
+/// conditions column by column: `col = v` fixes a column, `col IN (…)` fixes it to one of a
+/// list, and an OR of conjunctions fixing the same leading columns (what a row-value IN list
+/// `(a, b) IN ((1, 2), (3, 4))` binds to) fixes several at once, each combination an
+/// alternative. After the fixed columns, a range on the next one bounds the scan. `v` may
+/// use columns of earlier FROM items (an index nested-loop join). The key that fixes the
+/// most columns wins; a primary key fixed entirely is a point lookup; ties go to the primary
+/// key. Nothing fixed and no range: a full scan.
 pub fn choose_access(item: &mut FromItem) {
     let Source::Table(table, access) = &mut item.source else { return };
     let conds: Vec<&Expr> = if item.join == JoinKind::Left {
@@ -14,104 +26,196 @@ pub fn choose_access(item: &mut FromItem) {
     } else {
         item.on.iter().chain(item.filters.iter()).collect()
     };
-    let (lo, hi) = (item.offset, item.offset + item.width);
-    let eq_for = |col: usize| -> Option<Expr> {
-        let target = lo + col;
-        let ty = table.columns[col].ty;
-        for c in &conds {
-            if let Expr::Binary(BinOp::Eq, a, b) = c {
-                for (x, y) in [(a, b), (b, a)] {
-                    if **x == Expr::Column(target)
-                        && !y.uses_columns_in(lo..hi)
-                        && !y.uses_columns_from(hi)
-                        && key_compatible(y, ty)
-                    {
-                        return Some((**y).clone());
-                    }
-                }
-            }
+    let matcher =
+        KeyMatcher { table, conds: &conds, lo: item.offset, hi: item.offset + item.width };
+    let mut best: Option<(usize, bool, KeyAccess)> = None;
+    let keys = std::iter::once(None).chain(table.indexes.iter().cloned().map(Some));
+    for index in keys {
+        let columns = match &index {
+            Some(ix) => ix.columns.clone(),
+            None => table.primary_key.clone(),
+        };
+        if columns.is_empty() {
+            continue;
         }
-        None
-    };
-    let bound_for = |col: usize, lower: bool| -> Option<(Expr, bool)> {
-        let target = lo + col;
-        let ty = table.columns[col].ty;
-        for c in &conds {
-            if let Expr::Binary(op, a, b) = c {
-                let (col_side, val, op) = if **a == Expr::Column(target) {
-                    (true, b, *op)
-                } else if **b == Expr::Column(target) {
-                    (true, a, flip(*op))
-                } else {
-                    (false, a, *op)
-                };
-                if !col_side
-                    || val.uses_columns_in(lo..hi)
-                    || val.uses_columns_from(hi)
-                    || !key_compatible(val, ty)
-                {
-                    continue;
-                }
-                match (op, lower) {
-                    (BinOp::Gt, true) => return Some(((**val).clone(), false)),
-                    (BinOp::GtEq, true) => return Some(((**val).clone(), true)),
-                    (BinOp::Lt, false) => return Some(((**val).clone(), false)),
-                    (BinOp::LtEq, false) => return Some(((**val).clone(), true)),
-                    _ => {}
-                }
-            }
-        }
-        None
-    };
-    if !table.primary_key.is_empty() {
-        let mut prefix = Vec::new();
-        for &col in &table.primary_key {
-            match eq_for(col) {
-                Some(e) => prefix.push(e),
-                None => break,
-            }
-        }
-        if prefix.len() == table.primary_key.len() {
-            *access = Access::Point(prefix);
-            return;
-        }
-        if let [col] = table.primary_key[..] {
-            let target = lo + col;
-            let ty = table.columns[col].ty;
-            for c in &conds {
-                if let Expr::InList(x, list, false) = c {
-                    if **x == Expr::Column(target)
-                        && list.iter().all(|v| {
-                            !v.uses_columns_in(lo..hi)
-                                && !v.uses_columns_from(hi)
-                                && key_compatible(v, ty)
-                        })
-                    {
-                        *access = Access::Points(list.clone());
-                        return;
-                    }
-                }
-            }
-        }
-        let next = table.primary_key[prefix.len()];
-        let (lower, upper) = (bound_for(next, true), bound_for(next, false));
-        if !prefix.is_empty() || lower.is_some() || upper.is_some() {
-            *access = Access::Range { prefix, lower, upper };
-            return;
+        let Some((fixed, key)) = matcher.key_access(index, &columns) else { continue };
+        let points = key.is_points(table);
+        let better = match &best {
+            None => true,
+            Some((best_fixed, best_points, _)) => !best_points && (points || fixed > *best_fixed),
+        };
+        if better {
+            best = Some((fixed, points, key));
         }
     }
-    for index in &table.indexes {
-        let mut values = Vec::new();
-        for &col in &index.columns {
-            match eq_for(col) {
-                Some(e) => values.push(e),
-                None => break,
+    if let Some((_, _, key)) = best {
+        *access = Access::Key(key);
+    }
+}
+
+/// Matches one FROM item's conditions against keys.
+struct KeyMatcher<'a> {
+    table: &'a Table,
+    conds: &'a [&'a Expr],
+    /// The item's columns in the joined row.
+    lo: usize,
+    hi: usize,
+}
+
+impl KeyMatcher<'_> {
+    /// Whether `e` can serve as a key value of table column `col`: it reads none of this
+    /// item's or later items' columns and encodes as that column's key.
+    fn usable(&self, e: &Expr, col: usize) -> bool {
+        !e.uses_columns_in(self.lo..self.hi)
+            && !e.uses_columns_from(self.hi)
+            && key_compatible(e, self.table.columns[col].ty)
+    }
+
+    fn is_column(&self, e: &Expr, col: usize) -> bool {
+        *e == Expr::Column(self.lo + col)
+    }
+
+    /// `v` from a condition `col = v` (in either order) among `conds`.
+    fn equal(&self, conds: &[&Expr], col: usize) -> Option<Expr> {
+        conds.iter().find_map(|c| match c {
+            Expr::Binary(BinOp::Eq, a, b) => [(a, b), (b, a)]
+                .into_iter()
+                .find(|(x, y)| self.is_column(x, col) && self.usable(y, col))
+                .map(|(_, y)| (**y).clone()),
+            _ => None,
+        })
+    }
+
+    /// The list of `col IN (…)`.
+    fn in_list(&self, col: usize) -> Option<Vec<Expr>> {
+        self.conds.iter().find_map(|c| match c {
+            Expr::InList(x, list, false)
+                if self.is_column(x, col) && list.iter().all(|v| self.usable(v, col)) =>
+            {
+                Some(list.clone())
+            }
+            _ => None,
+        })
+    }
+
+    /// From an OR of conjunctions, each fixing `columns[0..m]` by equalities: the values of
+    /// each alternative for the largest such m.
+    fn alternatives(&self, columns: &[usize]) -> Option<Vec<Vec<Expr>>> {
+        let mut best: Option<Vec<Vec<Expr>>> = None;
+        for c in self.conds {
+            if !matches!(c, Expr::Or(..)) {
+                continue;
+            }
+            let mut disjuncts = Vec::new();
+            split_or(c, &mut disjuncts);
+            let mut rows = Vec::with_capacity(disjuncts.len());
+            let mut width = columns.len();
+            for d in &disjuncts {
+                let mut conj = Vec::new();
+                split_and_ref(d, &mut conj);
+                let mut values = Vec::new();
+                for &col in &columns[..width] {
+                    match self.equal(&conj, col) {
+                        Some(v) => values.push(v),
+                        None => break,
+                    }
+                }
+                width = width.min(values.len());
+                if width == 0 {
+                    break;
+                }
+                rows.push(values);
+            }
+            if width == 0 || rows.len() != disjuncts.len() {
+                continue;
+            }
+            for r in &mut rows {
+                r.truncate(width);
+            }
+            if best.as_ref().is_none_or(|b| b[0].len() < width) {
+                best = Some(rows);
             }
         }
-        if !values.is_empty() {
-            *access = Access::Index(index.clone(), values);
-            return;
+        best
+    }
+
+    /// A range bound on column `col`: lower when `lower`, else upper.
+    fn bound(&self, col: usize, lower: bool) -> Option<(Expr, bool)> {
+        self.conds.iter().find_map(|c| {
+            let Expr::Binary(op, a, b) = c else { return None };
+            let (val, op) = if self.is_column(a, col) {
+                (b, *op)
+            } else if self.is_column(b, col) {
+                (a, flip(*op))
+            } else {
+                return None;
+            };
+            if !self.usable(val, col) {
+                return None;
+            }
+            match (op, lower) {
+                (BinOp::Gt, true) | (BinOp::Lt, false) => Some(((**val).clone(), false)),
+                (BinOp::GtEq, true) | (BinOp::LtEq, false) => Some(((**val).clone(), true)),
+                _ => None,
+            }
+        })
+    }
+
+    /// The access through the key over `columns`, with how many leading columns it fixes;
+    /// `None` when it fixes none and bounds none.
+    fn key_access(&self, index: Option<Index>, columns: &[usize]) -> Option<(usize, KeyAccess)> {
+        let mut prefixes: Vec<Vec<Expr>> = vec![Vec::new()];
+        let mut fixed = 0;
+        while fixed < columns.len() {
+            let col = columns[fixed];
+            let (choices, width): (Vec<Vec<Expr>>, usize) =
+                if let Some(v) = self.equal(self.conds, col) {
+                    (vec![vec![v]], 1)
+                } else if let Some(list) = self.in_list(col) {
+                    (list.into_iter().map(|v| vec![v]).collect(), 1)
+                } else if let Some(rows) = self.alternatives(&columns[fixed..]) {
+                    let width = rows[0].len();
+                    (rows, width)
+                } else {
+                    break;
+                };
+            if prefixes.len().saturating_mul(choices.len()) > KEY_ALTERNATIVES_MAX {
+                break;
+            }
+            prefixes = prefixes
+                .iter()
+                .flat_map(|p| choices.iter().map(move |c| p.iter().chain(c).cloned().collect()))
+                .collect();
+            fixed += width;
         }
+        let (lower, upper) = match columns.get(fixed) {
+            Some(&next) => (self.bound(next, true), self.bound(next, false)),
+            None => (None, None),
+        };
+        if fixed == 0 && lower.is_none() && upper.is_none() {
+            return None;
+        }
+        Some((fixed, KeyAccess { index, prefixes, lower, upper }))
+    }
+}
+
+fn split_or<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match e {
+        Expr::Or(a, b) => {
+            split_or(a, out);
+            split_or(b, out);
+        }
+        e => out.push(e),
+    }
+}
+
+fn split_and_ref<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match e {
+        Expr::And(a, b) => {
+            split_and_ref(a, out);
+            split_and_ref(b, out);
+        }
+        e => out.push(e),
     }
 }
 

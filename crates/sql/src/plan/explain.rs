@@ -21,44 +21,64 @@ pub fn explain(plan: &SelectPlan) -> Vec<String> {
         } else {
             "Nested Loop → ".into()
         };
-        let access = match &item.source {
-            Source::Table(t, Access::Full) => format!("Seq Scan on {}", t.name),
-            Source::Table(t, Access::Points(_)) => {
-                format!("Index Lookups on {} using primary key", t.name)
+        let keys = |exprs: &[Expr]| exprs.iter().map(|e| e.to_string()).collect::<Vec<_>>();
+        let (access, key) = match &item.source {
+            Source::Table(t, Access::Full) => (format!("Seq Scan on {}", t.name), None),
+            Source::Table(t, Access::Key(k)) => {
+                let using = match &k.index {
+                    Some(ix) => ix.name.clone(),
+                    None => "primary key".into(),
+                };
+                let tuple = |p: &[Expr]| format!("({})", keys(p).join(", "));
+                let alternatives = || {
+                    if k.prefixes.iter().all(|p| p.len() == 1) {
+                        format!(
+                            "any of ({})",
+                            k.prefixes
+                                .iter()
+                                .map(|p| keys(p).join(""))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    } else {
+                        format!(
+                            "any of ({})",
+                            k.prefixes.iter().map(|p| tuple(p)).collect::<Vec<_>>().join(", ")
+                        )
+                    }
+                };
+                let values =
+                    if k.prefixes.len() == 1 { tuple(&k.prefixes[0]) } else { alternatives() };
+                if k.is_points(t) {
+                    let what = if k.prefixes.len() == 1 { "Index Lookup" } else { "Index Lookups" };
+                    (format!("{what} on {} using {using}", t.name), Some(values))
+                } else {
+                    let scan = if k.index.is_none() { "Index Range Scan" } else { "Index Scan" };
+                    let mut parts = vec![];
+                    if k.index.is_none() {
+                        parts.push(format!("prefix {values}"));
+                    } else {
+                        parts.push(values);
+                    }
+                    if let Some((e, inclusive)) = &k.lower {
+                        parts.push(format!(
+                            "from {e}{}",
+                            if *inclusive { " inclusive" } else { "" }
+                        ));
+                    }
+                    if let Some((e, inclusive)) = &k.upper {
+                        parts.push(format!("to {e}{}", if *inclusive { " inclusive" } else { "" }));
+                    }
+                    (format!("{scan} on {} using {using}", t.name), Some(parts.join(" ")))
+                }
             }
-            Source::Table(t, Access::Point(_)) => {
-                format!("Index Lookup on {} using primary key", t.name)
-            }
-            Source::Table(t, Access::Range { .. }) => {
-                format!("Index Range Scan on {} using primary key", t.name)
-            }
-            Source::Table(t, Access::Index(ix, _)) => {
-                format!("Index Scan on {} using {}", t.name, ix.name)
-            }
-            Source::Series(..) => "Function Scan on generate_series".into(),
-            Source::Rows(_) => format!("Scan of {}", item.label),
-            Source::Values(_) => "Values Scan".into(),
-            Source::Derived(_) => format!("Subquery Scan on {}", item.label),
-            Source::SetOp(..) => format!("{} of two queries", item.label),
+            Source::Series(..) => ("Function Scan on generate_series".into(), None),
+            Source::Rows(_) => (format!("Scan of {}", item.label), None),
+            Source::Values(_) => ("Values Scan".into(), None),
+            Source::Derived(_) => (format!("Subquery Scan on {}", item.label), None),
+            Source::SetOp(..) => (format!("{} of two queries", item.label), None),
         };
         lines.push(format!("{pad}{join}{access}"));
-        let keys = |exprs: &[Expr]| exprs.iter().map(|e| e.to_string()).collect::<Vec<_>>();
-        let key = match &item.source {
-            Source::Table(_, Access::Point(k)) => Some(format!("({})", keys(k).join(", "))),
-            Source::Table(_, Access::Points(k)) => Some(format!("any of ({})", keys(k).join(", "))),
-            Source::Table(_, Access::Index(_, k)) => Some(format!("({})", keys(k).join(", "))),
-            Source::Table(_, Access::Range { prefix, lower, upper }) => {
-                let mut parts = vec![format!("prefix ({})", keys(prefix).join(", "))];
-                if let Some((e, inclusive)) = lower {
-                    parts.push(format!("from {e}{}", if *inclusive { " inclusive" } else { "" }));
-                }
-                if let Some((e, inclusive)) = upper {
-                    parts.push(format!("to {e}{}", if *inclusive { " inclusive" } else { "" }));
-                }
-                Some(parts.join(" "))
-            }
-            _ => None,
-        };
         if let Some(key) = key {
             lines.push(format!("{pad}  Key: {key}"));
         }

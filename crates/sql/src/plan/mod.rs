@@ -18,21 +18,42 @@ use crate::types::{Columns, DataType, Row, Value};
 pub enum Access {
     /// Every row.
     Full,
-    /// The row with this primary key.
-    Point(Vec<Expr>),
-    /// The rows with these values of a one-column primary key (`k IN (…)`).
-    Points(Vec<Expr>),
-    /// Rows whose primary key starts with `prefix` and whose next key column is in bounds.
-    Range {
-        /// Equalities on leading key columns.
-        prefix: Vec<Expr>,
-        /// Lower bound on the next key column (value, inclusive).
-        lower: Option<(Expr, bool)>,
-        /// Upper bound on the next key column (value, inclusive).
-        upper: Option<(Expr, bool)>,
-    },
-    /// Rows whose index entry starts with these values.
-    Index(Index, Vec<Expr>),
+    /// Through a key: the primary key or a secondary index.
+    Key(KeyAccess),
+}
+
+/// A key access: the entries whose leading key columns equal one of `prefixes` (all of one
+/// length), and whose next key column is within the bounds. A prefix as long as the
+/// primary key, with no bounds, is a point lookup.
+#[derive(Debug, Clone)]
+pub struct KeyAccess {
+    /// The secondary index, or `None` for the primary key.
+    pub index: Option<Index>,
+    /// Values of the leading key columns, one list per alternative (`k IN (…)`, row-value
+    /// IN lists); at least one.
+    pub prefixes: Vec<Vec<Expr>>,
+    /// Lower bound on the next key column (value, inclusive).
+    pub lower: Option<(Expr, bool)>,
+    /// Upper bound on the next key column (value, inclusive).
+    pub upper: Option<(Expr, bool)>,
+}
+
+impl KeyAccess {
+    /// The key columns (table positions) this access reads through.
+    pub fn columns<'a>(&'a self, table: &'a Table) -> &'a [usize] {
+        match &self.index {
+            Some(ix) => &ix.columns,
+            None => &table.primary_key,
+        }
+    }
+
+    /// Whether every alternative names one primary key (a point lookup each).
+    pub fn is_points(&self, table: &Table) -> bool {
+        self.index.is_none()
+            && self.lower.is_none()
+            && self.upper.is_none()
+            && self.prefixes.first().is_some_and(|p| p.len() == table.primary_key.len())
+    }
 }
 
 /// Where a FROM item's rows come from.
@@ -167,18 +188,22 @@ impl SelectPlan {
                     t,
                     match access {
                         Access::Full => Access::Full,
-                        Access::Point(k) => Access::Point(all(k, f)?),
-                        Access::Points(k) => Access::Points(all(k, f)?),
-                        Access::Range { prefix, lower, upper } => Access::Range {
-                            prefix: all(prefix, f)?,
-                            lower: lower
+                        Access::Key(k) => Access::Key(KeyAccess {
+                            index: k.index,
+                            prefixes: k
+                                .prefixes
+                                .into_iter()
+                                .map(|p| all(p, f))
+                                .collect::<Result<Vec<_>>>()?,
+                            lower: k
+                                .lower
                                 .map(|(e, inc)| Ok::<_, SqlError>((f(e)?, inc)))
                                 .transpose()?,
-                            upper: upper
+                            upper: k
+                                .upper
                                 .map(|(e, inc)| Ok::<_, SqlError>((f(e)?, inc)))
                                 .transpose()?,
-                        },
-                        Access::Index(ix, k) => Access::Index(ix, all(k, f)?),
+                        }),
                     },
                 ),
                 Source::Series(a, b, step) => {
