@@ -49,7 +49,7 @@ pub fn choose_access(item: &mut FromItem) {
         }
     }
     if let Some((_, _, key)) = best {
-        *access = Access::Key(key);
+        *access = Access::Key(Box::new(key));
     }
 }
 

@@ -19,7 +19,7 @@ pub enum Access {
     /// Every row.
     Full,
     /// Through a key: the primary key or a secondary index.
-    Key(KeyAccess),
+    Key(Box<KeyAccess>),
 }
 
 /// A key access: the entries whose leading key columns equal one of `prefixes` (all of one
@@ -188,7 +188,7 @@ impl SelectPlan {
                     t,
                     match access {
                         Access::Full => Access::Full,
-                        Access::Key(k) => Access::Key(KeyAccess {
+                        Access::Key(k) => Access::Key(Box::new(KeyAccess {
                             index: k.index,
                             prefixes: k
                                 .prefixes
@@ -203,7 +203,7 @@ impl SelectPlan {
                                 .upper
                                 .map(|(e, inc)| Ok::<_, SqlError>((f(e)?, inc)))
                                 .transpose()?,
-                        }),
+                        })),
                     },
                 ),
                 Source::Series(a, b, step) => {
