@@ -58,7 +58,7 @@ impl<'a> Planner<'a> {
                 match op {
                     ast::UnaryOperator::Not => {
                         let (x, _) = self.coerce(x, ty, DataType::Bool)?;
-                        (Expr::Not(Box::new(x)), DataType::Bool)
+                        (fold_constant_logic(Expr::Not(Box::new(x)), self.env)?, DataType::Bool)
                     }
                     ast::UnaryOperator::Minus => match x {
                         Expr::Const(Value::Int(i))
@@ -92,7 +92,8 @@ impl<'a> Planner<'a> {
             E::BinaryOp { left, op, right } => self.binary(left, op, right, scope, aggs)?,
             E::IsNull(x) | E::IsNotNull(x) => {
                 let (x, _) = self.expr(x, scope, aggs)?;
-                (Expr::IsNull(Box::new(x), matches!(e, E::IsNotNull(_))), DataType::Bool)
+                let e = Expr::IsNull(Box::new(x), matches!(e, E::IsNotNull(_)));
+                (fold_constant_logic(e, self.env)?, DataType::Bool)
             }
             E::IsTrue(x) | E::IsNotTrue(x) | E::IsFalse(x) | E::IsNotFalse(x) => {
                 let (x, _) = self.expr(x, scope, aggs)?;
@@ -109,14 +110,12 @@ impl<'a> Planner<'a> {
             }
             E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
                 let (a, b) = self.comparable(a, b, scope, aggs)?;
-                (
-                    Expr::IsDistinct(
-                        Box::new(a),
-                        Box::new(b),
-                        matches!(e, E::IsNotDistinctFrom(..)),
-                    ),
-                    DataType::Bool,
-                )
+                let e = Expr::IsDistinct(
+                    Box::new(a),
+                    Box::new(b),
+                    matches!(e, E::IsNotDistinctFrom(..)),
+                );
+                (fold_constant_logic(e, self.env)?, DataType::Bool)
             }
             E::InList { expr, list, negated } if matches!(expr.as_ref(), E::Tuple(_)) => {
                 // (a, b) IN ((1, 2), (3, 4)) is (a = 1 AND b = 2) OR (a = 3 AND b = 4).
@@ -202,11 +201,20 @@ impl<'a> Planner<'a> {
             E::Between { expr, negated, low, high } => {
                 let (x1, l) = self.comparable(expr, low, scope, aggs)?;
                 let (x2, h) = self.comparable(expr, high, scope, aggs)?;
+                let env = self.env;
                 let both = Expr::And(
-                    Box::new(Expr::Binary(BinOp::GtEq, Box::new(x1), Box::new(l))),
-                    Box::new(Expr::Binary(BinOp::LtEq, Box::new(x2), Box::new(h))),
+                    Box::new(fold_constant_logic(
+                        Expr::Binary(BinOp::GtEq, Box::new(x1), Box::new(l)),
+                        env,
+                    )?),
+                    Box::new(fold_constant_logic(
+                        Expr::Binary(BinOp::LtEq, Box::new(x2), Box::new(h)),
+                        env,
+                    )?),
                 );
-                (if *negated { Expr::Not(Box::new(both)) } else { both }, DataType::Bool)
+                let both = fold_constant_logic(both, env)?;
+                let e = if *negated { Expr::Not(Box::new(both)) } else { both };
+                (fold_constant_logic(e, self.env)?, DataType::Bool)
             }
             E::Like { negated, expr, pattern, escape_char, any: false }
             | E::ILike { negated, expr, pattern, escape_char, any: false } => {
@@ -251,11 +259,31 @@ impl<'a> Planner<'a> {
                 for (w, (t, tty)) in whens {
                     unified.push((w, self.unify(t, tty, ty)?));
                 }
-                let otherwise = match otherwise {
+                let mut otherwise = match otherwise {
                     Some((x, xty)) => Some(Box::new(self.unify(x, xty, ty)?)),
                     None => None,
                 };
-                (Expr::Case { operand, whens: unified, otherwise }, ty)
+                if operand.is_none() {
+                    // As PostgreSQL folds it: an arm whose condition is constantly false or
+                    // NULL can never be taken, and one constantly true ends the CASE.
+                    let mut kept = Vec::with_capacity(unified.len());
+                    for (w, t) in unified {
+                        match w {
+                            Expr::Const(Value::Bool(false) | Value::Null) => {}
+                            Expr::Const(Value::Bool(true)) => {
+                                otherwise = Some(Box::new(t));
+                                break;
+                            }
+                            w => kept.push((w, t)),
+                        }
+                    }
+                    unified = kept;
+                }
+                if unified.is_empty() {
+                    (otherwise.map_or(Expr::Const(Value::Null), |e| *e), ty)
+                } else {
+                    (Expr::Case { operand, whens: unified, otherwise }, ty)
+                }
             }
             E::Cast { expr, data_type: dt, .. } => {
                 let ty = data_type(dt)?;
@@ -402,12 +430,25 @@ impl<'a> Planner<'a> {
                 }
                 operands.push(rest);
                 operands.reverse();
+                let and = *op == O::And;
                 let mut bound = Vec::with_capacity(operands.len());
                 for operand in operands {
                     let (x, ty) = self.expr(operand, scope, aggs)?;
-                    bound.push(self.coerce(x, ty, DataType::Bool)?.0);
+                    let x = self.coerce(x, ty, DataType::Bool)?.0;
+                    // Folded as PostgreSQL does: a constant that decides the result (false
+                    // under AND, true under OR) is the result; one that cannot is dropped.
+                    match x {
+                        Expr::Const(Value::Bool(b)) if b != and => {
+                            return Ok((Expr::Const(Value::Bool(b)), DataType::Bool))
+                        }
+                        Expr::Const(Value::Bool(_)) => {}
+                        x => bound.push(x),
+                    }
                 }
-                return Ok((balanced(*op == O::And, bound), DataType::Bool));
+                if bound.is_empty() {
+                    return Ok((Expr::Const(Value::Bool(and)), DataType::Bool));
+                }
+                return Ok((balanced(and, bound), DataType::Bool));
             }
             O::Plus => BinOp::Add,
             O::Minus => BinOp::Sub,
@@ -488,4 +529,31 @@ impl<'a> Planner<'a> {
         }
         Ok((e, ty))
     }
+}
+
+/// Evaluates a logical node (AND, OR, NOT, IS [NOT] DISTINCT FROM, IS [NOT] NULL, a
+/// comparison) whose operands are all constants, as PostgreSQL folds them while planning; returns any other
+/// expression unchanged.
+pub(crate) fn fold_constant_logic(e: Expr, env: &dyn crate::expr::Env) -> Result<Expr> {
+    let foldable = matches!(
+        e,
+        Expr::And(..)
+            | Expr::Or(..)
+            | Expr::Not(_)
+            | Expr::IsDistinct(..)
+            | Expr::IsNull(..)
+            | Expr::Binary(
+                BinOp::Eq | BinOp::NotEq | BinOp::Lt | BinOp::LtEq | BinOp::Gt | BinOp::GtEq,
+                ..
+            )
+    );
+    if !foldable {
+        return Ok(e);
+    }
+    let mut all_constant = true;
+    e.for_each_child(&mut |c| all_constant &= matches!(c, Expr::Const(_)));
+    if !all_constant {
+        return Ok(e);
+    }
+    Ok(Expr::Const(e.eval(&[], &crate::expr::Ctx::new(&[], env))?))
 }

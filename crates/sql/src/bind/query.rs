@@ -507,6 +507,7 @@ impl<'a> Planner<'a> {
             limit: None,
             offset: None,
             lock: q.is_some_and(|q| !q.locks.is_empty()),
+            key_order: None,
         };
         if matches!(s.distinct, Some(ast::Distinct::On(_))) {
             return Err(SqlError::unsupported("DISTINCT ON"));
@@ -540,6 +541,7 @@ impl<'a> Planner<'a> {
         if plan.lock && !matches!(plan.from.first().map(|f| &f.source), Some(Source::Table(..))) {
             return Err(SqlError::unsupported("FOR UPDATE without a table"));
         }
+        key_order(&mut plan);
         Ok(plan)
     }
 

@@ -186,17 +186,14 @@ pub fn table_rows(
     }
 }
 
-/// The rows of a key access, in key order per alternative.
-fn key_rows(
-    table: &Table,
-    key: &KeyAccess,
-    txn: &TxnCell,
-    outer: &[Value],
-    ctx: &Ctx,
-    limits: &ExecLimits,
-) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
-    let ks = table.keyspace();
-    let width = table.columns.len();
+/// Where a key access reads: one key, or a range of keys.
+enum KeyRange {
+    Point(Vec<u8>),
+    Range(Bound<Vec<u8>>, Bound<Vec<u8>>),
+}
+
+/// The keys and ranges of a key access, in key order, with its values evaluated.
+fn key_ranges(table: &Table, key: &KeyAccess, outer: &[Value], ctx: &Ctx) -> Result<Vec<KeyRange>> {
     let columns = key.columns(table);
     // Each alternative's encoded prefix; one that no key can equal (a NULL) is dropped.
     let mut prefixes = Vec::with_capacity(key.prefixes.len());
@@ -212,6 +209,9 @@ fn key_rows(
     }
     prefixes.sort();
     prefixes.dedup();
+    if key.is_points(table) {
+        return Ok(prefixes.into_iter().map(KeyRange::Point).collect());
+    }
     let bound = |b: &Option<(Expr, bool)>| -> Result<Option<Option<(Value, bool)>>> {
         let Some((e, inclusive)) = b else { return Ok(Some(None)) };
         let ty = table.columns[columns[key.prefixes[0].len()]].ty;
@@ -220,15 +220,8 @@ fn key_rows(
     let (Some(lower), Some(upper)) = (bound(&key.lower)?, bound(&key.upper)?) else {
         return Ok(vec![]); // a NULL bound: no key is in range
     };
-    let mut out = Vec::new();
+    let mut ranges = Vec::with_capacity(prefixes.len());
     for prefix in prefixes {
-        limits.check()?;
-        if key.is_points(table) {
-            if let Some(v) = txn.borrow_mut().get(&ks, &prefix)? {
-                out.push((prefix, decode_row(&v, width)?));
-            }
-            continue;
-        }
         let mut start = Bound::Included(prefix.clone());
         let mut end = match prefix_end(&prefix) {
             Some(e) if !prefix.is_empty() => Bound::Excluded(e),
@@ -258,13 +251,37 @@ fn key_rows(
                 Bound::Excluded(k)
             };
         }
-        match &key.index {
-            None => {
+        ranges.push(KeyRange::Range(start, end));
+    }
+    Ok(ranges)
+}
+
+/// The rows of a key access, in key order.
+fn key_rows(
+    table: &Table,
+    key: &KeyAccess,
+    txn: &TxnCell,
+    outer: &[Value],
+    ctx: &Ctx,
+    limits: &ExecLimits,
+) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
+    let ks = table.keyspace();
+    let width = table.columns.len();
+    let mut out = Vec::new();
+    for range in key_ranges(table, key, outer, ctx)? {
+        limits.check()?;
+        match (range, &key.index) {
+            (KeyRange::Point(k), _) => {
+                if let Some(v) = txn.borrow_mut().get(&ks, &k)? {
+                    out.push((k, decode_row(&v, width)?));
+                }
+            }
+            (KeyRange::Range(start, end), None) => {
                 for (k, v) in scan_chunked(txn, &ks, as_ref(&start), as_ref(&end), limits)? {
                     out.push((k, decode_row(&v, width)?));
                 }
             }
-            Some(index) => {
+            (KeyRange::Range(start, end), Some(index)) => {
                 let entries =
                     scan_chunked(txn, &index.keyspace(), as_ref(&start), as_ref(&end), limits)?;
                 for (entry, pk) in entries {
@@ -279,6 +296,64 @@ fn key_rows(
         }
         if out.len() > limits.rows_max {
             return Err(too_many_rows(limits));
+        }
+    }
+    Ok(out)
+}
+
+/// The first `wanted` rows, in primary key order (descending when `reverse`), of a key
+/// access with one alternative, that pass `filters`: reads batches from the engine and stops
+/// as soon as it has them (`ORDER BY key LIMIT n`).
+#[allow(clippy::too_many_arguments)]
+fn ordered_key_rows(
+    table: &Table,
+    key: &KeyAccess,
+    reverse: bool,
+    wanted: usize,
+    filters: &[Expr],
+    txn: &TxnCell,
+    ctx: &Ctx,
+    limits: &ExecLimits,
+) -> Result<Vec<Row>> {
+    let ks = table.keyspace();
+    let width = table.columns.len();
+    let mut out = Vec::new();
+    for range in key_ranges(table, key, &[], ctx)? {
+        let (mut start, mut end) = match range {
+            KeyRange::Point(k) => (Bound::Included(k.clone()), Bound::Included(k)),
+            KeyRange::Range(start, end) => (start, end),
+        };
+        // Small batches first: most such queries want a row or a few.
+        let mut batch_rows = (wanted + 1).clamp(2, SCAN_BATCH_ROWS);
+        loop {
+            limits.check()?;
+            let mut scan = Scan::bounds(as_ref(&start), as_ref(&end)).limit(batch_rows);
+            if reverse {
+                scan = scan.reverse();
+            }
+            let batch = txn.borrow_mut().scan(&ks, scan)?;
+            let full = batch.len() == batch_rows;
+            let last = batch.last().map(|(k, _)| k.clone());
+            for (_, v) in batch {
+                let row = decode_row(&v, width)?;
+                if passes(filters, &row, ctx)? {
+                    out.push(row);
+                    if out.len() >= wanted {
+                        return Ok(out);
+                    }
+                }
+            }
+            match last {
+                Some(k) if full => {
+                    if reverse {
+                        end = Bound::Excluded(k);
+                    } else {
+                        start = Bound::Excluded(k);
+                    }
+                }
+                _ => break,
+            }
+            batch_rows = (batch_rows * 4).min(SCAN_BATCH_ROWS);
         }
     }
     Ok(out)
@@ -462,6 +537,26 @@ pub fn execute_select(
 ) -> Result<Vec<Vec<Value>>> {
     if offset_limit(plan, ctx)?.1 == Some(0) {
         return Ok(Vec::new()); // LIMIT 0 reads nothing and evaluates nothing, as in PostgreSQL
+    }
+    let keyed = match (plan.key_order, plan.from.as_slice()) {
+        (Some(reverse), [item]) => match &item.source {
+            Source::Table(table, Access::Key(key)) => Some((reverse, item, table, key)),
+            _ => None,
+        },
+        _ => None,
+    };
+    if let Some((reverse, item, table, key)) = keyed {
+        if let (offset, Some(limit)) = offset_limit(plan, ctx)? {
+            for c in &plan.constant_filters {
+                if !c.eval_bool(&[], ctx)? {
+                    return Ok(Vec::new());
+                }
+            }
+            let wanted = offset.saturating_add(limit);
+            let rows =
+                ordered_key_rows(table, key, reverse, wanted, &item.filters, txn, ctx, limits)?;
+            return finish_select(plan, rows, ctx, limits);
+        }
     }
     let joined = execute_from(plan, txn, ctx, limits)?;
     finish_select(plan, joined.into_iter().map(|(_, r)| r).collect(), ctx, limits)

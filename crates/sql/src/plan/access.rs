@@ -53,6 +53,72 @@ pub fn choose_access(item: &mut FromItem) {
     }
 }
 
+/// Sets `plan.key_order` when the plan's only FROM item can produce its rows in ORDER BY's
+/// order by reading its primary key forward or backward: the ORDER BY columns are the key
+/// columns after those its access fixes (fixed ones may appear anywhere), all ascending or
+/// all descending. Then `ORDER BY key LIMIT n` reads n rows that pass, not the whole range.
+/// A full scan becomes a scan of the whole key for this.
+pub fn key_order(plan: &mut SelectPlan) {
+    if plan.order.is_empty()
+        || plan.limit.is_none()
+        || plan.from.len() != 1
+        || plan.grouping.is_some()
+        || plan.having.is_some()
+        || plan.distinct
+        || plan.lock
+        || plan.from[0].offset != 0
+    {
+        return;
+    }
+    let Source::Table(table, access) = &mut plan.from[0].source else { return };
+    let pk = &table.primary_key;
+    let fixed = match access {
+        Access::Full => 0,
+        Access::Key(k) if k.index.is_none() && k.prefixes.len() == 1 => k.prefixes[0].len(),
+        Access::Key(_) => return,
+    };
+    // Key order is ORDER BY's order only for types whose key encoding sorts as their values
+    // do, and only without NULLs (primary key columns have none).
+    let orderable = |c: usize| {
+        let col = &table.columns[c];
+        !col.nullable
+            && (col.ty.is_integer()
+                || col.ty.is_string()
+                || matches!(col.ty, DataType::Date | DataType::Timestamp | DataType::TimestampTz))
+    };
+    if fixed >= pk.len() || !pk.iter().all(|&c| orderable(c)) {
+        return; // one row at most, or not in value order
+    }
+    // The direction of the first sort key that is not fixed (a fixed column is constant, so
+    // its direction does not matter).
+    let mut descending = None;
+    let mut next = fixed;
+    for &(pos, desc, _) in &plan.order {
+        if next == pk.len() {
+            break; // the key is unique: later sort keys cannot reorder anything
+        }
+        let Some(Expr::Column(c)) = plan.projection.get(pos) else { return };
+        if *c == pk[next] {
+            if *descending.get_or_insert(desc) != desc {
+                return;
+            }
+            next += 1;
+        } else if !pk[..fixed].contains(c) {
+            return;
+        }
+    }
+    let Some(descending) = descending else { return }; // ORDER BY fixed columns only
+    if matches!(access, Access::Full) {
+        *access = Access::Key(Box::new(KeyAccess {
+            index: None,
+            prefixes: vec![vec![]],
+            lower: None,
+            upper: None,
+        }));
+    }
+    plan.key_order = Some(descending);
+}
+
 /// Matches one FROM item's conditions against keys.
 struct KeyMatcher<'a> {
     table: &'a Table,

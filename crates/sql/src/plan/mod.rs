@@ -149,6 +149,9 @@ pub struct SelectPlan {
     pub offset: Option<Expr>,
     /// FOR UPDATE / FOR SHARE: lock the rows of the first table.
     pub lock: bool,
+    /// Set when the only FROM item reads its primary key in ORDER BY's order (descending
+    /// when true), so LIMIT can stop the scan once enough rows passed (`access::key_order`).
+    pub key_order: Option<bool>,
 }
 
 impl SelectPlan {
@@ -168,6 +171,7 @@ impl SelectPlan {
             limit: None,
             offset: None,
             lock: false,
+            key_order: None,
         }
     }
 }
