@@ -546,13 +546,18 @@ pub fn execute_select(
         _ => None,
     };
     if let Some((reverse, item, table, key)) = keyed {
-        if let (offset, Some(limit)) = offset_limit(plan, ctx)? {
+        // min/max: the first row that passes; ORDER BY … LIMIT: OFFSET + LIMIT rows.
+        let wanted = match (&plan.grouping, offset_limit(plan, ctx)?) {
+            (Some(_), _) => Some(1),
+            (None, (offset, Some(limit))) => Some(offset.saturating_add(limit)),
+            (None, (_, None)) => None,
+        };
+        if let Some(wanted) = wanted {
             for c in &plan.constant_filters {
                 if !c.eval_bool(&[], ctx)? {
                     return Ok(Vec::new());
                 }
             }
-            let wanted = offset.saturating_add(limit);
             let rows =
                 ordered_key_rows(table, key, reverse, wanted, &item.filters, txn, ctx, limits)?;
             return finish_select(plan, rows, ctx, limits);

@@ -53,23 +53,39 @@ pub fn choose_access(item: &mut FromItem) {
     }
 }
 
-/// Sets `plan.key_order` when the plan's only FROM item can produce its rows in ORDER BY's
-/// order by reading its primary key forward or backward: the ORDER BY columns are the key
-/// columns after those its access fixes (fixed ones may appear anywhere), all ascending or
-/// all descending. Then `ORDER BY key LIMIT n` reads n rows that pass, not the whole range.
+/// Sets `plan.key_order` when the plan's only FROM item can produce its rows in the order
+/// the query needs by reading its primary key forward or backward, so that the executor
+/// reads only as many rows as it needs:
+/// - `ORDER BY … LIMIT n`: the sort keys are the key columns after those the access fixes
+///   (fixed ones may appear anywhere), all ascending or all descending;
+/// - `min(col)` / `max(col)` alone, without GROUP BY: `col` is the key column after the
+///   fixed ones, and the first row that passes is the answer.
+///
 /// A full scan becomes a scan of the whole key for this.
 pub fn key_order(plan: &mut SelectPlan) {
-    if plan.order.is_empty()
-        || plan.limit.is_none()
-        || plan.from.len() != 1
-        || plan.grouping.is_some()
-        || plan.having.is_some()
-        || plan.distinct
-        || plan.lock
-        || plan.from[0].offset != 0
-    {
+    if plan.from.len() != 1 || plan.distinct || plan.lock || plan.from[0].offset != 0 {
         return;
     }
+    // The order wanted, as (column, descending) sort keys.
+    let wanted: Vec<(usize, bool)> = match &plan.grouping {
+        Some(g) => match (g.keys.is_empty(), g.aggs.as_slice()) {
+            (true, [(f @ (AggFunc::Min | AggFunc::Max), _, Some(Expr::Column(c)), _)]) => {
+                vec![(*c, *f == AggFunc::Max)]
+            }
+            _ => return,
+        },
+        None => {
+            if plan.order.is_empty() || plan.limit.is_none() {
+                return;
+            }
+            let mut keys = Vec::with_capacity(plan.order.len());
+            for &(pos, desc, _) in &plan.order {
+                let Some(Expr::Column(c)) = plan.projection.get(pos) else { return };
+                keys.push((*c, desc));
+            }
+            keys
+        }
+    };
     let Source::Table(table, access) = &mut plan.from[0].source else { return };
     let pk = &table.primary_key;
     let fixed = match access {
@@ -93,17 +109,16 @@ pub fn key_order(plan: &mut SelectPlan) {
     // its direction does not matter).
     let mut descending = None;
     let mut next = fixed;
-    for &(pos, desc, _) in &plan.order {
+    for &(c, desc) in &wanted {
         if next == pk.len() {
             break; // the key is unique: later sort keys cannot reorder anything
         }
-        let Some(Expr::Column(c)) = plan.projection.get(pos) else { return };
-        if *c == pk[next] {
+        if c == pk[next] {
             if *descending.get_or_insert(desc) != desc {
                 return;
             }
             next += 1;
-        } else if !pk[..fixed].contains(c) {
+        } else if !pk[..fixed].contains(&c) {
             return;
         }
     }
