@@ -38,6 +38,9 @@ pub enum Returns {
     FirstArg(DataType),
     /// The common type of all arguments.
     Common,
+    /// numeric when an argument is numeric, else double precision (PostgreSQL's
+    /// `power(numeric, numeric)` and `power(float8, float8)`).
+    NumericOrFloat,
 }
 
 /// One function.
@@ -77,6 +80,13 @@ impl FuncDef {
                 Some(t) => *t,
             },
             Returns::Common => types.iter().fold(DataType::Unknown, |a, b| DataType::common(a, *b)),
+            Returns::NumericOrFloat => {
+                if types.iter().any(|t| matches!(t, DataType::Numeric(_))) {
+                    DataType::Numeric(None)
+                } else {
+                    DataType::Float8
+                }
+            }
         }
     }
 }
@@ -97,7 +107,7 @@ const fn f(
 
 use Arg as A;
 use DataType as T;
-use Returns::{Common, FirstArg, Type};
+use Returns::{Common, FirstArg, NumericOrFloat, Type};
 
 const STRICT: bool = true;
 const LENIENT: bool = false;
@@ -120,6 +130,7 @@ pub static FUNCTIONS: &[FuncDef] = &[
         IMMUTABLE,
     ),
     f(&["abs"], Func::Abs, 1, 1, &[A::Numeric], FirstArg(T::Numeric(None)), STRICT, IMMUTABLE),
+    f(&["power", "pow"], Func::Power, 2, 2, &[A::Any], NumericOrFloat, STRICT, IMMUTABLE),
     // COALESCE is lazy: evaluation stops at the first non-null argument.
     f(&["coalesce"], Func::Coalesce, 1, MANY, &[A::Result], Common, LENIENT, IMMUTABLE),
     f(&["nullif"], Func::Nullif, 2, 2, &[A::Result], Common, LENIENT, IMMUTABLE),

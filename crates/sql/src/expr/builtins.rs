@@ -94,6 +94,7 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             Value::Numeric(d) => Value::Numeric(d.abs()),
             v => return Err(type_error("abs", &v)),
         },
+        Func::Power => power(numeric_operand(arg(0))?, numeric_operand(arg(1))?)?,
         Func::Coalesce => unreachable!("coalesce is evaluated lazily"),
         Func::Nullif => {
             let (a, b) = (arg(0), arg(1));
@@ -301,4 +302,52 @@ pub fn assign(v: Value, ty: DataType) -> Result<Value> {
         }
         _ => v.cast(ty),
     }
+}
+
+/// power(x, y): numeric when either operand is numeric (and neither is a float), else
+/// double precision, with PostgreSQL's errors for the undefined cases.
+fn power(x: Value, y: Value) -> Result<Value> {
+    use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
+    use rust_decimal::MathematicalOps as _;
+    let undefined = |m: &str| SqlError::new("2201F", m.to_string());
+    let as_f64 = |v: &Value| match v {
+        Value::Int(i) => Ok(*i as f64),
+        Value::Float(f) => Ok(*f),
+        Value::Numeric(d) => d.to_f64().ok_or_else(|| overflow("numeric")),
+        v => Err(type_error("power", v)),
+    };
+    let numeric = matches!(
+        (&x, &y),
+        (Value::Numeric(_), Value::Numeric(_) | Value::Int(_)) | (Value::Int(_), Value::Numeric(_))
+    );
+    let (fx, fy) = (as_f64(&x)?, as_f64(&y)?);
+    if fx == 0.0 && fy < 0.0 {
+        return Err(undefined("zero raised to a negative power is undefined"));
+    }
+    if fx < 0.0 && fy.fract() != 0.0 {
+        return Err(undefined(
+            "a negative number raised to a non-integer power yields a complex result",
+        ));
+    }
+    if numeric {
+        let to_dec = |v: &Value| match v {
+            Value::Int(i) => rust_decimal::Decimal::from(*i),
+            Value::Numeric(d) => *d,
+            _ => unreachable!("checked above"),
+        };
+        let (dx, dy) = (to_dec(&x), to_dec(&y));
+        // Integer exponents are exact; others go through double precision (as precise as
+        // the operation's inputs usually are).
+        let exact =
+            if dy.fract().is_zero() { dy.to_i64().and_then(|n| dx.checked_powi(n)) } else { None };
+        return match exact.or_else(|| rust_decimal::Decimal::from_f64(fx.powf(fy))) {
+            Some(d) => Ok(Value::Numeric(d.normalize())),
+            None => Err(overflow("value")),
+        };
+    }
+    let r = fx.powf(fy);
+    if r.is_infinite() {
+        return Err(SqlError::new(code::NUMERIC_OUT_OF_RANGE, "value out of range: overflow"));
+    }
+    Ok(Value::Float(r))
 }

@@ -77,6 +77,8 @@ pub enum Func {
     Length,
     /// abs(x)
     Abs,
+    /// power(x, y)
+    Power,
     /// coalesce(...)
     Coalesce,
     /// nullif(a, b)
