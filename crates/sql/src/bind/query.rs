@@ -517,6 +517,7 @@ impl<'a> Planner<'a> {
             || having.as_ref().is_some_and(Expr::has_agg);
         if aggregating {
             let mut grouping = Grouping { keys: group_exprs, aggs: vec![] };
+            add_dependent_columns(&plan.from, &mut grouping.keys);
             let projection = std::mem::take(&mut plan.projection);
             plan.projection = projection
                 .into_iter()
@@ -619,5 +620,27 @@ impl<'a> Planner<'a> {
             }
         }
         Ok(())
+    }
+}
+
+/// PostgreSQL's functional dependency rule: grouping by a table's whole primary key makes
+/// every column of that table usable outside aggregates (its value is the same across the
+/// group). The columns are added as grouping keys, which cannot split any group.
+fn add_dependent_columns(from: &[FromItem], keys: &mut Vec<Expr>) {
+    for item in from {
+        let Source::Table(table, _) = &item.source else { continue };
+        if table.primary_key.is_empty() {
+            continue;
+        }
+        let grouped = |c: &usize| keys.contains(&Expr::Column(item.offset + c));
+        if !table.primary_key.iter().all(grouped) {
+            continue;
+        }
+        for c in 0..item.width {
+            let col = Expr::Column(item.offset + c);
+            if !keys.contains(&col) {
+                keys.push(col);
+            }
+        }
     }
 }
