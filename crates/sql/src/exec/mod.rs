@@ -3,6 +3,8 @@
 pub mod copy;
 pub mod ddl;
 pub mod init;
+pub mod join;
+pub mod scan;
 pub mod select;
 pub mod statement;
 pub mod write;
