@@ -1,6 +1,8 @@
 //! Step 4, FROM and WHERE: FROM items joined left to right, each row of an item filtered as
 //! soon as its conditions can be evaluated.
 
+use std::collections::HashMap;
+
 use crate::error::{code, Result, SqlError};
 use crate::expr::*;
 use crate::plan::*;
@@ -24,128 +26,280 @@ pub fn execute_from(
         }
     }
     let mut row = vec![Value::Null; plan.width];
-    join_level(plan, 0, &mut row, None, txn, ctx, limits, &mut out)?;
+    let mut join = Join { plan, txn, ctx, limits, inner: vec![None; plan.from.len()] };
+    join.level(0, &mut row, None, &mut out)?;
     Ok(out)
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn join_level(
-    plan: &SelectPlan,
-    level: usize,
-    row: &mut Vec<Value>,
-    first_key: Option<&[u8]>,
-    txn: &TxnCell,
-    ctx: &Ctx,
-    limits: &ExecLimits,
-    out: &mut Vec<KeyedRow>,
-) -> Result<()> {
-    let Some(item) = plan.from.get(level) else {
-        if out.len() >= limits.rows_max {
-            return Err(SqlError::new(
-                code::OUT_OF_MEMORY,
-                format!("the statement would hold more than {} rows in memory", limits.rows_max),
-            )
-            .hint("Add a WHERE clause or LIMIT, or raise the server's rows limit."));
+/// The rows of an inner FROM item that do not depend on the rows before it (a table read
+/// without a key from them, VALUES, a derived table), read once per execution instead of
+/// once per outer row, with a hash table on the columns its equality conditions compare
+/// with earlier items (a hash join) when it has such conditions.
+struct InnerRows {
+    rows: Vec<KeyedRow>,
+    /// The equality conditions used: (column of the item, expression over earlier items).
+    keys: Vec<(usize, Expr)>,
+    /// Row positions by the hash keys of those columns; `None` when the values are of a
+    /// kind that is not hashed (every row is then a candidate).
+    table: Option<HashMap<Vec<HashKey>, Vec<usize>>>,
+    /// Per key column, whether its values hashed as numbers (`Some(true)`) or text
+    /// (`Some(false)`); a probe of the other kind (a comparison across types) is not looked
+    /// up, every row is a candidate instead.
+    numeric: Vec<Option<bool>>,
+}
+
+/// A join value as hashed: equal SQL values always get equal keys (numbers of every type
+/// by their double-precision value, text without trailing blanks); unequal values may
+/// collide, since every candidate is checked against the conditions again.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum HashKey {
+    Number(u64),
+    Text(String),
+}
+
+fn hash_key(v: &Value) -> Option<HashKey> {
+    use rust_decimal::prelude::ToPrimitive;
+    let number = |f: f64| HashKey::Number(if f == 0.0 { 0.0f64 } else { f }.to_bits());
+    Some(match v {
+        Value::Int(i) => number(*i as f64),
+        Value::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => number((*f as i64) as f64),
+        Value::Float(f) => number(*f),
+        Value::Numeric(d) if d.fract().is_zero() => match d.to_i64() {
+            Some(i) => number(i as f64),
+            None => number(d.to_f64()?),
+        },
+        Value::Numeric(d) => number(d.to_f64()?),
+        Value::Text(t) => HashKey::Text(t.trim_end_matches(' ').to_string()),
+        _ => return None,
+    })
+}
+
+/// One execution of a FROM clause.
+struct Join<'a, 'c, 't> {
+    plan: &'a SelectPlan,
+    txn: &'a TxnCell<'t>,
+    ctx: &'a Ctx<'c>,
+    limits: &'a ExecLimits,
+    /// Per FROM item: its rows, once read (items after the first that do not depend on
+    /// earlier rows).
+    inner: Vec<Option<std::rc::Rc<InnerRows>>>,
+}
+
+impl Join<'_, '_, '_> {
+    /// Reads item `level` once, and hashes it on its equi-join columns.
+    fn read_inner(&self, level: usize, row: &[Value]) -> Result<InnerRows> {
+        let item = &self.plan.from[level];
+        let rows = self.candidates(item, row)?;
+        let keys = self.plan.hash_keys(level);
+        let mut table = (!keys.is_empty()).then(HashMap::new);
+        let mut numeric: Vec<Option<bool>> = vec![None; keys.len()];
+        if let Some(t) = &mut table {
+            'rows: for (i, (_, r)) in rows.iter().enumerate() {
+                if i % SCAN_BATCH_ROWS == 0 {
+                    self.limits.check()?;
+                }
+                let mut key = Vec::with_capacity(keys.len());
+                for (n, (col, _)) in keys.iter().enumerate() {
+                    match &r[*col] {
+                        Value::Null => continue 'rows, // equal to nothing
+                        v => match hash_key(v) {
+                            Some(k)
+                                if *numeric[n].get_or_insert(matches!(k, HashKey::Number(_)))
+                                    == matches!(k, HashKey::Number(_)) =>
+                            {
+                                key.push(k)
+                            }
+                            // Not hashable, or of mixed kinds: every row is a candidate.
+                            _ => {
+                                table = None;
+                                break 'rows;
+                            }
+                        },
+                    }
+                }
+                t.entry(key).or_insert_with(Vec::new).push(i);
+            }
         }
-        out.push((first_key.map(<[u8]>::to_vec), row.clone()));
-        return Ok(());
-    };
-    limits.check()?;
-    let candidates: Vec<KeyedRow> = match &item.source {
-        Source::Table(table, access) => table_rows(table, access, txn, row, ctx, limits)?
-            .into_iter()
-            .map(|(k, r)| (Some(k), r))
-            .collect(),
-        Source::Rows(rows) => rows.iter().map(|r| (None, r.clone())).collect(),
-        Source::Values(rows) => rows
-            .iter()
-            .map(|r| Ok((None, r.iter().map(|e| e.eval(row, ctx)).collect::<Result<Row>>()?)))
-            .collect::<Result<_>>()?,
-        // A derived table inside a correlated subquery (at the top level `exec::init` has
-        // already run it): it may use the enclosing row, so it runs here.
-        Source::Derived(sub) => {
-            execute_select(sub, txn, ctx, limits)?.into_iter().map(|r| (None, r)).collect()
-        }
-        Source::SetOp(left, right, kind, all) => {
-            let a = execute_select(left, txn, ctx, limits)?;
-            let b = execute_select(right, txn, ctx, limits)?;
-            set_operation(a, b, *kind, *all).into_iter().map(|r| (None, r)).collect()
-        }
-        Source::Series(start, stop, step) => {
-            let int = |e: &Expr| -> Result<i64> {
-                match e.eval(row, ctx)? {
-                    Value::Int(i) => Ok(i),
-                    Value::Null => Ok(i64::MIN),
-                    v => match v.cast(DataType::Int8)? {
+        Ok(InnerRows { rows, keys, table, numeric })
+    }
+
+    /// The rows of `item` for the current combination of earlier rows (`row`).
+    fn candidates(&self, item: &FromItem, row: &[Value]) -> Result<Vec<KeyedRow>> {
+        let (txn, ctx, limits) = (self.txn, self.ctx, self.limits);
+        Ok(match &item.source {
+            Source::Table(table, access) => table_rows(table, access, txn, row, ctx, limits)?
+                .into_iter()
+                .map(|(k, r)| (Some(k), r))
+                .collect(),
+            Source::Rows(rows) => rows.iter().map(|r| (None, r.clone())).collect(),
+            Source::Values(rows) => rows
+                .iter()
+                .map(|r| Ok((None, r.iter().map(|e| e.eval(row, ctx)).collect::<Result<Row>>()?)))
+                .collect::<Result<_>>()?,
+            // A derived table inside a correlated subquery (at the top level `exec::init` has
+            // already run it): it may use the enclosing row, so it runs here.
+            Source::Derived(sub) => {
+                execute_select(sub, txn, ctx, limits)?.into_iter().map(|r| (None, r)).collect()
+            }
+            Source::SetOp(left, right, kind, all) => {
+                let a = execute_select(left, txn, ctx, limits)?;
+                let b = execute_select(right, txn, ctx, limits)?;
+                set_operation(a, b, *kind, *all).into_iter().map(|r| (None, r)).collect()
+            }
+            Source::Series(start, stop, step) => {
+                let int = |e: &Expr| -> Result<i64> {
+                    match e.eval(row, ctx)? {
                         Value::Int(i) => Ok(i),
-                        _ => Ok(i64::MIN),
-                    },
+                        Value::Null => Ok(i64::MIN),
+                        v => match v.cast(DataType::Int8)? {
+                            Value::Int(i) => Ok(i),
+                            _ => Ok(i64::MIN),
+                        },
+                    }
+                };
+                let (a, b) = (int(start)?, int(stop)?);
+                let s = match step {
+                    Some(s) => int(s)?,
+                    None => 1,
+                };
+                if s == 0 {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        "step size cannot equal zero",
+                    ));
                 }
-            };
-            let (a, b) = (int(start)?, int(stop)?);
-            let s = match step {
-                Some(s) => int(s)?,
-                None => 1,
-            };
-            if s == 0 {
+                let mut v = Vec::new();
+                if a != i64::MIN && b != i64::MIN {
+                    let mut i = a;
+                    while (s > 0 && i <= b) || (s < 0 && i >= b) {
+                        if v.len().is_multiple_of(SCAN_BATCH_ROWS) {
+                            limits.check()?;
+                        }
+                        if v.len() >= limits.rows_max {
+                            return Err(SqlError::new(
+                                code::OUT_OF_MEMORY,
+                                "generate_series would produce too many rows",
+                            ));
+                        }
+                        v.push((None, vec![Value::Int(i)]));
+                        i = match i.checked_add(s) {
+                            Some(n) => n,
+                            None => break,
+                        };
+                    }
+                }
+                v
+            }
+        })
+    }
+
+    /// Joins item `level` (and, recursively, the ones after it) to the current row.
+    fn level(
+        &mut self,
+        level: usize,
+        row: &mut Vec<Value>,
+        first_key: Option<&[u8]>,
+        out: &mut Vec<KeyedRow>,
+    ) -> Result<()> {
+        let (plan, ctx, limits) = (self.plan, self.ctx, self.limits);
+        let Some(item) = plan.from.get(level) else {
+            if out.len() >= limits.rows_max {
                 return Err(SqlError::new(
-                    code::INVALID_PARAMETER_VALUE,
-                    "step size cannot equal zero",
-                ));
+                    code::OUT_OF_MEMORY,
+                    format!(
+                        "the statement would hold more than {} rows in memory",
+                        limits.rows_max
+                    ),
+                )
+                .hint("Add a WHERE clause or LIMIT, or raise the server's rows limit."));
             }
-            let mut v = Vec::new();
-            if a != i64::MIN && b != i64::MIN {
-                let mut i = a;
-                while (s > 0 && i <= b) || (s < 0 && i >= b) {
-                    if v.len().is_multiple_of(SCAN_BATCH_ROWS) {
-                        limits.check()?;
+            out.push((first_key.map(<[u8]>::to_vec), row.clone()));
+            return Ok(());
+        };
+        limits.check()?;
+        let owned: Vec<KeyedRow>;
+        let shared: std::rc::Rc<InnerRows>;
+        let candidates: Vec<&KeyedRow> = if self.plan.reads_once(level) {
+            shared = match &self.inner[level] {
+                Some(inner) => inner.clone(),
+                None => {
+                    let inner = std::rc::Rc::new(self.read_inner(level, row)?);
+                    self.inner[level] = Some(inner.clone());
+                    inner
+                }
+            };
+            match &shared.table {
+                Some(table) => {
+                    let mut key = Vec::with_capacity(shared.keys.len());
+                    let mut probe = true;
+                    for (n, (_, e)) in shared.keys.iter().enumerate() {
+                        match e.eval(row, ctx)? {
+                            Value::Null => {
+                                probe = false; // equal to nothing: no candidate
+                                key.clear();
+                                break;
+                            }
+                            v => match hash_key(&v) {
+                                Some(k)
+                                    if shared.numeric[n].is_none_or(|num| {
+                                        num == matches!(k, HashKey::Number(_))
+                                    }) =>
+                                {
+                                    key.push(k)
+                                }
+                                // Not hashable, or another kind than the column's values:
+                                // every row is a candidate.
+                                _ => break,
+                            },
+                        }
                     }
-                    if v.len() >= limits.rows_max {
-                        return Err(SqlError::new(
-                            code::OUT_OF_MEMORY,
-                            "generate_series would produce too many rows",
-                        ));
+                    if !probe {
+                        Vec::new()
+                    } else if key.len() == shared.keys.len() {
+                        table.get(&key).map_or_else(Vec::new, |ix| {
+                            ix.iter().map(|&i| &shared.rows[i]).collect()
+                        })
+                    } else {
+                        shared.rows.iter().collect()
                     }
-                    v.push((None, vec![Value::Int(i)]));
-                    i = match i.checked_add(s) {
-                        Some(n) => n,
-                        None => break,
-                    };
+                }
+                None => shared.rows.iter().collect(),
+            }
+        } else {
+            owned = self.candidates(item, row)?;
+            owned.iter().collect()
+        };
+        let mut matched = false;
+        for (key, cand) in candidates {
+            limits.check()?;
+            row[item.offset..item.offset + item.width].clone_from_slice(&cand[..item.width]);
+            let mut ok = true;
+            for c in &item.on {
+                if !c.eval_bool(row, ctx)? {
+                    ok = false;
+                    break;
                 }
             }
-            v
+            if !ok {
+                continue;
+            }
+            matched = true;
+            if !passes(&item.filters, row, ctx)? {
+                continue;
+            }
+            let fk = if level == 0 { key.as_deref() } else { first_key };
+            self.level(level + 1, row, fk, out)?;
         }
-    };
-    let mut matched = false;
-    for (key, cand) in candidates {
-        limits.check()?;
-        row[item.offset..item.offset + item.width].clone_from_slice(&cand[..item.width]);
-        let mut ok = true;
-        for c in &item.on {
-            if !c.eval_bool(row, ctx)? {
-                ok = false;
-                break;
+        if !matched && item.join == JoinKind::Left {
+            for v in &mut row[item.offset..item.offset + item.width] {
+                *v = Value::Null;
+            }
+            if passes(&item.filters, row, ctx)? {
+                self.level(level + 1, row, first_key, out)?;
             }
         }
-        if !ok {
-            continue;
-        }
-        matched = true;
-        if !passes(&item.filters, row, ctx)? {
-            continue;
-        }
-        let fk = if level == 0 { key.as_deref() } else { first_key };
-        join_level(plan, level + 1, row, fk, txn, ctx, limits, out)?;
+        Ok(())
     }
-    if !matched && item.join == JoinKind::Left {
-        for v in &mut row[item.offset..item.offset + item.width] {
-            *v = Value::Null;
-        }
-        if passes(&item.filters, row, ctx)? {
-            join_level(plan, level + 1, row, first_key, txn, ctx, limits, out)?;
-        }
-    }
-    Ok(())
 }
 
 pub(crate) fn passes(filters: &[Expr], row: &[Value], ctx: &Ctx) -> Result<bool> {

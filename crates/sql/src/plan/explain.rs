@@ -14,12 +14,13 @@ pub fn explain(plan: &SelectPlan) -> Vec<String> {
     }
     for (i, item) in plan.from.iter().enumerate() {
         let pad = "  ".repeat(i + 1);
-        let join = if i == 0 {
-            String::new()
-        } else if item.join == JoinKind::Left {
-            "Nested Loop Left Join → ".into()
-        } else {
-            "Nested Loop → ".into()
+        let hash_keys = if plan.reads_once(i) { plan.hash_keys(i) } else { vec![] };
+        let join = match (i, item.join == JoinKind::Left, hash_keys.is_empty()) {
+            (0, _, _) => "",
+            (_, false, true) => "Nested Loop → ",
+            (_, true, true) => "Nested Loop Left Join → ",
+            (_, false, false) => "Hash Join → ",
+            (_, true, false) => "Hash Left Join → ",
         };
         let keys = |exprs: &[Expr]| exprs.iter().map(|e| e.to_string()).collect::<Vec<_>>();
         let (access, key) = match &item.source {
@@ -81,6 +82,11 @@ pub fn explain(plan: &SelectPlan) -> Vec<String> {
         lines.push(format!("{pad}{join}{access}"));
         if let Some(key) = key {
             lines.push(format!("{pad}  Key: {key}"));
+        }
+        if !hash_keys.is_empty() {
+            let conds: Vec<String> =
+                hash_keys.iter().map(|(c, e)| format!("(#{} = {e})", item.offset + c)).collect();
+            lines.push(format!("{pad}  Hash Cond: {}", conds.join(" AND ")));
         }
         if !item.on.is_empty() {
             lines.push(format!("{pad}  Join Filter: {}", keys(&item.on).join(" AND ")));

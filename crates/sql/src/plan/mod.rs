@@ -258,5 +258,57 @@ impl SelectPlan {
     }
 }
 
+impl SelectPlan {
+    /// Whether FROM item `level` (after the first) gives the same rows for every combination
+    /// of earlier rows, so the executor reads it once per execution rather than once per
+    /// outer row.
+    pub fn reads_once(&self, level: usize) -> bool {
+        let Some(item) = self.from.get(level).filter(|_| level > 0) else { return false };
+        let reads_earlier = |e: &Expr| e.uses_columns_in(0..item.offset);
+        match &item.source {
+            Source::Table(_, Access::Full) | Source::Rows(_) | Source::Derived(_) => true,
+            Source::SetOp(..) => true,
+            Source::Values(rows) => !rows.iter().flatten().any(reads_earlier),
+            Source::Table(_, Access::Key(k)) => {
+                !k.prefixes.iter().flatten().any(reads_earlier)
+                    && !k.lower.iter().chain(&k.upper).any(|(e, _)| reads_earlier(e))
+            }
+            // generate_series(…) in FROM may use earlier items' columns (it is LATERAL).
+            Source::Series(..) => false,
+        }
+    }
+
+    /// For an item read once: its equality conditions with earlier items, as (its column,
+    /// the expression over earlier items), on which the executor hashes it (a hash join).
+    /// A left join uses only its ON conditions.
+    pub fn hash_keys(&self, level: usize) -> Vec<(usize, Expr)> {
+        let item = &self.from[level];
+        let conds: Vec<&Expr> = if item.join == JoinKind::Left {
+            item.on.iter().collect()
+        } else {
+            item.on.iter().chain(&item.filters).collect()
+        };
+        let (lo, hi) = (item.offset, item.offset + item.width);
+        let mut keys = Vec::new();
+        for c in conds {
+            let Expr::Binary(BinOp::Eq, a, b) = c else { continue };
+            for (x, y) in [(a, b), (b, a)] {
+                let Expr::Column(col) = x.as_ref() else { continue };
+                let mut subquery = false;
+                y.walk(&mut |n| subquery |= matches!(n, Expr::Subquery(..)));
+                if (lo..hi).contains(col)
+                    && !y.uses_columns_from(lo)
+                    && y.uses_columns_in(0..lo)
+                    && !subquery
+                {
+                    keys.push((col - lo, (**y).clone()));
+                    break;
+                }
+            }
+        }
+        keys
+    }
+}
+
 /// A computed table: its columns and rows.
 pub type Relation = (Columns, Vec<Row>);
