@@ -22,8 +22,9 @@
 //! 3. **Plan** ([`plan`]). The WHERE conjuncts choose the access path (`plan::access`: here
 //!    a point lookup on the primary key); `EXPLAIN` prints the plan (`plan::explain`).
 //! 4. **Execute** ([`exec`]). `exec::statement` dispatches on the statement kind;
-//!    `exec::init` first runs the plan's uncorrelated subqueries and derived tables once and
-//!    puts their results in their place;
+//!    `exec::init` first runs the plan's derived tables (and a DML statement's uncorrelated
+//!    subqueries) once and puts their results in their place; other uncorrelated subqueries
+//!    run on first use;
 //!    `exec::write` reads the row (`exec::select::table_rows`), locks it (a guard,
 //!    [`locks::HeldLocks`], owns every row lock of the transaction), re-reads its newest
 //!    version under READ COMMITTED, evaluates the new value and writes the row and its index
