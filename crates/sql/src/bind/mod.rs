@@ -402,7 +402,7 @@ pub(crate) fn data_type_output_name(t: &ast::DataType) -> String {
 /// Rewrites an expression over the input row into one over the grouped row
 /// (group keys, then aggregates).
 #[recursive::recursive]
-pub(crate) fn post_agg(e: Expr, g: &mut Grouping) -> Result<Expr> {
+pub(crate) fn post_agg(e: Expr, g: &mut Grouping, scope: &Scope) -> Result<Expr> {
     if let Some(i) = g.keys.iter().position(|k| *k == e) {
         return Ok(Expr::Column(i));
     }
@@ -419,14 +419,23 @@ pub(crate) fn post_agg(e: Expr, g: &mut Grouping) -> Result<Expr> {
             };
             Ok(Expr::Column(g.keys.len() + idx))
         }
-        Expr::Column(_) => Err(SqlError::new(
-            code::GROUPING,
-            "column must appear in the GROUP BY clause or be used in an aggregate function",
-        )),
+        Expr::Column(i) => {
+            let name = match scope.cols.get(i) {
+                Some(ScopeCol { table: Some(t), name, .. }) => format!("{t}.{name}"),
+                Some(c) => c.name.clone(),
+                None => format!("#{i}"),
+            };
+            Err(SqlError::new(
+                code::GROUPING,
+                format!(
+                    "column \"{name}\" must appear in the GROUP BY clause or be used in an aggregate function"
+                ),
+            ))
+        }
         Expr::Const(_) | Expr::Param(_) => Ok(e),
         Expr::Subquery(_, _, ref refs) if !refs.is_empty() => Err(SqlError::unsupported(
             "a correlated subquery in the select list, HAVING or ORDER BY of a grouped query",
         )),
-        other => other.try_map_children(&mut |c| post_agg(c, g)),
+        other => other.try_map_children(&mut |c| post_agg(c, g, scope)),
     }
 }

@@ -521,10 +521,10 @@ impl<'a> Planner<'a> {
             let projection = std::mem::take(&mut plan.projection);
             plan.projection = projection
                 .into_iter()
-                .map(|e| post_agg(e, &mut grouping))
+                .map(|e| post_agg(e, &mut grouping, &scope))
                 .collect::<Result<_>>()?;
             plan.having = match having {
-                Some(h) => Some(post_agg(h, &mut grouping)?),
+                Some(h) => Some(post_agg(h, &mut grouping, &scope)?),
                 None => None,
             };
             plan.grouping = Some(grouping);
@@ -582,7 +582,7 @@ impl<'a> Planner<'a> {
                             let (mut e, _) = self.expr(x, scope, plan.grouping.is_some())?;
                             if let Some(g) = plan.grouping.as_mut() {
                                 // Over the grouped row, like the projection.
-                                e = post_agg(e, g)?;
+                                e = post_agg(e, g, scope)?;
                             }
                             match plan.projection[..plan.columns.len()].iter().position(|p| *p == e) {
                                 Some(p) => p,
