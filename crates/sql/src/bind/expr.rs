@@ -243,7 +243,13 @@ impl<'a> Planner<'a> {
                 let mut ty = DataType::Unknown;
                 for cw in conditions {
                     let (w, _) = self.expr(&cw.condition, scope, aggs)?;
-                    let (t, tty) = self.expr(&cw.result, scope, aggs)?;
+                    let dead = operand.is_none()
+                        && matches!(w, Expr::Const(Value::Bool(false) | Value::Null));
+                    let outer_dead = self.dead_arm;
+                    self.dead_arm |= dead;
+                    let result = self.expr(&cw.result, scope, aggs);
+                    self.dead_arm = outer_dead;
+                    let (t, tty) = result?;
                     ty = DataType::common(ty, tty);
                     whens.push((w, (t, tty)));
                 }
@@ -510,12 +516,16 @@ impl<'a> Planner<'a> {
         // expression that fails (overflow, division by zero) fails the statement when it is
         // planned, whether or not a row would have evaluated it.
         if let (Expr::Const(x), Expr::Const(y)) = (&a, &b) {
-            let v = crate::expr::binary(bop, x.clone(), y.clone())?;
-            let v = match (&v, ty) {
-                (Value::Int(_), DataType::Int4 | DataType::Int2) => v.cast(ty)?,
-                _ => v,
-            };
-            return Ok((Expr::Const(v), ty));
+            let folded =
+                crate::expr::binary(bop, x.clone(), y.clone()).and_then(|v| match (&v, ty) {
+                    (Value::Int(_), DataType::Int4 | DataType::Int2) => v.cast(ty),
+                    _ => Ok(v),
+                });
+            match folded {
+                Ok(v) => return Ok((Expr::Const(v), ty)),
+                Err(e) if !self.dead_arm => return Err(e),
+                Err(_) => {} // in an arm PostgreSQL drops unfolded: left for run time
+            }
         }
         let e = Expr::Binary(bop, Box::new(a), Box::new(b));
         // Integer arithmetic is done in 64 bits; narrower results are range-checked.

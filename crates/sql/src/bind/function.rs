@@ -190,12 +190,17 @@ impl<'a> Planner<'a> {
         // errors fail the statement at planning, whether or not a row reaches it).
         if def.immutable && fixed.iter().all(|a| matches!(a, Expr::Const(_))) {
             let ctx = crate::expr::Ctx::new(&[], self.env);
-            let value = Expr::Func(func, fixed).eval(&[], &ctx)?;
-            let value = match (&value, ty) {
-                (Value::Int(_), DataType::Int4 | DataType::Int2) => value.cast(ty)?,
-                _ => value,
-            };
-            return Ok((Expr::Const(value), ty));
+            let folded = Expr::Func(func, fixed.clone()).eval(&[], &ctx).and_then(|value| {
+                match (&value, ty) {
+                    (Value::Int(_), DataType::Int4 | DataType::Int2) => value.cast(ty),
+                    _ => Ok(value),
+                }
+            });
+            match folded {
+                Ok(value) => return Ok((Expr::Const(value), ty)),
+                Err(e) if !self.dead_arm => return Err(e),
+                Err(_) => {} // in a CASE arm PostgreSQL drops: left for run time
+            }
         }
         Ok((Expr::Func(func, fixed), ty))
     }

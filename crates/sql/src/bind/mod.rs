@@ -91,6 +91,10 @@ pub struct Planner<'a> {
     pub correlated: bool,
     /// The enclosing query's columns referred to while binding the current subquery.
     pub outer_refs: Vec<usize>,
+    /// Set while binding a CASE arm whose condition is constantly false or NULL: PostgreSQL
+    /// drops such an arm before folding it, so a folding error there (an overflow, a
+    /// division by zero) must not fail the statement; the expression stays unfolded.
+    pub dead_arm: bool,
 }
 
 pub(crate) fn ident(i: &ast::Ident) -> String {
@@ -201,6 +205,7 @@ impl<'a> Planner<'a> {
             outer: Vec::new(),
             correlated: false,
             outer_refs: Vec::new(),
+            dead_arm: false,
         }
     }
 
