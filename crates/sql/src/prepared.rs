@@ -4,13 +4,18 @@
 
 use std::sync::Arc;
 
+use kiln_engine::Transaction;
+use parking_lot::Mutex;
+
 use kiln_engine::{IsolationLevel, TxnOptions};
 use sqlparser::ast;
 
 use crate::bind::*;
+use crate::catalog::{Catalog, Table};
 use crate::error::{code, Result, SqlError};
 use crate::parse::{commit_hint, parse};
 use crate::pg::system::System;
+use crate::plan::SelectPlan;
 use crate::types::{now_micros, Columns, DataType};
 
 use crate::bind::dml::*;
@@ -46,6 +51,7 @@ impl Session {
             sql: sql.to_string(),
             statement,
             hint: commit_hint(sql),
+            plan: PlanSlot::new(param_types.clone(), columns.clone()),
             param_types,
             columns,
         })
@@ -148,5 +154,110 @@ impl Session {
     /// Drops a prepared statement (nothing happens when there is none, as for Close).
     pub fn close_prepared(&mut self, name: &str) {
         self.prepared.remove(name);
+    }
+}
+
+/// A prepared statement's plan, bound at its first execution and reused by the next ones
+/// — PostgreSQL's generic plan. Access paths never depend on parameter values, so one plan
+/// serves them all. It is bound again when it may no longer be the plan binding would make:
+/// - a table it was bound against is defined differently in the transaction that executes
+///   it (DDL — CREATE or DROP INDEX, ALTER TABLE, DROP and CREATE — changes the definition,
+///   and definitions are read through the transaction, so a schema change is seen exactly
+///   when the transaction sees it);
+/// - it holds rows read while binding (system tables): such a plan is never kept.
+pub(crate) struct PlanSlot {
+    /// The parameter types the statement is bound with: those it was prepared with (the
+    /// protocol layer decodes values by them), not the values' own types.
+    pub(crate) params: Vec<DataType>,
+    /// The result columns the client was told about at Describe; a plan bound again may not
+    /// change their number or types (0A000, as PostgreSQL).
+    described: Option<Columns>,
+    plan: Mutex<Option<Arc<CachedPlan>>>,
+}
+
+impl Clone for PlanSlot {
+    fn clone(&self) -> PlanSlot {
+        PlanSlot {
+            params: self.params.clone(),
+            described: self.described.clone(),
+            plan: Mutex::new(self.plan.lock().clone()),
+        }
+    }
+}
+
+impl std::fmt::Debug for PlanSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.plan.lock().is_some() { "PlanSlot(kept)" } else { "PlanSlot(empty)" })
+    }
+}
+
+pub(crate) struct CachedPlan {
+    tables: Vec<Arc<Table>>,
+    plan: StatementPlan,
+}
+
+/// A bound, planned statement.
+#[derive(Clone)]
+pub(crate) enum StatementPlan {
+    Select(SelectPlan),
+    Insert(InsertPlan),
+    Update(UpdatePlan),
+    Delete(DeletePlan),
+}
+
+impl StatementPlan {
+    /// The result columns (a DML statement's RETURNING).
+    fn columns(&self) -> Option<&Columns> {
+        match self {
+            StatementPlan::Select(s) => Some(&s.columns),
+            StatementPlan::Insert(i) => i.returning.as_ref().map(|r| &r.columns),
+            StatementPlan::Update(u) => u.returning.as_ref().map(|r| &r.columns),
+            StatementPlan::Delete(d) => d.returning.as_ref().map(|r| &r.columns),
+        }
+    }
+}
+
+impl PlanSlot {
+    pub(crate) fn new(params: Vec<DataType>, described: Option<Columns>) -> PlanSlot {
+        PlanSlot { params, described, plan: Mutex::new(None) }
+    }
+
+    /// The kept plan, when it is still valid in `txn`.
+    pub(crate) fn get(
+        &self,
+        txn: &mut Transaction,
+        catalog: &Catalog,
+        db: &str,
+    ) -> Result<Option<StatementPlan>> {
+        let Some(cached) = self.plan.lock().clone() else { return Ok(None) };
+        for t in &cached.tables {
+            match catalog.table(txn, db, &t.name)? {
+                Some(now) if Arc::ptr_eq(&now, t) || now == *t => {}
+                _ => {
+                    *self.plan.lock() = None;
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(cached.plan.clone()))
+    }
+
+    /// Keeps a plan just bound by `planner`, after checking that its result columns are the
+    /// ones described.
+    pub(crate) fn put(&self, planner: &Planner, plan: StatementPlan) -> Result<()> {
+        if let (Some(described), Some(now)) = (&self.described, plan.columns()) {
+            let same = described.len() == now.len()
+                && described.iter().zip(now).all(|((_, a), (_, b))| a == b);
+            if !same {
+                *self.plan.lock() = None;
+                return Err(SqlError::new(
+                    code::FEATURE_NOT_SUPPORTED,
+                    "cached plan must not change result type",
+                ));
+            }
+        }
+        *self.plan.lock() =
+            planner.reusable.then(|| Arc::new(CachedPlan { tables: planner.tables.clone(), plan }));
+        Ok(())
     }
 }

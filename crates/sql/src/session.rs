@@ -27,6 +27,7 @@ use crate::bind::dml::*;
 use crate::ed::*;
 use crate::exec::copy::*;
 use crate::pg::settings::*;
+use crate::prepared::PlanSlot;
 
 use crate::database::*;
 
@@ -76,6 +77,8 @@ pub struct Prepared {
     pub param_types: Vec<DataType>,
     /// Result columns, when the statement returns rows.
     pub columns: Option<Vec<(String, DataType)>>,
+    /// The plan of its last execution, reused while still valid.
+    pub(crate) plan: PlanSlot,
 }
 
 pub(crate) struct TxnState {
@@ -286,7 +289,7 @@ impl Session {
                 if is_control {
                     implicit_open = false;
                 }
-                self.execute_statement(&statement, hint, &[], implicit_open)
+                self.execute_statement(&statement, hint, &[], implicit_open, None)
             })();
             match result {
                 Ok(o) => {
@@ -356,7 +359,7 @@ impl Session {
         if let Some(Utility::Vacuum(tables)) = utility(&prepared.sql) {
             return self.vacuum(&tables);
         }
-        let r = self.execute_statement(stmt, prepared.hint, params, false);
+        let r = self.execute_statement(stmt, prepared.hint, params, false, Some(&prepared.plan));
         if r.is_err() {
             self.fail();
         }
@@ -539,6 +542,7 @@ impl Session {
         hint: Option<CommitMode>,
         params: &[Value],
         in_implicit: bool,
+        slot: Option<&PlanSlot>,
     ) -> Result<Output> {
         use ast::Statement as S;
         self.interrupt.store(false, Ordering::Relaxed);
@@ -730,7 +734,7 @@ impl Session {
                 Ok(Output::Command("UNLISTEN".into()))
             }
             S::Analyze(_) => Ok(Output::Command("ANALYZE".into())),
-            _ => self.in_transaction(stmt, hint, params, in_implicit),
+            _ => self.in_transaction(stmt, hint, params, in_implicit, slot),
         }
     }
 
@@ -741,13 +745,14 @@ impl Session {
         hint: Option<CommitMode>,
         params: &[Value],
         in_implicit: bool,
+        slot: Option<&PlanSlot>,
     ) -> Result<Output> {
         let autocommit = self.txn.is_none();
         if autocommit {
             self.begin_txn(false, None, None, None)?;
         }
         let before = self.txn.as_ref().map(|t| t.txn.operations()).unwrap_or_default();
-        let result = self.run(stmt, params);
+        let result = self.run(stmt, params, slot);
         if let Some(t) = &self.txn {
             self.last_operations = Some(t.txn.operations().since(before));
         }

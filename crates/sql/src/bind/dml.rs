@@ -21,6 +21,7 @@ pub(crate) fn table_object(t: &ast::TableObject) -> Result<ast::ObjectName> {
 }
 
 /// RETURNING: expressions over the table's row.
+#[derive(Clone)]
 pub(crate) struct Returning {
     pub(crate) exprs: Vec<Expr>,
     pub(crate) columns: Vec<(String, DataType)>,
@@ -77,6 +78,7 @@ pub(crate) fn table_scope(table: &Table, alias: &str) -> Scope {
 /// ON CONFLICT DO UPDATE: assignments and the optional WHERE.
 pub(crate) type ConflictUpdate = (Vec<(usize, Expr)>, Option<Expr>);
 
+#[derive(Clone)]
 pub(crate) struct InsertPlan {
     pub(crate) table: Arc<Table>,
     /// Target column of each source column.
@@ -96,7 +98,7 @@ pub(crate) fn bind_default(planner: &mut Planner, text: &str) -> Result<Expr> {
 
 pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<InsertPlan> {
     let name = object_name(&table_object(&ins.table)?)?;
-    let table = planner.catalog.table_or_err(planner.txn, planner.db, &name)?;
+    let table = planner.table_or_err(&name)?;
     let targets: Vec<usize> = if ins.columns.is_empty() {
         (0..table.columns.len()).collect()
     } else {
@@ -224,6 +226,7 @@ pub(crate) fn assignment_column(table: &Table, target: &ast::AssignmentTarget) -
     }
 }
 
+#[derive(Clone)]
 pub(crate) struct UpdatePlan {
     pub(crate) table: Arc<Table>,
     pub(crate) scan: SelectPlan,
@@ -240,7 +243,7 @@ pub(crate) fn single_table_scan(
         return Err(SqlError::unsupported("this UPDATE/DELETE target"));
     };
     let tname = object_name(name)?;
-    let table = planner.catalog.table_or_err(planner.txn, planner.db, &tname)?;
+    let table = planner.table_or_err(&tname)?;
     let alias =
         alias.as_ref().map(|a| a.name.value.to_lowercase()).unwrap_or_else(|| table.name.clone());
     let scope = table_scope(&table, &alias);
@@ -299,6 +302,7 @@ pub(crate) fn plan_update(planner: &mut Planner, u: &ast::Update) -> Result<Upda
     Ok(UpdatePlan { table, scan, sets, returning })
 }
 
+#[derive(Clone)]
 pub(crate) struct DeletePlan {
     pub(crate) table: Arc<Table>,
     pub(crate) scan: SelectPlan,

@@ -11,7 +11,9 @@ pub mod query;
 use kiln_engine::Transaction;
 use sqlparser::ast;
 
-use crate::catalog::Catalog;
+use std::sync::Arc;
+
+use crate::catalog::{Catalog, Table};
 use crate::error::{code, Result, SqlError};
 use crate::expr::*;
 use crate::plan::*;
@@ -95,6 +97,12 @@ pub struct Planner<'a> {
     /// drops such an arm before folding it, so a folding error there (an overflow, a
     /// division by zero) must not fail the statement; the expression stays unfolded.
     pub dead_arm: bool,
+    /// The table definitions the plan was bound against: a prepared statement's plan stays
+    /// valid while every one of them is still the definition its transaction sees.
+    pub tables: Vec<Arc<Table>>,
+    /// Cleared when the plan holds something read while binding that no definition above
+    /// covers (system tables' rows): such a plan is bound again at every execution.
+    pub reusable: bool,
 }
 
 pub(crate) fn ident(i: &ast::Ident) -> String {
@@ -206,7 +214,28 @@ impl<'a> Planner<'a> {
             correlated: false,
             outer_refs: Vec::new(),
             dead_arm: false,
+            tables: Vec::new(),
+            reusable: true,
         }
+    }
+
+    /// A table's definition as this statement's transaction sees it, remembered as one the
+    /// plan depends on.
+    pub(crate) fn table(&mut self, name: &str) -> Result<Option<Arc<Table>>> {
+        let t = self.catalog.table(self.txn, self.db, name)?;
+        if let Some(t) = &t {
+            if !self.tables.iter().any(|d| Arc::ptr_eq(d, t)) {
+                self.tables.push(t.clone());
+            }
+        }
+        Ok(t)
+    }
+
+    /// [`Planner::table`], or 42P01 when there is none.
+    pub(crate) fn table_or_err(&mut self, name: &str) -> Result<Arc<Table>> {
+        self.table(name)?.ok_or_else(|| {
+            SqlError::new(code::UNDEFINED_TABLE, format!("relation \"{name}\" does not exist"))
+        })
     }
 
     /// Resolves a name in the innermost enclosing query (a correlated reference).

@@ -226,7 +226,7 @@ impl<'a> Planner<'a> {
                         vec![ScopeCol { table: Some(alias_name), name: col, ty: DataType::Int4 }],
                     ));
                 }
-                let (source, cols, label) = match self.catalog.table(self.txn, self.db, &tname)? {
+                let (source, cols, label) = match self.table(&tname)? {
                     Some(t) => {
                         let cols: Vec<(String, DataType)> =
                             t.columns.iter().map(|c| (c.name.clone(), c.ty)).collect();
@@ -234,7 +234,10 @@ impl<'a> Planner<'a> {
                         (Source::Table(t, Access::Full), cols, label)
                     }
                     None => match self.system.system_table(self.txn, &tname)? {
-                        Some((cols, rows)) => (Source::Rows(Arc::new(rows)), cols, tname.clone()),
+                        Some((cols, rows)) => {
+                            self.reusable = false;
+                            (Source::Rows(Arc::new(rows)), cols, tname.clone())
+                        }
                         None => {
                             return Err(SqlError::new(
                                 code::UNDEFINED_TABLE,

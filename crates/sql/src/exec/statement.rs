@@ -21,10 +21,17 @@ use crate::ed::*;
 use crate::exec::copy::*;
 use crate::exec::init::InitPlans;
 use crate::exec::write::*;
+use crate::prepared::{PlanSlot, StatementPlan};
 use crate::session::*;
 
 impl Session {
-    pub(crate) fn run(&mut self, stmt: &ast::Statement, params: &[Value]) -> Result<Output> {
+    /// Runs `stmt`; `slot` is the prepared statement's kept plan, when it is one.
+    pub(crate) fn run(
+        &mut self,
+        stmt: &ast::Statement,
+        params: &[Value],
+        slot: Option<&PlanSlot>,
+    ) -> Result<Output> {
         use ast::Statement as S;
         let ts = self.txn.as_mut().expect("a transaction is open");
         if ts.isolation == IsolationLevel::ReadCommitted {
@@ -49,6 +56,10 @@ impl Session {
             interrupt: &self.interrupt,
             activity: &self.activity,
         };
+        let types = match slot {
+            Some(slot) => slot.params.clone(),
+            None => param_types(params),
+        };
         // A planner for this statement: it binds and plans, and runs nothing.
         macro_rules! planner {
             () => {
@@ -56,7 +67,7 @@ impl Session {
                     &mut w.ts.txn,
                     &self.db.catalog,
                     &self.database,
-                    param_types(params),
+                    types.clone(),
                     &system,
                     &env,
                 )
@@ -68,10 +79,31 @@ impl Session {
                 InitPlans::with(&mut w.ts.txn, &ctx, &limits, |init| init.$method($plan))?
             };
         }
+        // The plan: the prepared statement's kept one while it is valid, else bound now
+        // (and kept, for a prepared statement).
+        let kept = match slot {
+            Some(slot) => slot.get(&mut w.ts.txn, &self.db.catalog, &self.database)?,
+            None => None,
+        };
+        macro_rules! plan {
+            ($kind:ident, $bind:expr) => {
+                match kept {
+                    Some(StatementPlan::$kind(p)) => p,
+                    _ => {
+                        let mut planner = planner!();
+                        #[allow(clippy::redundant_closure_call)]
+                        let p = ($bind)(&mut planner)?;
+                        if let Some(slot) = slot {
+                            slot.put(&planner, StatementPlan::$kind(p.clone()))?;
+                        }
+                        p
+                    }
+                }
+            };
+        }
         match stmt {
             S::Query(q) => {
-                let mut planner = planner!();
-                let plan = planner.query(q, None)?;
+                let plan = plan!(Select, |p: &mut Planner| p.query(q, None));
                 let plan = init!(select, plan);
                 let rows = if plan.lock {
                     w.select_for_update(&plan, &ctx, &limits)?
@@ -85,43 +117,45 @@ impl Session {
                 Ok(Output::Rows { columns: plan.columns, rows, tag })
             }
             S::Insert(ins) => {
-                let mut planner = planner!();
-                let plan = plan_insert(&mut planner, ins)?;
+                let plan = plan!(Insert, |p: &mut Planner| plan_insert(p, ins));
                 let plan = init!(insert, plan);
                 w.insert(plan, &ctx, &limits)
             }
             S::Update(u) => {
-                let mut planner = planner!();
-                let plan = plan_update(&mut planner, u)?;
+                let plan = plan!(Update, |p: &mut Planner| plan_update(p, u));
                 let plan = init!(update, plan);
                 w.update(plan, &ctx, &limits)
             }
             S::Delete(d) => {
-                let mut planner = planner!();
-                let plan = plan_delete(&mut planner, d)?;
+                let plan = plan!(Delete, |p: &mut Planner| plan_delete(p, d));
                 let plan = init!(delete, plan);
                 w.delete(plan, &ctx, &limits)
             }
             S::Explain { statement, .. } => {
-                let mut planner = planner!();
                 let lines = match statement.as_ref() {
-                    S::Query(q) => explain(&planner.query(q, None)?),
-                    S::Update(u) => {
-                        let p = plan_update(&mut planner, u)?;
-                        let mut l = vec![format!("Update on {}", p.table.name)];
-                        l.extend(explain(&p.scan));
-                        l
+                    // EXPLAIN EXECUTE: the generic plan a prepared statement runs with.
+                    S::Execute { name: Some(name), .. } => {
+                        let name = object_name(name)?;
+                        let prepared = self.prepared.get(&name).cloned().ok_or_else(|| {
+                            SqlError::new(
+                                code::INVALID_STATEMENT_NAME,
+                                format!("prepared statement \"{name}\" does not exist"),
+                            )
+                        })?;
+                        let Some(inner) = &prepared.statement else {
+                            return Err(SqlError::unsupported("EXPLAIN of an empty statement"));
+                        };
+                        let mut planner = Planner::new(
+                            &mut w.ts.txn,
+                            &self.db.catalog,
+                            &self.database,
+                            prepared.param_types.clone(),
+                            &system,
+                            &env,
+                        );
+                        explain_statement(&mut planner, inner)?
                     }
-                    S::Delete(d) => {
-                        let p = plan_delete(&mut planner, d)?;
-                        let mut l = vec![format!("Delete on {}", p.table.name)];
-                        l.extend(explain(&p.scan));
-                        l
-                    }
-                    S::Insert(i) => {
-                        vec![format!("Insert on {}", object_name(&table_object(&i.table)?)?)]
-                    }
-                    other => return Err(SqlError::unsupported(format!("EXPLAIN of {other}"))),
+                    inner => explain_statement(&mut planner!(), inner)?,
                 };
                 let rows = lines.into_iter().map(|l| vec![Value::Text(l)]).collect::<Vec<_>>();
                 let tag = "EXPLAIN".to_string();
@@ -246,4 +280,32 @@ impl Session {
             ))),
         }
     }
+}
+
+/// EXPLAIN's lines for a statement: the plan of a query, or of the rows a DML statement
+/// reads (its target's scan, an INSERT's source query).
+fn explain_statement(planner: &mut Planner, stmt: &ast::Statement) -> Result<Vec<String>> {
+    use ast::Statement as S;
+    Ok(match stmt {
+        S::Query(q) => explain(&planner.query(q, None)?),
+        S::Update(u) => {
+            let p = plan_update(planner, u)?;
+            let mut l = vec![format!("Update on {}", p.table.name)];
+            l.extend(explain(&p.scan));
+            l
+        }
+        S::Delete(d) => {
+            let p = plan_delete(planner, d)?;
+            let mut l = vec![format!("Delete on {}", p.table.name)];
+            l.extend(explain(&p.scan));
+            l
+        }
+        S::Insert(i) => {
+            let p = plan_insert(planner, i)?;
+            let mut l = vec![format!("Insert on {}", p.table.name)];
+            l.extend(explain(&p.source));
+            l
+        }
+        other => return Err(SqlError::unsupported(format!("EXPLAIN of {other}"))),
+    })
 }

@@ -389,9 +389,11 @@ pub(crate) fn key_compatible(e: &Expr, ty: DataType) -> bool {
         }
         // Parameters are converted to the key type when evaluated (see `key_value`); a
         // scalar subquery is too (an uncorrelated one is a constant by the time rows are
-        // read, see `exec::init`).
+        // read, see `exec::init`). An outer reference is a constant for each run of a
+        // correlated subquery.
         Expr::Subquery(_, SubqueryKind::Scalar, _)
         | Expr::Param(_)
+        | Expr::Outer(_)
         | Expr::Column(_)
         | Expr::Binary(..)
         | Expr::Neg(_)

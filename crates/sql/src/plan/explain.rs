@@ -3,17 +3,44 @@
 use crate::expr::Expr;
 use crate::plan::*;
 
-/// EXPLAIN output lines for a plan.
+/// EXPLAIN output lines for a plan. The plans a node depends on follow it, indented: a
+/// derived table's or set operation's queries, and the subqueries of its conditions and
+/// expressions — `SubPlan` when correlated (run per row), `InitPlan` when not (run once).
 pub fn explain(plan: &SelectPlan) -> Vec<String> {
     let mut lines = Vec::new();
+    explain_into(plan, 0, &mut lines);
+    lines
+}
+
+/// The subquery plans among `exprs`, each as `SubPlan`/`InitPlan` with its plan, at `depth`.
+fn subplans<'e>(exprs: impl Iterator<Item = &'e Expr>, depth: usize, lines: &mut Vec<String>) {
+    for e in exprs {
+        e.walk(&mut |e| {
+            if let Expr::Subquery(plan, _, refs) = e {
+                let what = if refs.is_empty() { "InitPlan" } else { "SubPlan" };
+                lines.push(format!("{}{what}", "  ".repeat(depth)));
+                explain_into(&plan.0, depth + 1, lines);
+            }
+        });
+    }
+}
+
+#[recursive::recursive]
+fn explain_into(plan: &SelectPlan, depth: usize, lines: &mut Vec<String>) {
+    let top = "  ".repeat(depth);
     if plan.grouping.is_some() {
-        lines.push("Aggregate".to_string());
+        lines.push(format!("{top}Aggregate"));
     }
     if !plan.order.is_empty() {
-        lines.push("Sort".to_string());
+        lines.push(format!("{top}Sort"));
     }
+    if let Some(g) = &plan.grouping {
+        let args = g.aggs.iter().filter_map(|(_, _, a, _)| a.as_ref());
+        subplans(g.keys.iter().chain(args).chain(&plan.having), depth + 1, lines);
+    }
+    subplans(plan.projection.iter().chain(&plan.constant_filters), depth + 1, lines);
     for (i, item) in plan.from.iter().enumerate() {
-        let pad = "  ".repeat(i + 1);
+        let pad = "  ".repeat(depth + i + 1);
         let hash_keys = if plan.reads_once(i) { plan.hash_keys(i) } else { vec![] };
         let join = match (i, item.join == JoinKind::Left, hash_keys.is_empty()) {
             (0, _, _) => "",
@@ -80,8 +107,20 @@ pub fn explain(plan: &SelectPlan) -> Vec<String> {
             Source::SetOp(..) => (format!("{} of two queries", item.label), None),
         };
         lines.push(format!("{pad}{join}{access}"));
+        match &item.source {
+            Source::Derived(p) => explain_into(p, depth + i + 2, lines),
+            Source::SetOp(l, r, ..) => {
+                explain_into(l, depth + i + 2, lines);
+                explain_into(r, depth + i + 2, lines);
+            }
+            _ => {}
+        }
         if let Some(key) = key {
             lines.push(format!("{pad}  Key: {key}"));
+        }
+        if let (0, Some(descending)) = (i, plan.key_order) {
+            let way = if descending { "backward" } else { "forward" };
+            lines.push(format!("{pad}  Order: key read {way}, stopping once enough rows passed"));
         }
         if !hash_keys.is_empty() {
             let conds: Vec<String> =
@@ -94,9 +133,9 @@ pub fn explain(plan: &SelectPlan) -> Vec<String> {
         if !item.filters.is_empty() {
             lines.push(format!("{pad}  Filter: {}", keys(&item.filters).join(" AND ")));
         }
+        subplans(item.on.iter().chain(&item.filters), depth + i + 2, lines);
     }
     if plan.from.is_empty() {
-        lines.push("Result".to_string());
+        lines.push(format!("{top}Result"));
     }
-    lines
 }
