@@ -207,7 +207,33 @@ pub fn parse(sql: &str) -> Result<Vec<ast::Statement>> {
 
 /// Parses one statement of [`split`], whose nesting bound is already known.
 pub fn parse_statement(statement: &StatementText) -> Result<Vec<ast::Statement>> {
+    if let Some(parsed) = transaction_control(&statement.text) {
+        return Ok(parsed);
+    }
     parse_bounded(&statement.text, statement.nesting)
+}
+
+/// The statements drivers send as simple queries around every transaction, parsed once per
+/// process rather than once per transaction.
+fn transaction_control(text: &str) -> Option<Vec<ast::Statement>> {
+    const TEXTS: &[&str] = &[
+        "BEGIN",
+        "COMMIT",
+        "ROLLBACK",
+        "END",
+        "START TRANSACTION",
+        "SET LOCAL synchronous_commit = off",
+        "SET LOCAL synchronous_commit = on",
+    ];
+    static PARSED: std::sync::OnceLock<Vec<(&str, Vec<ast::Statement>)>> =
+        std::sync::OnceLock::new();
+    let text = text.trim();
+    if text.len() > 40 {
+        return None;
+    }
+    let parsed = PARSED
+        .get_or_init(|| TEXTS.iter().filter_map(|t| Some((*t, parse_checked(t).ok()?))).collect());
+    parsed.iter().find(|(t, _)| t.eq_ignore_ascii_case(text)).map(|(_, p)| p.clone())
 }
 
 fn parse_bounded(sql: &str, bound: usize) -> Result<Vec<ast::Statement>> {

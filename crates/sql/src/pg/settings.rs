@@ -148,13 +148,21 @@ pub(crate) fn txn_modes(
 impl Session {
     /// A setting's current value.
     pub fn setting(&self, name: &str) -> Option<String> {
-        let name = name.to_lowercase();
+        // Names are stored lowercased; most lookups already are (this runs several times
+        // per statement).
+        let lowered;
+        let name = if name.chars().any(char::is_uppercase) {
+            lowered = name.to_lowercase();
+            lowered.as_str()
+        } else {
+            name
+        };
         if let Some(t) = &self.txn {
-            if let Some(v) = t.local.get(&name) {
+            if let Some(v) = t.local.get(name) {
                 return Some(v.clone());
             }
         }
-        self.settings.get(&name).cloned()
+        self.settings.get(name).cloned()
     }
 
     /// Applies a startup parameter (from the StartupMessage or `-c name=value` options).
