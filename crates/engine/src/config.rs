@@ -77,6 +77,11 @@ pub struct Config {
     pub memory_bytes_max: u64,
     /// Start a new log segment once the current one is larger than this.
     pub segment_bytes_max: u64,
+    /// The log is written into space zero-filled ahead of it, so that a flush's fdatasync
+    /// overwrites allocated blocks and commits no file-size change. A new segment starts with
+    /// `min(this, 64 KiB)` zeroed; each extension doubles the space, adding at most this many
+    /// bytes at a time. 0: no preallocation (every flush appends).
+    pub log_preallocate_bytes: u64,
     /// Take a checkpoint once this many log bytes were written since the last one (0: never
     /// automatically).
     pub checkpoint_log_bytes: u64,
@@ -102,6 +107,7 @@ impl Default for Config {
             txn_reads_max: 1 << 20,
             memory_bytes_max: 8 << 30,
             segment_bytes_max: 64 << 20,
+            log_preallocate_bytes: 1 << 20,
             checkpoint_log_bytes: 256 << 20,
             timed_flush: true,
             vfs: Arc::new(OsVfs),
@@ -117,6 +123,8 @@ impl std::fmt::Debug for Config {
             .field("backlog_bytes_max", &self.backlog_bytes_max)
             .field("backpressure_timeout", &self.backpressure_timeout)
             .field("memory_bytes_max", &self.memory_bytes_max)
+            .field("segment_bytes_max", &self.segment_bytes_max)
+            .field("log_preallocate_bytes", &self.log_preallocate_bytes)
             .field("checkpoint_log_bytes", &self.checkpoint_log_bytes)
             .field("timed_flush", &self.timed_flush)
             .finish_non_exhaustive()

@@ -59,7 +59,7 @@ pub use txn::{Acknowledgement, Committed, Operations, Savepoint, Scan, Transacti
 /// examine what reached the disk (frame by frame). The engine's storage and durability
 /// internals are otherwise private.
 pub mod inspect {
-    pub use crate::durability::format::{frame_at, FrameAt, FrameHeader};
+    pub use crate::durability::format::{frame_at, FrameAt, FrameHeader, FRAME_HEADER_BYTES};
     pub use crate::durability::recovery::{list_segments, LOG_DIR};
 }
 

@@ -68,6 +68,10 @@ pub struct EngineStats {
     pub buffered_bytes: u64,
     /// Times the writer stalled (for example on a full disk).
     pub stalls: u64,
+    /// Zero fills of log space ahead of the log (preallocation).
+    pub zero_fills: u64,
+    /// Bytes those zero fills wrote.
+    pub zero_fill_bytes: u64,
     /// Why the writer is stalled now, if it is.
     pub stalled: Option<String>,
     /// Bytes held by the store.
@@ -126,6 +130,8 @@ impl EngineStats {
             backlog_bytes,
             buffered_bytes,
             stalls: load(&d.counters.stalls),
+            zero_fills: load(&d.counters.zero_fills),
+            zero_fill_bytes: load(&d.counters.zero_fill_bytes),
             stalled,
             store_bytes: store.bytes,
             keyspaces: store.keyspaces,

@@ -207,6 +207,17 @@ pub struct Committed {
     shared: Arc<Shared>,
     id: TxnId,
     waits: bool,
+    /// The writer thread was not woken for this commit's record because this commit would
+    /// flush it (or wait for it, which wakes the writer); owed on drop if neither happened.
+    wake_owed: bool,
+}
+
+impl Drop for Committed {
+    fn drop(&mut self) {
+        if self.wake_owed {
+            self.shared.durability.wake_writer();
+        }
+    }
 }
 
 impl std::fmt::Debug for Committed {
@@ -229,7 +240,7 @@ impl Committed {
     /// As [`Committed::acknowledge`], but waits at most `timeout`: the id once the commit may
     /// be acknowledged, or the commit back (still committed, not yet durable) so that the
     /// caller can check for a cancellation or a full disk and wait again, or give up.
-    pub fn acknowledge_within(self, timeout: Duration) -> Result<Acknowledgement> {
+    pub fn acknowledge_within(mut self, timeout: Duration) -> Result<Acknowledgement> {
         if !self.waits {
             return Ok(Acknowledgement::Acknowledged(self.id));
         }
@@ -237,6 +248,8 @@ impl Committed {
         if let Some(writer) = self.shared.writer.get() {
             writer.lead(id.epoch, id.csn);
         }
+        // Waiting registers a safe waiter, which wakes the writer if the record still needs it.
+        self.wake_owed = false;
         match self.shared.durability.wait(id, Some(timeout))? {
             crate::TxnStatus::Durable => Ok(Acknowledgement::Acknowledged(id)),
             crate::TxnStatus::Lost => Err(Error::Lost {
@@ -252,7 +265,7 @@ impl Committed {
 
     /// Returns the id once the commit may be acknowledged: at once when fast; when safe (or
     /// classic), once durable, flushing the log itself if no flush is under way.
-    pub fn acknowledge(self) -> Result<TxnId> {
+    pub fn acknowledge(mut self) -> Result<TxnId> {
         let id = self.id;
         // Classic commits are all acknowledged at durability; a safe read-only transaction
         // waits for its read dependency (returns at once when that is already durable).
@@ -260,6 +273,8 @@ impl Committed {
             if let Some(writer) = self.shared.writer.get() {
                 writer.lead(id.epoch, id.csn);
             }
+            // Waiting registers a safe waiter, which wakes the writer if still needed.
+            self.wake_owed = false;
             let cause = "durability failed before the commit was acknowledged";
             self.shared.durability.wait_durable(id, cause)?;
         }
@@ -642,15 +657,18 @@ impl Transaction {
     pub fn commit_point(mut self, mode: CommitMode) -> Result<Committed> {
         let waits =
             mode == CommitMode::Safe || self.shared.config.commit_model == CommitModel::Classic;
-        let result =
-            if self.write_count == 0 { self.commit_read_only() } else { self.commit_update(mode) };
+        let result = if self.write_count == 0 {
+            self.commit_read_only().map(|id| (id, false))
+        } else {
+            self.commit_update(mode, waits)
+        };
         if result.is_err() {
             self.shared.counters.aborts.fetch_add(1, Ordering::Relaxed);
             self.record(aborted_id(self.begin_epoch, self.snapshot), false);
         }
         self.finish();
-        let id = result?;
-        Ok(Committed { shared: self.shared.clone(), id, waits })
+        let (id, wake_owed) = result?;
+        Ok(Committed { shared: self.shared.clone(), id, waits, wake_owed })
     }
 
     fn commit_read_only(&mut self) -> Result<TxnId> {
@@ -662,7 +680,9 @@ impl Transaction {
         Ok(id)
     }
 
-    fn commit_update(&mut self, mode: CommitMode) -> Result<TxnId> {
+    /// Commits the writes; also returns whether the writer thread's wake is owed (see
+    /// [`Committed`]), which `leads` (the committer will flush or wait) allows.
+    fn commit_update(&mut self, mode: CommitMode, leads: bool) -> Result<(TxnId, bool)> {
         self.check_usable()?;
         let shared = self.shared.clone();
         let mut record = Vec::with_capacity(self.write_bytes as usize + 8);
@@ -679,7 +699,7 @@ impl Transaction {
         );
         shared.record_epoch(shared.config.backpressure_timeout)?;
         shared.durability.admit_commit(shared.config.backpressure_timeout)?;
-        let (epoch, csn) = self.sequence_commit(&record)?;
+        let (epoch, csn, wake_owed) = self.sequence_commit(&record, leads)?;
         let counter = match (mode, shared.config.commit_model) {
             (CommitMode::Fast, CommitModel::EventuallyDurable) => &shared.counters.commits_fast,
             _ => &shared.counters.commits_safe,
@@ -687,14 +707,14 @@ impl Transaction {
         counter.fetch_add(1, Ordering::Relaxed);
         let id = TxnId { epoch, csn, kind: TxnKind::Update };
         self.record(id, true);
-        Ok(id)
+        Ok((id, wake_owed))
     }
 
     /// The commit sequencer's critical section: under the commit lock, with no I/O, validate
     /// → take the next CSN → append the commit record to the log buffer (so the log is in CSN
     /// order) → install the versions tagged with the CSN → publish the visible watermark.
     /// When it returns the transaction is committed and visible, and holds nothing (G2, G9).
-    fn sequence_commit(&mut self, record: &[u8]) -> Result<(Epoch, Csn)> {
+    fn sequence_commit(&mut self, record: &[u8], leads: bool) -> Result<(Epoch, Csn, bool)> {
         let shared = self.shared.clone();
         let mut sequencer = shared.sequencer.lock();
         shared.check_open()?;
@@ -722,7 +742,7 @@ impl Transaction {
             "commit {epoch}.{csn} in an epoch the history does not record"
         );
         sequencer.next_csn += 1;
-        shared.durability.append(epoch, csn, record);
+        let wake_owed = shared.durability.append(epoch, csn, record, leads);
         let horizon = shared.gc_horizon();
         for (keyspace, writes) in std::mem::take(&mut self.writes) {
             let table = shared.store.table(&keyspace);
@@ -732,7 +752,7 @@ impl Transaction {
             }
         }
         shared.visible.store(csn, Ordering::SeqCst);
-        Ok((epoch, csn))
+        Ok((epoch, csn, wake_owed))
     }
 
     /// First-committer-wins validation, under the commit lock.

@@ -67,13 +67,44 @@ fn session_sync_covers_every_commit_of_the_session() {
     assert_eq!((engine.status(a), engine.status(b)), (TxnStatus::Durable, TxnStatus::Durable));
 }
 
+/// A safe commit's record does not wake the writer thread (its committer flushes it), so a
+/// safe commit that passes its commit point and is never acknowledged must still wake the
+/// writer: its record, and fast commits queued behind it, harden on the timer.
+#[test]
+fn a_safe_commit_never_acknowledged_still_hardens() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config { vulnerability_window: Duration::from_millis(20), ..Config::default() };
+    let engine = Engine::open(dir.path(), config).unwrap();
+    let events = engine.subscribe();
+    for round in 0..5u8 {
+        std::thread::sleep(Duration::from_millis(50));
+        let mut txn = engine.begin(TxnOptions::new()).unwrap();
+        txn.put("kv", &[round], b"safe").unwrap();
+        let committed = txn.commit_point(CommitMode::Safe).unwrap();
+        let safe = committed.id();
+        let fast = put(&engine, &[round, 1], CommitMode::Fast);
+        drop(committed);
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while engine.status(fast) != TxnStatus::Durable {
+            assert!(std::time::Instant::now() < deadline, "round {round}: never hardened");
+            events.recv_timeout(Duration::from_millis(100));
+        }
+        assert_eq!(engine.status(safe), TxnStatus::Durable);
+    }
+}
+
 /// A wait with a deadline reports the status at the deadline when durability is stalled, and
 /// the final status once it is not.
 #[test]
 fn wait_with_a_deadline_reports_committed_while_stalled() {
     let dir = tempfile::tempdir().unwrap();
     let faults = Faults::new();
-    let config = Config { vfs: Arc::new(FaultyVfs::new(faults.clone())), ..Config::default() };
+    // No space zero-filled ahead of the log, so the full disk stalls the very next flush.
+    let config = Config {
+        vfs: Arc::new(FaultyVfs::new(faults.clone())),
+        log_preallocate_bytes: 0,
+        ..Config::default()
+    };
     let engine = Engine::open(dir.path(), config).unwrap();
     faults.free_bytes.store(0, Ordering::SeqCst);
     let id = put(&engine, b"a", CommitMode::Fast);

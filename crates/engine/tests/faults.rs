@@ -47,6 +47,12 @@ fn check_prefix(engine: &Engine) -> u64 {
     seq
 }
 
+/// A configuration that appends every flush (no space zero-filled ahead of the log), for the
+/// tests of a full disk that need the very next flush to find no room.
+fn appending(faults: &Arc<Faults>) -> Config {
+    Config { log_preallocate_bytes: 0, ..config(faults) }
+}
+
 fn reopen_clean(dir: &Path) -> Engine {
     Engine::open(dir, Config::default()).expect("reopen")
 }
@@ -157,7 +163,7 @@ fn when_a_loss_cannot_be_recorded_the_engine_stops_and_reopening_recovers() {
 fn full_disk_stalls_with_back_pressure_and_resumes() {
     let dir = tempfile::tempdir().unwrap();
     let faults = Faults::new();
-    let mut cfg = config(&faults);
+    let mut cfg = appending(&faults);
     cfg.backlog_bytes_max = 8192;
     cfg.backpressure_timeout = Duration::from_millis(200);
     let engine = Engine::open(dir.path(), cfg).unwrap();
@@ -196,7 +202,7 @@ fn full_disk_stalls_with_back_pressure_and_resumes() {
 fn partial_write_at_enospc_is_cut_back_and_retried() {
     let dir = tempfile::tempdir().unwrap();
     let faults = Faults::new();
-    let engine = Engine::open(dir.path(), config(&faults)).unwrap();
+    let engine = Engine::open(dir.path(), appending(&faults)).unwrap();
     commit_step(&engine, 1, CommitMode::Safe).unwrap();
     faults.free_bytes.store(17, Ordering::SeqCst);
     let engine2 = engine.clone();
@@ -234,35 +240,53 @@ fn short_writes_are_completed() {
 }
 
 /// Power loss after every possible number of written bytes: the torn frame is discarded, the
-/// state is a prefix, and every acknowledged safe commit is in it.
+/// state is a prefix, and every acknowledged safe commit is in it. Run with the log written
+/// into preallocated zeros (the default: the frames overwrite zeros), with no preallocation
+/// (every flush appends), and with tiny zero-fill steps (fills race the flushes).
 #[test]
 fn torn_writes_at_every_offset_recover_a_prefix_with_every_acknowledged_commit() {
-    // Measure how many log bytes the workload writes, then cut the power at many points of it.
-    let total = {
-        let dir = tempfile::tempdir().unwrap();
-        let engine = Engine::open(dir.path(), Config::default()).unwrap();
-        for n in 1..=12 {
-            commit_step(&engine, n, CommitMode::Safe).unwrap();
-        }
-        engine.stats().log_bytes
-    };
-    for cut in (0..total).step_by(7) {
-        let dir = tempfile::tempdir().unwrap();
-        let faults = Faults::new();
-        *faults.path_filter.lock() = ".log".into();
-        faults.crash_after_bytes.store(cut, Ordering::SeqCst);
-        let engine = Engine::open(dir.path(), config(&faults)).unwrap();
-        let mut acknowledged = 0;
-        for n in 1..=12 {
-            match commit_step(&engine, n, CommitMode::Safe) {
-                Ok(_) => acknowledged = n,
-                Err(_) => break,
+    for preallocate in [Config::default().log_preallocate_bytes, 0, 256] {
+        let config =
+            |faults: &Arc<Faults>| Config { log_preallocate_bytes: preallocate, ..config(faults) };
+        // Measure how many bytes the workload writes to the log, zeros included, and how many
+        // of them come before the first frame (the new segment's first zeroed space).
+        let (total, before_frames) = {
+            let dir = tempfile::tempdir().unwrap();
+            let faults = Faults::new();
+            *faults.path_filter.lock() = ".log".into();
+            let engine = Engine::open(dir.path(), config(&faults)).unwrap();
+            for n in 1..=12 {
+                commit_step(&engine, n, CommitMode::Safe).unwrap();
             }
+            let frames = engine.stats().log_bytes;
+            engine.close().unwrap();
+            let total = faults.bytes_written.load(Ordering::SeqCst);
+            (total, if preallocate == 256 { 256 } else { total - frames })
+        };
+        let cuts = (0..before_frames)
+            .step_by((before_frames as usize / 4).max(1))
+            .chain((before_frames..total).step_by(7));
+        for cut in cuts {
+            let dir = tempfile::tempdir().unwrap();
+            let faults = Faults::new();
+            *faults.path_filter.lock() = ".log".into();
+            faults.crash_after_bytes.store(cut, Ordering::SeqCst);
+            let engine = Engine::open(dir.path(), config(&faults)).unwrap();
+            let mut acknowledged = 0;
+            for n in 1..=12 {
+                match commit_step(&engine, n, CommitMode::Safe) {
+                    Ok(_) => acknowledged = n,
+                    Err(_) => break,
+                }
+            }
+            drop(engine);
+            let engine = reopen_clean(dir.path());
+            let seq = check_prefix(&engine);
+            assert!(
+                seq >= acknowledged,
+                "preallocate {preallocate}, cut {cut}: recovered {seq} < acknowledged {acknowledged}"
+            );
         }
-        drop(engine);
-        let engine = reopen_clean(dir.path());
-        let seq = check_prefix(&engine);
-        assert!(seq >= acknowledged, "cut {cut}: recovered {seq} < acknowledged {acknowledged}");
     }
 }
 
@@ -271,10 +295,12 @@ fn newest_segment(dir: &Path) -> PathBuf {
     segments.into_iter().rev().find(|s| std::fs::metadata(&s.path).unwrap().len() > 0).unwrap().path
 }
 
+/// Flips a bit of a segment, `offset` bytes into it or, with `offset_from_end`, that many
+/// bytes before the end of its last valid frame (the zeroed space after it is not the log).
 fn flip_byte(path: &Path, offset_from_end: Option<u64>, offset: u64) {
     let mut data = std::fs::read(path).unwrap();
     let at = match offset_from_end {
-        Some(back) => data.len() - back as usize,
+        Some(back) => log_end(path) - back as usize,
         None => offset as usize,
     };
     data[at] ^= 0x01;
@@ -470,6 +496,13 @@ fn limits_are_enforced_with_clear_errors_and_no_partial_effects() {
     assert!(stats.store_bytes <= 4096, "{stats:?}");
 }
 
+/// Where the last valid frame of a segment ends.
+fn log_end(path: &Path) -> usize {
+    frames_of(path).last().map_or(0, |(offset, h)| {
+        offset + kiln_engine::inspect::FRAME_HEADER_BYTES + h.body_len as usize
+    })
+}
+
 /// The frames of a segment: (offset, header).
 fn frames_of(path: &Path) -> Vec<(usize, kiln_engine::inspect::FrameHeader)> {
     use kiln_engine::inspect::{frame_at, FrameAt};
@@ -487,7 +520,7 @@ fn frames_of(path: &Path) -> Vec<(usize, kiln_engine::inspect::FrameHeader)> {
 fn log_ending_in_a_multi_frame_flush() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let faults = Faults::new();
-    let engine = Engine::open(dir.path(), config(&faults)).unwrap();
+    let engine = Engine::open(dir.path(), appending(&faults)).unwrap();
     for n in 1..=5 {
         commit_step(&engine, n, CommitMode::Safe).unwrap();
     }
@@ -555,7 +588,7 @@ fn damage_before_a_later_flush_refuses_to_open() {
 fn a_full_disk_resumes_with_less_space_than_the_backlog() {
     let dir = tempfile::tempdir().unwrap();
     let faults = Faults::new();
-    let engine = Engine::open(dir.path(), config(&faults)).unwrap();
+    let engine = Engine::open(dir.path(), appending(&faults)).unwrap();
     commit_step(&engine, 1, CommitMode::Safe).unwrap();
     faults.free_bytes.store(0, Ordering::SeqCst);
     let blob = vec![7u8; 1 << 20];
@@ -652,4 +685,149 @@ fn a_restart_on_a_full_disk_serves_reads_and_resumes_commits_when_space_returns(
         assert_eq!(engine.status(*id), TxnStatus::Durable, "{id}");
     }
     assert_eq!(engine.stats().epoch, epoch + 1);
+}
+
+/// Flushes overwrite the zeroed space ahead of the log instead of appending: the segment's
+/// size does not change while commits fit in it, the bytes after the last frame are zeros, and
+/// a reopen reads the zeros as the end of the log.
+#[test]
+fn flushes_overwrite_zeroed_space_and_recovery_ends_at_the_zeros() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(dir.path(), Config::default()).unwrap();
+    commit_step(&engine, 1, CommitMode::Safe).unwrap();
+    let segment = newest_segment(dir.path());
+    let size = std::fs::metadata(&segment).unwrap().len();
+    assert!(size >= 64 << 10, "a new segment starts zero-filled: {size} bytes");
+    for n in 2..=20 {
+        commit_step(&engine, n, CommitMode::Safe).unwrap();
+    }
+    assert_eq!(std::fs::metadata(&segment).unwrap().len(), size, "a flush appended");
+    engine.close().unwrap();
+    let data = std::fs::read(&segment).unwrap();
+    let end = log_end(&segment);
+    assert_eq!(frames_of(&segment).len(), 20);
+    assert!(end < data.len() && data[end..].iter().all(|&b| b == 0));
+    let engine = reopen_clean(dir.path());
+    assert_eq!(check_prefix(&engine), 20);
+}
+
+/// A log that keeps growing gets more zeroed space from the writer thread, ahead of it.
+#[test]
+fn zeroed_space_is_extended_ahead_of_a_growing_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(dir.path(), Config::default()).unwrap();
+    let value = vec![3u8; 8 << 10];
+    for n in 0..200u64 {
+        let mut txn = engine.begin(TxnOptions::new()).unwrap();
+        txn.put("blob", &n.to_be_bytes(), &value).unwrap();
+        txn.commit_safe().unwrap();
+    }
+    let stats = engine.stats();
+    assert!(stats.zero_fills > 0 && stats.zero_fill_bytes >= 64 << 10, "{stats:?}");
+    engine.close().unwrap();
+    let segment = newest_segment(dir.path());
+    assert!(std::fs::metadata(&segment).unwrap().len() > log_end(&segment) as u64);
+    let engine = reopen_clean(dir.path());
+    let mut txn = engine.begin(TxnOptions::new().read_only()).unwrap();
+    assert_eq!(txn.scan("blob", Scan::all()).unwrap().len(), 200);
+}
+
+/// On a full disk (that does not copy on write) the space zero-filled ahead of the log keeps
+/// commits hardening; once the log outruns it, flushes stall until space returns, and nothing
+/// is lost.
+#[test]
+fn a_full_disk_is_ridden_out_on_preallocated_space_then_stalls_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Faults::new();
+    let engine = Engine::open(dir.path(), config(&faults)).unwrap();
+    commit_step(&engine, 1, CommitMode::Safe).unwrap();
+    faults.free_bytes.store(0, Ordering::SeqCst);
+    for n in 2..=10 {
+        let id = commit_step(&engine, n, CommitMode::Safe).expect("fits in the zeroed space");
+        assert_eq!(engine.status(id), TxnStatus::Durable);
+    }
+    // Outrun the zeroed space (64 KiB) with fast commits.
+    let value = vec![5u8; 4 << 10];
+    let mut last = None;
+    for n in 0..40u64 {
+        let mut txn = engine.begin(TxnOptions::new()).unwrap();
+        txn.put("blob", &n.to_be_bytes(), &value).unwrap();
+        last = Some(txn.commit_fast().unwrap());
+    }
+    let last = last.unwrap();
+    assert_eq!(engine.wait(last, Duration::from_millis(300)).unwrap(), TxnStatus::Committed);
+    let stalled = engine.stats().stalled.expect("the stall is reported");
+    assert!(stalled.contains("No space left"), "{stalled}");
+    faults.free_bytes.store(u64::MAX, Ordering::SeqCst);
+    assert_eq!(engine.wait(last, Duration::from_secs(30)).unwrap(), TxnStatus::Durable);
+    assert_eq!(engine.stats().loss_events, 0, "a full disk loses nothing");
+    engine.close().unwrap();
+    let engine = reopen_clean(dir.path());
+    assert_eq!(check_prefix(&engine), 10);
+    let mut txn = engine.begin(TxnOptions::new().read_only()).unwrap();
+    assert_eq!(txn.scan("blob", Scan::all()).unwrap().len(), 40);
+}
+
+/// Overwrite `len` bytes of a segment at `at` with zeros.
+fn zero_bytes(path: &Path, at: usize, len: usize) {
+    let mut data = std::fs::read(path).unwrap();
+    data[at..at + len].fill(0);
+    std::fs::write(path, data).unwrap();
+}
+
+/// A zeroed frame header followed by more of the frame (not by zeros only) is a torn write of
+/// the last flush: replay stops before it, and the commit answers lost.
+#[test]
+fn a_zeroed_header_before_data_in_the_last_flush_is_a_torn_tail() {
+    let (dir, ids) = log_with_frames(5);
+    let segment = newest_segment(dir.path());
+    let (last_frame, _) = *frames_of(&segment).last().unwrap();
+    zero_bytes(&segment, last_frame, kiln_engine::inspect::FRAME_HEADER_BYTES);
+    let engine = reopen_clean(dir.path());
+    assert_eq!(check_prefix(&engine), 4);
+    assert_eq!(engine.status(ids[4]), TxnStatus::Lost);
+}
+
+/// A zeroed frame header followed by a valid frame of a later flush is damage inside synced
+/// data: the engine refuses to open rather than drop durable commits.
+#[test]
+fn a_zeroed_header_before_a_later_flush_refuses_to_open() {
+    let (dir, _) = log_with_frames(5);
+    let segment = newest_segment(dir.path());
+    let (third, _) = frames_of(&segment)[2];
+    zero_bytes(&segment, third, kiln_engine::inspect::FRAME_HEADER_BYTES);
+    match Engine::open(dir.path(), Config::default()) {
+        Err(Error::Corruption { detail, .. }) => {
+            assert!(detail.contains("later flush"), "{detail}")
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+}
+
+/// On a copy-on-write file system overwriting preallocated space needs room too: a flush
+/// that finds none is cut back (the zeroed space after it goes with it, which gives room
+/// back), stalls, and is retried; nothing is lost and the log reads back whole.
+#[test]
+fn a_full_copy_on_write_disk_cuts_back_a_write_into_zeroed_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Faults::new();
+    let engine = Engine::open(dir.path(), config(&faults)).unwrap();
+    commit_step(&engine, 1, CommitMode::Safe).unwrap();
+    let segment = newest_segment(dir.path());
+    assert!(std::fs::metadata(&segment).unwrap().len() >= 64 << 10);
+    faults.copy_on_write.store(true, Ordering::SeqCst);
+    faults.free_bytes.store(10, Ordering::SeqCst);
+    let engine2 = engine.clone();
+    let waiter = std::thread::spawn(move || commit_step(&engine2, 2, CommitMode::Safe));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while engine.stats().stalls == 0 {
+        assert!(std::time::Instant::now() < deadline, "the writer never reported the full disk");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    faults.free_bytes.store(u64::MAX, Ordering::SeqCst);
+    let id = waiter.join().unwrap().unwrap();
+    assert_eq!(engine.status(id), TxnStatus::Durable);
+    assert_eq!(engine.stats().loss_events, 0);
+    drop(engine);
+    assert_eq!(check_prefix(&reopen_clean(dir.path())), 2);
 }

@@ -60,6 +60,8 @@ impl Runner {
             commit_model: self.model,
             timed_flush: false,
             vfs: Arc::new(FaultyVfs::new(faults.clone())),
+            // `disk-full` must stall the very next flush: no space zero-filled ahead.
+            log_preallocate_bytes: 0,
             checkpoint_log_bytes: 0,
             ..Config::default()
         };

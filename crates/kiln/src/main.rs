@@ -87,6 +87,10 @@ struct ServeArgs {
     /// Memory for stored rows, in bytes [default: 8 GiB].
     #[arg(long, env = "KILN_MEMORY_BYTES_MAX")]
     memory_bytes_max: Option<u64>,
+    /// Log space zero-filled ahead of the log, at most this many bytes at a time; 0 makes
+    /// every flush append [default: 1 MiB].
+    #[arg(long, env = "KILN_LOG_PREALLOCATE_BYTES")]
+    log_preallocate_bytes: Option<u64>,
     /// Tests only: let SQL make log fsyncs fail (kiln_fault_fail_syncs).
     #[arg(long, hide = true)]
     enable_fault_injection: bool,
@@ -139,6 +143,9 @@ fn serve(data_dir: Option<PathBuf>, args: &ServeArgs) -> Result<(), String> {
     }
     if let Some(b) = args.memory_bytes_max {
         config.memory_bytes_max = b;
+    }
+    if let Some(b) = args.log_preallocate_bytes {
+        config.log_preallocate_bytes = b;
     }
     if args.enable_fault_injection {
         config.fault_injection = true;

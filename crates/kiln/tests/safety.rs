@@ -271,7 +271,9 @@ async fn show_and_deallocate_through_the_extended_protocol() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_stalls_safe_commits_with_53100_and_they_harden_when_space_returns() {
-    let kiln = common::Kiln::start(&["--enable-fault-injection"]);
+    // No log space zero-filled ahead (it would carry commits on a full disk for a while), so
+    // the very next flush finds the disk full.
+    let kiln = common::Kiln::start(&["--enable-fault-injection", "--log-preallocate-bytes", "0"]);
     let c = connect(&kiln).await;
     let admin = connect(&kiln).await;
     c.batch_execute("CREATE TABLE full (k int PRIMARY KEY, v text)").await.unwrap();
@@ -321,7 +323,8 @@ async fn a_full_disk_stalls_safe_commits_with_53100_and_they_harden_when_space_r
 /// the restart (never silently present or absent).
 #[test]
 fn sigterm_with_a_full_disk_stops_and_reports_what_was_lost() {
-    let mut kiln = common::Kiln::start(&["--enable-fault-injection"]);
+    let mut kiln =
+        common::Kiln::start(&["--enable-fault-injection", "--log-preallocate-bytes", "0"]);
     kiln.psql(&["-c", "CREATE TABLE t (k int PRIMARY KEY)"]);
     kiln.psql(&["-c", "SELECT kiln_fault_disk_full(0)"]);
     let out = kiln.psql(&[

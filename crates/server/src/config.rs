@@ -75,6 +75,9 @@ pub struct ServerConfig {
     pub statement_bytes_max: usize,
     /// Memory for stored rows, in bytes.
     pub memory_bytes_max: u64,
+    /// Log space zero-filled ahead of the log, at most this many bytes per extension (0: none;
+    /// every flush then appends and its fdatasync also commits the file's new size).
+    pub log_preallocate_bytes: u64,
     /// Authentication.
     pub auth: AuthConfig,
     /// TLS.
@@ -104,6 +107,7 @@ impl Default for ServerConfig {
             rows_max: 10_000_000,
             statement_bytes_max: 16 << 20,
             memory_bytes_max: 8 << 30,
+            log_preallocate_bytes: kiln_sql::engine_config::Config::default().log_preallocate_bytes,
             auth: AuthConfig::default(),
             tls: TlsConfig::default(),
             shutdown_grace_s: 30,
@@ -148,6 +152,7 @@ impl ServerConfig {
             memory_bytes_max: self.memory_bytes_max,
             txn_writes_max: self.txn_writes_max,
             txn_reads_max: self.txn_reads_max,
+            log_preallocate_bytes: self.log_preallocate_bytes,
             ..kiln_sql::engine_config::Config::default()
         })
     }

@@ -216,6 +216,9 @@ pub enum FrameAt {
     },
     /// The end of the data.
     End,
+    /// A frame header's worth of zero bytes (or fewer, up to the end): space preallocated
+    /// ahead of the log and not written yet — the end of the log if only zeros follow.
+    Zeroed,
     /// Not a valid frame, with the reason.
     Invalid(String),
 }
@@ -227,6 +230,9 @@ pub fn frame_at(data: &[u8], offset: usize) -> FrameAt {
         return FrameAt::End;
     }
     let rest = &data[offset..];
+    if rest[..rest.len().min(FRAME_HEADER_BYTES)].iter().all(|&b| b == 0) {
+        return FrameAt::Zeroed;
+    }
     if rest.len() < FRAME_HEADER_BYTES {
         return FrameAt::Invalid(format!("{} bytes, less than a frame header", rest.len()));
     }
@@ -289,8 +295,9 @@ pub fn split_records(body: &[u8], count: u32) -> Result<Vec<&[u8]>, String> {
 pub fn valid_frames_after(data: &[u8], offset: usize) -> Vec<(usize, FrameHeader)> {
     let mut found = Vec::new();
     let mut pos = offset + 1;
+    let finder = memchr::memmem::Finder::new(&FRAME_MAGIC);
     while pos + FRAME_HEADER_BYTES <= data.len() {
-        let Some(at) = data[pos..].windows(8).position(|w| w == FRAME_MAGIC) else { break };
+        let Some(at) = finder.find(&data[pos..]) else { break };
         pos += at;
         if let FrameAt::Valid { header, body_start } = frame_at(data, pos) {
             found.push((pos, header));

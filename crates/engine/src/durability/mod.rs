@@ -54,6 +54,9 @@ pub(crate) struct LogState {
     pub stalled: Option<String>,
     /// Close was requested: flush what is buffered and stop.
     pub shutdown: bool,
+    /// The current segment's zero-filled space ahead of the log is running low: the writer
+    /// thread should extend it (outside the flush lock).
+    pub zero_fill_wanted: bool,
 }
 
 /// Where durability stands. Guarded by `Durability::state`.
@@ -155,6 +158,9 @@ pub(crate) struct DurabilityCounters {
     pub loss_events: AtomicU64,
     pub stalls: AtomicU64,
     pub log_bytes_since_checkpoint: AtomicU64,
+    /// Zero fills of log space ahead of the log, and the bytes they wrote.
+    pub zero_fills: AtomicU64,
+    pub zero_fill_bytes: AtomicU64,
 }
 
 /// The durability layer's shared state.
@@ -199,6 +205,7 @@ impl Durability {
                 persist_requested: false,
                 stalled: None,
                 shutdown: false,
+                zero_fill_wanted: false,
             }),
             writer_wake: Condvar::new(),
             backlog_drained: Condvar::new(),
@@ -268,8 +275,10 @@ impl Durability {
     }
 
     /// Appends the record of the commit `csn` of `epoch`. Called by the sequencer only, in CSN
-    /// order, under the commit lock.
-    pub fn append(&self, epoch: Epoch, csn: Csn, record: &[u8]) {
+    /// order, under the commit lock. Returns true when the writer thread was *not* woken for a
+    /// record that starts a batch because `leads` says the committer will flush it itself: the
+    /// committer then owes the writer that wake if it does not ([`Durability::wake_writer`]).
+    pub fn append(&self, epoch: Epoch, csn: Csn, record: &[u8], leads: bool) -> bool {
         let mut log = self.log.lock();
         assert_eq!(log.epoch, epoch, "append to the wrong epoch");
         assert_eq!(log.first_csn + log.count as u64, csn, "append out of CSN order");
@@ -281,15 +290,24 @@ impl Durability {
         log.count += 1;
         log.backlog_bytes += record.len() as u64;
         // The first record of a batch arms the writer's vulnerability-window timer (an idle
-        // writer sleeps until woken); a large buffer or backlog asks for a flush now.
-        if first
-            || log.buffer.len() >= format::FRAME_BODY_BYTES_TARGET
-            || log.backlog_bytes >= self.backlog_bytes_max / 2
-        {
+        // writer sleeps until woken) — unless its committer is about to flush it; a large
+        // buffer or backlog asks for a flush now.
+        let urgent = log.buffer.len() >= format::FRAME_BODY_BYTES_TARGET
+            || log.backlog_bytes >= self.backlog_bytes_max / 2;
+        let owed = first && leads && !urgent;
+        if (first && !leads) || urgent {
             self.writer_wake.notify_one();
         }
         drop(log);
         self.state.lock().last_committed = csn;
+        owed
+    }
+
+    /// Wakes the writer thread (a committer that skipped the wake at append and did not flush
+    /// its record itself).
+    pub fn wake_writer(&self) {
+        let _log = self.log.lock();
+        self.writer_wake.notify_one();
     }
 
     /// The status of `id`.

@@ -13,10 +13,15 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-/// An open file of the durability layer. Writes append at the end of the file.
+/// An open file of the durability layer.
 pub trait VfsFile: Send {
     /// Appends up to `buf.len()` bytes and returns how many were written (possibly fewer).
+    /// Only for files opened with [`OpenMode::Append`] or [`OpenMode::CreateNew`].
     fn append(&mut self, buf: &[u8]) -> io::Result<usize>;
+    /// Writes up to `buf.len()` bytes at `offset` (overwriting, or extending the file) and
+    /// returns how many were written (possibly fewer). Only for files opened with
+    /// [`OpenMode::Write`].
+    fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<usize>;
     /// Reads from the current read position (the start of the file when opened).
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize>;
     /// Makes the file's data durable (fdatasync).
@@ -40,6 +45,8 @@ pub enum OpenMode {
     Append,
     /// Create a new, empty file for appending; fail if it exists.
     CreateNew,
+    /// Read and write at any offset, creating the file if missing.
+    Write,
 }
 
 /// The file-system operations the durability layer needs.
@@ -68,6 +75,9 @@ impl VfsFile for OsFile {
     fn append(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.0.write(buf)
     }
+    fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<usize> {
+        std::os::unix::fs::FileExt::write_at(&self.0, buf, offset)
+    }
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.0.read(buf)
     }
@@ -88,6 +98,7 @@ fn open_os_file(path: &Path, mode: OpenMode) -> io::Result<OsFile> {
         OpenMode::Read => options.read(true),
         OpenMode::Append => options.read(true).append(true).create(true),
         OpenMode::CreateNew => options.read(true).append(true).create_new(true),
+        OpenMode::Write => options.read(true).write(true).create(true),
     };
     Ok(OsFile(options.open(path)?))
 }
@@ -132,6 +143,22 @@ pub fn append_all(file: &mut dyn VfsFile, mut buf: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Writes all of `buf` at `offset`, looping over short writes.
+pub fn write_all_at(file: &mut dyn VfsFile, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        match file.write_at(buf, offset) {
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "write returned 0")),
+            Ok(n) => {
+                buf = &buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// Whether `e` says the disk (or the user's quota) is full: a condition that passes when
 /// space returns, unlike other write errors.
 pub fn is_no_space(e: &io::Error) -> bool {
@@ -161,9 +188,13 @@ pub struct Faults {
     pub fail_syncs: AtomicU64,
     /// Fail every fsync while set.
     pub fail_all_syncs: AtomicBool,
-    /// While set, at most this many more bytes fit on the "disk"; appends past it write what
-    /// fits and then fail with ENOSPC. `u64::MAX` means unlimited.
+    /// While set, at most this many more bytes fit on the "disk"; writes that need more space
+    /// write what fits and then fail with ENOSPC. Overwriting bytes a file already holds
+    /// needs no space. `u64::MAX` means unlimited.
     pub free_bytes: AtomicU64,
+    /// The disk behaves like a copy-on-write file system (btrfs, ZFS): overwriting bytes a
+    /// file already holds needs free space too, so preallocated space does not help.
+    pub copy_on_write: AtomicBool,
     /// Every append writes at most half its buffer (at least one byte).
     pub short_writes: AtomicBool,
     /// After this many more appended bytes the "power goes out": the append that crosses the
@@ -175,6 +206,8 @@ pub struct Faults {
     pub path_filter: Mutex<String>,
     /// How many fsyncs succeeded (for tests to wait on progress).
     pub syncs_done: AtomicU64,
+    /// How many bytes were written to files the faults apply to (zeros included).
+    pub bytes_written: AtomicU64,
 }
 
 impl Faults {
@@ -218,30 +251,33 @@ impl Faults {
         Ok(())
     }
 
-    /// How many bytes of an append of `want` bytes may be written, or the error to return.
-    fn admit(&self, want: usize) -> io::Result<usize> {
+    /// How many bytes of a write of `want` bytes, whose first `in_place` bytes overwrite
+    /// bytes the file already holds, may be written, or the error to return.
+    fn admit(&self, want: usize, in_place: usize) -> io::Result<usize> {
         self.check_crashed()?;
         let mut allowed = want;
         if self.short_writes.load(Ordering::SeqCst) && want > 1 {
             allowed = want / 2;
         }
         let free = self.free_bytes.load(Ordering::SeqCst);
-        if free != u64::MAX {
-            if free == 0 {
+        if free != u64::MAX && allowed > in_place {
+            if free == 0 && in_place == 0 {
                 return Err(io::Error::from_raw_os_error(libc::ENOSPC));
             }
-            allowed = allowed.min(free as usize);
-            self.free_bytes.fetch_sub(allowed as u64, Ordering::SeqCst);
+            allowed = allowed.min(in_place.saturating_add(free as usize));
+            self.free_bytes.fetch_sub((allowed - in_place) as u64, Ordering::SeqCst);
         }
         let budget = self.crash_after_bytes.load(Ordering::SeqCst);
         if budget != u64::MAX {
             if (allowed as u64) >= budget {
                 self.crash_after_bytes.store(0, Ordering::SeqCst);
                 self.crashed.store(true, Ordering::SeqCst);
+                self.bytes_written.fetch_add(budget, Ordering::SeqCst);
                 return Ok(budget as usize);
             }
             self.crash_after_bytes.fetch_sub(allowed as u64, Ordering::SeqCst);
         }
+        self.bytes_written.fetch_add(allowed as u64, Ordering::SeqCst);
         Ok(allowed)
     }
 }
@@ -270,8 +306,25 @@ impl VfsFile for FaultyFile {
             self.faults.check_crashed()?;
             return self.inner.append(buf);
         }
-        let allowed = self.faults.admit(buf.len())?;
+        let allowed = self.faults.admit(buf.len(), 0)?;
         let written = if allowed > 0 { self.inner.append(&buf[..allowed])? } else { 0 };
+        if self.faults.crashed.load(Ordering::SeqCst) {
+            return Err(io::Error::other("simulated power loss"));
+        }
+        Ok(written)
+    }
+    fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<usize> {
+        if !self.faults.applies(&self.path) {
+            self.faults.check_crashed()?;
+            return self.inner.write_at(buf, offset);
+        }
+        let in_place = if self.faults.copy_on_write.load(Ordering::SeqCst) {
+            0
+        } else {
+            self.inner.len()?.saturating_sub(offset).min(buf.len() as u64) as usize
+        };
+        let allowed = self.faults.admit(buf.len(), in_place)?;
+        let written = if allowed > 0 { self.inner.write_at(&buf[..allowed], offset)? } else { 0 };
         if self.faults.crashed.load(Ordering::SeqCst) {
             return Err(io::Error::other("simulated power loss"));
         }

@@ -11,10 +11,22 @@
 //! - **Anything else** (an fsync error, an unrecoverable write error): what was written can no
 //!   longer be trusted, so the non-durable suffix is lost. The engine's loss handler drops it
 //!   and records a new epoch; the writer abandons the segment and starts a new one.
+//!
+//! **Preallocation.** A flush that appends to a file makes its fdatasync commit the new file
+//! size too (a journal write on top of the data); one that overwrites allocated blocks does
+//! not. So the log is written into space that was zero-filled (written, not just reserved —
+//! an unwritten extent costs the same metadata update on first write) ahead of it: a new
+//! segment starts with its first 64 KiB zeroed, and the writer thread extends the zeroed space,
+//! doubling it up to `log_preallocate_bytes` at a time, whenever less than half a step is left
+//! ahead of the log. It does that with its own file handle and outside the flush lock, so
+//! flushes never wait for it; the two only ever write disjoint ranges of the file (flushes below
+//! the zeroed end, the extension above it). A flush that outruns the zeroed space appends as
+//! before. Recovery treats a zeroed frame header followed only by zeros as the end of the log
+//! (`docs/storage-format.md` has the torn-write argument).
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -65,7 +77,56 @@ enum WriteFailure {
 
 struct Segment {
     file: Box<dyn VfsFile>,
+    /// Where the next frame goes: the end of the frames written so far.
     len: u64,
+    space: Arc<SegmentSpace>,
+}
+
+/// The zero-filled space of a segment ahead of its frames, shared by the flusher (which
+/// writes frames below the zeroed end) and the writer thread (which extends it).
+struct SegmentSpace {
+    path: PathBuf,
+    /// A copy of `state.zeroed` the flusher reads without the lock. Only the flusher lowers it
+    /// (when it cuts the file back), so the flusher's own reads are never stale downwards.
+    zeroed_hint: AtomicU64,
+    /// A zero fill was asked of the writer thread and has not run yet.
+    fill_requested: AtomicBool,
+    /// The end of the frames, as of the last flush.
+    frames_end: AtomicU64,
+    state: Mutex<SpaceState>,
+}
+
+struct SpaceState {
+    /// Bytes `0..zeroed` of the file are written: frames, then zeros.
+    zeroed: u64,
+    /// The writer thread's own handle of the file, opened at its first extension.
+    file: Option<Box<dyn VfsFile>>,
+    /// No more frames will be written here (rotated or abandoned): stop extending.
+    retired: bool,
+    /// The last extension failed (a full disk, an I/O error) at this time; wait before trying
+    /// again, since flushes continue by appending meanwhile.
+    failed_at: Option<Instant>,
+}
+
+/// The first zero-filled space of a new segment.
+const ZERO_FILL_FIRST: u64 = 64 << 10;
+/// How long after a failed zero fill the next is attempted.
+const ZERO_FILL_RETRY: Duration = Duration::from_secs(1);
+
+/// How many bytes the next zero fill of a segment with `zeroed` bytes adds: as much as it
+/// has (doubling), at least the first step, at most `max`. A fill is due once less than half
+/// a step is left ahead of the log, so an idle segment stays small and a busy one keeps
+/// between half a step and a step and a half of zeroed space ahead.
+fn zero_fill_step(zeroed: u64, max: u64) -> u64 {
+    zeroed.max(ZERO_FILL_FIRST).min(max)
+}
+
+/// What the writer thread is woken for.
+#[derive(Debug, PartialEq, Eq)]
+enum Work {
+    Flush,
+    ZeroFill,
+    Stop,
 }
 
 /// What only the current flusher may touch: the open segment, and a batch that did not fit on
@@ -100,6 +161,7 @@ pub(crate) struct LogWriter {
     vfs: Arc<dyn Vfs>,
     log_dir: PathBuf,
     segment_bytes_max: u64,
+    preallocate_bytes: u64,
     flush_after: Duration,
     timed_flush: bool,
     checkpoint_log_bytes: u64,
@@ -108,6 +170,8 @@ pub(crate) struct LogWriter {
     /// Called when enough log was written that a checkpoint is due.
     on_checkpoint_due: Box<dyn Fn() + Send + Sync>,
     core: Mutex<FlushCore>,
+    /// The current segment's space, for the writer thread's zero fills.
+    current_space: Mutex<Option<Arc<SegmentSpace>>>,
 }
 
 const STALL_RETRY: Duration = Duration::from_millis(20);
@@ -126,22 +190,32 @@ impl LogWriter {
             vfs: config.vfs.clone(),
             log_dir,
             segment_bytes_max: config.segment_bytes_max,
+            preallocate_bytes: config.log_preallocate_bytes,
             flush_after: config.vulnerability_window / 2,
             timed_flush: config.timed_flush,
             checkpoint_log_bytes: config.checkpoint_log_bytes,
             on_loss,
             on_checkpoint_due,
             core: Mutex::new(FlushCore::default()),
+            current_space: Mutex::new(None),
         }
     }
 
     /// The writer thread: runs until close has been requested and everything buffered is
     /// flushed (or cannot be).
     pub fn run(&self) {
-        while self.wait_for_work() {
-            let mut core = self.core.lock();
-            if self.durability.poisoned().is_some() || self.flush_round(&mut core) == Round::Stop {
-                return;
+        loop {
+            match self.wait_for_work() {
+                Work::Stop => return,
+                Work::ZeroFill => self.zero_fill(),
+                Work::Flush => {
+                    let mut core = self.core.lock();
+                    if self.durability.poisoned().is_some()
+                        || self.flush_round(&mut core) == Round::Stop
+                    {
+                        return;
+                    }
+                }
             }
         }
     }
@@ -164,9 +238,9 @@ impl LogWriter {
         self.flush_round(&mut core);
     }
 
-    /// Waits until there is something to flush and a reason to flush it. False when the
-    /// writer should stop.
-    fn wait_for_work(&self) -> bool {
+    /// Waits until there is something to flush and a reason to flush it, or a zero fill to
+    /// do.
+    fn wait_for_work(&self) -> Work {
         let durability = &self.durability;
         let mut log = durability.log.lock();
         loop {
@@ -174,7 +248,10 @@ impl LogWriter {
             if log.count == 0 && !stalled {
                 log.persist_requested = false;
                 if log.shutdown {
-                    return false;
+                    return Work::Stop;
+                }
+                if std::mem::take(&mut log.zero_fill_wanted) {
+                    return Work::ZeroFill;
                 }
                 durability.writer_wake.wait(&mut log);
                 continue;
@@ -182,10 +259,13 @@ impl LogWriter {
             if stalled && !log.shutdown {
                 // Back off before retrying a batch that did not fit, unless woken for shutdown.
                 durability.writer_wake.wait_for(&mut log, STALL_RETRY);
-                return true;
+                return Work::Flush;
             }
             if self.flush_now(&log) {
-                return true;
+                return Work::Flush;
+            }
+            if std::mem::take(&mut log.zero_fill_wanted) {
+                return Work::ZeroFill;
             }
             let oldest = log.oldest.expect("buffered records have an age");
             if self.timed_flush {
@@ -269,7 +349,7 @@ impl LogWriter {
             Err(WriteFailure::Lost(cause)) => {
                 tracing::error!(%cause, epoch = batch.epoch, from = batch.first_csn,
                     "log write failed; losing the non-durable suffix");
-                core.segment = None;
+                self.retire_segment(core);
                 self.durability.log.lock().stalled = None;
                 let mut failed_records = batch.records;
                 if let Some(rest) = rest {
@@ -331,7 +411,7 @@ impl LogWriter {
         d.backlog_drained.notify_all();
         d.advance_durable(batch.epoch, batch.first_csn + batch.count as u64 - 1);
         if core.segment.as_ref().is_some_and(|s| s.len >= self.segment_bytes_max) {
-            core.segment = None; // the next flush starts a new segment
+            self.retire_segment(core); // the next flush starts a new segment
         }
         let since = c.log_bytes_since_checkpoint.fetch_add(written, Ordering::Relaxed) + written;
         if self.checkpoint_log_bytes > 0 && since >= self.checkpoint_log_bytes {
@@ -347,17 +427,100 @@ impl LogWriter {
         }
         let segment = core.segment.as_mut().expect("segment just ensured");
         let before = segment.len;
-        if let Err(e) = vfs::append_all(segment.file.as_mut(), &frames) {
+        let end = before + frames.len() as u64;
+        let space = segment.space.clone();
+        // Below the zeroed end the flusher owns the file; past it, the zero fill may be writing,
+        // so a flush that outruns the zeroed space appends under the space lock.
+        let outran = (end > space.zeroed_hint.load(Ordering::Acquire)).then(|| space.state.lock());
+        let written = vfs::write_all_at(segment.file.as_mut(), &frames, before);
+        if let Err(e) = written {
+            // Cut back to the last good frame (this drops the zeroed space after it as well).
+            let mut state = outran.unwrap_or_else(|| space.state.lock());
             let cut_back = segment.file.set_len(before);
+            state.zeroed = before;
+            space.zeroed_hint.store(before, Ordering::Release);
             return Err(match (is_no_space(&e), cut_back) {
                 (true, Ok(())) => WriteFailure::NoSpace(format!("log write: {e}")),
                 (_, Ok(())) => WriteFailure::Lost(format!("log write: {e}")),
                 (_, Err(t)) => WriteFailure::Lost(format!("log write: {e}; truncate: {t}")),
             });
         }
-        segment.len += frames.len() as u64;
+        space.frames_end.store(end, Ordering::Release);
+        let zeroed = match outran {
+            Some(mut state) => {
+                state.zeroed = state.zeroed.max(end);
+                space.zeroed_hint.store(state.zeroed, Ordering::Release);
+                state.zeroed
+            }
+            None => space.zeroed_hint.load(Ordering::Acquire),
+        };
+        segment.len = end;
+        if self.preallocate_bytes > 0
+            && end < self.segment_bytes_max
+            && zeroed - end < zero_fill_step(zeroed, self.preallocate_bytes) / 2
+            && !space.fill_requested.swap(true, Ordering::AcqRel)
+        {
+            self.durability.log.lock().zero_fill_wanted = true;
+            self.durability.writer_wake.notify_one();
+        }
         segment.file.sync_data().map_err(|e| WriteFailure::Lost(format!("log fsync: {e}")))?;
         Ok(frames.len() as u64)
+    }
+
+    /// Extends the current segment's zeroed space by one step (the writer thread, outside the
+    /// flush lock). Failures only mean that flushes keep appending; they are retried later.
+    fn zero_fill(&self) {
+        let Some(space) = self.current_space.lock().clone() else { return };
+        space.fill_requested.store(false, Ordering::Release);
+        let mut state = space.state.lock();
+        if state.retired || state.failed_at.is_some_and(|t| t.elapsed() < ZERO_FILL_RETRY) {
+            return;
+        }
+        let step = zero_fill_step(state.zeroed, self.preallocate_bytes);
+        if state.zeroed.saturating_sub(space.frames_end.load(Ordering::Acquire)) >= step / 2
+            || state.zeroed >= self.segment_bytes_max
+        {
+            return;
+        }
+        let from = state.zeroed;
+        let started = Instant::now();
+        let result = (|| {
+            if state.file.is_none() {
+                state.file = Some(self.vfs.open(&space.path, OpenMode::Write)?);
+            }
+            let file = state.file.as_mut().expect("just opened");
+            write_zeros(file.as_mut(), from, step).and_then(|()| file.sync_data()).inspect_err(
+                |_| {
+                    // Zeros past the zeroed end are harmless, but give the space back.
+                    let _ = file.set_len(from);
+                },
+            )
+        })();
+        match result {
+            Ok(()) => {
+                state.zeroed = from + step;
+                space.zeroed_hint.store(state.zeroed, Ordering::Release);
+                state.failed_at = None;
+                let c = &self.durability.counters;
+                c.zero_fills.fetch_add(1, Ordering::Relaxed);
+                c.zero_fill_bytes.fetch_add(step, Ordering::Relaxed);
+                tracing::debug!(path = %space.path.display(), from, step,
+                    micros = started.elapsed().as_micros() as u64, "log space zero-filled");
+            }
+            Err(e) => {
+                state.failed_at = Some(Instant::now());
+                tracing::warn!(path = %space.path.display(), error = %e,
+                    "could not zero-fill log space ahead of the log; flushes append meanwhile");
+            }
+        }
+    }
+
+    /// Stops writing to the current segment; the next flush starts a new one.
+    fn retire_segment(&self, core: &mut FlushCore) {
+        if let Some(segment) = core.segment.take() {
+            segment.space.state.lock().retired = true;
+        }
+        *self.current_space.lock() = None;
     }
 
     fn create_segment(&self, epoch: Epoch, first_csn: Csn) -> Result<Segment, WriteFailure> {
@@ -370,12 +533,44 @@ impl LogWriter {
                 WriteFailure::Lost(cause)
             }
         };
-        let mut file = self.vfs.open(&path, OpenMode::Append).map_err(|e| fail("creating", e))?;
+        let mut file = self.vfs.open(&path, OpenMode::Write).map_err(|e| fail("creating", e))?;
         // A file of this name can only be our own earlier attempt that never became durable.
         file.set_len(0).map_err(|e| fail("resetting", e))?;
+        // The first zeroed space, synced with the directory entry below. On a full disk the
+        // segment starts without it and flushes append.
+        let first = ZERO_FILL_FIRST.min(self.preallocate_bytes);
+        let mut zeroed = 0;
+        if first > 0 {
+            match write_zeros(file.as_mut(), 0, first).and_then(|()| file.sync_data()) {
+                Ok(()) => zeroed = first,
+                Err(e) if is_no_space(&e) => file.set_len(0).map_err(|e| fail("resetting", e))?,
+                Err(e) => return Err(fail("zero-filling", e)),
+            }
+        }
         self.vfs.sync_dir(Path::new(&self.log_dir)).map_err(|e| fail("syncing directory of", e))?;
-        Ok(Segment { file, len: 0 })
+        let space = Arc::new(SegmentSpace {
+            path,
+            zeroed_hint: AtomicU64::new(zeroed),
+            fill_requested: AtomicBool::new(false),
+            frames_end: AtomicU64::new(0),
+            state: Mutex::new(SpaceState { zeroed, file: None, retired: false, failed_at: None }),
+        });
+        *self.current_space.lock() = Some(space.clone());
+        Ok(Segment { file, len: 0, space })
     }
+}
+
+/// Writes `len` zero bytes at `offset`.
+fn write_zeros(file: &mut dyn VfsFile, offset: u64, len: u64) -> io::Result<()> {
+    const CHUNK: usize = 256 << 10;
+    let zeros = vec![0u8; CHUNK.min(len as usize)];
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(CHUNK as u64) as usize;
+        vfs::write_all_at(file, &zeros[..n], offset + done)?;
+        done += n as u64;
+    }
+    Ok(())
 }
 
 fn take_buffer(log: &mut LogState) -> Batch {

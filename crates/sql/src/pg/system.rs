@@ -49,6 +49,7 @@ pub fn kiln_stat(db: &Database) -> Vec<(&'static str, i64, &'static str)> {
         ("flush_micros_max", s.flush_micros_max as i64, "largest flush latency in microseconds"),
         ("backlog_bytes", s.backlog_bytes as i64, "committed bytes not yet durable"),
         ("stalls", s.stalls as i64, "times commits waited for durability to catch up"),
+        ("log_zero_fills", s.zero_fills as i64, "extensions of the zeroed space ahead of the log"),
         ("store_bytes", s.store_bytes as i64, "bytes of row versions in memory"),
         ("rows", s.rows as i64, "stored keys (rows and index entries)"),
         ("checkpoints", s.checkpoints as i64, "checkpoints written"),
