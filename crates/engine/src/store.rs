@@ -239,16 +239,19 @@ impl Store {
         horizon: Csn,
     ) {
         let mut added = VERSION_OVERHEAD_BYTES + value.as_ref().map_or(0, |v| v.len() as i64);
-        let row = match row.filter(|r| !r.is_removed()).cloned().or_else(|| table.row(key)) {
-            Some(row) => row,
-            None => {
-                added += ROW_OVERHEAD_BYTES + key.len() as i64;
-                table.rows.get_or_insert_with(key.to_vec(), Arc::default).value().clone()
-            }
+        // One search when the handle is stale or missing: a row in the keyspace always has a
+        // version (installs happen under the commit lock, and a row left without versions is
+        // removed), so an empty chain is a row this call inserted.
+        let row = match row.filter(|r| !r.is_removed()) {
+            Some(row) => row.clone(),
+            None => table.rows.get_or_insert_with(key.to_vec(), Arc::default).value().clone(),
         };
         let mut versions = row.versions.lock();
-        if let Some(last) = versions.last() {
-            assert!(last.csn < csn, "install out of CSN order: {} after {}", csn, last.csn);
+        match versions.last() {
+            Some(last) => {
+                assert!(last.csn < csn, "install out of CSN order: {} after {}", csn, last.csn)
+            }
+            None => added += ROW_OVERHEAD_BYTES + key.len() as i64,
         }
         versions.push(Version { csn, value });
         let freed = prune(&mut versions, horizon);

@@ -10,7 +10,7 @@
 //! A read-only transaction needs no validation: its snapshot is a prefix of the CSN order. Its
 //! durability point is `durable watermark ≥ read dependency` (G4).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{btree_map, BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -81,7 +81,8 @@ type OwnedBound = Bound<Vec<u8>>;
 /// written (so that validation and installation need not search for it again).
 #[derive(Clone)]
 struct PendingWrite {
-    value: Option<Vec<u8>>,
+    /// Shared with the store once installed: the bytes are copied once, at the write.
+    value: Option<Value>,
     row: Option<Arc<Row>>,
 }
 
@@ -426,7 +427,7 @@ impl Transaction {
         self.check_keyspace(keyspace)?;
         self.check_key(key)?;
         if let Some(own) = self.writes.get(keyspace).and_then(|w| w.get(key)) {
-            return Ok(own.value.clone());
+            return Ok(own.value.as_deref().map(<[u8]>::to_vec));
         }
         let table = self.shared.store.table(keyspace);
         let row = table.row(key);
@@ -454,7 +455,7 @@ impl Transaction {
         let own: Vec<(Vec<u8>, Option<Vec<u8>>)> = match self.writes.get(keyspace) {
             Some(w) => w
                 .range::<[u8], _>((scan.start, scan.end))
-                .map(|(k, w)| (k.clone(), w.value.clone()))
+                .map(|(k, w)| (k.clone(), w.value.as_deref().map(<[u8]>::to_vec)))
                 .collect(),
             None => Vec::new(),
         };
@@ -550,31 +551,44 @@ impl Transaction {
         let added = format::write_encoded_len(keyspace, key, value) as u64;
         let bytes = self.write_bytes + added;
         Error::check_limit("bytes written by one transaction", bytes, config.txn_bytes_max)?;
-        let value = value.map(<[u8]>::to_vec);
-        let previous = self.writes.get(keyspace).and_then(|w| w.get(key));
-        if previous.is_none() {
-            let count = self.write_count as u64 + 1;
-            Error::check_limit("writes in one transaction", count, config.txn_writes_max as u64)?;
-        }
-        if self.savepoints > 0 {
-            let undo = Undo {
-                keyspace: writes_keyspace(&self.writes, keyspace),
-                key: key.to_vec(),
-                previous: previous.cloned(),
-            };
-            self.undo.push(undo);
-        }
+        let value = value.map(Value::from);
+        // The undo entry names the keyspace by the write set's own `Arc` when it has one.
+        let undo_keyspace = (self.savepoints > 0).then(|| writes_keyspace(&self.writes, keyspace));
         let writes = match self.writes.get_mut(keyspace) {
             Some(w) => w,
             None => self.writes.entry(Arc::from(keyspace)).or_default(),
         };
-        if let Some(pending) = writes.get_mut(key) {
-            pending.value = value;
-        } else {
-            // Find the row now, outside the commit lock, so the commit need not search again.
-            let row = self.shared.store.get_table(keyspace).and_then(|t| t.row(key));
-            writes.insert(key.to_vec(), PendingWrite { value, row });
-            self.write_count += 1;
+        // One search of the write set: a key written before is updated in place; a new one is
+        // checked against the count limit before anything changes.
+        match writes.entry(key.to_vec()) {
+            btree_map::Entry::Occupied(mut pending) => {
+                if let Some(keyspace) = undo_keyspace {
+                    let previous = Some(pending.get().clone());
+                    self.undo.push(Undo { keyspace, key: key.to_vec(), previous });
+                }
+                pending.get_mut().value = value;
+            }
+            btree_map::Entry::Vacant(slot) => {
+                let count = self.write_count as u64 + 1;
+                if let Err(e) = Error::check_limit(
+                    "writes in one transaction",
+                    count,
+                    config.txn_writes_max as u64,
+                ) {
+                    if writes.is_empty() {
+                        self.writes.remove(keyspace);
+                    }
+                    return Err(e);
+                }
+                if let Some(keyspace) = undo_keyspace {
+                    self.undo.push(Undo { keyspace, key: key.to_vec(), previous: None });
+                }
+                // Find the row now, outside the commit lock, so the commit need not search
+                // again.
+                let row = self.shared.store.get_table(keyspace).and_then(|t| t.row(key));
+                slot.insert(PendingWrite { value, row });
+                self.write_count += 1;
+            }
         }
         self.write_bytes += added;
         Ok(())
@@ -747,7 +761,7 @@ impl Transaction {
         for (keyspace, writes) in std::mem::take(&mut self.writes) {
             let table = shared.store.table(&keyspace);
             for (key, pending) in writes {
-                let value = pending.value.map(Value::from);
+                let value = pending.value;
                 shared.store.install(&table, &key, pending.row.as_ref(), csn, value, horizon);
             }
         }

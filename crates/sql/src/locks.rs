@@ -20,10 +20,11 @@ use crate::error::{code, Result, SqlError};
 pub type LockKey = (u64, Vec<u8>);
 
 /// A held lock: its owner, and the condition its waiters sleep on (so a release wakes only
-/// the waiters of that row).
+/// the waiters of that row), made by the first waiter: most locks are never waited for, and a
+/// bulk insert takes one per row.
 struct Held {
     owner: u64,
-    released: Arc<Condvar>,
+    released: Option<Arc<Condvar>>,
 }
 
 #[derive(Default)]
@@ -45,21 +46,23 @@ impl LockManager {
     pub fn lock(
         &self,
         owner: u64,
-        key: LockKey,
+        key: &LockKey,
         timeout: Option<Duration>,
         interrupt: &AtomicBool,
     ) -> Result<bool> {
         let started = Instant::now();
         let mut state = self.state.lock();
         loop {
-            let (holder, released) = match state.holders.get(&key) {
+            let (holder, released) = match state.holders.get_mut(key) {
                 None => {
-                    state.holders.insert(key, Held { owner, released: Arc::new(Condvar::new()) });
-                    state.waits_for.remove(&owner);
+                    state.holders.insert(key.clone(), Held { owner, released: None });
+                    if !state.waits_for.is_empty() {
+                        state.waits_for.remove(&owner);
+                    }
                     return Ok(true);
                 }
                 Some(h) if h.owner == owner => return Ok(false),
-                Some(h) => (h.owner, h.released.clone()),
+                Some(h) => (h.owner, h.released.get_or_insert_with(Default::default).clone()),
             };
             // Would waiting on `holder` close a cycle?
             let mut next = holder;
@@ -98,8 +101,8 @@ impl LockManager {
         let mut state = self.state.lock();
         for key in keys {
             if state.holders.get(&key).is_some_and(|h| h.owner == owner) {
-                if let Some(held) = state.holders.remove(&key) {
-                    held.released.notify_all();
+                if let Some(released) = state.holders.remove(&key).and_then(|h| h.released) {
+                    released.notify_all();
                 }
             }
         }
@@ -140,7 +143,7 @@ impl HeldLocks {
         timeout: Option<Duration>,
         interrupt: &AtomicBool,
     ) -> Result<()> {
-        if self.manager.lock(self.owner, key.clone(), timeout, interrupt)? {
+        if self.manager.lock(self.owner, &key, timeout, interrupt)? {
             self.keys.push(key);
         }
         Ok(())
@@ -187,24 +190,24 @@ mod tests {
     fn waits_then_acquires_and_detects_deadlock() {
         let locks = Arc::new(LockManager::default());
         let stop = AtomicBool::new(false);
-        assert!(locks.lock(1, (1, b"a".to_vec()), None, &stop).unwrap());
-        assert!(!locks.lock(1, (1, b"a".to_vec()), None, &stop).unwrap());
-        assert!(locks.lock(2, (1, b"b".to_vec()), None, &stop).unwrap());
+        assert!(locks.lock(1, &(1, b"a".to_vec()), None, &stop).unwrap());
+        assert!(!locks.lock(1, &(1, b"a".to_vec()), None, &stop).unwrap());
+        assert!(locks.lock(2, &(1, b"b".to_vec()), None, &stop).unwrap());
         // 2 waits for 1 on "a" (in a thread); then 1 asking for "b" closes the cycle.
         let l = locks.clone();
         let waiter = std::thread::spawn(move || {
             let stop = AtomicBool::new(false);
-            l.lock(2, (1, b"a".to_vec()), None, &stop)
+            l.lock(2, &(1, b"a".to_vec()), None, &stop)
         });
         while locks.state.lock().waits_for.get(&2) != Some(&1) {
             std::thread::sleep(Duration::from_millis(1));
         }
-        let err = locks.lock(1, (1, b"b".to_vec()), None, &stop).unwrap_err();
+        let err = locks.lock(1, &(1, b"b".to_vec()), None, &stop).unwrap_err();
         assert_eq!(err.code, code::DEADLOCK);
         locks.release(1, [(1, b"a".to_vec())]);
         assert!(waiter.join().unwrap().unwrap());
         let err =
-            locks.lock(3, (1, b"a".to_vec()), Some(Duration::from_millis(20)), &stop).unwrap_err();
+            locks.lock(3, &(1, b"a".to_vec()), Some(Duration::from_millis(20)), &stop).unwrap_err();
         assert_eq!(err.code, "55P03");
     }
 
@@ -222,6 +225,6 @@ mod tests {
         .join();
         assert!(died.is_err());
         assert_eq!(locks.held(), 0);
-        assert!(locks.lock(8, (1, b"a".to_vec()), Some(Duration::ZERO), &stop).unwrap());
+        assert!(locks.lock(8, &(1, b"a".to_vec()), Some(Duration::ZERO), &stop).unwrap());
     }
 }
