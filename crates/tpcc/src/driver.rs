@@ -705,28 +705,17 @@ impl Terminal {
                 cl.execute(&s.p_customer_update, &[&c_w, &c_d, &c_id, &amount]).await
             }
         };
+        let history_row: [&Param; 8] = [&c_id, &c_d, &c_w, &d, &w, &now, &amount, &h_data];
+        let history = cl.execute(&s.p_history, &history_row);
         // The bad-credit path reads c_data first, so its update cannot share the round trip
         // with the history row and COMMIT; the usual path can.
         if credit.trim() == "BC" {
             update.await?;
-            let (h, commit) = join!(
-                async {
-                    cl.execute(&s.p_history, &[&c_id, &c_d, &c_w, &d, &w, &now, &amount, &h_data])
-                        .await
-                },
-                cl.batch_execute("COMMIT"),
-            );
+            let (h, commit) = join!(history, cl.batch_execute("COMMIT"));
             h?;
             commit?;
         } else {
-            let (u, h, commit) = join!(
-                update,
-                async {
-                    cl.execute(&s.p_history, &[&c_id, &c_d, &c_w, &d, &w, &now, &amount, &h_data])
-                        .await
-                },
-                cl.batch_execute("COMMIT"),
-            );
+            let (u, h, commit) = join!(update, history, cl.batch_execute("COMMIT"));
             u?;
             h?;
             commit?;

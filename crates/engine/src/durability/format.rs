@@ -214,11 +214,9 @@ pub enum FrameAt {
         /// Where its body starts: the body is `data[body_start..][..header.body_len]`.
         body_start: usize,
     },
-    /// The end of the data.
+    /// The end of the data, or nothing but zeros up to it: space preallocated ahead of the log
+    /// and not written yet.
     End,
-    /// A frame header's worth of zero bytes (or fewer, up to the end): space preallocated
-    /// ahead of the log and not written yet — the end of the log if only zeros follow.
-    Zeroed,
     /// Not a valid frame, with the reason.
     Invalid(String),
 }
@@ -231,7 +229,12 @@ pub fn frame_at(data: &[u8], offset: usize) -> FrameAt {
     }
     let rest = &data[offset..];
     if rest[..rest.len().min(FRAME_HEADER_BYTES)].iter().all(|&b| b == 0) {
-        return FrameAt::Zeroed;
+        // A zeroed header before anything but zeros is judged like a damaged frame.
+        return if rest.iter().all(|&b| b == 0) {
+            FrameAt::End
+        } else {
+            FrameAt::Invalid("a zeroed frame header before data".into())
+        };
     }
     if rest.len() < FRAME_HEADER_BYTES {
         return FrameAt::Invalid(format!("{} bytes, less than a frame header", rest.len()));

@@ -181,15 +181,9 @@ impl Replay<'_, '_> {
             .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
         let (mut offset, mut segment_next) = (0usize, segment.first_csn);
         loop {
-            let frame = match format::frame_at(&data, offset) {
-                // Preallocated space never written: the clean end of the log. Anything but
-                // zeros after a zeroed header is judged like a damaged frame.
-                FrameAt::Zeroed if data[offset..].iter().all(|&b| b == 0) => FrameAt::End,
-                FrameAt::Zeroed => FrameAt::Invalid("a zeroed frame header before data".into()),
-                other => other,
-            };
-            match frame {
-                FrameAt::End | FrameAt::Zeroed => return Ok(0),
+            // `End` includes preallocated zeros never written: the clean end of the log.
+            match format::frame_at(&data, offset) {
+                FrameAt::End => return Ok(0),
                 FrameAt::Valid { header, body_start } => {
                     if header.epoch != segment.epoch || header.first_csn != segment_next {
                         return Err(corrupt(

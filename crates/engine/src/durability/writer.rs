@@ -77,8 +77,6 @@ enum WriteFailure {
 
 struct Segment {
     file: Box<dyn VfsFile>,
-    /// Where the next frame goes: the end of the frames written so far.
-    len: u64,
     space: Arc<SegmentSpace>,
 }
 
@@ -91,7 +89,8 @@ struct SegmentSpace {
     zeroed_hint: AtomicU64,
     /// A zero fill was asked of the writer thread and has not run yet.
     fill_requested: AtomicBool,
-    /// The end of the frames, as of the last flush.
+    /// Where the next frame goes: the end of the frames written so far (written by the
+    /// flusher only; the zero fill reads it to size its step).
     frames_end: AtomicU64,
     state: Mutex<SpaceState>,
 }
@@ -410,7 +409,11 @@ impl LogWriter {
         }
         d.backlog_drained.notify_all();
         d.advance_durable(batch.epoch, batch.first_csn + batch.count as u64 - 1);
-        if core.segment.as_ref().is_some_and(|s| s.len >= self.segment_bytes_max) {
+        if core
+            .segment
+            .as_ref()
+            .is_some_and(|s| s.space.frames_end.load(Ordering::Acquire) >= self.segment_bytes_max)
+        {
             self.retire_segment(core); // the next flush starts a new segment
         }
         let since = c.log_bytes_since_checkpoint.fetch_add(written, Ordering::Relaxed) + written;
@@ -426,9 +429,9 @@ impl LogWriter {
             core.segment = Some(self.create_segment(batch.epoch, batch.first_csn)?);
         }
         let segment = core.segment.as_mut().expect("segment just ensured");
-        let before = segment.len;
-        let end = before + frames.len() as u64;
         let space = segment.space.clone();
+        let before = space.frames_end.load(Ordering::Acquire);
+        let end = before + frames.len() as u64;
         // Below the zeroed end the flusher owns the file; past it, the zero fill may be writing,
         // so a flush that outruns the zeroed space appends under the space lock.
         let outran = (end > space.zeroed_hint.load(Ordering::Acquire)).then(|| space.state.lock());
@@ -454,7 +457,6 @@ impl LogWriter {
             }
             None => space.zeroed_hint.load(Ordering::Acquire),
         };
-        segment.len = end;
         if self.preallocate_bytes > 0
             && end < self.segment_bytes_max
             && zeroed - end < zero_fill_step(zeroed, self.preallocate_bytes) / 2
@@ -556,7 +558,7 @@ impl LogWriter {
             state: Mutex::new(SpaceState { zeroed, file: None, retired: false, failed_at: None }),
         });
         *self.current_space.lock() = Some(space.clone());
-        Ok(Segment { file, len: 0, space })
+        Ok(Segment { file, space })
     }
 }
 
