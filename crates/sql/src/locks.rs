@@ -16,6 +16,9 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::error::{code, Result, SqlError};
 
+/// Capacity of the lock table below which it is never shrunk.
+const SHRINK_ABOVE: usize = 4096;
+
 /// A locked row: table id and primary key bytes.
 pub type LockKey = (u64, Vec<u8>);
 
@@ -107,6 +110,14 @@ impl LockManager {
             }
         }
         state.waits_for.remove(&owner);
+        // A bulk write's locks grew the table; give the memory back once they are gone
+        // (a table never shrinks by itself). Shrinking costs O(len) and happens only after
+        // len fell to an eighth of the capacity, so it is amortized over the releases.
+        let capacity = state.holders.capacity();
+        if capacity > SHRINK_ABOVE && state.holders.len() < capacity / 8 {
+            let keep = (state.holders.len() * 2).max(SHRINK_ABOVE / 2);
+            state.holders.shrink_to(keep);
+        }
     }
 
     /// How many owners are waiting for a lock.
@@ -226,5 +237,23 @@ mod tests {
         assert!(died.is_err());
         assert_eq!(locks.held(), 0);
         assert!(locks.lock(8, &(1, b"a".to_vec()), Some(Duration::ZERO), &stop).unwrap());
+    }
+
+    #[test]
+    fn the_lock_table_gives_back_what_a_bulk_write_grew() {
+        let locks = LockManager::default();
+        let stop = AtomicBool::new(false);
+        let keys: Vec<LockKey> = (0u32..100_000).map(|i| (1, i.to_be_bytes().to_vec())).collect();
+        for k in &keys {
+            locks.lock(1, k, None, &stop).unwrap();
+        }
+        assert!(locks.lock(2, &(2, b"x".to_vec()), None, &stop).unwrap());
+        assert!(locks.state.lock().holders.capacity() >= 100_000);
+        locks.release(1, keys);
+        let capacity = locks.state.lock().holders.capacity();
+        assert!(capacity <= 4 * SHRINK_ABOVE, "capacity {capacity} after the bulk locks went");
+        // The lock another owner holds survived the shrink.
+        assert!(!locks.lock(2, &(2, b"x".to_vec()), None, &stop).unwrap());
+        assert_eq!(locks.held(), 1);
     }
 }
