@@ -531,16 +531,41 @@ impl Transaction {
             value.len() as u64,
             self.shared.config.value_bytes_max as u64,
         )?;
-        self.write(keyspace, key, Some(value))
+        self.write(keyspace, key, Some(value), false).map(|_| ())
+    }
+
+    /// Writes `value` at `key` of `keyspace` unless the key has a value this transaction sees
+    /// (its own write, or a version in its snapshot); returns whether it wrote. The same as a
+    /// [`Transaction::get`] followed by a [`Transaction::put`] when the get found nothing —
+    /// the same reads recorded for validation and dependency tracking — with one search of
+    /// the write set and one of the keyspace instead of two of each (a bulk insert's check
+    /// of its primary key).
+    pub fn insert(&mut self, keyspace: &str, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.operations.gets += 1;
+        self.operations.puts += 1;
+        Error::check_limit(
+            "value size in bytes",
+            value.len() as u64,
+            self.shared.config.value_bytes_max as u64,
+        )?;
+        self.write(keyspace, key, Some(value), true)
     }
 
     /// Deletes `key` of `keyspace` (deleting a missing key is not an error).
     pub fn delete(&mut self, keyspace: &str, key: &[u8]) -> Result<()> {
         self.operations.deletes += 1;
-        self.write(keyspace, key, None)
+        self.write(keyspace, key, None, false).map(|_| ())
     }
 
-    fn write(&mut self, keyspace: &str, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+    /// Buffers a write; with `if_absent`, only when the key has no value this transaction
+    /// sees (reading it as [`Transaction::get`] does). Returns whether it wrote.
+    fn write(
+        &mut self,
+        keyspace: &str,
+        key: &[u8],
+        value: Option<&[u8]>,
+        if_absent: bool,
+    ) -> Result<bool> {
         self.check_usable()?;
         if self.options.read_only {
             return Err(Error::ReadOnlyTransaction);
@@ -551,7 +576,6 @@ impl Transaction {
         let added = format::write_encoded_len(keyspace, key, value) as u64;
         let bytes = self.write_bytes + added;
         Error::check_limit("bytes written by one transaction", bytes, config.txn_bytes_max)?;
-        let value = value.map(Value::from);
         // The undo entry names the keyspace by the write set's own `Arc` when it has one.
         let undo_keyspace = (self.savepoints > 0).then(|| writes_keyspace(&self.writes, keyspace));
         let writes = match self.writes.get_mut(keyspace) {
@@ -561,37 +585,69 @@ impl Transaction {
         // One search of the write set: a key written before is updated in place; a new one is
         // checked against the count limit before anything changes.
         match writes.entry(key.to_vec()) {
+            btree_map::Entry::Occupied(pending) if if_absent && pending.get().value.is_some() => {
+                return Ok(false);
+            }
             btree_map::Entry::Occupied(mut pending) => {
                 if let Some(keyspace) = undo_keyspace {
                     let previous = Some(pending.get().clone());
                     self.undo.push(Undo { keyspace, key: key.to_vec(), previous });
                 }
-                pending.get_mut().value = value;
+                pending.get_mut().value = value.map(Value::from);
             }
             btree_map::Entry::Vacant(slot) => {
                 let count = self.write_count as u64 + 1;
-                if let Err(e) = Error::check_limit(
+                let mut limit = Error::check_limit(
                     "writes in one transaction",
                     count,
                     config.txn_writes_max as u64,
-                ) {
+                );
+                // Find the row now, outside the commit lock, so the commit need not search
+                // again; `if_absent` reads it as `get` would.
+                let mut row = None;
+                let mut present = false;
+                if limit.is_ok() && if_absent {
+                    let table = self.shared.store.table(keyspace);
+                    row = table.row(key);
+                    if let Some(v) = row.as_ref().and_then(|r| r.read(self.snapshot)) {
+                        self.read_dep = self.read_dep.max(v.csn);
+                        present = v.value.is_some();
+                    }
+                    if self.options.isolation == IsolationLevel::Serializable {
+                        limit = Error::check_limit(
+                            "keys and ranges read by one transaction",
+                            (self.reads.len() + self.scans.len() + 1) as u64,
+                            config.txn_reads_max as u64,
+                        );
+                        if limit.is_ok() {
+                            self.reads.push((table, key.to_vec(), row.clone()));
+                        }
+                    }
+                } else if limit.is_ok() {
+                    row = self.shared.store.get_table(keyspace).and_then(|t| t.row(key));
+                }
+                if let Err(e) = limit {
                     if writes.is_empty() {
                         self.writes.remove(keyspace);
                     }
                     return Err(e);
                 }
+                if present {
+                    if writes.is_empty() {
+                        self.writes.remove(keyspace);
+                    }
+                    self.check_epoch()?;
+                    return Ok(false);
+                }
                 if let Some(keyspace) = undo_keyspace {
                     self.undo.push(Undo { keyspace, key: key.to_vec(), previous: None });
                 }
-                // Find the row now, outside the commit lock, so the commit need not search
-                // again.
-                let row = self.shared.store.get_table(keyspace).and_then(|t| t.row(key));
-                slot.insert(PendingWrite { value, row });
+                slot.insert(PendingWrite { value: value.map(Value::from), row });
                 self.write_count += 1;
             }
         }
         self.write_bytes += added;
-        Ok(())
+        Ok(true)
     }
 
     /// Marks a savepoint: [`Transaction::rollback_to`] undoes the writes made after it. Reads

@@ -27,6 +27,8 @@ enum Step {
     Scan(u8, u8, bool, usize, Vec<(u8, u8)>),
     Put(u8, u8),
     Delete(u8),
+    /// `insert`: whether it wrote (the key had no value it could see) and the value.
+    Insert(u8, u8, bool),
 }
 
 #[derive(Debug)]
@@ -66,6 +68,18 @@ fn replay(base: &State, steps: &[Step]) -> Result<State, String> {
             Step::Delete(k) => {
                 state.remove(k);
             }
+            Step::Insert(k, v, wrote) => {
+                let absent = !state.contains_key(k);
+                if absent != *wrote {
+                    return Err(format!(
+                        "insert {k}: wrote {wrote}, serial order has it {}",
+                        if absent { "absent" } else { "present" }
+                    ));
+                }
+                if absent {
+                    state.insert(*k, *v);
+                }
+            }
         }
     }
     Ok(state)
@@ -97,8 +111,11 @@ fn check_serial(
             let writes: Vec<Step> = txn
                 .steps
                 .iter()
-                .filter(|s| matches!(s, Step::Put(..) | Step::Delete(_)))
-                .cloned()
+                .filter_map(|s| match s {
+                    Step::Put(..) | Step::Delete(_) => Some(s.clone()),
+                    Step::Insert(k, v, true) => Some(Step::Put(*k, *v)),
+                    _ => None,
+                })
                 .collect();
             replay(at_commit, &writes)
         };
@@ -129,6 +146,7 @@ enum Op {
     Scan(usize, u8, u8, bool, usize),
     Put(usize, u8, u8),
     Delete(usize, u8),
+    Insert(usize, u8, u8),
     Commit(usize, bool),
     Abort(usize),
     /// Make the next fsync fail and flush: loses the non-durable suffix.
@@ -150,7 +168,8 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => (slot.clone(), key.clone(), key.clone(), any::<bool>(), 1..6usize)
             .prop_map(|(s, a, b, r, l)| Op::Scan(s, a.min(b), a.max(b) + 1, r, l)),
         6 => (slot.clone(), key.clone(), any::<u8>()).prop_map(|(s, k, v)| Op::Put(s, k, v)),
-        2 => (slot.clone(), key).prop_map(|(s, k)| Op::Delete(s, k)),
+        2 => (slot.clone(), key.clone()).prop_map(|(s, k)| Op::Delete(s, k)),
+        3 => (slot.clone(), key, any::<u8>()).prop_map(|(s, k, v)| Op::Insert(s, k, v)),
         4 => (slot.clone(), any::<bool>()).prop_map(|(s, safe)| Op::Commit(s, safe)),
         1 => slot.prop_map(Op::Abort),
         1 => Just(Op::FailFlush),
@@ -241,6 +260,12 @@ impl Harness {
                 let slot = self.slot(i);
                 slot.txn.delete(KS, &[k]).map(|()| slot.steps.push(Step::Delete(k)))
             }
+            Op::Insert(i, k, v) => {
+                let slot = self.slot(i);
+                slot.txn
+                    .insert(KS, &[k], &[v])
+                    .map(|wrote| slot.steps.push(Step::Insert(k, v, wrote)))
+            }
             Op::Commit(i, safe) => {
                 let Some(slot) = self.slots[i].take() else { return };
                 let snapshot = slot.txn.snapshot();
@@ -284,7 +309,11 @@ impl Harness {
         if let Err(e) = outcome {
             assert!(e.is_retryable(), "operation failed: {e}");
             let i = match op {
-                Op::Get(i, _) | Op::Scan(i, ..) | Op::Put(i, ..) | Op::Delete(i, _) => i,
+                Op::Get(i, _)
+                | Op::Scan(i, ..)
+                | Op::Put(i, ..)
+                | Op::Delete(i, _)
+                | Op::Insert(i, ..) => i,
                 _ => unreachable!(),
             };
             self.slots[i] = None;

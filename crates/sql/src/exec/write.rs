@@ -73,9 +73,10 @@ pub(crate) fn returning_output(
 }
 
 impl Writer<'_> {
-    pub(crate) fn lock(&mut self, table: u64, key: Vec<u8>) -> Result<()> {
+    pub(crate) fn lock(&mut self, table: u64, key: &[u8]) -> Result<()> {
         self.activity.set_wait(Some(Wait::RowLock));
-        let locked = self.ts.locks.lock((table, key), self.lock_timeout, self.interrupt);
+        let key = crate::locks::LockKey::new(table, key);
+        let locked = self.ts.locks.lock(key, self.lock_timeout, self.interrupt);
         self.activity.set_wait(None);
         locked
     }
@@ -165,12 +166,21 @@ impl Writer<'_> {
         let row = Self::fit_row(table, row)?;
         let pk = self.primary_key(table, &row)?;
         let ks = table.keyspace();
+        // The row is written with its key check in one step when nothing after the check can
+        // make the statement skip this row: a failure past this point fails the statement
+        // (and its transaction); only ON CONFLICT on a unique index must leave no trace.
+        let written_early = !skip_existing || !table.indexes.iter().any(|i| i.unique);
         if !table.primary_key.is_empty() {
-            self.lock(table.id, pk.clone())?;
+            self.lock(table.id, &pk)?;
             if self.ts.isolation == IsolationLevel::ReadCommitted {
                 self.ts.txn.refresh_snapshot()?;
             }
-            if self.ts.txn.get(&ks, &pk)?.is_some() {
+            let exists = if written_early {
+                !self.ts.txn.insert(&ks, &pk, &encode_row(&row))?
+            } else {
+                self.ts.txn.get(&ks, &pk)?.is_some()
+            };
+            if exists {
                 if skip_existing {
                     return Ok(None);
                 }
@@ -198,7 +208,9 @@ impl Writer<'_> {
             }
             self.ts.txn.put(&index.keyspace(), &key, &value)?;
         }
-        self.ts.txn.put(&ks, &pk, &encode_row(&row))?;
+        if table.primary_key.is_empty() || !written_early {
+            self.ts.txn.put(&ks, &pk, &encode_row(&row))?;
+        }
         Ok(Some(pk))
     }
 
@@ -265,7 +277,7 @@ impl Writer<'_> {
         filters: &[Expr],
         ctx: &Ctx,
     ) -> Result<Option<Vec<Value>>> {
-        self.lock(table.id, pk.to_vec())?;
+        self.lock(table.id, pk)?;
         if self.ts.isolation != IsolationLevel::ReadCommitted {
             // A row a concurrent transaction changed after our snapshot cannot be updated
             // here (the commit would fail validation): say so now, as PostgreSQL does.
