@@ -398,7 +398,7 @@ impl Writer<'_> {
                         }
                         self.ts.txn.delete(&old.keyspace(), &oldkey)?;
                         let key = encode_key(&cols.iter().map(|&c| &row[c]).collect::<Vec<_>>())?;
-                        if self.ts.txn.get(&t.keyspace(), &key)?.is_some() {
+                        if !self.ts.txn.insert(&t.keyspace(), &key, &raw)? {
                             let vals: Vec<Value> = cols.iter().map(|&c| row[c].clone()).collect();
                             return Err(SqlError::new(
                                 code::UNIQUE,
@@ -408,7 +408,6 @@ impl Writer<'_> {
                                 unique_violation(&t, "", &vals, &cols).detail.unwrap_or_default(),
                             ));
                         }
-                        self.ts.txn.put(&t.keyspace(), &key, &raw)?;
                     }
                     for index in &old.indexes {
                         for (k, _) in self.ts.txn.scan(&index.keyspace(), Scan::all())? {
