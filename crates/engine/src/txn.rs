@@ -403,12 +403,7 @@ impl Transaction {
     }
 
     fn track_read(&mut self) -> Result<()> {
-        Error::check_limit(
-            "keys and ranges read by one transaction",
-            (self.reads.len() + self.scans.len() + 1) as u64,
-            self.shared.config.txn_reads_max as u64,
-        )?;
-        Ok(())
+        check_reads(&self.shared.config, self.reads.len() + self.scans.len())
     }
 
     /// Whether a transaction that committed after this one's snapshot wrote `key` of
@@ -526,11 +521,6 @@ impl Transaction {
     /// Writes `value` at `key` of `keyspace`.
     pub fn put(&mut self, keyspace: &str, key: &[u8], value: &[u8]) -> Result<()> {
         self.operations.puts += 1;
-        Error::check_limit(
-            "value size in bytes",
-            value.len() as u64,
-            self.shared.config.value_bytes_max as u64,
-        )?;
         self.write(keyspace, key, Some(value), false).map(|_| ())
     }
 
@@ -543,11 +533,6 @@ impl Transaction {
     pub fn insert(&mut self, keyspace: &str, key: &[u8], value: &[u8]) -> Result<bool> {
         self.operations.gets += 1;
         self.operations.puts += 1;
-        Error::check_limit(
-            "value size in bytes",
-            value.len() as u64,
-            self.shared.config.value_bytes_max as u64,
-        )?;
         self.write(keyspace, key, Some(value), true)
     }
 
@@ -573,6 +558,13 @@ impl Transaction {
         self.check_keyspace(keyspace)?;
         self.check_key(key)?;
         let config = &self.shared.config;
+        if let Some(value) = value {
+            Error::check_limit(
+                "value size in bytes",
+                value.len() as u64,
+                config.value_bytes_max as u64,
+            )?;
+        }
         let added = format::write_encoded_len(keyspace, key, value) as u64;
         let bytes = self.write_bytes + added;
         Error::check_limit("bytes written by one transaction", bytes, config.txn_bytes_max)?;
@@ -597,48 +589,42 @@ impl Transaction {
             }
             btree_map::Entry::Vacant(slot) => {
                 let count = self.write_count as u64 + 1;
-                let mut limit = Error::check_limit(
+                // Find the row now, outside the commit lock, so the commit need not search
+                // again; `if_absent` reads it as `get` would (`None`: the key has a value).
+                let found = Error::check_limit(
                     "writes in one transaction",
                     count,
                     config.txn_writes_max as u64,
-                );
-                // Find the row now, outside the commit lock, so the commit need not search
-                // again; `if_absent` reads it as `get` would.
-                let mut row = None;
-                let mut present = false;
-                if limit.is_ok() && if_absent {
+                )
+                .and_then(|()| {
+                    if !if_absent {
+                        return Ok(Some(
+                            self.shared.store.get_table(keyspace).and_then(|t| t.row(key)),
+                        ));
+                    }
                     let table = self.shared.store.table(keyspace);
-                    row = table.row(key);
-                    if let Some(v) = row.as_ref().and_then(|r| r.read(self.snapshot)) {
+                    let row = table.row(key);
+                    let version = row.as_ref().and_then(|r| r.read(self.snapshot));
+                    if let Some(v) = &version {
                         self.read_dep = self.read_dep.max(v.csn);
-                        present = v.value.is_some();
                     }
                     if self.options.isolation == IsolationLevel::Serializable {
-                        limit = Error::check_limit(
-                            "keys and ranges read by one transaction",
-                            (self.reads.len() + self.scans.len() + 1) as u64,
-                            config.txn_reads_max as u64,
-                        );
-                        if limit.is_ok() {
-                            self.reads.push((table, key.to_vec(), row.clone()));
+                        check_reads(config, self.reads.len() + self.scans.len())?;
+                        self.reads.push((table, key.to_vec(), row.clone()));
+                    }
+                    Ok(version.and_then(|v| v.value).is_none().then_some(row))
+                });
+                let row = match found {
+                    Ok(Some(row)) => row,
+                    other => {
+                        if writes.is_empty() {
+                            self.writes.remove(keyspace);
                         }
+                        other?;
+                        self.check_epoch()?;
+                        return Ok(false);
                     }
-                } else if limit.is_ok() {
-                    row = self.shared.store.get_table(keyspace).and_then(|t| t.row(key));
-                }
-                if let Err(e) = limit {
-                    if writes.is_empty() {
-                        self.writes.remove(keyspace);
-                    }
-                    return Err(e);
-                }
-                if present {
-                    if writes.is_empty() {
-                        self.writes.remove(keyspace);
-                    }
-                    self.check_epoch()?;
-                    return Ok(false);
-                }
+                };
                 if let Some(keyspace) = undo_keyspace {
                     self.undo.push(Undo { keyspace, key: key.to_vec(), previous: None });
                 }
@@ -917,6 +903,15 @@ impl Drop for Transaction {
 }
 
 /// Whether no key can lie between `start` and `end` (an inverted or empty exclusive range).
+/// Fails when one more key or range read would pass the transaction's read-set limit.
+fn check_reads(config: &crate::config::Config, tracked: usize) -> Result<()> {
+    Error::check_limit(
+        "keys and ranges read by one transaction",
+        (tracked + 1) as u64,
+        config.txn_reads_max as u64,
+    )
+}
+
 pub(crate) fn bounds_empty(start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
     match (start, end) {
         (Bound::Included(a), Bound::Included(b)) => a > b,
