@@ -187,9 +187,12 @@ impl Shared {
         };
         self.durability.backlog_drained.notify_all();
         for records in [&report.failed_records, &buffered] {
-            for_each_write(records, |keyspace, key| {
-                if let Some(table) = self.store.get_table(keyspace) {
-                    self.store.purge_above(&table, key, durable);
+            for_each_write(records, |w| {
+                if let Some(table) = self.store.get_table(w.keyspace) {
+                    match w.op {
+                        format::WriteOp::Clear => self.store.purge_all_above(&table, durable),
+                        _ => self.store.purge_above(&table, w.key, durable),
+                    }
                 }
             });
         }
@@ -333,14 +336,14 @@ impl Shared {
     }
 }
 
-/// Calls `f(keyspace, key)` for every write of every record in `records`.
-fn for_each_write(records: &[u8], mut f: impl FnMut(&str, &[u8])) {
+/// Calls `f` for every write of every record in `records`.
+fn for_each_write(records: &[u8], mut f: impl FnMut(&format::WriteRef<'_>)) {
     let mut pos = 0;
     while pos < records.len() {
         let len = u32::from_le_bytes(records[pos..pos + 4].try_into().expect("4 bytes")) as usize;
         let payload = &records[pos + 4..pos + 4 + len];
         for w in format::decode_record(payload).expect("records we encoded decode") {
-            f(w.keyspace, w.key);
+            f(&w);
         }
         pos += 4 + len;
     }
@@ -423,7 +426,10 @@ impl Engine {
         let mut on_commit = |csn: Csn, writes: &[format::WriteRef<'_>]| {
             for w in writes {
                 let table = store.table(w.keyspace);
-                store.install(&table, w.key, None, csn, w.value.map(Arc::from), csn);
+                match w.op {
+                    format::WriteOp::Clear => store.clear(&table, csn, csn),
+                    _ => store.install(&table, w.key, None, csn, w.value().map(Arc::from), csn),
+                }
             }
         };
         let recovered = recovery::recover(vfs.as_ref(), &dir, &mut on_row, &mut on_commit)?;

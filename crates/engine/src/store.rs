@@ -272,7 +272,9 @@ impl Store {
 
     /// Installs a version of `key` at `csn` and prunes versions below the GC `horizon`.
     /// `row` is a handle the transaction took earlier, used when still live. Only the commit
-    /// sequencer calls this, so installs are serialized and in CSN order.
+    /// sequencer calls this, so installs are serialized and in CSN order; a key may get a
+    /// second write at the same CSN only after [`Store::clear`] of the same commit, which it
+    /// replaces.
     pub fn install(
         &self,
         table: &Table,
@@ -291,37 +293,90 @@ impl Store {
             None => table.rows.get_or_insert_with(Box::from(key), Arc::default).value().clone(),
         };
         let mut versions = row.versions.lock();
-        match versions.last() {
-            Some(last) => {
-                assert!(last.csn < csn, "install out of CSN order: {} after {}", csn, last.csn)
+        match versions.last_mut() {
+            Some(last) if last.csn == csn => {
+                // This commit cleared the keyspace first: the write replaces the clear's delete.
+                added -= version_bytes(last);
+                last.value = value;
             }
-            None => added += ROW_OVERHEAD_BYTES + key.len() as i64,
+            Some(last) => {
+                assert!(last.csn < csn, "install out of CSN order: {} after {}", csn, last.csn);
+                versions.push(Version { csn, value });
+            }
+            None => {
+                added += ROW_OVERHEAD_BYTES + key.len() as i64;
+                versions.push(Version { csn, value });
+            }
         }
-        versions.push(Version { csn, value });
         let freed = prune(&mut versions, horizon);
         self.bytes.fetch_add(added - freed, Ordering::Relaxed);
+    }
+
+    /// Deletes every live key of `table` at `csn` (a keyspace clear: TRUNCATE, DROP), pruning
+    /// below `horizon` as installs do; a row whose delete is already at or below the horizon
+    /// (recovery replays at the horizon) is removed at once. Only the commit sequencer calls
+    /// this. Keys already deleted get no second delete: a reader sees no difference, and a
+    /// writer of such a key does not conflict with the clear (as if it wrote after it).
+    pub fn clear(&self, table: &Table, csn: Csn, horizon: Csn) {
+        let mut added = 0i64;
+        table.walk((Bound::Unbounded, Bound::Unbounded), false, |entry| {
+            let mut versions = entry.value().versions.lock();
+            match versions.last() {
+                Some(last) if last.value.is_none() => return true,
+                Some(last) => {
+                    assert!(last.csn < csn, "clear out of CSN order: {} after {}", csn, last.csn)
+                }
+                None => return true,
+            }
+            versions.push(Version { csn, value: None });
+            added += VERSION_OVERHEAD_BYTES - prune(&mut versions, horizon);
+            if versions.len() == 1 && csn <= horizon {
+                added -= VERSION_OVERHEAD_BYTES + ROW_OVERHEAD_BYTES + entry.key().len() as i64;
+                versions.clear();
+                drop(versions);
+                entry.value().removed.store(true, Ordering::Release);
+                entry.remove();
+            }
+            true
+        });
+        self.bytes.fetch_add(added, Ordering::Relaxed);
     }
 
     /// Removes every version of `key` newer than `durable` (the key's lost versions), and the
     /// row itself when nothing is left. Only the sequencer calls this, during a loss.
     pub fn purge_above(&self, table: &Table, key: &[u8], durable: Csn) {
         let Some(entry) = table.rows.get(key) else { return };
+        let freed = Self::purge_entry(&entry, durable);
+        self.bytes.fetch_sub(freed, Ordering::Relaxed);
+    }
+
+    /// [`Store::purge_above`] for every key of `table` (a lost clear).
+    pub fn purge_all_above(&self, table: &Table, durable: Csn) {
+        let mut freed = 0;
+        table.walk((Bound::Unbounded, Bound::Unbounded), false, |entry| {
+            freed += Self::purge_entry(entry, durable);
+            true
+        });
+        self.bytes.fetch_sub(freed, Ordering::Relaxed);
+    }
+
+    /// Drops the versions of one row newer than `durable`; returns the bytes freed.
+    fn purge_entry(entry: &RowEntry<'_>, durable: Csn) -> i64 {
         let mut versions = entry.value().versions.lock();
         let keep = versions.iter().take_while(|v| v.csn <= durable).count();
-        let freed: i64 = versions[keep..].iter().map(version_bytes).sum();
+        let mut freed: i64 = versions[keep..].iter().map(version_bytes).sum();
         versions.truncate(keep);
         if versions.len() <= 1 {
             versions.shrink_to_fit();
         }
         let empty = versions.is_empty();
         drop(versions);
-        let mut freed = freed;
         if empty {
-            freed += ROW_OVERHEAD_BYTES + key.len() as i64;
+            freed += ROW_OVERHEAD_BYTES + entry.key().len() as i64;
             entry.value().removed.store(true, Ordering::Release);
             entry.remove();
         }
-        self.bytes.fetch_sub(freed, Ordering::Relaxed);
+        freed
     }
 
     /// Prunes old versions of up to `batch` rows of `table`, starting at `from`, and removes

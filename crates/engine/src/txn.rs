@@ -10,7 +10,7 @@
 //! A read-only transaction needs no validation: its snapshot is a prefix of the CSN order. Its
 //! durability point is `durable watermark ≥ read dependency` (G4).
 
-use std::collections::{btree_map, BTreeMap, HashMap};
+use std::collections::{btree_map, BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::config::{CommitMode, CommitModel, IsolationLevel, TxnOptions};
-use crate::durability::format;
+use crate::durability::format::{self, WriteOp};
 use crate::engine::{aborted_id, Shared};
 use crate::error::{Error, Result};
 use crate::id::{Csn, Epoch, TxnId, TxnKind};
@@ -86,12 +86,13 @@ struct PendingWrite {
     row: Option<Arc<Row>>,
 }
 
-/// What a write replaced, so a rollback to a savepoint can put it back: the keyspace, the
-/// key, and the pending write it overwrote (none: the key was not written before).
-struct Undo {
-    keyspace: Arc<str>,
-    key: Vec<u8>,
-    previous: Option<PendingWrite>,
+/// What a write or a clear replaced, so a rollback to a savepoint can put it back.
+enum Undo {
+    /// A write: its keyspace and key, and the pending write it overwrote (none: the key was
+    /// not written before).
+    Write { keyspace: Arc<str>, key: Vec<u8>, previous: Option<PendingWrite> },
+    /// A clear: the keyspace's pending writes it dropped, and whether it was cleared before.
+    Clear { keyspace: Arc<str>, writes: Option<BTreeMap<Vec<u8>, PendingWrite>>, was_cleared: bool },
 }
 
 /// A point inside a transaction that [`Transaction::rollback_to`] returns to.
@@ -138,6 +139,9 @@ pub struct Transaction {
     snapshot: Csn,
     read_dep: Csn,
     writes: WriteSet,
+    /// Keyspaces this transaction cleared: it sees none of their stored rows, only its own
+    /// writes after the clear, and its commit deletes every key they hold at the commit point.
+    cleared: HashSet<Arc<str>>,
     write_count: usize,
     write_bytes: u64,
     reads: Vec<ReadEntry>,
@@ -164,6 +168,8 @@ pub struct Operations {
     pub puts: u64,
     /// `delete` calls.
     pub deletes: u64,
+    /// `clear` calls.
+    pub clears: u64,
 }
 
 impl Operations {
@@ -175,6 +181,7 @@ impl Operations {
             rows_scanned: self.rows_scanned - earlier.rows_scanned,
             puts: self.puts - earlier.puts,
             deletes: self.deletes - earlier.deletes,
+            clears: self.clears - earlier.clears,
         }
     }
 }
@@ -302,6 +309,7 @@ impl Transaction {
             snapshot,
             read_dep: 0,
             writes: HashMap::new(),
+            cleared: HashSet::new(),
             write_count: 0,
             write_bytes: 0,
             reads: Vec::new(),
@@ -424,6 +432,9 @@ impl Transaction {
         if let Some(own) = self.writes.get(keyspace).and_then(|w| w.get(key)) {
             return Ok(own.value.as_deref().map(<[u8]>::to_vec));
         }
+        if self.cleared.contains(keyspace) {
+            return Ok(None); // depends on nothing stored: nothing to record
+        }
         let table = self.shared.store.table(keyspace);
         let row = table.row(key);
         let version = row.as_ref().and_then(|r| r.read(self.snapshot));
@@ -456,39 +467,51 @@ impl Transaction {
         };
         // Fetch enough that the limit still holds after own deletes hide stored rows.
         let fetch = scan.limit.saturating_add(own.len());
-        let (stored, dep) = table.scan((scan.start, scan.end), self.snapshot, scan.reverse, fetch);
+        let cleared = self.cleared.contains(keyspace);
+        let (stored, dep) = if cleared {
+            (Vec::new(), 0)
+        } else {
+            table.scan((scan.start, scan.end), self.snapshot, scan.reverse, fetch)
+        };
         self.read_dep = self.read_dep.max(dep);
-        let mut merged: BTreeMap<Vec<u8>, Option<Vec<u8>>> =
-            stored.into_iter().map(|(k, v)| (k, v.value.map(|v| v.to_vec()))).collect();
-        let stored_complete = merged.len() < fetch;
-        let stored_edge =
-            if scan.reverse { merged.keys().next() } else { merged.keys().next_back() }.cloned();
-        for (k, v) in own {
-            // An own write beyond the last stored row fetched may hide a stored row that was
-            // not fetched; rows past the edge are only trusted when the store scan completed.
-            let beyond = match &stored_edge {
-                Some(edge) if !stored_complete => {
-                    if scan.reverse {
-                        k < *edge
-                    } else {
-                        k > *edge
+        // Stored rows come in scan order; the last one fetched is the edge of what was seen.
+        let stored_complete = stored.len() < fetch;
+        let stored_edge = stored.last().map(|(k, _)| k.clone());
+        let mut rows: Vec<(Vec<u8>, Vec<u8>)> = if own.is_empty() {
+            // Nothing of its own to merge (a bulk read): the stored rows as they are.
+            stored.into_iter().filter_map(|(k, v)| v.value.map(|v| (k, v.to_vec()))).collect()
+        } else {
+            let mut merged: BTreeMap<Vec<u8>, Option<Vec<u8>>> =
+                stored.into_iter().map(|(k, v)| (k, v.value.map(|v| v.to_vec()))).collect();
+            for (k, v) in own {
+                // An own write beyond the last stored row fetched may hide a stored row that
+                // was not fetched; rows past the edge are trusted only when the store scan
+                // completed.
+                let beyond = match &stored_edge {
+                    Some(edge) if !stored_complete => {
+                        if scan.reverse {
+                            k < *edge
+                        } else {
+                            k > *edge
+                        }
                     }
+                    _ => false,
+                };
+                if !beyond {
+                    merged.insert(k, v);
                 }
-                _ => false,
-            };
-            if !beyond {
-                merged.insert(k, v);
             }
-        }
-        let mut rows: Vec<(Vec<u8>, Vec<u8>)> =
-            merged.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect();
+            let mut rows: Vec<(Vec<u8>, Vec<u8>)> =
+                merged.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect();
+            if scan.reverse {
+                rows.reverse();
+            }
+            rows
+        };
         self.operations.scans += 1;
-        if scan.reverse {
-            rows.reverse();
-        }
         rows.truncate(scan.limit);
         self.operations.rows_scanned += rows.len() as u64;
-        if self.options.isolation == IsolationLevel::Serializable {
+        if self.options.isolation == IsolationLevel::Serializable && !cleared {
             self.track_read()?;
             let covered = self.covered_range(&scan, &rows, stored_complete, stored_edge);
             self.scans.push((table, covered.0, covered.1));
@@ -583,7 +606,7 @@ impl Transaction {
             btree_map::Entry::Occupied(mut pending) => {
                 if let Some(keyspace) = undo_keyspace {
                     let previous = Some(pending.get().clone());
-                    self.undo.push(Undo { keyspace, key: key.to_vec(), previous });
+                    self.undo.push(Undo::Write { keyspace, key: key.to_vec(), previous });
                 }
                 pending.get_mut().value = value.map(Value::from);
             }
@@ -597,7 +620,8 @@ impl Transaction {
                     config.txn_writes_max as u64,
                 )
                 .and_then(|()| {
-                    if !if_absent {
+                    if !if_absent || self.cleared.contains(keyspace) {
+                        // A cleared keyspace holds nothing this transaction sees.
                         return Ok(Some(
                             self.shared.store.get_table(keyspace).and_then(|t| t.row(key)),
                         ));
@@ -626,7 +650,7 @@ impl Transaction {
                     }
                 };
                 if let Some(keyspace) = undo_keyspace {
-                    self.undo.push(Undo { keyspace, key: key.to_vec(), previous: None });
+                    self.undo.push(Undo::Write { keyspace, key: key.to_vec(), previous: None });
                 }
                 slot.insert(PendingWrite { value: value.map(Value::from), row });
                 self.write_count += 1;
@@ -634,6 +658,40 @@ impl Transaction {
         }
         self.write_bytes += added;
         Ok(true)
+    }
+
+    /// Deletes every key of `keyspace` (TRUNCATE, DROP TABLE): one write, however many keys
+    /// it holds. From here on the transaction sees none of the keyspace's stored rows, only
+    /// its own later writes; its pending writes to the keyspace are dropped. At the commit
+    /// point every key the keyspace then holds is deleted (then the later writes applied), and
+    /// the commit record carries the clear, not the keys. Under REPEATABLE READ and
+    /// SERIALIZABLE the commit fails if a concurrent transaction committed a write to the
+    /// keyspace after this one's snapshot (first committer wins, as for a key).
+    pub fn clear(&mut self, keyspace: &str) -> Result<()> {
+        self.check_usable()?;
+        if self.options.read_only {
+            return Err(Error::ReadOnlyTransaction);
+        }
+        self.check_keyspace(keyspace)?;
+        self.operations.clears += 1;
+        let name = writes_keyspace(&self.writes, keyspace);
+        let dropped = self.writes.remove(keyspace);
+        let was_cleared = !self.cleared.insert(name.clone());
+        if let Some(dropped) = &dropped {
+            self.write_count -= dropped.len();
+            self.write_bytes -= dropped
+                .iter()
+                .map(|(key, w)| format::write_encoded_len(&name, key, w.value.as_deref()) as u64)
+                .sum::<u64>();
+        }
+        if !was_cleared {
+            self.write_count += 1;
+            self.write_bytes += format::write_encoded_len(&name, &[], None) as u64;
+        }
+        if self.savepoints > 0 {
+            self.undo.push(Undo::Clear { keyspace: name, writes: dropped, was_cleared });
+        }
+        Ok(())
     }
 
     /// Marks a savepoint: [`Transaction::rollback_to`] undoes the writes made after it. Reads
@@ -656,16 +714,28 @@ impl Transaction {
             return Err(Error::InvalidArgument("the savepoint was released".into()));
         }
         while self.undo.len() > sp.undo_len {
-            let u = self.undo.pop().expect("checked length");
-            let writes = self.writes.entry(u.keyspace.clone()).or_default();
-            match u.previous {
-                Some(p) => {
-                    writes.insert(u.key, p);
+            match self.undo.pop().expect("checked length") {
+                Undo::Write { keyspace, key, previous } => {
+                    let writes = self.writes.entry(keyspace.clone()).or_default();
+                    match previous {
+                        Some(p) => {
+                            writes.insert(key, p);
+                        }
+                        None => {
+                            writes.remove(&key);
+                            if writes.is_empty() {
+                                self.writes.remove(&keyspace);
+                            }
+                        }
+                    }
                 }
-                None => {
-                    writes.remove(&u.key);
-                    if writes.is_empty() {
-                        self.writes.remove(&u.keyspace);
+                Undo::Clear { keyspace, writes, was_cleared } => {
+                    // Later writes to the keyspace were undone already (undo runs backwards).
+                    if !was_cleared {
+                        self.cleared.remove(&keyspace);
+                    }
+                    if let Some(writes) = writes {
+                        self.writes.insert(keyspace, writes);
                     }
                 }
             }
@@ -745,17 +815,24 @@ impl Transaction {
         format::encode_record(
             &mut record,
             self.write_count,
-            self.writes.iter().flat_map(|(keyspace, writes)| {
-                writes.iter().map(move |(key, pending)| format::WriteRef {
-                    keyspace,
-                    key,
-                    value: pending.value.as_deref(),
-                })
-            }),
+            // Clears first: a keyspace's clear comes before its writes.
+            self.cleared
+                .iter()
+                .map(|keyspace| format::WriteRef { keyspace, key: &[], op: WriteOp::Clear })
+                .chain(self.writes.iter().flat_map(|(keyspace, writes)| {
+                    writes.iter().map(move |(key, pending)| format::WriteRef {
+                        keyspace,
+                        key,
+                        op: match &pending.value {
+                            Some(v) => WriteOp::Put(v),
+                            None => WriteOp::Delete,
+                        },
+                    })
+                })),
         );
         shared.record_epoch(shared.config.backpressure_timeout)?;
         shared.durability.admit_commit(shared.config.backpressure_timeout)?;
-        let (epoch, csn, wake_owed) = self.sequence_commit(&record, leads)?;
+        let (epoch, csn, wake_owed) = self.sequence_commit(record, leads)?;
         let counter = match (mode, shared.config.commit_model) {
             (CommitMode::Fast, CommitModel::EventuallyDurable) => &shared.counters.commits_fast,
             _ => &shared.counters.commits_safe,
@@ -770,7 +847,7 @@ impl Transaction {
     /// → take the next CSN → append the commit record to the log buffer (so the log is in CSN
     /// order) → install the versions tagged with the CSN → publish the visible watermark.
     /// When it returns the transaction is committed and visible, and holds nothing (G2, G9).
-    fn sequence_commit(&mut self, record: &[u8], leads: bool) -> Result<(Epoch, Csn, bool)> {
+    fn sequence_commit(&mut self, record: Vec<u8>, leads: bool) -> Result<(Epoch, Csn, bool)> {
         let shared = self.shared.clone();
         let mut sequencer = shared.sequencer.lock();
         shared.check_open()?;
@@ -800,6 +877,9 @@ impl Transaction {
         sequencer.next_csn += 1;
         let wake_owed = shared.durability.append(epoch, csn, record, leads);
         let horizon = shared.gc_horizon();
+        for keyspace in std::mem::take(&mut self.cleared) {
+            shared.store.clear(&shared.store.table(&keyspace), csn, horizon);
+        }
         for (keyspace, writes) in std::mem::take(&mut self.writes) {
             let table = shared.store.table(&keyspace);
             for (key, pending) in writes {
@@ -816,6 +896,14 @@ impl Transaction {
         let isolation = self.options.isolation;
         if isolation == IsolationLevel::ReadCommitted {
             return Ok(());
+        }
+        for keyspace in &self.cleared {
+            let Some(table) = self.shared.store.get_table(keyspace) else { continue };
+            if table.changed_since((Bound::Unbounded, Bound::Unbounded), self.snapshot) {
+                return Err(Error::conflict(format!(
+                    "a concurrent transaction wrote to a keyspace this transaction cleared ({keyspace})"
+                )));
+            }
         }
         for (keyspace, writes) in &self.writes {
             let Some(table) = self.shared.store.get_table(keyspace) else { continue };

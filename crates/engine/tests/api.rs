@@ -231,3 +231,30 @@ fn inverted_ranges_are_empty() {
         txn.commit_fast().unwrap();
     }
 }
+
+/// ROLLBACK TO undoes a clear and brings back the writes it dropped; a clear after a
+/// savepoint that is kept stays.
+#[test]
+fn savepoints_undo_a_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(dir.path(), Config::default()).unwrap();
+    put(&engine, b"stored", CommitMode::Safe);
+    let mut txn = engine.begin(TxnOptions::new()).unwrap();
+    txn.put("kv", b"own", b"1").unwrap();
+    let sp = txn.savepoint();
+    txn.clear("kv").unwrap();
+    txn.put("kv", b"later", b"2").unwrap();
+    assert_eq!(txn.scan("kv", kiln_engine::Scan::all()).unwrap().len(), 1);
+    txn.rollback_to(sp).unwrap();
+    let keys: Vec<Vec<u8>> =
+        txn.scan("kv", kiln_engine::Scan::all()).unwrap().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(keys, vec![b"own".to_vec(), b"stored".to_vec()]);
+    txn.clear("kv").unwrap();
+    txn.put("kv", b"last", b"3").unwrap();
+    assert_eq!(txn.operations().clears, 2);
+    txn.commit_safe().unwrap();
+    let mut check = engine.begin(TxnOptions::new().read_only()).unwrap();
+    let keys: Vec<Vec<u8>> =
+        check.scan("kv", kiln_engine::Scan::all()).unwrap().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(keys, vec![b"last".to_vec()]);
+}

@@ -831,3 +831,119 @@ fn a_full_copy_on_write_disk_cuts_back_a_write_into_zeroed_space() {
     drop(engine);
     assert_eq!(check_prefix(&reopen_clean(dir.path())), 2);
 }
+
+/// Every key of keyspace `ks` visible to a new read-only transaction.
+fn keys_of(engine: &Engine, ks: &str) -> Vec<Vec<u8>> {
+    let mut txn = engine.begin(TxnOptions::new().read_only()).expect("begin");
+    txn.scan(ks, Scan::all()).expect("scan").into_iter().map(|(k, _)| k).collect()
+}
+
+/// A keyspace clear (TRUNCATE, DROP) is one small log record however many keys it deletes;
+/// snapshots from before it still read the keys; a fast clear lost to an fsync error brings
+/// every key back; a durable one survives a restart, from the log and from a checkpoint; and
+/// once no snapshot needs them, garbage collection frees the rows.
+#[test]
+fn a_keyspace_clear_is_one_record_undone_by_a_loss_and_kept_by_recovery() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Faults::new();
+    // No timed flush: the fast clear stays non-durable until the failing fsync.
+    let engine =
+        Engine::open(dir.path(), Config { timed_flush: false, ..config(&faults) }).unwrap();
+    let mut load = engine.begin(TxnOptions::new()).unwrap();
+    for n in 0..2000u32 {
+        load.put(KS, format!("k{n:05}").as_bytes(), &[7u8; 40]).unwrap();
+    }
+    load.put("other", b"kept", b"1").unwrap();
+    load.commit_safe().unwrap();
+    let all = keys_of(&engine, KS);
+    assert_eq!(all.len(), 2000);
+
+    // The clear and a write after it in the same transaction; an older snapshot stays intact.
+    let mut before = engine.begin(TxnOptions::new().read_only()).unwrap();
+    let log_before = engine.stats().log_bytes;
+    let mut clear = engine.begin(TxnOptions::new()).unwrap();
+    clear.put(KS, b"k00001", b"dropped by the clear").unwrap();
+    clear.clear(KS).unwrap();
+    assert_eq!(clear.get(KS, b"k00002").unwrap(), None, "the clearing transaction sees none");
+    clear.put(KS, b"k00003", b"after").unwrap();
+    assert_eq!(clear.scan(KS, Scan::all()).unwrap().len(), 1);
+    let lost_id = clear.commit_fast().unwrap();
+    assert_eq!(keys_of(&engine, KS), vec![b"k00003".to_vec()]);
+    assert_eq!(keys_of(&engine, "other"), vec![b"kept".to_vec()]);
+    assert_eq!(before.scan(KS, Scan::all()).unwrap().len(), 2000, "an older snapshot");
+    drop(before);
+
+    // Lose it: every key comes back, the write after the clear goes.
+    faults.fail_syncs.store(1, Ordering::SeqCst);
+    assert!(matches!(engine.persist(), Err(Error::Lost { .. })));
+    faults.fail_syncs.store(0, Ordering::SeqCst);
+    assert_eq!(engine.status(lost_id), TxnStatus::Lost);
+    assert_eq!(keys_of(&engine, KS), all, "a lost clear restores every key");
+    let mut check = engine.begin(TxnOptions::new().read_only()).unwrap();
+    assert_eq!(check.get(KS, b"k00003").unwrap().as_deref(), Some(&[7u8; 40][..]));
+    drop(check);
+
+    // Clear durably; the record is small.
+    let log_before_clear = engine.stats().log_bytes;
+    let mut clear = engine.begin(TxnOptions::new()).unwrap();
+    clear.clear(KS).unwrap();
+    clear.put(KS, b"z", b"after").unwrap();
+    clear.commit_safe().unwrap();
+    let record = engine.stats().log_bytes - log_before_clear;
+    assert!(
+        record < 200,
+        "the clear took {record} bytes of log (the load took more than {})",
+        log_before_clear - log_before
+    );
+    assert_eq!(keys_of(&engine, KS), vec![b"z".to_vec()]);
+    engine.gc();
+    assert_eq!(engine.stats().rows, 2, "garbage collection freed the cleared rows");
+    engine.close().unwrap();
+
+    // Recovery replays the clear from the log, then from a checkpoint.
+    let engine = reopen_clean(dir.path());
+    assert_eq!(keys_of(&engine, KS), vec![b"z".to_vec()]);
+    assert_eq!(keys_of(&engine, "other"), vec![b"kept".to_vec()]);
+    engine.checkpoint().unwrap();
+    engine.close().unwrap();
+    let engine = reopen_clean(dir.path());
+    assert_eq!(keys_of(&engine, KS), vec![b"z".to_vec()]);
+    assert_eq!(engine.stats().rows, 2);
+}
+
+/// Under REPEATABLE READ a clear conflicts with a write to its keyspace committed after its
+/// snapshot, and a write to a key the clear deleted conflicts with the clear; under READ
+/// COMMITTED the clear deletes whatever is there at its commit.
+#[test]
+fn a_keyspace_clear_conflicts_like_a_write_of_every_key() {
+    use kiln_engine::IsolationLevel;
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(dir.path(), Config::default()).unwrap();
+    let put = |key: &[u8]| {
+        let mut t = engine.begin(TxnOptions::new()).unwrap();
+        t.put(KS, key, b"v").unwrap();
+        t.commit_fast().unwrap();
+    };
+    put(b"a");
+    let rr = TxnOptions::new().isolation(IsolationLevel::RepeatableRead);
+
+    let mut clear = engine.begin(rr).unwrap();
+    clear.clear(KS).unwrap();
+    put(b"b");
+    assert!(clear.commit_fast().unwrap_err().is_retryable(), "a write after the snapshot");
+
+    let mut writer = engine.begin(rr).unwrap();
+    writer.put(KS, b"a", b"w").unwrap();
+    let mut clear = engine.begin(rr).unwrap();
+    clear.clear(KS).unwrap();
+    clear.commit_fast().unwrap();
+    assert!(writer.commit_fast().unwrap_err().is_retryable(), "a key the clear deleted");
+
+    put(b"c");
+    let mut clear =
+        engine.begin(TxnOptions::new().isolation(IsolationLevel::ReadCommitted)).unwrap();
+    clear.clear(KS).unwrap();
+    put(b"d");
+    clear.commit_fast().unwrap();
+    assert!(keys_of(&engine, KS).is_empty(), "READ COMMITTED clears what is there at commit");
+}

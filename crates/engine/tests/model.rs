@@ -29,6 +29,8 @@ enum Step {
     Delete(u8),
     /// `insert`: whether it wrote (the key had no value it could see) and the value.
     Insert(u8, u8, bool),
+    /// `clear` of the whole keyspace.
+    Clear,
 }
 
 #[derive(Debug)]
@@ -68,6 +70,7 @@ fn replay(base: &State, steps: &[Step]) -> Result<State, String> {
             Step::Delete(k) => {
                 state.remove(k);
             }
+            Step::Clear => state.clear(),
             Step::Insert(k, v, wrote) => {
                 let absent = !state.contains_key(k);
                 if absent != *wrote {
@@ -112,7 +115,7 @@ fn check_serial(
                 .steps
                 .iter()
                 .filter_map(|s| match s {
-                    Step::Put(..) | Step::Delete(_) => Some(s.clone()),
+                    Step::Put(..) | Step::Delete(_) | Step::Clear => Some(s.clone()),
                     Step::Insert(k, v, true) => Some(Step::Put(*k, *v)),
                     _ => None,
                 })
@@ -147,6 +150,7 @@ enum Op {
     Put(usize, u8, u8),
     Delete(usize, u8),
     Insert(usize, u8, u8),
+    Clear(usize),
     Commit(usize, bool),
     Abort(usize),
     /// Make the next fsync fail and flush: loses the non-durable suffix.
@@ -170,6 +174,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         6 => (slot.clone(), key.clone(), any::<u8>()).prop_map(|(s, k, v)| Op::Put(s, k, v)),
         2 => (slot.clone(), key.clone()).prop_map(|(s, k)| Op::Delete(s, k)),
         3 => (slot.clone(), key, any::<u8>()).prop_map(|(s, k, v)| Op::Insert(s, k, v)),
+        1 => slot.clone().prop_map(Op::Clear),
         4 => (slot.clone(), any::<bool>()).prop_map(|(s, safe)| Op::Commit(s, safe)),
         1 => slot.prop_map(Op::Abort),
         1 => Just(Op::FailFlush),
@@ -266,6 +271,10 @@ impl Harness {
                     .insert(KS, &[k], &[v])
                     .map(|wrote| slot.steps.push(Step::Insert(k, v, wrote)))
             }
+            Op::Clear(i) => {
+                let slot = self.slot(i);
+                slot.txn.clear(KS).map(|()| slot.steps.push(Step::Clear))
+            }
             Op::Commit(i, safe) => {
                 let Some(slot) = self.slots[i].take() else { return };
                 let snapshot = slot.txn.snapshot();
@@ -313,7 +322,8 @@ impl Harness {
                 | Op::Scan(i, ..)
                 | Op::Put(i, ..)
                 | Op::Delete(i, _)
-                | Op::Insert(i, ..) => i,
+                | Op::Insert(i, ..)
+                | Op::Clear(i) => i,
                 _ => unreachable!(),
             };
             self.slots[i] = None;

@@ -29,19 +29,43 @@ pub const FRAME_BODY_BYTES_TARGET: usize = 4 << 20;
 
 const OP_PUT: u8 = 1;
 const OP_DELETE: u8 = 2;
+const OP_CLEAR: u8 = 3;
+
+/// What one write of a commit record does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOp<'a> {
+    /// Sets the key to this value.
+    Put(&'a [u8]),
+    /// Deletes the key.
+    Delete,
+    /// Deletes every key of the keyspace that exists when the record is applied (the key is
+    /// empty). A record lists a keyspace's clear before that keyspace's other writes.
+    Clear,
+}
 
 /// One write of a commit record, borrowed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteRef<'a> {
     /// The keyspace.
     pub keyspace: &'a str,
-    /// The key.
+    /// The key (empty for a clear).
     pub key: &'a [u8],
-    /// The new value, or `None` for a delete.
-    pub value: Option<&'a [u8]>,
+    /// What the write does.
+    pub op: WriteOp<'a>,
 }
 
-/// Encoded size of one write.
+impl<'a> WriteRef<'a> {
+    /// The new value of a put, `None` for a delete or a clear.
+    pub fn value(&self) -> Option<&'a [u8]> {
+        match self.op {
+            WriteOp::Put(v) => Some(v),
+            WriteOp::Delete | WriteOp::Clear => None,
+        }
+    }
+}
+
+/// Encoded size of one put (`Some`) or delete (`None`); a clear encodes as a delete of the
+/// empty key.
 pub fn write_encoded_len(keyspace: &str, key: &[u8], value: Option<&[u8]>) -> usize {
     1 + 2 + keyspace.len() + 4 + key.len() + value.map_or(0, |v| 4 + v.len())
 }
@@ -58,12 +82,17 @@ pub fn encode_record<'a>(
     let mut seen = 0;
     for w in writes {
         seen += 1;
-        out.push(if w.value.is_some() { OP_PUT } else { OP_DELETE });
+        out.push(match w.op {
+            WriteOp::Put(_) => OP_PUT,
+            WriteOp::Delete => OP_DELETE,
+            WriteOp::Clear => OP_CLEAR,
+        });
         out.extend_from_slice(&(w.keyspace.len() as u16).to_le_bytes());
         out.extend_from_slice(w.keyspace.as_bytes());
-        out.extend_from_slice(&(w.key.len() as u32).to_le_bytes());
-        out.extend_from_slice(w.key);
-        if let Some(value) = w.value {
+        let key: &[u8] = if w.op == WriteOp::Clear { &[] } else { w.key };
+        out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+        out.extend_from_slice(key);
+        if let WriteOp::Put(value) = w.op {
             out.extend_from_slice(&(value.len() as u32).to_le_bytes());
             out.extend_from_slice(value);
         }
@@ -135,15 +164,17 @@ pub fn decode_record(payload: &[u8]) -> Result<Vec<WriteRef<'_>>, String> {
             .map_err(|_| "keyspace name is not UTF-8".to_string())?;
         let key_len = c.u32()? as usize;
         let key = c.bytes(key_len)?;
-        let value = match op {
+        let op = match op {
             OP_PUT => {
                 let len = c.u32()? as usize;
-                Some(c.bytes(len)?)
+                WriteOp::Put(c.bytes(len)?)
             }
-            OP_DELETE => None,
+            OP_DELETE => WriteOp::Delete,
+            OP_CLEAR if key.is_empty() => WriteOp::Clear,
+            OP_CLEAR => return Err("a keyspace clear with a key".into()),
             other => return Err(format!("unknown write op {other}")),
         };
-        writes.push(WriteRef { keyspace, key, value });
+        writes.push(WriteRef { keyspace, key, op });
     }
     if !c.is_empty() {
         return Err("trailing bytes after the last write".into());
@@ -374,10 +405,11 @@ mod tests {
     fn record_and_frame_round_trip() {
         let mut body = Vec::new();
         let writes = [
-            WriteRef { keyspace: "kv", key: b"a", value: Some(b"1") },
-            WriteRef { keyspace: "kv", key: b"b", value: None },
+            WriteRef { keyspace: "kv", key: b"", op: WriteOp::Clear },
+            WriteRef { keyspace: "kv", key: b"a", op: WriteOp::Put(b"1") },
+            WriteRef { keyspace: "kv", key: b"b", op: WriteOp::Delete },
         ];
-        encode_record(&mut body, 2, writes.iter().copied());
+        encode_record(&mut body, 3, writes.iter().copied());
         encode_record(&mut body, 0, std::iter::empty());
         let mut data = Vec::new();
         encode_frame(&mut data, 3, 15, 17, 2, &body);
@@ -393,7 +425,7 @@ mod tests {
     #[test]
     fn every_single_bit_flip_and_truncation_is_detected() {
         let mut body = Vec::new();
-        let w = [WriteRef { keyspace: "t", key: b"key", value: Some(b"value") }];
+        let w = [WriteRef { keyspace: "t", key: b"key", op: WriteOp::Put(b"value") }];
         encode_record(&mut body, 1, w.iter().copied());
         let mut data = Vec::new();
         encode_frame(&mut data, 1, 1, 1, 1, &body);
@@ -421,9 +453,14 @@ mod tests {
 
     #[test]
     fn garbage_records_are_errors_not_panics() {
-        for payload in
-            [&b""[..], b"\xff\xff\xff\xff", b"\x01\x00\x00\x00\x07", b"\x01\0\0\0\x01\xff\xff"]
-        {
+        for payload in [
+            &b""[..],
+            b"\xff\xff\xff\xff",
+            b"\x01\x00\x00\x00\x07",
+            b"\x01\0\0\0\x01\xff\xff",
+            // A clear that names a key.
+            b"\x01\0\0\0\x03\x01\0t\x01\0\0\0k",
+        ] {
             assert!(decode_record(payload).is_err());
         }
     }

@@ -278,7 +278,7 @@ impl Durability {
     /// order, under the commit lock. Returns true when the writer thread was *not* woken for a
     /// record that starts a batch because `leads` says the committer will flush it itself: the
     /// committer then owes the writer that wake if it does not ([`Durability::wake_writer`]).
-    pub fn append(&self, epoch: Epoch, csn: Csn, record: &[u8], leads: bool) -> bool {
+    pub fn append(&self, epoch: Epoch, csn: Csn, record: Vec<u8>, leads: bool) -> bool {
         let mut log = self.log.lock();
         assert_eq!(log.epoch, epoch, "append to the wrong epoch");
         assert_eq!(log.first_csn + log.count as u64, csn, "append out of CSN order");
@@ -286,9 +286,15 @@ impl Durability {
         if first {
             log.oldest = Some(Instant::now());
         }
-        log.buffer.extend_from_slice(record);
-        log.count += 1;
         log.backlog_bytes += record.len() as u64;
+        if log.buffer.is_empty() {
+            // The writer took the last batch's buffer: this record becomes the new one, with
+            // no copy (a bulk load's record is as large as its data).
+            log.buffer = record;
+        } else {
+            log.buffer.extend_from_slice(&record);
+        }
+        log.count += 1;
         // The first record of a batch arms the writer's vulnerability-window timer (an idle
         // writer sleeps until woken) — unless its committer is about to flush it; a large
         // buffer or backlog asks for a flush now.

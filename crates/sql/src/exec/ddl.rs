@@ -1,6 +1,8 @@
 //! DDL: CREATE / DROP / ALTER TABLE, CREATE / DROP INDEX, in the statement's transaction (the
 //! catalog lives in the engine, so DDL commits or rolls back with it).
 
+use std::ops::Bound;
+
 use kiln_engine::Scan;
 use sqlparser::ast;
 
@@ -13,6 +15,9 @@ use crate::types::Value;
 use crate::bind::dml::*;
 use crate::exec::write::*;
 use crate::session::*;
+
+/// Rows read per scan when DDL walks a whole table (ADD PRIMARY KEY, CREATE INDEX).
+const DDL_BATCH_ROWS: usize = 4096;
 
 impl Writer<'_> {
     /// Whether relation `name` exists: Ok(true) when IF NOT EXISTS lets the statement do
@@ -222,10 +227,7 @@ impl Writer<'_> {
                     let mut t = (*table).clone();
                     let Some(pos) = t.indexes.iter().position(|i| i.name == name) else { continue };
                     let index = t.indexes.remove(pos);
-                    for (k, _) in self.ts.txn.scan(&index.keyspace(), Scan::all())? {
-                        self.activity.check_interrupt()?;
-                        self.ts.txn.delete(&index.keyspace(), &k)?;
-                    }
+                    self.ts.txn.clear(&index.keyspace())?;
                     self.ts.txn.delete(
                         crate::catalog::CATALOG,
                         format!("i/{database}/{name}").as_bytes(),
@@ -270,12 +272,40 @@ impl Writer<'_> {
         }
     }
 
+    /// Calls `f` with every row of `keyspace` the transaction sees, in key order, reading
+    /// [`DDL_BATCH_ROWS`] at a time: a table rebuilt or indexed is never all copied out at
+    /// once.
+    fn each_row(
+        &mut self,
+        keyspace: &str,
+        mut f: impl FnMut(&mut Self, Vec<u8>, Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let start = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+            let scan = Scan::bounds(start, Bound::Unbounded).limit(DDL_BATCH_ROWS);
+            let batch = self.ts.txn.scan(keyspace, scan)?;
+            let done = batch.len() < DDL_BATCH_ROWS;
+            after = batch.last().map(|(k, _)| k.clone());
+            for (key, value) in batch {
+                self.activity.check_interrupt()?;
+                f(self, key, value)?;
+            }
+            if done {
+                return Ok(());
+            }
+        }
+    }
+
     pub(crate) fn build_index(&mut self, table: &Table, index: &Index) -> Result<()> {
-        for (pk, raw) in self.ts.txn.scan(&table.keyspace(), Scan::all())? {
-            self.activity.check_interrupt()?;
+        self.each_row(&table.keyspace(), |w, pk, raw| w.index_row(table, index, pk, raw))
+    }
+
+    fn index_row(&mut self, table: &Table, index: &Index, pk: Vec<u8>, raw: Vec<u8>) -> Result<()> {
+        {
             let row = decode_row(&raw, table.columns.len())?;
             let (key, value, unique) = Self::index_entry(table, index, &row, &pk)?;
-            if unique {
+            if unique && !self.ts.txn.insert(&index.keyspace(), &key, &value)? {
                 if let Some(existing) = self.ts.txn.get(&index.keyspace(), &key)? {
                     if existing != pk {
                         let vals: Vec<Value> =
@@ -291,8 +321,9 @@ impl Writer<'_> {
                         ));
                     }
                 }
+            } else if !unique {
+                self.ts.txn.put(&index.keyspace(), &key, &value)?;
             }
-            self.ts.txn.put(&index.keyspace(), &key, &value)?;
         }
         Ok(())
     }
@@ -342,6 +373,33 @@ impl Writer<'_> {
         Ok(Output::Command("CREATE INDEX".into()))
     }
 
+    /// Writes one row of `old` under the primary key of `new` (ALTER TABLE … ADD PRIMARY KEY).
+    fn rekey_row(&mut self, old: &Table, new: &Table, raw: Vec<u8>) -> Result<()> {
+        let cols = &new.primary_key;
+        let row = decode_row(&raw, old.columns.len())?;
+        for &c in cols {
+            if row[c].is_null() {
+                return Err(SqlError::new(
+                    code::NOT_NULL,
+                    format!(
+                        "column \"{}\" of relation \"{}\" contains null values",
+                        new.columns[c].name, new.name
+                    ),
+                ));
+            }
+        }
+        let key = encode_key(&cols.iter().map(|&c| &row[c]).collect::<Vec<_>>())?;
+        if !self.ts.txn.insert(&new.keyspace(), &key, &raw)? {
+            let vals: Vec<Value> = cols.iter().map(|&c| row[c].clone()).collect();
+            return Err(SqlError::new(
+                code::UNIQUE,
+                format!("could not create unique index \"{}_pkey\"", new.name),
+            )
+            .detail(unique_violation(new, "", &vals, cols).detail.unwrap_or_default()));
+        }
+        Ok(())
+    }
+
     pub(crate) fn alter_table(&mut self, at: &ast::AlterTable, database: &str) -> Result<Output> {
         let tname = object_name(&at.name)?;
         let table = self.db.catalog.table_or_err(&mut self.ts.txn, database, &tname)?;
@@ -378,7 +436,6 @@ impl Writer<'_> {
                     }
                     // Re-key every row under a new keyspace id; indexes are rebuilt too.
                     let old = t.clone();
-                    let rows = self.ts.txn.scan(&old.keyspace(), Scan::all())?;
                     t.id = self.db.catalog.next_id(&mut self.ts.txn)?;
                     t.primary_key = cols.clone();
                     t.primary_key_name = Some(format!("{tname}_pkey"));
@@ -388,33 +445,9 @@ impl Writer<'_> {
                     for index in &mut t.indexes {
                         index.id = self.db.catalog.next_id(&mut self.ts.txn)?;
                     }
-                    for (oldkey, raw) in rows {
-                        self.activity.check_interrupt()?;
-                        let row = decode_row(&raw, old.columns.len())?;
-                        for &c in &cols {
-                            if row[c].is_null() {
-                                return Err(SqlError::new(code::NOT_NULL, format!("column \"{}\" of relation \"{tname}\" contains null values", t.columns[c].name)));
-                            }
-                        }
-                        self.ts.txn.delete(&old.keyspace(), &oldkey)?;
-                        let key = encode_key(&cols.iter().map(|&c| &row[c]).collect::<Vec<_>>())?;
-                        if !self.ts.txn.insert(&t.keyspace(), &key, &raw)? {
-                            let vals: Vec<Value> = cols.iter().map(|&c| row[c].clone()).collect();
-                            return Err(SqlError::new(
-                                code::UNIQUE,
-                                format!("could not create unique index \"{tname}_pkey\""),
-                            )
-                            .detail(
-                                unique_violation(&t, "", &vals, &cols).detail.unwrap_or_default(),
-                            ));
-                        }
-                    }
-                    for index in &old.indexes {
-                        for (k, _) in self.ts.txn.scan(&index.keyspace(), Scan::all())? {
-                            self.activity.check_interrupt()?;
-                            self.ts.txn.delete(&index.keyspace(), &k)?;
-                        }
-                    }
+                    let new = t.clone();
+                    self.each_row(&old.keyspace(), |w, _, raw| w.rekey_row(&old, &new, raw))?;
+                    self.truncate(&old)?;
                     for index in t.indexes.clone() {
                         self.build_index(&t, &index)?;
                     }
