@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
 use crossbeam_skiplist::SkipMap;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Mutex, MutexGuard, RwLock};
 use smallvec::SmallVec;
 
 use crate::id::Csn;
@@ -330,13 +330,7 @@ impl Store {
             }
             versions.push(Version { csn, value: None });
             added += VERSION_OVERHEAD_BYTES - prune(&mut versions, horizon);
-            if versions.len() == 1 && csn <= horizon {
-                added -= VERSION_OVERHEAD_BYTES + ROW_OVERHEAD_BYTES + entry.key().len() as i64;
-                versions.clear();
-                drop(versions);
-                entry.value().removed.store(true, Ordering::Release);
-                entry.remove();
-            }
+            added -= remove_if_dead(entry, versions, horizon);
             true
         });
         self.bytes.fetch_add(added, Ordering::Relaxed);
@@ -373,8 +367,7 @@ impl Store {
         drop(versions);
         if empty {
             freed += ROW_OVERHEAD_BYTES + entry.key().len() as i64;
-            entry.value().removed.store(true, Ordering::Release);
-            entry.remove();
+            remove_row(entry);
         }
         freed
     }
@@ -402,21 +395,36 @@ impl Store {
             visited += 1;
             let mut versions = entry.value().versions.lock();
             freed += prune(&mut versions, horizon);
-            let dead =
-                versions.len() == 1 && versions[0].value.is_none() && versions[0].csn <= horizon;
-            if dead {
-                freed +=
-                    version_bytes(&versions[0]) + ROW_OVERHEAD_BYTES + entry.key().len() as i64;
-                versions.clear();
-                drop(versions);
-                entry.value().removed.store(true, Ordering::Release);
-                entry.remove();
-            }
+            freed += remove_if_dead(entry, versions, horizon);
             true
         });
         self.bytes.fetch_sub(freed, Ordering::Relaxed);
         next
     }
+}
+
+/// Removes `entry`'s row when its only version is a delete at or below `horizon` (no snapshot
+/// can see anything of it); returns the bytes freed. Under the commit lock only.
+fn remove_if_dead(
+    entry: &RowEntry<'_>,
+    mut versions: MutexGuard<'_, Versions>,
+    horizon: Csn,
+) -> i64 {
+    let dead = versions.len() == 1 && versions[0].value.is_none() && versions[0].csn <= horizon;
+    if !dead {
+        return 0;
+    }
+    let freed = version_bytes(&versions[0]) + ROW_OVERHEAD_BYTES + entry.key().len() as i64;
+    versions.clear();
+    drop(versions);
+    remove_row(entry);
+    freed
+}
+
+/// Takes a row out of its keyspace; handles to it see it removed and look the key up afresh.
+fn remove_row(entry: &RowEntry<'_>) {
+    entry.value().removed.store(true, Ordering::Release);
+    entry.remove();
 }
 
 fn version_bytes(v: &Version) -> i64 {
