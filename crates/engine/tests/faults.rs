@@ -545,12 +545,9 @@ fn log_ending_in_a_multi_frame_flush() -> (tempfile::TempDir, PathBuf) {
     engine.close().unwrap();
     let segment = newest_segment(dir.path());
     let frames = frames_of(&segment);
-    let last_flush = frames.last().unwrap().1.flush_first_csn;
+    let last_flush = frames.last().unwrap().1.flush_first;
     assert_eq!(last_flush, 6);
-    assert!(
-        frames.iter().filter(|(_, h)| h.flush_first_csn == last_flush).count() >= 2,
-        "{frames:?}"
-    );
+    assert!(frames.iter().filter(|(_, h)| h.flush_first == last_flush).count() >= 2, "{frames:?}");
     (dir, segment)
 }
 
@@ -560,8 +557,8 @@ fn log_ending_in_a_multi_frame_flush() -> (tempfile::TempDir, PathBuf) {
 fn torn_multi_frame_flush_recovers_the_state_before_it() {
     let (dir, segment) = log_ending_in_a_multi_frame_flush();
     let frames = frames_of(&segment);
-    let last_flush = frames.last().unwrap().1.flush_first_csn;
-    let (first_of_flush, _) = frames.iter().find(|(_, h)| h.flush_first_csn == last_flush).unwrap();
+    let last_flush = frames.last().unwrap().1.flush_first;
+    let (first_of_flush, _) = frames.iter().find(|(_, h)| h.flush_first == last_flush).unwrap();
     flip_byte(&segment, None, *first_of_flush as u64 + 100);
     let engine = reopen_clean(dir.path());
     assert_eq!(check_prefix(&engine), 5, "the whole torn flush is discarded");

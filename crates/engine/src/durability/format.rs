@@ -5,11 +5,12 @@
 //!
 //! ```text
 //! log frame (one per flush, or more when a flush is large):
-//!   0  u64 magic "KILNFRM1"    8  u32 header crc (bytes 12..48)
+//!   0  u64 magic "KILNFRM2"    8  u32 header crc (bytes 12..64)
 //!   12 u32 body length         16 u32 epoch        20 u32 record count
-//!   24 u64 first CSN           32 u32 body crc     36 u32 reserved (0)
-//!   40 u64 first CSN of the flush this frame belongs to
-//!   48 body: record count × ( u32 payload length, payload )
+//!   24 u64 first CSN           32 u32 body crc     36 u32 kind (0 records, 1 entry)
+//!   40 u64 flush number: the first CSN (standalone) or entry index (replicated) of the flush
+//!   48 u64 term                56 u64 entry index  (both 0 in a standalone log)
+//!   64 body: record count × ( u32 payload length, payload ), or an entry's opaque bytes
 //! commit record payload (one committed update transaction; CSN = first CSN + index):
 //!   u32 write count, then per write:
 //!   u8 op (1 put, 2 delete), u16 keyspace length, keyspace, u32 key length, key,
@@ -19,9 +20,9 @@
 use crate::id::{Csn, Epoch};
 
 /// Magic of a log frame.
-pub const FRAME_MAGIC: [u8; 8] = *b"KILNFRM1";
+pub const FRAME_MAGIC: [u8; 8] = *b"KILNFRM2";
 /// Size of a frame header.
-pub const FRAME_HEADER_BYTES: usize = 48;
+pub const FRAME_HEADER_BYTES: usize = 64;
 /// The largest frame body the reader accepts.
 pub const FRAME_BODY_BYTES_MAX: u32 = 256 << 20;
 /// A flush cuts a new frame once the body reaches this size.
@@ -182,6 +183,17 @@ pub fn decode_record(payload: &[u8]) -> Result<Vec<WriteRef<'_>>, String> {
     Ok(writes)
 }
 
+/// What a frame's body holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameKind {
+    /// Commit records at consecutive CSNs starting at `first_csn` (at least one).
+    Records,
+    /// A replicated log entry that is not data (a cluster's own bookkeeping): opaque bytes the
+    /// engine stores and returns but never interprets. It has no records; its `first_csn` is
+    /// the CSN the next record will have.
+    Entry,
+}
+
 /// A frame's header fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameHeader {
@@ -189,37 +201,54 @@ pub struct FrameHeader {
     pub body_len: u32,
     /// Epoch of every record in the frame.
     pub epoch: Epoch,
-    /// Number of records.
+    /// Number of records (0 for an entry frame).
     pub record_count: u32,
-    /// CSN of the first record.
+    /// CSN of the first record (of the next record, for an entry frame).
     pub first_csn: Csn,
     /// CRC-32C of the body.
     pub body_crc: u32,
-    /// First CSN of the flush (one write and one fdatasync) that wrote this frame; equal to
-    /// `first_csn` for a flush's first frame. Recovery uses it to tell a flush that was torn
-    /// (damage followed only by frames of the same flush) from damage to synced data.
-    pub flush_first_csn: Csn,
+    /// What the body holds.
+    pub kind: FrameKind,
+    /// The flush (one write and one fdatasync) that wrote this frame, by its first position:
+    /// the first CSN of the flush in a standalone log, its first entry index in a replicated
+    /// one. Flush numbers grow from flush to flush. Recovery uses them to tell a flush that was
+    /// torn (damage followed only by frames of the same flush) from damage to synced data.
+    pub flush_first: u64,
+    /// The replicated log entry's term (0 in a standalone log).
+    pub term: u64,
+    /// The replicated log entry's index (0 in a standalone log). A large entry spans several
+    /// consecutive frames with the same index.
+    pub index: u64,
 }
 
 impl FrameHeader {
-    /// CSN of the last record.
+    /// CSN of the last record (one before `first_csn` for an entry frame).
     pub fn last_csn(&self) -> Csn {
         self.first_csn + self.record_count as u64 - 1
     }
 }
 
-/// Appends a frame for `body` (records already encoded back to back) to `out`.
+/// Where a frame sits in a replicated log: (term, index); `None` in a standalone log.
+pub type EntryTag = Option<(u64, u64)>;
+
+/// Appends a frame for `body` to `out`: `count` records already encoded back to back, or,
+/// with `count` 0, a replicated entry's opaque bytes.
+#[allow(clippy::too_many_arguments)]
 pub fn encode_frame(
     out: &mut Vec<u8>,
     epoch: Epoch,
-    flush_first_csn: Csn,
+    flush_first: u64,
     first_csn: Csn,
     count: u32,
+    tag: EntryTag,
     body: &[u8],
 ) {
-    assert!(count > 0, "empty frame");
-    assert!(0 < flush_first_csn && flush_first_csn <= first_csn, "frame outside its flush");
+    let kind = if count == 0 { FrameKind::Entry } else { FrameKind::Records };
+    assert!(kind == FrameKind::Records || tag.is_some(), "an entry frame outside a replicated log");
+    assert!(flush_first > 0 && first_csn > 0, "frame positions start at 1");
+    assert!(tag.is_some() || flush_first <= first_csn, "a standalone frame outside its flush");
     assert!(body.len() <= FRAME_BODY_BYTES_MAX as usize, "frame body too large");
+    let (term, index) = tag.unwrap_or((0, 0));
     let start = out.len();
     out.extend_from_slice(&FRAME_MAGIC);
     out.extend_from_slice(&0u32.to_le_bytes());
@@ -228,8 +257,10 @@ pub fn encode_frame(
     out.extend_from_slice(&count.to_le_bytes());
     out.extend_from_slice(&first_csn.to_le_bytes());
     out.extend_from_slice(&crc32c::crc32c(body).to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&flush_first_csn.to_le_bytes());
+    out.extend_from_slice(&(kind as u32).to_le_bytes());
+    out.extend_from_slice(&flush_first.to_le_bytes());
+    out.extend_from_slice(&term.to_le_bytes());
+    out.extend_from_slice(&index.to_le_bytes());
     let header_crc = crc32c::crc32c(&out[start + 12..start + FRAME_HEADER_BYTES]);
     out[start + 8..start + 12].copy_from_slice(&header_crc.to_le_bytes());
     out.extend_from_slice(body);
@@ -278,22 +309,35 @@ pub fn frame_at(data: &[u8], offset: usize) -> FrameAt {
     if crc32c::crc32c(&rest[12..FRAME_HEADER_BYTES]) != header_crc {
         return FrameAt::Invalid("frame header checksum mismatch".into());
     }
-    let header = FrameHeader {
-        body_len: c.u32().expect("in bounds"),
-        epoch: c.u32().expect("in bounds"),
-        record_count: c.u32().expect("in bounds"),
-        first_csn: c.u64().expect("in bounds"),
-        body_crc: c.u32().expect("in bounds"),
-        flush_first_csn: {
-            c.u32().expect("in bounds"); // reserved
-            c.u64().expect("in bounds")
-        },
+    let body_len = c.u32().expect("in bounds");
+    let epoch = c.u32().expect("in bounds");
+    let record_count = c.u32().expect("in bounds");
+    let first_csn = c.u64().expect("in bounds");
+    let body_crc = c.u32().expect("in bounds");
+    let kind = match c.u32().expect("in bounds") {
+        0 => FrameKind::Records,
+        1 => FrameKind::Entry,
+        other => return FrameAt::Invalid(format!("unknown frame kind {other}")),
     };
+    let header = FrameHeader {
+        body_len,
+        epoch,
+        record_count,
+        first_csn,
+        body_crc,
+        kind,
+        flush_first: c.u64().expect("in bounds"),
+        term: c.u64().expect("in bounds"),
+        index: c.u64().expect("in bounds"),
+    };
+    let replicated = header.index > 0;
     if header.body_len > FRAME_BODY_BYTES_MAX
-        || header.record_count == 0
+        || (header.kind == FrameKind::Records) != (header.record_count > 0)
+        || (header.kind == FrameKind::Entry && !replicated)
         || header.first_csn == 0
-        || header.flush_first_csn == 0
-        || header.flush_first_csn > header.first_csn
+        || header.flush_first == 0
+        || (replicated && (header.term == 0 || header.flush_first > header.index))
+        || (!replicated && (header.term != 0 || header.flush_first > header.first_csn))
     {
         return FrameAt::Invalid(format!("frame header out of bounds: {header:?}"));
     }
@@ -305,10 +349,12 @@ pub fn frame_at(data: &[u8], offset: usize) -> FrameAt {
     if crc32c::crc32c(body) != header.body_crc {
         return FrameAt::Invalid("frame body checksum mismatch".into());
     }
-    match split_records(body, header.record_count) {
-        Ok(_) => FrameAt::Valid { header, body_start: offset + FRAME_HEADER_BYTES },
-        Err(e) => FrameAt::Invalid(e),
+    if header.kind == FrameKind::Records {
+        if let Err(e) = split_records(body, header.record_count) {
+            return FrameAt::Invalid(e);
+        }
     }
+    FrameAt::Valid { header, body_start: offset + FRAME_HEADER_BYTES }
 }
 
 /// Splits a frame body into its record payloads.
@@ -412,10 +458,13 @@ mod tests {
         encode_record(&mut body, 3, writes.iter().copied());
         encode_record(&mut body, 0, std::iter::empty());
         let mut data = Vec::new();
-        encode_frame(&mut data, 3, 15, 17, 2, &body);
+        encode_frame(&mut data, 3, 15, 17, 2, None, &body);
         let FrameAt::Valid { header, body_start } = frame_at(&data, 0) else { panic!() };
         assert_eq!((header.epoch, header.first_csn, header.last_csn()), (3, 17, 18));
-        assert_eq!(header.flush_first_csn, 15);
+        assert_eq!(
+            (header.flush_first, header.kind, header.term, header.index),
+            (15, FrameKind::Records, 0, 0)
+        );
         let records = split_records(&data[body_start..], header.record_count).unwrap();
         assert_eq!(decode_record(records[0]).unwrap(), writes);
         assert!(decode_record(records[1]).unwrap().is_empty());
@@ -428,15 +477,73 @@ mod tests {
         let w = [WriteRef { keyspace: "t", key: b"key", op: WriteOp::Put(b"value") }];
         encode_record(&mut body, 1, w.iter().copied());
         let mut data = Vec::new();
-        encode_frame(&mut data, 1, 1, 1, 1, &body);
+        encode_frame(&mut data, 1, 1, 1, 1, None, &body);
+        // A replicated log's data frame and its opaque entry frame, back to back.
+        encode_frame(&mut data, 2, 7, 2, 1, Some((3, 7)), &body);
+        encode_frame(&mut data, 2, 8, 3, 0, Some((3, 8)), b"opaque entry");
+        let FrameAt::Valid { header, body_start } =
+            frame_at(&data, data.len() - 12 - FRAME_HEADER_BYTES)
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (header.kind, header.term, header.index, header.first_csn),
+            (FrameKind::Entry, 3, 8, 3)
+        );
+        assert_eq!(&data[body_start..], b"opaque entry");
         for bit in 0..data.len() * 8 {
             let mut damaged = data.clone();
             damaged[bit / 8] ^= 1 << (bit % 8);
-            assert!(matches!(frame_at(&damaged, 0), FrameAt::Invalid(_)), "bit {bit}");
+            let at = [0, 1, 2].map(|i| nth_frame(&data, i));
+            let hit = at.iter().rposition(|&o| o <= bit / 8).expect("inside a frame");
+            assert!(matches!(frame_at(&damaged, at[hit]), FrameAt::Invalid(_)), "bit {bit}");
         }
+        let at = [0, 1, 2].map(|i| nth_frame(&data, i));
         for len in 1..data.len() {
-            assert!(matches!(frame_at(&data[..len], 0), FrameAt::Invalid(_)), "len {len}");
+            let cut = at[at.iter().rposition(|&o| o < len).expect("inside a frame")];
+            if at.contains(&len) {
+                continue; // a cut between frames leaves whole frames
+            }
+            assert!(matches!(frame_at(&data[..len], cut), FrameAt::Invalid(_)), "len {len}");
         }
+    }
+
+    /// Offset of the `n`-th valid frame of `data`.
+    fn nth_frame(data: &[u8], n: usize) -> usize {
+        let mut offset = 0;
+        for _ in 0..n {
+            let FrameAt::Valid { header, body_start } = frame_at(data, offset) else { panic!() };
+            offset = body_start + header.body_len as usize;
+        }
+        offset
+    }
+
+    #[test]
+    fn frame_headers_that_mix_standalone_and_replicated_fields_are_invalid() {
+        let body = {
+            let mut b = Vec::new();
+            encode_record(&mut b, 0, std::iter::empty());
+            b
+        };
+        let mut frame = Vec::new();
+        encode_frame(&mut frame, 1, 1, 1, 1, Some((1, 1)), &body);
+        let set = |f: &mut Vec<u8>, at: usize, v: &[u8]| {
+            f[at..at + v.len()].copy_from_slice(v);
+            let crc = crc32c::crc32c(&f[12..FRAME_HEADER_BYTES]);
+            f[8..12].copy_from_slice(&crc.to_le_bytes());
+        };
+        for (at, value) in [
+            (48, 0u64.to_le_bytes()), // an index without a term
+            (56, 0u64.to_le_bytes()), // a term without an index (a standalone frame with a term)
+            (40, 2u64.to_le_bytes()), // a flush that starts after its own entry
+        ] {
+            let mut damaged = frame.clone();
+            set(&mut damaged, at, &value);
+            assert!(matches!(frame_at(&damaged, 0), FrameAt::Invalid(_)), "field at {at}");
+        }
+        let mut entry_with_records = frame.clone();
+        set(&mut entry_with_records, 36, &1u32.to_le_bytes());
+        assert!(matches!(frame_at(&entry_with_records, 0), FrameAt::Invalid(_)));
     }
 
     #[test]

@@ -226,7 +226,7 @@ impl Replay<'_, '_> {
                     let damaged_flush_max = segment_next;
                     let later = format::valid_frames_after(&data, offset)
                         .into_iter()
-                        .find(|(_, h)| h.flush_first_csn > damaged_flush_max);
+                        .find(|(_, h)| h.flush_first > damaged_flush_max);
                     if let Some((at, h)) = later {
                         return Err(corrupt(offset, format!(
                             "damaged frame ({reason}) followed by a valid frame of a later flush at \

@@ -622,7 +622,15 @@ fn encode_frames(batch: &Batch) -> Vec<u8> {
         csn += 1;
         if pos - start >= FRAME_BODY_BYTES_TARGET || pos == batch.records.len() {
             let body = &batch.records[start..pos];
-            format::encode_frame(&mut out, batch.epoch, batch.first_csn, frame_first, count, body);
+            format::encode_frame(
+                &mut out,
+                batch.epoch,
+                batch.first_csn,
+                frame_first,
+                count,
+                None,
+                body,
+            );
             (start, frame_first, count) = (pos, csn, 0);
         }
     }
