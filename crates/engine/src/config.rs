@@ -90,6 +90,11 @@ pub struct Config {
     pub timed_flush: bool,
     /// The file system the durability layer uses. Tests substitute a fault-injecting one.
     pub vfs: Arc<dyn Vfs>,
+    /// The log is a replicated log written by a cluster (`durability::replicated`): the log
+    /// writer ships batches instead of writing them, entries come back through
+    /// [`crate::Engine::append_entries`], no epoch begins at open (the cluster decides epochs),
+    /// and checkpoints keep every log segment.
+    pub replicated_log: bool,
 }
 
 impl Default for Config {
@@ -111,6 +116,7 @@ impl Default for Config {
             checkpoint_log_bytes: 256 << 20,
             timed_flush: true,
             vfs: Arc::new(OsVfs),
+            replicated_log: false,
         }
     }
 }

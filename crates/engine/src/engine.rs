@@ -19,8 +19,9 @@ use parking_lot::{Condvar, Mutex};
 use crate::config::{CommitModel, Config, TxnOptions};
 use crate::durability::checkpoint::CheckpointWriter;
 use crate::durability::recovery::{self, LOG_DIR};
+use crate::durability::replicated::{EntryPayload, LogEntry, LogPosition, Shipper};
 use crate::durability::vfs::is_no_space;
-use crate::durability::writer::{LogWriter, LossReport};
+use crate::durability::writer::{EntriesRefused, LogWriter, LossReport, ReplicatedStart};
 use crate::durability::{format, DurabilityEvent, Subscription};
 use crate::durability::{Durability, DurableState};
 use crate::error::{Error, Result};
@@ -284,6 +285,10 @@ impl Shared {
             }
         }
         let log_dir = self.dir.join(LOG_DIR);
+        if self.config.replicated_log {
+            // The cluster decides when a replicated log's entries may go.
+            return Ok(());
+        }
         let segments = recovery::list_segments(vfs, &log_dir)?;
         for pair in segments.windows(2) {
             if pair[1].first_csn <= csn + 1 {
@@ -337,6 +342,19 @@ impl Shared {
 }
 
 /// Calls `f` for every write of every record in `records`.
+/// Decodes each record of `records` (u32 length, commit record, back to back) in order.
+fn for_each_record(
+    records: &[u8],
+    mut f: impl FnMut(&[format::WriteRef<'_>]) -> std::result::Result<(), String>,
+) -> std::result::Result<(), String> {
+    let mut c = format::Cursor::new(records);
+    while !c.is_empty() {
+        let len = c.u32()? as usize;
+        f(&format::decode_record(c.bytes(len)?)?)?;
+    }
+    Ok(())
+}
+
 fn for_each_write(records: &[u8], mut f: impl FnMut(&format::WriteRef<'_>)) {
     let mut pos = 0;
     while pos < records.len() {
@@ -435,10 +453,23 @@ impl Engine {
         let recovered = recovery::recover(vfs.as_ref(), &dir, &mut on_row, &mut on_commit)?;
         let last_csn = recovered.last_csn;
         let mut history = recovered.history.clone();
-        let epoch = history.push(last_csn + 1);
+        // A replicated log continues the cluster's epoch (the first one on a new directory).
+        let continues = config.replicated_log && history.current().is_some();
+        let epoch = match continues {
+            true => history.current().expect("checked").0,
+            false => history.push(last_csn + 1),
+        };
+        if let Some(last) = recovered.last_epoch.filter(|&last| last > epoch) {
+            return Err(Error::Corruption {
+                path: dir.join(LOG_DIR),
+                offset: 0,
+                detail: format!("the log holds epoch {last}, after the recorded epoch {epoch}"),
+            });
+        }
         // On a full disk the engine still opens: reads are served, and commits wait (bounded)
         // until the epoch can be recorded, exactly as they wait for a log write.
-        let unrecorded = match history.store(vfs.as_ref(), &dir) {
+        let stored = if continues { Ok(()) } else { history.store(vfs.as_ref(), &dir) };
+        let unrecorded = match stored {
             Ok(()) => None,
             Err(e) if is_no_space(&e) => {
                 tracing::warn!(epoch, error = %e,
@@ -469,7 +500,12 @@ impl Engine {
             epoch_unrecorded_cause: Mutex::new(unrecorded),
             config,
         });
-        let threads = spawn_threads(&shared, log_dir)?;
+        let replicated = shared.config.replicated_log.then(|| ReplicatedStart {
+            entries: recovered.entries,
+            next_epoch: epoch,
+            next_csn: last_csn + 1,
+        });
+        let threads = spawn_threads(&shared, log_dir, replicated)?;
         Ok(Engine {
             handle: Arc::new(Handle {
                 shared,
@@ -481,6 +517,124 @@ impl Engine {
 
     fn shared(&self) -> &Arc<Shared> {
         &self.handle.shared
+    }
+
+    fn replicated_writer(&self) -> Result<&Arc<LogWriter>> {
+        let shared = self.shared();
+        if !shared.config.replicated_log {
+            return Err(Error::InvalidArgument("the engine's log is not a replicated log".into()));
+        }
+        Ok(shared.writer.get().expect("set at open"))
+    }
+
+    /// A replicated log: where the log writer ships each batch of committed records (once;
+    /// until then batches wait in the buffer). See [`crate::replicated`].
+    pub fn set_shipper(&self, shipper: Shipper) -> Result<()> {
+        if !self.replicated_writer()?.set_shipper(shipper) {
+            return Err(Error::InvalidArgument("the shipper is already set".into()));
+        }
+        Ok(())
+    }
+
+    /// A replicated log: appends `entries` after the last entry on disk with one write and one
+    /// fdatasync, then installs the records this node did not commit itself (a follower's) at
+    /// their CSNs and moves the local durable watermark to the last record. The records of a
+    /// batch this node committed itself are installed already; any others must follow the
+    /// last installed CSN in the same epoch. An I/O error poisons durability: the log can no
+    /// longer be trusted, and the node must be reopened (and catch up from the cluster).
+    pub fn append_entries(&self, entries: &[LogEntry]) -> Result<()> {
+        let writer = self.replicated_writer()?;
+        let shared = self.shared();
+        shared.check_open()?;
+        if let Some(reason) = shared.durability.poisoned() {
+            return Err(Error::Poisoned(reason));
+        }
+        let batches = || {
+            entries.iter().filter_map(|e| match &e.payload {
+                EntryPayload::Records(batch) => Some(batch),
+                EntryPayload::Opaque(_) => None,
+            })
+        };
+        // Check what will be installed before anything is written.
+        {
+            let sequencer = shared.sequencer.lock();
+            let mut next = sequencer.next_csn;
+            for batch in batches() {
+                if batch.last_csn() < next {
+                    continue; // this node's own commits
+                }
+                if batch.first_csn != next || batch.epoch != shared.epoch() {
+                    return Err(Error::InvalidArgument(format!(
+                        "records of epoch {} from CSN {} do not follow the installed epoch {} \
+                         CSN {}",
+                        batch.epoch,
+                        batch.first_csn,
+                        shared.epoch(),
+                        next - 1
+                    )));
+                }
+                for_each_record(&batch.records, |_| Ok(())).map_err(Error::InvalidArgument)?;
+                next = batch.last_csn() + 1;
+            }
+        }
+        match writer.write_entries(entries) {
+            Ok(_) => {}
+            Err(EntriesRefused::DoNotFollow(why)) => return Err(Error::InvalidArgument(why)),
+            Err(EntriesRefused::Io(cause)) => {
+                shared.durability.poison(format!("replicated log write: {cause}"));
+                return Err(Error::Poisoned(cause));
+            }
+        }
+        let Some(last) = batches().next_back() else { return Ok(()) };
+        let mut own_bytes = 0;
+        {
+            let mut sequencer = shared.sequencer.lock();
+            for batch in batches() {
+                if batch.last_csn() < sequencer.next_csn {
+                    own_bytes += batch.records.len() as u64;
+                    continue;
+                }
+                let mut csn = batch.first_csn;
+                for_each_record(&batch.records, |writes| {
+                    for w in writes {
+                        let table = shared.store.table(w.keyspace);
+                        match w.op {
+                            format::WriteOp::Clear => shared.store.clear(&table, csn, csn),
+                            _ => shared.store.install(
+                                &table,
+                                w.key,
+                                None,
+                                csn,
+                                w.value().map(Arc::from),
+                                csn,
+                            ),
+                        }
+                    }
+                    csn += 1;
+                    Ok(())
+                })
+                .expect("checked before writing");
+                sequencer.next_csn = batch.last_csn() + 1;
+                shared.visible.store(batch.last_csn(), Ordering::SeqCst);
+            }
+        }
+        shared.durability.replicated_durable(last.epoch, last.last_csn(), own_bytes);
+        Ok(())
+    }
+
+    /// A replicated log: the entries with index in `from..=to` that are on disk, read back.
+    pub fn log_entries(&self, from: u64, to: u64) -> Result<Vec<LogEntry>> {
+        self.shared().check_open()?;
+        self.replicated_writer()?.read_entries(from, to).map_err(|detail| Error::Corruption {
+            path: self.shared().dir.join(LOG_DIR),
+            offset: 0,
+            detail,
+        })
+    }
+
+    /// A replicated log: its first and last entry on disk and its last record's CSN.
+    pub fn log_position(&self) -> Result<LogPosition> {
+        Ok(self.replicated_writer()?.log_position())
     }
 
     /// A new session: the handle whose transactions [`Session::sync`] waits for.
@@ -663,7 +817,11 @@ fn lock_directory(dir: &Path) -> Result<File> {
     }
 }
 
-fn spawn_threads(shared: &Arc<Shared>, log_dir: PathBuf) -> Result<Vec<JoinHandle<()>>> {
+fn spawn_threads(
+    shared: &Arc<Shared>,
+    log_dir: PathBuf,
+    replicated: Option<ReplicatedStart>,
+) -> Result<Vec<JoinHandle<()>>> {
     let config = &shared.config;
     // The writer is owned by `Shared`; its callbacks hold weak references back, so that the
     // engine is freed once its handles and transactions are gone.
@@ -683,6 +841,7 @@ fn spawn_threads(shared: &Arc<Shared>, log_dir: PathBuf) -> Result<Vec<JoinHandl
                 shared.background_wake.notify_all();
             }
         }),
+        replicated,
     ));
     assert!(shared.writer.set(writer.clone()).is_ok(), "the writer is set once");
     let spawn_error = |e| Error::io("starting a background thread", e);

@@ -49,6 +49,14 @@ mod txn;
 pub use config::{CommitMode, CommitModel, Config, IsolationLevel, TxnOptions};
 pub use durability::vfs::{Faults, FaultyVfs, OsVfs, Vfs};
 pub use durability::{DurabilityEvent, Subscription};
+
+/// A replicated log: the engine's log written in the order a cluster decides
+/// ([`Config::replicated_log`]); see `docs/replication.md`.
+pub mod replicated {
+    pub use crate::durability::replicated::{
+        EntryPayload, LogEntry, LogPosition, RecordBatch, Shipper,
+    };
+}
 pub use engine::{Engine, Session};
 pub use error::{Error, Result};
 pub use id::{Csn, Epoch, ParseTxnIdError, TxnId, TxnKind, TxnStatus};

@@ -19,6 +19,7 @@ pub mod checkpoint;
 pub mod epochs;
 pub mod format;
 pub mod recovery;
+pub mod replicated;
 pub mod vfs;
 pub(crate) mod writer;
 
@@ -192,12 +193,14 @@ pub(crate) struct Durability {
 impl Durability {
     pub fn new(history: EpochHistory, durable: Csn, backlog_bytes_max: u64) -> Durability {
         let (epoch, start) = history.current().expect("recovery opened an epoch");
-        assert_eq!(start, durable + 1, "a new epoch starts right after the durable history");
+        // A standalone engine begins an epoch at every open, right after the durable history;
+        // a replicated one continues the cluster's epoch.
+        assert!(start <= durable + 1, "an epoch starts after the durable history");
         Durability {
             log: Mutex::new(LogState {
                 epoch,
                 buffer: Vec::new(),
-                first_csn: start,
+                first_csn: durable + 1,
                 count: 0,
                 oldest: None,
                 backlog_bytes: 0,
@@ -499,6 +502,29 @@ impl Durability {
         // Subscribers first, so that an acknowledged commit's event is already queued.
         self.publish(DurabilityEvent::Durable { epoch, csn });
         self.wake_ready();
+    }
+
+    /// A replicated log wrote records up to `csn` of `epoch`: the local durable watermark
+    /// moves there. `own_bytes` are the bytes of those records this node committed itself
+    /// (counted in the backlog since their commit); a follower's records were never buffered.
+    pub fn replicated_durable(&self, epoch: Epoch, csn: Csn, own_bytes: u64) {
+        {
+            let mut log = self.log.lock();
+            if log.epoch == epoch {
+                log.backlog_bytes = log.backlog_bytes.saturating_sub(own_bytes);
+                if log.count == 0 && log.first_csn <= csn {
+                    log.first_csn = csn + 1; // a follower's records: the next commit follows them
+                }
+            }
+        }
+        self.backlog_drained.notify_all();
+        {
+            let mut state = self.state.lock();
+            if state.epoch() == epoch && state.last_committed < csn {
+                state.last_committed = csn;
+            }
+        }
+        self.advance_durable(epoch, csn);
     }
 
     /// Records that durability failed beyond recovery; wakes every waiter with the error.

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use super::checkpoint::{self, CheckpointInfo};
 use super::epochs::{EpochHistory, EPOCHS_FILE};
 use super::format::{self, FrameAt, WriteRef};
+use super::replicated::EntryLocation;
 use super::vfs::{self, OpenMode, Vfs};
 use super::writer::parse_segment_name;
 use crate::error::{Error, Result};
@@ -41,6 +42,10 @@ pub struct Recovered {
     pub replayed_records: u64,
     /// Bytes of torn tail cut from the newest segment.
     pub truncated_bytes: u64,
+    /// A replicated log's entries, in index order, with where they are.
+    pub(crate) entries: Vec<EntryLocation>,
+    /// The epoch of the last frame in the log, if any.
+    pub last_epoch: Option<Epoch>,
 }
 
 /// A log segment on disk.
@@ -50,6 +55,8 @@ pub struct SegmentFile {
     pub epoch: Epoch,
     /// The CSN of its first record.
     pub first_csn: Csn,
+    /// The index of its first entry in a replicated log (0 in a standalone log).
+    pub first_index: u64,
     /// Its path.
     pub path: PathBuf,
 }
@@ -61,11 +68,11 @@ pub fn list_segments(vfs: &dyn Vfs, log_dir: &Path) -> Result<Vec<SegmentFile>> 
     let mut segments: Vec<SegmentFile> = names
         .iter()
         .filter_map(|name| {
-            let (epoch, first_csn) = parse_segment_name(name)?;
-            Some(SegmentFile { epoch, first_csn, path: log_dir.join(name) })
+            let (epoch, first_csn, first_index) = parse_segment_name(name)?;
+            Some(SegmentFile { epoch, first_csn, first_index, path: log_dir.join(name) })
         })
         .collect();
-    segments.sort_by_key(|s| (s.epoch, s.first_csn));
+    segments.sort_by_key(|s| (s.epoch, s.first_csn, s.first_index));
     Ok(segments)
 }
 
@@ -111,7 +118,15 @@ pub fn recover(
         None => None,
     };
     let base = checkpoint.map_or(0, |c| c.csn);
-    let mut replay = Replay { history: &history, base, next: base + 1, records: 0, on_commit };
+    let mut replay = Replay {
+        history: &history,
+        base,
+        next: base + 1,
+        records: 0,
+        on_commit,
+        entries: Vec::new(),
+        last_epoch: None,
+    };
     let mut truncated_bytes = 0;
     for (i, segment) in segments.iter().enumerate() {
         let is_last = i + 1 == segments.len();
@@ -141,12 +156,16 @@ pub fn recover(
             .map_err(|e| Error::io(format!("opening {}", last.path.display()), e))?;
         file.sync_data().map_err(|e| Error::io(format!("syncing {}", last.path.display()), e))?;
     }
+    let (last_csn, replayed_records) = (replay.next - 1, replay.records);
+    let (entries, last_epoch) = (replay.entries, replay.last_epoch);
     Ok(Recovered {
-        last_csn: replay.next - 1,
-        replayed_records: replay.records,
+        last_csn,
+        replayed_records,
         history,
         checkpoint,
         truncated_bytes,
+        entries,
+        last_epoch,
     })
 }
 
@@ -156,6 +175,8 @@ struct Replay<'a, 'b> {
     next: Csn,
     records: u64,
     on_commit: &'b mut dyn FnMut(Csn, &[WriteRef<'_>]),
+    entries: Vec<EntryLocation>,
+    last_epoch: Option<Epoch>,
 }
 
 impl Replay<'_, '_> {
@@ -179,6 +200,7 @@ impl Replay<'_, '_> {
         let end = self.history.end_of(segment.epoch);
         let data = vfs::read_all(vfs, path)
             .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        let shared_path = std::sync::Arc::new(path.clone());
         let (mut offset, mut segment_next) = (0usize, segment.first_csn);
         loop {
             // `End` includes preallocated zeros never written: the clean end of the log.
@@ -195,9 +217,14 @@ impl Replay<'_, '_> {
                         ));
                     }
                     let body_end = body_start + header.body_len as usize;
-                    let records =
-                        format::split_records(&data[body_start..body_end], header.record_count)
-                            .map_err(|e| corrupt(body_start, e))?;
+                    let records = match header.kind {
+                        // A cluster's own entry: no records, nothing to replay.
+                        format::FrameKind::Entry => Vec::new(),
+                        format::FrameKind::Records => {
+                            format::split_records(&data[body_start..body_end], header.record_count)
+                                .map_err(|e| corrupt(body_start, e))?
+                        }
+                    };
                     for (i, payload) in records.into_iter().enumerate() {
                         let csn = header.first_csn + i as u64;
                         if csn <= self.base || end.is_some_and(|end| csn > end) {
@@ -215,6 +242,33 @@ impl Replay<'_, '_> {
                         self.next += 1;
                         self.records += 1;
                     }
+                    self.last_epoch = Some(header.epoch);
+                    if header.index > 0 {
+                        let frame_len = (body_end - offset) as u64;
+                        match self.entries.last_mut() {
+                            Some(e) if e.index == header.index && *e.segment == *path => {
+                                e.len += frame_len;
+                            }
+                            last => {
+                                if let Some(last) = last.filter(|l| l.index + 1 != header.index) {
+                                    return Err(corrupt(
+                                        offset,
+                                        format!(
+                                            "log entry {} follows entry {}",
+                                            header.index, last.index
+                                        ),
+                                    ));
+                                }
+                                self.entries.push(EntryLocation {
+                                    term: header.term,
+                                    index: header.index,
+                                    segment: shared_path.clone(),
+                                    offset: offset as u64,
+                                    len: frame_len,
+                                });
+                            }
+                        }
+                    }
                     segment_next = header.last_csn() + 1;
                     offset = body_end;
                 }
@@ -223,7 +277,11 @@ impl Replay<'_, '_> {
                     // valid frame, or to that frame's own flush. Valid frames of that same
                     // flush after it mean a torn flush; one of any later flush means the
                     // damage is inside data that was synced before.
-                    let damaged_flush_max = segment_next;
+                    // A replicated log numbers flushes by entry index, a standalone one by CSN.
+                    let damaged_flush_max = match self.entries.last() {
+                        Some(last) => last.index + 1,
+                        None => segment_next,
+                    };
                     let later = format::valid_frames_after(&data, offset)
                         .into_iter()
                         .find(|(_, h)| h.flush_first > damaged_flush_max);

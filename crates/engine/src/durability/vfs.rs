@@ -24,6 +24,8 @@ pub trait VfsFile: Send {
     fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<usize>;
     /// Reads from the current read position (the start of the file when opened).
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+    /// Reads up to `buf.len()` bytes at `offset`, without moving the read position.
+    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
     /// Makes the file's data durable (fdatasync).
     fn sync_data(&mut self) -> io::Result<()>;
     /// Truncates or extends the file.
@@ -80,6 +82,9 @@ impl VfsFile for OsFile {
     }
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.0.read(buf)
+    }
+    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        std::os::unix::fs::FileExt::read_at(&self.0, buf, offset)
     }
     fn sync_data(&mut self) -> io::Result<()> {
         self.0.sync_data()
@@ -150,6 +155,26 @@ pub fn write_all_at(file: &mut dyn VfsFile, mut buf: &[u8], mut offset: u64) -> 
             Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "write returned 0")),
             Ok(n) => {
                 buf = &buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Fills `buf` from `offset`, looping over short reads; an early end of file is an error.
+pub fn read_exact_at(
+    file: &mut dyn VfsFile,
+    mut buf: &mut [u8],
+    mut offset: u64,
+) -> io::Result<()> {
+    while !buf.is_empty() {
+        match file.read_at(buf, offset) {
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file ends early")),
+            Ok(n) => {
+                buf = &mut buf[n..];
                 offset += n as u64;
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -333,6 +358,10 @@ impl VfsFile for FaultyFile {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.faults.check_crashed()?;
         self.inner.read(buf)
+    }
+    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.faults.check_crashed()?;
+        self.inner.read_at(buf, offset)
     }
     fn sync_data(&mut self) -> io::Result<()> {
         if self.faults.applies(&self.path) {

@@ -31,25 +31,39 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::format::{self, FRAME_BODY_BYTES_TARGET};
+use super::replicated::{EntryLocation, EntryPayload, LogEntry, LogPosition, RecordBatch, Shipper};
 use super::vfs::{self, is_no_space, OpenMode, Vfs, VfsFile};
 use super::{Durability, LogState};
 use crate::config::Config;
 use crate::id::{Csn, Epoch};
 use parking_lot::Mutex;
 
-/// File name of the log segment of `epoch` whose first record is `first_csn`.
-pub fn segment_name(epoch: Epoch, first_csn: Csn) -> String {
-    format!("{epoch:010}-{first_csn:020}.log")
+/// File name of the log segment of `epoch` whose first record is `first_csn` and, in a
+/// replicated log, whose first entry is `first_index` (0 in a standalone log). A replicated
+/// log continues its epoch across a reopen, so the entry index is what keeps a new segment's
+/// name from being an old one's when no record was written in between.
+pub fn segment_name(epoch: Epoch, first_csn: Csn, first_index: u64) -> String {
+    match first_index {
+        0 => format!("{epoch:010}-{first_csn:020}.log"),
+        index => format!("{epoch:010}-{first_csn:020}-{index:020}.log"),
+    }
 }
 
-/// Parses a segment file name into (epoch, first CSN).
-pub fn parse_segment_name(name: &str) -> Option<(Epoch, Csn)> {
+/// Parses a segment file name into (epoch, first CSN, first entry index or 0).
+pub fn parse_segment_name(name: &str) -> Option<(Epoch, Csn, u64)> {
     let stem = name.strip_suffix(".log")?;
-    let (epoch, csn) = stem.split_once('-')?;
-    if epoch.len() != 10 || csn.len() != 20 {
+    let mut parts = stem.split('-');
+    let (epoch, csn) = (parts.next()?, parts.next()?);
+    let index = parts.next();
+    if epoch.len() != 10 || csn.len() != 20 || parts.next().is_some() {
         return None;
     }
-    Some((epoch.parse().ok()?, csn.parse().ok()?))
+    let index = match index {
+        None => 0,
+        Some(index) if index.len() == 20 => index.parse().ok().filter(|&i| i > 0)?,
+        Some(_) => return None,
+    };
+    Some((epoch.parse().ok()?, csn.parse().ok()?, index))
 }
 
 /// Records taken from the buffer and not yet durable.
@@ -83,7 +97,7 @@ struct Segment {
 /// The zero-filled space of a segment ahead of its frames, shared by the flusher (which
 /// writes frames below the zeroed end) and the writer thread (which extends it).
 struct SegmentSpace {
-    path: PathBuf,
+    path: Arc<PathBuf>,
     /// A copy of `state.zeroed` the flusher reads without the lock. Only the flusher lowers it
     /// (when it cuts the file back), so the flusher's own reads are never stale downwards.
     zeroed_hint: AtomicU64,
@@ -134,6 +148,35 @@ enum Work {
 struct FlushCore {
     segment: Option<Segment>,
     pending: Option<Batch>,
+    /// A replicated log: where each entry on disk is, in index order.
+    entries: Vec<EntryLocation>,
+    /// A replicated log: the epoch and CSN of the next record it will hold.
+    next_epoch: Epoch,
+    next_csn: Csn,
+}
+
+/// Frames of consecutive entries of one epoch, written to one segment: where they start
+/// (epoch, first CSN, first index), the frames, and each entry's (term, index, offset, length)
+/// within them.
+struct Run {
+    at: (Epoch, Csn, u64),
+    frames: Vec<u8>,
+    located: Vec<(u64, u64, usize, usize)>,
+}
+
+/// Why entries were not appended to a replicated log.
+pub(crate) enum EntriesRefused {
+    /// They do not follow the log; nothing was written.
+    DoNotFollow(String),
+    /// Writing or syncing failed: the log can no longer be trusted.
+    Io(String),
+}
+
+/// Where a replicated log stands when the engine opens (from recovery).
+pub(crate) struct ReplicatedStart {
+    pub entries: Vec<EntryLocation>,
+    pub next_epoch: Epoch,
+    pub next_csn: Csn,
 }
 
 /// How a flush round ended.
@@ -171,6 +214,9 @@ pub(crate) struct LogWriter {
     core: Mutex<FlushCore>,
     /// The current segment's space, for the writer thread's zero fills.
     current_space: Mutex<Option<Arc<SegmentSpace>>>,
+    /// A replicated log: batches are shipped, not written (see `durability::replicated`).
+    replicated: bool,
+    shipper: std::sync::OnceLock<Shipper>,
 }
 
 const STALL_RETRY: Duration = Duration::from_millis(20);
@@ -183,7 +229,14 @@ impl LogWriter {
         log_dir: PathBuf,
         on_loss: Box<dyn Fn(LossReport) -> Result<(), String> + Send + Sync>,
         on_checkpoint_due: Box<dyn Fn() + Send + Sync>,
+        replicated: Option<ReplicatedStart>,
     ) -> LogWriter {
+        let mut core = FlushCore::default();
+        if let Some(start) = &replicated {
+            core.entries = start.entries.clone();
+            core.next_epoch = start.next_epoch;
+            core.next_csn = start.next_csn;
+        }
         LogWriter {
             durability,
             vfs: config.vfs.clone(),
@@ -195,8 +248,10 @@ impl LogWriter {
             checkpoint_log_bytes: config.checkpoint_log_bytes,
             on_loss,
             on_checkpoint_due,
-            core: Mutex::new(FlushCore::default()),
+            core: Mutex::new(core),
             current_space: Mutex::new(None),
+            replicated: replicated.is_some(),
+            shipper: std::sync::OnceLock::new(),
         }
     }
 
@@ -243,6 +298,14 @@ impl LogWriter {
         let durability = &self.durability;
         let mut log = durability.log.lock();
         loop {
+            if self.replicated && (log.shutdown || self.shipper.get().is_none()) {
+                // Records not shipped by now were never written anywhere: not durable.
+                if log.shutdown {
+                    return Work::Stop;
+                }
+                durability.writer_wake.wait(&mut log);
+                continue;
+            }
             let stalled = log.stalled.is_some();
             if log.count == 0 && !stalled {
                 log.persist_requested = false;
@@ -292,6 +355,9 @@ impl LogWriter {
     /// (whole again). So commits resume as soon as one frame fits, not only once the whole
     /// backlog does.
     fn flush_round(&self, core: &mut FlushCore) -> Round {
+        if self.replicated {
+            return self.ship_round(core);
+        }
         let retrying = core.pending.is_some();
         let Some(batch) = self.take_batch(core) else { return Round::Idle };
         match self.flush_batch(core, batch, None) {
@@ -425,8 +491,20 @@ impl LogWriter {
     /// Writes the batch as frames and syncs; returns the bytes written.
     fn write_and_sync(&self, core: &mut FlushCore, batch: &Batch) -> Result<u64, WriteFailure> {
         let frames = encode_frames(batch);
+        let at = (batch.epoch, batch.first_csn, 0);
+        self.write_frames(core, at, &frames).map(|_| frames.len() as u64)
+    }
+
+    /// Writes `frames` (of `epoch`, the first record at `first_csn`) to the current segment,
+    /// starting one if there is none, and syncs; returns the segment and the offset written.
+    fn write_frames(
+        &self,
+        core: &mut FlushCore,
+        (epoch, first_csn, first_index): (Epoch, Csn, u64),
+        frames: &[u8],
+    ) -> Result<(Arc<PathBuf>, u64), WriteFailure> {
         if core.segment.is_none() {
-            core.segment = Some(self.create_segment(batch.epoch, batch.first_csn)?);
+            core.segment = Some(self.create_segment(epoch, first_csn, first_index)?);
         }
         let segment = core.segment.as_mut().expect("segment just ensured");
         let space = segment.space.clone();
@@ -435,7 +513,7 @@ impl LogWriter {
         // Below the zeroed end the flusher owns the file; past it, the zero fill may be writing,
         // so a flush that outruns the zeroed space appends under the space lock.
         let outran = (end > space.zeroed_hint.load(Ordering::Acquire)).then(|| space.state.lock());
-        let written = vfs::write_all_at(segment.file.as_mut(), &frames, before);
+        let written = vfs::write_all_at(segment.file.as_mut(), frames, before);
         if let Err(e) = written {
             // Cut back to the last good frame (this drops the zeroed space after it as well).
             let mut state = outran.unwrap_or_else(|| space.state.lock());
@@ -466,7 +544,161 @@ impl LogWriter {
             self.durability.writer_wake.notify_one();
         }
         segment.file.sync_data().map_err(|e| WriteFailure::Lost(format!("log fsync: {e}")))?;
-        Ok(frames.len() as u64)
+        Ok((space.path.clone(), before))
+    }
+
+    /// Sets where a replicated log's batches go; false if one was set already.
+    pub fn set_shipper(&self, shipper: Shipper) -> bool {
+        let set = self.shipper.set(shipper).is_ok();
+        self.durability.wake_writer();
+        set
+    }
+
+    /// A replicated log's flush round: hands everything buffered to the shipper, in CSN order
+    /// (the flush lock keeps rounds in order). It becomes durable when the cluster writes it
+    /// back through [`LogWriter::write_entries`].
+    fn ship_round(&self, core: &mut FlushCore) -> Round {
+        let Some(shipper) = self.shipper.get() else { return Round::Idle };
+        let Some(batch) = self.take_batch(core) else { return Round::Idle };
+        shipper(RecordBatch {
+            epoch: batch.epoch,
+            first_csn: batch.first_csn,
+            count: batch.count,
+            records: Arc::from(batch.records),
+        });
+        Round::Done
+    }
+
+    /// Appends `entries` to a replicated log with one write and one fdatasync per epoch they
+    /// span. Entries must follow the last one on disk (index + 1), and records the last record
+    /// on disk (CSN + 1, same or later epoch). On an I/O error nothing of this call may be
+    /// trusted: the error is returned and the caller must stop using the log.
+    pub fn write_entries(&self, entries: &[LogEntry]) -> Result<u64, EntriesRefused> {
+        let mut core = self.core.lock();
+        let core = &mut *core;
+        let Some(first) = entries.first() else { return Ok(0) };
+        let flush_first = first.index;
+        let follows = core.entries.last().map_or(first.index, |e| e.index + 1);
+        let (mut epoch, mut next_csn) = (core.next_epoch, core.next_csn);
+        // Frames of one epoch go to one segment; an entry of a later epoch starts a new one.
+        let mut runs: Vec<Run> = Vec::new();
+        for (expected_index, entry) in (follows..).zip(entries) {
+            if entry.term == 0 || entry.index != expected_index {
+                return Err(EntriesRefused::DoNotFollow(format!(
+                    "entry ({}, {}) does not follow the log's last index {}",
+                    entry.term,
+                    entry.index,
+                    expected_index - 1
+                )));
+            }
+            let tag = Some((entry.term, entry.index));
+            if let EntryPayload::Records(batch) = &entry.payload {
+                if batch.count == 0 || batch.first_csn != next_csn || batch.epoch < epoch {
+                    return Err(EntriesRefused::DoNotFollow(format!(
+                        "records of epoch {} from CSN {} do not follow the log's epoch {epoch} CSN {}",
+                        batch.epoch,
+                        batch.first_csn,
+                        next_csn - 1
+                    )));
+                }
+                epoch = batch.epoch;
+            }
+            if runs.last().is_none_or(|r| r.at.0 != epoch) {
+                let at = (epoch, next_csn, entry.index);
+                runs.push(Run { at, frames: Vec::new(), located: Vec::new() });
+            }
+            let run = runs.last_mut().expect("just pushed");
+            let start = run.frames.len();
+            match &entry.payload {
+                EntryPayload::Records(batch) => {
+                    encode_frames_into(&mut run.frames, batch, flush_first, tag);
+                    next_csn = batch.last_csn() + 1;
+                }
+                EntryPayload::Opaque(bytes) => {
+                    if bytes.len() > format::FRAME_BODY_BYTES_MAX as usize {
+                        return Err(EntriesRefused::DoNotFollow(format!(
+                            "an entry of {} bytes is too large",
+                            bytes.len()
+                        )));
+                    }
+                    let frames = &mut run.frames;
+                    format::encode_frame(frames, epoch, flush_first, next_csn, 0, tag, bytes);
+                }
+            }
+            run.located.push((entry.term, entry.index, start, run.frames.len() - start));
+        }
+        let mut written = 0;
+        for Run { at, frames, located } in runs {
+            let run_epoch = at.0;
+            if core.segment.as_ref().is_some_and(|_| run_epoch != core.next_epoch) {
+                self.retire_segment(core);
+            }
+            let (segment, offset) = self.write_frames(core, at, &frames).map_err(|e| match e {
+                WriteFailure::NoSpace(cause) | WriteFailure::Lost(cause) => {
+                    EntriesRefused::Io(cause)
+                }
+            })?;
+            core.next_epoch = run_epoch;
+            for (term, index, start, len) in located {
+                core.entries.push(EntryLocation {
+                    term,
+                    index,
+                    segment: segment.clone(),
+                    offset: offset + start as u64,
+                    len: len as u64,
+                });
+            }
+            written += frames.len() as u64;
+            if core.segment.as_ref().is_some_and(|s| {
+                s.space.frames_end.load(Ordering::Acquire) >= self.segment_bytes_max
+            }) {
+                self.retire_segment(core);
+            }
+        }
+        core.next_csn = next_csn;
+        let c = &self.durability.counters;
+        c.flushes.fetch_add(1, Ordering::Relaxed);
+        c.flushed_bytes.fetch_add(written, Ordering::Relaxed);
+        Ok(written)
+    }
+
+    /// Reads back the entries with index in `from..=to` that are on disk.
+    pub fn read_entries(&self, from: u64, to: u64) -> Result<Vec<LogEntry>, String> {
+        let located: Vec<EntryLocation> = {
+            let core = self.core.lock();
+            let start = core.entries.partition_point(|e| e.index < from);
+            core.entries[start..].iter().take_while(|e| e.index <= to).cloned().collect()
+        };
+        let mut out = Vec::with_capacity(located.len());
+        let mut file: Option<(Arc<PathBuf>, Box<dyn VfsFile>)> = None;
+        for loc in located {
+            if file.as_ref().is_none_or(|(path, _)| *path != loc.segment) {
+                let opened = self
+                    .vfs
+                    .open(loc.segment.as_path(), OpenMode::Read)
+                    .map_err(|e| format!("opening {}: {e}", loc.segment.display()))?;
+                file = Some((loc.segment.clone(), opened));
+            }
+            let (_, f) = file.as_mut().expect("just opened");
+            let mut data = vec![0u8; loc.len as usize];
+            vfs::read_exact_at(f.as_mut(), &mut data, loc.offset)
+                .map_err(|e| format!("reading {}: {e}", loc.segment.display()))?;
+            out.push(decode_entry(&data).map_err(|e| {
+                format!("entry {} at {}:{}: {e}", loc.index, loc.segment.display(), loc.offset)
+            })?);
+        }
+        Ok(out)
+    }
+
+    /// The first and last entry on disk of a replicated log, and its last record's CSN.
+    pub fn log_position(&self) -> LogPosition {
+        let core = self.core.lock();
+        let tag = |e: &EntryLocation| (e.term, e.index);
+        LogPosition {
+            first: core.entries.first().map(tag),
+            last: core.entries.last().map(tag),
+            last_csn: core.next_csn - 1,
+        }
     }
 
     /// Extends the current segment's zeroed space by one step (the writer thread, outside the
@@ -488,7 +720,7 @@ impl LogWriter {
         let started = Instant::now();
         let result = (|| {
             if state.file.is_none() {
-                state.file = Some(self.vfs.open(&space.path, OpenMode::Write)?);
+                state.file = Some(self.vfs.open(space.path.as_path(), OpenMode::Write)?);
             }
             let file = state.file.as_mut().expect("just opened");
             write_zeros(file.as_mut(), from, step).and_then(|()| file.sync_data()).inspect_err(
@@ -525,8 +757,13 @@ impl LogWriter {
         *self.current_space.lock() = None;
     }
 
-    fn create_segment(&self, epoch: Epoch, first_csn: Csn) -> Result<Segment, WriteFailure> {
-        let path = self.log_dir.join(segment_name(epoch, first_csn));
+    fn create_segment(
+        &self,
+        epoch: Epoch,
+        first_csn: Csn,
+        first_index: u64,
+    ) -> Result<Segment, WriteFailure> {
+        let path = self.log_dir.join(segment_name(epoch, first_csn, first_index));
         let fail = |what: &str, e: io::Error| {
             let cause = format!("{what} {}: {e}", path.display());
             if is_no_space(&e) {
@@ -551,7 +788,7 @@ impl LogWriter {
         }
         self.vfs.sync_dir(Path::new(&self.log_dir)).map_err(|e| fail("syncing directory of", e))?;
         let space = Arc::new(SegmentSpace {
-            path,
+            path: Arc::new(path),
             zeroed_hint: AtomicU64::new(zeroed),
             fill_requested: AtomicBool::new(false),
             frames_end: AtomicU64::new(0),
@@ -613,29 +850,91 @@ fn split_batch(batch: &mut Batch, bytes_max: usize) -> Option<Batch> {
 /// Splits a batch's records into frames of about `FRAME_BODY_BYTES_TARGET` bytes.
 fn encode_frames(batch: &Batch) -> Vec<u8> {
     let mut out = Vec::with_capacity(batch.records.len() + format::FRAME_HEADER_BYTES);
-    let (mut start, mut pos, mut csn, mut count) = (0usize, 0usize, batch.first_csn, 0u32);
+    let records = (batch.epoch, batch.first_csn, batch.count, &batch.records[..]);
+    encode_record_frames(&mut out, records, batch.first_csn, None);
+    out
+}
+
+/// Appends the frames of a replicated entry's records, tagged with the entry.
+fn encode_frames_into(
+    out: &mut Vec<u8>,
+    batch: &RecordBatch,
+    flush_first: u64,
+    tag: format::EntryTag,
+) {
+    let records = (batch.epoch, batch.first_csn, batch.count, &batch.records[..]);
+    encode_record_frames(out, records, flush_first, tag);
+}
+
+/// Appends frames of about `FRAME_BODY_BYTES_TARGET` bytes for `count` records of `epoch`
+/// from `first_csn`, encoded back to back in `records`.
+fn encode_record_frames(
+    out: &mut Vec<u8>,
+    (epoch, first_csn, count_all, records): (Epoch, Csn, u32, &[u8]),
+    flush_first: u64,
+    tag: format::EntryTag,
+) {
+    let (mut start, mut pos, mut csn, mut count) = (0usize, 0usize, first_csn, 0u32);
     let mut frame_first = csn;
-    while pos < batch.records.len() {
-        let len = u32::from_le_bytes(batch.records[pos..pos + 4].try_into().expect("4 bytes"));
+    while pos < records.len() {
+        let len = u32::from_le_bytes(records[pos..pos + 4].try_into().expect("4 bytes"));
         pos += 4 + len as usize;
         count += 1;
         csn += 1;
-        if pos - start >= FRAME_BODY_BYTES_TARGET || pos == batch.records.len() {
-            let body = &batch.records[start..pos];
-            format::encode_frame(
-                &mut out,
-                batch.epoch,
-                batch.first_csn,
-                frame_first,
-                count,
-                None,
-                body,
-            );
+        if pos - start >= FRAME_BODY_BYTES_TARGET || pos == records.len() {
+            let body = &records[start..pos];
+            format::encode_frame(out, epoch, flush_first, frame_first, count, tag, body);
             (start, frame_first, count) = (pos, csn, 0);
         }
     }
-    assert_eq!(csn, batch.first_csn + batch.count as u64, "batch record count mismatch");
-    out
+    assert_eq!(csn, first_csn + count_all as u64, "batch record count mismatch");
+}
+
+/// Rebuilds a replicated entry from its frames.
+pub(crate) fn decode_entry(data: &[u8]) -> Result<LogEntry, String> {
+    let mut offset = 0;
+    let mut entry: Option<LogEntry> = None;
+    let mut records = Vec::new();
+    while offset < data.len() {
+        let format::FrameAt::Valid { header, body_start } = format::frame_at(data, offset) else {
+            return Err("not a valid frame".into());
+        };
+        let body = &data[body_start..body_start + header.body_len as usize];
+        offset = body_start + header.body_len as usize;
+        let tag = (header.term, header.index);
+        match (entry.as_mut(), header.kind) {
+            (None, format::FrameKind::Entry) => {
+                let payload = EntryPayload::Opaque(Arc::from(body));
+                entry = Some(LogEntry { term: tag.0, index: tag.1, payload });
+            }
+            (None, format::FrameKind::Records) => {
+                let payload = EntryPayload::Records(RecordBatch {
+                    epoch: header.epoch,
+                    first_csn: header.first_csn,
+                    count: header.record_count,
+                    records: Arc::from(&[][..]),
+                });
+                entry = Some(LogEntry { term: tag.0, index: tag.1, payload });
+                records.extend_from_slice(body);
+            }
+            (
+                Some(LogEntry { term, index, payload: EntryPayload::Records(b) }),
+                format::FrameKind::Records,
+            ) if (*term, *index) == tag
+                && b.epoch == header.epoch
+                && b.last_csn() + 1 == header.first_csn =>
+            {
+                b.count += header.record_count;
+                records.extend_from_slice(body);
+            }
+            _ => return Err("frames of different entries".into()),
+        }
+    }
+    let mut entry = entry.ok_or("no frame")?;
+    if let EntryPayload::Records(b) = &mut entry.payload {
+        b.records = Arc::from(records);
+    }
+    Ok(entry)
 }
 
 #[cfg(test)]
@@ -667,15 +966,38 @@ mod tests {
     }
 
     #[test]
-    fn segment_names_round_trip_and_sort_by_epoch_then_csn() {
-        let names = [segment_name(2, 99), segment_name(10, 5), segment_name(2, 100)];
+    fn segment_names_round_trip_and_sort_by_epoch_then_csn_then_index() {
+        let names = [
+            segment_name(2, 99, 0),
+            segment_name(10, 5, 0),
+            segment_name(2, 100, 0),
+            segment_name(10, 5, 7),
+            segment_name(10, 5, 12),
+        ];
         for n in &names {
-            let (e, c) = parse_segment_name(n).unwrap();
-            assert_eq!(&segment_name(e, c), n);
+            let (e, c, i) = parse_segment_name(n).unwrap();
+            assert_eq!(&segment_name(e, c, i), n);
         }
+        // Recovery sorts by the parsed fields (a log's names all have one form, so a plain sort
+        // of the names would agree).
         let mut sorted = names.to_vec();
-        sorted.sort();
-        assert_eq!(sorted, [segment_name(2, 99), segment_name(2, 100), segment_name(10, 5)]);
-        assert_eq!(parse_segment_name("junk.log"), None);
+        sorted.sort_by_key(|n| parse_segment_name(n));
+        assert_eq!(
+            sorted,
+            [
+                names[0].clone(),
+                names[2].clone(),
+                names[1].clone(),
+                names[3].clone(),
+                names[4].clone()
+            ]
+        );
+        for junk in [
+            "junk.log",
+            "0000000001-00000000000000000001-7.log",
+            "0000000001-00000000000000000001-00000000000000000000.log",
+        ] {
+            assert_eq!(parse_segment_name(junk), None, "{junk}");
+        }
     }
 }
