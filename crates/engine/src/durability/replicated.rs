@@ -62,7 +62,10 @@ pub struct LogEntry {
     pub payload: EntryPayload,
 }
 
-/// Receives each batch the log writer of a replicated engine ships.
+/// Receives each batch the log writer of a replicated engine ships, in CSN order. It runs
+/// under the log writer's flush lock (on the writer thread, or on a safe committer's thread
+/// leading its own flush), so it must hand the batch on and return: calling
+/// [`crate::Engine::append_entries`] from inside it would deadlock.
 pub type Shipper = Box<dyn Fn(RecordBatch) + Send + Sync>;
 
 /// Where an entry's frames are on disk.
