@@ -278,3 +278,54 @@ fn flushes_of_a_replicated_log_are_told_apart_by_entry_index() {
         }
     }
 }
+
+/// An fsync error while appending poisons a replicated engine: the append and every later one
+/// fail, nothing is reported durable, and a reopen finds a prefix of what was sent (the failed
+/// entry may or may not have reached the disk; it was never acknowledged either way).
+#[test]
+fn an_fsync_error_while_appending_poisons_and_a_reopen_keeps_a_prefix() {
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    let faults = kiln_engine::Faults::new();
+    let config =
+        Config { vfs: Arc::new(kiln_engine::FaultyVfs::new(faults.clone())), ..replicated() };
+    let engine = Engine::open(dir.path(), config).unwrap();
+    let record = |csn: u64| {
+        let mut records = Vec::new();
+        let mut body = Vec::new();
+        body.extend_from_slice(&1u32.to_le_bytes()); // one write
+        body.push(1); // put
+        body.extend_from_slice(&2u16.to_le_bytes());
+        body.extend_from_slice(b"kv");
+        body.extend_from_slice(&8u32.to_le_bytes());
+        body.extend_from_slice(&csn.to_be_bytes());
+        body.extend_from_slice(&1u32.to_le_bytes());
+        body.push(b'v');
+        records.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        records.extend_from_slice(&body);
+        let batch = RecordBatch { epoch: 1, first_csn: csn, count: 1, records: Arc::from(records) };
+        LogEntry { term: 1, index: csn, payload: EntryPayload::Records(batch) }
+    };
+    engine.append_entries(&[record(1)]).unwrap();
+    engine.append_entries(&[record(2)]).unwrap();
+    *faults.path_filter.lock() = ".log".into();
+    faults.fail_syncs.store(1, Ordering::SeqCst);
+    assert!(matches!(engine.append_entries(&[record(3)]), Err(Error::Poisoned(_))));
+    assert!(matches!(engine.append_entries(&[record(3)]), Err(Error::Poisoned(_))));
+    assert_eq!(
+        engine.log_position().unwrap().last,
+        Some((1, 2)),
+        "the failed entry is not on record"
+    );
+    let id2 = kiln_engine::TxnId { epoch: 1, csn: 2, kind: kiln_engine::TxnKind::Update };
+    let id3 = kiln_engine::TxnId { csn: 3, ..id2 };
+    assert_eq!(engine.status(id2), TxnStatus::Durable);
+    assert_ne!(engine.status(id3), TxnStatus::Durable);
+    assert!(engine.close().is_err());
+
+    let engine = Engine::open(dir.path(), replicated()).unwrap();
+    let kept = engine.log_entries(0, 9).unwrap();
+    assert!(kept.len() == 2 || kept.len() == 3, "{kept:?}");
+    assert_eq!(kept, (1..=kept.len() as u64).map(record).collect::<Vec<_>>());
+    engine.append_entries(&[record(kept.len() as u64 + 1)]).unwrap();
+}
