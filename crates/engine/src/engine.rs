@@ -355,15 +355,24 @@ fn for_each_record(
     Ok(())
 }
 
+/// Calls `f` for every write of `records` (encoded by this engine, so they decode).
 fn for_each_write(records: &[u8], mut f: impl FnMut(&format::WriteRef<'_>)) {
-    let mut pos = 0;
-    while pos < records.len() {
-        let len = u32::from_le_bytes(records[pos..pos + 4].try_into().expect("4 bytes")) as usize;
-        let payload = &records[pos + 4..pos + 4 + len];
-        for w in format::decode_record(payload).expect("records we encoded decode") {
-            f(&w);
+    for_each_record(records, |writes| {
+        writes.iter().for_each(&mut f);
+        Ok(())
+    })
+    .expect("records we encoded decode");
+}
+
+/// Installs a logged commit's writes at its CSN, as recovery and a follower replay them (the
+/// CSN is also the horizon: nothing older is visible to anyone yet).
+fn install_logged(store: &Store, csn: Csn, writes: &[format::WriteRef<'_>]) {
+    for w in writes {
+        let table = store.table(w.keyspace);
+        match w.op {
+            format::WriteOp::Clear => store.clear(&table, csn, csn),
+            _ => store.install(&table, w.key, None, csn, w.value().map(Arc::from), csn),
         }
-        pos += 4 + len;
     }
 }
 
@@ -441,15 +450,8 @@ impl Engine {
             let table = store.table(keyspace);
             store.install(&table, key, None, 0, Some(Arc::from(value)), 0);
         };
-        let mut on_commit = |csn: Csn, writes: &[format::WriteRef<'_>]| {
-            for w in writes {
-                let table = store.table(w.keyspace);
-                match w.op {
-                    format::WriteOp::Clear => store.clear(&table, csn, csn),
-                    _ => store.install(&table, w.key, None, csn, w.value().map(Arc::from), csn),
-                }
-            }
-        };
+        let mut on_commit =
+            |csn: Csn, writes: &[format::WriteRef<'_>]| install_logged(&store, csn, writes);
         let recovered = recovery::recover(vfs.as_ref(), &dir, &mut on_row, &mut on_commit)?;
         let last_csn = recovered.last_csn;
         let mut history = recovered.history.clone();
@@ -596,20 +598,7 @@ impl Engine {
                 }
                 let mut csn = batch.first_csn;
                 for_each_record(&batch.records, |writes| {
-                    for w in writes {
-                        let table = shared.store.table(w.keyspace);
-                        match w.op {
-                            format::WriteOp::Clear => shared.store.clear(&table, csn, csn),
-                            _ => shared.store.install(
-                                &table,
-                                w.key,
-                                None,
-                                csn,
-                                w.value().map(Arc::from),
-                                csn,
-                            ),
-                        }
-                    }
+                    install_logged(&shared.store, csn, writes);
                     csn += 1;
                     Ok(())
                 })
