@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -18,12 +18,14 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::config::{CommitModel, Config, TxnOptions};
 use crate::durability::checkpoint::CheckpointWriter;
+use crate::durability::epochs::EpochHistory;
 use crate::durability::recovery::{self, LOG_DIR};
 use crate::durability::replicated::{EntryPayload, LogEntry, LogPosition, Shipper};
 use crate::durability::vfs::is_no_space;
+use crate::durability::writer::FlushCore;
 use crate::durability::writer::{EntriesRefused, LogWriter, LossReport, ReplicatedStart};
 use crate::durability::{format, DurabilityEvent, Subscription};
-use crate::durability::{Durability, DurableState};
+use crate::durability::{Durability, DurableState, ReplicaState};
 use crate::error::{Error, Result};
 use crate::id::{Csn, Epoch, TxnId, TxnKind, TxnStatus};
 use crate::stats::{EngineCounters, EngineStats};
@@ -72,6 +74,11 @@ pub(crate) struct Shared {
     epoch_unrecorded: AtomicBool,
     /// Why it is not, while it is not; also serializes the attempts to record it.
     epoch_unrecorded_cause: Mutex<Option<String>>,
+    /// A replicated log: the term this node leads and commits in (0 while it does not).
+    pub leader_term: AtomicU32,
+    /// A replicated log: the last entry index the cluster committed (it may be ahead of
+    /// this node's log for a moment; the watermark follows what is on disk).
+    commit_index: AtomicU64,
 }
 
 impl Shared {
@@ -93,12 +100,20 @@ impl Shared {
         // Epoch first, then the watermark: a loss lowers the watermark before it publishes
         // the new epoch, so a snapshot of the new epoch never holds a lost CSN.
         let epoch = self.epoch();
+        // A replicated log's node that does not lead reads at the committed watermark: what it
+        // holds beyond it a change of leader could still take back.
+        let follower = self.config.replicated_log && !self.leads(epoch);
         let csn = match self.config.commit_model {
-            CommitModel::EventuallyDurable => self.visible.load(Ordering::SeqCst),
-            CommitModel::Classic => self.durability.durable_csn.load(Ordering::SeqCst),
+            CommitModel::EventuallyDurable if !follower => self.visible.load(Ordering::SeqCst),
+            _ => self.durability.durable_csn.load(Ordering::SeqCst),
         };
         *snapshots.entry(csn).or_default() += 1;
         (epoch, csn)
+    }
+
+    /// Whether this node leads `epoch` of a replicated log (and may commit in it).
+    pub fn leads(&self, epoch: Epoch) -> bool {
+        epoch != 0 && self.leader_term.load(Ordering::SeqCst) == epoch
     }
 
     pub fn release_snapshot(&self, csn: Csn) {
@@ -171,6 +186,58 @@ impl Shared {
             return None;
         }
         self.epoch_unrecorded_cause.lock().clone()
+    }
+
+    /// A replicated log: drops every version above `kept` that this node committed or
+    /// installed beyond it (under the flush lock, so that nothing is appended meanwhile), and
+    /// leaves those records in doubt. The commit sequence continues after `kept`.
+    fn discard_above(&self, kept: Csn, why: &str) {
+        let mut sequencer = self.sequencer.lock();
+        let last = sequencer.next_csn - 1;
+        if last <= kept {
+            return;
+        }
+        {
+            let mut log = self.durability.log.lock();
+            log.count = 0;
+            log.buffer = Vec::new();
+            log.first_csn = kept + 1;
+            log.backlog_bytes = 0;
+            log.oldest = None;
+        }
+        self.durability.backlog_drained.notify_all();
+        for table in self.store.tables() {
+            self.store.purge_all_above(&table, kept);
+        }
+        {
+            let mut state = self.durability.state.lock();
+            let state = &mut *state;
+            let mut ranges = Vec::new();
+            for &(epoch, start) in state.history.epochs() {
+                let end = state.history.end_of(epoch).unwrap_or(last).min(last);
+                let first = start.max(kept + 1);
+                if epoch != 0 && first <= end {
+                    ranges.push((epoch, first, end));
+                }
+            }
+            state.last_committed = kept;
+            let replica = state.replica.as_mut().expect("a replicated log");
+            replica.local = replica.local.min(kept);
+            replica.in_doubt.extend(ranges);
+        }
+        sequencer.next_csn = kept + 1;
+        self.visible.store(kept, Ordering::SeqCst);
+        tracing::warn!(from = kept + 1, to = last, why,
+            "dropped records beyond the replicated log; they are in doubt until the cluster decides");
+        self.durability.wake_waiters_all();
+    }
+
+    /// Moves the committed watermark to the committed index, as far as the log on disk goes.
+    fn apply_commit_index(&self, core: &FlushCore) {
+        let index = self.commit_index.load(Ordering::SeqCst).min(LogWriter::last_index(core));
+        if let Some((term, csn)) = LogWriter::entry_end(core, index) {
+            self.durability.replicated_committed(csn, term);
+        }
     }
 
     /// Drops the lost suffix and opens a new epoch (called by the log writer).
@@ -341,7 +408,6 @@ impl Shared {
     }
 }
 
-/// Calls `f` for every write of every record in `records`.
 /// Decodes each record of `records` (u32 length, commit record, back to back) in order.
 fn for_each_record(
     records: &[u8],
@@ -364,14 +430,16 @@ fn for_each_write(records: &[u8], mut f: impl FnMut(&format::WriteRef<'_>)) {
     .expect("records we encoded decode");
 }
 
-/// Installs a logged commit's writes at its CSN, as recovery and a follower replay them (the
-/// CSN is also the horizon: nothing older is visible to anyone yet).
-fn install_logged(store: &Store, csn: Csn, writes: &[format::WriteRef<'_>]) {
+/// Installs a logged commit's writes at its CSN, as recovery and a follower replay them;
+/// versions older than `horizon` that no one can see any more may go (recovery: the CSN
+/// itself, as nothing is visible to anyone yet; a follower: its GC horizon, as its readers
+/// read at the committed watermark, below what it installs).
+fn install_logged(store: &Store, csn: Csn, writes: &[format::WriteRef<'_>], horizon: Csn) {
     for w in writes {
         let table = store.table(w.keyspace);
         match w.op {
-            format::WriteOp::Clear => store.clear(&table, csn, csn),
-            _ => store.install(&table, w.key, None, csn, w.value().map(Arc::from), csn),
+            format::WriteOp::Clear => store.clear(&table, csn, horizon),
+            _ => store.install(&table, w.key, None, csn, w.value().map(Arc::from), horizon),
         }
     }
 }
@@ -451,14 +519,23 @@ impl Engine {
             store.install(&table, key, None, 0, Some(Arc::from(value)), 0);
         };
         let mut on_commit =
-            |csn: Csn, writes: &[format::WriteRef<'_>]| install_logged(&store, csn, writes);
-        let recovered = recovery::recover(vfs.as_ref(), &dir, &mut on_row, &mut on_commit)?;
+            |csn: Csn, writes: &[format::WriteRef<'_>]| install_logged(&store, csn, writes, csn);
+        let replicated = config.replicated_log;
+        let recovered =
+            recovery::recover(vfs.as_ref(), &dir, replicated, &mut on_row, &mut on_commit)?;
         let last_csn = recovered.last_csn;
         let mut history = recovered.history.clone();
-        // A replicated log continues the cluster's epoch (the first one on a new directory).
-        let continues = config.replicated_log && history.current().is_some();
-        let epoch = match continues {
-            true => history.current().expect("checked").0,
+        if replicated {
+            // The log's own epochs (its terms), after epoch 0 at CSN 1: "before any leader".
+            let mut with_start = EpochHistory::default();
+            with_start.push_epoch(0, 1);
+            for &(epoch, start) in history.epochs() {
+                with_start.push_epoch(epoch, start);
+            }
+            history = with_start;
+        }
+        let epoch = match replicated {
+            true => history.current().expect("pushed").0,
             false => history.push(last_csn + 1),
         };
         if let Some(last) = recovered.last_epoch.filter(|&last| last > epoch) {
@@ -469,8 +546,9 @@ impl Engine {
             });
         }
         // On a full disk the engine still opens: reads are served, and commits wait (bounded)
-        // until the epoch can be recorded, exactly as they wait for a log write.
-        let stored = if continues { Ok(()) } else { history.store(vfs.as_ref(), &dir) };
+        // until the epoch can be recorded, exactly as they wait for a log write. A replicated
+        // log records no epochs of its own: they are its terms.
+        let stored = if replicated { Ok(()) } else { history.store(vfs.as_ref(), &dir) };
         let unrecorded = match stored {
             Ok(()) => None,
             Err(e) if is_no_space(&e) => {
@@ -484,7 +562,22 @@ impl Engine {
             checkpoint = ?recovered.checkpoint.map(|c| c.csn),
             replayed = recovered.replayed_records, torn_bytes = recovered.truncated_bytes,
             "recovered");
-        let durability = Arc::new(Durability::new(history, last_csn, config.backlog_bytes_max));
+        // A replicated log's checkpoint is taken at the committed watermark, so what it holds
+        // is known committed; the rest of the log waits for the cluster to say.
+        let (durable, replica) = match replicated {
+            true => (
+                recovered.checkpoint.map_or(0, |c| c.csn).min(last_csn),
+                Some(ReplicaState { local: last_csn, ..ReplicaState::default() }),
+            ),
+            false => (last_csn, None),
+        };
+        let durability = Arc::new(Durability::new(
+            history,
+            durable,
+            last_csn,
+            replica,
+            config.backlog_bytes_max,
+        ));
         let shared = Arc::new(Shared {
             dir: dir.clone(),
             store,
@@ -500,11 +593,13 @@ impl Engine {
             background_wake: Condvar::new(),
             epoch_unrecorded: AtomicBool::new(unrecorded.is_some()),
             epoch_unrecorded_cause: Mutex::new(unrecorded),
+            leader_term: AtomicU32::new(0),
+            commit_index: AtomicU64::new(0),
             config,
         });
         let replicated = shared.config.replicated_log.then(|| ReplicatedStart {
+            next_epoch: recovered.entries.last().map_or(0, |e| e.term as Epoch),
             entries: recovered.entries,
-            next_epoch: epoch,
             next_csn: last_csn + 1,
         });
         let threads = spawn_threads(&shared, log_dir, replicated)?;
@@ -540,10 +635,15 @@ impl Engine {
 
     /// A replicated log: appends `entries` after the last entry on disk with one write and one
     /// fdatasync, then installs the records this node did not commit itself (a follower's) at
-    /// their CSNs and moves the local durable watermark to the last record. The records of a
-    /// batch this node committed itself are installed already; any others must follow the
-    /// last installed CSN in the same epoch. An I/O error poisons durability: the log can no
-    /// longer be trusted, and the node must be reopened (and catch up from the cluster).
+    /// their CSNs and moves the `local` watermark to the last record.
+    ///
+    /// An entry's term is the epoch of the records it carries. The first entry of a term
+    /// later than the log's last begins that epoch at the next CSN; before it is written,
+    /// whatever this node committed beyond its log (as a leader of an earlier term) is
+    /// dropped and left in doubt (see [`Engine::truncate_log_after`]). The records of a batch
+    /// this node committed itself are installed already; any others must follow the last
+    /// installed CSN. An I/O error poisons durability: the log can no longer be trusted, and
+    /// the node must be reopened (and catch up from the cluster).
     pub fn append_entries(&self, entries: &[LogEntry]) -> Result<()> {
         let writer = self.replicated_writer()?;
         let shared = self.shared();
@@ -557,57 +657,152 @@ impl Engine {
                 EntryPayload::Opaque(_) => None,
             })
         };
-        // Check what will be installed before anything is written.
-        {
-            let sequencer = shared.sequencer.lock();
-            let mut next = sequencer.next_csn;
-            for batch in batches() {
-                if batch.last_csn() < next {
-                    continue; // this node's own commits
+        writer.locked(|core| {
+            let log_last = LogWriter::last_csn(core);
+            if entries.iter().any(|e| e.term > shared.epoch() as u64) {
+                // A new term: nothing this node committed beyond its log can be in it.
+                shared.discard_above(log_last, "a new term began");
+                shared.leader_term.store(0, Ordering::SeqCst);
+            }
+            // Check what will be installed before anything is written.
+            {
+                let sequencer = shared.sequencer.lock();
+                for batch in batches() {
+                    let own =
+                        batch.epoch == shared.epoch() && batch.last_csn() < sequencer.next_csn;
+                    if !own {
+                        for_each_record(&batch.records, |_| Ok(()))
+                            .map_err(Error::InvalidArgument)?;
+                    }
                 }
-                if batch.first_csn != next || batch.epoch != shared.epoch() {
-                    return Err(Error::InvalidArgument(format!(
-                        "records of epoch {} from CSN {} do not follow the installed epoch {} \
-                         CSN {}",
-                        batch.epoch,
+            }
+            let began = match writer.write_entries(core, entries) {
+                Ok((_, began)) => began,
+                Err(EntriesRefused::DoNotFollow(why)) => return Err(Error::InvalidArgument(why)),
+                Err(EntriesRefused::Io(cause)) => {
+                    shared.durability.poison(format!("replicated log write: {cause}"));
+                    return Err(Error::Poisoned(cause));
+                }
+            };
+            let mut own_bytes = 0;
+            {
+                let mut sequencer = shared.sequencer.lock();
+                if !began.is_empty() {
+                    let mut history = shared.durability.state.lock().history.clone();
+                    for &(epoch, start) in &began {
+                        history.push_epoch(epoch, start);
+                    }
+                    shared.durability.replace_history(history, sequencer.next_csn - 1);
+                }
+                for batch in batches() {
+                    if batch.epoch == shared.epoch() && batch.last_csn() < sequencer.next_csn {
+                        own_bytes += batch.records.len() as u64;
+                        continue;
+                    }
+                    crate::invariant!(
+                        batch.first_csn == sequencer.next_csn,
+                        "logged records from CSN {} do not follow the installed CSN {}",
                         batch.first_csn,
-                        shared.epoch(),
-                        next - 1
-                    )));
+                        sequencer.next_csn - 1
+                    );
+                    let mut csn = batch.first_csn;
+                    let horizon = shared.gc_horizon();
+                    for_each_record(&batch.records, |writes| {
+                        install_logged(&shared.store, csn, writes, horizon);
+                        csn += 1;
+                        Ok(())
+                    })
+                    .expect("checked before writing");
+                    sequencer.next_csn = batch.last_csn() + 1;
+                    shared.visible.store(batch.last_csn(), Ordering::SeqCst);
                 }
-                for_each_record(&batch.records, |_| Ok(())).map_err(Error::InvalidArgument)?;
-                next = batch.last_csn() + 1;
             }
-        }
-        match writer.write_entries(entries) {
-            Ok(_) => {}
-            Err(EntriesRefused::DoNotFollow(why)) => return Err(Error::InvalidArgument(why)),
-            Err(EntriesRefused::Io(cause)) => {
-                shared.durability.poison(format!("replicated log write: {cause}"));
-                return Err(Error::Poisoned(cause));
+            let last_csn = LogWriter::last_csn(core);
+            shared.durability.replicated_local(shared.epoch(), last_csn, own_bytes);
+            shared.apply_commit_index(core);
+            Ok(())
+        })
+    }
+
+    /// A replicated log: cuts the log back to the entries with index ≤ `index` (a follower's
+    /// entries that conflict with the leader's, a deposed leader's unreplicated tail). The
+    /// versions of the records cut are dropped and the epochs after the last kept entry's
+    /// term forgotten. Nothing is reported lost yet: the records stay *in doubt* (status
+    /// committed) until the cluster commits an entry of a later term, which decides them —
+    /// lost, unless the entries come back and commit. Cutting committed records is refused.
+    pub fn truncate_log_after(&self, index: u64) -> Result<()> {
+        let writer = self.replicated_writer()?;
+        let shared = self.shared();
+        shared.check_open()?;
+        writer.locked(|core| {
+            let first_cut = LogWriter::first_csn_after(core, index);
+            let committed = shared.durability.durable_csn.load(Ordering::SeqCst);
+            if first_cut.is_some_and(|csn| csn <= committed) {
+                return Err(Error::InvalidArgument(format!(
+                    "cutting the log after entry {index} would drop records the cluster \
+                     committed (up to CSN {committed})"
+                )));
             }
-        }
-        let Some(last) = batches().next_back() else { return Ok(()) };
-        let mut own_bytes = 0;
-        {
-            let mut sequencer = shared.sequencer.lock();
-            for batch in batches() {
-                if batch.last_csn() < sequencer.next_csn {
-                    own_bytes += batch.records.len() as u64;
-                    continue;
-                }
-                let mut csn = batch.first_csn;
-                for_each_record(&batch.records, |writes| {
-                    install_logged(&shared.store, csn, writes);
-                    csn += 1;
-                    Ok(())
-                })
-                .expect("checked before writing");
-                sequencer.next_csn = batch.last_csn() + 1;
-                shared.visible.store(batch.last_csn(), Ordering::SeqCst);
+            shared.leader_term.store(0, Ordering::SeqCst);
+            let cut = writer.truncate_after(core, index).map_err(|cause| {
+                shared.durability.poison(format!("cutting the replicated log: {cause}"));
+                Error::Poisoned(cause)
+            })?;
+            let Some(next) = cut else { return Ok(()) };
+            shared.discard_above(next - 1, "the log was cut back");
+            let _sequencer = shared.sequencer.lock();
+            let mut history = shared.durability.state.lock().history.clone();
+            history.truncate_after(LogWriter::last_term(core));
+            shared.durability.replace_history(history, next - 1);
+            tracing::info!(index, next_csn = next, "replicated log cut back");
+            Ok(())
+        })
+    }
+
+    /// A replicated log: the cluster committed every entry up to `index`. Moves the committed
+    /// watermark (the `quorum` level) to the last record up to it that is on this node's
+    /// disk, and decides the epochs a later committed term ended.
+    pub fn commit_log_upto(&self, index: u64) -> Result<()> {
+        let writer = self.replicated_writer()?;
+        let shared = self.shared();
+        shared.check_open()?;
+        shared.commit_index.fetch_max(index, Ordering::SeqCst);
+        writer.locked(|core| shared.apply_commit_index(core));
+        Ok(())
+    }
+
+    /// A replicated log: starts committing as the leader of `term`. The log's last entry must
+    /// be of `term` already (the new leader's first entry, which began its epoch), so that
+    /// every commit follows the entries of earlier terms.
+    pub fn lead(&self, term: u64) -> Result<()> {
+        let writer = self.replicated_writer()?;
+        let shared = self.shared();
+        shared.check_open()?;
+        writer.locked(|core| {
+            let _sequencer = shared.sequencer.lock();
+            let last_term = LogWriter::last_term(core) as u64;
+            if last_term != term || shared.epoch() as u64 != term {
+                return Err(Error::NotLeader {
+                    detail: format!(
+                        "the log's last entry is of term {last_term}, not yet of term {term}"
+                    ),
+                });
             }
+            shared.leader_term.store(term as Epoch, Ordering::SeqCst);
+            tracing::info!(term, "leading: commits are accepted");
+            Ok(())
+        })
+    }
+
+    /// A replicated log: stops committing (this node no longer leads). Whatever it committed
+    /// that is not in its log yet is dropped and left in doubt.
+    pub fn follow(&self) -> Result<()> {
+        let writer = self.replicated_writer()?;
+        let shared = self.shared();
+        if shared.leader_term.swap(0, Ordering::SeqCst) != 0 {
+            tracing::info!("no longer leading: commits are refused");
         }
-        shared.durability.replicated_durable(last.epoch, last.last_csn(), own_bytes);
+        writer.locked(|core| shared.discard_above(LogWriter::last_csn(core), "leadership ended"));
         Ok(())
     }
 

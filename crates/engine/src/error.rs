@@ -69,6 +69,13 @@ pub enum Error {
     #[error("cannot write in a read-only transaction")]
     ReadOnlyTransaction,
 
+    /// A commit on a node of a cluster that is not its leader (or not yet ready to lead).
+    #[error("this node is not the cluster's leader; {detail}")]
+    NotLeader {
+        /// What this node knows about where writes go.
+        detail: String,
+    },
+
     /// An invalid argument, such as an empty or over-long keyspace name.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

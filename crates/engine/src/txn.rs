@@ -830,6 +830,9 @@ impl Transaction {
                     })
                 })),
         );
+        if shared.config.replicated_log && !shared.leads(shared.epoch()) {
+            return Err(Error::NotLeader { detail: "writes go to the leader".into() });
+        }
         shared.record_epoch(shared.config.backpressure_timeout)?;
         shared.durability.admit_commit(shared.config.backpressure_timeout)?;
         let (epoch, csn, wake_owed) = self.sequence_commit(record, leads)?;
@@ -855,6 +858,10 @@ impl Transaction {
             return Err(Error::Poisoned(reason));
         }
         self.check_epoch()?;
+        let epoch = shared.epoch(); // changes only under the commit lock, which we hold
+        if shared.config.replicated_log && !shared.leads(epoch) {
+            return Err(Error::NotLeader { detail: "writes go to the leader".into() });
+        }
         if let Err(e) = self.validate() {
             shared.counters.conflicts.fetch_add(1, Ordering::Relaxed);
             return Err(e);
@@ -862,7 +869,6 @@ impl Transaction {
         let store_bytes = shared.store.bytes() + self.write_bytes;
         Error::check_limit("store memory in bytes", store_bytes, shared.config.memory_bytes_max)?;
         let csn = sequencer.next_csn;
-        let epoch = shared.epoch(); // changes only under the commit lock, which we hold
         let visible = shared.visible.load(Ordering::SeqCst);
         let durable = shared.durability.durable_csn.load(Ordering::SeqCst);
         crate::invariant!(

@@ -17,10 +17,30 @@ fn replicated() -> Config {
     Config { replicated_log: true, ..Config::default() }
 }
 
-/// Starts a thread that gives each shipped batch of `leader` the next index of term 1 and
-/// appends it to the leader and every follower, with an opaque entry after every third batch.
-/// Returns every entry it appended, in order, once the leader closes.
-fn numbering_cluster(leader: &Engine, followers: Vec<Engine>) -> JoinHandle<Vec<LogEntry>> {
+/// Begins `term` as the cluster would on electing `leader`: its first entry (an opaque one,
+/// as a Raft leader's blank entry) appended to the leader and every follower at the next
+/// index, committed, and the leader told to lead. Returns the entry.
+fn begin_term(leader: &Engine, followers: &[Engine], term: u64) -> LogEntry {
+    let index = leader.log_position().unwrap().last.map_or(0, |(_, i)| i) + 1;
+    let payload = EntryPayload::Opaque(Arc::from(format!("term {term} begins").as_bytes()));
+    let entry = LogEntry { term, index, payload };
+    for node in std::iter::once(leader).chain(followers) {
+        node.append_entries(std::slice::from_ref(&entry)).unwrap();
+        node.commit_log_upto(index).unwrap();
+    }
+    leader.lead(term).unwrap();
+    entry
+}
+
+/// Starts a thread that gives each shipped batch of `leader` the next index of `term`,
+/// appends it to the leader and every follower, with an opaque entry after every third
+/// batch, and then commits it everywhere (every node is in the quorum). Returns every entry it
+/// appended, in order, once the leader closes.
+fn numbering_cluster(
+    leader: &Engine,
+    followers: Vec<Engine>,
+    term: u64,
+) -> JoinHandle<Vec<LogEntry>> {
     let (tx, rx) = mpsc::channel::<RecordBatch>();
     let tx = std::sync::Mutex::new(tx);
     leader.set_shipper(Box::new(move |batch| tx.lock().unwrap().send(batch).unwrap())).unwrap();
@@ -30,18 +50,23 @@ fn numbering_cluster(leader: &Engine, followers: Vec<Engine>) -> JoinHandle<Vec<
         let mut index = leader.log_position().unwrap().last.map_or(0, |(_, i)| i);
         while let Ok(batch) = rx.recv_timeout(Duration::from_secs(2)) {
             index += 1;
-            let mut entries =
-                vec![LogEntry { term: 1, index, payload: EntryPayload::Records(batch) }];
+            let mut entries = vec![LogEntry { term, index, payload: EntryPayload::Records(batch) }];
             if index.is_multiple_of(3) {
                 index += 1;
                 let payload = EntryPayload::Opaque(Arc::from(format!("meta {index}").as_bytes()));
-                entries.push(LogEntry { term: 1, index, payload });
+                entries.push(LogEntry { term, index, payload });
             }
             for node in std::iter::once(&leader).chain(&followers) {
                 match node.append_entries(&entries) {
                     Ok(()) => {}
                     Err(Error::Closed) => return log,
                     Err(e) => panic!("append: {e}"),
+                }
+            }
+            for node in std::iter::once(&leader).chain(&followers) {
+                match node.commit_log_upto(index) {
+                    Ok(()) | Err(Error::Closed) => {}
+                    Err(e) => panic!("commit: {e}"),
                 }
             }
             log.extend(entries);
@@ -66,14 +91,15 @@ fn a_follower_installs_what_the_leader_ships_and_both_read_the_same_log_back() {
     let (leader_dir, follower_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let leader = Engine::open(leader_dir.path(), replicated()).unwrap();
     let follower = Engine::open(follower_dir.path(), replicated()).unwrap();
-    let cluster = numbering_cluster(&leader, vec![follower.clone()]);
+    let blank = begin_term(&leader, std::slice::from_ref(&follower), 1);
+    let cluster = numbering_cluster(&leader, vec![follower.clone()], 1);
 
     let mut last = None;
     for i in 0..40 {
         let mode = if i % 4 == 3 { CommitMode::Safe } else { CommitMode::Fast };
         let id = put(&leader, &format!("k{i:02}"), &format!("v{i}"), mode);
         if mode == CommitMode::Safe {
-            // A safe commit returns once its batch is back on the leader's disk.
+            // A safe commit returns once its batch is committed by the cluster.
             assert_eq!(leader.status(id), TxnStatus::Durable, "commit {i}");
         }
         last = Some(id);
@@ -95,7 +121,7 @@ fn a_follower_installs_what_the_leader_ships_and_both_read_the_same_log_back() {
     assert_eq!(on_leader.last_csn, last.csn);
 
     leader.clone().close().unwrap();
-    let appended = cluster.join().unwrap();
+    let appended: Vec<LogEntry> = std::iter::once(blank).chain(cluster.join().unwrap()).collect();
     let (first, last_index) = (appended[0].index, appended.last().unwrap().index);
     assert_eq!(on_leader.first, Some((1, first)));
     assert_eq!(on_leader.last, Some((1, last_index)));
@@ -104,12 +130,15 @@ fn a_follower_installs_what_the_leader_ships_and_both_read_the_same_log_back() {
     assert_eq!(follower.log_entries(4, 5).unwrap(), appended[3..5]);
     assert!(follower.log_entries(last_index + 1, u64::MAX).unwrap().is_empty());
 
-    // A reopened follower has the same log, the same data and the same statuses; it did not
-    // begin an epoch of its own.
+    // A reopened follower has the same log and the same data; it did not begin an epoch of its
+    // own, and what it holds beyond its checkpoint is committed, in doubt, until the cluster
+    // says again how far its commits go.
     follower.clone().close().unwrap();
     let follower = Engine::open(follower_dir.path(), replicated()).unwrap();
     assert_eq!(follower.log_position().unwrap(), on_follower);
     assert_eq!(follower.log_entries(0, u64::MAX).unwrap(), appended);
+    assert_eq!(follower.status(last), TxnStatus::Committed);
+    follower.commit_log_upto(last_index).unwrap();
     assert_eq!(follower.status(last), TxnStatus::Durable);
     assert_eq!(get(&follower, "k39"), Some("v39".into()));
     let reopened = Engine::open(leader_dir.path(), replicated()).unwrap();
@@ -125,7 +154,7 @@ fn entries_that_do_not_follow_the_log_are_refused_before_anything_is_written() {
         // One commit record with no writes: u32 length 4, u32 write count 0.
         records.extend_from_slice(&4u32.to_le_bytes());
         records.extend_from_slice(&0u32.to_le_bytes());
-        RecordBatch { epoch: 1, first_csn: csn, count: 1, records: Arc::from(records) }
+        RecordBatch { epoch: 2, first_csn: csn, count: 1, records: Arc::from(records) }
     };
     let entry = |index: u64, csn: u64| LogEntry {
         term: 2,
@@ -133,7 +162,8 @@ fn entries_that_do_not_follow_the_log_are_refused_before_anything_is_written() {
         payload: EntryPayload::Records(record(csn)),
     };
     engine.append_entries(&[entry(7, 1), entry(8, 2)]).unwrap();
-    // A gap in the indexes, a gap in the CSNs, a term of 0, a damaged record.
+    // A gap in the indexes, a gap in the CSNs, a term of 0, an earlier term, a term that is
+    // not the records' epoch, a term beyond 32 bits, a damaged record.
     let damaged = LogEntry {
         term: 2,
         index: 9,
@@ -146,6 +176,13 @@ fn entries_that_do_not_follow_the_log_are_refused_before_anything_is_written() {
         vec![entry(10, 3)],
         vec![entry(9, 4)],
         vec![LogEntry { term: 0, ..entry(9, 3) }],
+        vec![LogEntry {
+            term: 1,
+            payload: EntryPayload::Opaque(Arc::from(&b"x"[..])),
+            ..entry(9, 3)
+        }],
+        vec![LogEntry { term: 3, ..entry(9, 3) }],
+        vec![LogEntry { term: 1 << 32, ..entry(9, 3) }],
         vec![damaged],
     ] {
         assert!(engine.append_entries(&bad).is_err(), "{bad:?}");
@@ -168,11 +205,12 @@ fn entries_that_do_not_follow_the_log_are_refused_before_anything_is_written() {
 fn batches_wait_for_the_shipper() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::open(dir.path(), replicated()).unwrap();
+    begin_term(&engine, &[], 1);
     let id = put(&engine, "a", "1", CommitMode::Fast);
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(engine.status(id), TxnStatus::Committed);
     assert_eq!(get(&engine, "a"), Some("1".into()));
-    let cluster = numbering_cluster(&engine, Vec::new());
+    let cluster = numbering_cluster(&engine, Vec::new(), 1);
     assert_eq!(engine.wait(id, Duration::from_secs(10)).unwrap(), TxnStatus::Durable);
     engine.clone().close().unwrap();
     assert_eq!(cluster.join().unwrap().len(), 1);
@@ -308,6 +346,7 @@ fn an_fsync_error_while_appending_poisons_and_a_reopen_keeps_a_prefix() {
     };
     engine.append_entries(&[record(1)]).unwrap();
     engine.append_entries(&[record(2)]).unwrap();
+    engine.commit_log_upto(2).unwrap();
     *faults.path_filter.lock() = ".log".into();
     faults.fail_syncs.store(1, Ordering::SeqCst);
     assert!(matches!(engine.append_entries(&[record(3)]), Err(Error::Poisoned(_))));
@@ -328,4 +367,146 @@ fn an_fsync_error_while_appending_poisons_and_a_reopen_keeps_a_prefix() {
     assert!(kept.len() == 2 || kept.len() == 3, "{kept:?}");
     assert_eq!(kept, (1..=kept.len() as u64).map(record).collect::<Vec<_>>());
     engine.append_entries(&[record(kept.len() as u64 + 1)]).unwrap();
+}
+
+/// Takes the next batch `leader` ships, makes it entry `index` of `term`, appends it to
+/// `to` and commits it on `commit` (a quorum the test decides).
+fn pump(
+    shipped: &mpsc::Receiver<RecordBatch>,
+    index: u64,
+    term: u64,
+    to: &[&Engine],
+    commit: &[&Engine],
+) -> LogEntry {
+    let batch = shipped.recv_timeout(Duration::from_secs(10)).expect("a shipped batch");
+    let entry = LogEntry { term, index, payload: EntryPayload::Records(batch) };
+    for node in to {
+        node.append_entries(std::slice::from_ref(&entry)).unwrap();
+    }
+    for node in commit {
+        node.commit_log_upto(index).unwrap();
+    }
+    entry
+}
+
+fn shipper(engine: &Engine) -> mpsc::Receiver<RecordBatch> {
+    let (tx, rx) = mpsc::channel::<RecordBatch>();
+    let tx = std::sync::Mutex::new(tx);
+    engine.set_shipper(Box::new(move |batch| tx.lock().unwrap().send(batch).unwrap())).unwrap();
+    rx
+}
+
+/// A failover, driven by hand: leader `a` of term 1 commits; some of it reaches a quorum, one
+/// batch only its own log, one nothing at all. `b` is elected for term 2 and `a` comes back.
+/// The unreplicated suffix is in doubt until term 2 commits, then lost on every node alike,
+/// announced once on the node that committed it; the rest is durable everywhere, and the
+/// deposed leader's log, data and statuses become the new leader's.
+#[test]
+fn a_deposed_leader_cuts_its_unreplicated_tail_which_is_lost_once_a_later_term_commits() {
+    use kiln_engine::DurabilityEvent;
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let open = |i: usize| Engine::open(dirs[i].path(), replicated()).unwrap();
+    let (a, b, c) = (open(0), open(1), open(2));
+    begin_term(&a, &[b.clone(), c.clone()], 1); // index 1
+    let from_a = shipper(&a);
+    let all = [&a, &b, &c];
+
+    // Replicated to every node and committed: entries 2..=4.
+    let mut durable = Vec::new();
+    for (i, index) in (2..=4).enumerate() {
+        durable.push(put(&a, &format!("k{i}"), "term 1", CommitMode::Fast));
+        pump(&from_a, index, 1, &all, &all);
+    }
+    // In a's log only (entry 5), and committed by a but never logged anywhere.
+    let events = a.subscribe();
+    let logged = put(&a, "k3", "a alone", CommitMode::Fast);
+    pump(&from_a, 5, 1, &[&a], &[]);
+    let unlogged = put(&a, "k4", "nowhere", CommitMode::Fast);
+    let _in_flight = from_a.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(get(&a, "k3"), Some("a alone".into()));
+    for id in [logged, unlogged] {
+        for node in all {
+            let expected =
+                if node.dir() == a.dir() { TxnStatus::Committed } else { TxnStatus::Unknown };
+            assert_eq!(node.status(id), expected, "{id} on {}", node.dir().display());
+        }
+    }
+
+    // b is elected for term 2 with c's vote; its first entry (index 5) begins epoch 2 right
+    // after the last record b has, and commits on b and c.
+    let term2 = begin_term(&b, std::slice::from_ref(&c), 2);
+    assert_eq!(term2.index, 5);
+    let from_b = shipper(&b);
+    let replaced = put(&b, "k3", "term 2", CommitMode::Fast);
+    assert_eq!(replaced.csn, logged.csn, "term 2 continues after the last committed record");
+    let entry6 = pump(&from_b, 6, 2, &[&b, &c], &[&b, &c]);
+    for node in [&b, &c] {
+        assert_eq!(node.status(logged), TxnStatus::Lost);
+        assert_eq!(node.status(unlogged), TxnStatus::Lost);
+        assert_eq!(node.status(replaced), TxnStatus::Durable);
+    }
+    // a has not heard: its tail is in doubt, not lost.
+    assert_eq!(a.status(logged), TxnStatus::Committed);
+    assert!(matches!(put_result(&c, "k9", "x"), Err(Error::NotLeader { .. })));
+
+    // a comes back: b's log conflicts at index 5, so a cuts its log after entry 4 and drops
+    // what it committed beyond it; still in doubt until term 2 commits on a.
+    a.follow().unwrap();
+    assert!(matches!(put_result(&a, "k9", "x"), Err(Error::NotLeader { .. })));
+    assert!(a.truncate_log_after(3).is_err(), "cutting committed entries is refused");
+    a.truncate_log_after(4).unwrap();
+    assert_eq!(a.log_position().unwrap().last, Some((1, 4)));
+    assert_eq!(a.status(logged), TxnStatus::Committed);
+    assert_eq!(a.status(unlogged), TxnStatus::Committed);
+    assert_eq!(get(&a, "k3"), None);
+    assert!(events.try_recv().is_none_or(|e| matches!(e, DurabilityEvent::Durable { .. })));
+    a.append_entries(&[term2, entry6]).unwrap();
+    a.commit_log_upto(6).unwrap();
+    assert_eq!(get(&a, "k3"), Some("term 2".into()));
+    let lost: Vec<_> = std::iter::from_fn(|| events.try_recv())
+        .filter(|e| matches!(e, DurabilityEvent::Lost { .. }))
+        .collect();
+    assert_eq!(
+        lost,
+        [DurabilityEvent::Lost {
+            epoch: 1,
+            from_csn: logged.csn,
+            new_epoch: 2,
+            cause: "not replicated to a quorum before the leader changed".into(),
+        }]
+    );
+    let ids: Vec<_> = durable.iter().copied().chain([logged, unlogged, replaced]).collect();
+    for id in &ids {
+        let statuses: Vec<_> = all.iter().map(|n| n.status(*id)).collect();
+        assert!(statuses.iter().all(|s| *s == statuses[0]), "{id}: {statuses:?}");
+    }
+    assert_eq!(a.status(durable[2]), TxnStatus::Durable);
+    assert_eq!(a.status(logged), TxnStatus::Lost);
+    assert_eq!(a.log_entries(1, 9).unwrap(), b.log_entries(1, 9).unwrap());
+
+    // A follower reads at the committed watermark: an entry it holds but the cluster has not
+    // committed is not visible yet.
+    let newer = put(&b, "k3", "uncommitted", CommitMode::Fast);
+    pump(&from_b, 7, 2, &[&b, &c], &[]);
+    assert_eq!(get(&c, "k3"), Some("term 2".into()));
+    assert_eq!(get(&b, "k3"), Some("uncommitted".into()), "the leader reads what it committed");
+    c.commit_log_upto(7).unwrap();
+    assert_eq!(get(&c, "k3"), Some("uncommitted".into()));
+    assert_eq!(c.status(newer), TxnStatus::Durable);
+
+    // The cut survives a reopen: a's log and epochs are b's.
+    drop(events);
+    a.close().unwrap();
+    let a = open(0);
+    assert_eq!(a.log_entries(1, 9).unwrap(), b.log_entries(1, 6).unwrap());
+    a.commit_log_upto(6).unwrap();
+    for id in &ids {
+        assert_eq!(a.status(*id), b.status(*id), "{id} after a reopen");
+    }
+}
+
+fn put_result(engine: &Engine, key: &str, value: &str) -> kiln_engine::Result<kiln_engine::TxnId> {
+    let mut txn = engine.begin(TxnOptions::new())?;
+    txn.put("kv", key.as_bytes(), value.as_bytes())?;
+    txn.commit_with(CommitMode::Fast)
 }

@@ -258,6 +258,12 @@ impl From<EngineError> for SqlError {
             EngineError::ReadOnlyTransaction => {
                 SqlError::new(code::READ_ONLY_TXN, "cannot write in a read-only transaction")
             }
+            EngineError::NotLeader { .. } => SqlError::new(
+                code::READ_ONLY_TXN,
+                "cannot commit writes on this node: it is not the cluster's leader",
+            )
+            .detail(e.to_string())
+            .hint("Send writes to the leader; this node serves reads."),
             EngineError::InvalidArgument(m) => SqlError::new(code::INVALID_PARAMETER_VALUE, m.clone()),
             EngineError::Closed => {
                 SqlError::new(code::ADMIN_SHUTDOWN, "the database is shutting down")

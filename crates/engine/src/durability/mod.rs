@@ -69,6 +69,52 @@ pub(crate) struct DurableState {
     pub last_committed: Csn,
     /// Set when durability failed beyond recovery; every waiter gets this error.
     pub poisoned: Option<String>,
+    /// A replicated log's state beyond the watermark, which then means *committed by the
+    /// cluster* (`None` for a standalone engine).
+    pub replica: Option<ReplicaState>,
+}
+
+/// Where a replicated log stands: `DurableState::durable` is the cluster's committed CSN (the
+/// `quorum` level) and these are the rest.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ReplicaState {
+    /// The epoch (term) of the last committed entry.
+    pub committed_epoch: Epoch,
+    /// The CSN of the last record in this node's log on disk (the `local` level).
+    pub local: Csn,
+    /// Records this node committed or received that left its log (cut back, or never
+    /// logged) before the cluster decided them, as (epoch, first CSN, last CSN): in doubt,
+    /// reported committed, until a later epoch commits and they are lost.
+    pub in_doubt: Vec<(Epoch, Csn, Csn)>,
+}
+
+impl DurableState {
+    /// Whether this node knows `id` as committed: it committed or holds it, or did and has
+    /// not seen it decided yet.
+    fn knows(&self, id: TxnId) -> bool {
+        if id.epoch == self.epoch() && id.csn <= self.last_committed {
+            return true;
+        }
+        let Some(replica) = &self.replica else { return false };
+        let in_log = self.history.start_of(id.epoch).is_some_and(|start| {
+            start <= id.csn && self.history.end_of(id.epoch).is_none_or(|end| id.csn <= end)
+        }) && id.csn <= replica.local;
+        in_log
+            || replica
+                .in_doubt
+                .iter()
+                .any(|&(epoch, first, last)| epoch == id.epoch && (first..=last).contains(&id.csn))
+    }
+
+    fn status(&self, id: TxnId) -> TxnStatus {
+        match &self.replica {
+            None => self.history.status(id, self.durable, self.last_committed),
+            Some(replica) => {
+                self.history
+                    .status_replicated(id, self.durable, replica.committed_epoch, || self.knows(id))
+            }
+        }
+    }
 }
 
 impl DurableState {
@@ -191,16 +237,26 @@ pub(crate) struct Durability {
 }
 
 impl Durability {
-    pub fn new(history: EpochHistory, durable: Csn, backlog_bytes_max: u64) -> Durability {
+    /// The durability layer of an engine whose log ends at `last_csn`, of which `durable` is
+    /// durable (all of it in a standalone log; what is known committed in a replicated one,
+    /// given `replica`).
+    pub fn new(
+        history: EpochHistory,
+        durable: Csn,
+        last_csn: Csn,
+        replica: Option<ReplicaState>,
+        backlog_bytes_max: u64,
+    ) -> Durability {
         let (epoch, start) = history.current().expect("recovery opened an epoch");
         // A standalone engine begins an epoch at every open, right after the durable history;
         // a replicated one continues the cluster's epoch.
-        assert!(start <= durable + 1, "an epoch starts after the durable history");
+        assert!(start <= last_csn + 1, "an epoch starts after the log");
+        assert!(durable <= last_csn, "durable beyond the log");
         Durability {
             log: Mutex::new(LogState {
                 epoch,
                 buffer: Vec::new(),
-                first_csn: durable + 1,
+                first_csn: last_csn + 1,
                 count: 0,
                 oldest: None,
                 backlog_bytes: 0,
@@ -215,8 +271,9 @@ impl Durability {
             state: Mutex::new(DurableState {
                 history,
                 durable,
-                last_committed: durable,
+                last_committed: last_csn,
                 poisoned: None,
+                replica,
             }),
             waiters: Mutex::new(Vec::new()),
             next_waiter: AtomicU64::new(0),
@@ -250,6 +307,26 @@ impl Durability {
         assert_eq!(log.count, 0, "records of the old epoch are still buffered");
         log.epoch = epoch;
         log.first_csn = start;
+        drop(log);
+        self.current_epoch.store(epoch, Ordering::SeqCst);
+    }
+
+    /// A replicated log's epochs changed (a new term's first entry, or a cut): makes `history`
+    /// the history and its newest epoch current, with `last_csn` the log's (and the commit
+    /// sequence's) last CSN. Called with the commit lock held and the buffer empty.
+    pub fn replace_history(&self, history: EpochHistory, last_csn: Csn) {
+        let (epoch, start) = history.current().expect("a replicated log has an epoch");
+        assert!(start <= last_csn + 1, "an epoch starts after the log");
+        let mut state = self.state.lock();
+        state.history = history;
+        state.last_committed = last_csn;
+        if let Some(replica) = &mut state.replica {
+            replica.local = replica.local.min(last_csn);
+        }
+        let mut log = self.log.lock();
+        assert_eq!(log.count, 0, "records of the old epoch are still buffered");
+        log.epoch = epoch;
+        log.first_csn = last_csn + 1;
         drop(log);
         self.current_epoch.store(epoch, Ordering::SeqCst);
     }
@@ -321,8 +398,7 @@ impl Durability {
 
     /// The status of `id`.
     pub fn status(&self, id: TxnId) -> TxnStatus {
-        let state = self.state.lock();
-        state.history.status(id, state.durable, state.last_committed)
+        self.state.lock().status(id)
     }
 
     /// The status of `id`, without locking when it is durable in the current epoch (the
@@ -346,12 +422,9 @@ impl Durability {
             return Ok(status);
         }
         let token = self.next_waiter.fetch_add(1, Ordering::Relaxed);
-        self.waiters.lock().push(Waiter {
-            token,
-            epoch: id.epoch,
-            csn: id.csn,
-            thread: std::thread::current(),
-        });
+        let waiter =
+            || Waiter { token, epoch: id.epoch, csn: id.csn, thread: std::thread::current() };
+        self.waiters.lock().push(waiter());
         self.add_safe_waiter(1);
         let result = loop {
             if self.poisoned_flag.load(Ordering::SeqCst) {
@@ -360,6 +433,14 @@ impl Durability {
             let status = self.status_fast(id);
             if status != TxnStatus::Committed {
                 break Ok(status);
+            }
+            {
+                // Woken for an epoch change that did not decide it (a replicated log's new
+                // term leaves an old one's records in doubt): wait on.
+                let mut waiters = self.waiters.lock();
+                if !waiters.iter().any(|w| w.token == token) {
+                    waiters.push(waiter());
+                }
             }
             match deadline {
                 Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
@@ -504,10 +585,10 @@ impl Durability {
         self.wake_ready();
     }
 
-    /// A replicated log wrote records up to `csn` of `epoch`: the local durable watermark
-    /// moves there. `own_bytes` are the bytes of those records this node committed itself
-    /// (counted in the backlog since their commit); a follower's records were never buffered.
-    pub fn replicated_durable(&self, epoch: Epoch, csn: Csn, own_bytes: u64) {
+    /// A replicated log wrote records up to `csn` of `epoch`: the local watermark moves
+    /// there. `own_bytes` are the bytes of those records this node committed itself (counted
+    /// in the backlog since their commit); a follower's records were never buffered.
+    pub fn replicated_local(&self, epoch: Epoch, csn: Csn, own_bytes: u64) {
         {
             let mut log = self.log.lock();
             if log.epoch == epoch {
@@ -518,13 +599,87 @@ impl Durability {
             }
         }
         self.backlog_drained.notify_all();
-        {
-            let mut state = self.state.lock();
-            if state.epoch() == epoch && state.last_committed < csn {
-                state.last_committed = csn;
-            }
+        let mut state = self.state.lock();
+        if state.epoch() == epoch && state.last_committed < csn {
+            state.last_committed = csn;
         }
-        self.advance_durable(epoch, csn);
+        if let Some(replica) = &mut state.replica {
+            replica.local = replica.local.max(csn);
+        }
+    }
+
+    /// A replicated log: the cluster committed every record up to `csn`, and the last
+    /// committed entry is of `epoch`. Moves the watermark; when a later epoch committed,
+    /// decides the records left in doubt (lost unless the log kept them) and tells
+    /// subscribers; wakes whoever is done waiting.
+    pub fn replicated_committed(&self, csn: Csn, epoch: Epoch) {
+        let mut state = self.state.lock();
+        // Per epoch decided: its first lost CSN and how many were lost.
+        let mut lost_events: std::collections::BTreeMap<Epoch, (Csn, u64)> = Default::default();
+        let (moved, new_epoch) = {
+            let state = &mut *state;
+            let replica = state.replica.as_mut().expect("a replicated log");
+            let new_epoch = epoch > replica.committed_epoch;
+            replica.committed_epoch = replica.committed_epoch.max(epoch);
+            let moved = csn > state.durable;
+            if moved {
+                state.durable = csn;
+                self.durable_csn.store(csn, Ordering::Release);
+            }
+            let decided = replica.committed_epoch;
+            let history = &state.history;
+            replica.in_doubt.retain(|&(e, first, last)| {
+                if e >= decided {
+                    return true;
+                }
+                // What of it the log kept is durable; the rest is lost.
+                let kept_to = match history.start_of(e) {
+                    Some(_) => history.end_of(e).unwrap_or(Csn::MAX).min(state.durable),
+                    None => 0,
+                };
+                let from = first.max(kept_to.saturating_add(1));
+                if from <= last {
+                    let lost = lost_events.entry(e).or_insert((from, 0));
+                    lost.0 = lost.0.min(from);
+                    lost.1 += last - from + 1;
+                }
+                false
+            });
+            (moved, new_epoch)
+        };
+        let at = state.history.epoch_of(csn).unwrap_or(0);
+        drop(state);
+        for (epoch, (from_csn, count)) in lost_events {
+            tracing::warn!(
+                epoch,
+                from_csn,
+                count,
+                committed_epoch = at,
+                "records not replicated before a change of leader are lost"
+            );
+            self.counters.lost_txns.fetch_add(count, Ordering::Relaxed);
+            self.counters.loss_events.fetch_add(1, Ordering::Relaxed);
+            self.publish(DurabilityEvent::Lost {
+                epoch,
+                from_csn,
+                new_epoch: at,
+                cause: "not replicated to a quorum before the leader changed".into(),
+            });
+        }
+        if moved {
+            self.publish(DurabilityEvent::Durable { epoch: at, csn });
+        }
+        if new_epoch {
+            self.wake_waiters_all();
+        } else if moved {
+            self.wake_ready();
+        }
+    }
+
+    /// Wakes every waiter to look at its transaction again.
+    pub fn wake_waiters_all(&self) {
+        let all: Vec<_> = self.waiters.lock().drain(..).map(|w| w.thread).collect();
+        all.into_iter().for_each(|t| t.unpark());
     }
 
     /// Records that durability failed beyond recovery; wakes every waiter with the error.

@@ -94,18 +94,33 @@ pub type OnCommit<'a> = &'a mut dyn FnMut(Csn, &[WriteRef<'_>]);
 
 /// Recovers the state of `dir`: calls `on_row` for every checkpoint row, then `on_commit` for
 /// every replayed commit record in CSN order.
+///
+/// A replicated log (`replicated`) keeps no epoch file: its epochs are the terms of the
+/// entries it holds, each starting where its first segment starts, so the history is read from
+/// the segment names and can never disagree with the log (a cut log loses its later epochs
+/// with its segments). A segment without a single valid frame, the trace of a write that never
+/// happened, is removed so that its epoch is not recorded.
 pub fn recover(
     vfs: &dyn Vfs,
     dir: &Path,
+    replicated: bool,
     on_row: OnRow<'_>,
     on_commit: OnCommit<'_>,
 ) -> Result<Recovered> {
     let log_dir = dir.join(LOG_DIR);
     remove_leftover_temporaries(vfs, dir)?;
-    let history = EpochHistory::load(vfs, dir)?;
     let checkpoints = list_checkpoints(vfs, dir)?;
-    let segments = list_segments(vfs, &log_dir)?;
-    if history.current().is_none() && (!checkpoints.is_empty() || !segments.is_empty()) {
+    let mut segments = list_segments(vfs, &log_dir)?;
+    let history = if replicated {
+        segments = remove_empty_segments(vfs, &log_dir, segments)?;
+        replicated_history(&segments)
+    } else {
+        EpochHistory::load(vfs, dir)?
+    };
+    if !replicated
+        && history.current().is_none()
+        && (!checkpoints.is_empty() || !segments.is_empty())
+    {
         return Err(Error::Corruption {
             path: dir.join(EPOCHS_FILE),
             offset: 0,
@@ -248,6 +263,7 @@ impl Replay<'_, '_> {
                         match self.entries.last_mut() {
                             Some(e) if e.index == header.index && *e.segment == *path => {
                                 e.len += frame_len;
+                                e.csn_end = header.last_csn() + 1;
                             }
                             last => {
                                 if let Some(last) = last.filter(|l| l.index + 1 != header.index) {
@@ -262,6 +278,8 @@ impl Replay<'_, '_> {
                                 self.entries.push(EntryLocation {
                                     term: header.term,
                                     index: header.index,
+                                    first_csn: header.first_csn,
+                                    csn_end: header.last_csn() + 1,
                                     segment: shared_path.clone(),
                                     offset: offset as u64,
                                     len: frame_len,
@@ -313,6 +331,46 @@ impl Replay<'_, '_> {
             }
         }
     }
+}
+
+/// The epochs of a replicated log: each segment's epoch from the first CSN of its first
+/// segment (segments are ordered by epoch, then first CSN).
+fn replicated_history(segments: &[SegmentFile]) -> EpochHistory {
+    let mut history = EpochHistory::default();
+    for segment in segments {
+        if history.current().is_none_or(|(e, _)| e < segment.epoch) {
+            history.push_epoch(segment.epoch, segment.first_csn);
+        }
+    }
+    history
+}
+
+/// Removes the replicated log's trailing segments that hold no valid frame (created, never
+/// written: a crash between creating a segment and its first write, or a cut at its first
+/// entry that did not finish removing it).
+fn remove_empty_segments(
+    vfs: &dyn Vfs,
+    log_dir: &Path,
+    mut segments: Vec<SegmentFile>,
+) -> Result<Vec<SegmentFile>> {
+    while let Some(last) = segments.last() {
+        let data = vfs::read_all(vfs, &last.path)
+            .map_err(|e| Error::io(format!("reading {}", last.path.display()), e))?;
+        if matches!(format::frame_at(&data, 0), FrameAt::Valid { .. }) {
+            break;
+        }
+        if !matches!(format::frame_at(&data, 0), FrameAt::End)
+            && !format::valid_frames_after(&data, 0).is_empty()
+        {
+            break; // a damaged first frame with data after it: recovery decides what it is
+        }
+        tracing::warn!(path = %last.path.display(), "removing a log segment that holds no entry");
+        vfs.remove_file(&last.path)
+            .map_err(|e| Error::io(format!("removing {}", last.path.display()), e))?;
+        segments.pop();
+    }
+    vfs.sync_dir(log_dir).map_err(|e| Error::io("syncing the log directory", e))?;
+    Ok(segments)
 }
 
 fn remove_leftover_temporaries(vfs: &dyn Vfs, dir: &Path) -> Result<()> {

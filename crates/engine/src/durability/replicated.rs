@@ -73,6 +73,10 @@ pub type Shipper = Box<dyn Fn(RecordBatch) + Send + Sync>;
 pub(crate) struct EntryLocation {
     pub term: u64,
     pub index: u64,
+    /// The CSN of its first record (of the next record, if it holds none), and the CSN after
+    /// its last.
+    pub first_csn: Csn,
+    pub csn_end: Csn,
     pub segment: Arc<PathBuf>,
     /// Offset of its first frame, and the bytes of all its frames.
     pub offset: u64,

@@ -145,7 +145,7 @@ enum Work {
 /// What only the current flusher may touch: the open segment, and a batch that did not fit on
 /// a full disk and is being retried.
 #[derive(Default)]
-struct FlushCore {
+pub(crate) struct FlushCore {
     segment: Option<Segment>,
     pending: Option<Batch>,
     /// A replicated log: where each entry on disk is, in index order.
@@ -161,7 +161,17 @@ struct FlushCore {
 struct Run {
     at: (Epoch, Csn, u64),
     frames: Vec<u8>,
-    located: Vec<(u64, u64, usize, usize)>,
+    located: Vec<Located>,
+}
+
+/// An entry's place within a run's frames.
+struct Located {
+    term: u64,
+    index: u64,
+    first_csn: Csn,
+    csn_end: Csn,
+    start: usize,
+    len: usize,
 }
 
 /// Why entries were not appended to a replicated log.
@@ -570,20 +580,35 @@ impl LogWriter {
     }
 
     /// Appends `entries` to a replicated log with one write and one fdatasync per epoch they
-    /// span. Entries must follow the last one on disk (index + 1), and records the last record
-    /// on disk (CSN + 1, same or later epoch). On an I/O error nothing of this call may be
-    /// trusted: the error is returned and the caller must stop using the log.
-    pub fn write_entries(&self, entries: &[LogEntry]) -> Result<u64, EntriesRefused> {
-        let mut core = self.core.lock();
-        let core = &mut *core;
-        let Some(first) = entries.first() else { return Ok(0) };
+    /// span. An entry's epoch is its term: entries must follow the last one on disk (index +
+    /// 1, same or later term), and records the last record on disk (CSN + 1, of the entry's
+    /// term). Returns the bytes written and the epochs the entries began, as (epoch, first
+    /// CSN). On an I/O error nothing of this call may be trusted: the error is returned and
+    /// the caller must stop using the log.
+    pub fn write_entries(
+        &self,
+        core: &mut FlushCore,
+        entries: &[LogEntry],
+    ) -> Result<(u64, Vec<(Epoch, Csn)>), EntriesRefused> {
+        let Some(first) = entries.first() else { return Ok((0, Vec::new())) };
         let flush_first = first.index;
         let follows = core.entries.last().map_or(first.index, |e| e.index + 1);
         let (mut epoch, mut next_csn) = (core.next_epoch, core.next_csn);
+        let mut began = Vec::new();
         // Frames of one epoch go to one segment; an entry of a later epoch starts a new one.
         let mut runs: Vec<Run> = Vec::new();
         for (expected_index, entry) in (follows..).zip(entries) {
-            if entry.term == 0 || entry.index != expected_index {
+            let term = match Epoch::try_from(entry.term) {
+                Ok(term) if term > 0 && term >= epoch => term,
+                _ => {
+                    return Err(EntriesRefused::DoNotFollow(format!(
+                        "entry ({}, {}) has a term before the log's last term {epoch} or outside \
+                         1..=2^32-1",
+                        entry.term, entry.index
+                    )))
+                }
+            };
+            if entry.index != expected_index {
                 return Err(EntriesRefused::DoNotFollow(format!(
                     "entry ({}, {}) does not follow the log's last index {}",
                     entry.term,
@@ -593,15 +618,19 @@ impl LogWriter {
             }
             let tag = Some((entry.term, entry.index));
             if let EntryPayload::Records(batch) = &entry.payload {
-                if batch.count == 0 || batch.first_csn != next_csn || batch.epoch < epoch {
+                if batch.count == 0 || batch.first_csn != next_csn || batch.epoch != term {
                     return Err(EntriesRefused::DoNotFollow(format!(
-                        "records of epoch {} from CSN {} do not follow the log's epoch {epoch} CSN {}",
+                        "records of epoch {} from CSN {} in an entry of term {term} do not \
+                         follow the log's CSN {}",
                         batch.epoch,
                         batch.first_csn,
                         next_csn - 1
                     )));
                 }
-                epoch = batch.epoch;
+            }
+            if term > epoch {
+                began.push((term, next_csn));
+                epoch = term;
             }
             if runs.last().is_none_or(|r| r.at.0 != epoch) {
                 let at = (epoch, next_csn, entry.index);
@@ -609,6 +638,7 @@ impl LogWriter {
             }
             let run = runs.last_mut().expect("just pushed");
             let start = run.frames.len();
+            let first_csn = next_csn;
             match &entry.payload {
                 EntryPayload::Records(batch) => {
                     encode_frames_into(&mut run.frames, batch, flush_first, tag);
@@ -625,7 +655,14 @@ impl LogWriter {
                     format::encode_frame(frames, epoch, flush_first, next_csn, 0, tag, bytes);
                 }
             }
-            run.located.push((entry.term, entry.index, start, run.frames.len() - start));
+            run.located.push(Located {
+                term: entry.term,
+                index: entry.index,
+                first_csn,
+                csn_end: next_csn,
+                start,
+                len: run.frames.len() - start,
+            });
         }
         let mut written = 0;
         for Run { at, frames, located } in runs {
@@ -639,13 +676,15 @@ impl LogWriter {
                 }
             })?;
             core.next_epoch = run_epoch;
-            for (term, index, start, len) in located {
+            for l in located {
                 core.entries.push(EntryLocation {
-                    term,
-                    index,
+                    term: l.term,
+                    index: l.index,
+                    first_csn: l.first_csn,
+                    csn_end: l.csn_end,
                     segment: segment.clone(),
-                    offset: offset + start as u64,
-                    len: len as u64,
+                    offset: offset + l.start as u64,
+                    len: l.len as u64,
                 });
             }
             written += frames.len() as u64;
@@ -659,7 +698,80 @@ impl LogWriter {
         let c = &self.durability.counters;
         c.flushes.fetch_add(1, Ordering::Relaxed);
         c.flushed_bytes.fetch_add(written, Ordering::Relaxed);
-        Ok(written)
+        Ok((written, began))
+    }
+
+    /// Runs `f` with the flush lock held: nothing is shipped or appended meanwhile. Lock order:
+    /// the flush lock before the commit lock.
+    pub fn locked<R>(&self, f: impl FnOnce(&mut FlushCore) -> R) -> R {
+        f(&mut self.core.lock())
+    }
+
+    /// Cuts a replicated log back to the entries with index ≤ `index`: removes the segments
+    /// after the cut and shortens the one it falls in (removing it if the cut is at its first
+    /// entry), each made durable before this returns. Returns the records cut, as the CSN
+    /// after the last one kept, or `None` if nothing was cut. The log's epoch becomes the last
+    /// kept entry's term (0 when nothing is kept).
+    pub fn truncate_after(&self, core: &mut FlushCore, index: u64) -> Result<Option<Csn>, String> {
+        let keep = core.entries.partition_point(|e| e.index <= index);
+        let Some(cut) = core.entries.get(keep).cloned() else { return Ok(None) };
+        self.retire_segment(core);
+        let mut segments: Vec<Arc<PathBuf>> = Vec::new();
+        for e in &core.entries[keep..] {
+            if segments.last().is_none_or(|s| *s != e.segment) {
+                segments.push(e.segment.clone());
+            }
+        }
+        let io = |what: &str, path: &Path, e: io::Error| format!("{what} {}: {e}", path.display());
+        // From the end backward, so that a crash midway leaves a shorter log, never a hole.
+        for path in segments.iter().rev() {
+            if **path == *cut.segment && cut.offset > 0 {
+                let mut file = self
+                    .vfs
+                    .open(path.as_path(), OpenMode::Write)
+                    .map_err(|e| io("opening", path, e))?;
+                file.set_len(cut.offset)
+                    .and_then(|()| file.sync_data())
+                    .map_err(|e| io("truncating", path, e))?;
+            } else {
+                self.vfs.remove_file(path.as_path()).map_err(|e| io("removing", path, e))?;
+            }
+        }
+        self.vfs.sync_dir(&self.log_dir).map_err(|e| io("syncing", &self.log_dir, e))?;
+        core.entries.truncate(keep);
+        core.next_csn = cut.first_csn;
+        core.next_epoch = core.entries.last().map_or(0, |e| e.term as Epoch);
+        Ok(Some(cut.first_csn))
+    }
+
+    /// The term of the entry at `index` and the CSN of the last record up to and including
+    /// it, if the entry is on disk.
+    pub fn entry_end(core: &FlushCore, index: u64) -> Option<(Epoch, Csn)> {
+        let at = core.entries.binary_search_by_key(&index, |e| e.index).ok()?;
+        let e = &core.entries[at];
+        Some((e.term as Epoch, e.csn_end - 1))
+    }
+
+    /// The CSN the first entry after `index` starts at, if there is one on disk holding a
+    /// record.
+    pub fn first_csn_after(core: &FlushCore, index: u64) -> Option<Csn> {
+        let keep = core.entries.partition_point(|e| e.index <= index);
+        core.entries[keep..].iter().find(|e| e.csn_end > e.first_csn).map(|e| e.first_csn)
+    }
+
+    /// The term of the last entry on disk (0 if none).
+    pub fn last_term(core: &FlushCore) -> Epoch {
+        core.entries.last().map_or(0, |e| e.term as Epoch)
+    }
+
+    /// The CSN of the last record on disk.
+    pub fn last_csn(core: &FlushCore) -> Csn {
+        core.next_csn - 1
+    }
+
+    /// The index of the last entry on disk (0 if none).
+    pub fn last_index(core: &FlushCore) -> u64 {
+        core.entries.last().map_or(0, |e| e.index)
     }
 
     /// Reads back the entries with index in `from..=to` that are on disk.
