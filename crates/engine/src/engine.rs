@@ -529,7 +529,7 @@ impl Engine {
             // The log's own epochs (its terms), after epoch 0 at CSN 1: "before any leader".
             let mut with_start = EpochHistory::default();
             with_start.push_epoch(0, 1);
-            for &(epoch, start) in history.epochs() {
+            for &(epoch, start) in history.epochs().iter().filter(|&&(e, _)| e > 0) {
                 with_start.push_epoch(epoch, start);
             }
             history = with_start;
@@ -640,7 +640,7 @@ impl Engine {
     /// An entry's term is the epoch of the records it carries. The first entry of a term
     /// later than the log's last begins that epoch at the next CSN; before it is written,
     /// whatever this node committed beyond its log (as a leader of an earlier term) is
-    /// dropped and left in doubt (see [`Engine::truncate_log_after`]). The records of a batch
+    /// dropped and left in doubt (see [`Engine::truncate_log_from`]). The records of a batch
     /// this node committed itself are installed already; any others must follow the last
     /// installed CSN. An I/O error poisons durability: the log can no longer be trusted, and
     /// the node must be reopened (and catch up from the cluster).
@@ -724,27 +724,27 @@ impl Engine {
         })
     }
 
-    /// A replicated log: cuts the log back to the entries with index ≤ `index` (a follower's
+    /// A replicated log: cuts the log back to the entries with index < `first_cut` (a follower's
     /// entries that conflict with the leader's, a deposed leader's unreplicated tail). The
     /// versions of the records cut are dropped and the epochs after the last kept entry's
     /// term forgotten. Nothing is reported lost yet: the records stay *in doubt* (status
     /// committed) until the cluster commits an entry of a later term, which decides them —
     /// lost, unless the entries come back and commit. Cutting committed records is refused.
-    pub fn truncate_log_after(&self, index: u64) -> Result<()> {
+    pub fn truncate_log_from(&self, first_cut: u64) -> Result<()> {
         let writer = self.replicated_writer()?;
         let shared = self.shared();
         shared.check_open()?;
         writer.locked(|core| {
-            let first_cut = LogWriter::first_csn_after(core, index);
+            let first_csn = LogWriter::first_csn_from(core, first_cut);
             let committed = shared.durability.durable_csn.load(Ordering::SeqCst);
-            if first_cut.is_some_and(|csn| csn <= committed) {
+            if first_csn.is_some_and(|csn| csn <= committed) {
                 return Err(Error::InvalidArgument(format!(
-                    "cutting the log after entry {index} would drop records the cluster \
+                    "cutting the log from entry {first_cut} would drop records the cluster \
                      committed (up to CSN {committed})"
                 )));
             }
             shared.leader_term.store(0, Ordering::SeqCst);
-            let cut = writer.truncate_after(core, index).map_err(|cause| {
+            let cut = writer.truncate_from(core, first_cut).map_err(|cause| {
                 shared.durability.poison(format!("cutting the replicated log: {cause}"));
                 Error::Poisoned(cause)
             })?;
@@ -754,7 +754,7 @@ impl Engine {
             let mut history = shared.durability.state.lock().history.clone();
             history.truncate_after(LogWriter::last_term(core));
             shared.durability.replace_history(history, next - 1);
-            tracing::info!(index, next_csn = next, "replicated log cut back");
+            tracing::info!(first_cut, next_csn = next, "replicated log cut back");
             Ok(())
         })
     }
@@ -792,6 +792,14 @@ impl Engine {
             tracing::info!(term, "leading: commits are accepted");
             Ok(())
         })
+    }
+
+    /// A replicated log: the term this node leads and commits in, if it does.
+    pub fn leading_term(&self) -> Option<u64> {
+        match self.shared().leader_term.load(Ordering::SeqCst) {
+            0 => None,
+            term => Some(term as u64),
+        }
     }
 
     /// A replicated log: stops committing (this node no longer leads). Whatever it committed

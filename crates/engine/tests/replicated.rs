@@ -162,7 +162,7 @@ fn entries_that_do_not_follow_the_log_are_refused_before_anything_is_written() {
         payload: EntryPayload::Records(record(csn)),
     };
     engine.append_entries(&[entry(7, 1), entry(8, 2)]).unwrap();
-    // A gap in the indexes, a gap in the CSNs, a term of 0, an earlier term, a term that is
+    // A gap in the indexes, a gap in the CSNs, records in term 0, an earlier term, a term that is
     // not the records' epoch, a term beyond 32 bits, a damaged record.
     let damaged = LogEntry {
         term: 2,
@@ -453,8 +453,8 @@ fn a_deposed_leader_cuts_its_unreplicated_tail_which_is_lost_once_a_later_term_c
     // what it committed beyond it; still in doubt until term 2 commits on a.
     a.follow().unwrap();
     assert!(matches!(put_result(&a, "k9", "x"), Err(Error::NotLeader { .. })));
-    assert!(a.truncate_log_after(3).is_err(), "cutting committed entries is refused");
-    a.truncate_log_after(4).unwrap();
+    assert!(a.truncate_log_from(4).is_err(), "cutting committed entries is refused");
+    a.truncate_log_from(5).unwrap();
     assert_eq!(a.log_position().unwrap().last, Some((1, 4)));
     assert_eq!(a.status(logged), TxnStatus::Committed);
     assert_eq!(a.status(unlogged), TxnStatus::Committed);

@@ -336,7 +336,9 @@ pub fn frame_at(data: &[u8], offset: usize) -> FrameAt {
         || (header.kind == FrameKind::Entry && !replicated)
         || header.first_csn == 0
         || header.flush_first == 0
-        || (replicated && (header.term == 0 || header.flush_first > header.index))
+        || (replicated && header.flush_first > header.index)
+        // Term 0 is a cluster's setup, before any leader: its entries hold no records.
+        || (replicated && header.term == 0 && header.kind == FrameKind::Records)
         || (!replicated && (header.term != 0 || header.flush_first > header.first_csn))
     {
         return FrameAt::Invalid(format!("frame header out of bounds: {header:?}"));

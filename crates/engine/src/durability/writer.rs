@@ -599,11 +599,11 @@ impl LogWriter {
         let mut runs: Vec<Run> = Vec::new();
         for (expected_index, entry) in (follows..).zip(entries) {
             let term = match Epoch::try_from(entry.term) {
-                Ok(term) if term > 0 && term >= epoch => term,
+                Ok(term) if term >= epoch => term,
                 _ => {
                     return Err(EntriesRefused::DoNotFollow(format!(
-                        "entry ({}, {}) has a term before the log's last term {epoch} or outside \
-                         1..=2^32-1",
+                        "entry ({}, {}) has a term before the log's last term {epoch} or beyond \
+                         2^32-1",
                         entry.term, entry.index
                     )))
                 }
@@ -618,7 +618,12 @@ impl LogWriter {
             }
             let tag = Some((entry.term, entry.index));
             if let EntryPayload::Records(batch) = &entry.payload {
-                if batch.count == 0 || batch.first_csn != next_csn || batch.epoch != term {
+                // Term 0 is the cluster's setup, before any leader: it holds no records.
+                if batch.count == 0
+                    || batch.first_csn != next_csn
+                    || batch.epoch != term
+                    || term == 0
+                {
                     return Err(EntriesRefused::DoNotFollow(format!(
                         "records of epoch {} from CSN {} in an entry of term {term} do not \
                          follow the log's CSN {}",
@@ -707,13 +712,17 @@ impl LogWriter {
         f(&mut self.core.lock())
     }
 
-    /// Cuts a replicated log back to the entries with index ≤ `index`: removes the segments
+    /// Cuts a replicated log back to the entries with index < `first_cut`: removes the segments
     /// after the cut and shortens the one it falls in (removing it if the cut is at its first
     /// entry), each made durable before this returns. Returns the records cut, as the CSN
     /// after the last one kept, or `None` if nothing was cut. The log's epoch becomes the last
     /// kept entry's term (0 when nothing is kept).
-    pub fn truncate_after(&self, core: &mut FlushCore, index: u64) -> Result<Option<Csn>, String> {
-        let keep = core.entries.partition_point(|e| e.index <= index);
+    pub fn truncate_from(
+        &self,
+        core: &mut FlushCore,
+        first_cut: u64,
+    ) -> Result<Option<Csn>, String> {
+        let keep = core.entries.partition_point(|e| e.index < first_cut);
         let Some(cut) = core.entries.get(keep).cloned() else { return Ok(None) };
         self.retire_segment(core);
         let mut segments: Vec<Arc<PathBuf>> = Vec::new();
@@ -752,10 +761,10 @@ impl LogWriter {
         Some((e.term as Epoch, e.csn_end - 1))
     }
 
-    /// The CSN the first entry after `index` starts at, if there is one on disk holding a
+    /// The CSN the first entry from `index` on starts at, if there is one on disk holding a
     /// record.
-    pub fn first_csn_after(core: &FlushCore, index: u64) -> Option<Csn> {
-        let keep = core.entries.partition_point(|e| e.index <= index);
+    pub fn first_csn_from(core: &FlushCore, index: u64) -> Option<Csn> {
+        let keep = core.entries.partition_point(|e| e.index < index);
         core.entries[keep..].iter().find(|e| e.csn_end > e.first_csn).map(|e| e.first_csn)
     }
 

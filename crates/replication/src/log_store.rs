@@ -1,0 +1,284 @@
+//! The Raft log storage: the engine's replicated log, plus the vote in a small file.
+//!
+//! ```text
+//!  Raft core ─append(entries, callback)─▶ pending (readable at once) ─▶ I/O thread
+//!                                            one Engine::append_entries per run of appends:
+//!                                            one write + one fdatasync ─▶ callbacks
+//!            ─truncate_after / save_vote──▶ the same I/O thread, in order, awaited
+//! ```
+//!
+//! Every write (appends, cuts, votes) goes through one I/O thread in the order the Raft core
+//! issued it, as the library requires. Appends that queue up while a flush runs are written
+//! together: the replicated log's group commit.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::io;
+use std::ops::{Bound, RangeBounds};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::Arc;
+
+use kiln_engine::Engine;
+use openraft::alias::VoteOf;
+use openraft::storage::{IOFlushed, LogState, RaftLogStorage};
+use openraft::{OptionalSend, RaftLogReader};
+use parking_lot::Mutex;
+
+use crate::types::{engine_index, from_engine, to_engine, Entry, KilnRaft, LogId};
+
+/// File name of the vote, in the cluster's state directory.
+const VOTE_FILE: &str = "vote.json";
+/// File name of the last committed log id (a hint, not synced: a lost one is learned again).
+const COMMITTED_FILE: &str = "committed.json";
+
+/// Work for the I/O thread.
+enum Io {
+    Append(Vec<Entry>, IOFlushed<KilnRaft>),
+    Truncate(Option<u64>, tokio::sync::oneshot::Sender<io::Result<()>>),
+    Vote(VoteOf<KilnRaft>, tokio::sync::oneshot::Sender<io::Result<()>>),
+}
+
+struct Shared {
+    engine: Engine,
+    /// Entries handed to `append` and not yet written, by index.
+    pending: Mutex<BTreeMap<u64, Entry>>,
+    /// The last log id handed to `append` (or kept by a cut).
+    last: Mutex<Option<LogId>>,
+    dir: PathBuf,
+}
+
+/// The log storage of one node.
+#[derive(Clone)]
+pub struct LogStore {
+    shared: Arc<Shared>,
+    io: mpsc::Sender<Io>,
+}
+
+impl LogStore {
+    /// The log storage over `engine`'s replicated log, with the vote and commit hint kept in
+    /// `dir` (created if missing). Starts the I/O thread, which stops when the store and its
+    /// readers are dropped.
+    pub fn open(engine: Engine, dir: &Path) -> io::Result<LogStore> {
+        std::fs::create_dir_all(dir)?;
+        let position = engine.log_position().map_err(io::Error::other)?;
+        let last = position.last.map(|(term, index)| LogId::new_term_index(term, index - 1));
+        let shared = Arc::new(Shared {
+            engine,
+            pending: Mutex::new(BTreeMap::new()),
+            last: Mutex::new(last),
+            dir: dir.to_path_buf(),
+        });
+        let (tx, rx) = mpsc::channel();
+        let for_thread = shared.clone();
+        std::thread::Builder::new()
+            .name("kiln-raft-io".into())
+            .spawn(move || io_thread(&for_thread, rx))?;
+        Ok(LogStore { shared, io: tx })
+    }
+
+    fn send(&self, op: Io) -> io::Result<()> {
+        self.io.send(op).map_err(|_| io::Error::other("the log's I/O thread stopped"))
+    }
+}
+
+fn io_thread(shared: &Shared, rx: mpsc::Receiver<Io>) {
+    let mut next = None;
+    loop {
+        let op = match next.take() {
+            Some(op) => op,
+            None => match rx.recv() {
+                Ok(op) => op,
+                Err(_) => return,
+            },
+        };
+        match op {
+            Io::Append(entries, callback) => {
+                // Take every append queued behind this one: one write and one fdatasync.
+                let (mut entries, mut callbacks) = (entries, vec![callback]);
+                while let Ok(op) = rx.try_recv() {
+                    match op {
+                        Io::Append(more, callback) => {
+                            entries.extend(more);
+                            callbacks.push(callback);
+                        }
+                        other => {
+                            next = Some(other);
+                            break;
+                        }
+                    }
+                }
+                let result = write_entries(shared, &entries);
+                let last = entries.last().map(|e| e.log_id.index());
+                if let (Ok(()), Some(last)) = (&result, last) {
+                    let mut pending = shared.pending.lock();
+                    let keep = pending.split_off(&(last + 1));
+                    *pending = keep;
+                }
+                for callback in callbacks {
+                    let result = match &result {
+                        Ok(()) => Ok(()),
+                        Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+                    };
+                    callback.io_completed(result);
+                }
+            }
+            Io::Truncate(after, done) => {
+                let result = truncate(shared, after);
+                let _ = done.send(result);
+            }
+            Io::Vote(vote, done) => {
+                let result = write_file_durably(&shared.dir, VOTE_FILE, &vote);
+                let _ = done.send(result);
+            }
+        }
+    }
+}
+
+fn write_entries(shared: &Shared, entries: &[Entry]) -> io::Result<()> {
+    let converted = entries.iter().map(to_engine).collect::<io::Result<Vec<_>>>()?;
+    shared.engine.append_entries(&converted).map_err(io::Error::other)
+}
+
+fn truncate(shared: &Shared, after: Option<u64>) -> io::Result<()> {
+    let first_cut = after.map_or(0, |i| i + 1);
+    shared.pending.lock().retain(|&i, _| i < first_cut);
+    shared.engine.truncate_log_from(engine_index(first_cut)).map_err(io::Error::other)
+}
+
+/// Writes `value` as JSON to `dir/name` through a temporary file, fsync, rename and a
+/// directory fsync: the file is always the old or the new value.
+fn write_file_durably(dir: &Path, name: &str, value: &impl serde::Serialize) -> io::Result<()> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    let bytes = serde_json::to_vec(value).map_err(io::Error::other)?;
+    {
+        let mut file = std::fs::File::create(&tmp)?;
+        std::io::Write::write_all(&mut file, &bytes)?;
+        file.sync_data()?;
+    }
+    std::fs::rename(&tmp, dir.join(name))?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+fn read_file<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> io::Result<Option<T>> {
+    match std::fs::read(dir.join(name)) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{name}: {e}"))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+impl RaftLogReader<KilnRaft> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, io::Error> {
+        let from = match range.start_bound() {
+            Bound::Included(&i) => i,
+            Bound::Excluded(&i) => i + 1,
+            Bound::Unbounded => 0,
+        };
+        let to = match range.end_bound() {
+            Bound::Included(&i) => i,
+            Bound::Excluded(&i) => i.saturating_sub(1),
+            Bound::Unbounded => u64::MAX,
+        };
+        if from > to {
+            return Ok(Vec::new());
+        }
+        // Pending first: an entry leaves it only once it is on disk, so whatever is not seen
+        // here is found there.
+        let pending: Vec<Entry> =
+            self.shared.pending.lock().range(from..=to).map(|(_, e)| e.clone()).collect();
+        let engine = self.shared.engine.clone();
+        let (from_e, to_e) = (engine_index(from), engine_index(to.min(u64::MAX - 1)));
+        let on_disk = tokio::task::spawn_blocking(move || engine.log_entries(from_e, to_e))
+            .await
+            .map_err(io::Error::other)?
+            .map_err(io::Error::other)?;
+        let mut by_index = BTreeMap::new();
+        for entry in on_disk {
+            let entry = from_engine(entry)?;
+            by_index.insert(entry.log_id.index(), entry);
+        }
+        for entry in pending {
+            by_index.entry(entry.log_id.index()).or_insert(entry);
+        }
+        Ok(by_index.into_values().collect())
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<VoteOf<KilnRaft>>, io::Error> {
+        read_file(&self.shared.dir, VOTE_FILE)
+    }
+}
+
+impl RaftLogStorage<KilnRaft> for LogStore {
+    type LogReader = Self;
+
+    async fn get_log_state(&mut self) -> Result<LogState<KilnRaft>, io::Error> {
+        Ok(LogState { last_purged_log_id: None, last_log_id: *self.shared.last.lock() })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &VoteOf<KilnRaft>) -> Result<(), io::Error> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(Io::Vote(*vote, tx))?;
+        rx.await.map_err(io::Error::other)?
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
+        // A hint for a restart: not synced, and a damaged or old one is only learned again.
+        let bytes = serde_json::to_vec(&committed).map_err(io::Error::other)?;
+        let tmp = self.shared.dir.join(format!("{COMMITTED_FILE}.tmp"));
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(tmp, self.shared.dir.join(COMMITTED_FILE))
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
+        Ok(read_file(&self.shared.dir, COMMITTED_FILE).unwrap_or(None).flatten())
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: IOFlushed<KilnRaft>,
+    ) -> Result<(), io::Error>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let entries: Vec<Entry> = entries.into_iter().collect();
+        if let Some(last) = entries.last() {
+            let mut pending = self.shared.pending.lock();
+            for entry in &entries {
+                pending.insert(entry.log_id.index(), entry.clone());
+            }
+            *self.shared.last.lock() = Some(last.log_id);
+        }
+        self.send(Io::Append(entries, callback))
+    }
+
+    async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
+        let index = last_log_id.map(|id| id.index());
+        {
+            let first_cut = index.map_or(0, |i| i + 1);
+            self.shared.pending.lock().retain(|&i, _| i < first_cut);
+            *self.shared.last.lock() = last_log_id;
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(Io::Truncate(index, tx))?;
+        rx.await.map_err(io::Error::other)?
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
+        // The log is kept whole for now: nothing builds snapshots yet, so a replica that is
+        // behind always catches up from the log (docs/replication.md, "not yet done").
+        tracing::debug!(%log_id, "purge requested; the replicated log keeps its entries");
+        Ok(())
+    }
+}
