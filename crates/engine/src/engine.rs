@@ -116,6 +116,14 @@ impl Shared {
         epoch != 0 && self.leader_term.load(Ordering::SeqCst) == epoch
     }
 
+    /// `Err(NotLeader)` when this is a replicated log's node that does not lead `epoch`.
+    pub fn check_may_commit(&self, epoch: Epoch) -> Result<()> {
+        if self.config.replicated_log && !self.leads(epoch) {
+            return Err(Error::NotLeader { detail: "writes go to the leader".into() });
+        }
+        Ok(())
+    }
+
     pub fn release_snapshot(&self, csn: Csn) {
         let mut snapshots = self.snapshots.lock();
         let count = snapshots.get_mut(&csn).expect("released an unregistered snapshot");
@@ -597,11 +605,10 @@ impl Engine {
             commit_index: AtomicU64::new(0),
             config,
         });
-        let replicated = shared.config.replicated_log.then(|| ReplicatedStart {
-            next_epoch: recovered.entries.last().map_or(0, |e| e.term as Epoch),
-            entries: recovered.entries,
-            next_csn: last_csn + 1,
-        });
+        let replicated = shared
+            .config
+            .replicated_log
+            .then(|| ReplicatedStart { entries: recovered.entries, next_csn: last_csn + 1 });
         let threads = spawn_threads(&shared, log_dir, replicated)?;
         Ok(Engine {
             handle: Arc::new(Handle {

@@ -830,9 +830,8 @@ impl Transaction {
                     })
                 })),
         );
-        if shared.config.replicated_log && !shared.leads(shared.epoch()) {
-            return Err(Error::NotLeader { detail: "writes go to the leader".into() });
-        }
+        // Early, so that a follower does not wait for admission first; checked again below.
+        shared.check_may_commit(shared.epoch())?;
         shared.record_epoch(shared.config.backpressure_timeout)?;
         shared.durability.admit_commit(shared.config.backpressure_timeout)?;
         let (epoch, csn, wake_owed) = self.sequence_commit(record, leads)?;
@@ -859,9 +858,7 @@ impl Transaction {
         }
         self.check_epoch()?;
         let epoch = shared.epoch(); // changes only under the commit lock, which we hold
-        if shared.config.replicated_log && !shared.leads(epoch) {
-            return Err(Error::NotLeader { detail: "writes go to the leader".into() });
-        }
+        shared.check_may_commit(epoch)?;
         if let Err(e) = self.validate() {
             shared.counters.conflicts.fetch_add(1, Ordering::Relaxed);
             return Err(e);

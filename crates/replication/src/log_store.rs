@@ -140,9 +140,10 @@ fn write_entries(shared: &Shared, entries: &[Entry]) -> io::Result<()> {
     shared.engine.append_entries(&converted).map_err(io::Error::other)
 }
 
+/// Cuts the engine's log. Pending entries were trimmed when the cut was issued: entries
+/// pending now were appended after it, and stay.
 fn truncate(shared: &Shared, after: Option<u64>) -> io::Result<()> {
     let first_cut = after.map_or(0, |i| i + 1);
-    shared.pending.lock().retain(|&i, _| i < first_cut);
     shared.engine.truncate_log_from(engine_index(first_cut)).map_err(io::Error::other)
 }
 

@@ -72,6 +72,13 @@ impl EpochHistory {
         &self.epochs
     }
 
+    /// Whether `csn` is within `epoch`'s range: recorded, at or after its start and before the
+    /// next epoch's (it may be past the last record).
+    pub fn contains(&self, epoch: Epoch, csn: Csn) -> bool {
+        self.start_of(epoch).is_some_and(|start| start <= csn)
+            && self.end_of(epoch).is_none_or(|end| csn <= end)
+    }
+
     /// The epoch the record at `csn` belongs to: the newest recorded epoch starting at or
     /// before it.
     pub fn epoch_of(&self, csn: Csn) -> Option<Epoch> {
@@ -129,8 +136,7 @@ impl EpochHistory {
             if id.kind == TxnKind::Update && id.csn < start {
                 return TxnStatus::Unknown;
             }
-            let in_epoch = self.end_of(id.epoch).is_none_or(|end| id.csn <= end);
-            if in_epoch && id.csn <= committed {
+            if self.contains(id.epoch, id.csn) && id.csn <= committed {
                 return TxnStatus::Durable;
             }
         }

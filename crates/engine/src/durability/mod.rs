@@ -96,9 +96,7 @@ impl DurableState {
             return true;
         }
         let Some(replica) = &self.replica else { return false };
-        let in_log = self.history.start_of(id.epoch).is_some_and(|start| {
-            start <= id.csn && self.history.end_of(id.epoch).is_none_or(|end| id.csn <= end)
-        }) && id.csn <= replica.local;
+        let in_log = self.history.contains(id.epoch, id.csn) && id.csn <= replica.local;
         in_log
             || replica
                 .in_doubt

@@ -150,8 +150,8 @@ pub(crate) struct FlushCore {
     pending: Option<Batch>,
     /// A replicated log: where each entry on disk is, in index order.
     entries: Vec<EntryLocation>,
-    /// A replicated log: the epoch and CSN of the next record it will hold.
-    next_epoch: Epoch,
+    /// A replicated log: the CSN of the next record it will hold (its epoch is the last
+    /// entry's term).
     next_csn: Csn,
 }
 
@@ -185,7 +185,6 @@ pub(crate) enum EntriesRefused {
 /// Where a replicated log stands when the engine opens (from recovery).
 pub(crate) struct ReplicatedStart {
     pub entries: Vec<EntryLocation>,
-    pub next_epoch: Epoch,
     pub next_csn: Csn,
 }
 
@@ -244,7 +243,6 @@ impl LogWriter {
         let mut core = FlushCore::default();
         if let Some(start) = &replicated {
             core.entries = start.entries.clone();
-            core.next_epoch = start.next_epoch;
             core.next_csn = start.next_csn;
         }
         LogWriter {
@@ -593,7 +591,7 @@ impl LogWriter {
         let Some(first) = entries.first() else { return Ok((0, Vec::new())) };
         let flush_first = first.index;
         let follows = core.entries.last().map_or(first.index, |e| e.index + 1);
-        let (mut epoch, mut next_csn) = (core.next_epoch, core.next_csn);
+        let (mut epoch, mut next_csn) = (Self::last_term(core), core.next_csn);
         let mut began = Vec::new();
         // Frames of one epoch go to one segment; an entry of a later epoch starts a new one.
         let mut runs: Vec<Run> = Vec::new();
@@ -672,7 +670,7 @@ impl LogWriter {
         let mut written = 0;
         for Run { at, frames, located } in runs {
             let run_epoch = at.0;
-            if core.segment.as_ref().is_some_and(|_| run_epoch != core.next_epoch) {
+            if core.segment.as_ref().is_some_and(|_| run_epoch != Self::last_term(core)) {
                 self.retire_segment(core);
             }
             let (segment, offset) = self.write_frames(core, at, &frames).map_err(|e| match e {
@@ -680,7 +678,6 @@ impl LogWriter {
                     EntriesRefused::Io(cause)
                 }
             })?;
-            core.next_epoch = run_epoch;
             for l in located {
                 core.entries.push(EntryLocation {
                     term: l.term,
@@ -749,7 +746,6 @@ impl LogWriter {
         self.vfs.sync_dir(&self.log_dir).map_err(|e| io("syncing", &self.log_dir, e))?;
         core.entries.truncate(keep);
         core.next_csn = cut.first_csn;
-        core.next_epoch = core.entries.last().map_or(0, |e| e.term as Epoch);
         Ok(Some(cut.first_csn))
     }
 
