@@ -76,6 +76,10 @@ pub(crate) struct Shared {
     epoch_unrecorded_cause: Mutex<Option<String>>,
     /// A replicated log: the term this node leads and commits in (0 while it does not).
     pub leader_term: AtomicU32,
+    /// A replicated log: the last term this node stopped leading. A term is led at most once:
+    /// the records dropped when it ended keep their ids (epoch, CSN), which a second lead of
+    /// the same term would hand out again.
+    ended_term: AtomicU32,
     /// A replicated log: the last entry index the cluster committed (it may be ahead of
     /// this node's log for a moment; the watermark follows what is on disk).
     commit_index: AtomicU64,
@@ -199,6 +203,16 @@ impl Shared {
     /// A replicated log: drops every version above `kept` that this node committed or
     /// installed beyond it (under the flush lock, so that nothing is appended meanwhile), and
     /// leaves those records in doubt. The commit sequence continues after `kept`.
+    /// Stops leading, if this node leads: commits are refused from now on, and the term it
+    /// led is never led again.
+    fn end_leadership(&self) {
+        let term = self.leader_term.swap(0, Ordering::SeqCst);
+        if term != 0 {
+            self.ended_term.fetch_max(term, Ordering::SeqCst);
+            tracing::info!(term, "no longer leading: commits are refused");
+        }
+    }
+
     fn discard_above(&self, kept: Csn, why: &str) {
         let mut sequencer = self.sequencer.lock();
         let last = sequencer.next_csn - 1;
@@ -602,6 +616,7 @@ impl Engine {
             epoch_unrecorded: AtomicBool::new(unrecorded.is_some()),
             epoch_unrecorded_cause: Mutex::new(unrecorded),
             leader_term: AtomicU32::new(0),
+            ended_term: AtomicU32::new(0),
             commit_index: AtomicU64::new(0),
             config,
         });
@@ -669,7 +684,7 @@ impl Engine {
             if entries.iter().any(|e| e.term > shared.epoch() as u64) {
                 // A new term: nothing this node committed beyond its log can be in it.
                 shared.discard_above(log_last, "a new term began");
-                shared.leader_term.store(0, Ordering::SeqCst);
+                shared.end_leadership();
             }
             // Check what will be installed before anything is written.
             {
@@ -694,15 +709,9 @@ impl Engine {
             let mut own_bytes = 0;
             {
                 let mut sequencer = shared.sequencer.lock();
-                if !began.is_empty() {
-                    let mut history = shared.durability.state.lock().history.clone();
-                    for &(epoch, start) in &began {
-                        history.push_epoch(epoch, start);
-                    }
-                    shared.durability.replace_history(history, sequencer.next_csn - 1);
-                }
+                let epoch_before = shared.epoch();
                 for batch in batches() {
-                    if batch.epoch == shared.epoch() && batch.last_csn() < sequencer.next_csn {
+                    if batch.epoch == epoch_before && batch.last_csn() < sequencer.next_csn {
                         own_bytes += batch.records.len() as u64;
                         continue;
                     }
@@ -722,6 +731,15 @@ impl Engine {
                     .expect("checked before writing");
                     sequencer.next_csn = batch.last_csn() + 1;
                     shared.visible.store(batch.last_csn(), Ordering::SeqCst);
+                }
+                // The epochs begun here start within or right after what was just installed
+                // (one append may carry the end of one term and the start of the next).
+                if !began.is_empty() {
+                    let mut history = shared.durability.state.lock().history.clone();
+                    for &(epoch, start) in &began {
+                        history.push_epoch(epoch, start);
+                    }
+                    shared.durability.replace_history(history, sequencer.next_csn - 1);
                 }
             }
             let last_csn = LogWriter::last_csn(core);
@@ -750,7 +768,7 @@ impl Engine {
                      committed (up to CSN {committed})"
                 )));
             }
-            shared.leader_term.store(0, Ordering::SeqCst);
+            shared.end_leadership();
             let cut = writer.truncate_from(core, first_cut).map_err(|cause| {
                 shared.durability.poison(format!("cutting the replicated log: {cause}"));
                 Error::Poisoned(cause)
@@ -788,6 +806,14 @@ impl Engine {
         writer.locked(|core| {
             let _sequencer = shared.sequencer.lock();
             let last_term = LogWriter::last_term(core) as u64;
+            let ended = shared.ended_term.load(Ordering::SeqCst) as u64;
+            if term <= ended {
+                return Err(Error::NotLeader {
+                    detail: format!(
+                        "this node stopped leading term {ended}; it leads only a later one"
+                    ),
+                });
+            }
             if last_term != term || shared.epoch() as u64 != term {
                 return Err(Error::NotLeader {
                     detail: format!(
@@ -809,14 +835,30 @@ impl Engine {
         }
     }
 
+    /// A replicated log: the last term this node stopped leading, if any; it leads only later
+    /// terms.
+    pub fn ended_term(&self) -> Option<u64> {
+        match self.shared().ended_term.load(Ordering::SeqCst) {
+            0 => None,
+            term => Some(term as u64),
+        }
+    }
+
+    /// A replicated log: gives up leading `term` if this node leads it, as [`Engine::follow`]
+    /// does (it may still lead it in the cluster's eyes); does nothing otherwise.
+    pub fn give_up(&self, term: u64) -> Result<()> {
+        if self.leading_term() == Some(term) {
+            self.follow()?;
+        }
+        Ok(())
+    }
+
     /// A replicated log: stops committing (this node no longer leads). Whatever it committed
     /// that is not in its log yet is dropped and left in doubt.
     pub fn follow(&self) -> Result<()> {
         let writer = self.replicated_writer()?;
         let shared = self.shared();
-        if shared.leader_term.swap(0, Ordering::SeqCst) != 0 {
-            tracing::info!("no longer leading: commits are refused");
-        }
+        shared.end_leadership();
         writer.locked(|core| shared.discard_above(LogWriter::last_csn(core), "leadership ended"));
         Ok(())
     }

@@ -510,3 +510,44 @@ fn put_result(engine: &Engine, key: &str, value: &str) -> kiln_engine::Result<ki
     txn.put("kv", key.as_bytes(), value.as_bytes())?;
     txn.commit_with(CommitMode::Fast)
 }
+
+#[test]
+fn one_append_may_end_a_term_and_begin_the_next() {
+    // A follower catching up receives the end of one term and the start of the next together.
+    let dir = tempfile::tempdir().unwrap();
+    let follower = Engine::open(dir.path(), replicated()).unwrap();
+    let record = |epoch: u32, csn: u64| {
+        let mut records = Vec::new();
+        records.extend_from_slice(&4u32.to_le_bytes());
+        records.extend_from_slice(&0u32.to_le_bytes());
+        EntryPayload::Records(RecordBatch {
+            epoch,
+            first_csn: csn,
+            count: 1,
+            records: Arc::from(records),
+        })
+    };
+    let opaque = || EntryPayload::Opaque(Arc::from(&b"blank"[..]));
+    let entries = [
+        LogEntry { term: 2, index: 1, payload: opaque() },
+        LogEntry { term: 2, index: 2, payload: record(2, 1) },
+        LogEntry { term: 2, index: 3, payload: record(2, 2) },
+        LogEntry { term: 3, index: 4, payload: opaque() },
+        LogEntry { term: 3, index: 5, payload: record(3, 3) },
+    ];
+    follower.append_entries(&entries).unwrap();
+    let id = |epoch, csn| kiln_engine::TxnId { epoch, csn, kind: kiln_engine::TxnKind::Update };
+    let check = |engine: &Engine| {
+        // After a restart the cluster tells the node again how far it has committed.
+        engine.commit_log_upto(5).unwrap();
+        assert_eq!(engine.log_position().unwrap().last_csn, 3);
+        assert_eq!(engine.status(id(2, 2)), TxnStatus::Durable);
+        assert_eq!(engine.status(id(3, 3)), TxnStatus::Durable);
+        // Epoch 2 ended at CSN 2 and epoch 3 began at CSN 3: no id (3, 2) was ever handed out.
+        assert_eq!(engine.status(id(2, 3)), TxnStatus::Lost);
+        assert_eq!(engine.status(id(3, 2)), TxnStatus::Unknown);
+    };
+    check(&follower);
+    follower.close().unwrap();
+    check(&Engine::open(dir.path(), replicated()).unwrap());
+}

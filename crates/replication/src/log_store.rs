@@ -22,7 +22,7 @@ use std::sync::Arc;
 use kiln_engine::Engine;
 use openraft::alias::VoteOf;
 use openraft::storage::{IOFlushed, LogState, RaftLogStorage};
-use openraft::{OptionalSend, RaftLogReader};
+use openraft::{EntryPayload, OptionalSend, RaftLogReader};
 use parking_lot::Mutex;
 
 use crate::types::{engine_index, from_engine, to_engine, Entry, KilnRaft, LogId};
@@ -135,8 +135,39 @@ fn io_thread(shared: &Shared, rx: mpsc::Receiver<Io>) {
     }
 }
 
+/// Writes `entries` after the log: one engine append, one fdatasync.
+///
+/// A batch of records is part of the log only if it continues it: its epoch is its entry's
+/// term and its first CSN follows the last record logged before it. Any other batch is
+/// written *void* (see [`to_engine`]): the entry keeps its place, its records are not part of
+/// the log. This is decided from the log before the entry alone, which every node holds alike
+/// (Raft's log matching), so every node decides it alike. It happens when a leader's write of
+/// one batch was refused (its lease expired) and a later batch of the same term was accepted:
+/// without the first, the second would leave a gap in the commit order, and the leader gives
+/// up the term when it learns of the refusal (see `node::propose`).
 fn write_entries(shared: &Shared, entries: &[Entry]) -> io::Result<()> {
-    let converted = entries.iter().map(to_engine).collect::<io::Result<Vec<_>>>()?;
+    let mut next_csn = shared.engine.log_position().map_err(io::Error::other)?.last_csn + 1;
+    let mut converted = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let term = entry.log_id.committed_leader_id().term;
+        let follows = match &entry.payload {
+            EntryPayload::Normal(batch) => {
+                let follows =
+                    batch.epoch as u64 == term && batch.first_csn == next_csn && batch.count > 0;
+                if follows {
+                    next_csn += batch.count as u64;
+                } else {
+                    tracing::warn!(
+                        log_id = %entry.log_id, %batch, next_csn,
+                        "a batch that does not continue the log is void"
+                    );
+                }
+                follows
+            }
+            _ => true,
+        };
+        converted.push(to_engine(entry, follows)?);
+    }
     shared.engine.append_entries(&converted).map_err(io::Error::other)
 }
 
@@ -281,5 +312,83 @@ impl RaftLogStorage<KilnRaft> for LogStore {
         // behind always catches up from the log (docs/replication.md, "not yet done").
         tracing::debug!(%log_id, "purge requested; the replicated log keeps its entries");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kiln_engine::replicated::EntryPayload as EnginePayload;
+    use kiln_engine::{Config, Engine};
+    use openraft::entry::RaftEntry;
+
+    use super::*;
+    use crate::types::Batch;
+
+    /// A batch of `count` commit records with no writes.
+    fn batch(epoch: u32, first_csn: u64, count: u32) -> Batch {
+        let mut records = Vec::new();
+        for _ in 0..count {
+            records.extend_from_slice(&4u32.to_le_bytes());
+            records.extend_from_slice(&0u32.to_le_bytes());
+        }
+        Batch { epoch, first_csn, count, records: Arc::from(records) }
+    }
+
+    fn normal(term: u64, index: u64, batch: Batch) -> Entry {
+        Entry::new_normal(LogId::new_term_index(term, index), batch)
+    }
+
+    fn shared(dir: &Path) -> Shared {
+        let config = Config { replicated_log: true, ..Config::default() };
+        Shared {
+            engine: Engine::open(dir.join("engine"), config).unwrap(),
+            pending: Mutex::new(BTreeMap::new()),
+            last: Mutex::new(None),
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    #[test]
+    fn batches_that_do_not_continue_the_log_are_void_however_the_appends_are_grouped() {
+        let entries = vec![
+            Entry::new_blank(LogId::new_term_index(2, 0)),
+            normal(2, 1, batch(2, 1, 2)),
+            // A gap: CSN 3 is missing (the leader's write of it was refused).
+            normal(2, 2, batch(2, 4, 1)),
+            // The next batch continues the log, which ends at CSN 2.
+            normal(2, 3, batch(2, 3, 1)),
+            // Records of an earlier term, appended in a later one.
+            normal(3, 4, batch(2, 4, 1)),
+            normal(3, 5, batch(3, 4, 1)),
+            // An empty batch continues nothing.
+            normal(3, 6, batch(3, 5, 0)),
+        ];
+        let together = tempfile::tempdir().unwrap();
+        let one_by_one = tempfile::tempdir().unwrap();
+        let (a, b) = (shared(together.path()), shared(one_by_one.path()));
+        write_entries(&a, &entries).unwrap();
+        for entry in &entries {
+            write_entries(&b, std::slice::from_ref(entry)).unwrap();
+        }
+        for node in [&a, &b] {
+            let logged = node.engine.log_entries(1, 100).unwrap();
+            let kinds: Vec<_> = logged
+                .iter()
+                .map(|e| match &e.payload {
+                    EnginePayload::Records(r) => format!("{}.{}+{}", r.epoch, r.first_csn, r.count),
+                    EnginePayload::Opaque(bytes) => format!("opaque {}", bytes[0]),
+                })
+                .collect();
+            assert_eq!(
+                kinds,
+                ["opaque 0", "2.1+2", "opaque 2", "2.3+1", "opaque 2", "3.4+1", "opaque 2"]
+            );
+            assert_eq!(node.engine.log_position().unwrap().last_csn, 4);
+            // Read back through the library's types, a void entry is a blank one.
+            let back: Vec<Entry> = logged.into_iter().map(|e| from_engine(e).unwrap()).collect();
+            assert!(matches!(back[2].payload, EntryPayload::Blank));
+            assert_eq!(back[2].log_id, entries[2].log_id);
+            assert_eq!(back[3], entries[3]);
+        }
     }
 }

@@ -9,6 +9,7 @@ use kiln_engine::replicated::RecordBatch;
 use kiln_engine::Engine;
 use openraft::alias::CommittedLeaderIdOf;
 use openraft::async_runtime::WatchReceiver;
+use openraft::impls::ProgressResponder;
 use openraft::{Config, ServerState, SnapshotPolicy};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -50,7 +51,7 @@ pub struct Node {
     tasks: Vec<JoinHandle<()>>,
 }
 
-/// How often a leader whose first entry is not on disk yet checks again before it leads.
+/// How often a leader that cannot lead yet (its first entry is not on disk) checks again.
 const LEAD_RETRY: Duration = Duration::from_millis(2);
 
 impl Node {
@@ -68,6 +69,9 @@ impl Node {
             election_timeout_max: config.election_timeout.1.as_millis() as u64,
             // Snapshots are not built yet: the log is kept whole.
             snapshot_policy: SnapshotPolicy::Never,
+            // A restarted leader must win a new term: the commits it made in its old term that
+            // never reached its log are gone, and their ids would be handed out again.
+            enable_leader_restore: Some(false),
             ..Config::default()
         };
         let raft_config = Arc::new(raft_config.validate().map_err(std::io::Error::other)?);
@@ -85,8 +89,8 @@ impl Node {
             }))
             .map_err(std::io::Error::other)?;
         let tasks = vec![
-            tokio::spawn(propose(raft.clone(), rx)),
-            tokio::spawn(watch_leadership(raft.clone(), engine.clone())),
+            tokio::spawn(propose(raft.clone(), engine.clone(), rx)),
+            tokio::spawn(watch_leadership(raft.clone(), engine.clone(), config.election_timeout.1)),
         ];
         Ok(Node { raft, engine, tasks })
     }
@@ -109,40 +113,81 @@ impl Node {
     }
 }
 
-/// Proposes each shipped batch as a Raft write of the term it was committed in: if that term
-/// has ended, the library refuses the write, and the batch (never logged) is left to the
-/// engine, which dropped it when the term ended.
-async fn propose(raft: Raft, mut batches: mpsc::UnboundedReceiver<RecordBatch>) {
+/// Proposes each shipped batch as a Raft write of the term it was committed in, in the order
+/// the engine committed them.
+///
+/// A write can be refused: the term ended (the batch was never logged, and the engine dropped
+/// it when it stopped leading), or this leader's lease expired (a quorum has not answered for
+/// an election timeout, so another node may be leading already). Either way the term is over
+/// for this node: a later batch of it that the library accepts would not continue the log and
+/// is logged void (`log_store::write_entries`), so the engine stops leading the term at once,
+/// dropping what it committed beyond its log; those commits are in doubt until a later term
+/// decides them. Refusals come back while later batches are already submitted, so each
+/// submission's outcome is awaited on its own.
+async fn propose(raft: Raft, engine: Engine, mut batches: mpsc::UnboundedReceiver<RecordBatch>) {
     while let Some(batch) = batches.recv().await {
-        let term = CommittedLeaderIdOf::<KilnRaft>::new(batch.epoch as u64);
-        if let Err(fatal) = raft.write(Batch::from(batch)).with_leader(term).await {
+        let epoch = batch.epoch;
+        if engine.leading_term() != Some(epoch as u64) {
+            // The term ended before this batch could be proposed: it is dropped (in doubt).
+            continue;
+        }
+        let (responder, outcome) = ProgressResponder::complete_only();
+        let term = CommittedLeaderIdOf::<KilnRaft>::new(epoch as u64);
+        let submitted = raft.write(Batch::from(batch)).with_leader(term).responder(responder).await;
+        if let Err(fatal) = submitted {
             tracing::error!(error = %fatal, "the Raft core stopped; shipped batches are dropped");
             return;
         }
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            // A dropped responder means the core stopped; the engine follows at shutdown.
+            if let Ok(Err(refused)) = outcome.await {
+                tracing::warn!(epoch, error = %refused, "a write was refused: the term is over here");
+                let _ = tokio::task::spawn_blocking(move || engine.give_up(epoch as u64)).await;
+            }
+        });
     }
 }
 
-/// Tells the engine to lead when this node leads a term whose first entry is on its disk,
-/// and to follow when it no longer leads.
-async fn watch_leadership(raft: Raft, engine: Engine) {
+/// Tells the engine to lead when this node leads a term whose first entry the cluster has
+/// committed (then its lease is fresh and its writes are accepted), and to follow when it no
+/// longer leads. A node that still leads a term the engine gave up hands the leadership to
+/// another voter, so that a new term begins and decides what the given-up one left in doubt.
+async fn watch_leadership(raft: Raft, engine: Engine, election_timeout: Duration) {
     let mut metrics = raft.metrics();
+    let mut last_transfer: Option<tokio::time::Instant> = None;
     loop {
-        let (state, term) = {
+        let (state, term, committed_term, voters, id) = {
             let m = metrics.borrow_watched();
-            (m.state, m.current_term)
+            let committed = m.cluster_committed.as_ref().map(|c| c.committed_leader_id().term);
+            let voters: Vec<u64> = m.membership_config.membership().voter_ids().collect();
+            (m.state, m.current_term, committed, voters, m.id)
         };
         let leading = engine.leading_term();
-        let mut retry = false;
+        let mut poll = false;
         if state == ServerState::Leader && leading != Some(term) {
-            let e = engine.clone();
-            match tokio::task::spawn_blocking(move || e.lead(term)).await {
-                Ok(Ok(())) => {}
-                Ok(Err(kiln_engine::Error::NotLeader { .. })) => retry = true,
-                Ok(Err(e)) => {
-                    tracing::error!(error = %e, "could not lead");
-                    retry = true;
+            if committed_term == Some(term) {
+                let e = engine.clone();
+                match tokio::task::spawn_blocking(move || e.lead(term)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(kiln_engine::Error::NotLeader { .. })) => poll = true,
+                    Ok(Err(e)) => {
+                        tracing::error!(error = %e, "could not lead");
+                        poll = true;
+                    }
+                    Err(_) => return,
                 }
-                Err(_) => return,
+            }
+            if poll && engine.ended_term().is_some_and(|ended| ended >= term) {
+                // The engine gave this term up; let another voter start the next one.
+                let due = last_transfer.is_none_or(|at| at.elapsed() >= election_timeout);
+                if let Some(&to) = voters.iter().find(|&&v| v != id).filter(|_| due) {
+                    tracing::warn!(term, to, "handing leadership over after giving up the term");
+                    if raft.trigger().transfer_leader(to).await.is_err() {
+                        return;
+                    }
+                    last_transfer = Some(tokio::time::Instant::now());
+                }
             }
         } else if state != ServerState::Leader && leading.is_some() {
             let e = engine.clone();
@@ -150,8 +195,11 @@ async fn watch_leadership(raft: Raft, engine: Engine) {
                 tracing::error!(error = %e, "could not stop leading");
             }
         }
-        if retry {
-            tokio::time::sleep(LEAD_RETRY).await;
+        if poll {
+            tokio::select! {
+                _ = tokio::time::sleep(LEAD_RETRY) => continue,
+                changed = metrics.changed() => if changed.is_err() { return },
+            }
             continue;
         }
         if metrics.changed().await.is_err() {

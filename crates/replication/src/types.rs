@@ -69,9 +69,8 @@ pub type LogId = LogIdOf<KilnRaft>;
 /// First byte of an opaque engine entry: what the library's entry was.
 const BLANK: u8 = 0;
 const MEMBERSHIP: u8 = 1;
-/// A batch whose epoch is not its entry's term: proposed by a leader of an earlier term and
-/// appended after that term ended. Its records are not part of the log (the engine dropped
-/// them when the term ended); the entry keeps its index.
+/// A batch that does not continue the log (see `log_store::write_entries`): its records are
+/// not part of the log; the entry keeps its index.
 const VOID: u8 = 2;
 
 /// The engine's index of Raft's entry `index`. Raft numbers its log from 0 (the initial
@@ -80,8 +79,9 @@ pub fn engine_index(index: u64) -> u64 {
     index + 1
 }
 
-/// The engine entry that stores a Raft entry.
-pub fn to_engine(entry: &Entry) -> io::Result<LogEntry> {
+/// The engine entry that stores a Raft entry; a normal entry's records are stored only if
+/// they `continue_log`, and the entry is stored void otherwise.
+pub fn to_engine(entry: &Entry, continue_log: bool) -> io::Result<LogEntry> {
     let term = entry.log_id.committed_leader_id().term;
     let index = engine_index(entry.log_id.index());
     let opaque = |tag: u8, body: &[u8]| {
@@ -92,13 +92,8 @@ pub fn to_engine(entry: &Entry) -> io::Result<LogEntry> {
     };
     let payload = match &entry.payload {
         EntryPayload::Blank => opaque(BLANK, &[]),
-        EntryPayload::Normal(batch) if batch.epoch as u64 == term => {
-            EnginePayload::Records(batch.clone().into())
-        }
-        EntryPayload::Normal(batch) => {
-            tracing::warn!(term, index, %batch, "a batch of an earlier term is void");
-            opaque(VOID, &[])
-        }
+        EntryPayload::Normal(batch) if continue_log => EnginePayload::Records(batch.clone().into()),
+        EntryPayload::Normal(_) => opaque(VOID, &[]),
         EntryPayload::Membership(membership) => {
             let body = serde_json::to_vec(membership).map_err(io::Error::other)?;
             opaque(MEMBERSHIP, &body)

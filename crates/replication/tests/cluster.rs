@@ -74,8 +74,6 @@ async fn leader(nodes: &[Node], candidates: &[usize]) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "passes about 7 runs in 10; otherwise the healed old leader never rejoins within the \
-            wait (under investigation, see docs/replication.md); run with --ignored"]
 async fn a_cluster_replicates_fails_over_and_loses_exactly_the_unreplicated_commits() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -114,18 +112,25 @@ async fn a_cluster_replicates_fails_over_and_loses_exactly_the_unreplicated_comm
         Err(Error::NotLeader { .. })
     ));
 
-    // The leader is cut off: its fast commits stay in its own log, in doubt.
+    // The leader is cut off: its fast commits stay in its own log, in doubt, until its lease
+    // runs out (no quorum has answered for an election timeout) and it refuses commits.
     let others: Vec<usize> = (0..3).filter(|&i| i != first).collect();
     let other_ids: Vec<u64> = others.iter().map(|&i| i as u64 + 1).collect();
     router.set_partitioned(first as u64 + 1, &other_ids, true);
+    let cut_at = Instant::now();
     let mut stranded = Vec::new();
-    for i in 0..5 {
-        match put(nodes[first].engine(), &format!("lost{i}"), "v", CommitMode::Fast).await {
+    loop {
+        match put(nodes[first].engine(), &format!("lost{}", stranded.len()), "v", CommitMode::Fast)
+            .await
+        {
             Ok(id) => stranded.push(id),
-            Err(Error::NotLeader { .. }) => break, // it noticed it lost its quorum
+            Err(Error::NotLeader { .. }) => break,
             Err(e) => panic!("{e}"),
         }
+        assert!(cut_at.elapsed() < Duration::from_secs(10), "a cut-off leader kept committing");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    assert!(!stranded.is_empty(), "the leader committed nothing before its lease ran out");
     for id in &stranded {
         assert_eq!(nodes[first].engine().status(*id), TxnStatus::Committed);
     }
