@@ -18,12 +18,13 @@ mod log_store;
 pub mod network;
 mod node;
 mod state_machine;
+pub mod tcp;
 pub mod types;
 
 pub use log_store::LogStore;
 pub use node::{Node, NodeConfig};
 pub use state_machine::StateMachine;
-pub use types::{Batch, KilnRaft};
+pub use types::{Batch, KilnRaft, Member};
 
 /// The Raft instance of a node.
 pub type Raft = openraft::Raft<KilnRaft, StateMachine>;

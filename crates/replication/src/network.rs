@@ -10,12 +10,13 @@ use openraft::alias::{SnapshotOf, VoteOf};
 use openraft::error::{RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::{RPCOption, RaftNetworkFactory};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest,
+    TransferLeaderResponse, VoteRequest, VoteResponse,
 };
-use openraft::{BasicNode, OptionalSend, RaftNetworkV2};
+use openraft::{OptionalSend, RaftNetworkV2};
 use parking_lot::Mutex;
 
-use crate::types::KilnRaft;
+use crate::types::{KilnRaft, Member};
 use crate::Raft;
 
 /// Routes messages between the nodes registered with it.
@@ -90,7 +91,7 @@ pub struct Connection {
 impl RaftNetworkFactory<KilnRaft> for Network {
     type Network = Connection;
 
-    async fn new_client(&mut self, target: u64, _node: &BasicNode) -> Connection {
+    async fn new_client(&mut self, target: u64, _node: &Member) -> Connection {
         Connection { router: self.router.clone(), from: self.from, to: target }
     }
 }
@@ -121,6 +122,28 @@ impl RaftNetworkV2<KilnRaft> for Connection {
     ) -> Result<VoteResponse<KilnRaft>, RPCError<KilnRaft>> {
         let raft = self.router.target(self.from, self.to)?;
         let response = raft.vote(rpc).await.map_err(unreachable)?;
+        self.router.target(self.to, self.from)?;
+        Ok(response)
+    }
+
+    async fn pre_vote(
+        &mut self,
+        rpc: VoteRequest<KilnRaft>,
+        _option: RPCOption,
+    ) -> Result<VoteResponse<KilnRaft>, RPCError<KilnRaft>> {
+        let raft = self.router.target(self.from, self.to)?;
+        let response = raft.pre_vote(rpc).await.map_err(unreachable)?;
+        self.router.target(self.to, self.from)?;
+        Ok(response)
+    }
+
+    async fn transfer_leader(
+        &mut self,
+        rpc: TransferLeaderRequest<KilnRaft>,
+        _option: RPCOption,
+    ) -> Result<TransferLeaderResponse<KilnRaft>, RPCError<KilnRaft>> {
+        let raft = self.router.target(self.from, self.to)?;
+        let response = raft.handle_transfer_leader(rpc).await.map_err(unreachable)?;
         self.router.target(self.to, self.from)?;
         Ok(response)
     }

@@ -10,11 +10,11 @@ use kiln_engine::Engine;
 use openraft::alias::CommittedLeaderIdOf;
 use openraft::async_runtime::WatchReceiver;
 use openraft::impls::ProgressResponder;
+use openraft::network::RaftNetworkFactory;
 use openraft::{Config, ServerState, SnapshotPolicy};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::network::Network;
 use crate::types::{Batch, KilnRaft};
 use crate::{LogStore, Raft, StateMachine};
 
@@ -57,11 +57,11 @@ const LEAD_RETRY: Duration = Duration::from_millis(2);
 impl Node {
     /// Starts a node over `engine` (opened with `Config::replicated_log`), reaching the others
     /// through `network`. Must run inside a Tokio runtime.
-    pub async fn start(
-        config: NodeConfig,
-        engine: Engine,
-        network: Network,
-    ) -> std::io::Result<Node> {
+    pub async fn start<N>(config: NodeConfig, engine: Engine, network: N) -> std::io::Result<Node>
+    where
+        N: RaftNetworkFactory<KilnRaft>,
+        N::Network: openraft::network::NetSnapshot<KilnRaft, SnapshotData = ()>,
+    {
         let raft_config = Config {
             cluster_name: "kiln".into(),
             heartbeat_interval: config.heartbeat.as_millis() as u64,
@@ -72,6 +72,9 @@ impl Node {
             // A restarted leader must win a new term: the commits it made in its old term that
             // never reached its log are gone, and their ids would be handed out again.
             enable_leader_restore: Some(false),
+            // A node cut off from the others asks before it starts an election, so that it
+            // does not depose a healthy leader with a higher term when it returns.
+            enable_pre_vote: Some(true),
             ..Config::default()
         };
         let raft_config = Arc::new(raft_config.validate().map_err(std::io::Error::other)?);

@@ -52,12 +52,30 @@ impl From<Batch> for RecordBatch {
     }
 }
 
+/// A member of the cluster as its membership records it: where it is reached.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Member {
+    /// The address other nodes send Raft messages to.
+    pub raft_addr: String,
+    /// The address its SQL clients connect to (what a follower tells a client to use instead).
+    pub sql_addr: String,
+    /// The site it stands in (a zone, region or data centre; empty if none is named).
+    pub site: String,
+}
+
+impl fmt::Display for Member {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "raft {} sql {} site {:?}", self.raft_addr, self.sql_addr, self.site)
+    }
+}
+
 openraft::declare_raft_types!(
     /// Kiln's Raft types. Standard Raft leader ids (one leader per term), because a term is
     /// an epoch of the commit sequence and must name one leader's commits.
     pub KilnRaft:
         D = Batch,
         R = (),
+        Node = Member,
         LeaderId = openraft::impls::leader_id_std::LeaderId<u64, u64>,
 );
 

@@ -85,8 +85,8 @@ async fn a_cluster_replicates_fails_over_and_loses_exactly_the_unreplicated_comm
     for (i, dir) in dirs.iter().enumerate() {
         nodes.push(start(i as u64 + 1, dir.path(), &router).await);
     }
-    let members: BTreeMap<u64, openraft::BasicNode> =
-        (1..=3).map(|id| (id, openraft::BasicNode::default())).collect();
+    let members: BTreeMap<u64, kiln_replication::Member> =
+        (1..=3).map(|id| (id, kiln_replication::Member::default())).collect();
     nodes[0].raft.initialize(members).await.unwrap();
 
     // Safe commits return once a quorum has them; every node ends up with them.

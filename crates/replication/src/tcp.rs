@@ -1,0 +1,554 @@
+//! The network between the nodes of a cluster: Raft's messages over TCP, each connection
+//! authenticated with the cluster's shared secret.
+//!
+//! ```text
+//!  client (the sender)                          server (the receiver)
+//!  Hello{protocol, cluster, from, to, nonce_c} ─▶
+//!                                            ◀─ Challenge{nonce_s, proof_s}   (or Refused)
+//!  checks proof_s; Proof{proof_c}            ─▶
+//!                                            ◀─ Welcome                       (or Refused)
+//!  Request ─▶ ◀─ Reply, one at a time, for as long as the connection lasts
+//! ```
+//!
+//! A proof is HMAC-SHA256 under the secret of the role, the cluster's name, both node ids
+//! and both nonces, so each side proves it knows the secret without sending it, a proof is
+//! good for one connection only, and neither side can replay the other's. Until the
+//! handshake ends a peer may send at most [`HANDSHAKE_BYTES_MAX`] bytes, within
+//! [`HANDSHAKE_TIMEOUT`]. Messages are length-prefixed (`u32`, little-endian) postcard.
+//! The traffic is authenticated, not encrypted: a cluster's links belong on a private
+//! network (docs/replication.md).
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io;
+use std::time::Duration;
+
+use openraft::alias::{SnapshotOf, VoteOf};
+use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
+use openraft::network::{RPCOption, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest,
+    TransferLeaderResponse, VoteRequest, VoteResponse,
+};
+use openraft::{OptionalSend, RaftNetworkV2};
+use ring::hmac;
+use ring::rand::{SecureRandom, SystemRandom};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::types::{KilnRaft, Member};
+use crate::Raft;
+
+/// The version of this protocol; a peer speaking another is refused.
+const PROTOCOL: u32 = 1;
+/// The most a peer may send before it has proven it knows the secret.
+pub const HANDSHAKE_BYTES_MAX: u32 = 4096;
+/// How long a peer has to complete the handshake.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The largest message between authenticated nodes (a batch of entries). The engine's
+/// entries are at most 256 MiB; the library sends at most a few hundred per message.
+pub const MESSAGE_BYTES_MAX: u32 = 1 << 30;
+/// The shortest secret accepted.
+pub const SECRET_BYTES_MIN: usize = 16;
+/// How long a connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What both ends of every link share: the cluster's name and secret.
+#[derive(Clone)]
+pub struct ClusterAuth {
+    cluster: String,
+    key: hmac::Key,
+    rng: SystemRandom,
+}
+
+impl std::fmt::Debug for ClusterAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterAuth").field("cluster", &self.cluster).finish_non_exhaustive()
+    }
+}
+
+impl ClusterAuth {
+    /// The authentication of cluster `cluster` with `secret` (at least [`SECRET_BYTES_MIN`]
+    /// bytes).
+    pub fn new(cluster: &str, secret: &[u8]) -> Result<ClusterAuth, String> {
+        if secret.len() < SECRET_BYTES_MIN {
+            return Err(format!(
+                "the cluster secret must be at least {SECRET_BYTES_MIN} bytes, not {}",
+                secret.len()
+            ));
+        }
+        Ok(ClusterAuth {
+            cluster: cluster.to_string(),
+            key: hmac::Key::new(hmac::HMAC_SHA256, secret),
+            rng: SystemRandom::new(),
+        })
+    }
+
+    fn nonce(&self) -> io::Result<[u8; 32]> {
+        let mut nonce = [0u8; 32];
+        self.rng.fill(&mut nonce).map_err(|_| io::Error::other("no random numbers"))?;
+        Ok(nonce)
+    }
+
+    fn transcript(&self, role: &[u8], hello: &Hello, nonce_s: &[u8; 32]) -> Vec<u8> {
+        let mut t = Vec::with_capacity(128 + self.cluster.len());
+        t.extend_from_slice(b"kiln-raft\0");
+        t.extend_from_slice(role);
+        t.push(0);
+        t.extend_from_slice(&(self.cluster.len() as u64).to_le_bytes());
+        t.extend_from_slice(self.cluster.as_bytes());
+        t.extend_from_slice(&hello.from.to_le_bytes());
+        t.extend_from_slice(&hello.to.to_le_bytes());
+        t.extend_from_slice(&hello.nonce);
+        t.extend_from_slice(nonce_s);
+        t
+    }
+
+    fn prove(&self, role: &[u8], hello: &Hello, nonce_s: &[u8; 32]) -> Vec<u8> {
+        hmac::sign(&self.key, &self.transcript(role, hello, nonce_s)).as_ref().to_vec()
+    }
+
+    fn check(&self, role: &[u8], hello: &Hello, nonce_s: &[u8; 32], proof: &[u8]) -> bool {
+        hmac::verify(&self.key, &self.transcript(role, hello, nonce_s), proof).is_ok()
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Hello {
+    protocol: u32,
+    cluster: String,
+    from: u64,
+    to: u64,
+    nonce: [u8; 32],
+}
+
+#[derive(Serialize, Deserialize)]
+enum Answer {
+    Challenge { nonce: [u8; 32], proof: Vec<u8> },
+    Welcome,
+    Refused(String),
+}
+
+#[derive(Serialize, Deserialize)]
+struct Proof {
+    proof: Vec<u8>,
+}
+
+#[derive(Serialize, Deserialize)]
+enum Request {
+    Append(AppendEntriesRequest<KilnRaft>),
+    Vote(VoteRequest<KilnRaft>),
+    PreVote(VoteRequest<KilnRaft>),
+    TransferLeader(TransferLeaderRequest<KilnRaft>),
+}
+
+#[derive(Serialize, Deserialize)]
+enum Reply {
+    Append(AppendEntriesResponse<KilnRaft>),
+    Vote(VoteResponse<KilnRaft>),
+    TransferLeader(TransferLeaderResponse<KilnRaft>),
+    /// The receiver could not handle the request (it is stopping).
+    Failed(String),
+}
+
+async fn send<T: Serialize>(stream: &mut TcpStream, message: &T) -> io::Result<()> {
+    let body = postcard::to_stdvec(message).map_err(io::Error::other)?;
+    let len =
+        u32::try_from(body.len()).ok().filter(|&n| n <= MESSAGE_BYTES_MAX).ok_or_else(|| {
+            io::Error::other(format!("a message of {} bytes is too large", body.len()))
+        })?;
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&len.to_le_bytes());
+    frame.extend_from_slice(&body);
+    stream.write_all(&frame).await?;
+    stream.flush().await
+}
+
+async fn receive<T: DeserializeOwned>(stream: &mut TcpStream, max: u32) -> io::Result<T> {
+    let len = stream.read_u32_le().await?;
+    if len > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a message of {len} bytes is beyond the limit of {max}"),
+        ));
+    }
+    let mut body = vec![0u8; len as usize];
+    stream.read_exact(&mut body).await?;
+    postcard::from_bytes(&body).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Serves the Raft messages other nodes send to node `id` on `listener`, until the returned
+/// task is aborted.
+pub fn serve(
+    listener: TcpListener,
+    raft: Raft,
+    auth: ClusterAuth,
+    id: u64,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            let (stream, peer) = match listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accepting a replication connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let (raft, auth) = (raft.clone(), auth.clone());
+            tokio::spawn(async move {
+                let _ = stream.set_nodelay(true);
+                if let Err(e) = serve_connection(stream, raft, auth, id).await {
+                    tracing::debug!(%peer, error = %e, "replication connection closed");
+                }
+            });
+        }
+    })
+}
+
+async fn accept_peer(stream: &mut TcpStream, auth: &ClusterAuth, id: u64) -> io::Result<u64> {
+    let hello: Hello = receive(stream, HANDSHAKE_BYTES_MAX).await?;
+    let refuse = |why: String| async move { Err::<u64, _>(io::Error::other(why)) };
+    let refusal = if hello.protocol != PROTOCOL {
+        Some(format!("protocol {} is not spoken here ({PROTOCOL} is)", hello.protocol))
+    } else if hello.cluster != auth.cluster {
+        Some(format!("this node belongs to cluster {:?}, not {:?}", auth.cluster, hello.cluster))
+    } else if hello.to != id {
+        Some(format!("this is node {id}, not node {}", hello.to))
+    } else {
+        None
+    };
+    if let Some(why) = refusal {
+        send(stream, &Answer::Refused(why.clone())).await?;
+        return refuse(why).await;
+    }
+    let nonce = auth.nonce()?;
+    let proof = auth.prove(b"server", &hello, &nonce);
+    send(stream, &Answer::Challenge { nonce, proof }).await?;
+    let Proof { proof } = receive(stream, HANDSHAKE_BYTES_MAX).await?;
+    if !auth.check(b"client", &hello, &nonce, &proof) {
+        let why = format!("node {} did not prove it knows the cluster secret", hello.from);
+        tracing::warn!(from = hello.from, "refused a replication connection: wrong secret");
+        send(stream, &Answer::Refused("authentication failed".into())).await?;
+        return refuse(why).await;
+    }
+    send(stream, &Answer::Welcome).await?;
+    Ok(hello.from)
+}
+
+async fn serve_connection(
+    mut stream: TcpStream,
+    raft: Raft,
+    auth: ClusterAuth,
+    id: u64,
+) -> io::Result<()> {
+    let from = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept_peer(&mut stream, &auth, id))
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "handshake timed out"))??;
+    tracing::debug!(from, "replication connection authenticated");
+    loop {
+        let request: Request = match receive(&mut stream, MESSAGE_BYTES_MAX).await {
+            Ok(r) => r,
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let failed = |e: &dyn std::fmt::Display| Reply::Failed(e.to_string());
+        let reply = match request {
+            Request::Append(rpc) => {
+                raft.append_entries(rpc).await.map_or_else(|e| failed(&e), Reply::Append)
+            }
+            Request::Vote(rpc) => raft.vote(rpc).await.map_or_else(|e| failed(&e), Reply::Vote),
+            Request::PreVote(rpc) => {
+                raft.pre_vote(rpc).await.map_or_else(|e| failed(&e), Reply::Vote)
+            }
+            Request::TransferLeader(rpc) => raft
+                .handle_transfer_leader(rpc)
+                .await
+                .map_or_else(|e| failed(&e), Reply::TransferLeader),
+        };
+        send(&mut stream, &reply).await?;
+    }
+}
+
+/// The network of one node: connections to the others at the addresses the cluster's
+/// membership gives them.
+#[derive(Clone)]
+pub struct TcpNetwork {
+    from: u64,
+    auth: ClusterAuth,
+}
+
+impl TcpNetwork {
+    /// The network of node `from`.
+    pub fn new(from: u64, auth: ClusterAuth) -> TcpNetwork {
+        TcpNetwork { from, auth }
+    }
+}
+
+/// A connection to one node, opened (and authenticated) on first use and again after any
+/// failure.
+pub struct TcpConnection {
+    from: u64,
+    to: u64,
+    addr: String,
+    auth: ClusterAuth,
+    stream: Option<TcpStream>,
+}
+
+impl RaftNetworkFactory<KilnRaft> for TcpNetwork {
+    type Network = TcpConnection;
+
+    async fn new_client(&mut self, target: u64, node: &Member) -> TcpConnection {
+        TcpConnection {
+            from: self.from,
+            to: target,
+            addr: node.raft_addr.clone(),
+            auth: self.auth.clone(),
+            stream: None,
+        }
+    }
+}
+
+impl TcpConnection {
+    async fn connect(&self) -> io::Result<TcpStream> {
+        let mut stream =
+            tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(self.addr.as_str()))
+                .await
+                .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
+        stream.set_nodelay(true)?;
+        let hello = Hello {
+            protocol: PROTOCOL,
+            cluster: self.auth.cluster.clone(),
+            from: self.from,
+            to: self.to,
+            nonce: self.auth.nonce()?,
+        };
+        let handshake = async {
+            send(&mut stream, &hello).await?;
+            let nonce = match receive(&mut stream, HANDSHAKE_BYTES_MAX).await? {
+                Answer::Challenge { nonce, proof }
+                    if self.auth.check(b"server", &hello, &nonce, &proof) =>
+                {
+                    nonce
+                }
+                Answer::Challenge { .. } => {
+                    return Err(io::Error::other(format!(
+                        "{} did not prove it knows the cluster secret",
+                        self.addr
+                    )))
+                }
+                Answer::Refused(why) => return Err(io::Error::other(why)),
+                Answer::Welcome => return Err(io::Error::other("unexpected welcome")),
+            };
+            send(&mut stream, &Proof { proof: self.auth.prove(b"client", &hello, &nonce) }).await?;
+            match receive(&mut stream, HANDSHAKE_BYTES_MAX).await? {
+                Answer::Welcome => Ok(()),
+                Answer::Refused(why) => Err(io::Error::other(why)),
+                Answer::Challenge { .. } => Err(io::Error::other("unexpected challenge")),
+            }
+        };
+        tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake)
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "handshake timed out"))??;
+        Ok(stream)
+    }
+
+    /// Sends `request` and waits for the reply, within `option`'s deadline.
+    async fn call(
+        &mut self,
+        request: Request,
+        option: &RPCOption,
+    ) -> Result<Reply, RPCError<KilnRaft>> {
+        if self.stream.is_none() {
+            let stream = self.connect().await.map_err(|e| {
+                RPCError::Unreachable(Unreachable::from_string(format!(
+                    "node {} at {}: {e}",
+                    self.to, self.addr
+                )))
+            })?;
+            self.stream = Some(stream);
+        }
+        let stream = self.stream.as_mut().expect("connected above");
+        let exchange = async {
+            send(stream, &request).await?;
+            receive::<Reply>(stream, MESSAGE_BYTES_MAX).await
+        };
+        let result = match tokio::time::timeout(option.hard_ttl(), exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "no reply in time")),
+        };
+        match result {
+            Ok(Reply::Failed(why)) => Err(RPCError::Unreachable(Unreachable::from_string(
+                format!("node {}: {why}", self.to),
+            ))),
+            Ok(reply) => Ok(reply),
+            Err(e) => {
+                // The connection's state is unknown: start over next time.
+                self.stream = None;
+                Err(RPCError::Network(NetworkError::from_string(format!(
+                    "node {} at {}: {e}",
+                    self.to, self.addr
+                ))))
+            }
+        }
+    }
+}
+
+fn unexpected(to: u64) -> RPCError<KilnRaft> {
+    RPCError::Network(NetworkError::from_string(format!("node {to} answered out of turn")))
+}
+
+impl RaftNetworkV2<KilnRaft> for TcpConnection {
+    type SnapshotData = ();
+
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<KilnRaft>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<KilnRaft>, RPCError<KilnRaft>> {
+        match self.call(Request::Append(rpc), &option).await? {
+            Reply::Append(r) => Ok(r),
+            _ => Err(unexpected(self.to)),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<KilnRaft>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<KilnRaft>, RPCError<KilnRaft>> {
+        match self.call(Request::Vote(rpc), &option).await? {
+            Reply::Vote(r) => Ok(r),
+            _ => Err(unexpected(self.to)),
+        }
+    }
+
+    async fn pre_vote(
+        &mut self,
+        rpc: VoteRequest<KilnRaft>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<KilnRaft>, RPCError<KilnRaft>> {
+        match self.call(Request::PreVote(rpc), &option).await? {
+            Reply::Vote(r) => Ok(r),
+            _ => Err(unexpected(self.to)),
+        }
+    }
+
+    async fn transfer_leader(
+        &mut self,
+        rpc: TransferLeaderRequest<KilnRaft>,
+        option: RPCOption,
+    ) -> Result<TransferLeaderResponse<KilnRaft>, RPCError<KilnRaft>> {
+        match self.call(Request::TransferLeader(rpc), &option).await? {
+            Reply::TransferLeader(r) => Ok(r),
+            _ => Err(unexpected(self.to)),
+        }
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        _vote: VoteOf<KilnRaft>,
+        _snapshot: SnapshotOf<KilnRaft, ()>,
+        _cancel: impl Future<Output = ReplicationClosed> + OptionalSend + 'static,
+        _option: RPCOption,
+    ) -> Result<SnapshotResponse<KilnRaft>, StreamingError<KilnRaft>> {
+        Err(StreamingError::Unreachable(Unreachable::from_string(
+            "snapshots are not built yet; replicas catch up from the log",
+        )))
+    }
+}
+
+/// The voters of a new cluster, by id.
+pub type Members = BTreeMap<u64, Member>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auth(secret: &str) -> ClusterAuth {
+        ClusterAuth::new("test", secret.as_bytes()).unwrap()
+    }
+
+    /// Runs `accept_peer` for node 2 on one end of a loopback connection and returns its result
+    /// with the client's end.
+    async fn pair(
+        server_auth: ClusterAuth,
+    ) -> (tokio::task::JoinHandle<io::Result<u64>>, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            accept_peer(&mut stream, &server_auth, 2).await
+        });
+        (server, TcpStream::connect(addr).await.unwrap())
+    }
+
+    fn hello(auth: &ClusterAuth, cluster: &str, to: u64) -> Hello {
+        Hello {
+            protocol: PROTOCOL,
+            cluster: cluster.into(),
+            from: 1,
+            to,
+            nonce: auth.nonce().unwrap(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_peer_that_knows_the_secret_is_let_in() {
+        let a = auth("a secret of the cluster");
+        let (server, mut client) = pair(a.clone()).await;
+        let hello = hello(&a, "test", 2);
+        send(&mut client, &hello).await.unwrap();
+        let Answer::Challenge { nonce, proof } = receive(&mut client, 4096).await.unwrap() else {
+            panic!("no challenge")
+        };
+        assert!(a.check(b"server", &hello, &nonce, &proof));
+        // A proof for one role is not one for the other.
+        assert!(!a.check(b"client", &hello, &nonce, &proof));
+        send(&mut client, &Proof { proof: a.prove(b"client", &hello, &nonce) }).await.unwrap();
+        assert!(matches!(receive(&mut client, 4096).await.unwrap(), Answer::Welcome));
+        assert_eq!(server.await.unwrap().unwrap(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_peer_without_the_secret_is_refused() {
+        let (server, mut client) = pair(auth("a secret of the cluster")).await;
+        let wrong = auth("not the secret of the cluster");
+        let hello = hello(&wrong, "test", 2);
+        send(&mut client, &hello).await.unwrap();
+        let Answer::Challenge { nonce, proof } = receive(&mut client, 4096).await.unwrap() else {
+            panic!("no challenge")
+        };
+        // The client cannot check the server's proof either.
+        assert!(!wrong.check(b"server", &hello, &nonce, &proof));
+        // Replaying the server's own proof does not work.
+        send(&mut client, &Proof { proof }).await.unwrap();
+        let Answer::Refused(why) = receive(&mut client, 4096).await.unwrap() else { panic!() };
+        assert_eq!(why, "authentication failed");
+        assert!(server.await.unwrap().is_err());
+    }
+
+    #[tokio::test]
+    async fn another_cluster_another_node_or_an_oversized_hello_is_refused() {
+        let a = auth("a secret of the cluster");
+        for (cluster, to, expect) in [("other", 2, "belongs to cluster"), ("test", 3, "not node 3")]
+        {
+            let (server, mut client) = pair(a.clone()).await;
+            send(&mut client, &hello(&a, cluster, to)).await.unwrap();
+            let Answer::Refused(why) = receive(&mut client, 4096).await.unwrap() else { panic!() };
+            assert!(why.contains(expect), "{why}");
+            assert!(server.await.unwrap().is_err());
+        }
+        let (server, mut client) = pair(a).await;
+        client.write_all(&(1u32 << 20).to_le_bytes()).await.unwrap();
+        let err = server.await.unwrap().unwrap_err();
+        assert!(err.to_string().contains("beyond the limit"), "{err}");
+    }
+
+    #[test]
+    fn a_short_secret_is_refused() {
+        assert!(ClusterAuth::new("test", b"short").is_err());
+    }
+}
