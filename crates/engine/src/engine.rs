@@ -80,6 +80,8 @@ pub(crate) struct Shared {
     /// the records dropped when it ended keep their ids (epoch, CSN), which a second lead of
     /// the same term would hand out again.
     ended_term: AtomicU32,
+    /// A replicated log: where the cluster's leader takes writes, as the cluster last said.
+    leader_hint: Mutex<Option<String>>,
     /// A replicated log: the last entry index the cluster committed (it may be ahead of
     /// this node's log for a moment; the watermark follows what is on disk).
     commit_index: AtomicU64,
@@ -123,7 +125,12 @@ impl Shared {
     /// `Err(NotLeader)` when this is a replicated log's node that does not lead `epoch`.
     pub fn check_may_commit(&self, epoch: Epoch) -> Result<()> {
         if self.config.replicated_log && !self.leads(epoch) {
-            return Err(Error::NotLeader { detail: "writes go to the leader".into() });
+            let leader = self.leader_hint.lock().clone();
+            let detail = match &leader {
+                Some(at) => format!("the leader takes writes at {at}"),
+                None => "no leader is known right now (an election may be under way)".into(),
+            };
+            return Err(Error::NotLeader { detail, leader });
         }
         Ok(())
     }
@@ -617,6 +624,7 @@ impl Engine {
             epoch_unrecorded_cause: Mutex::new(unrecorded),
             leader_term: AtomicU32::new(0),
             ended_term: AtomicU32::new(0),
+            leader_hint: Mutex::new(None),
             commit_index: AtomicU64::new(0),
             config,
         });
@@ -809,6 +817,7 @@ impl Engine {
             let ended = shared.ended_term.load(Ordering::SeqCst) as u64;
             if term <= ended {
                 return Err(Error::NotLeader {
+                    leader: None,
                     detail: format!(
                         "this node stopped leading term {ended}; it leads only a later one"
                     ),
@@ -816,6 +825,7 @@ impl Engine {
             }
             if last_term != term || shared.epoch() as u64 != term {
                 return Err(Error::NotLeader {
+                    leader: None,
                     detail: format!(
                         "the log's last entry is of term {last_term}, not yet of term {term}"
                     ),
@@ -833,6 +843,12 @@ impl Engine {
             0 => None,
             term => Some(term as u64),
         }
+    }
+
+    /// A replicated log: tells the engine where the cluster's leader takes writes (its SQL
+    /// address), for the error a commit on this node gets.
+    pub fn set_leader_hint(&self, leader: Option<String>) {
+        *self.shared().leader_hint.lock() = leader;
     }
 
     /// A replicated log: the last term this node stopped leading, if any; it leads only later

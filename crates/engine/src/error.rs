@@ -72,8 +72,10 @@ pub enum Error {
     /// A commit on a node of a cluster that is not its leader (or not yet ready to lead).
     #[error("this node is not the cluster's leader; {detail}")]
     NotLeader {
-        /// What this node knows about where writes go.
+        /// Why this node does not commit.
         detail: String,
+        /// Where the leader's clients connect, if this node knows.
+        leader: Option<String>,
     },
 
     /// An invalid argument, such as an empty or over-long keyspace name.

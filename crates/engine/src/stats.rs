@@ -86,13 +86,22 @@ pub struct EngineStats {
     pub last_checkpoint_csn: Csn,
     /// Garbage-collection sweeps since open.
     pub gc_sweeps: u64,
+    /// A replicated log: the last CSN on this node's own disk (the `local` level); `durable_csn`
+    /// is then what the cluster committed (the `quorum` level).
+    pub local_csn: Option<Csn>,
+    /// A replicated log: the term this node leads, if it does.
+    pub leading_term: Option<u64>,
 }
 
 impl EngineStats {
     pub(crate) fn collect(shared: &Shared) -> EngineStats {
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let d = &shared.durability;
-        let (epoch, durable_csn, committed_csn) = durable_state_summary(&d.state.lock());
+        let (epoch, durable_csn, committed_csn, local_csn) = {
+            let state = d.state.lock();
+            let (epoch, durable, committed) = durable_state_summary(&state);
+            (epoch, durable, committed, state.replica.as_ref().map(|r| r.local))
+        };
         let (backlog_bytes, buffered_bytes, stalled) = {
             let log = d.log.lock();
             (log.backlog_bytes, log.buffer.len() as u64, log.stalled.clone())
@@ -138,6 +147,11 @@ impl EngineStats {
             rows: store.rows,
             checkpoints: load(&c.checkpoints),
             last_checkpoint_csn: load(&c.last_checkpoint_csn),
+            local_csn,
+            leading_term: match shared.leader_term.load(Ordering::SeqCst) {
+                0 => None,
+                term => Some(term as u64),
+            },
             gc_sweeps: load(&c.gc_sweeps),
         }
     }

@@ -45,6 +45,9 @@ enum Command {
     },
     /// Print the counters and watermarks of the data directory.
     Stats,
+    /// Start a local cluster: N `kiln serve` processes on this machine, each with its own
+    /// data directory under --data-dir (default kiln-cluster), until Ctrl-C.
+    Cluster(ClusterArgs),
 }
 
 /// Settings of `kiln serve`; each overrides the config file.
@@ -94,6 +97,89 @@ struct ServeArgs {
     /// Tests only: let SQL make log fsyncs fail (kiln_fault_fail_syncs).
     #[arg(long, hide = true)]
     enable_fault_injection: bool,
+    /// Run as node N of a cluster (with --raft-listen, --member for every node, and the
+    /// cluster secret).
+    #[arg(long, env = "KILN_NODE_ID")]
+    node_id: Option<u64>,
+    /// Address this node receives the other nodes' Raft messages on.
+    #[arg(long, env = "KILN_RAFT_LISTEN")]
+    raft_listen: Option<std::net::SocketAddr>,
+    /// A voter of the cluster, this node included: ID=RAFT_ADDR,SQL_ADDR[,SITE]. Repeat for
+    /// each node; every node must be given the same list.
+    #[arg(long = "member", value_name = "ID=RAFT,SQL[,SITE]")]
+    members: Vec<String>,
+    /// The cluster's name [default: kiln].
+    #[arg(long, env = "KILN_CLUSTER_NAME")]
+    cluster_name: Option<String>,
+    /// A file holding the cluster's shared secret (at least 16 bytes). KILN_CLUSTER_SECRET
+    /// may give the secret itself.
+    #[arg(long, env = "KILN_CLUSTER_SECRET_FILE")]
+    cluster_secret_file: Option<PathBuf>,
+}
+
+/// Settings of `kiln cluster`.
+#[derive(clap::Args)]
+struct ClusterArgs {
+    /// How many nodes.
+    #[arg(long, default_value_t = 3)]
+    nodes: u64,
+    /// SQL address of node 1; node N listens on its port + N - 1.
+    #[arg(long, default_value = "127.0.0.1:5433")]
+    listen: std::net::SocketAddr,
+    /// Raft port of node 1; node N uses this + N - 1 [default: the SQL port + 100].
+    #[arg(long)]
+    raft_port: Option<u16>,
+}
+
+/// Parses `ID=RAFT,SQL[,SITE]`.
+fn parse_member(text: &str) -> Result<kiln_server::config::MemberConfig, String> {
+    let bad = || format!("--member {text}: expected ID=RAFT_ADDR,SQL_ADDR[,SITE]");
+    let (id, rest) = text.split_once('=').ok_or_else(bad)?;
+    let id = id.trim().parse::<u64>().map_err(|_| bad())?;
+    let mut parts = rest.split(',').map(str::trim);
+    let (Some(raft), Some(sql)) = (parts.next(), parts.next()) else { return Err(bad()) };
+    let site = parts.next().unwrap_or("").to_string();
+    if parts.next().is_some() || raft.is_empty() || sql.is_empty() {
+        return Err(bad());
+    }
+    Ok(kiln_server::config::MemberConfig { id, raft: raft.into(), sql: sql.into(), site })
+}
+
+/// Applies the cluster flags over the config file's `[cluster]`.
+fn apply_cluster_args(
+    config: &mut kiln_server::ServerConfig,
+    args: &ServeArgs,
+) -> Result<(), String> {
+    let secret = std::env::var("KILN_CLUSTER_SECRET").ok().filter(|s| !s.is_empty());
+    let any = args.node_id.is_some()
+        || args.raft_listen.is_some()
+        || !args.members.is_empty()
+        || args.cluster_name.is_some()
+        || args.cluster_secret_file.is_some();
+    if !any && config.cluster.is_none() {
+        return Ok(());
+    }
+    let cluster = config.cluster.get_or_insert_with(Default::default);
+    if let Some(id) = args.node_id {
+        cluster.node_id = id;
+    }
+    if let Some(addr) = args.raft_listen {
+        cluster.raft_listen = Some(addr);
+    }
+    if !args.members.is_empty() {
+        cluster.members = args.members.iter().map(|m| parse_member(m)).collect::<Result<_, _>>()?;
+    }
+    if let Some(name) = &args.cluster_name {
+        cluster.name = name.clone();
+    }
+    if let Some(path) = &args.cluster_secret_file {
+        cluster.secret_file = Some(path.clone());
+        cluster.secret = None;
+    } else if let Some(secret) = secret {
+        cluster.secret = Some(secret);
+        cluster.secret_file = None;
+    }
+    Ok(())
 }
 
 fn serve(data_dir: Option<PathBuf>, args: &ServeArgs) -> Result<(), String> {
@@ -150,6 +236,7 @@ fn serve(data_dir: Option<PathBuf>, args: &ServeArgs) -> Result<(), String> {
     if args.enable_fault_injection {
         config.fault_injection = true;
     }
+    apply_cluster_args(&mut config, args)?;
     let server = kiln_server::Server::start(config)?;
     eprintln!(
         "kiln: listening on {} (psql -h {} -p {} -U kiln kiln); metrics on {}",
@@ -183,6 +270,10 @@ fn main() -> ExitCode {
         Command::Demo => demo(dir()).map_err(|e| e.to_string()),
         Command::Status { ids } => status(dir(), ids).map_err(|e| e.to_string()),
         Command::Stats => stats(dir()).map_err(|e| e.to_string()),
+        Command::Cluster(args) => local_cluster(
+            cli.data_dir.clone().unwrap_or_else(|| PathBuf::from("kiln-cluster")),
+            args,
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -191,6 +282,126 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `kiln cluster`: starts `args.nodes` servers as one cluster on this machine, prints how to
+/// reach each, and stops them on Ctrl-C or SIGTERM. A node that exits (or is killed, to
+/// watch a failover) is reported and left down.
+fn local_cluster(dir: PathBuf, args: &ClusterArgs) -> Result<(), String> {
+    if args.nodes == 0 || args.nodes > 9 {
+        return Err("--nodes must be between 1 and 9".into());
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let secret_file = dir.join("cluster.secret");
+    if !secret_file.exists() {
+        let mut bytes = [0u8; 24];
+        std::io::Read::read_exact(
+            &mut std::fs::File::open("/dev/urandom").map_err(|e| e.to_string())?,
+            &mut bytes,
+        )
+        .map_err(|e| e.to_string())?;
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        std::fs::write(&secret_file, hex).map_err(|e| e.to_string())?;
+        std::fs::set_permissions(&secret_file, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .map_err(|e| e.to_string())?;
+    }
+    let ip = args.listen.ip();
+    let sql_port = |n: u64| args.listen.port() as u64 + n - 1;
+    let raft_base = args.raft_port.map_or(args.listen.port() as u64 + 100, u64::from);
+    let raft_port = |n: u64| raft_base + n - 1;
+    if sql_port(args.nodes) > 65535 || raft_port(args.nodes) > 65535 {
+        return Err("the ports run past 65535".into());
+    }
+    let members: Vec<String> = (1..=args.nodes)
+        .map(|n| format!("{n}={ip}:{},{ip}:{},site-{n}", raft_port(n), sql_port(n)))
+        .collect();
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut children = Vec::new();
+    for n in 1..=args.nodes {
+        let node_dir = dir.join(format!("node{n}"));
+        let log_path = dir.join(format!("node{n}.log"));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|e| format!("{}: {e}", log_path.display()))?;
+        let mut command = std::process::Command::new(&exe);
+        command
+            .arg("--data-dir")
+            .arg(&node_dir)
+            .arg("serve")
+            .arg("--listen")
+            .arg(format!("{ip}:{}", sql_port(n)))
+            .arg("--metrics-listen")
+            .arg("none")
+            .arg("--node-id")
+            .arg(n.to_string())
+            .arg("--raft-listen")
+            .arg(format!("{ip}:{}", raft_port(n)))
+            .arg("--cluster-secret-file")
+            .arg(&secret_file);
+        for m in &members {
+            command.arg("--member").arg(m);
+        }
+        let child = command
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("cannot start node {n}: {e}"))?;
+        children.push((n, child));
+    }
+    println!("A {}-node Kiln cluster is starting in {}:", args.nodes, dir.display());
+    for n in 1..=args.nodes {
+        println!(
+            "  node {n}: psql -h {ip} -p {} -U kiln kiln    (log: {})",
+            sql_port(n),
+            dir.join(format!("node{n}.log")).display()
+        );
+    }
+    println!(
+        "Writes go to the leader (SELECT * FROM kiln_cluster shows it); any node serves reads."
+    );
+    println!("Stop one node's process to watch a failover; Ctrl-C stops the cluster.");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut int)) =
+            (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+        else {
+            return;
+        };
+        loop {
+            tokio::select! {
+                _ = term.recv() => break,
+                _ = int.recv() => break,
+                _ = tokio::time::sleep(Duration::from_millis(200)) => {
+                    for (n, child) in &mut children {
+                        if let Ok(Some(status)) = child.try_wait() {
+                            if *n != 0 {
+                                println!("node {n} exited ({status})");
+                                *n = 0;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    });
+    println!("stopping the cluster");
+    for (_, child) in &mut children {
+        if matches!(child.try_wait(), Ok(None)) {
+            let pid = child.id().to_string();
+            let _ = std::process::Command::new("kill").arg("-TERM").arg(pid).status();
+        }
+    }
+    for (_, mut child) in children {
+        let _ = child.wait();
+    }
+    Ok(())
 }
 
 fn status(dir: PathBuf, ids: &[TxnId]) -> kiln_engine::Result<()> {

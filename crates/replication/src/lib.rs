@@ -22,7 +22,7 @@ pub mod tcp;
 pub mod types;
 
 pub use log_store::LogStore;
-pub use node::{Node, NodeConfig};
+pub use node::{members, MemberStatus, Node, NodeConfig};
 pub use state_machine::StateMachine;
 pub use types::{Batch, KilnRaft, Member};
 

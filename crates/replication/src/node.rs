@@ -15,7 +15,7 @@ use openraft::{Config, ServerState, SnapshotPolicy};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::types::{Batch, KilnRaft};
+use crate::types::{engine_index, Batch, KilnRaft, Member};
 use crate::{LogStore, Raft, StateMachine};
 
 /// How a node runs.
@@ -160,12 +160,19 @@ async fn watch_leadership(raft: Raft, engine: Engine, election_timeout: Duration
     let mut metrics = raft.metrics();
     let mut last_transfer: Option<tokio::time::Instant> = None;
     loop {
-        let (state, term, committed_term, voters, id) = {
+        let (state, term, committed_term, voters, id, leader_at) = {
             let m = metrics.borrow_watched();
             let committed = m.cluster_committed.as_ref().map(|c| c.committed_leader_id().term);
-            let voters: Vec<u64> = m.membership_config.membership().voter_ids().collect();
-            (m.state, m.current_term, committed, voters, m.id)
+            let membership = m.membership_config.membership();
+            let voters: Vec<u64> = membership.voter_ids().collect();
+            let leader_at = m
+                .current_leader
+                .and_then(|l| membership.get_node(&l))
+                .map(|member| member.sql_addr.clone())
+                .filter(|addr| !addr.is_empty());
+            (m.state, m.current_term, committed, voters, m.id, leader_at)
         };
+        engine.set_leader_hint(leader_at);
         let leading = engine.leading_term();
         let mut poll = false;
         if state == ServerState::Leader && leading != Some(term) {
@@ -209,4 +216,81 @@ async fn watch_leadership(raft: Raft, engine: Engine, election_timeout: Duration
             return;
         }
     }
+}
+
+/// One member of the cluster as a node sees it.
+#[derive(Clone, Debug)]
+pub struct MemberStatus {
+    /// Its id.
+    pub node_id: u64,
+    /// Where it is reached.
+    pub member: Member,
+    /// Whether it is the node asked.
+    pub is_self: bool,
+    /// leader, follower, candidate, learner or shutdown.
+    pub role: &'static str,
+    /// The term the node asked is in.
+    pub term: u64,
+    /// Its last log entry (engine numbering, from 1): the node asked knows its own; a leader
+    /// knows how far each follower's log matches its own.
+    pub log_index: Option<u64>,
+    /// Entries it is behind the leader (known on the leader).
+    pub lag_entries: Option<u64>,
+    /// How long ago the leader last heard from it (known on the leader).
+    pub last_heard: Option<Duration>,
+}
+
+/// Every member of the cluster as node `id` (running `raft`) sees it.
+pub fn members(raft: &Raft, id: u64) -> Vec<MemberStatus> {
+    let metrics = raft.metrics();
+    let m = metrics.borrow_watched();
+    let membership = m.membership_config.membership();
+    let last_index = m.last_log_index.map(engine_index);
+    membership
+        .nodes()
+        .map(|(&node_id, member)| {
+            let is_self = node_id == id;
+            let role = if is_self {
+                match m.state {
+                    ServerState::Leader => "leader",
+                    ServerState::Follower => "follower",
+                    ServerState::Candidate => "candidate",
+                    ServerState::Learner => "learner",
+                    ServerState::Shutdown => "shutdown",
+                }
+            } else if Some(node_id) == m.current_leader {
+                "leader"
+            } else if membership.voter_ids().any(|v| v == node_id) {
+                "follower"
+            } else {
+                "learner"
+            };
+            let matched = m
+                .replication
+                .as_ref()
+                .and_then(|r| r.get(&node_id))
+                .map(|log_id| log_id.as_ref().map_or(0, |l| engine_index(l.index())));
+            let log_index = if is_self { last_index } else { matched };
+            let lag_entries = match (matched, last_index) {
+                (Some(matched), Some(last)) => Some(last.saturating_sub(matched)),
+                _ => None,
+            };
+            let last_heard = m
+                .heartbeat
+                .as_ref()
+                .and_then(|h| h.get(&node_id))
+                .and_then(|at| at.as_ref())
+                .map(|at| openraft::async_runtime::Instant::elapsed(&**at));
+            MemberStatus {
+                node_id,
+                member: member.clone(),
+                is_self,
+                role,
+                term: m.current_term,
+                log_index,
+                lag_entries,
+                last_heard,
+            }
+        })
+        .collect()
 }

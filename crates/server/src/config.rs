@@ -41,6 +41,105 @@ pub struct TlsConfig {
     pub key: Option<PathBuf>,
 }
 
+/// One voter of a cluster.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct MemberConfig {
+    /// Its node id (1 or more, unique in the cluster).
+    pub id: u64,
+    /// The address it receives Raft messages on.
+    pub raft: String,
+    /// The address its SQL clients connect to.
+    pub sql: String,
+    /// Its site tag (a zone, region or data centre; may be empty).
+    #[serde(default)]
+    pub site: String,
+}
+
+/// Settings of a node of a cluster (`[cluster]`); without them the server runs alone.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// The cluster's name; nodes of another cluster are refused.
+    pub name: String,
+    /// This node's id, among `members`.
+    pub node_id: u64,
+    /// The address this node receives Raft messages on (it must be `members`' `raft` of this
+    /// node, or where that address leads).
+    pub raft_listen: Option<SocketAddr>,
+    /// The file holding the cluster's shared secret (at least 16 bytes; surrounding whitespace
+    /// is ignored). The `KILN_CLUSTER_SECRET` environment variable may give it instead.
+    pub secret_file: Option<PathBuf>,
+    /// The secret itself (prefer `secret_file` or the environment).
+    pub secret: Option<String>,
+    /// Every voter, this node included. Every node must be given the same list.
+    pub members: Vec<MemberConfig>,
+    /// The leader's heartbeat interval in milliseconds.
+    pub heartbeat_ms: u64,
+    /// A follower that hears from no leader for a random time between this and twice this
+    /// starts an election, in milliseconds.
+    pub election_timeout_ms: u64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            name: "kiln".into(),
+            node_id: 0,
+            raft_listen: None,
+            secret_file: None,
+            secret: None,
+            members: Vec::new(),
+            heartbeat_ms: 50,
+            election_timeout_ms: 500,
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// Checks the settings; returns the secret.
+    pub fn validate(&self) -> Result<Vec<u8>, String> {
+        if self.node_id == 0 {
+            return Err("cluster.node_id must be set (1 or more)".into());
+        }
+        let mut ids = std::collections::BTreeSet::new();
+        for m in &self.members {
+            if m.id == 0 || !ids.insert(m.id) {
+                return Err(format!("cluster.members: node id {} is 0 or given twice", m.id));
+            }
+        }
+        if !ids.contains(&self.node_id) {
+            return Err(format!("cluster.members does not list this node ({})", self.node_id));
+        }
+        if self.raft_listen.is_none() {
+            return Err("cluster.raft_listen must be set".into());
+        }
+        if self.heartbeat_ms == 0 || self.election_timeout_ms < 3 * self.heartbeat_ms {
+            return Err(format!(
+                "cluster.election_timeout_ms ({}) must be at least 3 heartbeats ({} ms each)",
+                self.election_timeout_ms, self.heartbeat_ms
+            ));
+        }
+        let secret = match (&self.secret, &self.secret_file) {
+            (Some(s), None) => s.trim().as_bytes().to_vec(),
+            (None, Some(path)) => std::fs::read_to_string(path)
+                .map_err(|e| format!("cluster.secret_file {}: {e}", path.display()))?
+                .trim()
+                .as_bytes()
+                .to_vec(),
+            (Some(_), Some(_)) => {
+                return Err("give cluster.secret or cluster.secret_file, not both".into())
+            }
+            (None, None) => {
+                return Err("a cluster needs a shared secret: cluster.secret_file, or \
+                            KILN_CLUSTER_SECRET"
+                    .into())
+            }
+        };
+        Ok(secret)
+    }
+}
+
 /// Everything `kiln serve` can be told.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -87,6 +186,8 @@ pub struct ServerConfig {
     /// Tests only: run the engine on a fault-injecting file system and enable
     /// `kiln_fault_fail_syncs(n)`.
     pub fault_injection: bool,
+    /// Run as one node of a cluster.
+    pub cluster: Option<ClusterConfig>,
 }
 
 impl Default for ServerConfig {
@@ -112,6 +213,7 @@ impl Default for ServerConfig {
             tls: TlsConfig::default(),
             shutdown_grace_s: 30,
             fault_injection: false,
+            cluster: None,
         }
     }
 }
@@ -153,6 +255,7 @@ impl ServerConfig {
             txn_writes_max: self.txn_writes_max,
             txn_reads_max: self.txn_reads_max,
             log_preallocate_bytes: self.log_preallocate_bytes,
+            replicated_log: self.cluster.is_some(),
             ..kiln_sql::engine_config::Config::default()
         })
     }

@@ -6,6 +6,7 @@
 //! clean shutdown on SIGTERM. It knows nothing of how SQL runs; it passes text and values
 //! to [`kiln_sql::Session`] and answers what comes back.
 
+mod cluster;
 mod codec;
 pub mod config;
 mod connection;
@@ -118,6 +119,9 @@ impl Timer {
 /// statement touches are ever backed by memory.
 const CONNECTION_STACK_BYTES: usize = kiln_sql::STATEMENT_STACK_BYTES + (8 << 20);
 
+/// How long a node of a cluster that stops waits for its commits to reach the cluster.
+const CLUSTER_CLOSE_WAIT: Duration = Duration::from_secs(5);
+
 /// At most this many connections over the limit are being answered 53300 at once; more are
 /// closed without an answer.
 const REJECTING_MAX: usize = 64;
@@ -184,6 +188,8 @@ pub(crate) struct Shared {
     timer: Arc<Timer>,
     watchdog: Arc<Watchdog>,
     scram: Option<Arc<ScramHandler>>,
+    /// The cluster node, when this server is one.
+    cluster: Mutex<Option<cluster::ClusterNode>>,
 }
 
 /// Holds a connection slot until dropped.
@@ -320,8 +326,20 @@ impl Server {
         let tls = load_tls(&config.tls)?;
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| format!("cannot create {}: {e}", config.data_dir.display()))?;
-        let db = Database::open_dir(&config.data_dir, engine_config, session_config)
-            .map_err(|e| e.message)?;
+        let (db, cluster) = match &config.cluster {
+            None => {
+                let db = Database::open_dir(&config.data_dir, engine_config, session_config)
+                    .map_err(|e| e.message)?;
+                (db, None)
+            }
+            Some(cluster_config) => {
+                // The catalog comes from the cluster: the leader creates it.
+                let db = Database::attach_dir(&config.data_dir, engine_config, session_config)
+                    .map_err(|e| e.message)?;
+                let node = cluster::ClusterNode::start(cluster_config, &config.data_dir, &db)?;
+                (db, Some(node))
+            }
+        };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("kiln-accept")
@@ -374,6 +392,7 @@ impl Server {
             timer,
             watchdog,
             scram,
+            cluster: Mutex::new(cluster),
         });
         let s = shared.clone();
         runtime.spawn(accept_loop(listener, s));
@@ -438,7 +457,22 @@ impl Server {
         self.shared.timer.stop.store(true, Ordering::Relaxed);
         self.shared.timer.wake.notify_all();
         self.runtime.shutdown_timeout(Duration::from_secs(1));
-        self.shared.db.close().map_err(|e| format!("closing the database: {}", e.message))?;
+        let cluster = self.shared.cluster.lock().take();
+        let closed = match cluster {
+            None => self.shared.db.close(),
+            Some(node) => {
+                // Commits become durable through the cluster, so they are waited for while
+                // it still runs; what is not durable then stays in doubt and the cluster
+                // decides it after this node stops.
+                let _ = self.shared.db.engine().persist_within(CLUSTER_CLOSE_WAIT);
+                node.stop();
+                self.shared.db.close_within(Duration::ZERO).or_else(|e| {
+                    warn!(error = %e.message, "stopped with commits the cluster has not made durable");
+                    Ok(())
+                })
+            }
+        };
+        closed.map_err(|e: kiln_sql::SqlError| format!("closing the database: {}", e.message))?;
         info!("kiln stopped");
         Ok(())
     }

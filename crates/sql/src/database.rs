@@ -62,13 +62,52 @@ pub struct Database {
     pub(crate) notifier_started: Mutex<bool>,
     /// Every session, for pg_stat_activity and pg_cancel/terminate_backend.
     pub(crate) activities: Activities,
+    /// What `kiln_cluster` shows, for a node of a cluster.
+    cluster: Mutex<Option<ClusterView>>,
 }
+
+/// One node of a cluster, as `kiln_cluster` shows it. The SQL layer knows nothing of how the
+/// cluster works; the server fills these in.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterMember {
+    /// The node's id.
+    pub node_id: i64,
+    /// leader, follower, candidate, learner, or unknown.
+    pub role: String,
+    /// Whether this is the node the session is connected to.
+    pub is_self: bool,
+    /// Its site tag (empty if none).
+    pub site: String,
+    /// Where its SQL clients connect.
+    pub sql_addr: String,
+    /// Where other nodes send it Raft messages.
+    pub raft_addr: String,
+    /// The term this node knows (the current epoch).
+    pub term: i64,
+    /// The last log index this node has (its own node only; others: what the leader matched).
+    pub log_index: Option<i64>,
+    /// Entries it is behind the leader's log, as the leader sees it (known on the leader).
+    pub lag_entries: Option<i64>,
+    /// Milliseconds since the leader last heard from it (known on the leader).
+    pub last_heard_ms: Option<i64>,
+}
+
+/// What the server tells the SQL layer about the cluster, each time it is asked.
+pub type ClusterView = Arc<dyn Fn() -> Vec<ClusterMember> + Send + Sync>;
 
 impl Database {
     /// Opens the SQL layer on an engine; creates the `kiln` and `postgres` databases on a
     /// fresh engine, and starts the durability-notification router.
     pub fn open(engine: Engine, config: SessionConfig) -> Result<Arc<Database>> {
-        let db = Arc::new(Database {
+        let db = Database::attach(engine, config);
+        db.bootstrap()?;
+        Ok(db)
+    }
+
+    /// The SQL layer on an engine, without creating anything: for a node of a cluster, which
+    /// receives the catalog from its leader (the leader calls [`Database::bootstrap`]).
+    pub fn attach(engine: Engine, config: SessionConfig) -> Arc<Database> {
+        Arc::new(Database {
             engine,
             catalog: Catalog::default(),
             locks: Arc::new(LockManager::default()),
@@ -79,19 +118,37 @@ impl Database {
             definitions: Mutex::new(HashMap::new()),
             notifier_started: Mutex::new(false),
             activities: Activities::default(),
-        });
-        let mut txn = db.engine.begin(TxnOptions::new().isolation(IsolationLevel::Serializable))?;
+            cluster: Mutex::new(None),
+        })
+    }
+
+    /// Creates the `kiln` and `postgres` databases if they do not exist (a safe commit);
+    /// returns whether it created any.
+    pub fn bootstrap(&self) -> Result<bool> {
+        let mut txn =
+            self.engine.begin(TxnOptions::new().isolation(IsolationLevel::Serializable))?;
         let mut created = false;
         for name in ["kiln", "postgres"] {
-            if !db.catalog.database_exists(&mut txn, name)? {
-                db.catalog.create_database(&mut txn, name)?;
+            if !self.catalog.database_exists(&mut txn, name)? {
+                self.catalog.create_database(&mut txn, name)?;
                 created = true;
             }
         }
         if created {
             txn.commit_safe()?;
         }
-        Ok(db)
+        Ok(created)
+    }
+
+    /// Sets what `kiln_cluster` shows (a node of a cluster).
+    pub fn set_cluster_view(&self, view: ClusterView) {
+        *self.cluster.lock() = Some(view);
+    }
+
+    /// The cluster's members as the server reports them (none for a standalone server).
+    pub fn cluster_members(&self) -> Vec<ClusterMember> {
+        let view = self.cluster.lock().clone();
+        view.map(|v| v()).unwrap_or_default()
     }
 
     /// Starts routing durability events to sessions, the first time a session LISTENs: until
@@ -131,13 +188,33 @@ impl Database {
         Database::open(engine, config)
     }
 
+    /// Opens the engine in `dir` and the SQL layer on it without creating anything (see
+    /// [`Database::attach`]).
+    pub fn attach_dir(
+        dir: &std::path::Path,
+        engine: kiln_engine::Config,
+        config: SessionConfig,
+    ) -> Result<Arc<Database>> {
+        let engine = Engine::open(dir, engine).map_err(|e| {
+            let mut err: SqlError = e.into();
+            err.message = format!("cannot open {}: {}", dir.display(), err.message);
+            err
+        })?;
+        Ok(Database::attach(engine, config))
+    }
+
     /// Makes everything committed durable and closes the engine; sessions get 57P01 after.
     /// Makes everything committed durable (waiting at most [`CLOSE_PERSIST_WAIT`]: on a
     /// full disk the fast commits not yet durable are left to be reported lost after the
     /// restart, rather than keep the process from stopping) and closes the engine.
     pub fn close(&self) -> Result<()> {
+        self.close_within(CLOSE_PERSIST_WAIT)
+    }
+
+    /// [`Database::close`], waiting at most `wait` for commits to become durable.
+    pub fn close_within(&self, wait: Duration) -> Result<()> {
         self.stop.store(true, Ordering::Relaxed);
-        let flushed = match self.engine.persist_within(CLOSE_PERSIST_WAIT) {
+        let flushed = match self.engine.persist_within(wait) {
             Ok(Some(_)) => Ok(()),
             Ok(None) => {
                 let stats = self.engine.stats();

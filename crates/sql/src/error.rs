@@ -258,12 +258,15 @@ impl From<EngineError> for SqlError {
             EngineError::ReadOnlyTransaction => {
                 SqlError::new(code::READ_ONLY_TXN, "cannot write in a read-only transaction")
             }
-            EngineError::NotLeader { .. } => SqlError::new(
+            EngineError::NotLeader { detail, leader } => SqlError::new(
                 code::READ_ONLY_TXN,
                 "cannot commit writes on this node: it is not the cluster's leader",
             )
-            .detail(e.to_string())
-            .hint("Send writes to the leader; this node serves reads."),
+            .detail(detail.clone())
+            .hint(match leader {
+                Some(at) => format!("Send writes to the leader at {at}; this node serves reads."),
+                None => "Retry once a leader is elected; this node serves reads.".into(),
+            }),
             EngineError::InvalidArgument(m) => SqlError::new(code::INVALID_PARAMETER_VALUE, m.clone()),
             EngineError::Closed => {
                 SqlError::new(code::ADMIN_SHUTDOWN, "the database is shutting down")

@@ -57,7 +57,7 @@ pub mod prepared;
 pub mod session;
 pub mod types;
 
-pub use database::{Database, SessionConfig};
+pub use database::{ClusterMember, ClusterView, Database, SessionConfig};
 pub use ed::Notification;
 pub use error::{code, Result, SqlError};
 pub use kiln_engine::Operations;

@@ -47,11 +47,16 @@ impl Kiln {
 
     /// Starts a server on `dir` (kept when the server stops).
     pub fn start_in(dir: &Path, args: &[&str]) -> Kiln {
+        Kiln::start_at(dir, "127.0.0.1:0", args)
+    }
+
+    /// Starts a server on `dir` (kept when the server stops) listening on `listen`.
+    pub fn start_at(dir: &Path, listen: &str, args: &[&str]) -> Kiln {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_kiln"));
         cmd.arg("serve")
             .arg("--data-dir")
             .arg(dir)
-            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+            .args(["--listen", listen, "--metrics-listen", "127.0.0.1:0"])
             .args(args)
             .env("KILN_LOG", "warn")
             .stdin(Stdio::null())

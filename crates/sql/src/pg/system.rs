@@ -54,6 +54,16 @@ pub fn kiln_stat(db: &Database) -> Vec<(&'static str, i64, &'static str)> {
         ("rows", s.rows as i64, "stored keys (rows and index entries)"),
         ("checkpoints", s.checkpoints as i64, "checkpoints written"),
         ("locked_rows", db.locked_rows() as i64, "row locks held now"),
+        (
+            "local_csn",
+            s.local_csn.map_or(-1, |c| c as i64),
+            "cluster: commits on this node's own disk (-1 standalone, where durable_csn is local)",
+        ),
+        (
+            "leading_term",
+            s.leading_term.map_or(0, |t| t as i64),
+            "cluster: the term this node leads and takes writes in (0: it does not)",
+        ),
     ]
 }
 
@@ -100,6 +110,41 @@ impl SystemTables for System<'_> {
                     .map(|(n, v, d)| vec![text(n), Value::Int(v), text(d)])
                     .collect(),
             )),
+            "kiln_cluster" => {
+                let opt = |v: Option<i64>| v.map_or(Value::Null, Value::Int);
+                Some((
+                    cols(&[
+                        ("node_id", I8),
+                        ("role", T),
+                        ("is_self", B),
+                        ("site", T),
+                        ("sql_addr", T),
+                        ("raft_addr", T),
+                        ("term", I8),
+                        ("log_index", I8),
+                        ("lag_entries", I8),
+                        ("last_heard_ms", I8),
+                    ]),
+                    self.db
+                        .cluster_members()
+                        .into_iter()
+                        .map(|m| {
+                            vec![
+                                Value::Int(m.node_id),
+                                text(&m.role),
+                                Value::Bool(m.is_self),
+                                text(&m.site),
+                                text(&m.sql_addr),
+                                text(&m.raft_addr),
+                                Value::Int(m.term),
+                                opt(m.log_index),
+                                opt(m.lag_entries),
+                                opt(m.last_heard_ms),
+                            ]
+                        })
+                        .collect(),
+                ))
+            }
             "pg_stat_activity" => {
                 let ts = |t: Option<i64>| t.map_or(Value::Null, Value::TimestampTz);
                 let opt = |t: Option<&str>| t.map_or(Value::Null, text);
