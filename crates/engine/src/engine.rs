@@ -916,6 +916,20 @@ impl Engine {
         self.shared().durability.wait(id, Some(timeout))
     }
 
+    /// Waits until a new snapshot on this node would see `id` (or `id` is lost), up to
+    /// `timeout`; returns its status then. A replica that does not lead waits for the cluster
+    /// to commit it; a leader or a standalone engine sees its own commits at once. `Unknown`
+    /// after the timeout means this node has not received it (or it never existed).
+    pub fn wait_known(&self, id: TxnId, timeout: Duration) -> Result<TxnStatus> {
+        let shared = self.shared();
+        shared.check_open()?;
+        let sees_committed = || {
+            shared.config.commit_model == CommitModel::EventuallyDurable
+                && (!shared.config.replicated_log || shared.leads(shared.epoch()))
+        };
+        shared.durability.wait_known(id, timeout, sees_committed)
+    }
+
     /// Flushes the log now; returns the durable watermark (epoch and CSN) covering every
     /// commit made before the call. Fails if those commits were lost instead.
     pub fn persist(&self) -> Result<(Epoch, Csn)> {

@@ -156,7 +156,7 @@ async fn a_cluster_of_processes_fails_over_and_loses_only_an_unreplicated_suffix
     let reader = connect(&cluster.conninfo(follower)).await.unwrap();
     eventually(10, "the follower reads the safe commits", || async {
         let n: i64 = reader.query_one("SELECT count(*) FROM acc", &[]).await.unwrap().get(0);
-        n == 30
+        n >= 30
     })
     .await;
     let err = reader.execute("INSERT INTO acc VALUES (-1, 'x')", &[]).await.unwrap_err();
@@ -164,6 +164,27 @@ async fn a_cluster_of_processes_fails_over_and_loses_only_an_unreplicated_suffix
     assert_eq!(*db.code(), SqlState::READ_ONLY_SQL_TRANSACTION);
     let leader_addr = format!("127.0.0.1:{}", cluster.sql[first]);
     assert!(db.hint().unwrap_or("").contains(&leader_addr), "{:?}", db.hint());
+
+    // A session token: a read on a follower after `kiln.read_after` sees that commit (it
+    // waits until the follower has it); one the cluster never made times out.
+    client.execute("INSERT INTO acc VALUES (30, 'token')", &[]).await.unwrap();
+    let token: String = client.query_one("SELECT kiln_last_txid()", &[]).await.unwrap().get(0);
+    let other = connect(&cluster.conninfo((first + 2) % 3)).await.unwrap();
+    other.batch_execute(&format!("SET kiln.read_after = '{token}'")).await.unwrap();
+    let n: i64 =
+        other.query_one("SELECT count(*) FROM acc WHERE id = 30", &[]).await.unwrap().get(0);
+    assert_eq!(n, 1, "read after {token} on a follower");
+    other
+        .batch_execute("SET kiln.read_after = '999.1'; SET kiln.read_after_timeout = 200")
+        .await
+        .unwrap();
+    let err = other.query_one("SELECT 1", &[]).await.unwrap_err();
+    assert_eq!(
+        err.as_db_error().map(|e| e.code().clone()),
+        Some(SqlState::QUERY_CANCELED),
+        "{err}"
+    );
+    drop(other);
 
     // Fast commits, and the leader is killed right after them.
     client.batch_execute("SET synchronous_commit = off").await.unwrap();

@@ -31,6 +31,9 @@ use crate::prepared::PlanSlot;
 
 use crate::database::*;
 
+/// How long a transaction waits for `kiln.read_after` by default, in milliseconds.
+const READ_AFTER_TIMEOUT_MS: u64 = 5_000;
+
 /// The result of one statement.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Output {
@@ -366,6 +369,40 @@ impl Session {
         r.map_err(|e| e.resolve_position(&prepared.sql))
     }
 
+    /// `SET kiln.read_after = 'EPOCH.CSN'` (a session token: an id `kiln_last_txid()` gave on
+    /// any node of the cluster): each transaction begins only once this node has that commit,
+    /// so that a session that moves between nodes reads its own writes and never goes back in
+    /// time. Waits at most `kiln.read_after_timeout` (default 5 s; 57014 after), and fails
+    /// with 40000 if that commit was lost.
+    fn wait_for_read_after(&self) -> Result<()> {
+        let Some(token) = self.setting("kiln.read_after").filter(|t| !t.is_empty()) else {
+            return Ok(());
+        };
+        let id = crate::ed::id_arg(&crate::types::Value::Text(token))?;
+        let ms = self
+            .setting("kiln.read_after_timeout")
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(READ_AFTER_TIMEOUT_MS);
+        match self.db.engine.wait_known(id, std::time::Duration::from_millis(ms))? {
+            kiln_engine::TxnStatus::Durable => Ok(()),
+            kiln_engine::TxnStatus::Lost => Err(SqlError::new(
+                code::TXN_ROLLBACK,
+                format!("transaction {id}, which this session reads after, was lost"),
+            )
+            .detail(
+                "kiln.read_after names a commit that a failure took back before it became durable.",
+            )
+            .hint("Reset kiln.read_after, and redo the lost work if it still matters.")),
+            status => Err(SqlError::new(
+                code::QUERY_CANCELED,
+                format!(
+                    "this node has not received transaction {id} within {ms} ms (it is {status})"
+                ),
+            )
+            .hint("Try again, raise kiln.read_after_timeout, or read on the leader.")),
+        }
+    }
+
     pub(crate) fn begin_txn(
         &mut self,
         explicit: bool,
@@ -386,6 +423,7 @@ impl Session {
         if read_only {
             options = options.read_only();
         }
+        self.wait_for_read_after()?;
         let txn = self.engine_session.begin(options)?;
         let mut local = HashMap::new();
         local.insert("transaction_isolation".to_string(), isolation_name(isolation).to_string());
@@ -657,7 +695,7 @@ impl Session {
                         }
                     }
                     ast::Reset::ConfigurationParameter(p) => {
-                        let name = object_name(p)?;
+                        let name = crate::pg::settings::setting_name(p)?;
                         let default = default_settings(&self.db.config)
                             .into_iter()
                             .find(|(k, _)| *k == name)

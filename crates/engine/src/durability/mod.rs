@@ -414,9 +414,34 @@ impl Durability {
     /// Waits until `id` is durable or lost, or `timeout` passes; returns its status then.
     /// Asks the writer to flush now, as a safe commit does.
     pub fn wait(&self, id: TxnId, timeout: Option<Duration>) -> Result<TxnStatus> {
+        self.wait_until(id, timeout, |status| status != TxnStatus::Committed)
+    }
+
+    /// Waits until `id` is decided on this node (`visible_if_committed` says whether a
+    /// committed, not yet durable, transaction counts), up to `timeout`, also while this
+    /// node does not know it yet (a replica that has not received it); returns its status.
+    pub fn wait_known(
+        &self,
+        id: TxnId,
+        timeout: Duration,
+        visible_if_committed: impl Fn() -> bool,
+    ) -> Result<TxnStatus> {
+        self.wait_until(id, Some(timeout), |status| match status {
+            TxnStatus::Unknown => false,
+            TxnStatus::Committed => visible_if_committed(),
+            _ => true,
+        })
+    }
+
+    fn wait_until(
+        &self,
+        id: TxnId,
+        timeout: Option<Duration>,
+        done: impl Fn(TxnStatus) -> bool,
+    ) -> Result<TxnStatus> {
         let deadline = timeout.map(|t| Instant::now() + t);
         let status = self.status_fast(id);
-        if status != TxnStatus::Committed {
+        if done(status) {
             return Ok(status);
         }
         let token = self.next_waiter.fetch_add(1, Ordering::Relaxed);
@@ -429,7 +454,7 @@ impl Durability {
                 break Err(Error::Poisoned(self.poisoned().unwrap_or_default()));
             }
             let status = self.status_fast(id);
-            if status != TxnStatus::Committed {
+            if done(status) {
                 break Ok(status);
             }
             {

@@ -70,7 +70,32 @@ pub(crate) fn show_name(variable: &[ast::Ident]) -> String {
     let name = variable.iter().map(|i| i.value.to_lowercase()).collect::<Vec<_>>().join(" ");
     match name.as_str() {
         "transaction isolation level" => "transaction_isolation".to_string(),
+        "time zone" => "timezone".to_string(),
+        // `SHOW prefix.name` (a custom setting) arrives as two words.
+        _ if variable.len() == 2 => {
+            variable.iter().map(|i| i.value.to_lowercase()).collect::<Vec<_>>().join(".")
+        }
         n => n.to_string(),
+    }
+}
+
+/// A setting's name as `SET` and `RESET` give it: `name`, or a custom one with a prefix
+/// (`kiln.read_after`, `myapp.tenant`), as PostgreSQL allows.
+pub(crate) fn setting_name(variable: &ast::ObjectName) -> Result<String> {
+    let parts = variable
+        .0
+        .iter()
+        .map(|p| match p.as_ident() {
+            Some(i) => Ok(ident(i)),
+            None => Err(SqlError::unsupported(format!("the setting name {p}"))),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    match parts.as_slice() {
+        [_] | [_, _] => Ok(parts.join(".")),
+        _ => Err(SqlError::new(
+            code::SYNTAX,
+            format!("improper qualified name (too many dotted names): {variable}"),
+        )),
     }
 }
 
@@ -217,6 +242,14 @@ impl Session {
                 }
                 "UTC".into()
             }
+            "kiln.read_after" => {
+                if value.is_empty() {
+                    String::new()
+                } else {
+                    crate::ed::id_arg(&crate::types::Value::Text(value.clone()))?.to_string()
+                }
+            }
+            "kiln.read_after_timeout" => parse_duration_ms(&name, &value)?.to_string(),
             "default_transaction_read_only" | "transaction_read_only" => {
                 if crate::types::parse_bool(&value)? {
                     "on".into()
@@ -291,7 +324,7 @@ impl Session {
     pub(crate) fn execute_set(&mut self, set: &ast::Set) -> Result<Output> {
         match set {
             ast::Set::SingleAssignment { scope, variable, values, .. } => {
-                let name = object_name(variable)?;
+                let name = setting_name(variable)?;
                 let value = values.iter().map(set_value).collect::<Vec<_>>().join(", ");
                 let local = matches!(scope, Some(ast::ContextModifier::Local));
                 self.set(&name, &value, local)?;
