@@ -217,6 +217,8 @@ impl Shared {
         if term != 0 {
             self.ended_term.fetch_max(term, Ordering::SeqCst);
             tracing::info!(term, "no longer leading: commits are refused");
+            // Safe committers of the term learn that their outcome is now the cluster's.
+            self.durability.wake_waiters_all();
         }
     }
 

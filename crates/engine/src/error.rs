@@ -69,6 +69,17 @@ pub enum Error {
     #[error("cannot write in a read-only transaction")]
     ReadOnlyTransaction,
 
+    /// A safe commit on a cluster's leader that stopped leading before the cluster had the
+    /// commit: it is neither durable nor lost yet, and a later term decides which.
+    #[error(
+        "transaction {id} committed, but this node stopped leading before the cluster had it; \
+         a later term decides whether it is durable or lost"
+    )]
+    InDoubt {
+        /// The transaction.
+        id: TxnId,
+    },
+
     /// A commit on a node of a cluster that is not its leader (or not yet ready to lead).
     #[error("this node is not the cluster's leader; {detail}")]
     NotLeader {

@@ -284,7 +284,9 @@ impl Committed {
             // Waiting registers a safe waiter, which wakes the writer if still needed.
             self.wake_owed = false;
             let cause = "durability failed before the commit was acknowledged";
-            self.shared.durability.wait_durable(id, cause)?;
+            let shared = &self.shared;
+            let in_doubt = || shared.config.replicated_log && !shared.leads(id.epoch);
+            shared.durability.wait_durable(id, cause, in_doubt)?;
         }
         Ok(id)
     }

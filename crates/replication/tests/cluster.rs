@@ -118,6 +118,12 @@ async fn a_cluster_replicates_fails_over_and_loses_exactly_the_unreplicated_comm
     let other_ids: Vec<u64> = others.iter().map(|&i| i as u64 + 1).collect();
     router.set_partitioned(first as u64 + 1, &other_ids, true);
     let cut_at = Instant::now();
+    // A safe commit there cannot reach a quorum: once the leader gives its term up, the
+    // committer hears that the outcome is in doubt (it is not kept waiting).
+    let in_doubt = tokio::spawn({
+        let engine = nodes[first].engine().clone();
+        async move { put(&engine, "in doubt", "v", CommitMode::Safe).await }
+    });
     let mut stranded = Vec::new();
     loop {
         match put(nodes[first].engine(), &format!("lost{}", stranded.len()), "v", CommitMode::Fast)
@@ -131,6 +137,11 @@ async fn a_cluster_replicates_fails_over_and_loses_exactly_the_unreplicated_comm
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(!stranded.is_empty(), "the leader committed nothing before its lease ran out");
+    let in_doubt = match in_doubt.await.unwrap() {
+        Err(Error::InDoubt { id }) => id,
+        other => panic!("a safe commit without a quorum returned {other:?}"),
+    };
+    stranded.push(in_doubt);
     for id in &stranded {
         assert_eq!(nodes[first].engine().status(*id), TxnStatus::Committed);
     }

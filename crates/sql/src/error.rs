@@ -258,6 +258,15 @@ impl From<EngineError> for SqlError {
             EngineError::ReadOnlyTransaction => {
                 SqlError::new(code::READ_ONLY_TXN, "cannot write in a read-only transaction")
             }
+            EngineError::InDoubt { id } => SqlError::new(
+                "40003",
+                format!("the outcome of transaction {id} is not known yet"),
+            )
+            .detail(e.to_string())
+            .hint(format!(
+                "Ask SELECT kiln_txn_status('{id}') on any node once a leader is elected; \
+                 it will say durable or lost."
+            )),
             EngineError::NotLeader { detail, leader } => SqlError::new(
                 code::READ_ONLY_TXN,
                 "cannot commit writes on this node: it is not the cluster's leader",

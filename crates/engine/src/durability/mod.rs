@@ -536,11 +536,21 @@ impl Durability {
         ready
     }
 
-    /// Waits until `id` is durable; a lost transaction is an error.
-    pub fn wait_durable(&self, id: TxnId, cause_if_lost: &str) -> Result<()> {
-        match self.wait(id, None)? {
+    /// Waits until `id` is durable; a lost transaction is an error. `in_doubt` says whether
+    /// its outcome has left this node's hands (a replicated log's leader that stopped leading
+    /// before the cluster had it: a later term decides, which may take as long as the cluster
+    /// stays without a quorum); the committer is then told so rather than kept waiting.
+    pub fn wait_durable(
+        &self,
+        id: TxnId,
+        cause_if_lost: &str,
+        in_doubt: impl Fn() -> bool,
+    ) -> Result<()> {
+        let decided_or_in_doubt = |status| status != TxnStatus::Committed || in_doubt();
+        match self.wait_until(id, None, decided_or_in_doubt)? {
             TxnStatus::Durable => Ok(()),
             TxnStatus::Lost => Err(Error::Lost { id, cause: cause_if_lost.to_string() }),
+            TxnStatus::Committed => Err(Error::InDoubt { id }),
             other => Err(Error::InvalidArgument(format!(
                 "transaction {id} is {other}: there is no durability to wait for"
             ))),
