@@ -21,14 +21,20 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::Stream;
 
 use openraft::alias::{SnapshotOf, VoteOf};
 use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::{RPCOption, RaftNetworkFactory};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest,
-    TransferLeaderResponse, VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, StreamAppendResult,
+    TransferLeaderRequest, TransferLeaderResponse, VoteRequest, VoteResponse,
 };
 use openraft::{OptionalSend, RaftNetworkV2};
 use ring::hmac;
@@ -138,10 +144,20 @@ struct Proof {
 
 #[derive(Serialize, Deserialize)]
 enum Request {
+    /// Turns the connection into a stream of appends: from now on the client sends
+    /// `AppendEntriesRequest`s and the server answers each with a [`StreamReply`], in order,
+    /// without waiting for one answer before the next request (Raft's pipelined replication).
+    Stream,
     Append(AppendEntriesRequest<KilnRaft>),
     Vote(VoteRequest<KilnRaft>),
     PreVote(VoteRequest<KilnRaft>),
     TransferLeader(TransferLeaderRequest<KilnRaft>),
+}
+
+#[derive(Serialize, Deserialize)]
+enum StreamReply {
+    Result(StreamAppendResult<KilnRaft>),
+    Failed(String),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -153,7 +169,10 @@ enum Reply {
     Failed(String),
 }
 
-async fn send<T: Serialize>(stream: &mut TcpStream, message: &T) -> io::Result<()> {
+async fn send<T: Serialize>(
+    stream: &mut (impl AsyncWriteExt + Unpin),
+    message: &T,
+) -> io::Result<()> {
     let body = postcard::to_stdvec(message).map_err(io::Error::other)?;
     let len =
         u32::try_from(body.len()).ok().filter(|&n| n <= MESSAGE_BYTES_MAX).ok_or_else(|| {
@@ -166,7 +185,10 @@ async fn send<T: Serialize>(stream: &mut TcpStream, message: &T) -> io::Result<(
     stream.flush().await
 }
 
-async fn receive<T: DeserializeOwned>(stream: &mut TcpStream, max: u32) -> io::Result<T> {
+async fn receive<T: DeserializeOwned>(
+    stream: &mut (impl AsyncReadExt + Unpin),
+    max: u32,
+) -> io::Result<T> {
     let len = stream.read_u32_le().await?;
     if len > max {
         return Err(io::Error::new(
@@ -256,6 +278,7 @@ async fn serve_connection(
         };
         let failed = |e: &dyn std::fmt::Display| Reply::Failed(e.to_string());
         let reply = match request {
+            Request::Stream => return serve_stream(stream, raft).await,
             Request::Append(rpc) => {
                 raft.append_entries(rpc).await.map_or_else(|e| failed(&e), Reply::Append)
             }
@@ -270,6 +293,28 @@ async fn serve_connection(
         };
         send(&mut stream, &reply).await?;
     }
+}
+
+/// Serves a stream of appends on `stream` until the client ends it.
+async fn serve_stream(stream: TcpStream, raft: Raft) -> io::Result<()> {
+    use futures::StreamExt;
+    let (read, mut write) = stream.into_split();
+    let requests = futures::stream::unfold(read, |mut read| async move {
+        match receive::<AppendEntriesRequest<KilnRaft>>(&mut read, MESSAGE_BYTES_MAX).await {
+            Ok(request) => Some((request, read)),
+            Err(_) => None,
+        }
+    });
+    let results = raft.stream_append(requests);
+    futures::pin_mut!(results);
+    while let Some(result) = results.next().await {
+        let reply = match result {
+            Ok(r) => StreamReply::Result(r),
+            Err(fatal) => StreamReply::Failed(fatal.to_string()),
+        };
+        send(&mut write, &reply).await?;
+    }
+    Ok(())
 }
 
 /// The network of one node: connections to the others at the addresses the cluster's
@@ -396,6 +441,100 @@ impl TcpConnection {
     }
 }
 
+impl TcpConnection {
+    /// Pipelined replication on a connection of its own: requests are written as the
+    /// library produces them, and answers read back in order. A reply that has not come
+    /// within `option`'s deadline while requests wait for one ends the stream with an error.
+    async fn open_stream<'s, S>(
+        &'s mut self,
+        mut input: S,
+        option: RPCOption,
+    ) -> Result<
+        BoxStream<'s, Result<StreamAppendResult<KilnRaft>, RPCError<KilnRaft>>>,
+        RPCError<KilnRaft>,
+    >
+    where
+        S: Stream<Item = AppendEntriesRequest<KilnRaft>> + OptionalSend + Unpin + 'static,
+    {
+        use futures::StreamExt;
+        let (to, addr) = (self.to, self.addr.clone());
+        let mut stream = self.connect().await.map_err(|e| {
+            RPCError::Unreachable(Unreachable::from_string(format!("node {to} at {addr}: {e}")))
+        })?;
+        send(&mut stream, &Request::Stream).await.map_err(|e| network_error(to, &addr, e))?;
+        let (read, mut write) = stream.into_split();
+        let outstanding = Arc::new(AtomicUsize::new(0));
+        let sent = outstanding.clone();
+        let writer = tokio::spawn(async move {
+            while let Some(request) = input.next().await {
+                sent.fetch_add(1, Ordering::SeqCst);
+                if send(&mut write, &request).await.is_err() {
+                    return;
+                }
+            }
+            let _ = write.shutdown().await;
+        });
+        let ttl = option.hard_ttl();
+        let state = Some((ReplyReader { read, writer }, outstanding));
+        let replies = futures::stream::unfold((state, addr), move |(state, addr)| async move {
+            let (mut read, outstanding) = state?;
+            let reply = loop {
+                match tokio::time::timeout(
+                    ttl,
+                    receive::<StreamReply>(&mut read.read, MESSAGE_BYTES_MAX),
+                )
+                .await
+                {
+                    Ok(reply) => break reply,
+                    // Nothing asked: an idle stream is not a dead one.
+                    Err(_) if outstanding.load(Ordering::SeqCst) == 0 => continue,
+                    Err(_) => {
+                        break Err(io::Error::new(io::ErrorKind::TimedOut, "no reply in time"))
+                    }
+                }
+            };
+            match reply {
+                Ok(StreamReply::Result(result)) => {
+                    outstanding.fetch_sub(1, Ordering::SeqCst);
+                    let ends = result.is_err();
+                    let next = if ends { None } else { Some((read, outstanding)) };
+                    Some((Ok(result), (next, addr)))
+                }
+                Ok(StreamReply::Failed(why)) => Some((
+                    Err(RPCError::Unreachable(Unreachable::from_string(format!(
+                        "node {to}: {why}"
+                    )))),
+                    (None, addr),
+                )),
+                Err(e)
+                    if e.kind() == io::ErrorKind::UnexpectedEof
+                        && outstanding.load(Ordering::SeqCst) == 0 =>
+                {
+                    None
+                }
+                Err(e) => Some((Err(network_error(to, &addr, e)), (None, addr))),
+            }
+        });
+        Ok(Box::pin(replies))
+    }
+}
+
+/// The reading end of a stream of appends; the task writing its requests stops with it.
+struct ReplyReader {
+    read: tokio::net::tcp::OwnedReadHalf,
+    writer: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ReplyReader {
+    fn drop(&mut self) {
+        self.writer.abort();
+    }
+}
+
+fn network_error(to: u64, addr: &str, e: io::Error) -> RPCError<KilnRaft> {
+    RPCError::Network(NetworkError::from_string(format!("node {to} at {addr}: {e}")))
+}
+
 fn unexpected(to: u64) -> RPCError<KilnRaft> {
     RPCError::Network(NetworkError::from_string(format!("node {to} answered out of turn")))
 }
@@ -412,6 +551,23 @@ impl RaftNetworkV2<KilnRaft> for TcpConnection {
             Reply::Append(r) => Ok(r),
             _ => Err(unexpected(self.to)),
         }
+    }
+
+    fn stream_append<'s, S>(
+        &'s mut self,
+        input: S,
+        option: RPCOption,
+    ) -> BoxFuture<
+        's,
+        Result<
+            BoxStream<'s, Result<StreamAppendResult<KilnRaft>, RPCError<KilnRaft>>>,
+            RPCError<KilnRaft>,
+        >,
+    >
+    where
+        S: Stream<Item = AppendEntriesRequest<KilnRaft>> + OptionalSend + Unpin + 'static,
+    {
+        Box::pin(self.open_stream(input, option))
     }
 
     async fn vote(

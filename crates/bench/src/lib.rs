@@ -1,0 +1,444 @@
+//! What Kiln's benchmark programs share: starting a release `kiln serve` and a throwaway
+//! stock PostgreSQL on free loopback ports, running psql and pgbench against them, and
+//! summarizing latencies.
+
+use std::io::{BufRead, BufReader, Write as _};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
+}
+
+pub fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{cmd:?} failed:\n{text}");
+    text
+}
+
+pub fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+pub fn as_root(args: &[&str]) -> Command {
+    if is_root() {
+        let mut c = Command::new(args[0]);
+        c.args(&args[1..]);
+        c
+    } else {
+        let mut c = Command::new("sudo");
+        c.args(args);
+        c
+    }
+}
+
+pub const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+
+/// Installs PostgreSQL 15, its clients and gnuplot from Debian when missing.
+pub fn ensure_tools() {
+    let have_pg =
+        Path::new(PG_BIN).join("postgres").exists() && Path::new(PG_BIN).join("pgbench").exists();
+    let have_plot = Command::new("gnuplot").arg("--version").output().is_ok();
+    if have_pg && have_plot {
+        return;
+    }
+    eprintln!("installing PostgreSQL 15 and gnuplot from Debian");
+    run(as_root(&["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "update", "-q"])
+        .stdin(Stdio::null()));
+    run(as_root(&[
+        "env",
+        "DEBIAN_FRONTEND=noninteractive",
+        "apt-get",
+        "install",
+        "-y",
+        "-q",
+        "--no-install-recommends",
+        "postgresql-15",
+        "postgresql-client-15",
+        "gnuplot-nox",
+    ])
+    .stdin(Stdio::null()));
+}
+
+/// A server under test.
+pub trait Server {
+    fn port(&self) -> u16;
+    fn user(&self) -> &str;
+    fn database(&self) -> &str;
+}
+
+pub struct Kiln {
+    pub child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Kiln {
+    /// A release `kiln serve` on a fresh `dir`, on a free loopback port.
+    pub fn start(dir: &Path, extra: &[&str]) -> Kiln {
+        Kiln::start_at(dir, "127.0.0.1:0", extra)
+    }
+
+    /// A release `kiln serve` on a fresh `dir`, listening on `listen`.
+    pub fn start_at(dir: &Path, listen: &str, extra: &[&str]) -> Kiln {
+        let _ = std::fs::remove_dir_all(dir);
+        let mut child = Command::new(root().join("target/release/kiln"))
+            .arg("serve")
+            .arg("--data-dir")
+            .arg(dir)
+            .args(["--listen", listen, "--metrics-listen", "none", "--max-connections", "300"])
+            .args(extra)
+            .env("KILN_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kiln starts");
+        let mut reader = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        let addr = loop {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                panic!("kiln serve did not start");
+            }
+            if let Some(rest) = line.strip_prefix("kiln: listening on ") {
+                break rest.split_whitespace().next().unwrap().parse().unwrap();
+            }
+        };
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            while reader.read_line(&mut sink).unwrap_or(0) > 0 {
+                sink.clear();
+            }
+        });
+        Kiln { child, addr }
+    }
+}
+
+impl Drop for Kiln {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server for Kiln {
+    fn port(&self) -> u16 {
+        self.addr.port()
+    }
+    fn user(&self) -> &str {
+        "kiln"
+    }
+    fn database(&self) -> &str {
+        "kiln"
+    }
+}
+
+pub struct Postgres {
+    pub dir: PathBuf,
+    pub port: u16,
+}
+
+pub fn as_postgres(cmd: &str) -> Command {
+    if is_root() {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--", "sh", "-c", cmd]);
+        c
+    } else {
+        let mut c = Command::new("sh");
+        c.args(["-c", cmd]);
+        c
+    }
+}
+
+impl Postgres {
+    /// A stock cluster: default settings (fsync on), synchronous_commit chosen per session.
+    pub fn start(dir: &Path) -> Postgres {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).unwrap();
+        if is_root() {
+            run(Command::new("chown").args(["postgres", dir.to_str().unwrap()]));
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let data = dir.join("data");
+        run(&mut as_postgres(&format!(
+            "{PG_BIN}/initdb -D {} -U postgres -A trust -E UTF8 --locale=C >/dev/null",
+            data.display()
+        )));
+        run(&mut as_postgres(&format!(
+            "{PG_BIN}/pg_ctl -D {} -w -l {}/log -o \"-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=300\" start >/dev/null",
+            data.display(),
+            dir.display(),
+            dir.display()
+        )));
+        Postgres { dir: dir.to_path_buf(), port }
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = as_postgres(&format!(
+            "{PG_BIN}/pg_ctl -D {}/data -m fast stop >/dev/null 2>&1",
+            self.dir.display()
+        ))
+        .status();
+    }
+}
+
+impl Server for Postgres {
+    fn port(&self) -> u16 {
+        self.port
+    }
+    fn user(&self) -> &str {
+        "postgres"
+    }
+    fn database(&self) -> &str {
+        "postgres"
+    }
+}
+
+pub fn env(cmd: &mut Command, s: &dyn Server, options: &str) {
+    cmd.env("PGHOST", "127.0.0.1")
+        .env("PGPORT", s.port().to_string())
+        .env("PGUSER", s.user())
+        .env("PGDATABASE", s.database())
+        .env("PGOPTIONS", options);
+}
+
+pub fn psql(s: &dyn Server, sql: &str) -> String {
+    let mut cmd = Command::new(format!("{PG_BIN}/psql"));
+    env(&mut cmd, s, "");
+    run(cmd.args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-c", sql]))
+}
+
+/// Latencies (µs) from pgbench `-l` logs with `prefix` in `dir`, then removes them.
+pub fn latencies(dir: &Path, prefix: &str) -> Vec<f64> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(prefix) {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        for line in text.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // client_id transaction_no time script_no time_epoch time_us [...]
+            if let Some(us) = fields.get(2).and_then(|t| t.parse::<f64>().ok()) {
+                out.push(us);
+            }
+        }
+        let _ = std::fs::remove_file(entry.path());
+    }
+    out
+}
+
+#[derive(Clone, Copy, Default, Debug)]
+pub struct Stats {
+    pub mean: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub count: usize,
+}
+
+pub fn stats(mut v: Vec<f64>) -> Stats {
+    if v.is_empty() {
+        return Stats::default();
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let pick = |q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize];
+    Stats {
+        mean: v.iter().sum::<f64>() / v.len() as f64,
+        p50: pick(0.5),
+        p99: pick(0.99),
+        count: v.len(),
+    }
+}
+
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    if v.is_empty() {
+        0.0
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+pub fn median_stats(runs: &[Stats]) -> Stats {
+    Stats {
+        mean: median(runs.iter().map(|s| s.mean).collect()),
+        p50: median(runs.iter().map(|s| s.p50).collect()),
+        p99: median(runs.iter().map(|s| s.p99).collect()),
+        count: runs.iter().map(|s| s.count).sum(),
+    }
+}
+
+pub fn pgbench(s: &dyn Server, options: &str, dir: &Path, args: &[String]) -> Child {
+    let mut cmd = Command::new(format!("{PG_BIN}/pgbench"));
+    env(&mut cmd, s, options);
+    cmd.current_dir(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.spawn().expect("pgbench runs")
+}
+
+pub fn finish(child: Child) -> String {
+    let out = child.wait_with_output().expect("pgbench finishes");
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "pgbench failed:\n{text}");
+    text
+}
+
+pub fn field(out: &str, prefix: &str) -> Option<f64> {
+    out.lines()
+        .find_map(|l| l.trim().strip_prefix(prefix))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+/// The raw floor: 512-byte appends, each followed by fdatasync, in `dir`.
+pub fn fdatasync_floor(dir: &Path) -> Stats {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("fdatasync-probe");
+    let mut f =
+        std::fs::OpenOptions::new().create(true).truncate(true).write(true).open(&path).unwrap();
+    let buf = [7u8; 512];
+    let mut v = Vec::new();
+    let end = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < end {
+        let t = Instant::now();
+        f.write_all(&buf).unwrap();
+        f.sync_data().unwrap();
+        v.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    let _ = std::fs::remove_file(&path);
+    stats(v)
+}
+
+impl Postgres {
+    /// Makes `primary`'s commits with `synchronous_commit = on` wait for one standby.
+    pub fn require_sync_standby(&self) {
+        psql(self, "ALTER SYSTEM SET synchronous_standby_names = '*'");
+        psql(self, "SELECT pg_reload_conf()");
+    }
+
+    /// A streaming standby of the primary reached at `primary_port` (through a delay proxy,
+    /// say), on a fresh `dir` and a free port.
+    pub fn standby(dir: &Path, primary_port: u16) -> Postgres {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).unwrap();
+        if is_root() {
+            run(Command::new("chown").args(["postgres", dir.to_str().unwrap()]));
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let data = dir.join("data");
+        run(&mut as_postgres(&format!(
+            "{PG_BIN}/pg_basebackup -h 127.0.0.1 -p {primary_port} -U postgres -D {} -R -X stream >/dev/null",
+            data.display()
+        )));
+        run(&mut as_postgres(&format!(
+            "{PG_BIN}/pg_ctl -D {} -w -l {}/log -o \"-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=300\" start >/dev/null",
+            data.display(),
+            dir.display(),
+            dir.display()
+        )));
+        Postgres { dir: dir.to_path_buf(), port }
+    }
+}
+
+/// A TCP proxy on a free loopback port that delays every byte by a fixed one-way delay in
+/// each direction (order kept, bandwidth not limited): a network link of RTT = 2 × delay
+/// between processes of one machine, where the kernel offers no delay of its own here.
+pub struct DelayProxy {
+    /// The port clients connect to.
+    pub port: u16,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl DelayProxy {
+    /// Forwards connections to `target` with `one_way` delay each way.
+    pub fn start(target: SocketAddr, one_way: Duration) -> DelayProxy {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let listener =
+            runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("a free port");
+        let port = listener.local_addr().unwrap().port();
+        runtime.spawn(async move {
+            while let Ok((inbound, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let Ok(outbound) = tokio::net::TcpStream::connect(target).await else { return };
+                    let _ = inbound.set_nodelay(true);
+                    let _ = outbound.set_nodelay(true);
+                    let (in_read, in_write) = inbound.into_split();
+                    let (out_read, out_write) = outbound.into_split();
+                    tokio::spawn(pump(in_read, out_write, one_way));
+                    tokio::spawn(pump(out_read, in_write, one_way));
+                });
+            }
+        });
+        DelayProxy { port, runtime: Some(runtime) }
+    }
+}
+
+impl Drop for DelayProxy {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// Copies `from` to `to`, each chunk written `delay` after it was read.
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    delay: Duration,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(tokio::time::Instant, Vec<u8>)>();
+    let writer = tokio::spawn(async move {
+        while let Some((due, bytes)) = rx.recv().await {
+            // Tokio's timer ticks in milliseconds: a chunk already due is not put on it.
+            if due > tokio::time::Instant::now() {
+                tokio::time::sleep_until(due).await;
+            }
+            if to.write_all(&bytes).await.is_err() {
+                return;
+            }
+        }
+        let _ = to.shutdown().await;
+    });
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match from.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if tx.send((tokio::time::Instant::now() + delay, buf[..n].to_vec())).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    drop(tx);
+    let _ = writer.await;
+}
