@@ -365,80 +365,103 @@ impl Postgres {
 
 /// A TCP proxy on a free loopback port that delays every byte by a fixed one-way delay in
 /// each direction (order kept, bandwidth not limited): a network link of RTT = 2 × delay
-/// between processes of one machine, where the kernel offers no delay of its own here.
+/// between processes of one machine, where the kernel offers no delay of its own here. Each
+/// direction of a connection has a reading and a writing thread; the writer sleeps with the
+/// operating system's timer (tens of microseconds), not a runtime's millisecond ticks.
 pub struct DelayProxy {
     /// The port clients connect to.
     pub port: u16,
-    runtime: Option<tokio::runtime::Runtime>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl DelayProxy {
     /// Forwards connections to `target` with `one_way` delay each way.
     pub fn start(target: SocketAddr, one_way: Duration) -> DelayProxy {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        let listener =
-            runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("a free port");
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
         let port = listener.local_addr().unwrap().port();
-        runtime.spawn(async move {
-            while let Ok((inbound, _)) = listener.accept().await {
-                tokio::spawn(async move {
-                    let Ok(outbound) = tokio::net::TcpStream::connect(target).await else { return };
-                    let _ = inbound.set_nodelay(true);
-                    let _ = outbound.set_nodelay(true);
-                    let (in_read, in_write) = inbound.into_split();
-                    let (out_read, out_write) = outbound.into_split();
-                    tokio::spawn(pump(in_read, out_write, one_way));
-                    tokio::spawn(pump(out_read, in_write, one_way));
-                });
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        std::thread::spawn(move || {
+            for inbound in listener.incoming() {
+                if stopped.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(inbound) = inbound else { continue };
+                let Ok(outbound) = std::net::TcpStream::connect(target) else { continue };
+                let _ = inbound.set_nodelay(true);
+                let _ = outbound.set_nodelay(true);
+                let (Ok(in2), Ok(out2)) = (inbound.try_clone(), outbound.try_clone()) else {
+                    continue;
+                };
+                pump(inbound, out2, one_way);
+                pump(outbound, in2, one_way);
             }
         });
-        DelayProxy { port, runtime: Some(runtime) }
+        DelayProxy { port, stop }
     }
 }
 
 impl Drop for DelayProxy {
     fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        // Wake the accepting thread so that it sees the flag.
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
     }
 }
 
-/// Copies `from` to `to`, each chunk written `delay` after it was read.
-async fn pump(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
-    delay: Duration,
-) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(tokio::time::Instant, Vec<u8>)>();
-    let writer = tokio::spawn(async move {
-        while let Some((due, bytes)) = rx.recv().await {
-            // Tokio's timer ticks in milliseconds: a chunk already due is not put on it.
-            if due > tokio::time::Instant::now() {
-                tokio::time::sleep_until(due).await;
+/// Copies `from` to `to` on two threads, each chunk written `delay` after it was read.
+fn pump(mut from: std::net::TcpStream, mut to: std::net::TcpStream, delay: Duration) {
+    use std::io::Read;
+    let (tx, rx) = std::sync::mpsc::channel::<(Instant, Vec<u8>)>();
+    std::thread::spawn(move || {
+        for (due, bytes) in rx {
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
             }
-            if to.write_all(&bytes).await.is_err() {
+            if to.write_all(&bytes).is_err() {
                 return;
             }
         }
-        let _ = to.shutdown().await;
+        let _ = to.shutdown(std::net::Shutdown::Write);
     });
-    let mut buf = vec![0u8; 64 << 10];
-    loop {
-        match from.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                if tx.send((tokio::time::Instant::now() + delay, buf[..n].to_vec())).is_err() {
-                    break;
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    if tx.send((Instant::now() + delay, buf[..n].to_vec())).is_err() {
+                        return;
+                    }
                 }
             }
         }
+    });
+}
+
+/// The round-trip time a [`DelayProxy`] with `one_way` delay really gives: the mean of
+/// `rounds` 64-byte ping-pongs through it to an echo server, in microseconds.
+pub fn measured_rtt(one_way: Duration, rounds: usize) -> f64 {
+    use std::io::Read;
+    let echo = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = echo.local_addr().unwrap();
+    std::thread::spawn(move || {
+        if let Ok((mut conn, _)) = echo.accept() {
+            let _ = conn.set_nodelay(true);
+            let mut buf = [0u8; 64];
+            while conn.read_exact(&mut buf).is_ok() && conn.write_all(&buf).is_ok() {}
+        }
+    });
+    let proxy = DelayProxy::start(target, one_way);
+    let mut client = std::net::TcpStream::connect(("127.0.0.1", proxy.port)).unwrap();
+    client.set_nodelay(true).unwrap();
+    let mut buf = [1u8; 64];
+    let started = Instant::now();
+    for _ in 0..rounds {
+        client.write_all(&buf).unwrap();
+        client.read_exact(&mut buf).unwrap();
     }
-    drop(tx);
-    let _ = writer.await;
+    started.elapsed().as_secs_f64() * 1e6 / rounds as f64
 }

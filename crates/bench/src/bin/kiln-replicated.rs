@@ -263,6 +263,8 @@ fn main() {
     let mut per_rtt = Vec::new();
     for &rtt in &args.rtts {
         let one_way = Duration::from_secs_f64(rtt / 2000.0);
+        let measured = measured_rtt(one_way, 200);
+        eprintln!("RTT {rtt} ms: measured through the proxy {} ms", ms(measured));
         eprintln!("RTT {rtt} ms: Kiln cluster of 3");
         let mut rows = Vec::new();
         {
@@ -294,7 +296,7 @@ fn main() {
             drop(standby);
             drop(link);
         }
-        per_rtt.push((rtt, rows));
+        per_rtt.push((rtt, measured, rows));
     }
 
     let mut w = String::new();
@@ -337,8 +339,14 @@ fn main() {
     .unwrap();
     writeln!(w, "## Unreplicated reference\n").unwrap();
     table(&mut w, &standalone);
-    for (rtt, rows) in &per_rtt {
+    for (rtt, measured, rows) in &per_rtt {
         writeln!(w, "\n## RTT {rtt} ms\n").unwrap();
+        writeln!(
+            w,
+            "A 64-byte ping-pong through the proxy measured {} ms round trip (the mean of 200).\n",
+            ms(*measured)
+        )
+        .unwrap();
         table(&mut w, rows);
         let find =
             |prefix: &str| rows.iter().find(|r| r.name.starts_with(prefix)).map(|r| r.update.mean);
@@ -350,7 +358,7 @@ fn main() {
             continue;
         };
         let unreplicated_fast = standalone[0].update.mean;
-        let budget = rtt * 1000.0 + 2.0 * floor.mean;
+        let budget = measured + 2.0 * floor.mean;
         writeln!(w, "\nRatios (update means; targets in brackets, reported, not asserted):\n")
             .unwrap();
         writeln!(
@@ -361,7 +369,7 @@ fn main() {
         .unwrap();
         writeln!(
             w,
-            "- Kiln safe / (RTT + 2 fdatasync = {} ms): {:.2} [≤ 1]",
+            "- Kiln safe / (measured RTT + 2 fdatasync = {} ms): {:.2} [≤ 1]",
             ms(budget),
             safe / budget
         )
