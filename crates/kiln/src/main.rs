@@ -268,8 +268,12 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Serve(args) => serve(cli.data_dir.clone(), args),
         Command::Demo => demo(dir()).map_err(|e| e.to_string()),
-        Command::Status { ids } => status(dir(), ids).map_err(|e| e.to_string()),
-        Command::Stats => stats(dir()).map_err(|e| e.to_string()),
+        Command::Status { ids } => {
+            standalone_dir(&dir()).and_then(|()| status(dir(), ids).map_err(|e| e.to_string()))
+        }
+        Command::Stats => {
+            standalone_dir(&dir()).and_then(|()| stats(dir()).map_err(|e| e.to_string()))
+        }
         Command::Cluster(args) => local_cluster(
             cli.data_dir.clone().unwrap_or_else(|| PathBuf::from("kiln-cluster")),
             args,
@@ -400,6 +404,19 @@ fn local_cluster(dir: PathBuf, args: &ClusterArgs) -> Result<(), String> {
     }
     for (_, mut child) in children {
         let _ = child.wait();
+    }
+    Ok(())
+}
+
+/// Refuses a cluster node's directory: its statuses depend on what the cluster committed,
+/// which only a running node knows.
+fn standalone_dir(dir: &std::path::Path) -> Result<(), String> {
+    if dir.join("raft").is_dir() {
+        return Err(format!(
+            "{} belongs to a node of a cluster; ask a running node instead \
+             (SELECT kiln_txn_status('EPOCH.CSN'), SELECT * FROM kiln_stat)",
+            dir.display()
+        ));
     }
     Ok(())
 }

@@ -93,7 +93,12 @@ impl Node {
             .map_err(std::io::Error::other)?;
         let tasks = vec![
             tokio::spawn(propose(raft.clone(), engine.clone(), rx)),
-            tokio::spawn(watch_leadership(raft.clone(), engine.clone(), config.election_timeout.1)),
+            tokio::spawn(watch_leadership(
+                raft.clone(),
+                engine.clone(),
+                config.heartbeat,
+                config.election_timeout.1,
+            )),
         ];
         Ok(Node { raft, engine, tasks })
     }
@@ -154,13 +159,16 @@ async fn propose(raft: Raft, engine: Engine, mut batches: mpsc::UnboundedReceive
 
 /// Tells the engine to lead when this node leads a term whose first entry the cluster has
 /// committed (then its lease is fresh and its writes are accepted), and to follow when it no
-/// longer leads. A node that still leads a term the engine gave up hands the leadership to
-/// another voter, so that a new term begins and decides what the given-up one left in doubt.
-async fn watch_leadership(raft: Raft, engine: Engine, election_timeout: Duration) {
+/// longer leads. A leader that has not heard from a quorum for a lease (an election timeout)
+/// gives the term up, as if one of its writes had been refused: another node may be leading
+/// by now, and its safe committers must not wait for a quorum that is gone. A node that still
+/// leads a term the engine gave up hands the leadership to another voter, so that a new term
+/// begins and decides what the given-up one left in doubt.
+async fn watch_leadership(raft: Raft, engine: Engine, heartbeat: Duration, lease: Duration) {
     let mut metrics = raft.metrics();
     let mut last_transfer: Option<tokio::time::Instant> = None;
     loop {
-        let (state, term, committed_term, voters, id, leader_at) = {
+        let (state, term, committed_term, voters, id, leader_at, quorum_heard) = {
             let m = metrics.borrow_watched();
             let committed = m.cluster_committed.as_ref().map(|c| c.committed_leader_id().term);
             let membership = m.membership_config.membership();
@@ -170,27 +178,29 @@ async fn watch_leadership(raft: Raft, engine: Engine, election_timeout: Duration
                 .and_then(|l| membership.get_node(&l))
                 .map(|member| member.sql_addr.clone())
                 .filter(|addr| !addr.is_empty());
-            (m.state, m.current_term, committed, voters, m.id, leader_at)
+            let heard = m
+                .last_quorum_acked
+                .as_ref()
+                .map(|at| openraft::async_runtime::Instant::elapsed(&**at));
+            (m.state, m.current_term, committed, voters, m.id, leader_at, heard)
         };
         engine.set_leader_hint(leader_at);
         let leading = engine.leading_term();
-        let mut poll = false;
-        if state == ServerState::Leader && leading != Some(term) {
-            if committed_term == Some(term) {
+        // How soon to look again without a change of metrics (None: only on a change).
+        let mut again = None;
+        if state == ServerState::Leader && leading == Some(term) {
+            if quorum_heard.is_none_or(|since| since > lease) {
+                tracing::warn!(term, ?quorum_heard, "no quorum within a lease: giving the term up");
                 let e = engine.clone();
-                match tokio::task::spawn_blocking(move || e.lead(term)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(kiln_engine::Error::NotLeader { .. })) => poll = true,
-                    Ok(Err(e)) => {
-                        tracing::error!(error = %e, "could not lead");
-                        poll = true;
-                    }
-                    Err(_) => return,
-                }
+                let _ = tokio::task::spawn_blocking(move || e.give_up(term)).await;
+                again = Some(Duration::ZERO);
+            } else {
+                again = Some(heartbeat);
             }
-            if poll && engine.ended_term().is_some_and(|ended| ended >= term) {
+        } else if state == ServerState::Leader {
+            if engine.ended_term().is_some_and(|ended| ended >= term) {
                 // The engine gave this term up; let another voter start the next one.
-                let due = last_transfer.is_none_or(|at| at.elapsed() >= election_timeout);
+                let due = last_transfer.is_none_or(|at| at.elapsed() >= lease);
                 if let Some(&to) = voters.iter().find(|&&v| v != id).filter(|_| due) {
                     tracing::warn!(term, to, "handing leadership over after giving up the term");
                     if raft.trigger().transfer_leader(to).await.is_err() {
@@ -198,22 +208,37 @@ async fn watch_leadership(raft: Raft, engine: Engine, election_timeout: Duration
                     }
                     last_transfer = Some(tokio::time::Instant::now());
                 }
+                again = Some(lease);
+            } else if committed_term == Some(term) {
+                let e = engine.clone();
+                match tokio::task::spawn_blocking(move || e.lead(term)).await {
+                    Ok(Ok(())) => again = Some(heartbeat),
+                    Ok(Err(kiln_engine::Error::NotLeader { .. })) => again = Some(LEAD_RETRY),
+                    Ok(Err(e)) => {
+                        tracing::error!(error = %e, "could not lead");
+                        again = Some(LEAD_RETRY);
+                    }
+                    Err(_) => return,
+                }
             }
-        } else if state != ServerState::Leader && leading.is_some() {
+        } else if leading.is_some() {
             let e = engine.clone();
             if let Ok(Err(e)) = tokio::task::spawn_blocking(move || e.follow()).await {
                 tracing::error!(error = %e, "could not stop leading");
             }
         }
-        if poll {
-            tokio::select! {
-                _ = tokio::time::sleep(LEAD_RETRY) => continue,
-                changed = metrics.changed() => if changed.is_err() { return },
+        match again {
+            Some(wait) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    changed = metrics.changed() => if changed.is_err() { return },
+                }
             }
-            continue;
-        }
-        if metrics.changed().await.is_err() {
-            return;
+            None => {
+                if metrics.changed().await.is_err() {
+                    return;
+                }
+            }
         }
     }
 }
