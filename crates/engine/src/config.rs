@@ -45,6 +45,10 @@ pub enum CommitMode {
     Fast,
     /// Return at the durability point.
     Safe,
+    /// Return once this node's own log has it on disk: in a cluster, the `local` level (a
+    /// failover may still lose it, as with PostgreSQL's `synchronous_commit = local`); on a
+    /// standalone engine, the same as [`CommitMode::Safe`].
+    SafeLocal,
 }
 
 /// Engine configuration. [`Config::default`] suits a server; tests shrink the limits.

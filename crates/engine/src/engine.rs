@@ -254,6 +254,7 @@ impl Shared {
             state.last_committed = kept;
             let replica = state.replica.as_mut().expect("a replicated log");
             replica.local = replica.local.min(kept);
+            self.durability.local_csn.store(replica.local, Ordering::SeqCst);
             replica.in_doubt.extend(ranges);
         }
         sequencer.next_csn = kept + 1;

@@ -215,6 +215,8 @@ pub struct Committed {
     shared: Arc<Shared>,
     id: TxnId,
     waits: bool,
+    /// It waits only until this node's own log has it (the `local` level of a cluster).
+    local_only: bool,
     /// The writer thread was not woken for this commit's record because this commit would
     /// flush it (or wait for it, which wakes the writer); owed on drop if neither happened.
     wake_owed: bool,
@@ -286,7 +288,7 @@ impl Committed {
             let cause = "durability failed before the commit was acknowledged";
             let shared = &self.shared;
             let in_doubt = || shared.config.replicated_log && !shared.leads(id.epoch);
-            shared.durability.wait_durable(id, cause, in_doubt)?;
+            shared.durability.wait_durable(id, cause, self.local_only, in_doubt)?;
         }
         Ok(id)
     }
@@ -784,7 +786,7 @@ impl Transaction {
     /// anything while it waits (G9).
     pub fn commit_point(mut self, mode: CommitMode) -> Result<Committed> {
         let waits =
-            mode == CommitMode::Safe || self.shared.config.commit_model == CommitModel::Classic;
+            mode != CommitMode::Fast || self.shared.config.commit_model == CommitModel::Classic;
         let result = if self.write_count == 0 {
             self.commit_read_only().map(|id| (id, false))
         } else {
@@ -796,7 +798,10 @@ impl Transaction {
         }
         self.finish();
         let (id, wake_owed) = result?;
-        Ok(Committed { shared: self.shared.clone(), id, waits, wake_owed })
+        let local_only = mode == CommitMode::SafeLocal
+            && self.shared.config.replicated_log
+            && self.shared.config.commit_model == CommitModel::EventuallyDurable;
+        Ok(Committed { shared: self.shared.clone(), id, waits, local_only, wake_owed })
     }
 
     fn commit_read_only(&mut self) -> Result<TxnId> {

@@ -468,10 +468,10 @@ impl Session {
             .cloned()
             .or_else(|| self.settings.get("synchronous_commit").cloned())
             .unwrap_or_default();
-        if sc == "off" {
-            CommitMode::Fast
-        } else {
-            CommitMode::Safe
+        match sc.as_str() {
+            "off" => CommitMode::Fast,
+            "local" => CommitMode::SafeLocal,
+            _ => CommitMode::Safe,
         }
     }
 

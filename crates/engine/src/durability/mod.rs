@@ -149,6 +149,8 @@ struct Waiter {
     token: u64,
     epoch: Epoch,
     csn: Csn,
+    /// Done once this node's own log has it (the `local` level), not only once durable.
+    local: bool,
     thread: std::thread::Thread,
 }
 
@@ -221,6 +223,9 @@ pub(crate) struct Durability {
     next_waiter: AtomicU64,
     /// Copy of the durable watermark for lock-free reads.
     pub durable_csn: AtomicU64,
+    /// A replicated log: the last CSN on this node's own disk (`DurableState`'s replica
+    /// `local`), readable without the lock.
+    pub(crate) local_csn: AtomicU64,
     /// Copy of the current epoch (the newest of `state.history`) for lock-free reads;
     /// changed only by `begin_epoch`, under `state` and the commit lock.
     current_epoch: AtomicU32,
@@ -276,6 +281,7 @@ impl Durability {
             waiters: Mutex::new(Vec::new()),
             next_waiter: AtomicU64::new(0),
             durable_csn: AtomicU64::new(durable),
+            local_csn: AtomicU64::new(0),
             current_epoch: AtomicU32::new(epoch),
             poisoned_flag: AtomicBool::new(false),
             notify: Mutex::new((Vec::new(), false)),
@@ -320,6 +326,7 @@ impl Durability {
         state.last_committed = last_csn;
         if let Some(replica) = &mut state.replica {
             replica.local = replica.local.min(last_csn);
+            self.local_csn.store(replica.local, Ordering::SeqCst);
         }
         let mut log = self.log.lock();
         assert_eq!(log.count, 0, "records of the old epoch are still buffered");
@@ -414,7 +421,12 @@ impl Durability {
     /// Waits until `id` is durable or lost, or `timeout` passes; returns its status then.
     /// Asks the writer to flush now, as a safe commit does.
     pub fn wait(&self, id: TxnId, timeout: Option<Duration>) -> Result<TxnStatus> {
-        self.wait_until(id, timeout, |status| status != TxnStatus::Committed)
+        self.wait_until(id, timeout, false, |status| status != TxnStatus::Committed)
+    }
+
+    /// Whether a replicated log's node has `id` in its own log on disk (the `local` level).
+    fn local_has(&self, id: TxnId) -> bool {
+        self.epoch() == id.epoch && self.local_csn.load(Ordering::SeqCst) >= id.csn
     }
 
     /// Waits until `id` is decided on this node (`visible_if_committed` says whether a
@@ -426,7 +438,7 @@ impl Durability {
         timeout: Duration,
         visible_if_committed: impl Fn() -> bool,
     ) -> Result<TxnStatus> {
-        self.wait_until(id, Some(timeout), |status| match status {
+        self.wait_until(id, Some(timeout), false, |status| match status {
             TxnStatus::Unknown => false,
             TxnStatus::Committed => visible_if_committed(),
             _ => true,
@@ -437,6 +449,7 @@ impl Durability {
         &self,
         id: TxnId,
         timeout: Option<Duration>,
+        local: bool,
         done: impl Fn(TxnStatus) -> bool,
     ) -> Result<TxnStatus> {
         let deadline = timeout.map(|t| Instant::now() + t);
@@ -445,8 +458,13 @@ impl Durability {
             return Ok(status);
         }
         let token = self.next_waiter.fetch_add(1, Ordering::Relaxed);
-        let waiter =
-            || Waiter { token, epoch: id.epoch, csn: id.csn, thread: std::thread::current() };
+        let waiter = || Waiter {
+            token,
+            epoch: id.epoch,
+            csn: id.csn,
+            local,
+            thread: std::thread::current(),
+        };
         self.waiters.lock().push(waiter());
         self.add_safe_waiter(1);
         let result = loop {
@@ -524,10 +542,12 @@ impl Durability {
     fn take_ready_waiters(&self) -> Vec<std::thread::Thread> {
         let epoch = self.epoch();
         let durable = self.durable_csn.load(Ordering::SeqCst);
+        let local = self.local_csn.load(Ordering::SeqCst);
         let everyone = self.poisoned_flag.load(Ordering::SeqCst);
         let mut ready = Vec::new();
         self.waiters.lock().retain(|w| {
-            let done = everyone || w.epoch != epoch || w.csn <= durable;
+            let done =
+                everyone || w.epoch != epoch || w.csn <= durable || (w.local && w.csn <= local);
             if done {
                 ready.push(w.thread.clone());
             }
@@ -544,11 +564,14 @@ impl Durability {
         &self,
         id: TxnId,
         cause_if_lost: &str,
+        local: bool,
         in_doubt: impl Fn() -> bool,
     ) -> Result<()> {
-        let decided_or_in_doubt = |status| status != TxnStatus::Committed || in_doubt();
-        match self.wait_until(id, None, decided_or_in_doubt)? {
+        let done =
+            |status| status != TxnStatus::Committed || (local && self.local_has(id)) || in_doubt();
+        match self.wait_until(id, None, local, done)? {
             TxnStatus::Durable => Ok(()),
+            TxnStatus::Committed if local && self.local_has(id) => Ok(()),
             TxnStatus::Lost => Err(Error::Lost { id, cause: cause_if_lost.to_string() }),
             TxnStatus::Committed => Err(Error::InDoubt { id }),
             other => Err(Error::InvalidArgument(format!(
@@ -638,7 +661,10 @@ impl Durability {
         }
         if let Some(replica) = &mut state.replica {
             replica.local = replica.local.max(csn);
+            self.local_csn.store(replica.local, Ordering::SeqCst);
         }
+        drop(state);
+        self.wake_ready();
     }
 
     /// A replicated log: the cluster committed every record up to `csn`, and the last

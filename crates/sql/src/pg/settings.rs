@@ -203,9 +203,9 @@ impl Session {
         }
         let normalized = match name.as_str() {
             "synchronous_commit" => match value.to_lowercase().as_str() {
-                "on" | "true" | "yes" | "1" | "local" | "remote_write" | "remote_apply" => {
-                    "on".to_string()
-                }
+                // In a cluster `local` waits for this node's disk only; alone it is `on`.
+                "local" => "local".to_string(),
+                "on" | "true" | "yes" | "1" | "remote_write" | "remote_apply" => "on".to_string(),
                 "off" | "false" | "no" | "0" => "off".to_string(),
                 _ => {
                     return Err(SqlError::new(
