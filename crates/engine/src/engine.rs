@@ -892,6 +892,13 @@ impl Engine {
         })
     }
 
+    /// A replicated log: the CSN of the last record in the entries up to `index` on disk (0
+    /// when they hold none), or `None` if entry `index` is not on disk.
+    pub fn log_csn_at(&self, index: u64) -> Result<Option<Csn>> {
+        let writer = self.replicated_writer()?;
+        Ok(writer.locked(|core| LogWriter::entry_end(core, index).map(|(_, csn)| csn)))
+    }
+
     /// A replicated log: its first and last entry on disk and its last record's CSN.
     pub fn log_position(&self) -> Result<LogPosition> {
         Ok(self.replicated_writer()?.log_position())

@@ -151,6 +151,14 @@ async fn a_cluster_of_processes_fails_over_and_loses_only_an_unreplicated_suffix
     assert_eq!(members.len(), 3);
     assert_eq!(members[first], (first as i64 + 1, "leader".to_string(), true));
 
+    // The leader sees its followers catch up, in commits.
+    eventually(10, "the followers lag by no commit", || async {
+        let q = "SELECT count(*) FROM kiln_cluster WHERE NOT is_self AND lag_csns = 0";
+        let n: i64 = client.query_one(q, &[]).await.unwrap().get(0);
+        n == 2
+    })
+    .await;
+
     // A follower serves reads at the committed watermark and refuses writes, naming the leader.
     let follower = (first + 1) % 3;
     let reader = connect(&cluster.conninfo(follower)).await.unwrap();

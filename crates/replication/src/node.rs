@@ -261,12 +261,15 @@ pub struct MemberStatus {
     pub log_index: Option<u64>,
     /// Entries it is behind the leader (known on the leader).
     pub lag_entries: Option<u64>,
+    /// Commits it is behind the leader's log (known on the leader).
+    pub lag_csns: Option<u64>,
     /// How long ago the leader last heard from it (known on the leader).
     pub last_heard: Option<Duration>,
 }
 
-/// Every member of the cluster as node `id` (running `raft`) sees it.
-pub fn members(raft: &Raft, id: u64) -> Vec<MemberStatus> {
+/// Every member of the cluster as node `id` (running `raft` over `engine`) sees it.
+pub fn members(raft: &Raft, engine: &Engine, id: u64) -> Vec<MemberStatus> {
+    let last_csn = engine.log_position().map(|p| p.last_csn).ok();
     let metrics = raft.metrics();
     let m = metrics.borrow_watched();
     let membership = m.membership_config.membership();
@@ -306,8 +309,18 @@ pub fn members(raft: &Raft, id: u64) -> Vec<MemberStatus> {
                 .and_then(|h| h.get(&node_id))
                 .and_then(|at| at.as_ref())
                 .map(|at| openraft::async_runtime::Instant::elapsed(&**at));
+            // The CSN its matched entry ends at: the last record before it when the entry
+            // itself holds none, which `log_csn_at` already gives.
+            let lag_csns = match (matched, last_csn) {
+                (Some(0), Some(last)) => Some(last),
+                (Some(m), Some(last)) => {
+                    engine.log_csn_at(m).ok().flatten().map(|c| last.saturating_sub(c))
+                }
+                _ => None,
+            };
             MemberStatus {
                 node_id,
+                lag_csns,
                 member: member.clone(),
                 is_self,
                 role,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kiln_replication::tcp::{self, ClusterAuth, TcpNetwork};
-use kiln_replication::{Member, Node, NodeConfig, Raft};
+use kiln_replication::{Member, Node, NodeConfig};
 use kiln_sql::{ClusterMember, Database};
 use tracing::{info, warn};
 
@@ -91,9 +91,11 @@ impl ClusterNode {
                 Err(e) => warn!(error = %e, "cannot ask the Raft core whether it is initialized"),
             }
         });
-        let view_raft = raft.clone();
+        let (view_raft, view_engine) = (raft.clone(), db.engine().clone());
         let id = config.node_id;
-        db.set_cluster_view(Arc::new(move || members_view(&view_raft, id)));
+        db.set_cluster_view(Arc::new(move || {
+            members_view(kiln_replication::members(&view_raft, &view_engine, id))
+        }));
 
         let stop = Arc::new(AtomicBool::new(false));
         let (stop_flag, db) = (stop.clone(), db.clone());
@@ -141,8 +143,8 @@ fn bootstrap_when_leading(db: &Database, stop: &AtomicBool) {
 }
 
 /// `kiln_cluster`: every member as this node sees it.
-fn members_view(raft: &Raft, id: u64) -> Vec<ClusterMember> {
-    kiln_replication::members(raft, id)
+fn members_view(members: Vec<kiln_replication::MemberStatus>) -> Vec<ClusterMember> {
+    members
         .into_iter()
         .map(|m| ClusterMember {
             node_id: m.node_id as i64,
@@ -154,6 +156,7 @@ fn members_view(raft: &Raft, id: u64) -> Vec<ClusterMember> {
             term: m.term as i64,
             log_index: m.log_index.map(|i| i as i64),
             lag_entries: m.lag_entries.map(|i| i as i64),
+            lag_csns: m.lag_csns.map(|i| i as i64),
             last_heard_ms: m.last_heard.map(|d| d.as_millis() as i64),
         })
         .collect()

@@ -88,6 +88,8 @@ pub struct ClusterMember {
     pub log_index: Option<i64>,
     /// Entries it is behind the leader's log, as the leader sees it (known on the leader).
     pub lag_entries: Option<i64>,
+    /// Commits (CSNs) it is behind the leader's log (known on the leader).
+    pub lag_csns: Option<i64>,
     /// Milliseconds since the leader last heard from it (known on the leader).
     pub last_heard_ms: Option<i64>,
 }

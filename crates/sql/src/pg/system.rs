@@ -123,6 +123,7 @@ impl SystemTables for System<'_> {
                         ("term", I8),
                         ("log_index", I8),
                         ("lag_entries", I8),
+                        ("lag_csns", I8),
                         ("last_heard_ms", I8),
                     ]),
                     self.db
@@ -139,6 +140,7 @@ impl SystemTables for System<'_> {
                                 Value::Int(m.term),
                                 opt(m.log_index),
                                 opt(m.lag_entries),
+                                opt(m.lag_csns),
                                 opt(m.last_heard_ms),
                             ]
                         })
