@@ -169,6 +169,14 @@ pub fn as_postgres(cmd: &str) -> Command {
 impl Postgres {
     /// A stock cluster: default settings (fsync on), synchronous_commit chosen per session.
     pub fn start(dir: &Path) -> Postgres {
+        Postgres::start_with(dir, |data| {
+            format!("{PG_BIN}/initdb -D {data} -U postgres -A trust -E UTF8 --locale=C >/dev/null")
+        })
+    }
+
+    /// A server on a fresh `dir` and a free port, its data directory (`dir/data`) made by
+    /// the shell command `fill` returns for it.
+    fn start_with(dir: &Path, fill: impl FnOnce(&str) -> String) -> Postgres {
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir).unwrap();
         if is_root() {
@@ -176,10 +184,7 @@ impl Postgres {
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let data = dir.join("data");
-        run(&mut as_postgres(&format!(
-            "{PG_BIN}/initdb -D {} -U postgres -A trust -E UTF8 --locale=C >/dev/null",
-            data.display()
-        )));
+        run(&mut as_postgres(&fill(&data.display().to_string())));
         run(&mut as_postgres(&format!(
             "{PG_BIN}/pg_ctl -D {} -w -l {}/log -o \"-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=300\" start >/dev/null",
             data.display(),
@@ -342,24 +347,11 @@ impl Postgres {
     /// A streaming standby of the primary reached at `primary_port` (through a delay proxy,
     /// say), on a fresh `dir` and a free port.
     pub fn standby(dir: &Path, primary_port: u16) -> Postgres {
-        let _ = std::fs::remove_dir_all(dir);
-        std::fs::create_dir_all(dir).unwrap();
-        if is_root() {
-            run(Command::new("chown").args(["postgres", dir.to_str().unwrap()]));
-        }
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let data = dir.join("data");
-        run(&mut as_postgres(&format!(
-            "{PG_BIN}/pg_basebackup -h 127.0.0.1 -p {primary_port} -U postgres -D {} -R -X stream >/dev/null",
-            data.display()
-        )));
-        run(&mut as_postgres(&format!(
-            "{PG_BIN}/pg_ctl -D {} -w -l {}/log -o \"-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=300\" start >/dev/null",
-            data.display(),
-            dir.display(),
-            dir.display()
-        )));
-        Postgres { dir: dir.to_path_buf(), port }
+        Postgres::start_with(dir, |data| {
+            format!(
+                "{PG_BIN}/pg_basebackup -h 127.0.0.1 -p {primary_port} -U postgres -D {data} -R -X stream >/dev/null"
+            )
+        })
     }
 }
 

@@ -155,8 +155,6 @@ impl RaftNetworkV2<KilnRaft> for Connection {
         _cancel: impl Future<Output = ReplicationClosed> + OptionalSend + 'static,
         _option: RPCOption,
     ) -> Result<SnapshotResponse<KilnRaft>, StreamingError<KilnRaft>> {
-        Err(StreamingError::Unreachable(Unreachable::from_string(
-            "snapshots are not built yet; replicas catch up from the log",
-        )))
+        Err(crate::state_machine::snapshots_not_sent())
     }
 }

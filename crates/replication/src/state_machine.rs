@@ -35,6 +35,14 @@ fn unsupported() -> io::Error {
     )
 }
 
+/// What a network answers when the library would send a snapshot (it never asks: see
+/// [`unsupported`]).
+pub(crate) fn snapshots_not_sent() -> openraft::error::StreamingError<KilnRaft> {
+    openraft::error::StreamingError::Unreachable(openraft::error::Unreachable::from_string(
+        "snapshots are not built yet; replicas catch up from the log",
+    ))
+}
+
 /// Builds no snapshot (see [`unsupported`]); the library is configured never to ask.
 pub struct NoSnapshots;
 

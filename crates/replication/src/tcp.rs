@@ -610,9 +610,7 @@ impl RaftNetworkV2<KilnRaft> for TcpConnection {
         _cancel: impl Future<Output = ReplicationClosed> + OptionalSend + 'static,
         _option: RPCOption,
     ) -> Result<SnapshotResponse<KilnRaft>, StreamingError<KilnRaft>> {
-        Err(StreamingError::Unreachable(Unreachable::from_string(
-            "snapshots are not built yet; replicas catch up from the log",
-        )))
+        Err(crate::state_machine::snapshots_not_sent())
     }
 }
 

@@ -182,12 +182,9 @@ impl Database {
         engine: kiln_engine::Config,
         config: SessionConfig,
     ) -> Result<Arc<Database>> {
-        let engine = Engine::open(dir, engine).map_err(|e| {
-            let mut err: SqlError = e.into();
-            err.message = format!("cannot open {}: {}", dir.display(), err.message);
-            err
-        })?;
-        Database::open(engine, config)
+        let db = Database::attach_dir(dir, engine, config)?;
+        db.bootstrap()?;
+        Ok(db)
     }
 
     /// Opens the engine in `dir` and the SQL layer on it without creating anything (see
