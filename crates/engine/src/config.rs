@@ -43,12 +43,73 @@ pub enum CommitMode {
     /// Return at the commit point; durability follows within the vulnerability window.
     #[default]
     Fast,
-    /// Return at the durability point.
+    /// Return at the durability point of the commit's [`DurabilityLevel`].
     Safe,
-    /// Return once this node's own log has it on disk: in a cluster, the `local` level (a
-    /// failover may still lose it, as with PostgreSQL's `synchronous_commit = local`); on a
-    /// standalone engine, the same as [`CommitMode::Safe`].
-    SafeLocal,
+}
+
+/// How far a commit hardens before a safe commit returns, in the order a commit reaches
+/// them: `local` ≤ `quorum` ≤ `site:<name>` ≤ `all`. In a replicated log each level has a
+/// watermark of its own; a standalone engine has one copy, its log, and reaches every level
+/// at its fdatasync.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DurabilityLevel {
+    /// On this node's own disk: the leader's fdatasync. A failover may still lose it.
+    Local,
+    /// Fsynced on a majority of voters (the Raft commit): what `durable` means in a cluster.
+    #[default]
+    Quorum,
+    /// Fsynced on at least one node tagged with the site, and on a quorum.
+    Site(std::sync::Arc<str>),
+    /// Fsynced on every voter.
+    All,
+}
+
+/// The longest site name.
+pub const SITE_NAME_MAX: usize = 63;
+
+impl DurabilityLevel {
+    /// The level `site:<name>`, if `name` is a valid site name: 1 to [`SITE_NAME_MAX`]
+    /// ASCII letters, digits, `_` or `-`.
+    pub fn site(name: &str) -> Option<DurabilityLevel> {
+        let valid = !name.is_empty()
+            && name.len() <= SITE_NAME_MAX
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        valid.then(|| DurabilityLevel::Site(name.into()))
+    }
+}
+
+impl std::fmt::Display for DurabilityLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DurabilityLevel::Local => f.write_str("local"),
+            DurabilityLevel::Quorum => f.write_str("quorum"),
+            DurabilityLevel::Site(name) => write!(f, "site:{name}"),
+            DurabilityLevel::All => f.write_str("all"),
+        }
+    }
+}
+
+impl std::str::FromStr for DurabilityLevel {
+    type Err = String;
+
+    /// `local`, `quorum`, `all` (any case) or `site:<name>`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let s = s.trim();
+        match s.to_ascii_lowercase().as_str() {
+            "local" => Ok(DurabilityLevel::Local),
+            "quorum" => Ok(DurabilityLevel::Quorum),
+            "all" => Ok(DurabilityLevel::All),
+            lower if lower.starts_with("site:") => DurabilityLevel::site(&s[5..]).ok_or_else(|| {
+                format!(
+                    "invalid site name \"{}\": a site name is 1 to {SITE_NAME_MAX} letters, digits, '_' or '-'",
+                    &s[5..]
+                )
+            }),
+            _ => Err(format!(
+                "invalid durability level \"{s}\": expected local, quorum, all or site:<name>"
+            )),
+        }
+    }
 }
 
 /// Engine configuration. [`Config::default`] suits a server; tests shrink the limits.

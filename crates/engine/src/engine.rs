@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::config::{CommitModel, Config, TxnOptions};
+use crate::config::{CommitModel, Config, DurabilityLevel, TxnOptions};
 use crate::durability::checkpoint::CheckpointWriter;
 use crate::durability::epochs::EpochHistory;
 use crate::durability::recovery::{self, LOG_DIR};
-use crate::durability::replicated::{EntryPayload, LogEntry, LogPosition, Shipper};
+use crate::durability::replicated::{EntryPayload, LogEntry, LogLag, LogPosition, Shipper};
 use crate::durability::vfs::is_no_space;
 use crate::durability::writer::FlushCore;
 use crate::durability::writer::{EntriesRefused, LogWriter, LossReport, ReplicatedStart};
@@ -899,6 +899,29 @@ impl Engine {
         Ok(writer.locked(|core| LogWriter::entry_end(core, index).map(|(_, csn)| csn)))
     }
 
+    /// A replicated log: for each index, the CSN of the last record in the entries up to it,
+    /// counting only what is on this node's disk (an index beyond it counts as the last entry
+    /// on disk; 0 when the entries hold no record). One look under the flush lock for all.
+    pub fn log_csns_upto(&self, indexes: &[u64]) -> Result<Vec<Csn>> {
+        let writer = self.replicated_writer()?;
+        Ok(writer.locked(|core| {
+            let last = LogWriter::last_index(core);
+            let csn = |index: u64| match index.min(last) {
+                0 => 0,
+                i => LogWriter::entry_end(core, i).map_or(0, |(_, csn)| csn),
+            };
+            indexes.iter().map(|&i| csn(i)).collect()
+        }))
+    }
+
+    /// A replicated log: how far a member whose log matches this one up to entry `index` is
+    /// behind it, in entries, commits, bytes and time (`None` if `index` is beyond this log's
+    /// last entry on disk).
+    pub fn log_lag(&self, index: u64) -> Result<Option<LogLag>> {
+        let writer = self.replicated_writer()?;
+        Ok(writer.locked(|core| LogWriter::lag_behind(core, index)))
+    }
+
     /// A replicated log: its first and last entry on disk and its last record's CSN.
     pub fn log_position(&self) -> Result<LogPosition> {
         Ok(self.replicated_writer()?.log_position())
@@ -924,6 +947,61 @@ impl Engine {
     pub fn wait(&self, id: TxnId, timeout: Duration) -> Result<TxnStatus> {
         self.shared().check_open()?;
         self.shared().durability.wait(id, Some(timeout))
+    }
+
+    /// The durability levels `id` has reached, in order: `local`, `quorum`, each site, `all`
+    /// (a standalone engine reaches them all at once, at its fdatasync). In a replicated log
+    /// the levels beyond `quorum` are known where they are computed, on the leader.
+    pub fn levels_reached(&self, id: TxnId) -> Vec<DurabilityLevel> {
+        self.shared().durability.levels_reached(id)
+    }
+
+    /// Waits until `id` reached `level` (or is lost, or this node can no longer tell), up to
+    /// `timeout`; returns its status and whether it reached the level.
+    pub fn wait_level(
+        &self,
+        id: TxnId,
+        timeout: Duration,
+        level: &DurabilityLevel,
+    ) -> Result<(TxnStatus, bool)> {
+        let shared = self.shared();
+        shared.check_open()?;
+        let durability = &shared.durability;
+        // Only a node that leads learns the levels beyond `quorum`.
+        let unknowable = |status| {
+            status == TxnStatus::Durable
+                && shared.config.replicated_log
+                && !shared.leads(shared.epoch())
+        };
+        let done = |status| match status {
+            TxnStatus::Committed | TxnStatus::Durable => {
+                durability.reached(id, status, level) || unknowable(status)
+            }
+            _ => true,
+        };
+        let status = durability.wait_until(id, Some(timeout), level.clone(), done)?;
+        let reached = durability.reached(id, status, level);
+        if !reached && unknowable(status) {
+            return Err(Error::LevelUnconfirmed { id, level: level.to_string() });
+        }
+        Ok((status, reached))
+    }
+
+    /// A replicated log's leader: the watermarks of `all` and of each site, as CSNs of the
+    /// log (see [`DurabilityLevel`]). They only move forward; each is capped at the
+    /// committed watermark here, since no level beyond `quorum` holds what is not durable.
+    pub fn set_level_marks(&self, all: Csn, sites: &[(Arc<str>, Csn)]) {
+        let durability = &self.shared().durability;
+        let committed = durability.durable_csn.load(Ordering::SeqCst);
+        let sites: Vec<(Arc<str>, Csn)> =
+            sites.iter().map(|(name, csn)| (name.clone(), (*csn).min(committed))).collect();
+        durability.set_level_marks(all.min(committed), &sites);
+    }
+
+    /// The watermarks of `all` and of each site this node knows (0 until computed; a
+    /// standalone engine has none).
+    pub fn level_marks(&self) -> (Csn, Vec<(Arc<str>, Csn)>) {
+        self.shared().durability.level_marks()
     }
 
     /// Waits until a new snapshot on this node would see `id` (or `id` is lost), up to

@@ -80,6 +80,19 @@ pub enum Error {
         id: TxnId,
     },
 
+    /// A commit that is durable (on a quorum) waited for a higher level on a node that does
+    /// not lead the cluster (or stopped leading), and so cannot learn whether it reached it.
+    #[error(
+        "transaction {id} is durable on a quorum, but this node does not lead the cluster and \
+         cannot tell whether it reached level {level}"
+    )]
+    LevelUnconfirmed {
+        /// The transaction.
+        id: TxnId,
+        /// The level it waited for.
+        level: String,
+    },
+
     /// A commit on a node of a cluster that is not its leader (or not yet ready to lead).
     #[error("this node is not the cluster's leader; {detail}")]
     NotLeader {

@@ -46,7 +46,9 @@ mod stats;
 mod store;
 mod txn;
 
-pub use config::{CommitMode, CommitModel, Config, IsolationLevel, TxnOptions};
+pub use config::{
+    CommitMode, CommitModel, Config, DurabilityLevel, IsolationLevel, TxnOptions, SITE_NAME_MAX,
+};
 pub use durability::vfs::{Faults, FaultyVfs, OsVfs, Vfs};
 pub use durability::{DurabilityEvent, Subscription};
 
@@ -54,7 +56,7 @@ pub use durability::{DurabilityEvent, Subscription};
 /// ([`Config::replicated_log`]); see `docs/replication.md`.
 pub mod replicated {
     pub use crate::durability::replicated::{
-        EntryPayload, LogEntry, LogPosition, RecordBatch, Shipper,
+        EntryPayload, LogEntry, LogLag, LogPosition, RecordBatch, Shipper,
     };
 }
 pub use engine::{Engine, Session};

@@ -89,6 +89,9 @@ pub struct EngineStats {
     /// A replicated log: the last CSN on this node's own disk (the `local` level); `durable_csn`
     /// is then what the cluster committed (the `quorum` level).
     pub local_csn: Option<Csn>,
+    /// A replicated log: the watermark of the `all` level, as the leader computed it last
+    /// (see [`crate::Engine::level_marks`] for the sites).
+    pub all_csn: Option<Csn>,
     /// A replicated log: the term this node leads, if it does.
     pub leading_term: Option<u64>,
 }
@@ -148,6 +151,7 @@ impl EngineStats {
             checkpoints: load(&c.checkpoints),
             last_checkpoint_csn: load(&c.last_checkpoint_csn),
             local_csn,
+            all_csn: local_csn.map(|_| d.level_marks().0),
             leading_term: match shared.leader_term.load(Ordering::SeqCst) {
                 0 => None,
                 term => Some(term as u64),

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::config::{CommitMode, CommitModel, IsolationLevel, TxnOptions};
+use crate::config::{CommitMode, CommitModel, DurabilityLevel, IsolationLevel, TxnOptions};
 use crate::durability::format::{self, WriteOp};
 use crate::engine::{aborted_id, Shared};
 use crate::error::{Error, Result};
@@ -215,8 +215,8 @@ pub struct Committed {
     shared: Arc<Shared>,
     id: TxnId,
     waits: bool,
-    /// It waits only until this node's own log has it (the `local` level of a cluster).
-    local_only: bool,
+    /// The level a safe commit waits for.
+    level: DurabilityLevel,
     /// The writer thread was not woken for this commit's record because this commit would
     /// flush it (or wait for it, which wakes the writer); owed on drop if neither happened.
     wake_owed: bool,
@@ -247,12 +247,43 @@ impl Committed {
         self.waits
     }
 
+    /// The level a safe commit waits for ([`DurabilityLevel::Quorum`], `durable`, unless
+    /// set): in a replicated log, how far the commit must harden; alone, every level is the
+    /// log's fdatasync.
+    pub fn at_level(mut self, level: DurabilityLevel) -> Committed {
+        self.level = level;
+        self
+    }
+
     /// As [`Committed::acknowledge`], but waits at most `timeout`: the id once the commit may
-    /// be acknowledged, or the commit back (still committed, not yet durable) so that the
-    /// caller can check for a cancellation or a full disk and wait again, or give up.
+    /// be acknowledged, or the commit back (still committed, not yet at its level) so that
+    /// the caller can check for a cancellation or a full disk and wait again, or give up.
     pub fn acknowledge_within(mut self, timeout: Duration) -> Result<Acknowledgement> {
+        match self.settle(Some(timeout))? {
+            true => Ok(Acknowledgement::Acknowledged(self.id)),
+            false => Ok(Acknowledgement::Pending(self)),
+        }
+    }
+
+    /// Returns the id once the commit may be acknowledged: at once when fast; when safe (or
+    /// classic), once it reached its level, flushing the log itself if no flush is under
+    /// way.
+    pub fn acknowledge(mut self) -> Result<TxnId> {
+        let settled = self.settle(None)?;
+        debug_assert!(settled, "a wait without a timeout ends settled or failed");
+        Ok(self.id)
+    }
+
+    /// Waits up to `timeout` for the acknowledgement; whether it may be given.
+    ///
+    /// Classic commits are all acknowledged at durability; a safe read-only transaction
+    /// waits for its read dependency (at once when that is already durable). In a
+    /// replicated log, a leader that stops leading before the commit is decided answers
+    /// [`Error::InDoubt`], and one that stops before it learns whether a durable commit
+    /// reached a level beyond `quorum` answers [`Error::LevelUnconfirmed`].
+    fn settle(&mut self, timeout: Option<Duration>) -> Result<bool> {
         if !self.waits {
-            return Ok(Acknowledgement::Acknowledged(self.id));
+            return Ok(true);
         }
         let id = self.id;
         if let Some(writer) = self.shared.writer.get() {
@@ -260,37 +291,21 @@ impl Committed {
         }
         // Waiting registers a safe waiter, which wakes the writer if the record still needs it.
         self.wake_owed = false;
-        match self.shared.durability.wait(id, Some(timeout))? {
-            crate::TxnStatus::Durable => Ok(Acknowledgement::Acknowledged(id)),
-            crate::TxnStatus::Lost => Err(Error::Lost {
-                id,
-                cause: "durability failed before the commit was acknowledged".into(),
-            }),
-            crate::TxnStatus::Committed => Ok(Acknowledgement::Pending(self)),
-            other => Err(Error::InvalidArgument(format!(
-                "transaction {id} is {other}: there is no durability to wait for"
-            ))),
-        }
-    }
-
-    /// Returns the id once the commit may be acknowledged: at once when fast; when safe (or
-    /// classic), once durable, flushing the log itself if no flush is under way.
-    pub fn acknowledge(mut self) -> Result<TxnId> {
-        let id = self.id;
-        // Classic commits are all acknowledged at durability; a safe read-only transaction
-        // waits for its read dependency (returns at once when that is already durable).
-        if self.waits {
-            if let Some(writer) = self.shared.writer.get() {
-                writer.lead(id.epoch, id.csn);
-            }
-            // Waiting registers a safe waiter, which wakes the writer if still needed.
-            self.wake_owed = false;
-            let cause = "durability failed before the commit was acknowledged";
-            let shared = &self.shared;
-            let in_doubt = || shared.config.replicated_log && !shared.leads(id.epoch);
-            shared.durability.wait_durable(id, cause, self.local_only, in_doubt)?;
-        }
-        Ok(id)
+        let shared = &self.shared;
+        let level = match shared.config.commit_model {
+            // Classic visibility is the quorum watermark: the level of the acknowledgement.
+            CommitModel::Classic => DurabilityLevel::Quorum.max(self.level.clone()),
+            CommitModel::EventuallyDurable => self.level.clone(),
+        };
+        let in_doubt = |status| {
+            shared.config.replicated_log
+                && match status {
+                    crate::TxnStatus::Committed => !shared.leads(id.epoch),
+                    _ => !shared.leads(shared.epoch()),
+                }
+        };
+        let cause = "durability failed before the commit was acknowledged";
+        shared.durability.wait_durable(id, cause, &level, timeout, in_doubt)
     }
 }
 
@@ -798,10 +813,8 @@ impl Transaction {
         }
         self.finish();
         let (id, wake_owed) = result?;
-        let local_only = mode == CommitMode::SafeLocal
-            && self.shared.config.replicated_log
-            && self.shared.config.commit_model == CommitModel::EventuallyDurable;
-        Ok(Committed { shared: self.shared.clone(), id, waits, local_only, wake_owed })
+        let level = DurabilityLevel::Quorum;
+        Ok(Committed { shared: self.shared.clone(), id, waits, level, wake_owed })
     }
 
     fn commit_read_only(&mut self) -> Result<TxnId> {

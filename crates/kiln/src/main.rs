@@ -115,6 +115,15 @@ struct ServeArgs {
     /// may give the secret itself.
     #[arg(long, env = "KILN_CLUSTER_SECRET_FILE")]
     cluster_secret_file: Option<PathBuf>,
+    /// The level a safe commit waits for by default: local, quorum, all or site:NAME
+    /// [default: quorum].
+    #[arg(long, env = "KILN_DURABILITY_LEVEL")]
+    durability_level: Option<String>,
+    /// Join a running cluster instead of forming one: the node waits until the leader adds it
+    /// (SELECT kiln_cluster_add_node(ID, 'RAFT_ADDR', 'SQL_ADDR', 'SITE') there). Give
+    /// --member for this node only.
+    #[arg(long)]
+    join: bool,
 }
 
 /// Settings of `kiln cluster`.
@@ -155,7 +164,9 @@ fn apply_cluster_args(
         || args.raft_listen.is_some()
         || !args.members.is_empty()
         || args.cluster_name.is_some()
-        || args.cluster_secret_file.is_some();
+        || args.cluster_secret_file.is_some()
+        || args.durability_level.is_some()
+        || args.join;
     if !any && config.cluster.is_none() {
         return Ok(());
     }
@@ -171,6 +182,12 @@ fn apply_cluster_args(
     }
     if let Some(name) = &args.cluster_name {
         cluster.name = name.clone();
+    }
+    if let Some(level) = &args.durability_level {
+        cluster.durability_level = level.clone();
+    }
+    if args.join {
+        cluster.join = true;
     }
     if let Some(path) = &args.cluster_secret_file {
         cluster.secret_file = Some(path.clone());
@@ -499,6 +516,7 @@ fn demo(dir: PathBuf) -> kiln_engine::Result<()> {
     while let Some(event) = events.try_recv() {
         match event {
             DurabilityEvent::Durable { epoch, csn } => println!("   event: durable up to {epoch}.{csn}"),
+            DurabilityEvent::Reached { level, csn } => println!("   event: {level} up to CSN {csn}"),
             DurabilityEvent::Lost { epoch, from_csn, new_epoch, cause } => println!(
                 "   event: lost every commit of epoch {epoch} from CSN {from_csn} ({cause}); epoch {new_epoch} begins"
             ),

@@ -22,7 +22,10 @@ pub mod tcp;
 pub mod types;
 
 pub use log_store::LogStore;
-pub use node::{members, MemberStatus, Node, NodeConfig};
+pub use node::{
+    add_voter, members, remove_node, sites, MemberStatus, MembershipError, Node, NodeConfig,
+    CATCH_UP_TIMEOUT,
+};
 pub use state_machine::StateMachine;
 pub use types::{Batch, KilnRaft, Member};
 

@@ -75,6 +75,11 @@ impl Node {
             // A node cut off from the others asks before it starts an election, so that it
             // does not depose a healthy leader with a higher term when it returns.
             enable_pre_vote: Some(true),
+            // Replicate an entry to the followers as soon as it is handed to the log store,
+            // while the leader's own fdatasync runs, and look at ready notifications (a
+            // follower's answer, a flush done) between API messages: lower commit latency,
+            // which is what a safe commit waits for.
+            broadcast_submitted_on_append: Some(true),
             ..Config::default()
         };
         let raft_config = Arc::new(raft_config.validate().map_err(std::io::Error::other)?);
@@ -93,6 +98,7 @@ impl Node {
             .map_err(std::io::Error::other)?;
         let tasks = vec![
             tokio::spawn(propose(raft.clone(), engine.clone(), rx)),
+            tokio::spawn(track_levels(raft.clone(), engine.clone())),
             tokio::spawn(watch_leadership(
                 raft.clone(),
                 engine.clone(),
@@ -189,7 +195,9 @@ async fn watch_leadership(raft: Raft, engine: Engine, heartbeat: Duration, lease
         // How soon to look again without a change of metrics (None: only on a change).
         let mut again = None;
         if state == ServerState::Leader && leading == Some(term) {
-            if quorum_heard.is_none_or(|since| since > lease) {
+            // A lone voter is its own quorum: there is no one to hear from.
+            let alone = voters.len() == 1 && voters[0] == id;
+            if !alone && quorum_heard.is_none_or(|since| since > lease) {
                 tracing::warn!(term, ?quorum_heard, "no quorum within a lease: giving the term up");
                 let e = engine.clone();
                 let _ = tokio::task::spawn_blocking(move || e.give_up(term)).await;
@@ -243,6 +251,208 @@ async fn watch_leadership(raft: Raft, engine: Engine, heartbeat: Duration, lease
     }
 }
 
+/// On the leader, computes the watermarks of the levels beyond `quorum` from how far each
+/// member's log matches the leader's (a follower reports a match only once its log is
+/// flushed): `all`, the least match among the voters; a site, the greatest match among the
+/// nodes tagged with it. The engine caps each at the committed watermark, which makes
+/// `site:<name>` mean "on a node of the site *and* on a quorum".
+///
+/// Turning a log index into a CSN takes the log's flush lock, which a flush holds through its
+/// fdatasync, so that part runs on a thread of its own, always on the newest indexes.
+async fn track_levels(raft: Raft, engine: Engine) {
+    let (tx, rx) = std::sync::mpsc::channel::<LevelIndexes>();
+    let converter = engine.clone();
+    let spawned = std::thread::Builder::new().name("kiln-levels".into()).spawn(move || {
+        while let Ok(mut latest) = rx.recv() {
+            while let Ok(newer) = rx.try_recv() {
+                latest = newer;
+            }
+            set_level_marks(&converter, latest);
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "cannot start the level tracker; levels beyond quorum stay unknown");
+        return;
+    }
+    let mut metrics = raft.metrics();
+    let mut last: Option<LevelIndexes> = None;
+    loop {
+        let marks = {
+            let m = metrics.borrow_watched();
+            match (&m.replication, m.state) {
+                (Some(replication), ServerState::Leader)
+                    if engine.leading_term() == Some(m.current_term) =>
+                {
+                    let membership = m.membership_config.membership();
+                    let matched = |id: &u64| {
+                        replication
+                            .get(id)
+                            .and_then(|l| l.as_ref())
+                            .map_or(0, |l| engine_index(l.index()))
+                    };
+                    let all = membership.voter_ids().map(|v| matched(&v)).min().unwrap_or(0);
+                    let mut sites: std::collections::BTreeMap<Arc<str>, u64> = Default::default();
+                    for (id, member) in membership.nodes() {
+                        if !member.site.is_empty() {
+                            let best = sites.entry(member.site.as_str().into()).or_insert(0);
+                            *best = (*best).max(matched(id));
+                        }
+                    }
+                    // The engine caps the marks at the committed watermark, which moves when
+                    // the state machine applies: a new applied index asks again.
+                    let applied = m.last_applied.as_ref().map_or(0, |l| l.index());
+                    Some(LevelIndexes { all, sites: sites.into_iter().collect(), applied })
+                }
+                _ => None,
+            }
+        };
+        if let Some(marks) = marks.filter(|m| last.as_ref() != Some(m)) {
+            last = Some(marks.clone());
+            if tx.send(marks).is_err() {
+                return;
+            }
+        }
+        if metrics.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Log indexes (engine numbering) that reached `all` and each site.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct LevelIndexes {
+    all: u64,
+    sites: Vec<(Arc<str>, u64)>,
+    applied: u64,
+}
+
+fn set_level_marks(engine: &Engine, marks: LevelIndexes) {
+    // A follower may match an entry the leader has not flushed yet: only what is on the
+    // leader's disk counts, whose CSNs it can read.
+    let indexes: Vec<u64> =
+        std::iter::once(marks.all).chain(marks.sites.iter().map(|(_, i)| *i)).collect();
+    let Ok(csns) = engine.log_csns_upto(&indexes) else { return };
+    let sites: Vec<(Arc<str>, u64)> =
+        marks.sites.into_iter().zip(&csns[1..]).map(|((site, _), &csn)| (site, csn)).collect();
+    engine.set_level_marks(csns[0], &sites);
+}
+
+/// How long a new member may take to catch up before it is made a voter.
+pub const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Why a membership change was not made.
+#[derive(Debug)]
+pub enum MembershipError {
+    /// This node does not lead; the leader's SQL address, if known.
+    NotLeader(Option<String>),
+    /// The change makes no sense for the cluster as it is (the detail says why).
+    Invalid(String),
+    /// The change could not be completed (the cluster lost its leader, or the new member did
+    /// not catch up); the detail says how far it got.
+    Failed(String),
+}
+
+impl std::fmt::Display for MembershipError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MembershipError::NotLeader(Some(at)) => {
+                write!(f, "this node does not lead the cluster; the leader is at {at}")
+            }
+            MembershipError::NotLeader(None) => {
+                f.write_str("this node does not lead the cluster, and no leader is known")
+            }
+            MembershipError::Invalid(why) | MembershipError::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+fn membership_error(
+    e: openraft::error::RaftError<KilnRaft, openraft::error::ClientWriteError<KilnRaft>>,
+) -> MembershipError {
+    use openraft::error::ClientWriteError;
+    match e.api_error() {
+        Some(ClientWriteError::ForwardToLeader(forward)) => {
+            let at = forward.leader_node.as_ref().map(|m| m.sql_addr.clone());
+            MembershipError::NotLeader(at.filter(|a| !a.is_empty()))
+        }
+        Some(ClientWriteError::ChangeMembershipError(change)) => {
+            MembershipError::Invalid(change.to_string())
+        }
+        _ => MembershipError::Failed(e.to_string()),
+    }
+}
+
+/// Adds node `id` to the cluster while it serves: first as a learner, which receives the log
+/// without counting toward any quorum, and once it has caught up (within
+/// [`CATCH_UP_TIMEOUT`]) as a voter. Runs on the leader. A node already a voter is refused.
+pub async fn add_voter(raft: &Raft, id: u64, member: Member) -> Result<(), MembershipError> {
+    {
+        let metrics = raft.metrics();
+        let m = metrics.borrow_watched();
+        let membership = m.membership_config.membership();
+        if membership.voter_ids().any(|v| v == id) {
+            return Err(MembershipError::Invalid(format!("node {id} is already a voter")));
+        }
+        if m.state != ServerState::Leader {
+            let at = m
+                .current_leader
+                .and_then(|l| membership.get_node(&l))
+                .map(|n| n.sql_addr.clone())
+                .filter(|a| !a.is_empty());
+            return Err(MembershipError::NotLeader(at));
+        }
+    }
+    let learner = tokio::time::timeout(CATCH_UP_TIMEOUT, raft.add_learner(id, member, true));
+    match learner.await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => return Err(membership_error(e)),
+        Err(_) => {
+            return Err(MembershipError::Failed(format!(
+                "node {id} was added as a learner but did not catch up within {} s; it stays a \
+                 learner (remove it, or add it again once it is reachable)",
+                CATCH_UP_TIMEOUT.as_secs()
+            )))
+        }
+    }
+    let voters = std::collections::BTreeSet::from([id]);
+    raft.change_membership(openraft::ChangeMembers::AddVoterIds(voters), false)
+        .await
+        .map(|_| ())
+        .map_err(membership_error)
+}
+
+/// Removes node `id` from the cluster while it serves (from the voters, and as a member).
+/// Runs on the leader; the last voter cannot be removed. A removed leader hands over.
+pub async fn remove_node(raft: &Raft, id: u64) -> Result<(), MembershipError> {
+    let (is_voter, is_member, voters) = {
+        let metrics = raft.metrics();
+        let m = metrics.borrow_watched();
+        let membership = m.membership_config.membership();
+        let voters: std::collections::BTreeSet<u64> = membership.voter_ids().collect();
+        (voters.contains(&id), membership.get_node(&id).is_some(), voters)
+    };
+    if !is_member {
+        return Err(MembershipError::Invalid(format!("node {id} is not a member of the cluster")));
+    }
+    if is_voter && voters.len() == 1 {
+        return Err(MembershipError::Invalid(format!(
+            "node {id} is the cluster's only voter; add another before removing it"
+        )));
+    }
+    if is_voter {
+        let remove = std::collections::BTreeSet::from([id]);
+        raft.change_membership(openraft::ChangeMembers::RemoveVoters(remove), false)
+            .await
+            .map_err(membership_error)?;
+    } else {
+        let remove = std::collections::BTreeSet::from([id]);
+        raft.change_membership(openraft::ChangeMembers::RemoveNodes(remove), false)
+            .await
+            .map_err(membership_error)?;
+    }
+    Ok(())
+}
+
 /// One member of the cluster as a node sees it.
 #[derive(Clone, Debug)]
 pub struct MemberStatus {
@@ -261,15 +471,30 @@ pub struct MemberStatus {
     pub log_index: Option<u64>,
     /// Entries it is behind the leader (known on the leader).
     pub lag_entries: Option<u64>,
+    /// The CSN of the last commit record in its log up to `log_index` (as far as this node's
+    /// log on disk tells).
+    pub log_csn: Option<u64>,
     /// Commits it is behind the leader's log (known on the leader).
     pub lag_csns: Option<u64>,
+    /// Bytes of log it is behind the leader's log (known on the leader).
+    pub lag_bytes: Option<u64>,
+    /// How long ago the leader wrote the oldest entry it lacks (known on the leader; zero
+    /// when it lacks none).
+    pub lag_time: Option<Duration>,
     /// How long ago the leader last heard from it (known on the leader).
     pub last_heard: Option<Duration>,
 }
 
+/// The site tags of the cluster's members (empty tags left out), from the membership alone.
+pub fn sites(raft: &Raft) -> Vec<String> {
+    let metrics = raft.metrics();
+    let m = metrics.borrow_watched();
+    let nodes = m.membership_config.membership().nodes();
+    nodes.map(|(_, member)| member.site.clone()).filter(|s| !s.is_empty()).collect()
+}
+
 /// Every member of the cluster as node `id` (running `raft` over `engine`) sees it.
 pub fn members(raft: &Raft, engine: &Engine, id: u64) -> Vec<MemberStatus> {
-    let last_csn = engine.log_position().map(|p| p.last_csn).ok();
     let metrics = raft.metrics();
     let m = metrics.borrow_watched();
     let membership = m.membership_config.membership();
@@ -309,18 +534,19 @@ pub fn members(raft: &Raft, engine: &Engine, id: u64) -> Vec<MemberStatus> {
                 .and_then(|h| h.get(&node_id))
                 .and_then(|at| at.as_ref())
                 .map(|at| openraft::async_runtime::Instant::elapsed(&**at));
-            // The CSN its matched entry ends at: the last record before it when the entry
-            // itself holds none, which `log_csn_at` already gives.
-            let lag_csns = match (matched, last_csn) {
-                (Some(0), Some(last)) => Some(last),
-                (Some(m), Some(last)) => {
-                    engine.log_csn_at(m).ok().flatten().map(|c| last.saturating_sub(c))
-                }
-                _ => None,
-            };
+            // Measured against the leader's log on disk (an entry it has not flushed yet does
+            // not count as lag).
+            let lag = matched.and_then(|m| engine.log_lag(m).ok().flatten());
             MemberStatus {
                 node_id,
-                lag_csns,
+                log_csn: log_index.and_then(|i| match i {
+                    0 => Some(0),
+                    i => engine.log_csn_at(i).ok().flatten(),
+                }),
+                lag_csns: lag.map(|l| l.csns),
+                lag_bytes: lag.map(|l| l.bytes),
+                lag_time: lag
+                    .and_then(|l| if l.entries == 0 { Some(Duration::ZERO) } else { l.age }),
                 member: member.clone(),
                 is_self,
                 role,

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use kiln_replication::tcp::{self, ClusterAuth, TcpNetwork};
 use kiln_replication::{Member, Node, NodeConfig};
-use kiln_sql::{ClusterMember, Database};
+use kiln_sql::{ClusterAdmin, ClusterChangeError, ClusterMember, Database};
 use tracing::{info, warn};
 
 use crate::config::ClusterConfig;
@@ -78,10 +78,14 @@ impl ClusterNode {
                 (m.id, member)
             })
             .collect();
+        let join = config.join;
         runtime.block_on(async {
             // Every node is given the same members; the first to ask forms the cluster, and
             // the others' attempts are refused harmlessly once they hear from it.
             match raft.is_initialized().await {
+                Ok(false) if join => {
+                    info!("waiting for the cluster's leader to add this node")
+                }
                 Ok(false) => {
                     if let Err(e) = raft.initialize(members).await {
                         info!(error = %e, "the cluster was formed elsewhere");
@@ -95,6 +99,11 @@ impl ClusterNode {
         let id = config.node_id;
         db.set_cluster_view(Arc::new(move || {
             members_view(kiln_replication::members(&view_raft, &view_engine, id))
+        }));
+
+        db.set_cluster_admin(Arc::new(Admin {
+            raft: raft.clone(),
+            runtime: runtime.handle().clone(),
         }));
 
         let stop = Arc::new(AtomicBool::new(false));
@@ -142,6 +151,84 @@ fn bootstrap_when_leading(db: &Database, stop: &AtomicBool) {
     }
 }
 
+/// Membership changes on this node's Raft instance, for the SQL functions.
+struct Admin {
+    raft: kiln_replication::Raft,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Admin {
+    /// Runs `change` on the cluster runtime, waiting for it in slices so that the session can
+    /// give up (the change then goes on without it).
+    fn wait<F>(&self, change: F, interrupted: &dyn Fn() -> bool) -> Result<(), ClusterChangeError>
+    where
+        F: std::future::Future<Output = Result<(), kiln_replication::MembershipError>>
+            + Send
+            + 'static,
+    {
+        // The caller is a session's thread, which may itself be inside the server's runtime:
+        // the result comes back over a channel rather than through `block_on`.
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.runtime.spawn(async move {
+            let _ = tx.send(change.await);
+        });
+        loop {
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(result) => return result.map_err(change_error),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(ClusterChangeError::Failed("the cluster node stopped".into()))
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if interrupted() => {
+                    return Err(ClusterChangeError::Failed(
+                        "the session stopped waiting; the change goes on and may still complete"
+                            .into(),
+                    ))
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+}
+
+fn change_error(e: kiln_replication::MembershipError) -> ClusterChangeError {
+    match e {
+        kiln_replication::MembershipError::NotLeader(at) => ClusterChangeError::NotLeader(at),
+        kiln_replication::MembershipError::Invalid(why) => ClusterChangeError::Invalid(why),
+        kiln_replication::MembershipError::Failed(why) => ClusterChangeError::Failed(why),
+    }
+}
+
+impl ClusterAdmin for Admin {
+    fn sites(&self) -> Vec<String> {
+        kiln_replication::sites(&self.raft)
+    }
+
+    fn add_node(
+        &self,
+        id: u64,
+        raft_addr: &str,
+        sql_addr: &str,
+        site: &str,
+        interrupted: &dyn Fn() -> bool,
+    ) -> Result<(), ClusterChangeError> {
+        let member =
+            Member { raft_addr: raft_addr.into(), sql_addr: sql_addr.into(), site: site.into() };
+        let raft = self.raft.clone();
+        info!(node = id, raft = raft_addr, "adding a node to the cluster");
+        self.wait(async move { kiln_replication::add_voter(&raft, id, member).await }, interrupted)
+    }
+
+    fn remove_node(
+        &self,
+        id: u64,
+        interrupted: &dyn Fn() -> bool,
+    ) -> Result<(), ClusterChangeError> {
+        let raft = self.raft.clone();
+        info!(node = id, "removing a node from the cluster");
+        self.wait(async move { kiln_replication::remove_node(&raft, id).await }, interrupted)
+    }
+}
+
 /// `kiln_cluster`: every member as this node sees it.
 fn members_view(members: Vec<kiln_replication::MemberStatus>) -> Vec<ClusterMember> {
     members
@@ -156,7 +243,10 @@ fn members_view(members: Vec<kiln_replication::MemberStatus>) -> Vec<ClusterMemb
             term: m.term as i64,
             log_index: m.log_index.map(|i| i as i64),
             lag_entries: m.lag_entries.map(|i| i as i64),
+            log_csn: m.log_csn.map(|i| i as i64),
             lag_csns: m.lag_csns.map(|i| i as i64),
+            lag_bytes: m.lag_bytes.map(|i| i as i64),
+            lag_ms: m.lag_time.map(|d| d.as_millis() as i64),
             last_heard_ms: m.last_heard.map(|d| d.as_millis() as i64),
         })
         .collect()

@@ -79,6 +79,12 @@ pub struct ClusterConfig {
     /// A follower that hears from no leader for a random time between this and twice this
     /// starts an election, in milliseconds.
     pub election_timeout_ms: u64,
+    /// The level a safe commit waits for unless a session or transaction says otherwise:
+    /// `local`, `quorum`, `all` or `site:<name>` (a site some member is tagged with).
+    pub durability_level: String,
+    /// This node joins a running cluster: it does not form one from `members`, and waits for
+    /// the leader to add it (`kiln_cluster_add_node`).
+    pub join: bool,
 }
 
 impl Default for ClusterConfig {
@@ -92,11 +98,18 @@ impl Default for ClusterConfig {
             members: Vec::new(),
             heartbeat_ms: 50,
             election_timeout_ms: 500,
+            durability_level: "quorum".into(),
+            join: false,
         }
     }
 }
 
 impl ClusterConfig {
+    /// The cluster's default durability level.
+    pub fn level(&self) -> Result<kiln_sql::engine_config::DurabilityLevel, String> {
+        self.durability_level.parse().map_err(|e| format!("cluster.durability_level: {e}"))
+    }
+
     /// Checks the settings; returns the secret.
     pub fn validate(&self) -> Result<Vec<u8>, String> {
         if self.node_id == 0 {
@@ -107,9 +120,21 @@ impl ClusterConfig {
             if m.id == 0 || !ids.insert(m.id) {
                 return Err(format!("cluster.members: node id {} is 0 or given twice", m.id));
             }
+            if !m.site.is_empty() {
+                format!("site:{}", m.site)
+                    .parse::<kiln_sql::engine_config::DurabilityLevel>()
+                    .map_err(|e| format!("cluster.members: node {}: {e}", m.id))?;
+            }
         }
         if !ids.contains(&self.node_id) {
             return Err(format!("cluster.members does not list this node ({})", self.node_id));
+        }
+        if let kiln_sql::engine_config::DurabilityLevel::Site(site) = self.level()? {
+            if !self.members.iter().any(|m| m.site == *site) {
+                return Err(format!(
+                    "cluster.durability_level names site {site}, but no member is tagged with it"
+                ));
+            }
         }
         if self.raft_listen.is_none() {
             return Err("cluster.raft_listen must be set".into());
@@ -277,6 +302,10 @@ impl ServerConfig {
             rows_max: self.rows_max,
             statement_bytes_max: self.statement_bytes_max,
             faults,
+            durability_level: match &self.cluster {
+                Some(cluster) => cluster.level()?,
+                None => kiln_sql::engine_config::DurabilityLevel::Quorum,
+            },
         })
     }
 }

@@ -34,7 +34,62 @@ pub fn render(db: &Database, connections: usize) -> String {
         ));
     }
     out.push_str(&format!("# HELP kiln_connections open client connections\n# TYPE kiln_connections gauge\nkiln_connections {connections}\n"));
+    render_cluster(db, &mut out);
     out
+}
+
+/// A member's value of one gauge, if known.
+type MemberGauge = fn(&kiln_sql::ClusterMember) -> Option<String>;
+
+/// A cluster node's replication gauges: each level's watermark beyond `quorum`, and each
+/// member's lag as the leader sees it (only the leader knows the others' logs).
+fn render_cluster(db: &Database, out: &mut String) {
+    let members = db.cluster_members();
+    if members.is_empty() {
+        return;
+    }
+    let (all, sites) = db.engine().level_marks();
+    out.push_str("# HELP kiln_level_csn commits that reached a durability level beyond quorum (computed on the leader)\n# TYPE kiln_level_csn gauge\n");
+    out.push_str(&format!("kiln_level_csn{{level=\"all\"}} {all}\n"));
+    for (site, csn) in sites {
+        out.push_str(&format!("kiln_level_csn{{level=\"site:{site}\"}} {csn}\n"));
+    }
+    let gauges: [(&str, &str, MemberGauge); 5] = [
+        ("kiln_replica_lag_entries", "log entries a member is behind the leader", |m| {
+            m.lag_entries.map(|v| v.to_string())
+        }),
+        ("kiln_replica_lag_csns", "commits a member is behind the leader", |m| {
+            m.lag_csns.map(|v| v.to_string())
+        }),
+        ("kiln_replica_lag_bytes", "bytes of log a member is behind the leader", |m| {
+            m.lag_bytes.map(|v| v.to_string())
+        }),
+        (
+            "kiln_replica_lag_seconds",
+            "age of the oldest entry a member lacks, on the leader's clock",
+            |m| m.lag_ms.map(|v| format!("{:.3}", v as f64 / 1000.0)),
+        ),
+        (
+            "kiln_replica_last_heard_seconds",
+            "time since the leader last heard from a member",
+            |m| m.last_heard_ms.map(|v| format!("{:.3}", v as f64 / 1000.0)),
+        ),
+    ];
+    for (metric, help, value) in gauges {
+        let rows: Vec<String> = members
+            .iter()
+            .filter(|m| !m.is_self)
+            .filter_map(|m| {
+                value(m).map(|v| {
+                    format!("{metric}{{node_id=\"{}\",site=\"{}\"}} {v}\n", m.node_id, m.site)
+                })
+            })
+            .collect();
+        if !rows.is_empty() {
+            out.push_str(&format!("# HELP {metric} {help}\n# TYPE {metric} gauge\n"));
+            rows.iter().for_each(|r| out.push_str(r));
+        }
+    }
 }
 
 pub(crate) async fn serve(listener: TcpListener, db: Arc<Database>, slots: Arc<AtomicUsize>) {

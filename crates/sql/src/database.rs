@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kiln_engine::{Engine, IsolationLevel, TxnOptions};
+use kiln_engine::{DurabilityLevel, Engine, IsolationLevel, TxnOptions};
 use parking_lot::Mutex;
 
 use crate::catalog::Catalog;
@@ -33,6 +33,9 @@ pub struct SessionConfig {
     /// The engine's fault switches when the server runs with fault injection (tests only):
     /// enables `kiln_fault_fail_syncs(n)`.
     pub faults: Option<Arc<kiln_engine::Faults>>,
+    /// `kiln.durability_level` of new sessions: the level a safe commit waits for (a
+    /// cluster's default; alone, every level is the log's fdatasync).
+    pub durability_level: kiln_engine::DurabilityLevel,
 }
 
 impl Default for SessionConfig {
@@ -43,6 +46,7 @@ impl Default for SessionConfig {
             rows_max: 10_000_000,
             statement_bytes_max: 16 << 20,
             faults: None,
+            durability_level: kiln_engine::DurabilityLevel::Quorum,
         }
     }
 }
@@ -64,6 +68,8 @@ pub struct Database {
     pub(crate) activities: Activities,
     /// What `kiln_cluster` shows, for a node of a cluster.
     cluster: Mutex<Option<ClusterView>>,
+    /// Membership changes, for a node of a cluster.
+    cluster_admin: Mutex<Option<Arc<dyn ClusterAdmin>>>,
 }
 
 /// One node of a cluster, as `kiln_cluster` shows it. The SQL layer knows nothing of how the
@@ -88,14 +94,57 @@ pub struct ClusterMember {
     pub log_index: Option<i64>,
     /// Entries it is behind the leader's log, as the leader sees it (known on the leader).
     pub lag_entries: Option<i64>,
+    /// The CSN of the last commit record its log holds (its own node; others: as far as the
+    /// leader matched them).
+    pub log_csn: Option<i64>,
     /// Commits (CSNs) it is behind the leader's log (known on the leader).
     pub lag_csns: Option<i64>,
+    /// Bytes of log it is behind the leader's (known on the leader).
+    pub lag_bytes: Option<i64>,
+    /// Milliseconds since the leader wrote the oldest entry it lacks (known on the leader;
+    /// 0 when it lacks none).
+    pub lag_ms: Option<i64>,
     /// Milliseconds since the leader last heard from it (known on the leader).
     pub last_heard_ms: Option<i64>,
 }
 
 /// What the server tells the SQL layer about the cluster, each time it is asked.
 pub type ClusterView = Arc<dyn Fn() -> Vec<ClusterMember> + Send + Sync>;
+
+/// Why a membership change was not made.
+#[derive(Debug, Clone)]
+pub enum ClusterChangeError {
+    /// This node does not lead; the leader's SQL address, if known.
+    NotLeader(Option<String>),
+    /// The change makes no sense for the cluster as it is.
+    Invalid(String),
+    /// The change could not be completed; says how far it got.
+    Failed(String),
+}
+
+/// The cluster's membership, as the server keeps it: the sites a level may name (asked at
+/// every commit at a site level, so cheap), and the changes `kiln_cluster_add_node` and
+/// `kiln_cluster_remove_node` make. Each change waits, asking `interrupted` now and then
+/// whether the session gave up (the change then goes on without it).
+pub trait ClusterAdmin: Send + Sync {
+    /// The site tags of the members (empty tags left out).
+    fn sites(&self) -> Vec<String>;
+    /// Adds node `id` (learner first, a voter once caught up).
+    fn add_node(
+        &self,
+        id: u64,
+        raft_addr: &str,
+        sql_addr: &str,
+        site: &str,
+        interrupted: &dyn Fn() -> bool,
+    ) -> std::result::Result<(), ClusterChangeError>;
+    /// Removes node `id`.
+    fn remove_node(
+        &self,
+        id: u64,
+        interrupted: &dyn Fn() -> bool,
+    ) -> std::result::Result<(), ClusterChangeError>;
+}
 
 impl Database {
     /// Opens the SQL layer on an engine; creates the `kiln` and `postgres` databases on a
@@ -109,18 +158,20 @@ impl Database {
     /// The SQL layer on an engine, without creating anything: for a node of a cluster, which
     /// receives the catalog from its leader (the leader calls [`Database::bootstrap`]).
     pub fn attach(engine: Engine, config: SessionConfig) -> Arc<Database> {
+        let standalone = !engine.config().replicated_log;
         Arc::new(Database {
             engine,
             catalog: Catalog::default(),
             locks: Arc::new(LockManager::default()),
             config,
             next_owner: AtomicU64::new(1),
-            notifier: Arc::new(Notifier::default()),
+            notifier: Arc::new(Notifier::new(standalone)),
             stop: Arc::new(AtomicBool::new(false)),
             definitions: Mutex::new(HashMap::new()),
             notifier_started: Mutex::new(false),
             activities: Activities::default(),
             cluster: Mutex::new(None),
+            cluster_admin: Mutex::new(None),
         })
     }
 
@@ -147,10 +198,46 @@ impl Database {
         *self.cluster.lock() = Some(view);
     }
 
+    /// Sets who makes membership changes (a node of a cluster).
+    pub fn set_cluster_admin(&self, admin: Arc<dyn ClusterAdmin>) {
+        *self.cluster_admin.lock() = Some(admin);
+    }
+
+    /// Who makes membership changes, on a node of a cluster.
+    pub(crate) fn cluster_admin(&self) -> Option<Arc<dyn ClusterAdmin>> {
+        self.cluster_admin.lock().clone()
+    }
+
     /// The cluster's members as the server reports them (none for a standalone server).
     pub fn cluster_members(&self) -> Vec<ClusterMember> {
         let view = self.cluster.lock().clone();
         view.map(|v| v()).unwrap_or_default()
+    }
+
+    /// A site level must name a site some node of the cluster is tagged with: a commit waiting
+    /// for any other would never be acknowledged.
+    pub(crate) fn check_level(&self, level: &DurabilityLevel) -> Result<()> {
+        let DurabilityLevel::Site(name) = level else { return Ok(()) };
+        let admin = self.cluster_admin();
+        let mut sites = admin.as_ref().map(|a| a.sites()).unwrap_or_default();
+        if sites.iter().any(|s| **s == **name) {
+            return Ok(());
+        }
+        sites.sort_unstable();
+        sites.dedup();
+        let known = if admin.is_none() {
+            "this server is not a node of a cluster".to_string()
+        } else if sites.is_empty() {
+            "no node of this cluster is tagged with a site".to_string()
+        } else {
+            format!("the cluster's sites are {}", sites.join(", "))
+        };
+        Err(SqlError::new(
+            code::INVALID_PARAMETER_VALUE,
+            format!("no node of the cluster is tagged with site \"{name}\""),
+        )
+        .detail(known)
+        .hint("Name a site of kiln_cluster, or use local, quorum or all."))
     }
 
     /// Starts routing durability events to sessions, the first time a session LISTENs: until

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use kiln_engine::{DurabilityEvent, TxnId, TxnKind};
+use kiln_engine::{DurabilityEvent, DurabilityLevel, TxnId, TxnKind};
 use parking_lot::Mutex;
 
 use crate::error::{code, Result, SqlError};
@@ -54,15 +54,57 @@ pub(crate) type Watchers = Vec<Weak<Inbox>>;
 /// A transaction (epoch, CSN) and who watches it.
 pub(crate) type Watched = ((u32, u64), Watchers);
 
+/// Watchers of commits keyed (CSN, epoch).
+type ByCsn = BTreeMap<(u64, u32), Watchers>;
+
+/// The channel that fires when a session's commit reaches `level`, beyond plain
+/// `kiln_durable` (which fires at `quorum`, durable): `kiln_durable_local`,
+/// `kiln_durable_all`, `kiln_durable_site_<name>`.
+pub(crate) fn level_channel(level: &DurabilityLevel) -> String {
+    match level {
+        DurabilityLevel::Site(name) => format!("kiln_durable_site_{name}"),
+        other => format!("kiln_durable_{other}"),
+    }
+}
+
+/// The level a `kiln_durable_…` channel listens for, if it is one.
+pub(crate) fn channel_level(channel: &str) -> Option<DurabilityLevel> {
+    match channel.strip_prefix("kiln_durable_")? {
+        "local" => Some(DurabilityLevel::Local),
+        "quorum" => Some(DurabilityLevel::Quorum),
+        "all" => Some(DurabilityLevel::All),
+        other => DurabilityLevel::site(other.strip_prefix("site_")?),
+    }
+}
+
 /// Routes the engine's durability events to the sessions whose transactions they concern.
 #[derive(Default)]
 pub(crate) struct Notifier {
+    /// Commits waiting to be durable (`kiln_durable`) or lost (`kiln_lost`).
     pub(crate) pending: Mutex<BTreeMap<(u32, u64), Watchers>>,
+    /// Commits waiting to reach a level, by level, keyed (CSN, epoch): a level's watermark
+    /// is a position in the log, whatever the epoch.
+    levels: Mutex<BTreeMap<DurabilityLevel, ByCsn>>,
+    /// A standalone engine reaches every level at its fdatasync (a `Durable` event).
+    standalone: bool,
 }
 
 impl Notifier {
+    pub(crate) fn new(standalone: bool) -> Notifier {
+        Notifier { standalone, ..Default::default() }
+    }
+
     pub(crate) fn watch(&self, id: TxnId, inbox: &Arc<Inbox>) {
         self.pending.lock().entry((id.epoch, id.csn)).or_default().push(Arc::downgrade(inbox));
+        let levels: Vec<DurabilityLevel> =
+            inbox.channels.lock().iter().filter_map(|c| channel_level(c)).collect();
+        if !levels.is_empty() {
+            let mut by_level = self.levels.lock();
+            for level in levels {
+                let watchers = by_level.entry(level).or_default();
+                watchers.entry((id.csn, id.epoch)).or_default().push(Arc::downgrade(inbox));
+            }
+        }
     }
 
     pub(crate) fn on_event(&self, event: &DurabilityEvent) {
@@ -86,6 +128,7 @@ impl Notifier {
                     keys.into_iter().filter_map(|k| pending.remove(&k).map(|v| (k, v))).collect(),
                 )
             }
+            DurabilityEvent::Reached { .. } => ("", Vec::new()),
         };
         // Delivered under the lock, so whoever takes the lock next sees them queued.
         for ((epoch, csn), inboxes) in hit {
@@ -94,6 +137,55 @@ impl Notifier {
             }
         }
         drop(pending);
+        self.on_level_event(event);
+    }
+
+    /// The `kiln_durable_<level>` notifications an event brings: a level's watermark moved
+    /// (`Reached`); a commit that is durable also reached `local` and `quorum` (and, alone,
+    /// every level); a lost one never reaches any, and stops being watched.
+    fn on_level_event(&self, event: &DurabilityEvent) {
+        let mut by_level = self.levels.lock();
+        if by_level.is_empty() {
+            return;
+        }
+        let mut hit: Vec<(DurabilityLevel, (u64, u32), Watchers)> = Vec::new();
+        let levels: Vec<DurabilityLevel> = match event {
+            DurabilityEvent::Reached { level, .. } => vec![level.clone()],
+            DurabilityEvent::Durable { .. } if self.standalone => {
+                by_level.keys().cloned().collect()
+            }
+            DurabilityEvent::Durable { .. } => {
+                vec![DurabilityLevel::Local, DurabilityLevel::Quorum]
+            }
+            DurabilityEvent::Lost { .. } => Vec::new(),
+        };
+        match event {
+            DurabilityEvent::Reached { csn, .. } | DurabilityEvent::Durable { csn, .. } => {
+                for level in levels {
+                    let Some(watchers) = by_level.get_mut(&level) else { continue };
+                    let keys: Vec<(u64, u32)> =
+                        watchers.range(..=(*csn, u32::MAX)).map(|(k, _)| *k).collect();
+                    for k in keys {
+                        if let Some(w) = watchers.remove(&k) {
+                            hit.push((level.clone(), k, w));
+                        }
+                    }
+                }
+            }
+            DurabilityEvent::Lost { epoch, from_csn, .. } => {
+                for watchers in by_level.values_mut() {
+                    watchers.retain(|&(csn, e), _| !(e == *epoch && csn >= *from_csn));
+                }
+            }
+        }
+        by_level.retain(|_, watchers| !watchers.is_empty());
+        drop(by_level);
+        for (level, (csn, epoch), inboxes) in hit {
+            let channel = level_channel(&level);
+            for inbox in inboxes.iter().filter_map(Weak::upgrade) {
+                inbox.deliver(&channel, TxnId { epoch, csn, kind: TxnKind::Update });
+            }
+        }
     }
 }
 
@@ -182,6 +274,75 @@ impl Env for SessionEnv<'_> {
                 }
             }
             Func::KilnTxnStatus => Value::Text(engine.status(id_arg(&args[0])?).as_str().into()),
+            Func::KilnClusterAddNode | Func::KilnClusterRemoveNode => {
+                let admin = self.db.cluster_admin().ok_or_else(|| {
+                    SqlError::new(
+                        code::FEATURE_NOT_SUPPORTED,
+                        "this server is not a node of a cluster",
+                    )
+                    .hint("Start kiln serve with --node-id, --raft-listen and --member.")
+                })?;
+                let id = match args[0] {
+                    Value::Int(id) if id > 0 => id as u64,
+                    _ => {
+                        return Err(SqlError::new(
+                            code::INVALID_PARAMETER_VALUE,
+                            "a node id is a positive integer",
+                        ))
+                    }
+                };
+                let text = |i: usize| {
+                    args.get(i).and_then(|v| v.to_text(DataType::Text)).unwrap_or_default()
+                };
+                let interrupted = || self.activity.check_interrupt().is_err();
+                let done = if func == Func::KilnClusterAddNode {
+                    let (raft, sql, site) = (text(1), text(2), text(3));
+                    if raft.trim().is_empty() || sql.trim().is_empty() {
+                        return Err(SqlError::new(
+                            code::INVALID_PARAMETER_VALUE,
+                            "a new node needs its Raft address and its SQL address",
+                        ));
+                    }
+                    if !site.is_empty() {
+                        crate::pg::settings::parse_level(
+                            &format!("site:{site}"),
+                            "kiln_cluster_add_node",
+                        )?;
+                    }
+                    admin
+                        .add_node(id, raft.trim(), sql.trim(), &site, &interrupted)
+                        .map(|_| "added")
+                } else {
+                    admin.remove_node(id, &interrupted).map(|_| "removed")
+                };
+                match done {
+                    Ok(done) => Value::Text(done.into()),
+                    Err(crate::ClusterChangeError::NotLeader(at)) => {
+                        let e = SqlError::new(
+                            code::READ_ONLY_TXN,
+                            "membership changes are made on the cluster's leader",
+                        );
+                        return Err(match at {
+                            Some(at) => e.hint(format!("Connect to the leader at {at}.")),
+                            None => e.hint("No leader is known right now; try again shortly."),
+                        });
+                    }
+                    Err(crate::ClusterChangeError::Invalid(why)) => {
+                        return Err(SqlError::new(code::INVALID_PARAMETER_VALUE, why))
+                    }
+                    Err(crate::ClusterChangeError::Failed(why)) => {
+                        return Err(SqlError::new(
+                            "55000",
+                            format!("the membership change did not complete: {why}"),
+                        )
+                        .hint("SELECT * FROM kiln_cluster shows the members as they are now."))
+                    }
+                }
+            }
+            Func::KilnTxnLevels => {
+                let levels = engine.levels_reached(id_arg(&args[0])?);
+                Value::Text(levels.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(","))
+            }
             Func::KilnWait => {
                 let id = id_arg(&args[0])?;
                 let ms = match args.get(1) {
@@ -194,11 +355,35 @@ impl Env for SessionEnv<'_> {
                         ))
                     }
                 };
+                // With a level, `durable` means it reached that level; `committed` that it
+                // did not within the timeout (it may be durable at a lower one).
+                let level = match args.get(2) {
+                    None | Some(Value::Null) => None,
+                    Some(v) => Some(crate::pg::settings::parse_level(
+                        &v.to_text(DataType::Text).unwrap_or_default(),
+                        "kiln_wait",
+                    )?),
+                };
+                if let Some(level) = &level {
+                    self.db.check_level(level)?;
+                }
                 let deadline = std::time::Instant::now() + Duration::from_millis(ms);
                 self.activity.set_wait(Some(Wait::Durability));
                 let status = loop {
                     let left = deadline.saturating_duration_since(std::time::Instant::now());
-                    let status = match engine.wait(id, left.min(WAIT_SLICE)) {
+                    let slice = left.min(WAIT_SLICE);
+                    let waited = match &level {
+                        None => engine.wait(id, slice),
+                        Some(level) => {
+                            engine.wait_level(id, slice, level).map(|(s, reached)| match s {
+                                kiln_engine::TxnStatus::Durable if !reached => {
+                                    kiln_engine::TxnStatus::Committed
+                                }
+                                s => s,
+                            })
+                        }
+                    };
+                    let status = match waited {
                         Ok(s) => s,
                         Err(kiln_engine::Error::Lost { .. }) => kiln_engine::TxnStatus::Lost,
                         Err(e) => break Err(e.into()),

@@ -267,6 +267,14 @@ impl From<EngineError> for SqlError {
                 "Ask SELECT kiln_txn_status('{id}') on any node once a leader is elected; \
                  it will say durable or lost."
             )),
+            EngineError::LevelUnconfirmed { id, level } => SqlError::new(
+                "40003",
+                format!("transaction {id} is durable, but whether it reached level {level} is not known here"),
+            )
+            .detail(e.to_string())
+            .hint(format!(
+                "Ask SELECT kiln_txn_levels('{id}') on the cluster's leader."
+            )),
             EngineError::NotLeader { detail, leader } => SqlError::new(
                 code::READ_ONLY_TXN,
                 "cannot commit writes on this node: it is not the cluster's leader",

@@ -57,7 +57,9 @@ pub mod prepared;
 pub mod session;
 pub mod types;
 
-pub use database::{ClusterMember, ClusterView, Database, SessionConfig};
+pub use database::{
+    ClusterAdmin, ClusterChangeError, ClusterMember, ClusterView, Database, SessionConfig,
+};
 pub use ed::Notification;
 pub use error::{code, Result, SqlError};
 pub use kiln_engine::Operations;
@@ -67,7 +69,9 @@ pub use types::{DataType, Value};
 /// The engine settings a server chooses when it opens a [`Database`] (the server never holds
 /// the engine itself).
 pub mod engine_config {
-    pub use kiln_engine::{CommitModel, Config, Faults, FaultyVfs, IsolationLevel, OsVfs, Vfs};
+    pub use kiln_engine::{
+        CommitModel, Config, DurabilityLevel, Faults, FaultyVfs, IsolationLevel, OsVfs, Vfs,
+    };
 }
 
 /// What `SELECT version()` answers (clients parse the leading PostgreSQL version).

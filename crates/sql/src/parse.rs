@@ -15,7 +15,7 @@
 
 use std::ops::ControlFlow;
 
-use kiln_engine::CommitMode;
+use kiln_engine::DurabilityLevel;
 use sqlparser::ast::{self, Visit, Visitor};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
@@ -36,20 +36,39 @@ pub const NESTING_BOUND_MAX: usize = 16_000;
 pub struct StatementText {
     /// The statement's text, without the separating semicolon.
     pub text: String,
-    /// Its `/*+ FAST */` or `/*+ SAFE */` hint.
-    pub hint: Option<CommitMode>,
+    /// Its `/*+ FAST */`, `/*+ SAFE */` or `/*+ SAFE(level) */` hint.
+    pub hint: Option<CommitHint>,
     /// How deep its tree can be (see [`nesting_bound`]).
     pub nesting: usize,
 }
 
-/// The commit mode a `/*+ FAST */` / `/*+ SAFE */` comment token asks for, if it is one.
-fn hint_of(token: &Token) -> Option<CommitMode> {
+/// How a statement's hint asks its transaction to commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommitHint {
+    /// `/*+ FAST */`: acknowledged at the commit point.
+    Fast,
+    /// `/*+ SAFE */` (the session's level) or `/*+ SAFE(level) */`: acknowledged once the
+    /// commit reached the level.
+    Safe(Option<DurabilityLevel>),
+}
+
+/// The commit a `/*+ FAST */`, `/*+ SAFE */` or `/*+ SAFE(level) */` comment token asks for,
+/// if it is one; a `SAFE(…)` naming no level is an error, not a comment to skip, since
+/// skipping it would acknowledge the commit earlier than asked.
+fn hint_of(token: &Token) -> Option<Result<CommitHint>> {
     let Token::Whitespace(Whitespace::MultiLineComment(c)) = token else { return None };
-    match c.strip_prefix('+')?.trim().to_ascii_uppercase().as_str() {
-        "FAST" => Some(CommitMode::Fast),
-        "SAFE" => Some(CommitMode::Safe),
-        _ => None,
+    let text = c.strip_prefix('+')?.trim();
+    let upper = text.to_ascii_uppercase();
+    match upper.as_str() {
+        "FAST" => return Some(Ok(CommitHint::Fast)),
+        "SAFE" => return Some(Ok(CommitHint::Safe(None))),
+        _ => {}
     }
+    let inner = text.get(4..).filter(|_| upper.starts_with("SAFE"))?.trim();
+    let level = inner.strip_prefix('(')?.strip_suffix(')')?;
+    Some(level.parse().map(|l| CommitHint::Safe(Some(l))).map_err(|e: String| {
+        SqlError::new(code::INVALID_PARAMETER_VALUE, format!("in the hint /*+ {text} */: {e}"))
+    }))
 }
 
 /// Splits a query string into statements at top-level semicolons, with each statement's
@@ -77,7 +96,7 @@ fn push_statement(tokens: &[Token], out: &mut Vec<StatementText>) -> Result<()> 
         return Ok(());
     }
     let nesting = check_nesting(tokens)?;
-    let hint = tokens.iter().find_map(hint_of);
+    let hint = tokens.iter().find_map(hint_of).transpose()?;
     let mut text = String::new();
     for t in tokens {
         text.push_str(&t.to_string());
@@ -159,9 +178,11 @@ fn too_complex(message: String) -> SqlError {
 }
 
 /// The commit hint of a single statement's text, if any.
-pub fn commit_hint(sql: &str) -> Option<CommitMode> {
-    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
-    tokens.iter().find_map(hint_of)
+pub fn commit_hint(sql: &str) -> Result<Option<CommitHint>> {
+    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
+        return Ok(None);
+    };
+    tokens.iter().find_map(hint_of).transpose()
 }
 
 /// Statements sqlparser does not take as PostgreSQL writes them, recognised first.
@@ -397,7 +418,25 @@ mod tests {
     fn split_keeps_hints_per_statement() {
         let s = split("/*+ FAST */ INSERT INTO t VALUES (1); SELECT 1;; ").unwrap();
         assert_eq!(s.len(), 2);
-        assert_eq!(s[0].hint, Some(CommitMode::Fast));
+        assert_eq!(s[0].hint, Some(CommitHint::Fast));
         assert_eq!(s[1].hint, None);
+    }
+
+    #[test]
+    fn safe_hints_name_a_level() {
+        let s = split("/*+ SAFE(all) */ INSERT INTO t VALUES (1); /*+ safe( site:eu-west ) */ SELECT 1; /*+ SAFE */ SELECT 2").unwrap();
+        assert_eq!(s[0].hint, Some(CommitHint::Safe(Some(DurabilityLevel::All))));
+        assert_eq!(s[1].hint, Some(CommitHint::Safe(DurabilityLevel::site("eu-west"))));
+        assert_eq!(s[2].hint, Some(CommitHint::Safe(None)));
+        for bad in [
+            "/*+ SAFE(everywhere) */ SELECT 1",
+            "/*+ SAFE(site:) */ SELECT 1",
+            "/*+ SAFE(site:a b) */ SELECT 1",
+        ] {
+            assert_eq!(split(bad).unwrap_err().code, code::INVALID_PARAMETER_VALUE, "{bad}");
+        }
+        // Other comments are not hints.
+        assert_eq!(split("/*+ SAFETY */ SELECT 1").unwrap()[0].hint, None);
+        assert_eq!(split("/* SAFE(all) */ SELECT 1").unwrap()[0].hint, None);
     }
 }

@@ -50,7 +50,7 @@ impl Session {
         Ok(Prepared {
             sql: sql.to_string(),
             statement,
-            hint: commit_hint(sql),
+            hint: commit_hint(sql)?,
             plan: PlanSlot::new(param_types.clone(), columns.clone()),
             param_types,
             columns,

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use kiln_engine::{
-    CommitMode, DurabilityEvent, IsolationLevel, Operations, Transaction, TxnId, TxnKind,
-    TxnOptions,
+    CommitMode, DurabilityEvent, DurabilityLevel, IsolationLevel, Operations, Transaction, TxnId,
+    TxnKind, TxnOptions,
 };
 use sqlparser::ast;
 
@@ -19,7 +19,7 @@ use crate::bind::*;
 use crate::error::{code, Result, SqlError};
 use crate::expr::Ctx;
 use crate::locks::HeldLocks;
-use crate::parse::{parse_statement, utility, Utility};
+use crate::parse::{parse_statement, utility, CommitHint, Utility};
 use crate::pg::activity::{Activity, Wait};
 use crate::types::{now_micros, DataType, Value};
 
@@ -75,7 +75,7 @@ pub struct Prepared {
     /// The statement text.
     pub sql: String,
     pub(crate) statement: Option<ast::Statement>,
-    pub(crate) hint: Option<CommitMode>,
+    pub(crate) hint: Option<CommitHint>,
     /// Parameter types ($1 first), fixed by the client or inferred.
     pub param_types: Vec<DataType>,
     /// Result columns, when the statement returns rows.
@@ -90,7 +90,7 @@ pub(crate) struct TxnState {
     pub(crate) failed: bool,
     /// Row locks, released at the commit point or whenever this state is dropped.
     pub(crate) locks: HeldLocks,
-    pub(crate) hint: Option<CommitMode>,
+    pub(crate) hint: Option<CommitHint>,
     pub(crate) local: HashMap<String, String>,
     pub(crate) isolation: IsolationLevel,
     /// Savepoints: name, the engine's undo mark, and how many row locks were held then.
@@ -272,7 +272,7 @@ impl Session {
         let implicit = texts.len() > 1 && self.txn.is_none();
         let mut implicit_open = false;
         for statement in &texts {
-            let (text, hint) = (&statement.text, statement.hint);
+            let (text, hint) = (&statement.text, statement.hint.clone());
             let result = (|| -> Result<Output> {
                 if let Some(Utility::Vacuum(tables)) = utility(text) {
                     return self.vacuum(&tables);
@@ -362,7 +362,13 @@ impl Session {
         if let Some(Utility::Vacuum(tables)) = utility(&prepared.sql) {
             return self.vacuum(&tables);
         }
-        let r = self.execute_statement(stmt, prepared.hint, params, false, Some(&prepared.plan));
+        let r = self.execute_statement(
+            stmt,
+            prepared.hint.clone(),
+            params,
+            false,
+            Some(&prepared.plan),
+        );
         if r.is_err() {
             self.fail();
         }
@@ -408,7 +414,7 @@ impl Session {
         explicit: bool,
         isolation: Option<IsolationLevel>,
         read_only: Option<bool>,
-        hint: Option<CommitMode>,
+        hint: Option<CommitHint>,
     ) -> Result<()> {
         let isolation = match isolation {
             Some(i) => i,
@@ -458,27 +464,45 @@ impl Session {
         })
     }
 
-    pub(crate) fn commit_mode(&self, ts: &TxnState, hint: Option<CommitMode>) -> CommitMode {
-        if let Some(h) = hint.or(ts.hint) {
-            return h;
-        }
-        let sc = ts
-            .local
-            .get("synchronous_commit")
-            .cloned()
-            .or_else(|| self.settings.get("synchronous_commit").cloned())
-            .unwrap_or_default();
-        match sc.as_str() {
-            "off" => CommitMode::Fast,
-            "local" => CommitMode::SafeLocal,
-            _ => CommitMode::Safe,
-        }
+    /// How the transaction commits: fast, or safe at a level. A hint decides first, then
+    /// `synchronous_commit` (`off` fast, `local` safe at `local`, the other values safe at
+    /// `kiln.durability_level`).
+    pub(crate) fn commit_mode(
+        &self,
+        ts: &TxnState,
+        hint: Option<CommitHint>,
+    ) -> Result<(CommitMode, DurabilityLevel)> {
+        let setting =
+            |name: &str| ts.local.get(name).cloned().or_else(|| self.settings.get(name).cloned());
+        let session_level = || -> Result<DurabilityLevel> {
+            let level = setting("kiln.durability_level").unwrap_or_default();
+            crate::pg::settings::parse_level(&level, "kiln.durability_level")
+        };
+        let (mode, level) = match hint.or_else(|| ts.hint.clone()) {
+            Some(CommitHint::Fast) => (CommitMode::Fast, DurabilityLevel::Quorum),
+            Some(CommitHint::Safe(Some(level))) => (CommitMode::Safe, level),
+            Some(CommitHint::Safe(None)) => (CommitMode::Safe, session_level()?),
+            None => match setting("synchronous_commit").unwrap_or_default().as_str() {
+                "off" => (CommitMode::Fast, DurabilityLevel::Quorum),
+                "local" => (CommitMode::Safe, DurabilityLevel::Local),
+                _ => (CommitMode::Safe, session_level()?),
+            },
+        };
+        self.db.check_level(&level)?;
+        Ok((mode, level))
     }
 
-    pub(crate) fn commit_txn(&mut self, ts: TxnState, hint: Option<CommitMode>) -> Result<TxnId> {
-        let mode = self.commit_mode(&ts, hint);
+    pub(crate) fn commit_txn(&mut self, ts: TxnState, hint: Option<CommitHint>) -> Result<TxnId> {
+        let (mode, level) = match self.commit_mode(&ts, hint) {
+            Ok(choice) => choice,
+            Err(e) => {
+                // Nothing was committed: the transaction rolls back with its locks.
+                drop(ts);
+                return Err(e);
+            }
+        };
         let TxnState { txn, mut locks, .. } = ts;
-        let committed = txn.commit_point(mode);
+        let committed = txn.commit_point(mode).map(|c| c.at_level(level));
         // Row locks go at the commit point, before any wait for durability (G9).
         locks.release_all();
         let committed = committed?;
@@ -488,21 +512,8 @@ impl Session {
         }
         if id.kind == TxnKind::Update && !self.inbox.channels.lock().is_empty() {
             self.db.notifier.watch(id, &self.inbox);
-            // Already durable by the time we registered? Deliver now.
-            let status = self.db.engine.status(id);
-            match status {
-                kiln_engine::TxnStatus::Durable => self
-                    .db
-                    .notifier
-                    .on_event(&DurabilityEvent::Durable { epoch: id.epoch, csn: id.csn }),
-                kiln_engine::TxnStatus::Lost => self.db.notifier.on_event(&DurabilityEvent::Lost {
-                    epoch: id.epoch,
-                    from_csn: id.csn,
-                    new_epoch: id.epoch + 1,
-                    cause: String::new(),
-                }),
-                _ => {}
-            }
+            // Already durable (or further) by the time we registered? Deliver now.
+            self.notify_known(id);
         }
         let waited = committed.waits();
         if waited {
@@ -513,9 +524,30 @@ impl Session {
         let id = acknowledged?;
         if waited && id.kind == TxnKind::Update && !self.inbox.channels.lock().is_empty() {
             // Acknowledged at its durability point: tell the session before it hears the reply.
-            self.db.notifier.on_event(&DurabilityEvent::Durable { epoch: id.epoch, csn: id.csn });
+            self.notify_known(id);
         }
         Ok(id)
+    }
+
+    /// Delivers the notifications of what is already known of `id`: durable (and the levels
+    /// it reached) or lost.
+    fn notify_known(&self, id: TxnId) {
+        let notifier = &self.db.notifier;
+        match self.db.engine.status(id) {
+            kiln_engine::TxnStatus::Lost => notifier.on_event(&DurabilityEvent::Lost {
+                epoch: id.epoch,
+                from_csn: id.csn,
+                new_epoch: id.epoch + 1,
+                cause: String::new(),
+            }),
+            kiln_engine::TxnStatus::Durable => {
+                notifier.on_event(&DurabilityEvent::Durable { epoch: id.epoch, csn: id.csn })
+            }
+            _ => {}
+        }
+        for level in self.db.engine.levels_reached(id) {
+            notifier.on_event(&DurabilityEvent::Reached { level, csn: id.csn });
+        }
     }
 
     /// Waits for a commit's acknowledgement (a safe one's durability point) in slices, so
@@ -577,7 +609,7 @@ impl Session {
     pub(crate) fn execute_statement(
         &mut self,
         stmt: &ast::Statement,
-        hint: Option<CommitMode>,
+        hint: Option<CommitHint>,
         params: &[Value],
         in_implicit: bool,
         slot: Option<&PlanSlot>,
@@ -760,14 +792,14 @@ impl Session {
             }
             S::LISTEN { channel } => {
                 self.db.start_notifier()?;
-                self.inbox.channels.lock().insert(channel.value.to_lowercase());
+                self.inbox.channels.lock().insert(channel_name(channel));
                 Ok(Output::Command("LISTEN".into()))
             }
             S::UNLISTEN { channel } => {
                 if channel.value == "*" {
                     self.inbox.channels.lock().clear();
                 } else {
-                    self.inbox.channels.lock().remove(&channel.value.to_lowercase());
+                    self.inbox.channels.lock().remove(&channel_name(channel));
                 }
                 Ok(Output::Command("UNLISTEN".into()))
             }
@@ -780,7 +812,7 @@ impl Session {
     pub(crate) fn in_transaction(
         &mut self,
         stmt: &ast::Statement,
-        hint: Option<CommitMode>,
+        hint: Option<CommitHint>,
         params: &[Value],
         in_implicit: bool,
         slot: Option<&PlanSlot>,
@@ -838,4 +870,12 @@ pub(crate) fn in_failed() -> SqlError {
 
 pub(crate) fn param_types(params: &[Value]) -> Vec<DataType> {
     params.iter().map(|p| if p.is_null() { DataType::Unknown } else { p.natural_type() }).collect()
+}
+
+/// A LISTEN channel's name: folded to lower case unless quoted, as PostgreSQL does.
+fn channel_name(channel: &ast::Ident) -> String {
+    match channel.quote_style {
+        Some(_) => channel.value.clone(),
+        None => channel.value.to_lowercase(),
+    }
 }

@@ -14,12 +14,14 @@
 //! another run reads one, against:
 //!
 //! - Kiln's leader with `synchronous_commit = off` (fast) and `on` (safe: the `quorum` level,
-//!   a majority of the three nodes has the commit on disk);
+//!   a majority of the three nodes has the commit on disk), and safe at a follower's site and
+//!   at `all`;
 //! - PostgreSQL's primary with `synchronous_commit = on` (the standby has flushed it) and `off`;
 //! - and, once, a standalone Kiln (fast and safe), the unreplicated reference, and the disk's
 //!   raw fdatasync, the floor.
 //!
-//! Each measurement is repeated `--repeat` times; the tables give the medians of the runs'
+//! Each system first runs one unmeasured safe run (a warm-up: the followers apply the
+//! table's load). Each measurement is repeated `--repeat` times; the tables give the medians of the runs'
 //! mean, p50 and p99 latencies, and the ratios the project targets.
 
 use std::fmt::Write as _;
@@ -50,6 +52,75 @@ struct Args {
     /// Where to write the report (Markdown); stdout if absent.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// The link RTT (ms) of the contention runs (the paper's Fig. 8 at 1Region).
+    #[arg(long, default_value_t = 2.0)]
+    contention_rtt: f64,
+    /// Seconds per contention run (0: no contention runs).
+    #[arg(long, default_value_t = 8)]
+    contention_secs: u64,
+    /// Concurrent clients of the contention runs.
+    #[arg(long, default_value_t = 32)]
+    contention_clients: u64,
+    /// Rows of the contention runs' table; 95% of updates go to its first 12 (the hot keys of
+    /// the paper's Fig. 8 workload, as in `kiln-vs-postgres`).
+    #[arg(long, default_value_t = 256)]
+    contention_rows: u64,
+}
+
+/// Committed transactions per second of `clients` pgbench clients updating a row for `secs`
+/// seconds, 95% of them one of 12 hot rows (serialization failures retried up to 10 times, as
+/// a client would); medians over `repeat` runs, with the share of transactions that failed
+/// anyway.
+fn contention(
+    args: &Args,
+    s: &dyn Server,
+    name: &str,
+    options: &str,
+    work: &Path,
+) -> (String, f64, f64) {
+    let script = work.join("contention.sql");
+    std::fs::write(
+        &script,
+        format!(
+            "\\set r random(1, 100)\n\\if :r <= 95\n\\set k random(1, 12)\n\\else\n\\set k random(13, {})\n\\endif\nUPDATE kv SET v = v + 1 WHERE k = :k;\n",
+            args.contention_rows.max(13)
+        ),
+    )
+    .unwrap();
+    let mut tps = Vec::new();
+    let mut failed = Vec::new();
+    for _ in 0..args.repeat {
+        let run_args: Vec<String> = [
+            "-n",
+            "-M",
+            "prepared",
+            "-c",
+            &args.contention_clients.to_string(),
+            "-j",
+            "2",
+            "-T",
+            &args.contention_secs.to_string(),
+            "--max-tries",
+            "10",
+            "-f",
+            script.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        let out = finish(pgbench(s, options, work, &run_args));
+        let processed = field(&out, "number of transactions actually processed:").unwrap_or(0.0);
+        let failures = field(&out, "number of failed transactions:").unwrap_or(0.0);
+        tps.push(field(&out, "tps =").unwrap_or(0.0));
+        failed.push(if processed + failures > 0.0 {
+            100.0 * failures / (processed + failures)
+        } else {
+            0.0
+        });
+    }
+    let (tps, failed) = (median(tps), median(failed));
+    eprintln!("  {name}: {tps:.0} TPS, {failed:.1}% failed");
+    (name.to_string(), tps, failed)
 }
 
 /// A three-node Kiln cluster whose Raft ports sit behind delay proxies.
@@ -64,7 +135,7 @@ fn free_port() -> u16 {
 }
 
 impl Cluster {
-    fn start(work: &Path, one_way: Duration) -> Cluster {
+    fn start(work: &Path, one_way: Duration, extra: &[&str]) -> Cluster {
         let n = 3;
         let sql: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let raft: Vec<u16> = (0..n).map(|_| free_port()).collect();
@@ -101,6 +172,7 @@ impl Cluster {
                 for m in &members {
                     args.extend(["--member", m.as_str()]);
                 }
+                args.extend(extra);
                 Kiln::start_at(
                     &work.join(format!("node{}", i + 1)),
                     &format!("127.0.0.1:{}", sql[i]),
@@ -268,11 +340,19 @@ fn main() {
         eprintln!("RTT {rtt} ms: Kiln cluster of 3");
         let mut rows = Vec::new();
         {
-            let cluster = Cluster::start(&work.join(format!("cluster-{rtt}")), one_way);
+            let cluster = Cluster::start(&work.join(format!("cluster-{rtt}")), one_way, &[]);
             let leader = &cluster.nodes[cluster.leader];
             setup(leader, args.rows);
+            // Warm up (the followers apply the load, the log's segments fill): not measured.
+            measure(leader, SAFE, UPDATE, args.rows, args.ops, &work);
             rows.push(row(&args, leader, "Kiln leader, fast", FAST, &work));
             rows.push(row(&args, leader, "Kiln leader, safe (quorum)", SAFE, &work));
+            // A follower's site: the commit must be on that remote node (and a quorum).
+            let remote = (cluster.leader + 1) % cluster.nodes.len() + 1;
+            let site = format!("{SAFE} -c kiln.durability_level=site:site-{remote}");
+            rows.push(row(&args, leader, "Kiln leader, safe (site of a follower)", &site, &work));
+            let all = format!("{SAFE} -c kiln.durability_level=all");
+            rows.push(row(&args, leader, "Kiln leader, safe (all)", &all, &work));
             drop(cluster);
         }
         eprintln!("RTT {rtt} ms: PostgreSQL with a synchronous standby");
@@ -285,6 +365,7 @@ fn main() {
             let standby = Postgres::standby(&work.join(format!("pg-standby-{rtt}")), link.port);
             primary.require_sync_standby();
             setup(&primary, args.rows);
+            measure(&primary, SAFE, UPDATE, args.rows, args.ops, &work);
             rows.push(row(
                 &args,
                 &primary,
@@ -299,6 +380,53 @@ fn main() {
         per_rtt.push((rtt, measured, rows));
     }
 
+    let mut contended = Vec::new();
+    if args.contention_secs > 0 {
+        let rtt = args.contention_rtt;
+        let one_way = Duration::from_secs_f64(rtt / 2000.0);
+        eprintln!("contention at RTT {rtt} ms");
+        {
+            let cluster = Cluster::start(&work.join("contention-ed"), one_way, &[]);
+            let leader = &cluster.nodes[cluster.leader];
+            setup(leader, args.contention_rows);
+            contended.push(contention(&args, leader, "Kiln safe (quorum)", SAFE, &work));
+            contended.push(contention(&args, leader, "Kiln fast", FAST, &work));
+        }
+        {
+            let classic = ["--commit-model", "classic"];
+            let cluster = Cluster::start(&work.join("contention-classic"), one_way, &classic);
+            let leader = &cluster.nodes[cluster.leader];
+            setup(leader, args.contention_rows);
+            contended.push(contention(&args, leader, "Kiln classic (quorum)", SAFE, &work));
+        }
+        {
+            let primary = Postgres::start(&work.join("contention-pg-primary"));
+            let link = DelayProxy::start(
+                format!("127.0.0.1:{}", primary.port()).parse().unwrap(),
+                one_way,
+            );
+            let standby = Postgres::standby(&work.join("contention-pg-standby"), link.port);
+            primary.require_sync_standby();
+            setup(&primary, args.contention_rows);
+            contended.push(contention(
+                &args,
+                &primary,
+                "PostgreSQL, synchronous_commit on",
+                SAFE,
+                &work,
+            ));
+            contended.push(contention(
+                &args,
+                &primary,
+                "PostgreSQL, synchronous_commit off",
+                FAST,
+                &work,
+            ));
+            drop(standby);
+            drop(link);
+        }
+    }
+
     let mut w = String::new();
     writeln!(
         w,
@@ -307,13 +435,14 @@ fn main() {
     .unwrap();
     writeln!(
         w,
-        "Generated by `cargo run --release -p kiln-bench --bin kiln-replicated -- --rtts {} --ops {} --repeat {} --rows {} --out docs/benchmarks-replicated.md` \
+        "Generated by `cargo run --release -p kiln-bench --bin kiln-replicated -- --rtts {} --ops {} --repeat {} --rows {} --contention-secs {} --out docs/benchmarks-replicated.md` \
          ({:.0} s). Latencies in milliseconds: medians over {} runs of each run's mean, p50 and p99; one client (pgbench `-M prepared -c 1`), \
          {} transactions per run, a random row of {} rows.\n",
         args.rtts.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(","),
         args.ops,
         args.repeat,
         args.rows,
+        args.contention_secs,
         started.elapsed().as_secs_f64(),
         args.repeat,
         args.ops,
@@ -324,7 +453,8 @@ fn main() {
         w,
         "Every replication message crosses a delay proxy of the given round-trip time (both systems the same proxy program; \
          the kernel offers no delay here). Kiln: three `kiln serve` processes, the leader's Raft port and each follower's behind \
-         a proxy; safe is the `quorum` level (the leader and one follower have the commit on disk). PostgreSQL 15: a primary and \
+         a proxy; safe is the `quorum` level (the leader and one follower have the commit on disk) unless the row names \
+         another: a follower's site (that follower has it, and a quorum), or `all` (both followers). PostgreSQL 15: a primary and \
          one streaming standby (`synchronous_standby_names = '*'`), the standby's replication connection through the proxy. All \
          processes share one machine and one disk (2 cores), so the nodes' fsyncs contend with each other.\n"
     )
@@ -377,12 +507,39 @@ fn main() {
         writeln!(w, "- Kiln safe / PostgreSQL synchronous standby: {:.2} [≤ 0.8]", safe / pg_on)
             .unwrap();
     }
-    writeln!(
-        w,
-        "\nNot measured yet: safe at a named remote site and `all` (those levels are not built), Kiln classic in a cluster, \
-         and Fig. 8's contention sweep across a 1Region link."
-    )
-    .unwrap();
+    if !contended.is_empty() {
+        writeln!(
+            w,
+            "\n## Contention at RTT {} ms (the paper's Fig. 8 workload)\n",
+            args.contention_rtt
+        )
+        .unwrap();
+        writeln!(
+            w,
+            "{} pgbench clients (`-j 2`, `--max-tries 10`) each updating a row of {} for {} s per run, 95% of them one of 12 hot rows; committed transactions \
+             per second, medians of {} runs. Kiln classic is a cluster started with `--commit-model classic` (a commit is \
+             visible, and releases its row locks, only once durable at quorum), the control experiment.\n",
+            args.contention_clients, args.contention_rows, args.contention_secs, args.repeat
+        )
+        .unwrap();
+        writeln!(w, "| configuration | TPS | failed after retries |").unwrap();
+        writeln!(w, "|---|---:|---:|").unwrap();
+        for (name, tps, failed) in &contended {
+            writeln!(w, "| {name} | {tps:.0} | {failed:.1}% |").unwrap();
+        }
+        let find = |prefix: &str| contended.iter().find(|r| r.0.starts_with(prefix)).map(|r| r.1);
+        if let (Some(safe), Some(pg), Some(classic)) =
+            (find("Kiln safe"), find("PostgreSQL, synchronous_commit on"), find("Kiln classic"))
+        {
+            writeln!(
+                w,
+                "\n- Kiln safe / PostgreSQL synchronous standby: {:.2} [≥ 5]",
+                safe / pg.max(1e-9)
+            )
+            .unwrap();
+            writeln!(w, "- Kiln safe / Kiln classic: {:.2}", safe / classic.max(1e-9)).unwrap();
+        }
+    }
     match &args.out {
         Some(path) => {
             std::fs::write(root().join(path), &w).unwrap();

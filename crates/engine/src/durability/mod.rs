@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::config::DurabilityLevel;
 use crate::error::{Error, Result};
 use crate::id::{Csn, Epoch, TxnId, TxnKind, TxnStatus};
 use epochs::EpochHistory;
@@ -131,6 +132,14 @@ pub enum DurabilityEvent {
         /// The new durable watermark.
         csn: Csn,
     },
+    /// A replicated log: every record of the log up to `csn` (a position in the log, of any
+    /// epoch the log kept) reached `level`, beyond `quorum`.
+    Reached {
+        /// `all` or a site.
+        level: DurabilityLevel,
+        /// The level's new watermark.
+        csn: Csn,
+    },
     /// Every transaction of `epoch` with CSN ≥ `from_csn` is lost; `new_epoch` began.
     Lost {
         /// The epoch that lost its suffix.
@@ -149,8 +158,8 @@ struct Waiter {
     token: u64,
     epoch: Epoch,
     csn: Csn,
-    /// Done once this node's own log has it (the `local` level), not only once durable.
-    local: bool,
+    /// The level it waits for.
+    level: DurabilityLevel,
     thread: std::thread::Thread,
 }
 
@@ -237,6 +246,29 @@ pub(crate) struct Durability {
     subscribers: Mutex<Vec<Weak<SubscriberQueue>>>,
     pub counters: DurabilityCounters,
     pub backlog_bytes_max: u64,
+    /// A replicated log (the levels beyond `quorum` have watermarks of their own).
+    replicated: bool,
+    /// The watermarks of the levels beyond `quorum`, as the leader last computed them.
+    marks: Mutex<LevelMarks>,
+}
+
+/// The watermarks of `all` and of each site: the last CSN of the log, of any epoch, that
+/// reached the level. Raw: a record counts at a level only once it is also durable.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LevelMarks {
+    pub all: Csn,
+    pub sites: std::collections::BTreeMap<std::sync::Arc<str>, Csn>,
+}
+
+impl LevelMarks {
+    /// Whether the log's record at `csn`, durable, reached `level`.
+    fn covers(&self, level: &DurabilityLevel, csn: Csn) -> bool {
+        match level {
+            DurabilityLevel::Local | DurabilityLevel::Quorum => true,
+            DurabilityLevel::All => csn <= self.all,
+            DurabilityLevel::Site(name) => self.sites.get(name).is_some_and(|&m| csn <= m),
+        }
+    }
 }
 
 impl Durability {
@@ -251,6 +283,7 @@ impl Durability {
         backlog_bytes_max: u64,
     ) -> Durability {
         let (epoch, start) = history.current().expect("recovery opened an epoch");
+        let replicated = replica.is_some();
         // A standalone engine begins an epoch at every open, right after the durable history;
         // a replicated one continues the cluster's epoch.
         assert!(start <= last_csn + 1, "an epoch starts after the log");
@@ -289,6 +322,8 @@ impl Durability {
             subscribers: Mutex::new(Vec::new()),
             counters: DurabilityCounters::default(),
             backlog_bytes_max,
+            replicated,
+            marks: Mutex::new(LevelMarks::default()),
         }
     }
 
@@ -421,7 +456,70 @@ impl Durability {
     /// Waits until `id` is durable or lost, or `timeout` passes; returns its status then.
     /// Asks the writer to flush now, as a safe commit does.
     pub fn wait(&self, id: TxnId, timeout: Option<Duration>) -> Result<TxnStatus> {
-        self.wait_until(id, timeout, false, |status| status != TxnStatus::Committed)
+        self.wait_until(id, timeout, DurabilityLevel::Quorum, |status| {
+            status != TxnStatus::Committed
+        })
+    }
+
+    /// Whether `id`, whose status is `status`, reached `level`: it is durable and, in a
+    /// replicated log, the level's watermark covers it; or, for `local`, it is committed and
+    /// on this node's own disk.
+    pub fn reached(&self, id: TxnId, status: TxnStatus, level: &DurabilityLevel) -> bool {
+        match status {
+            TxnStatus::Durable => !self.replicated || self.marks.lock().covers(level, id.csn),
+            TxnStatus::Committed => *level == DurabilityLevel::Local && self.local_has(id),
+            _ => false,
+        }
+    }
+
+    /// The levels `id` reached, in order (none unless it is at least on this node's disk);
+    /// the sites are those whose watermark this node knows.
+    pub fn levels_reached(&self, id: TxnId) -> Vec<DurabilityLevel> {
+        let status = self.status(id);
+        let marks = self.marks.lock().clone();
+        let mut all = vec![DurabilityLevel::Local, DurabilityLevel::Quorum];
+        all.extend(marks.sites.keys().map(|s| DurabilityLevel::Site(s.clone())));
+        all.push(DurabilityLevel::All);
+        all.into_iter()
+            .filter(|level| match status {
+                TxnStatus::Durable => !self.replicated || marks.covers(level, id.csn),
+                _ => self.reached(id, status, level),
+            })
+            .collect()
+    }
+
+    /// A replicated log's leader computed the watermarks of `all` and of each site (CSNs of
+    /// the log, each at most the committed watermark). Marks only move forward; a site not
+    /// named keeps its mark. Tells subscribers and wakes the waiters now done.
+    pub fn set_level_marks(&self, all: Csn, sites: &[(std::sync::Arc<str>, Csn)]) {
+        let mut moved = Vec::new();
+        {
+            let mut marks = self.marks.lock();
+            if all > marks.all {
+                marks.all = all;
+                moved.push((DurabilityLevel::All, all));
+            }
+            for (name, csn) in sites {
+                let mark = marks.sites.entry(name.clone()).or_insert(0);
+                if *csn > *mark {
+                    *mark = *csn;
+                    moved.push((DurabilityLevel::Site(name.clone()), *csn));
+                }
+            }
+        }
+        if moved.is_empty() {
+            return;
+        }
+        for (level, csn) in moved {
+            self.publish(DurabilityEvent::Reached { level, csn });
+        }
+        self.wake_ready();
+    }
+
+    /// The watermarks of `all` and of each site (a replicated log; 0 until computed).
+    pub fn level_marks(&self) -> (Csn, Vec<(std::sync::Arc<str>, Csn)>) {
+        let marks = self.marks.lock();
+        (marks.all, marks.sites.iter().map(|(s, &c)| (s.clone(), c)).collect())
     }
 
     /// Whether a replicated log's node has `id` in its own log on disk (the `local` level).
@@ -438,18 +536,21 @@ impl Durability {
         timeout: Duration,
         visible_if_committed: impl Fn() -> bool,
     ) -> Result<TxnStatus> {
-        self.wait_until(id, Some(timeout), false, |status| match status {
+        self.wait_until(id, Some(timeout), DurabilityLevel::Quorum, |status| match status {
             TxnStatus::Unknown => false,
             TxnStatus::Committed => visible_if_committed(),
             _ => true,
         })
     }
 
-    fn wait_until(
+    /// Waits until `done` says so of `id`'s status, or `timeout` passes; returns the status
+    /// then. Parked, the thread is woken when `id` may have reached `level` (or its epoch
+    /// ended, or durability was poisoned).
+    pub fn wait_until(
         &self,
         id: TxnId,
         timeout: Option<Duration>,
-        local: bool,
+        level: DurabilityLevel,
         done: impl Fn(TxnStatus) -> bool,
     ) -> Result<TxnStatus> {
         let deadline = timeout.map(|t| Instant::now() + t);
@@ -462,7 +563,7 @@ impl Durability {
             token,
             epoch: id.epoch,
             csn: id.csn,
-            local,
+            level: level.clone(),
             thread: std::thread::current(),
         };
         self.waiters.lock().push(waiter());
@@ -545,9 +646,13 @@ impl Durability {
         let local = self.local_csn.load(Ordering::SeqCst);
         let everyone = self.poisoned_flag.load(Ordering::SeqCst);
         let mut ready = Vec::new();
+        let marks = self.marks.lock();
         self.waiters.lock().retain(|w| {
-            let done =
-                everyone || w.epoch != epoch || w.csn <= durable || (w.local && w.csn <= local);
+            let reached = match &w.level {
+                DurabilityLevel::Local => w.csn <= durable || w.csn <= local,
+                level => w.csn <= durable && (!self.replicated || marks.covers(level, w.csn)),
+            };
+            let done = everyone || w.epoch != epoch || reached;
             if done {
                 ready.push(w.thread.clone());
             }
@@ -556,24 +661,38 @@ impl Durability {
         ready
     }
 
-    /// Waits until `id` is durable; a lost transaction is an error. `in_doubt` says whether
-    /// its outcome has left this node's hands (a replicated log's leader that stopped leading
-    /// before the cluster had it: a later term decides, which may take as long as the cluster
-    /// stays without a quorum); the committer is then told so rather than kept waiting.
+    /// Waits until `id` reached `level`, up to `timeout`: `Ok(true)` then, `Ok(false)` if the
+    /// timeout passed first. A lost transaction is an error. `in_doubt` says whether its
+    /// outcome has left this node's hands (a replicated log's leader that stopped leading
+    /// before the cluster had it: a later term decides, which may take as long as the
+    /// cluster stays without a quorum); the committer is then told so rather than kept
+    /// waiting, and likewise when it is durable but this node can no longer tell whether it
+    /// reaches a level beyond `quorum`.
     pub fn wait_durable(
         &self,
         id: TxnId,
         cause_if_lost: &str,
-        local: bool,
-        in_doubt: impl Fn() -> bool,
-    ) -> Result<()> {
-        let done =
-            |status| status != TxnStatus::Committed || (local && self.local_has(id)) || in_doubt();
-        match self.wait_until(id, None, local, done)? {
-            TxnStatus::Durable => Ok(()),
-            TxnStatus::Committed if local && self.local_has(id) => Ok(()),
+        level: &DurabilityLevel,
+        timeout: Option<Duration>,
+        in_doubt: impl Fn(TxnStatus) -> bool,
+    ) -> Result<bool> {
+        let done = |status| match status {
+            TxnStatus::Committed | TxnStatus::Durable => {
+                self.reached(id, status, level) || in_doubt(status)
+            }
+            _ => true,
+        };
+        let status = self.wait_until(id, timeout, level.clone(), done)?;
+        if self.reached(id, status, level) {
+            return Ok(true);
+        }
+        match status {
             TxnStatus::Lost => Err(Error::Lost { id, cause: cause_if_lost.to_string() }),
-            TxnStatus::Committed => Err(Error::InDoubt { id }),
+            TxnStatus::Committed if in_doubt(status) => Err(Error::InDoubt { id }),
+            TxnStatus::Durable if in_doubt(status) => {
+                Err(Error::LevelUnconfirmed { id, level: level.to_string() })
+            }
+            TxnStatus::Committed | TxnStatus::Durable => Ok(false),
             other => Err(Error::InvalidArgument(format!(
                 "transaction {id} is {other}: there is no durability to wait for"
             ))),

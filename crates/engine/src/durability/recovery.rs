@@ -275,6 +275,7 @@ impl Replay<'_, '_> {
                                         ),
                                     ));
                                 }
+                                let before = self.entries.last().map_or(0, |e| e.bytes_end);
                                 self.entries.push(EntryLocation {
                                     term: header.term,
                                     index: header.index,
@@ -283,6 +284,8 @@ impl Replay<'_, '_> {
                                     segment: shared_path.clone(),
                                     offset: offset as u64,
                                     len: frame_len,
+                                    bytes_end: before + frame_len,
+                                    written_at: None,
                                 });
                             }
                         }

@@ -81,6 +81,24 @@ pub(crate) struct EntryLocation {
     /// Offset of its first frame, and the bytes of all its frames.
     pub offset: u64,
     pub len: u64,
+    /// The bytes of the log's frames up to and including this entry's.
+    pub bytes_end: u64,
+    /// When this node wrote it (`None` for entries found at open).
+    pub written_at: Option<std::time::Instant>,
+}
+
+/// How far a member's log is behind this node's (see `Engine::log_lag`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LogLag {
+    /// Entries beyond its last.
+    pub entries: u64,
+    /// Commit records beyond its last.
+    pub csns: u64,
+    /// Bytes of log frames beyond its last.
+    pub bytes: u64,
+    /// How long ago this node wrote the oldest entry it lacks (`None` when it lacks none, or
+    /// that entry was written before this node last opened its log).
+    pub age: Option<std::time::Duration>,
 }
 
 /// The state of a replicated log on disk.

@@ -31,7 +31,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::format::{self, FRAME_BODY_BYTES_TARGET};
-use super::replicated::{EntryLocation, EntryPayload, LogEntry, LogPosition, RecordBatch, Shipper};
+use super::replicated::{
+    EntryLocation, EntryPayload, LogEntry, LogLag, LogPosition, RecordBatch, Shipper,
+};
 use super::vfs::{self, is_no_space, OpenMode, Vfs, VfsFile};
 use super::{Durability, LogState};
 use crate::config::Config;
@@ -207,6 +209,9 @@ enum Round {
 /// takes it for timed flushes, `persist()`, back-pressure and retries, and a safe committer
 /// that finds it free takes it to flush its own commit at once (a *leader* flush, sparing two
 /// thread hand-offs). Whoever holds it takes the whole buffer, so batches stay in CSN order.
+/// A replicated log ships instead of writing, under a lock of its own (`ship_lock`): the
+/// cluster's appends hold the flush lock through their fdatasync, and the next batch must not
+/// wait for that.
 pub(crate) struct LogWriter {
     durability: Arc<Durability>,
     vfs: Arc<dyn Vfs>,
@@ -226,6 +231,9 @@ pub(crate) struct LogWriter {
     /// A replicated log: batches are shipped, not written (see `durability::replicated`).
     replicated: bool,
     shipper: std::sync::OnceLock<Shipper>,
+    /// A replicated log: keeps ship rounds in CSN order. Not the flush lock, which an append
+    /// holds through its fdatasync: the next batch ships while the last one is being written.
+    ship_lock: Mutex<()>,
 }
 
 const STALL_RETRY: Duration = Duration::from_millis(20);
@@ -260,6 +268,7 @@ impl LogWriter {
             current_space: Mutex::new(None),
             replicated: replicated.is_some(),
             shipper: std::sync::OnceLock::new(),
+            ship_lock: Mutex::new(()),
         }
     }
 
@@ -270,6 +279,12 @@ impl LogWriter {
             match self.wait_for_work() {
                 Work::Stop => return,
                 Work::ZeroFill => self.zero_fill(),
+                Work::Flush if self.replicated => {
+                    if self.durability.poisoned().is_some() {
+                        return;
+                    }
+                    self.ship_round(&self.ship_lock.lock());
+                }
                 Work::Flush => {
                     let mut core = self.core.lock();
                     if self.durability.poisoned().is_some()
@@ -291,6 +306,15 @@ impl LogWriter {
         // Check before taking the flush lock: a safe read-only commit whose reads are already
         // durable (the common case) must not hold the lock a safe update needs for its flush.
         if needless() {
+            return;
+        }
+        if self.replicated {
+            // A ship under way, or the writer thread after it, covers the commit.
+            if let Some(order) = self.ship_lock.try_lock() {
+                if d.poisoned().is_none() {
+                    self.ship_round(&order);
+                }
+            }
             return;
         }
         let Some(mut core) = self.core.try_lock() else { return };
@@ -364,7 +388,7 @@ impl LogWriter {
     /// backlog does.
     fn flush_round(&self, core: &mut FlushCore) -> Round {
         if self.replicated {
-            return self.ship_round(core);
+            return self.ship_round(&self.ship_lock.lock());
         }
         let retrying = core.pending.is_some();
         let Some(batch) = self.take_batch(core) else { return Round::Idle };
@@ -563,11 +587,19 @@ impl LogWriter {
     }
 
     /// A replicated log's flush round: hands everything buffered to the shipper, in CSN order
-    /// (the flush lock keeps rounds in order). It becomes durable when the cluster writes it
-    /// back through [`LogWriter::write_entries`].
-    fn ship_round(&self, core: &mut FlushCore) -> Round {
+    /// (`ship_lock`, held by the caller, keeps rounds in order). It becomes durable when the
+    /// cluster writes it back through [`LogWriter::write_entries`]. Nothing is written here,
+    /// so nothing waits for a round: a replicated log never has a batch pending a retry.
+    fn ship_round(&self, _order: &parking_lot::MutexGuard<'_, ()>) -> Round {
         let Some(shipper) = self.shipper.get() else { return Round::Idle };
-        let Some(batch) = self.take_batch(core) else { return Round::Idle };
+        let batch = {
+            let mut log = self.durability.log.lock();
+            log.persist_requested = false;
+            if log.count == 0 {
+                return Round::Idle;
+            }
+            take_buffer(&mut log)
+        };
         shipper(RecordBatch {
             epoch: batch.epoch,
             first_csn: batch.first_csn,
@@ -678,7 +710,9 @@ impl LogWriter {
                     EntriesRefused::Io(cause)
                 }
             })?;
+            let now = Instant::now();
             for l in located {
+                let before = core.entries.last().map_or(0, |e| e.bytes_end);
                 core.entries.push(EntryLocation {
                     term: l.term,
                     index: l.index,
@@ -687,6 +721,8 @@ impl LogWriter {
                     segment: segment.clone(),
                     offset: offset + l.start as u64,
                     len: l.len as u64,
+                    bytes_end: before + l.len as u64,
+                    written_at: Some(now),
                 });
             }
             written += frames.len() as u64;
@@ -755,6 +791,27 @@ impl LogWriter {
         let at = core.entries.binary_search_by_key(&index, |e| e.index).ok()?;
         let e = &core.entries[at];
         Some((e.term as Epoch, e.csn_end - 1))
+    }
+
+    /// How far a log whose last entry is `index` (0: none) is behind this one, if `index` is
+    /// at most this log's last entry on disk.
+    pub fn lag_behind(core: &FlushCore, index: u64) -> Option<LogLag> {
+        let last = core.entries.last()?;
+        if index > last.index {
+            return None;
+        }
+        let have = core.entries.partition_point(|e| e.index <= index);
+        let (bytes_have, csn_have) = match have.checked_sub(1).map(|i| &core.entries[i]) {
+            Some(e) => (e.bytes_end, e.csn_end),
+            // It has nothing this log holds: count from this log's first entry on disk.
+            None => (core.entries[0].bytes_end - core.entries[0].len, core.entries[0].first_csn),
+        };
+        Some(LogLag {
+            entries: last.index - index,
+            csns: last.csn_end.saturating_sub(csn_have),
+            bytes: last.bytes_end - bytes_have,
+            age: core.entries.get(have).and_then(|e| e.written_at).map(|at| at.elapsed()),
+        })
     }
 
     /// The CSN the first entry from `index` on starts at, if there is one on disk holding a

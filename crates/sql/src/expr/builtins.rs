@@ -220,6 +220,9 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         | Func::KilnPersist
         | Func::KilnLastTxid
         | Func::KilnTxnStatus
+        | Func::KilnTxnLevels
+        | Func::KilnClusterAddNode
+        | Func::KilnClusterRemoveNode
         | Func::KilnWait
         | Func::KilnFaultFailSyncs
         | Func::KilnFaultPanic

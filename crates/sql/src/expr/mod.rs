@@ -132,7 +132,13 @@ pub enum Func {
     KilnLastTxid,
     /// kiln_txn_status(id)
     KilnTxnStatus,
-    /// kiln_wait(id, timeout_ms)
+    /// kiln_txn_levels(id): the durability levels it reached, comma-separated
+    KilnTxnLevels,
+    /// kiln_cluster_add_node(id, raft_addr, sql_addr[, site])
+    KilnClusterAddNode,
+    /// kiln_cluster_remove_node(id)
+    KilnClusterRemoveNode,
+    /// kiln_wait(id, timeout_ms[, level])
     KilnWait,
     /// kiln_fault_fail_syncs(n): fail the next n log fsyncs (only with fault injection on)
     KilnFaultFailSyncs,

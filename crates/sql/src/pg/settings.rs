@@ -1,6 +1,6 @@
 //! Settings: their defaults, `SET` / `SET LOCAL` / `RESET` / `SHOW`, and the values they take.
 
-use kiln_engine::{IsolationLevel, TxnOptions};
+use kiln_engine::{DurabilityLevel, IsolationLevel, TxnOptions};
 use sqlparser::ast;
 
 use crate::bind::*;
@@ -12,6 +12,7 @@ use crate::session::*;
 pub(crate) fn default_settings(config: &SessionConfig) -> Vec<(&'static str, String)> {
     vec![
         ("synchronous_commit", if config.synchronous_commit { "on" } else { "off" }.into()),
+        ("kiln.durability_level", config.durability_level.to_string()),
         ("default_transaction_isolation", isolation_name(config.default_isolation).into()),
         ("default_transaction_read_only", "off".into()),
         ("application_name", String::new()),
@@ -43,6 +44,18 @@ pub(crate) fn default_settings(config: &SessionConfig) -> Vec<(&'static str, Str
         ("work_mem", "4MB".into()),
         ("jit", "off".into()),
     ]
+}
+
+/// A `kiln.durability_level` value: `local`, `quorum`, `all` or `site:<name>`.
+/// `what` names where the value was given, for the error.
+pub(crate) fn parse_level(value: &str, what: &str) -> Result<DurabilityLevel> {
+    if value.trim().is_empty() {
+        return Ok(DurabilityLevel::Quorum);
+    }
+    value.parse().map_err(|e: String| {
+        SqlError::new(code::INVALID_PARAMETER_VALUE, format!("{what}: {e}"))
+            .hint("Available values: local, quorum, all, site:<name>.")
+    })
 }
 
 pub(crate) fn isolation_name(i: IsolationLevel) -> &'static str {
@@ -250,6 +263,12 @@ impl Session {
                 }
             }
             "kiln.read_after_timeout" => parse_duration_ms(&name, &value)?.to_string(),
+            "kiln.durability_level" => {
+                let level =
+                    parse_level(&value, "invalid value for parameter \"kiln.durability_level\"")?;
+                self.db.check_level(&level)?;
+                level.to_string()
+            }
             "default_transaction_read_only" | "transaction_read_only" => {
                 if crate::types::parse_bool(&value)? {
                     "on".into()

@@ -60,6 +60,11 @@ pub fn kiln_stat(db: &Database) -> Vec<(&'static str, i64, &'static str)> {
             "cluster: commits on this node's own disk (-1 standalone, where durable_csn is local)",
         ),
         (
+            "all_csn",
+            s.all_csn.map_or(-1, |c| c as i64),
+            "cluster, on the leader: commits fsynced on every voter (-1 standalone)",
+        ),
+        (
             "leading_term",
             s.leading_term.map_or(0, |t| t as i64),
             "cluster: the term this node leads and takes writes in (0: it does not)",
@@ -122,8 +127,11 @@ impl SystemTables for System<'_> {
                         ("raft_addr", T),
                         ("term", I8),
                         ("log_index", I8),
+                        ("log_csn", I8),
                         ("lag_entries", I8),
                         ("lag_csns", I8),
+                        ("lag_bytes", I8),
+                        ("lag_ms", I8),
                         ("last_heard_ms", I8),
                     ]),
                     self.db
@@ -139,8 +147,11 @@ impl SystemTables for System<'_> {
                                 text(&m.raft_addr),
                                 Value::Int(m.term),
                                 opt(m.log_index),
+                                opt(m.log_csn),
                                 opt(m.lag_entries),
                                 opt(m.lag_csns),
+                                opt(m.lag_bytes),
+                                opt(m.lag_ms),
                                 opt(m.last_heard_ms),
                             ]
                         })
