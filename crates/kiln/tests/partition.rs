@@ -76,6 +76,9 @@ impl Proxy {
                         return;
                     }
                     let Some(from) = hello_from(&body) else { return };
+                    if state.lock().unwrap().blocked.contains(&from) {
+                        return;
+                    }
                     let Ok(mut outbound) = TcpStream::connect(("127.0.0.1", target)) else {
                         return;
                     };
@@ -92,12 +95,14 @@ impl Proxy {
                     let _ = outbound.set_nodelay(true);
                     let (mut a, mut b) =
                         (inbound.try_clone().unwrap(), outbound.try_clone().unwrap());
+                    // Each direction ends on its own, as TCP's half-close does: a peer that
+                    // has sent its last request still reads the answers to it.
                     std::thread::spawn(move || {
                         let _ = std::io::copy(&mut a, &mut b);
-                        let _ = b.shutdown(Shutdown::Both);
+                        let _ = b.shutdown(Shutdown::Write);
                     });
                     let _ = std::io::copy(&mut outbound, &mut inbound);
-                    let _ = inbound.shutdown(Shutdown::Both);
+                    let _ = inbound.shutdown(Shutdown::Write);
                 });
             }
         });

@@ -273,7 +273,10 @@ async fn serve_connection(
     loop {
         let request: Request = match receive(&mut stream, MESSAGE_BYTES_MAX).await {
             Ok(r) => r,
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                tracing::debug!(from, "replication connection: the peer closed it");
+                return Ok(());
+            }
             Err(e) => return Err(e),
         };
         let failed = |e: &dyn std::fmt::Display| Reply::Failed(e.to_string());
@@ -302,18 +305,25 @@ async fn serve_stream(stream: TcpStream, raft: Raft) -> io::Result<()> {
     let requests = futures::stream::unfold(read, |mut read| async move {
         match receive::<AppendEntriesRequest<KilnRaft>>(&mut read, MESSAGE_BYTES_MAX).await {
             Ok(request) => Some((request, read)),
-            Err(_) => None,
+            Err(e) => {
+                if e.kind() != io::ErrorKind::UnexpectedEof {
+                    tracing::debug!(error = %e, "append stream: reading a request failed");
+                }
+                None
+            }
         }
     });
     let results = raft.stream_append(requests);
     futures::pin_mut!(results);
     while let Some(result) = results.next().await {
+        tracing::trace!(?result, "append stream: answering");
         let reply = match result {
             Ok(r) => StreamReply::Result(r),
             Err(fatal) => StreamReply::Failed(fatal.to_string()),
         };
         send(&mut write, &reply).await?;
     }
+    tracing::debug!("append stream: ended");
     Ok(())
 }
 
@@ -458,17 +468,29 @@ impl TcpConnection {
     {
         use futures::StreamExt;
         let (to, addr) = (self.to, self.addr.clone());
+        // Connect only once there is something to send. The library paces its requests after
+        // failures (a backoff inside the request stream), so taking the first request before
+        // connecting also paces the attempts to reach a node that is down or cut off, instead
+        // of retrying the connection in a tight loop.
+        let Some(first) = input.next().await else {
+            return Ok(Box::pin(futures::stream::empty()));
+        };
         let mut stream = self.connect().await.map_err(|e| {
             RPCError::Unreachable(Unreachable::from_string(format!("node {to} at {addr}: {e}")))
         })?;
         send(&mut stream, &Request::Stream).await.map_err(|e| network_error(to, &addr, e))?;
         let (read, mut write) = stream.into_split();
-        let outstanding = Arc::new(AtomicUsize::new(0));
+        let outstanding = Arc::new(AtomicUsize::new(1));
         let sent = outstanding.clone();
         let writer = tokio::spawn(async move {
+            if let Err(e) = send(&mut write, &first).await {
+                tracing::debug!(to, error = %e, "append stream: sending a request failed");
+                return;
+            }
             while let Some(request) = input.next().await {
                 sent.fetch_add(1, Ordering::SeqCst);
-                if send(&mut write, &request).await.is_err() {
+                if let Err(e) = send(&mut write, &request).await {
+                    tracing::debug!(to, error = %e, "append stream: sending a request failed");
                     return;
                 }
             }

@@ -58,7 +58,14 @@ impl Kiln {
             .arg(dir)
             .args(["--listen", listen, "--metrics-listen", "127.0.0.1:0"])
             .args(args)
-            .env("KILN_LOG", "warn")
+            // KILN_TEST_SERVER_LOG=<filter> (any value but 1) sets the servers' log filter.
+            .env(
+                "KILN_LOG",
+                std::env::var("KILN_TEST_SERVER_LOG")
+                    .ok()
+                    .filter(|f| f != "1")
+                    .unwrap_or_else(|| "warn".into()),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -67,12 +74,14 @@ impl Kiln {
         let mut reader = BufReader::new(stderr);
         let deadline = Instant::now() + Duration::from_secs(60);
         let mut line = String::new();
+        let mut said = String::new();
         let (addr, metrics) = loop {
             line.clear();
             if reader.read_line(&mut line).unwrap_or(0) == 0 || Instant::now() > deadline {
                 let _ = child.kill();
-                panic!("kiln serve did not start: {line}");
+                panic!("kiln serve did not start; it said:\n{said}");
             }
+            said.push_str(&line);
             if let Some(rest) = line.strip_prefix("kiln: listening on ") {
                 let addr: SocketAddr = rest.split_whitespace().next().unwrap().parse().unwrap();
                 let metrics = line
@@ -84,11 +93,12 @@ impl Kiln {
             }
         };
         // Keep draining stderr so the server never blocks on it.
+        let port = addr.port();
         std::thread::spawn(move || {
             let mut sink = String::new();
             while reader.read_line(&mut sink).unwrap_or(0) > 0 {
                 if std::env::var_os("KILN_TEST_SERVER_LOG").is_some() {
-                    eprint!("[kiln] {sink}");
+                    eprint!("[kiln :{port}] {sink}");
                 }
                 sink.clear();
             }
