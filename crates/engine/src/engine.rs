@@ -22,7 +22,6 @@ use crate::durability::epochs::EpochHistory;
 use crate::durability::recovery::{self, LOG_DIR};
 use crate::durability::replicated::{EntryPayload, LogEntry, LogLag, LogPosition, Shipper};
 use crate::durability::vfs::is_no_space;
-use crate::durability::writer::FlushCore;
 use crate::durability::writer::{EntriesRefused, LogWriter, LossReport, ReplicatedStart};
 use crate::durability::{format, DurabilityEvent, Subscription};
 use crate::durability::{Durability, DurableState, ReplicaState};
@@ -85,6 +84,10 @@ pub(crate) struct Shared {
     /// A replicated log: the last entry index the cluster committed (it may be ahead of
     /// this node's log for a moment; the watermark follows what is on disk).
     commit_index: AtomicU64,
+    /// A replicated log: the last entry index whose records are installed and whose epochs
+    /// are in the history (an append is done with it). Only what is installed moves the
+    /// committed watermark, which [`Engine::commit_log_upto`] moves without the flush lock.
+    log_installed: AtomicU64,
 }
 
 impl Shared {
@@ -265,9 +268,15 @@ impl Shared {
     }
 
     /// Moves the committed watermark to the committed index, as far as the log on disk goes.
-    fn apply_commit_index(&self, core: &FlushCore) {
-        let index = self.commit_index.load(Ordering::SeqCst).min(LogWriter::last_index(core));
-        if let Some((term, csn)) = LogWriter::entry_end(core, index) {
+    /// Moves the committed watermark to the last record of the entries the cluster committed
+    /// that are installed here. Needs no flush lock: entries up to the commit index are never
+    /// cut, so the entry looked up is the one committed, whatever an append or cut does
+    /// meanwhile, and it was installed (with its epochs in the history) before
+    /// `log_installed` reached it. The watermark only moves forward.
+    fn apply_commit_index(&self, writer: &LogWriter) {
+        let committed = self.commit_index.load(Ordering::SeqCst);
+        let index = committed.min(self.log_installed.load(Ordering::SeqCst));
+        if let Some((term, csn)) = writer.indexed(|log| LogWriter::entry_end(log, index)) {
             self.durability.replicated_committed(csn, term);
         }
     }
@@ -629,6 +638,7 @@ impl Engine {
             ended_term: AtomicU32::new(0),
             leader_hint: Mutex::new(None),
             commit_index: AtomicU64::new(0),
+            log_installed: AtomicU64::new(recovered.entries.last().map_or(0, |e| e.index)),
             config,
         });
         let replicated = shared
@@ -691,7 +701,7 @@ impl Engine {
             })
         };
         writer.locked(|core| {
-            let log_last = LogWriter::last_csn(core);
+            let log_last = writer.indexed(LogWriter::last_csn);
             if entries.iter().any(|e| e.term > shared.epoch() as u64) {
                 // A new term: nothing this node committed beyond its log can be in it.
                 shared.discard_above(log_last, "a new term began");
@@ -753,9 +763,11 @@ impl Engine {
                     shared.durability.replace_history(history, sequencer.next_csn - 1);
                 }
             }
-            let last_csn = LogWriter::last_csn(core);
+            let (last_csn, last_index) =
+                writer.indexed(|log| (LogWriter::last_csn(log), LogWriter::last_index(log)));
             shared.durability.replicated_local(shared.epoch(), last_csn, own_bytes);
-            shared.apply_commit_index(core);
+            shared.log_installed.store(last_index, Ordering::SeqCst);
+            shared.apply_commit_index(writer);
             Ok(())
         })
     }
@@ -771,7 +783,7 @@ impl Engine {
         let shared = self.shared();
         shared.check_open()?;
         writer.locked(|core| {
-            let first_csn = LogWriter::first_csn_from(core, first_cut);
+            let first_csn = writer.indexed(|log| LogWriter::first_csn_from(log, first_cut));
             let committed = shared.durability.durable_csn.load(Ordering::SeqCst);
             if first_csn.is_some_and(|csn| csn <= committed) {
                 return Err(Error::InvalidArgument(format!(
@@ -785,10 +797,13 @@ impl Engine {
                 Error::Poisoned(cause)
             })?;
             let Some(next) = cut else { return Ok(()) };
+            let (last_term, last_index) =
+                writer.indexed(|log| (LogWriter::last_term(log), LogWriter::last_index(log)));
+            shared.log_installed.fetch_min(last_index, Ordering::SeqCst);
             shared.discard_above(next - 1, "the log was cut back");
             let _sequencer = shared.sequencer.lock();
             let mut history = shared.durability.state.lock().history.clone();
-            history.truncate_after(LogWriter::last_term(core));
+            history.truncate_after(last_term);
             shared.durability.replace_history(history, next - 1);
             tracing::info!(first_cut, next_csn = next, "replicated log cut back");
             Ok(())
@@ -803,7 +818,7 @@ impl Engine {
         let shared = self.shared();
         shared.check_open()?;
         shared.commit_index.fetch_max(index, Ordering::SeqCst);
-        writer.locked(|core| shared.apply_commit_index(core));
+        shared.apply_commit_index(writer);
         Ok(())
     }
 
@@ -814,9 +829,9 @@ impl Engine {
         let writer = self.replicated_writer()?;
         let shared = self.shared();
         shared.check_open()?;
-        writer.locked(|core| {
+        writer.locked(|_core| {
             let _sequencer = shared.sequencer.lock();
-            let last_term = LogWriter::last_term(core) as u64;
+            let last_term = writer.indexed(LogWriter::last_term) as u64;
             let ended = shared.ended_term.load(Ordering::SeqCst) as u64;
             if term <= ended {
                 return Err(Error::NotLeader {
@@ -878,7 +893,9 @@ impl Engine {
         let writer = self.replicated_writer()?;
         let shared = self.shared();
         shared.end_leadership();
-        writer.locked(|core| shared.discard_above(LogWriter::last_csn(core), "leadership ended"));
+        writer.locked(|_core| {
+            shared.discard_above(writer.indexed(LogWriter::last_csn), "leadership ended")
+        });
         Ok(())
     }
 
@@ -896,19 +913,19 @@ impl Engine {
     /// when they hold none), or `None` if entry `index` is not on disk.
     pub fn log_csn_at(&self, index: u64) -> Result<Option<Csn>> {
         let writer = self.replicated_writer()?;
-        Ok(writer.locked(|core| LogWriter::entry_end(core, index).map(|(_, csn)| csn)))
+        Ok(writer.indexed(|log| LogWriter::entry_end(log, index).map(|(_, csn)| csn)))
     }
 
     /// A replicated log: for each index, the CSN of the last record in the entries up to it,
     /// counting only what is on this node's disk (an index beyond it counts as the last entry
-    /// on disk; 0 when the entries hold no record). One look under the flush lock for all.
+    /// on disk; 0 when the entries hold no record). One look at the log's index for all.
     pub fn log_csns_upto(&self, indexes: &[u64]) -> Result<Vec<Csn>> {
         let writer = self.replicated_writer()?;
-        Ok(writer.locked(|core| {
-            let last = LogWriter::last_index(core);
+        Ok(writer.indexed(|log| {
+            let last = LogWriter::last_index(log);
             let csn = |index: u64| match index.min(last) {
                 0 => 0,
-                i => LogWriter::entry_end(core, i).map_or(0, |(_, csn)| csn),
+                i => LogWriter::entry_end(log, i).map_or(0, |(_, csn)| csn),
             };
             indexes.iter().map(|&i| csn(i)).collect()
         }))
@@ -919,7 +936,7 @@ impl Engine {
     /// last entry on disk).
     pub fn log_lag(&self, index: u64) -> Result<Option<LogLag>> {
         let writer = self.replicated_writer()?;
-        Ok(writer.locked(|core| LogWriter::lag_behind(core, index)))
+        Ok(writer.indexed(|log| LogWriter::lag_behind(log, index)))
     }
 
     /// A replicated log: its first and last entry on disk and its last record's CSN.

@@ -1,7 +1,7 @@
 //! The Raft log storage: the engine's replicated log, plus the vote in a small file.
 //!
 //! ```text
-//!  Raft core ─append(entries, callback)─▶ pending (readable at once) ─▶ I/O thread
+//!  Raft core ─append(entries, callback)─▶ recent (readable at once) ─▶ I/O thread
 //!                                            one Engine::append_entries per run of appends:
 //!                                            one write + one fdatasync ─▶ callbacks
 //!            ─truncate_after / save_vote──▶ the same I/O thread, in order, awaited
@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use kiln_engine::Engine;
 use openraft::alias::VoteOf;
+use openraft::entry::RaftEntry;
 use openraft::storage::{IOFlushed, LogState, RaftLogStorage};
 use openraft::{EntryPayload, OptionalSend, RaftLogReader};
 use parking_lot::Mutex;
@@ -39,12 +40,65 @@ enum Io {
     Vote(VoteOf<KilnRaft>, tokio::sync::oneshot::Sender<io::Result<()>>),
 }
 
+/// Entries written most recently that stay readable from memory besides those not written yet:
+/// the leader replicates and applies what it has just written, and reading it back from disk
+/// would wait for the flush lock (held through the next append's fdatasync) and a file read.
+const RECENT_ENTRIES_MAX: usize = 4096;
+/// The same, in bytes of records.
+const RECENT_BYTES_MAX: u64 = 32 << 20;
+
+/// Entries in memory, by index: every entry handed to `append` and not yet written, and the
+/// most recent ones written (see [`RECENT_ENTRIES_MAX`]). Always one run of indexes up to the
+/// last entry appended.
+#[derive(Default)]
+struct Recent {
+    entries: BTreeMap<u64, Entry>,
+    bytes: u64,
+}
+
+impl Recent {
+    fn size(entry: &Entry) -> u64 {
+        match &entry.payload {
+            EntryPayload::Normal(batch) => batch.records.len() as u64,
+            _ => 0,
+        }
+    }
+
+    fn insert(&mut self, entry: Entry) {
+        self.bytes += Recent::size(&entry);
+        if let Some(old) = self.entries.insert(entry.log_id.index(), entry) {
+            self.bytes -= Recent::size(&old);
+        }
+    }
+
+    /// Drops the entries from `first_cut` on.
+    fn cut(&mut self, first_cut: u64) {
+        for (_, old) in self.entries.split_off(&first_cut) {
+            self.bytes -= Recent::size(&old);
+        }
+    }
+
+    /// Forgets the oldest written entries (those up to `written`) beyond the limits.
+    fn trim(&mut self, written: u64) {
+        while self.entries.len() > RECENT_ENTRIES_MAX || self.bytes > RECENT_BYTES_MAX {
+            match self.entries.first_entry() {
+                Some(first) if *first.key() <= written => {
+                    self.bytes -= Recent::size(&first.remove());
+                }
+                _ => break,
+            }
+        }
+    }
+}
+
 struct Shared {
     engine: Engine,
-    /// Entries handed to `append` and not yet written, by index.
-    pending: Mutex<BTreeMap<u64, Entry>>,
+    /// Entries in memory (see [`Recent`]).
+    recent: Mutex<Recent>,
     /// The last log id handed to `append` (or kept by a cut).
     last: Mutex<Option<LogId>>,
+    /// The last committed log id the library saved, and whether the file has it yet.
+    committed: Mutex<(Option<LogId>, bool)>,
     dir: PathBuf,
 }
 
@@ -65,10 +119,15 @@ impl LogStore {
         let last = position.last.map(|(term, index)| LogId::new_term_index(term, index - 1));
         let shared = Arc::new(Shared {
             engine,
-            pending: Mutex::new(BTreeMap::new()),
+            recent: Mutex::new(Recent::default()),
             last: Mutex::new(last),
+            committed: Mutex::new((None, true)),
             dir: dir.to_path_buf(),
         });
+        let for_hint = Arc::downgrade(&shared);
+        std::thread::Builder::new()
+            .name("kiln-raft-hint".into())
+            .spawn(move || write_committed_hints(&for_hint))?;
         let (tx, rx) = mpsc::channel();
         let for_thread = shared.clone();
         std::thread::Builder::new()
@@ -110,14 +169,20 @@ fn io_thread(shared: &Shared, rx: mpsc::Receiver<Io>) {
                 }
                 let result = write_entries(shared, &entries);
                 let last = entries.last().map(|e| e.log_id.index());
-                if let (Ok(()), Some(last)) = (&result, last) {
-                    let mut pending = shared.pending.lock();
-                    let keep = pending.split_off(&(last + 1));
-                    *pending = keep;
+                tracing::trace!(target: "kiln_latency", ?last, "log flushed");
+                if let (Ok(void), Some(last)) = (&result, last) {
+                    let mut recent = shared.recent.lock();
+                    // Read back, a void entry is a blank one: memory says the same as the disk.
+                    for &log_id in void {
+                        if recent.entries.get(&log_id.index()).is_some_and(|e| e.log_id == log_id) {
+                            recent.insert(Entry::new_blank(log_id));
+                        }
+                    }
+                    recent.trim(last);
                 }
                 for callback in callbacks {
                     let result = match &result {
-                        Ok(()) => Ok(()),
+                        Ok(_) => Ok(()),
                         Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
                     };
                     callback.io_completed(result);
@@ -135,6 +200,37 @@ fn io_thread(shared: &Shared, rx: mpsc::Receiver<Io>) {
     }
 }
 
+/// How often the committed hint is written when it changed.
+const COMMITTED_HINT_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Writes the last committed log id the library saved to its file every
+/// [`COMMITTED_HINT_EVERY`] it changed, until the store is gone. A hint for a restart (it
+/// lets the node apply what it knows committed before hearing from a leader): not synced,
+/// and one that is old, damaged or missing is only learned again from the leader.
+fn write_committed_hints(shared: &std::sync::Weak<Shared>) {
+    loop {
+        std::thread::sleep(COMMITTED_HINT_EVERY);
+        let Some(shared) = shared.upgrade() else { return };
+        let committed = {
+            let mut saved = shared.committed.lock();
+            if saved.1 {
+                continue;
+            }
+            saved.1 = true;
+            saved.0
+        };
+        let write = || -> io::Result<()> {
+            let bytes = serde_json::to_vec(&committed).map_err(io::Error::other)?;
+            let tmp = shared.dir.join(format!("{COMMITTED_FILE}.tmp"));
+            std::fs::write(&tmp, bytes)?;
+            std::fs::rename(tmp, shared.dir.join(COMMITTED_FILE))
+        };
+        if let Err(e) = write() {
+            tracing::warn!(error = %e, "could not write the committed hint");
+        }
+    }
+}
+
 /// Writes `entries` after the log: one engine append, one fdatasync.
 ///
 /// A batch of records is part of the log only if it continues it: its epoch is its entry's
@@ -145,9 +241,12 @@ fn io_thread(shared: &Shared, rx: mpsc::Receiver<Io>) {
 /// one batch was refused (its lease expired) and a later batch of the same term was accepted:
 /// without the first, the second would leave a gap in the commit order, and the leader gives
 /// up the term when it learns of the refusal (see `node::propose`).
-fn write_entries(shared: &Shared, entries: &[Entry]) -> io::Result<()> {
+///
+/// Returns the ids of the entries written void.
+fn write_entries(shared: &Shared, entries: &[Entry]) -> io::Result<Vec<LogId>> {
     let mut next_csn = shared.engine.log_position().map_err(io::Error::other)?.last_csn + 1;
     let mut converted = Vec::with_capacity(entries.len());
+    let mut void = Vec::new();
     for entry in entries {
         let term = entry.log_id.committed_leader_id().term;
         let follows = match &entry.payload {
@@ -161,6 +260,7 @@ fn write_entries(shared: &Shared, entries: &[Entry]) -> io::Result<()> {
                         log_id = %entry.log_id, %batch, next_csn,
                         "a batch that does not continue the log is void"
                     );
+                    void.push(entry.log_id);
                 }
                 follows
             }
@@ -168,11 +268,12 @@ fn write_entries(shared: &Shared, entries: &[Entry]) -> io::Result<()> {
         };
         converted.push(to_engine(entry, follows)?);
     }
-    shared.engine.append_entries(&converted).map_err(io::Error::other)
+    shared.engine.append_entries(&converted).map_err(io::Error::other)?;
+    Ok(void)
 }
 
-/// Cuts the engine's log. Pending entries were trimmed when the cut was issued: entries
-/// pending now were appended after it, and stay.
+/// Cuts the engine's log. Entries in memory were cut when the cut was issued: those there
+/// now were appended after it, and stay.
 fn truncate(shared: &Shared, after: Option<u64>) -> io::Result<()> {
     let first_cut = after.map_or(0, |i| i + 1);
     shared.engine.truncate_log_from(engine_index(first_cut)).map_err(io::Error::other)
@@ -220,10 +321,21 @@ impl RaftLogReader<KilnRaft> for LogStore {
         if from > to {
             return Ok(Vec::new());
         }
-        // Pending first: an entry leaves it only once it is on disk, so whatever is not seen
-        // here is found there.
-        let pending: Vec<Entry> =
-            self.shared.pending.lock().range(from..=to).map(|(_, e)| e.clone()).collect();
+        // Memory first: an entry leaves it only once it is on disk, so whatever is not seen
+        // here is found there. Entries in memory are one run of indexes up to the last
+        // appended: a range that starts inside it is served from memory alone. That is the
+        // common case (the leader replicating what it has just appended, every node applying
+        // what it has just written), and it must not wait for the disk: reading the log waits
+        // for the flush lock, which an append holds through its fdatasync.
+        let pending: Vec<Entry> = {
+            let recent = self.shared.recent.lock();
+            let covered = recent.entries.keys().next().is_some_and(|&first| first <= from);
+            let entries = recent.entries.range(from..=to).map(|(_, e)| e.clone()).collect();
+            if covered {
+                return Ok(entries);
+            }
+            entries
+        };
         let engine = self.shared.engine.clone();
         let (from_e, to_e) = (engine_index(from), engine_index(to.min(u64::MAX - 1)));
         let on_disk = tokio::task::spawn_blocking(move || engine.log_entries(from_e, to_e))
@@ -264,14 +376,17 @@ impl RaftLogStorage<KilnRaft> for LogStore {
     }
 
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
-        // A hint for a restart: not synced, and a damaged or old one is only learned again.
-        let bytes = serde_json::to_vec(&committed).map_err(io::Error::other)?;
-        let tmp = self.shared.dir.join(format!("{COMMITTED_FILE}.tmp"));
-        std::fs::write(&tmp, bytes)?;
-        std::fs::rename(tmp, self.shared.dir.join(COMMITTED_FILE))
+        // A hint for a restart, written in the background (see `write_committed_hints`): the
+        // library saves it on every commit, and a file written here would sit between each
+        // commit and its apply, which safe committers wait for.
+        *self.shared.committed.lock() = (committed, false);
+        Ok(())
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
+        if let (Some(committed), _) = *self.shared.committed.lock() {
+            return Ok(Some(committed));
+        }
         Ok(read_file(&self.shared.dir, COMMITTED_FILE).unwrap_or(None).flatten())
     }
 
@@ -286,9 +401,10 @@ impl RaftLogStorage<KilnRaft> for LogStore {
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
         if let Some(last) = entries.last() {
-            let mut pending = self.shared.pending.lock();
+            tracing::trace!(target: "kiln_latency", last = last.log_id.index(), "log append");
+            let mut recent = self.shared.recent.lock();
             for entry in &entries {
-                pending.insert(entry.log_id.index(), entry.clone());
+                recent.insert(entry.clone());
             }
             *self.shared.last.lock() = Some(last.log_id);
         }
@@ -299,7 +415,7 @@ impl RaftLogStorage<KilnRaft> for LogStore {
         let index = last_log_id.map(|id| id.index());
         {
             let first_cut = index.map_or(0, |i| i + 1);
-            self.shared.pending.lock().retain(|&i, _| i < first_cut);
+            self.shared.recent.lock().cut(first_cut);
             *self.shared.last.lock() = last_log_id;
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -342,8 +458,9 @@ mod tests {
         let config = Config { replicated_log: true, ..Config::default() };
         Shared {
             engine: Engine::open(dir.join("engine"), config).unwrap(),
-            pending: Mutex::new(BTreeMap::new()),
+            recent: Mutex::new(Recent::default()),
             last: Mutex::new(None),
+            committed: Mutex::new((None, true)),
             dir: dir.to_path_buf(),
         }
     }

@@ -145,9 +145,11 @@ async fn propose(raft: Raft, engine: Engine, mut batches: mpsc::UnboundedReceive
             // The term ended before this batch could be proposed: it is dropped (in doubt).
             continue;
         }
+        tracing::trace!(target: "kiln_latency", first_csn = batch.first_csn, "propose");
         let (responder, outcome) = ProgressResponder::complete_only();
         let term = CommittedLeaderIdOf::<KilnRaft>::new(epoch as u64);
         let submitted = raft.write(Batch::from(batch)).with_leader(term).responder(responder).await;
+        tracing::trace!(target: "kiln_latency", "proposed");
         if let Err(fatal) = submitted {
             tracing::error!(error = %fatal, "the Raft core stopped; shipped batches are dropped");
             return;

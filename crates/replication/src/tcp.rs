@@ -304,7 +304,10 @@ async fn serve_stream(stream: TcpStream, raft: Raft) -> io::Result<()> {
     let (read, mut write) = stream.into_split();
     let requests = futures::stream::unfold(read, |mut read| async move {
         match receive::<AppendEntriesRequest<KilnRaft>>(&mut read, MESSAGE_BYTES_MAX).await {
-            Ok(request) => Some((request, read)),
+            Ok(request) => {
+                tracing::trace!(target: "kiln_latency", n = request.entries.len(), "stream receive");
+                Some((request, read))
+            }
             Err(e) => {
                 if e.kind() != io::ErrorKind::UnexpectedEof {
                     tracing::debug!(error = %e, "append stream: reading a request failed");
@@ -316,7 +319,7 @@ async fn serve_stream(stream: TcpStream, raft: Raft) -> io::Result<()> {
     let results = raft.stream_append(requests);
     futures::pin_mut!(results);
     while let Some(result) = results.next().await {
-        tracing::trace!(?result, "append stream: answering");
+        tracing::trace!(target: "kiln_latency", "stream answer");
         let reply = match result {
             Ok(r) => StreamReply::Result(r),
             Err(fatal) => StreamReply::Failed(fatal.to_string()),
@@ -488,6 +491,7 @@ impl TcpConnection {
                 return;
             }
             while let Some(request) = input.next().await {
+                tracing::trace!(target: "kiln_latency", to, n = request.entries.len(), "stream send");
                 sent.fetch_add(1, Ordering::SeqCst);
                 if let Err(e) = send(&mut write, &request).await {
                     tracing::debug!(to, error = %e, "append stream: sending a request failed");
@@ -515,6 +519,7 @@ impl TcpConnection {
                     }
                 }
             };
+            tracing::trace!(target: "kiln_latency", to, "stream reply");
             match reply {
                 Ok(StreamReply::Result(result)) => {
                     outstanding.fetch_sub(1, Ordering::SeqCst);

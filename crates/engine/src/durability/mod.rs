@@ -682,7 +682,9 @@ impl Durability {
             }
             _ => true,
         };
+        tracing::trace!(target: "kiln_latency", csn = id.csn, "wait durable");
         let status = self.wait_until(id, timeout, level.clone(), done)?;
+        tracing::trace!(target: "kiln_latency", csn = id.csn, "woken");
         if self.reached(id, status, level) {
             return Ok(true);
         }
@@ -845,6 +847,7 @@ impl Durability {
             });
         }
         if moved {
+            tracing::trace!(target: "kiln_latency", csn, "quorum watermark");
             self.publish(DurabilityEvent::Durable { epoch: at, csn });
         }
         if new_epoch {

@@ -38,7 +38,7 @@ use super::vfs::{self, is_no_space, OpenMode, Vfs, VfsFile};
 use super::{Durability, LogState};
 use crate::config::Config;
 use crate::id::{Csn, Epoch};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 /// File name of the log segment of `epoch` whose first record is `first_csn` and, in a
 /// replicated log, whose first entry is `first_index` (0 in a standalone log). A replicated
@@ -150,10 +150,17 @@ enum Work {
 pub(crate) struct FlushCore {
     segment: Option<Segment>,
     pending: Option<Batch>,
-    /// A replicated log: where each entry on disk is, in index order.
+}
+
+/// A replicated log's index of what is on disk. It changes only under the flush lock (after
+/// a write is synced, or a cut), and has a lock of its own so that readers (the Raft commit
+/// that moves the `quorum` watermark, reads of entries for replication, lag) need not wait
+/// for a flush's fdatasync.
+#[derive(Default)]
+pub(crate) struct LogIndex {
+    /// Where each entry on disk is, in index order.
     entries: Vec<EntryLocation>,
-    /// A replicated log: the CSN of the next record it will hold (its epoch is the last
-    /// entry's term).
+    /// The CSN of the next record the log will hold (its epoch is the last entry's term).
     next_csn: Csn,
 }
 
@@ -226,6 +233,8 @@ pub(crate) struct LogWriter {
     /// Called when enough log was written that a checkpoint is due.
     on_checkpoint_due: Box<dyn Fn() + Send + Sync>,
     core: Mutex<FlushCore>,
+    /// A replicated log: its index (see [`LogIndex`]). Lock order: the flush lock first.
+    index: RwLock<LogIndex>,
     /// The current segment's space, for the writer thread's zero fills.
     current_space: Mutex<Option<Arc<SegmentSpace>>>,
     /// A replicated log: batches are shipped, not written (see `durability::replicated`).
@@ -248,10 +257,11 @@ impl LogWriter {
         on_checkpoint_due: Box<dyn Fn() + Send + Sync>,
         replicated: Option<ReplicatedStart>,
     ) -> LogWriter {
-        let mut core = FlushCore::default();
+        let core = FlushCore::default();
+        let mut index = LogIndex::default();
         if let Some(start) = &replicated {
-            core.entries = start.entries.clone();
-            core.next_csn = start.next_csn;
+            index.entries = start.entries.clone();
+            index.next_csn = start.next_csn;
         }
         LogWriter {
             durability,
@@ -265,6 +275,7 @@ impl LogWriter {
             on_loss,
             on_checkpoint_due,
             core: Mutex::new(core),
+            index: RwLock::new(index),
             current_space: Mutex::new(None),
             replicated: replicated.is_some(),
             shipper: std::sync::OnceLock::new(),
@@ -600,6 +611,7 @@ impl LogWriter {
             }
             take_buffer(&mut log)
         };
+        tracing::trace!(target: "kiln_latency", first_csn = batch.first_csn, "ship");
         shipper(RecordBatch {
             epoch: batch.epoch,
             first_csn: batch.first_csn,
@@ -622,8 +634,12 @@ impl LogWriter {
     ) -> Result<(u64, Vec<(Epoch, Csn)>), EntriesRefused> {
         let Some(first) = entries.first() else { return Ok((0, Vec::new())) };
         let flush_first = first.index;
-        let follows = core.entries.last().map_or(first.index, |e| e.index + 1);
-        let (mut epoch, mut next_csn) = (Self::last_term(core), core.next_csn);
+        // Only the flush lock's holder changes the index: what is read here stays true.
+        let (follows, mut epoch, mut next_csn) = {
+            let index = self.index.read();
+            let follows = index.entries.last().map_or(first.index, |e| e.index + 1);
+            (follows, Self::last_term(&index), index.next_csn)
+        };
         let mut began = Vec::new();
         // Frames of one epoch go to one segment; an entry of a later epoch starts a new one.
         let mut runs: Vec<Run> = Vec::new();
@@ -702,7 +718,7 @@ impl LogWriter {
         let mut written = 0;
         for Run { at, frames, located } in runs {
             let run_epoch = at.0;
-            if core.segment.as_ref().is_some_and(|_| run_epoch != Self::last_term(core)) {
+            if core.segment.as_ref().is_some_and(|_| run_epoch != self.last_term_now()) {
                 self.retire_segment(core);
             }
             let (segment, offset) = self.write_frames(core, at, &frames).map_err(|e| match e {
@@ -711,9 +727,10 @@ impl LogWriter {
                 }
             })?;
             let now = Instant::now();
+            let mut index = self.index.write();
             for l in located {
-                let before = core.entries.last().map_or(0, |e| e.bytes_end);
-                core.entries.push(EntryLocation {
+                let before = index.entries.last().map_or(0, |e| e.bytes_end);
+                index.entries.push(EntryLocation {
                     term: l.term,
                     index: l.index,
                     first_csn: l.first_csn,
@@ -724,7 +741,9 @@ impl LogWriter {
                     bytes_end: before + l.len as u64,
                     written_at: Some(now),
                 });
+                index.next_csn = l.csn_end;
             }
+            drop(index);
             written += frames.len() as u64;
             if core.segment.as_ref().is_some_and(|s| {
                 s.space.frames_end.load(Ordering::Acquire) >= self.segment_bytes_max
@@ -732,7 +751,7 @@ impl LogWriter {
                 self.retire_segment(core);
             }
         }
-        core.next_csn = next_csn;
+        debug_assert_eq!(self.index.read().next_csn, next_csn);
         let c = &self.durability.counters;
         c.flushes.fetch_add(1, Ordering::Relaxed);
         c.flushed_bytes.fetch_add(written, Ordering::Relaxed);
@@ -755,11 +774,15 @@ impl LogWriter {
         core: &mut FlushCore,
         first_cut: u64,
     ) -> Result<Option<Csn>, String> {
-        let keep = core.entries.partition_point(|e| e.index < first_cut);
-        let Some(cut) = core.entries.get(keep).cloned() else { return Ok(None) };
+        let (keep, cut, cut_entries) = {
+            let index = self.index.read();
+            let keep = index.entries.partition_point(|e| e.index < first_cut);
+            let Some(cut) = index.entries.get(keep).cloned() else { return Ok(None) };
+            (keep, cut, index.entries[keep..].to_vec())
+        };
         self.retire_segment(core);
         let mut segments: Vec<Arc<PathBuf>> = Vec::new();
-        for e in &core.entries[keep..] {
+        for e in &cut_entries {
             if segments.last().is_none_or(|s| *s != e.segment) {
                 segments.push(e.segment.clone());
             }
@@ -780,68 +803,71 @@ impl LogWriter {
             }
         }
         self.vfs.sync_dir(&self.log_dir).map_err(|e| io("syncing", &self.log_dir, e))?;
-        core.entries.truncate(keep);
-        core.next_csn = cut.first_csn;
+        let mut index = self.index.write();
+        index.entries.truncate(keep);
+        index.next_csn = cut.first_csn;
         Ok(Some(cut.first_csn))
     }
 
     /// The term of the entry at `index` and the CSN of the last record up to and including
     /// it, if the entry is on disk.
-    pub fn entry_end(core: &FlushCore, index: u64) -> Option<(Epoch, Csn)> {
-        let at = core.entries.binary_search_by_key(&index, |e| e.index).ok()?;
-        let e = &core.entries[at];
+    pub fn entry_end(log: &LogIndex, index: u64) -> Option<(Epoch, Csn)> {
+        let at = log.entries.binary_search_by_key(&index, |e| e.index).ok()?;
+        let e = &log.entries[at];
         Some((e.term as Epoch, e.csn_end - 1))
     }
 
     /// How far a log whose last entry is `index` (0: none) is behind this one, if `index` is
     /// at most this log's last entry on disk.
-    pub fn lag_behind(core: &FlushCore, index: u64) -> Option<LogLag> {
-        let last = core.entries.last()?;
+    pub fn lag_behind(log: &LogIndex, index: u64) -> Option<LogLag> {
+        let last = log.entries.last()?;
         if index > last.index {
             return None;
         }
-        let have = core.entries.partition_point(|e| e.index <= index);
-        let (bytes_have, csn_have) = match have.checked_sub(1).map(|i| &core.entries[i]) {
+        let have = log.entries.partition_point(|e| e.index <= index);
+        let (bytes_have, csn_have) = match have.checked_sub(1).map(|i| &log.entries[i]) {
             Some(e) => (e.bytes_end, e.csn_end),
             // It has nothing this log holds: count from this log's first entry on disk.
-            None => (core.entries[0].bytes_end - core.entries[0].len, core.entries[0].first_csn),
+            None => (log.entries[0].bytes_end - log.entries[0].len, log.entries[0].first_csn),
         };
         Some(LogLag {
             entries: last.index - index,
             csns: last.csn_end.saturating_sub(csn_have),
             bytes: last.bytes_end - bytes_have,
-            age: core.entries.get(have).and_then(|e| e.written_at).map(|at| at.elapsed()),
+            age: log.entries.get(have).and_then(|e| e.written_at).map(|at| at.elapsed()),
         })
     }
 
     /// The CSN the first entry from `index` on starts at, if there is one on disk holding a
     /// record.
-    pub fn first_csn_from(core: &FlushCore, index: u64) -> Option<Csn> {
-        let keep = core.entries.partition_point(|e| e.index < index);
-        core.entries[keep..].iter().find(|e| e.csn_end > e.first_csn).map(|e| e.first_csn)
+    pub fn first_csn_from(log: &LogIndex, index: u64) -> Option<Csn> {
+        let keep = log.entries.partition_point(|e| e.index < index);
+        log.entries[keep..].iter().find(|e| e.csn_end > e.first_csn).map(|e| e.first_csn)
     }
 
     /// The term of the last entry on disk (0 if none).
-    pub fn last_term(core: &FlushCore) -> Epoch {
-        core.entries.last().map_or(0, |e| e.term as Epoch)
+    pub fn last_term(log: &LogIndex) -> Epoch {
+        log.entries.last().map_or(0, |e| e.term as Epoch)
     }
 
     /// The CSN of the last record on disk.
-    pub fn last_csn(core: &FlushCore) -> Csn {
-        core.next_csn - 1
+    pub fn last_csn(log: &LogIndex) -> Csn {
+        log.next_csn - 1
     }
 
     /// The index of the last entry on disk (0 if none).
-    pub fn last_index(core: &FlushCore) -> u64 {
-        core.entries.last().map_or(0, |e| e.index)
+    pub fn last_index(log: &LogIndex) -> u64 {
+        log.entries.last().map_or(0, |e| e.index)
     }
 
     /// Reads back the entries with index in `from..=to` that are on disk.
     pub fn read_entries(&self, from: u64, to: u64) -> Result<Vec<LogEntry>, String> {
         let located: Vec<EntryLocation> = {
-            let core = self.core.lock();
-            let start = core.entries.partition_point(|e| e.index < from);
-            core.entries[start..].iter().take_while(|e| e.index <= to).cloned().collect()
+            // The flush lock keeps a cut from shortening or removing the segments read here.
+            let _core = self.core.lock();
+            let log = self.index.read();
+            let start = log.entries.partition_point(|e| e.index < from);
+            log.entries[start..].iter().take_while(|e| e.index <= to).cloned().collect()
         };
         let mut out = Vec::with_capacity(located.len());
         let mut file: Option<(Arc<PathBuf>, Box<dyn VfsFile>)> = None;
@@ -866,13 +892,23 @@ impl LogWriter {
 
     /// The first and last entry on disk of a replicated log, and its last record's CSN.
     pub fn log_position(&self) -> LogPosition {
-        let core = self.core.lock();
+        let log = self.index.read();
         let tag = |e: &EntryLocation| (e.term, e.index);
         LogPosition {
-            first: core.entries.first().map(tag),
-            last: core.entries.last().map(tag),
-            last_csn: core.next_csn - 1,
+            first: log.entries.first().map(tag),
+            last: log.entries.last().map(tag),
+            last_csn: log.next_csn - 1,
         }
+    }
+
+    /// Runs `f` on the log's index, without the flush lock (see [`LogIndex`]).
+    pub fn indexed<R>(&self, f: impl FnOnce(&LogIndex) -> R) -> R {
+        f(&self.index.read())
+    }
+
+    /// The term of the last entry on disk; only for the flush lock's holder.
+    fn last_term_now(&self) -> Epoch {
+        Self::last_term(&self.index.read())
     }
 
     /// Extends the current segment's zeroed space by one step (the writer thread, outside the
