@@ -327,7 +327,7 @@ impl RaftLogReader<KilnRaft> for LogStore {
         // common case (the leader replicating what it has just appended, every node applying
         // what it has just written), and it must not wait for the disk: reading the log waits
         // for the flush lock, which an append holds through its fdatasync.
-        let pending: Vec<Entry> = {
+        let in_memory: Vec<Entry> = {
             let recent = self.shared.recent.lock();
             let covered = recent.entries.keys().next().is_some_and(|&first| first <= from);
             let entries = recent.entries.range(from..=to).map(|(_, e)| e.clone()).collect();
@@ -347,7 +347,7 @@ impl RaftLogReader<KilnRaft> for LogStore {
             let entry = from_engine(entry)?;
             by_index.insert(entry.log_id.index(), entry);
         }
-        for entry in pending {
+        for entry in in_memory {
             by_index.entry(entry.log_id.index()).or_insert(entry);
         }
         Ok(by_index.into_values().collect())
