@@ -17,11 +17,13 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::config::{CommitModel, Config, DurabilityLevel, TxnOptions};
-use crate::durability::checkpoint::CheckpointWriter;
+use crate::durability::checkpoint::{
+    self, CheckpointFile, CheckpointInfo, CheckpointSink, CheckpointWriter, LogMark,
+};
 use crate::durability::epochs::EpochHistory;
 use crate::durability::recovery::{self, LOG_DIR};
 use crate::durability::replicated::{EntryPayload, LogEntry, LogLag, LogPosition, Shipper};
-use crate::durability::vfs::is_no_space;
+use crate::durability::vfs::{is_no_space, OpenMode};
 use crate::durability::writer::{EntriesRefused, LogWriter, LossReport, ReplicatedStart};
 use crate::durability::{format, DurabilityEvent, Subscription};
 use crate::durability::{Durability, DurableState, ReplicaState};
@@ -64,7 +66,13 @@ pub(crate) struct Shared {
     snapshots: Mutex<BTreeMap<Csn, usize>>,
     pub closed: AtomicBool,
     pub counters: EngineCounters,
-    checkpoint_lock: Mutex<Option<Csn>>,
+    /// The newest checkpoint; held while one is written, installed or opened.
+    checkpoint_lock: Mutex<Option<CheckpointInfo>>,
+    /// A replicated log: what to call when enough log was written that a checkpoint is due
+    /// (the cluster takes it, as a snapshot: see [`Engine::checkpoint_log`]).
+    checkpoint_hook: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// Names received checkpoints' temporary files apart.
+    received: AtomicU64,
     /// The log writer (set once at open, right after `Shared` is built).
     pub writer: std::sync::OnceLock<Arc<LogWriter>>,
     background: Mutex<BackgroundState>,
@@ -267,7 +275,6 @@ impl Shared {
         self.durability.wake_waiters_all();
     }
 
-    /// Moves the committed watermark to the committed index, as far as the log on disk goes.
     /// Moves the committed watermark to the last record of the entries the cluster committed
     /// that are installed here. Needs no flush lock: entries up to the commit index are never
     /// cut, so the entry looked up is the one committed, whatever an append or cut does
@@ -335,6 +342,13 @@ impl Shared {
 
     /// Takes a checkpoint at the durable watermark and removes what it makes unnecessary.
     pub fn checkpoint(&self) -> Result<Csn> {
+        if self.config.replicated_log {
+            return Err(Error::InvalidArgument(
+                "a replicated log is checkpointed by its cluster, as a snapshot at an entry \
+                 (Engine::checkpoint_log)"
+                    .into(),
+            ));
+        }
         // A checkpoint names the current epoch, so it must be in the history first.
         self.record_epoch(Duration::ZERO)?;
         let mut last = self.checkpoint_lock.lock();
@@ -345,10 +359,12 @@ impl Shared {
             *snapshots.entry(csn).or_default() += 1;
             (state.epoch(), csn)
         };
-        let result = if *last == Some(csn) { Ok(csn) } else { self.write_checkpoint(epoch, csn) };
+        let result = match &*last {
+            Some(info) if info.csn == csn => Ok(info.clone()),
+            _ => self.write_checkpoint(epoch, csn, None),
+        };
         self.release_snapshot(csn);
-        let csn = result?;
-        *last = Some(csn);
+        *last = Some(result?);
         self.durability.counters.log_bytes_since_checkpoint.store(0, Ordering::Relaxed);
         self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
         self.counters.last_checkpoint_csn.store(csn, Ordering::Relaxed);
@@ -356,10 +372,12 @@ impl Shared {
         Ok(csn)
     }
 
-    fn write_checkpoint(&self, epoch: Epoch, csn: Csn) -> Result<Csn> {
+    /// Writes the checkpoint of `csn` (which a registered snapshot keeps from GC).
+    fn write_checkpoint(&self, epoch: Epoch, csn: Csn, log: Option<LogMark>) -> Result<CheckpointInfo> {
         let vfs = self.config.vfs.as_ref();
         let io = |e| Error::io(format!("writing the checkpoint at CSN {csn}"), e);
-        let mut writer = CheckpointWriter::create(vfs, &self.dir, epoch, csn).map_err(io)?;
+        let mut writer =
+            CheckpointWriter::create(vfs, &self.dir, epoch, csn, log.as_ref()).map_err(io)?;
         for table in self.store.tables() {
             let mut from: Option<Vec<u8>> = None;
             loop {
@@ -378,8 +396,8 @@ impl Shared {
             }
         }
         let rows = writer.finish(vfs).map_err(io)?;
-        tracing::info!(csn, rows, "checkpoint written");
-        Ok(csn)
+        tracing::info!(csn, rows, index = log.as_ref().map(|l| l.index), "checkpoint written");
+        Ok(CheckpointInfo { epoch, csn, rows, log })
     }
 
     fn remove_obsolete_files(&self, csn: Csn) -> Result<()> {
@@ -392,11 +410,11 @@ impl Shared {
                 remove(&path)?;
             }
         }
-        let log_dir = self.dir.join(LOG_DIR);
         if self.config.replicated_log {
-            // The cluster decides when a replicated log's entries may go.
+            // The cluster decides when a replicated log's entries may go (Engine::purge_log).
             return Ok(());
         }
+        let log_dir = self.dir.join(LOG_DIR);
         let segments = recovery::list_segments(vfs, &log_dir)?;
         for pair in segments.windows(2) {
             if pair[1].first_csn <= csn + 1 {
@@ -439,7 +457,11 @@ impl Shared {
                 // commits find it recorded rather than having to wait for it.
                 let _ = self.record_epoch(Duration::ZERO);
             }
-            if due {
+            if due && self.config.replicated_log {
+                if let Some(hook) = self.checkpoint_hook.get() {
+                    hook();
+                }
+            } else if due {
                 if let Err(e) = self.checkpoint() {
                     tracing::error!(error = %e, "checkpoint failed; will retry");
                 }
@@ -565,6 +587,7 @@ impl Engine {
         let recovered =
             recovery::recover(vfs.as_ref(), &dir, replicated, &mut on_row, &mut on_commit)?;
         let last_csn = recovered.last_csn;
+        let log_base = recovered.log_base();
         let mut history = recovered.history.clone();
         if replicated {
             // The log's own epochs (its terms), after epoch 0 at CSN 1: "before any leader".
@@ -600,14 +623,14 @@ impl Engine {
             Err(e) => return Err(Error::io(format!("recording epoch {epoch}"), e)),
         };
         tracing::info!(dir = %dir.display(), epoch, last_csn,
-            checkpoint = ?recovered.checkpoint.map(|c| c.csn),
+            checkpoint = ?recovered.checkpoint.as_ref().map(|c| c.csn),
             replayed = recovered.replayed_records, torn_bytes = recovered.truncated_bytes,
             "recovered");
         // A replicated log's checkpoint is taken at the committed watermark, so what it holds
         // is known committed; the rest of the log waits for the cluster to say.
         let (durable, replica) = match replicated {
             true => (
-                recovered.checkpoint.map_or(0, |c| c.csn).min(last_csn),
+                recovered.checkpoint.as_ref().map_or(0, |c| c.csn).min(last_csn),
                 Some(ReplicaState { local: last_csn, ..ReplicaState::default() }),
             ),
             false => (last_csn, None),
@@ -628,7 +651,9 @@ impl Engine {
             snapshots: Mutex::new(BTreeMap::new()),
             closed: AtomicBool::new(false),
             counters: EngineCounters::default(),
-            checkpoint_lock: Mutex::new(recovered.checkpoint.map(|c| c.csn)),
+            checkpoint_lock: Mutex::new(recovered.checkpoint.clone()),
+            checkpoint_hook: std::sync::OnceLock::new(),
+            received: AtomicU64::new(0),
             writer: std::sync::OnceLock::new(),
             background: Mutex::new(BackgroundState::default()),
             background_wake: Condvar::new(),
@@ -637,14 +662,17 @@ impl Engine {
             leader_term: AtomicU32::new(0),
             ended_term: AtomicU32::new(0),
             leader_hint: Mutex::new(None),
-            commit_index: AtomicU64::new(0),
-            log_installed: AtomicU64::new(recovered.entries.last().map_or(0, |e| e.index)),
+            commit_index: AtomicU64::new(log_base.map_or(0, |b| b.1)),
+            log_installed: AtomicU64::new(
+                recovered.entries.last().map(|e| e.index).or(log_base.map(|b| b.1)).unwrap_or(0),
+            ),
             config,
         });
-        let replicated = shared
-            .config
-            .replicated_log
-            .then(|| ReplicatedStart { entries: recovered.entries, next_csn: last_csn + 1 });
+        let replicated = shared.config.replicated_log.then(|| ReplicatedStart {
+            entries: recovered.entries,
+            next_csn: last_csn + 1,
+            base: log_base,
+        });
         let threads = spawn_threads(&shared, log_dir, replicated)?;
         Ok(Engine {
             handle: Arc::new(Handle {
@@ -942,6 +970,217 @@ impl Engine {
     /// A replicated log: its first and last entry on disk and its last record's CSN.
     pub fn log_position(&self) -> Result<LogPosition> {
         Ok(self.replicated_writer()?.log_position())
+    }
+
+    /// A replicated log: what to call when enough log was written since the last checkpoint
+    /// that one is due (the cluster then takes a snapshot, [`Engine::checkpoint_log`]). Set
+    /// once.
+    pub fn set_checkpoint_hook(&self, hook: Box<dyn Fn() + Send + Sync>) -> Result<()> {
+        self.replicated_writer()?;
+        if self.shared().checkpoint_hook.set(hook).is_err() {
+            return Err(Error::InvalidArgument("the checkpoint hook is already set".into()));
+        }
+        Ok(())
+    }
+
+    /// A replicated log: writes a checkpoint at the last entry the cluster committed that is
+    /// installed here, holding every row as of that entry's last record, the epoch history up
+    /// to it, and `cluster(index)` (the cluster's own bytes for that entry, stored and handed
+    /// back). Older checkpoints are removed; the log is not (see [`Engine::purge_log`]).
+    /// Returns what was written, or the newest checkpoint if it already stands at that entry.
+    pub fn checkpoint_log(&self, cluster: impl FnOnce(u64) -> Vec<u8>) -> Result<CheckpointInfo> {
+        let writer = self.replicated_writer()?;
+        let shared = self.shared();
+        shared.check_open()?;
+        let mut last = shared.checkpoint_lock.lock();
+        let index = shared
+            .commit_index
+            .load(Ordering::SeqCst)
+            .min(shared.log_installed.load(Ordering::SeqCst));
+        let Some((term, csn)) = writer.indexed(|log| LogWriter::entry_end(log, index)) else {
+            return last.clone().ok_or_else(|| {
+                Error::InvalidArgument("the cluster has committed no entry yet".into())
+            });
+        };
+        if let Some(info) = last.as_ref().filter(|i| i.log.as_ref().is_some_and(|l| l.index >= index)) {
+            return Ok(info.clone());
+        }
+        let history = {
+            // Registered under the state lock: the watermark is at or past `csn` (it moved
+            // there when `index` was committed), so GC has not passed it and now cannot.
+            let mut snapshots = shared.snapshots.lock();
+            let state = shared.durability.state.lock();
+            *snapshots.entry(csn).or_default() += 1;
+            state.history.epochs().iter().copied().filter(|&(e, _)| e <= term).collect()
+        };
+        let mark = LogMark { term: term as u64, index, history, cluster: Arc::from(cluster(index)) };
+        let result = shared.write_checkpoint(term, csn, Some(mark));
+        shared.release_snapshot(csn);
+        let info = result?;
+        *last = Some(info.clone());
+        shared.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+        shared.counters.last_checkpoint_csn.store(csn, Ordering::Relaxed);
+        shared.durability.counters.log_bytes_since_checkpoint.store(0, Ordering::Relaxed);
+        shared.remove_obsolete_files(csn)?;
+        Ok(info)
+    }
+
+    /// The newest checkpoint, open for reading (for a replica too far behind to catch up
+    /// from the log), or `None` if there is none.
+    pub fn open_checkpoint(&self) -> Result<Option<CheckpointFile>> {
+        let shared = self.shared();
+        shared.check_open()?;
+        let last = shared.checkpoint_lock.lock();
+        let Some(info) = last.clone() else { return Ok(None) };
+        let path = shared.dir.join(checkpoint::checkpoint_name(info.csn));
+        CheckpointFile::open(shared.config.vfs.as_ref(), &path, info)
+            .map(Some)
+            .map_err(|e| Error::io(format!("opening {}", path.display()), e))
+    }
+
+    /// The newest checkpoint's description, if there is one.
+    pub fn newest_checkpoint(&self) -> Option<CheckpointInfo> {
+        self.shared().checkpoint_lock.lock().clone()
+    }
+
+    /// Somewhere to write a checkpoint arriving from another node (a temporary file of the
+    /// data directory), to be installed with [`Engine::install_checkpoint`].
+    pub fn checkpoint_sink(&self) -> Result<CheckpointSink> {
+        let shared = self.shared();
+        shared.check_open()?;
+        let nonce = shared.received.fetch_add(1, Ordering::Relaxed);
+        CheckpointSink::create(shared.config.vfs.clone(), &shared.dir, nonce)
+            .map_err(|e| Error::io("creating a file for a received checkpoint", e))
+    }
+
+    /// A replicated log: replaces this node's state with `source`, a checkpoint of the
+    /// cluster's (another node's [`Engine::open_checkpoint`]) at an entry this node's log
+    /// does not reach or holds under another term. It becomes this node's newest checkpoint
+    /// and its log's starting point; the log it replaces is removed, and the rows become
+    /// visible at the checkpoint's CSN as one change (transactions reading an older snapshot
+    /// keep seeing it). Records this node held beyond its committed watermark are dropped
+    /// and left in doubt until the cluster decides them. When the log holds the entry under
+    /// the same term, the log already says everything the checkpoint does: it is only
+    /// published as the newest checkpoint.
+    pub fn install_checkpoint(&self, source: &mut CheckpointFile) -> Result<()> {
+        let writer = self.replicated_writer()?;
+        let shared = self.shared();
+        shared.check_open()?;
+        let info = source.info.clone();
+        let Some(mark) = info.log.clone() else {
+            return Err(Error::InvalidArgument(
+                "the checkpoint holds no replicated log position".into(),
+            ));
+        };
+        let csn = info.csn;
+        let vfs = shared.config.vfs.as_ref();
+        let mut last = shared.checkpoint_lock.lock();
+        // Copied and checked before anything changes: a damaged copy changes nothing.
+        let tmp = shared.dir.join(format!("checkpoint-{csn:020}.tmp"));
+        let io = |what: &str, e| Error::io(format!("{what} the received checkpoint"), e);
+        let _ = vfs.remove_file(&tmp);
+        let mut file = vfs.open(&tmp, OpenMode::CreateNew).map_err(|e| io("creating", e))?;
+        source.copy_into(file.as_mut()).map_err(|e| io("copying", e))?;
+        drop(file);
+        let copied = checkpoint::load(vfs, &tmp, |_, _, _| {})?;
+        if copied.csn != csn || copied.log.as_ref().map(|l| l.index) != Some(mark.index) {
+            let _ = vfs.remove_file(&tmp);
+            return Err(Error::InvalidArgument("the checkpoint changed while it was copied".into()));
+        }
+        let publish = || -> Result<()> {
+            let path = shared.dir.join(checkpoint::checkpoint_name(csn));
+            vfs.rename(&tmp, &path).map_err(|e| io("publishing", e))?;
+            vfs.sync_dir(&shared.dir).map_err(|e| io("publishing", e))
+        };
+        let base = (mark.term, mark.index, csn);
+        writer.locked(|core| -> Result<()> {
+            let held = writer.indexed(|log| LogWriter::entry_end(log, mark.index));
+            if held.is_some_and(|(term, _)| term as u64 == mark.term) {
+                return publish();
+            }
+            shared.end_leadership();
+            let poison = |cause: String| {
+                shared.durability.poison(format!("installing a checkpoint: {cause}"));
+                Error::Poisoned(cause)
+            };
+            if held.is_some() {
+                // Held under another term: that entry and all after it are not the cluster's.
+                writer.truncate_from(core, mark.index).map_err(poison)?;
+            }
+            // What this node holds beyond its committed watermark is the cluster's to decide.
+            let committed = shared.durability.durable_csn.load(Ordering::SeqCst);
+            shared.discard_above(committed, "a checkpoint of the cluster replaces the log");
+            // Published before the log goes, so that a crash in between leaves the checkpoint
+            // with a log it covers (recovery then removes that log).
+            publish()?;
+            writer.reset_to(core, base).map_err(poison)?;
+            let mut sequencer = shared.sequencer.lock();
+            if csn > committed {
+                let path = shared.dir.join(checkpoint::checkpoint_name(csn));
+                let horizon = shared.gc_horizon();
+                let tables = shared.store.tables();
+                for table in &tables {
+                    shared.store.clear(table, csn, horizon);
+                }
+                checkpoint::load(vfs, &path, |keyspace, key, value| {
+                    let table = shared.store.table(keyspace);
+                    shared.store.install(&table, key, None, csn, Some(Arc::from(value)), horizon);
+                })?;
+            }
+            let mut history = EpochHistory::default();
+            for &(epoch, start) in &mark.history {
+                history.push_epoch(epoch, start);
+            }
+            if history.current().is_none() {
+                history.push_epoch(0, 1);
+            }
+            shared.durability.replace_history(history, csn);
+            shared.durability.replicated_local(mark.term as Epoch, csn, 0);
+            sequencer.next_csn = sequencer.next_csn.max(csn + 1);
+            shared.visible.fetch_max(csn, Ordering::SeqCst);
+            shared.log_installed.store(mark.index, Ordering::SeqCst);
+            shared.commit_index.fetch_max(mark.index, Ordering::SeqCst);
+            drop(sequencer);
+            shared.apply_commit_index(writer);
+            tracing::info!(csn, index = mark.index, term = mark.term, rows = info.rows,
+                "installed a checkpoint of the cluster in place of the log");
+            Ok(())
+        })?;
+        *last = Some(CheckpointInfo { log: Some(mark), ..info });
+        shared.counters.last_checkpoint_csn.store(csn, Ordering::Relaxed);
+        shared.remove_obsolete_files(csn)?;
+        Ok(())
+    }
+
+    /// A replicated log: removes the log's segments whose entries all have index ≤ `upto`,
+    /// which must be at most the newest checkpoint's entry (the records are there). Entries
+    /// up to `upto` are no longer read back afterwards.
+    pub fn purge_log(&self, upto: u64) -> Result<()> {
+        let writer = self.replicated_writer()?;
+        let shared = self.shared();
+        shared.check_open()?;
+        let last = shared.checkpoint_lock.lock();
+        let Some((info, mark)) = last.as_ref().and_then(|i| i.log.as_ref().map(|m| (i, m))) else {
+            return Err(Error::InvalidArgument(format!(
+                "purging the log up to entry {upto}: no checkpoint holds its records"
+            )));
+        };
+        if upto > mark.index {
+            return Err(Error::InvalidArgument(format!(
+                "purging the log up to entry {upto}: the newest checkpoint holds the records \
+                 up to entry {} only",
+                mark.index
+            )));
+        }
+        let base = (mark.term, mark.index, info.csn);
+        let removed = writer.locked(|core| writer.purge_upto(core, upto, base)).map_err(|cause| {
+            shared.durability.poison(format!("purging the replicated log: {cause}"));
+            Error::Poisoned(cause)
+        })?;
+        if removed > 0 {
+            tracing::info!(upto, segments = removed, "purged the replicated log");
+        }
+        Ok(())
     }
 
     /// A new session: the handle whose transactions [`Session::sync`] waits for.

@@ -58,6 +58,9 @@ pub mod replicated {
     pub use crate::durability::replicated::{
         EntryPayload, LogEntry, LogLag, LogPosition, RecordBatch, Shipper,
     };
+    pub use crate::durability::checkpoint::{
+        CheckpointFile, CheckpointInfo, CheckpointSink, LogMark,
+    };
 }
 pub use engine::{Engine, Session};
 pub use error::{Error, Result};

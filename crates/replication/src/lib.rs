@@ -24,7 +24,7 @@ pub mod types;
 pub use log_store::LogStore;
 pub use node::{
     add_voter, members, remove_node, sites, MemberStatus, MembershipError, Node, NodeConfig,
-    CATCH_UP_TIMEOUT,
+    CATCH_UP_TIMEOUT, LOG_KEPT_BEHIND_SNAPSHOT,
 };
 pub use state_machine::StateMachine;
 pub use types::{Batch, KilnRaft, Member};

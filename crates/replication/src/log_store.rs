@@ -37,6 +37,7 @@ const COMMITTED_FILE: &str = "committed.json";
 enum Io {
     Append(Vec<Entry>, IOFlushed<KilnRaft>),
     Truncate(Option<u64>, tokio::sync::oneshot::Sender<io::Result<()>>),
+    Purge(u64, tokio::sync::oneshot::Sender<io::Result<()>>),
     Vote(VoteOf<KilnRaft>, tokio::sync::oneshot::Sender<io::Result<()>>),
 }
 
@@ -67,6 +68,14 @@ impl Recent {
     fn insert(&mut self, entry: Entry) {
         self.bytes += Recent::size(&entry);
         if let Some(old) = self.entries.insert(entry.log_id.index(), entry) {
+            self.bytes -= Recent::size(&old);
+        }
+    }
+
+    /// Drops the entries up to `last_purged`.
+    fn purge(&mut self, last_purged: u64) {
+        let kept = self.entries.split_off(&(last_purged + 1));
+        for (_, old) in std::mem::replace(&mut self.entries, kept) {
             self.bytes -= Recent::size(&old);
         }
     }
@@ -190,6 +199,10 @@ fn io_thread(shared: &Shared, rx: mpsc::Receiver<Io>) {
             }
             Io::Truncate(after, done) => {
                 let result = truncate(shared, after);
+                let _ = done.send(result);
+            }
+            Io::Purge(upto, done) => {
+                let result = shared.engine.purge_log(engine_index(upto)).map_err(io::Error::other);
                 let _ = done.send(result);
             }
             Io::Vote(vote, done) => {
@@ -362,7 +375,12 @@ impl RaftLogStorage<KilnRaft> for LogStore {
     type LogReader = Self;
 
     async fn get_log_state(&mut self) -> Result<LogState<KilnRaft>, io::Error> {
-        Ok(LogState { last_purged_log_id: None, last_log_id: *self.shared.last.lock() })
+        // The entries up to the newest checkpoint's count as purged, whether or not their
+        // segments are still there: the checkpoint holds their records.
+        let position = self.shared.engine.log_position().map_err(io::Error::other)?;
+        let last_purged_log_id =
+            position.base.map(|(term, index)| LogId::new_term_index(term, index - 1));
+        Ok(LogState { last_purged_log_id, last_log_id: *self.shared.last.lock() })
     }
 
     async fn get_log_reader(&mut self) -> Self::LogReader {
@@ -424,10 +442,11 @@ impl RaftLogStorage<KilnRaft> for LogStore {
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
-        // The log is kept whole for now: nothing builds snapshots yet, so a replica that is
-        // behind always catches up from the log (docs/replication.md, "not yet done").
-        tracing::debug!(%log_id, "purge requested; the replicated log keeps its entries");
-        Ok(())
+        // The library purges only what a snapshot holds, and never reads it again.
+        self.shared.recent.lock().purge(log_id.index());
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(Io::Purge(log_id.index(), tx))?;
+        rx.await.map_err(io::Error::other)?
     }
 }
 

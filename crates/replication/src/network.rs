@@ -16,6 +16,7 @@ use openraft::raft::{
 use openraft::{OptionalSend, RaftNetworkV2};
 use parking_lot::Mutex;
 
+use crate::state_machine::SnapshotData;
 use crate::types::{KilnRaft, Member};
 use crate::Raft;
 
@@ -101,7 +102,7 @@ fn unreachable(e: impl std::fmt::Display) -> RPCError<KilnRaft> {
 }
 
 impl RaftNetworkV2<KilnRaft> for Connection {
-    type SnapshotData = ();
+    type SnapshotData = SnapshotData;
 
     async fn append_entries(
         &mut self,
@@ -150,11 +151,18 @@ impl RaftNetworkV2<KilnRaft> for Connection {
 
     async fn full_snapshot(
         &mut self,
-        _vote: VoteOf<KilnRaft>,
-        _snapshot: SnapshotOf<KilnRaft, ()>,
+        vote: VoteOf<KilnRaft>,
+        snapshot: SnapshotOf<KilnRaft, SnapshotData>,
         _cancel: impl Future<Output = ReplicationClosed> + OptionalSend + 'static,
         _option: RPCOption,
     ) -> Result<SnapshotResponse<KilnRaft>, StreamingError<KilnRaft>> {
-        Err(crate::state_machine::snapshots_not_sent())
+        // The receiver copies the sender's checkpoint file into its own directory.
+        let raft = self.router.target(self.from, self.to)?;
+        let response = raft
+            .install_full_snapshot(vote, snapshot)
+            .await
+            .map_err(|e| StreamingError::Unreachable(Unreachable::from_string(e)))?;
+        self.router.target(self.to, self.from)?;
+        Ok(response)
     }
 }

@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::types::{engine_index, Batch, KilnRaft, Member};
+use crate::state_machine::SnapshotData;
 use crate::{LogStore, Raft, StateMachine};
 
 /// How a node runs.
@@ -29,6 +30,9 @@ pub struct NodeConfig {
     pub heartbeat: Duration,
     /// A follower that hears nothing for a random time in this range starts an election.
     pub election_timeout: (Duration, Duration),
+    /// Entries the log keeps behind the newest snapshot: a replica behind by fewer catches up
+    /// from the log, one behind by more is sent the snapshot.
+    pub log_kept_behind_snapshot: u64,
 }
 
 impl NodeConfig {
@@ -39,9 +43,14 @@ impl NodeConfig {
             state_dir: state_dir.into(),
             heartbeat: Duration::from_millis(50),
             election_timeout: (Duration::from_millis(300), Duration::from_millis(600)),
+            log_kept_behind_snapshot: LOG_KEPT_BEHIND_SNAPSHOT,
         }
     }
 }
+
+/// How many entries the log keeps behind the newest snapshot by default. An entry is one flush
+/// of the leader's log: under load a few milliseconds of commits.
+pub const LOG_KEPT_BEHIND_SNAPSHOT: u64 = 10_000;
 
 /// A running node.
 pub struct Node {
@@ -60,15 +69,20 @@ impl Node {
     pub async fn start<N>(config: NodeConfig, engine: Engine, network: N) -> std::io::Result<Node>
     where
         N: RaftNetworkFactory<KilnRaft>,
-        N::Network: openraft::network::NetSnapshot<KilnRaft, SnapshotData = ()>,
+        N::Network: openraft::network::NetSnapshot<KilnRaft, SnapshotData = SnapshotData>,
     {
         let raft_config = Config {
             cluster_name: "kiln".into(),
             heartbeat_interval: config.heartbeat.as_millis() as u64,
             election_timeout_min: config.election_timeout.0.as_millis() as u64,
             election_timeout_max: config.election_timeout.1.as_millis() as u64,
-            // Snapshots are not built yet: the log is kept whole.
+            // The engine says when a snapshot is due (enough log written since its last
+            // checkpoint: the hook below), not the library's entry count: entries are flush
+            // batches of any size.
             snapshot_policy: SnapshotPolicy::Never,
+            // Entries kept behind a snapshot, for a replica that is a little behind to catch up
+            // from the log rather than be sent the snapshot.
+            max_in_snapshot_log_to_keep: config.log_kept_behind_snapshot,
             // A restarted leader must win a new term: the commits it made in its old term that
             // never reached its log are gone, and their ids would be handed out again.
             enable_leader_restore: Some(false),
@@ -84,11 +98,20 @@ impl Node {
         };
         let raft_config = Arc::new(raft_config.validate().map_err(std::io::Error::other)?);
         let log_store = LogStore::open(engine.clone(), &config.state_dir)?;
-        let state_machine = StateMachine::new(engine.clone());
+        let state_machine = StateMachine::new(engine.clone())?;
         let raft = Raft::new(config.id, raft_config, network, log_store, state_machine)
             .await
             .map_err(std::io::Error::other)?;
 
+        let (trigger, runtime) = (raft.clone(), tokio::runtime::Handle::current());
+        engine
+            .set_checkpoint_hook(Box::new(move || {
+                // Called on the engine's background thread; ignored while a snapshot is
+                // being built.
+                let trigger = trigger.clone();
+                runtime.spawn(async move { trigger.trigger().snapshot().await });
+            }))
+            .map_err(std::io::Error::other)?;
         let (tx, rx) = mpsc::unbounded_channel::<RecordBatch>();
         engine
             .set_shipper(Box::new(move |batch| {

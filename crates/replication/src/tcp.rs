@@ -29,7 +29,8 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::Stream;
 
-use openraft::alias::{SnapshotOf, VoteOf};
+use kiln_engine::Engine;
+use openraft::alias::{SnapshotMetaOf, SnapshotOf, VoteOf};
 use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::{RPCOption, RaftNetworkFactory};
 use openraft::raft::{
@@ -44,6 +45,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::state_machine::SnapshotData;
 use crate::types::{KilnRaft, Member};
 use crate::Raft;
 
@@ -152,6 +154,10 @@ enum Request {
     Vote(VoteRequest<KilnRaft>),
     PreVote(VoteRequest<KilnRaft>),
     TransferLeader(TransferLeaderRequest<KilnRaft>),
+    /// A snapshot (the sender's checkpoint file) follows, in [`Request::SnapshotChunk`]s of
+    /// `len` bytes in all; the server answers once it is installed.
+    Snapshot { vote: VoteOf<KilnRaft>, meta: SnapshotMetaOf<KilnRaft>, len: u64 },
+    SnapshotChunk(Vec<u8>),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -165,9 +171,18 @@ enum Reply {
     Append(AppendEntriesResponse<KilnRaft>),
     Vote(VoteResponse<KilnRaft>),
     TransferLeader(TransferLeaderResponse<KilnRaft>),
-    /// The receiver could not handle the request (it is stopping).
+    Snapshot(SnapshotResponse<KilnRaft>),
+    /// The receiver could not handle the request (it is stopping, or a snapshot it was sent
+    /// could not be installed).
     Failed(String),
 }
+
+/// The bytes of a snapshot sent per message.
+const SNAPSHOT_CHUNK_BYTES: usize = 1 << 20;
+/// How long sending one chunk may take.
+const SNAPSHOT_CHUNK_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a node may take to install a snapshot it received whole.
+const SNAPSHOT_INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
 
 async fn send<T: Serialize>(
     stream: &mut (impl AsyncWriteExt + Unpin),
@@ -202,10 +217,11 @@ async fn receive<T: DeserializeOwned>(
 }
 
 /// Serves the Raft messages other nodes send to node `id` on `listener`, until the returned
-/// task is aborted.
+/// task is aborted. Snapshots sent to it are received into `engine`'s directory.
 pub fn serve(
     listener: TcpListener,
     raft: Raft,
+    engine: Engine,
     auth: ClusterAuth,
     id: u64,
 ) -> tokio::task::JoinHandle<()> {
@@ -219,10 +235,10 @@ pub fn serve(
                     continue;
                 }
             };
-            let (raft, auth) = (raft.clone(), auth.clone());
+            let (raft, engine, auth) = (raft.clone(), engine.clone(), auth.clone());
             tokio::spawn(async move {
                 let _ = stream.set_nodelay(true);
-                if let Err(e) = serve_connection(stream, raft, auth, id).await {
+                if let Err(e) = serve_connection(stream, raft, engine, auth, id).await {
                     tracing::debug!(%peer, error = %e, "replication connection closed");
                 }
             });
@@ -263,6 +279,7 @@ async fn accept_peer(stream: &mut TcpStream, auth: &ClusterAuth, id: u64) -> io:
 async fn serve_connection(
     mut stream: TcpStream,
     raft: Raft,
+    engine: Engine,
     auth: ClusterAuth,
     id: u64,
 ) -> io::Result<()> {
@@ -293,9 +310,69 @@ async fn serve_connection(
                 .handle_transfer_leader(rpc)
                 .await
                 .map_or_else(|e| failed(&e), Reply::TransferLeader),
+            Request::Snapshot { vote, meta, len } => {
+                let file = match receive_snapshot(&mut stream, &engine, from, len).await? {
+                    Ok(file) => file,
+                    Err(e) => {
+                        // The rest of the transfer cannot be told from requests: end here.
+                        send(&mut stream, &failed(&e)).await?;
+                        return Ok(());
+                    }
+                };
+                let snapshot = SnapshotOf::<KilnRaft, SnapshotData> { meta, snapshot: file };
+                raft.install_full_snapshot(vote, snapshot)
+                    .await
+                    .map_or_else(|e| failed(&e), Reply::Snapshot)
+            }
+            Request::SnapshotChunk(_) => {
+                return Err(io::Error::other("a snapshot chunk outside a snapshot"))
+            }
         };
         send(&mut stream, &reply).await?;
     }
+}
+
+/// Receives the `len` bytes of a snapshot into a file of `engine`'s directory and checks it.
+/// The outer error is the connection's; the inner one, the snapshot's (told to the sender).
+async fn receive_snapshot(
+    stream: &mut TcpStream,
+    engine: &Engine,
+    from: u64,
+    len: u64,
+) -> io::Result<Result<SnapshotData, kiln_engine::Error>> {
+    let engine = engine.clone();
+    let sink = tokio::task::spawn_blocking(move || engine.checkpoint_sink())
+        .await
+        .map_err(io::Error::other)?;
+    let mut sink = match sink {
+        Ok(sink) => Some(sink),
+        Err(e) => return Ok(Err(e)),
+    };
+    tracing::info!(from, len, "receiving a snapshot");
+    let mut received = 0u64;
+    while received < len {
+        let chunk = match receive(stream, MESSAGE_BYTES_MAX).await? {
+            Request::SnapshotChunk(chunk) => chunk,
+            _ => return Err(io::Error::other("a snapshot ended before its last chunk")),
+        };
+        received += chunk.len() as u64;
+        if received > len {
+            return Err(io::Error::other("a snapshot longer than it said"));
+        }
+        let mut writing = sink.take().expect("the sink is back after each write");
+        let (writing, written) = tokio::task::spawn_blocking(move || {
+            let written = writing.write(&chunk);
+            (writing, written)
+        })
+        .await
+        .map_err(io::Error::other)?;
+        if let Err(e) = written {
+            return Ok(Err(e));
+        }
+        sink = Some(writing);
+    }
+    let sink = sink.expect("the sink is back after each write");
+    tokio::task::spawn_blocking(move || sink.finish()).await.map_err(io::Error::other)
 }
 
 /// Serves a stream of appends on `stream` until the client ends it.
@@ -546,6 +623,62 @@ impl TcpConnection {
     }
 }
 
+impl TcpConnection {
+    /// Sends a snapshot on a connection of its own (its chunks must not come between other
+    /// requests and their replies) and waits for the receiver to install it.
+    async fn send_snapshot(
+        &mut self,
+        vote: VoteOf<KilnRaft>,
+        snapshot: SnapshotOf<KilnRaft, SnapshotData>,
+    ) -> Result<SnapshotResponse<KilnRaft>, StreamingError<KilnRaft>> {
+        let (to, addr) = (self.to, self.addr.clone());
+        let unreachable = |e: &dyn std::fmt::Display| {
+            StreamingError::Unreachable(Unreachable::from_string(format!(
+                "node {to} at {addr}: {e}"
+            )))
+        };
+        let mut stream = self.connect().await.map_err(|e| unreachable(&e))?;
+        let mut file = snapshot.snapshot;
+        let len = file.len();
+        tracing::info!(to, len, last = ?snapshot.meta.last_log_id, "sending a snapshot");
+        let header = Request::Snapshot { vote, meta: snapshot.meta, len };
+        send(&mut stream, &header).await.map_err(|e| unreachable(&e))?;
+        let mut at = 0u64;
+        while at < len {
+            let n = (len - at).min(SNAPSHOT_CHUNK_BYTES as u64) as usize;
+            let (back, chunk) = tokio::task::spawn_blocking(move || {
+                let mut chunk = vec![0u8; n];
+                let read = file.read_exact_at(&mut chunk, at);
+                (file, read.map(|()| chunk))
+            })
+            .await
+            .map_err(|e| unreachable(&e))?;
+            file = back;
+            let chunk = chunk.map_err(|e| unreachable(&format!("reading the snapshot: {e}")))?;
+            let sent =
+                tokio::time::timeout(SNAPSHOT_CHUNK_TIMEOUT, send(&mut stream, &Request::SnapshotChunk(chunk)))
+                    .await
+                    .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "sending timed out")));
+            sent.map_err(|e| unreachable(&e))?;
+            at += n as u64;
+        }
+        let reply = tokio::time::timeout(
+            SNAPSHOT_INSTALL_TIMEOUT,
+            receive::<Reply>(&mut stream, MESSAGE_BYTES_MAX),
+        )
+        .await
+        .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "no answer in time")));
+        match reply.map_err(|e| unreachable(&e))? {
+            Reply::Snapshot(response) => {
+                tracing::info!(to, len, "snapshot installed");
+                Ok(response)
+            }
+            Reply::Failed(why) => Err(unreachable(&format!("installing the snapshot: {why}"))),
+            _ => Err(unreachable(&"answered a snapshot out of turn")),
+        }
+    }
+}
+
 /// The reading end of a stream of appends; the task writing its requests stops with it.
 struct ReplyReader {
     read: tokio::net::tcp::OwnedReadHalf,
@@ -567,7 +700,7 @@ fn unexpected(to: u64) -> RPCError<KilnRaft> {
 }
 
 impl RaftNetworkV2<KilnRaft> for TcpConnection {
-    type SnapshotData = ();
+    type SnapshotData = SnapshotData;
 
     async fn append_entries(
         &mut self,
@@ -632,12 +765,15 @@ impl RaftNetworkV2<KilnRaft> for TcpConnection {
 
     async fn full_snapshot(
         &mut self,
-        _vote: VoteOf<KilnRaft>,
-        _snapshot: SnapshotOf<KilnRaft, ()>,
-        _cancel: impl Future<Output = ReplicationClosed> + OptionalSend + 'static,
+        vote: VoteOf<KilnRaft>,
+        snapshot: SnapshotOf<KilnRaft, SnapshotData>,
+        cancel: impl Future<Output = ReplicationClosed> + OptionalSend + 'static,
         _option: RPCOption,
     ) -> Result<SnapshotResponse<KilnRaft>, StreamingError<KilnRaft>> {
-        Err(crate::state_machine::snapshots_not_sent())
+        tokio::select! {
+            result = self.send_snapshot(vote, snapshot) => result,
+            closed = cancel => Err(StreamingError::Closed(closed)),
+        }
     }
 }
 

@@ -49,7 +49,8 @@ async fn nodes_over_tcp_replicate_and_fail_over() {
         .unwrap();
         let config = NodeConfig::new(id, dirs[i].path().join("raft"));
         let node = Node::start(config, engine, TcpNetwork::new(id, auth.clone())).await.unwrap();
-        servers.push(tcp::serve(listener, node.raft.clone(), auth.clone(), id));
+        let engine = node.engine().clone();
+        servers.push(tcp::serve(listener, node.raft.clone(), engine, auth.clone(), id));
         nodes.push(Some(node));
     }
     // Every node is told the same members; initializing more than one of them is allowed.

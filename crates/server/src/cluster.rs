@@ -53,6 +53,7 @@ impl ClusterNode {
                 Duration::from_millis(config.election_timeout_ms),
                 Duration::from_millis(2 * config.election_timeout_ms),
             ),
+            log_kept_behind_snapshot: config.log_kept_behind_snapshot,
         };
         let engine = db.engine().clone();
         let network = TcpNetwork::new(config.node_id, auth.clone());
@@ -61,9 +62,9 @@ impl ClusterNode {
             .map_err(|e| format!("cannot start the cluster node: {e}"))?;
         let raft = node.raft.clone();
         let listener = runtime.spawn({
-            let (raft, id) = (raft.clone(), config.node_id);
+            let (raft, engine, id) = (raft.clone(), node.engine().clone(), config.node_id);
             async move {
-                let _ = tcp::serve(listener, raft, auth, id).await;
+                let _ = tcp::serve(listener, raft, engine, auth, id).await;
             }
         });
         let members: std::collections::BTreeMap<u64, Member> = config

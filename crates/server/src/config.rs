@@ -79,6 +79,10 @@ pub struct ClusterConfig {
     /// A follower that hears from no leader for a random time between this and twice this
     /// starts an election, in milliseconds.
     pub election_timeout_ms: u64,
+    /// Log entries kept behind the newest snapshot: a member behind by fewer catches up from
+    /// the log; one behind by more is sent the snapshot. (A snapshot is taken whenever the
+    /// node has logged `checkpoint_log_bytes` since its last.)
+    pub log_kept_behind_snapshot: u64,
     /// The level a safe commit waits for unless a session or transaction says otherwise:
     /// `local`, `quorum`, `all` or `site:<name>` (a site some member is tagged with).
     pub durability_level: String,
@@ -98,6 +102,7 @@ impl Default for ClusterConfig {
             members: Vec::new(),
             heartbeat_ms: 50,
             election_timeout_ms: 500,
+            log_kept_behind_snapshot: kiln_replication::LOG_KEPT_BEHIND_SNAPSHOT,
             durability_level: "quorum".into(),
             join: false,
         }

@@ -1,10 +1,18 @@
 //! Checkpoints: a consistent snapshot of every live row at one durable CSN.
 //!
 //! ```text
-//! header:  u64 magic "KILNCKP1", u32 format version (1), u32 epoch, u64 CSN
+//! header:  u64 magic "KILNCKP1", u32 format version (2), u32 epoch, u64 CSN
+//!          version 2 only: u64 log term, u64 log index (both 0 in a standalone engine's),
+//!          u32 epoch count, each (u32 epoch, u64 first CSN), u32 length, the cluster's bytes
 //! rows:    u8 tag 1, u16 keyspace length, keyspace, u32 key length, key, u32 value length, value
 //! trailer: u8 tag 0xFF, u64 row count, u32 CRC-32C of every byte before it
 //! ```
+//!
+//! A replicated log's checkpoint says where in the log it stands (the last entry whose
+//! records it holds) and carries the epoch history up to that entry, because the log before
+//! it may be removed: with it goes the only other record of those epochs. The cluster's bytes
+//! (its membership at that entry) are stored and handed back, never interpreted. Version 1
+//! files (no log position) are still read.
 //!
 //! A checkpoint is written to `checkpoint-<CSN>.tmp`, synced, renamed to
 //! `checkpoint-<CSN>.ckpt` and the directory synced; only then may older checkpoints and the
@@ -18,8 +26,25 @@ use super::vfs::{self, OpenMode, Vfs, VfsFile};
 use crate::error::{Error, Result};
 use crate::id::{Csn, Epoch};
 
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const HEADER_BYTES: usize = 24;
+/// The most epochs a checkpoint's history may hold, and the largest cluster bytes: bounds a
+/// damaged or hostile file's header (a checkpoint received from another node) cannot exceed.
+const HISTORY_EPOCHS_MAX: usize = 1 << 20;
+const CLUSTER_BYTES_MAX: usize = 64 << 20;
+
+/// Where a replicated log's checkpoint stands in the log.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LogMark {
+    /// The term of the last entry whose records the checkpoint holds.
+    pub term: u64,
+    /// The index of that entry.
+    pub index: u64,
+    /// The epoch history up to that entry, as (epoch, first CSN).
+    pub history: Vec<(Epoch, Csn)>,
+    /// The cluster's own bytes for that entry (stored, never interpreted).
+    pub cluster: std::sync::Arc<[u8]>,
+}
 const TRAILER_BYTES: usize = 13;
 const WRITE_BUFFER_BYTES: usize = 1 << 20;
 
@@ -46,8 +71,15 @@ pub struct CheckpointWriter {
 }
 
 impl CheckpointWriter {
-    /// Starts the checkpoint of `csn` (durable in `epoch`) in `dir`.
-    pub fn create(vfs: &dyn Vfs, dir: &Path, epoch: Epoch, csn: Csn) -> std::io::Result<Self> {
+    /// Starts the checkpoint of `csn` (durable in `epoch`) in `dir`; `log` is a replicated
+    /// log's position.
+    pub fn create(
+        vfs: &dyn Vfs,
+        dir: &Path,
+        epoch: Epoch,
+        csn: Csn,
+        log: Option<&LogMark>,
+    ) -> std::io::Result<Self> {
         let tmp_path = dir.join(format!("checkpoint-{csn:020}.tmp"));
         match vfs.remove_file(&tmp_path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
@@ -67,6 +99,17 @@ impl CheckpointWriter {
         writer.buffer.extend_from_slice(&VERSION.to_le_bytes());
         writer.buffer.extend_from_slice(&epoch.to_le_bytes());
         writer.buffer.extend_from_slice(&csn.to_le_bytes());
+        let none = LogMark::default();
+        let log = log.unwrap_or(&none);
+        writer.buffer.extend_from_slice(&log.term.to_le_bytes());
+        writer.buffer.extend_from_slice(&log.index.to_le_bytes());
+        writer.buffer.extend_from_slice(&(log.history.len() as u32).to_le_bytes());
+        for &(epoch, start) in &log.history {
+            writer.buffer.extend_from_slice(&epoch.to_le_bytes());
+            writer.buffer.extend_from_slice(&start.to_le_bytes());
+        }
+        writer.buffer.extend_from_slice(&(log.cluster.len() as u32).to_le_bytes());
+        writer.buffer.extend_from_slice(&log.cluster);
         Ok(writer)
     }
 
@@ -108,7 +151,7 @@ impl CheckpointWriter {
 }
 
 /// A loaded checkpoint's identity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckpointInfo {
     /// The epoch in which the CSN was durable.
     pub epoch: Epoch,
@@ -116,6 +159,8 @@ pub struct CheckpointInfo {
     pub csn: Csn,
     /// Number of rows.
     pub rows: u64,
+    /// A replicated log's checkpoint: where it stands in the log.
+    pub log: Option<LogMark>,
 }
 
 /// Reads and verifies the checkpoint at `path`, calling `apply` for every row.
@@ -145,13 +190,35 @@ pub fn load(
             return Err("bad magic".into());
         }
         let version = c.u32()?;
-        if version != VERSION {
+        if version != 1 && version != VERSION {
             return Err(format!("unsupported format version {version}"));
         }
-        Ok((c.u32()?, c.u64()?))
+        let (epoch, csn) = (c.u32()?, c.u64()?);
+        if version == 1 {
+            return Ok((epoch, csn, None));
+        }
+        let (term, index) = (c.u64()?, c.u64()?);
+        let epochs = c.u32()? as usize;
+        if epochs > HISTORY_EPOCHS_MAX {
+            return Err(format!("{epochs} epochs is beyond the limit of {HISTORY_EPOCHS_MAX}"));
+        }
+        let mut history = Vec::with_capacity(epochs.min(1024));
+        for _ in 0..epochs {
+            history.push((c.u32()?, c.u64()?));
+        }
+        if history.windows(2).any(|w| w[0].0 >= w[1].0 || w[0].1 > w[1].1) {
+            return Err("the epoch history is out of order".into());
+        }
+        let len = c.u32()? as usize;
+        if len > CLUSTER_BYTES_MAX {
+            return Err(format!("{len} cluster bytes is beyond the limit of {CLUSTER_BYTES_MAX}"));
+        }
+        let cluster = std::sync::Arc::from(c.bytes(len)?);
+        let log = (index > 0).then_some(LogMark { term, index, history, cluster });
+        Ok((epoch, csn, log))
     })()
     .map_err(|e| corrupt(0, e))?;
-    let (epoch, csn) = header;
+    let (epoch, csn, log) = header;
     let mut rows = 0u64;
     loop {
         let offset = c.position();
@@ -181,10 +248,124 @@ pub fn load(
         .map_err(|e| corrupt(offset, e))?;
         match step {
             None => rows += 1,
-            Some(count) if count == rows => return Ok(CheckpointInfo { epoch, csn, rows }),
+            Some(count) if count == rows => return Ok(CheckpointInfo { epoch, csn, rows, log }),
             Some(count) => {
                 return Err(corrupt(offset, format!("trailer says {count} rows, found {rows}")))
             }
         }
+    }
+}
+
+/// A published checkpoint, open for reading whole: what a replica too far behind the log to
+/// catch up from it is sent. The open file stays readable when a newer checkpoint replaces
+/// it.
+pub struct CheckpointFile {
+    /// What the checkpoint holds.
+    pub info: CheckpointInfo,
+    file: Box<dyn VfsFile>,
+    len: u64,
+}
+
+impl std::fmt::Debug for CheckpointFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckpointFile")
+            .field("info", &self.info)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CheckpointFile {
+    /// Opens the checkpoint at `path`, which `info` describes.
+    pub(crate) fn open(vfs: &dyn Vfs, path: &Path, info: CheckpointInfo) -> std::io::Result<Self> {
+        let file = vfs.open(path, OpenMode::Read)?;
+        let len = file.len()?;
+        Ok(CheckpointFile { info, file, len })
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether it is empty (never, for a published checkpoint).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Reads `buf.len()` bytes at `offset`.
+    pub fn read_exact_at(&mut self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        vfs::read_exact_at(self.file.as_mut(), buf, offset)
+    }
+
+    /// Copies the whole file into `to`, then syncs it.
+    pub(crate) fn copy_into(&mut self, to: &mut dyn VfsFile) -> std::io::Result<()> {
+        let mut buf = vec![0u8; WRITE_BUFFER_BYTES];
+        let mut at = 0;
+        while at < self.len {
+            let n = (self.len - at).min(buf.len() as u64) as usize;
+            self.read_exact_at(&mut buf[..n], at)?;
+            vfs::append_all(to, &buf[..n])?;
+            at += n as u64;
+        }
+        to.sync_data()
+    }
+}
+
+/// A checkpoint arriving from another node, written to a temporary file of the data
+/// directory (removed at the next open if it is never finished).
+pub struct CheckpointSink {
+    file: Box<dyn VfsFile>,
+    path: PathBuf,
+    vfs: std::sync::Arc<dyn Vfs>,
+    written: u64,
+}
+
+/// The largest checkpoint accepted from another node.
+pub const RECEIVED_BYTES_MAX: u64 = 1 << 40;
+
+impl CheckpointSink {
+    pub(crate) fn create(
+        vfs: std::sync::Arc<dyn Vfs>,
+        dir: &Path,
+        nonce: u64,
+    ) -> std::io::Result<Self> {
+        let path = dir.join(format!("received-{nonce:020}.tmp"));
+        match vfs.remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let file = vfs.open(&path, OpenMode::CreateNew)?;
+        Ok(CheckpointSink { file, path, vfs, written: 0 })
+    }
+
+    /// Appends the next bytes.
+    pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.written += bytes.len() as u64;
+        if self.written > RECEIVED_BYTES_MAX {
+            return Err(Error::InvalidArgument(format!(
+                "a checkpoint of more than {RECEIVED_BYTES_MAX} bytes is refused"
+            )));
+        }
+        vfs::append_all(self.file.as_mut(), bytes)
+            .map_err(|e| Error::io(format!("writing {}", self.path.display()), e))
+    }
+
+    /// Syncs and verifies what arrived (checksum, format, row count) and opens it for
+    /// reading. A damaged checkpoint is [`Error::Corruption`].
+    pub fn finish(mut self) -> Result<CheckpointFile> {
+        let path = self.path.clone();
+        self.file.sync_data().map_err(|e| Error::io(format!("syncing {}", path.display()), e))?;
+        let info = load(self.vfs.as_ref(), &path, |_, _, _| {})?;
+        CheckpointFile::open(self.vfs.as_ref(), &path, info)
+            .map_err(|e| Error::io(format!("opening {}", path.display()), e))
+    }
+}
+
+impl Drop for CheckpointSink {
+    fn drop(&mut self) {
+        // Finished or not, the temporary file has no further use: a finished one is open for
+        // reading, which keeps its bytes.
+        let _ = self.vfs.remove_file(&self.path);
     }
 }

@@ -48,6 +48,15 @@ pub struct Recovered {
     pub last_epoch: Option<Epoch>,
 }
 
+impl Recovered {
+    /// A replicated log's checkpoint position: the entry before the first the log must hold
+    /// (those up to it may be gone), as (term, index, CSN of its last record).
+    pub(crate) fn log_base(&self) -> Option<(u64, u64, Csn)> {
+        let c = self.checkpoint.as_ref()?;
+        c.log.as_ref().map(|l| (l.term, l.index, c.csn))
+    }
+}
+
 /// A log segment on disk.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SegmentFile {
@@ -98,8 +107,11 @@ pub type OnCommit<'a> = &'a mut dyn FnMut(Csn, &[WriteRef<'_>]);
 /// A replicated log (`replicated`) keeps no epoch file: its epochs are the terms of the
 /// entries it holds, each starting where its first segment starts, so the history is read from
 /// the segment names and can never disagree with the log (a cut log loses its later epochs
-/// with its segments). A segment without a single valid frame, the trace of a write that never
-/// happened, is removed so that its epoch is not recorded.
+/// with its segments). The epochs of entries the log no longer holds (covered by the newest
+/// checkpoint) come from that checkpoint. A segment without a single valid frame, the trace
+/// of a write that never happened, is removed so that its epoch is not recorded. When the
+/// log ends at or before the checkpoint's entry (a checkpoint received from the cluster, with
+/// the log it replaced not yet removed), every segment is covered by it and is removed.
 pub fn recover(
     vfs: &dyn Vfs,
     dir: &Path,
@@ -111,9 +123,14 @@ pub fn recover(
     remove_leftover_temporaries(vfs, dir)?;
     let checkpoints = list_checkpoints(vfs, dir)?;
     let mut segments = list_segments(vfs, &log_dir)?;
+    let checkpoint = match checkpoints.last() {
+        Some((_, path)) => Some(checkpoint::load(vfs, path, on_row)?),
+        None => None,
+    };
+    let log_mark = checkpoint.as_ref().and_then(|c| c.log.clone());
     let history = if replicated {
         segments = remove_empty_segments(vfs, &log_dir, segments)?;
-        replicated_history(&segments)
+        replicated_history(log_mark.as_ref().map_or(&[], |m| &m.history), &segments)
     } else {
         EpochHistory::load(vfs, dir)?
     };
@@ -128,11 +145,7 @@ pub fn recover(
                 .into(),
         });
     }
-    let checkpoint = match checkpoints.last() {
-        Some((_, path)) => Some(checkpoint::load(vfs, path, on_row)?),
-        None => None,
-    };
-    let base = checkpoint.map_or(0, |c| c.csn);
+    let base = checkpoint.as_ref().map_or(0, |c| c.csn);
     let mut replay = Replay {
         history: &history,
         base,
@@ -172,7 +185,34 @@ pub fn recover(
         file.sync_data().map_err(|e| Error::io(format!("syncing {}", last.path.display()), e))?;
     }
     let (last_csn, replayed_records) = (replay.next - 1, replay.records);
-    let (entries, last_epoch) = (replay.entries, replay.last_epoch);
+    let (mut entries, last_epoch) = (replay.entries, replay.last_epoch);
+    let mut history = history;
+    if let Some(mark) = &log_mark {
+        if let Some(e) = entries.iter().find(|e| e.index == mark.index && e.term != mark.term) {
+            return Err(Error::Corruption {
+                path: (*e.segment).clone(),
+                offset: e.offset,
+                detail: format!(
+                    "log entry {} is of term {}, but the checkpoint at CSN {base} holds it as \
+                     of term {}",
+                    e.index, e.term, mark.term
+                ),
+            });
+        }
+        if entries.last().is_none_or(|e| e.index <= mark.index) {
+            for segment in &segments {
+                vfs.remove_file(&segment.path)
+                    .map_err(|e| Error::io(format!("removing {}", segment.path.display()), e))?;
+            }
+            if !segments.is_empty() {
+                vfs.sync_dir(&log_dir).map_err(|e| Error::io("syncing the log directory", e))?;
+                tracing::info!(segments = segments.len(), index = mark.index,
+                    "removed the log segments the checkpoint covers");
+            }
+            entries.clear();
+            history = replicated_history(&mark.history, &[]);
+        }
+    }
     Ok(Recovered {
         last_csn,
         replayed_records,
@@ -336,10 +376,14 @@ impl Replay<'_, '_> {
     }
 }
 
-/// The epochs of a replicated log: each segment's epoch from the first CSN of its first
-/// segment (segments are ordered by epoch, then first CSN).
-fn replicated_history(segments: &[SegmentFile]) -> EpochHistory {
+/// The epochs of a replicated log: those of its checkpoint (`from_checkpoint`, the entries it
+/// covers), then each later segment's epoch from the first CSN of its first segment
+/// (segments are ordered by epoch, then first CSN).
+fn replicated_history(from_checkpoint: &[(Epoch, Csn)], segments: &[SegmentFile]) -> EpochHistory {
     let mut history = EpochHistory::default();
+    for &(epoch, start) in from_checkpoint {
+        history.push_epoch(epoch, start);
+    }
     for segment in segments {
         if history.current().is_none_or(|(e, _)| e < segment.epoch) {
             history.push_epoch(segment.epoch, segment.first_csn);

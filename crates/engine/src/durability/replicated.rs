@@ -106,8 +106,12 @@ pub struct LogLag {
 pub struct LogPosition {
     /// The first entry still on disk, as (term, index).
     pub first: Option<(u64, u64)>,
-    /// The last entry on disk, as (term, index).
+    /// The last entry on disk, as (term, index), or the checkpoint's entry when the log
+    /// holds none after it.
     pub last: Option<(u64, u64)>,
-    /// The CSN of the last record on disk (0 if none).
+    /// The CSN of the last record on disk, or of the checkpoint's (0 if none).
     pub last_csn: Csn,
+    /// The entry the newest checkpoint stands at, as (term, index): the log need not hold it
+    /// or any before it (see [`crate::Engine::purge_log`]).
+    pub base: Option<(u64, u64)>,
 }

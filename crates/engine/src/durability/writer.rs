@@ -162,6 +162,10 @@ pub(crate) struct LogIndex {
     entries: Vec<EntryLocation>,
     /// The CSN of the next record the log will hold (its epoch is the last entry's term).
     next_csn: Csn,
+    /// The entry a checkpoint stands at, as (term, index, CSN of its last record): the log
+    /// need not hold it or any before it, and when it holds no entry after it, the next
+    /// entry follows it.
+    base: Option<(u64, u64, Csn)>,
 }
 
 /// Frames of consecutive entries of one epoch, written to one segment: where they start
@@ -195,6 +199,7 @@ pub(crate) enum EntriesRefused {
 pub(crate) struct ReplicatedStart {
     pub entries: Vec<EntryLocation>,
     pub next_csn: Csn,
+    pub base: Option<(u64, u64, Csn)>,
 }
 
 /// How a flush round ended.
@@ -262,6 +267,7 @@ impl LogWriter {
         if let Some(start) = &replicated {
             index.entries = start.entries.clone();
             index.next_csn = start.next_csn;
+            index.base = start.base;
         }
         LogWriter {
             durability,
@@ -637,7 +643,11 @@ impl LogWriter {
         // Only the flush lock's holder changes the index: what is read here stays true.
         let (follows, mut epoch, mut next_csn) = {
             let index = self.index.read();
-            let follows = index.entries.last().map_or(first.index, |e| e.index + 1);
+            let follows = match (index.entries.last(), index.base) {
+                (Some(last), _) => last.index + 1,
+                (None, Some((_, base, _))) => base + 1,
+                (None, None) => first.index,
+            };
             (follows, Self::last_term(&index), index.next_csn)
         };
         let mut began = Vec::new();
@@ -755,6 +765,10 @@ impl LogWriter {
         let c = &self.durability.counters;
         c.flushes.fetch_add(1, Ordering::Relaxed);
         c.flushed_bytes.fetch_add(written, Ordering::Relaxed);
+        let since = c.log_bytes_since_checkpoint.fetch_add(written, Ordering::Relaxed) + written;
+        if self.checkpoint_log_bytes > 0 && since >= self.checkpoint_log_bytes {
+            (self.on_checkpoint_due)();
+        }
         Ok((written, began))
     }
 
@@ -809,12 +823,89 @@ impl LogWriter {
         Ok(Some(cut.first_csn))
     }
 
+    /// Removes the segments whose entries all have index ≤ `upto` (never the one being
+    /// written): the log no longer needs them, a checkpoint at `base` or later holding their
+    /// records. Returns how many segments were removed.
+    pub fn purge_upto(
+        &self,
+        core: &mut FlushCore,
+        upto: u64,
+        base: (u64, u64, Csn),
+    ) -> Result<usize, String> {
+        let current = core.segment.as_ref().map(|s| s.space.path.clone());
+        let (doomed, keep_from) = {
+            let index = self.index.read();
+            let mut doomed: Vec<Arc<PathBuf>> = Vec::new();
+            let mut keep_from = 0;
+            for (i, e) in index.entries.iter().enumerate() {
+                let next_in_other = index.entries.get(i + 1).is_none_or(|n| n.segment != e.segment);
+                if e.index > upto || current.as_ref().is_some_and(|c| **c == *e.segment) {
+                    break;
+                }
+                if next_in_other {
+                    // The segment's last entry is within the purge: all of it goes.
+                    doomed.push(e.segment.clone());
+                    keep_from = i + 1;
+                }
+            }
+            (doomed, keep_from)
+        };
+        let io = |what: &str, path: &Path, e: io::Error| format!("{what} {}: {e}", path.display());
+        // From the oldest on, so that a crash midway leaves a log that starts later, never
+        // one with a hole.
+        for path in &doomed {
+            self.vfs.remove_file(path.as_path()).map_err(|e| io("removing", path, e))?;
+        }
+        if !doomed.is_empty() {
+            self.vfs.sync_dir(&self.log_dir).map_err(|e| io("syncing", &self.log_dir, e))?;
+        }
+        let mut index = self.index.write();
+        index.entries.drain(..keep_from);
+        if index.base.is_none_or(|b| b.1 < base.1) {
+            index.base = Some(base);
+        }
+        Ok(doomed.len())
+    }
+
+    /// Replaces the whole log with a checkpoint's position `base` (term, index, CSN): removes
+    /// every segment; the next entry follows `base`.
+    pub fn reset_to(&self, core: &mut FlushCore, base: (u64, u64, Csn)) -> Result<(), String> {
+        self.retire_segment(core);
+        let doomed: Vec<Arc<PathBuf>> = {
+            let index = self.index.read();
+            let mut doomed: Vec<Arc<PathBuf>> = Vec::new();
+            for e in &index.entries {
+                if doomed.last().is_none_or(|s| *s != e.segment) {
+                    doomed.push(e.segment.clone());
+                }
+            }
+            doomed
+        };
+        let io = |what: &str, path: &Path, e: io::Error| format!("{what} {}: {e}", path.display());
+        for path in &doomed {
+            self.vfs.remove_file(path.as_path()).map_err(|e| io("removing", path, e))?;
+        }
+        self.vfs.sync_dir(&self.log_dir).map_err(|e| io("syncing", &self.log_dir, e))?;
+        let mut index = self.index.write();
+        index.entries.clear();
+        index.base = Some(base);
+        index.next_csn = base.2 + 1;
+        Ok(())
+    }
+
     /// The term of the entry at `index` and the CSN of the last record up to and including
-    /// it, if the entry is on disk.
+    /// it, if the entry is on disk (or is the checkpoint's base entry).
     pub fn entry_end(log: &LogIndex, index: u64) -> Option<(Epoch, Csn)> {
-        let at = log.entries.binary_search_by_key(&index, |e| e.index).ok()?;
-        let e = &log.entries[at];
-        Some((e.term as Epoch, e.csn_end - 1))
+        match log.entries.binary_search_by_key(&index, |e| e.index) {
+            Ok(at) => {
+                let e = &log.entries[at];
+                Some((e.term as Epoch, e.csn_end - 1))
+            }
+            Err(_) => match log.base {
+                Some((term, base, csn)) if base == index => Some((term as Epoch, csn)),
+                _ => None,
+            },
+        }
     }
 
     /// How far a log whose last entry is `index` (0: none) is behind this one, if `index` is
@@ -847,7 +938,11 @@ impl LogWriter {
 
     /// The term of the last entry on disk (0 if none).
     pub fn last_term(log: &LogIndex) -> Epoch {
-        log.entries.last().map_or(0, |e| e.term as Epoch)
+        match (log.entries.last(), log.base) {
+            (Some(e), _) => e.term as Epoch,
+            (None, Some((term, _, _))) => term as Epoch,
+            (None, None) => 0,
+        }
     }
 
     /// The CSN of the last record on disk.
@@ -857,7 +952,11 @@ impl LogWriter {
 
     /// The index of the last entry on disk (0 if none).
     pub fn last_index(log: &LogIndex) -> u64 {
-        log.entries.last().map_or(0, |e| e.index)
+        match (log.entries.last(), log.base) {
+            (Some(e), _) => e.index,
+            (None, Some((_, index, _))) => index,
+            (None, None) => 0,
+        }
     }
 
     /// Reads back the entries with index in `from..=to` that are on disk.
@@ -896,8 +995,9 @@ impl LogWriter {
         let tag = |e: &EntryLocation| (e.term, e.index);
         LogPosition {
             first: log.entries.first().map(tag),
-            last: log.entries.last().map(tag),
+            last: log.entries.last().map(tag).or(log.base.map(|(term, index, _)| (term, index))),
             last_csn: log.next_csn - 1,
+            base: log.base.map(|(term, index, _)| (term, index)),
         }
     }
 
