@@ -551,3 +551,138 @@ fn one_append_may_end_a_term_and_begin_the_next() {
     follower.close().unwrap();
     check(&Engine::open(dir.path(), replicated()).unwrap());
 }
+
+fn scan_kv(engine: &Engine) -> Vec<(String, String)> {
+    let mut txn = engine.begin(TxnOptions::new().read_only()).unwrap();
+    let rows = txn.scan("kv", kiln_engine::Scan::all()).unwrap();
+    rows.into_iter()
+        .map(|(k, v)| (String::from_utf8(k).unwrap(), String::from_utf8(v).unwrap()))
+        .collect()
+}
+
+fn segment_count(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir.join("log")).unwrap().count()
+}
+
+/// Copies `from`'s newest checkpoint file into `to_dir` under the same name, as a node that
+/// received it and crashed right after publishing it would have it.
+fn copy_checkpoint(from: &Engine, to_dir: &std::path::Path) {
+    let mut file = from.open_checkpoint().unwrap().expect("a checkpoint");
+    let mut bytes = vec![0u8; file.len() as usize];
+    file.read_exact_at(&mut bytes, 0).unwrap();
+    let name = format!("checkpoint-{:020}.ckpt", file.info.csn);
+    std::fs::write(to_dir.join(name), bytes).unwrap();
+}
+
+/// Snapshots of a replicated log at the engine's level. The leader checkpoints at its
+/// committed entry (small segments, so the log spans many), purges the segments the
+/// checkpoint covers, and reopens from the checkpoint and what is left of the log. A replica
+/// that fell behind (it still holds rows the cluster deleted since) installs the leader's
+/// checkpoint in place of its log: same rows, same statuses, its log continuing after the
+/// checkpoint's entry, across a reopen. A replica that crashed between publishing a received
+/// checkpoint and removing the log it replaces recovers to the checkpoint.
+#[test]
+fn a_checkpoint_stands_in_for_the_log_it_covers_and_replaces_a_replica_that_fell_behind() {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let config = || Config { segment_bytes_max: 16 << 10, ..replicated() };
+    let open = |i: usize| Engine::open(dirs[i].path(), config()).unwrap();
+    let (leader, behind, crashed) = (open(0), open(1), open(2));
+    let all = [&leader, &behind, &crashed];
+    begin_term(&leader, &[behind.clone(), crashed.clone()], 1); // index 1
+    let shipped = shipper(&leader);
+    let mut index = 1;
+    // Rows every node has, some of which the cluster deletes later.
+    for i in 0..10 {
+        put(&leader, &format!("gone{i}"), "old", CommitMode::Fast);
+        index += 1;
+        pump(&shipped, index, 1, &all, &all);
+    }
+    let early = put(&leader, "early", "v", CommitMode::Fast);
+    index += 1;
+    pump(&shipped, index, 1, &all, &all);
+    let behind_last = index;
+    // The two replicas fall behind: the leader alone makes a quorum here.
+    let mut ids = Vec::new();
+    for i in 0..300 {
+        let mut txn = leader.begin(TxnOptions::new()).unwrap();
+        txn.put("kv", format!("k{i:03}").as_bytes(), &[b'x'; 200]).unwrap();
+        if i < 10 {
+            txn.delete("kv", format!("gone{i}").as_bytes()).unwrap();
+        }
+        ids.push(txn.commit_with(CommitMode::Fast).unwrap());
+        index += 1;
+        pump(&shipped, index, 1, &[&leader], &[&leader]);
+    }
+    assert_eq!(leader.wait(*ids.last().unwrap(), Duration::from_secs(10)).unwrap(), TxnStatus::Durable);
+
+    let info = leader.checkpoint_log(|i| format!("cluster at {i}").into_bytes()).unwrap();
+    let mark = info.log.clone().unwrap();
+    assert_eq!((mark.term, mark.index), (1, index));
+    assert_eq!(&*mark.cluster, format!("cluster at {index}").as_bytes());
+    assert_eq!(info.csn, ids.last().unwrap().csn);
+    let before = segment_count(dirs[0].path());
+    assert!(before > 3, "the log spans {before} segments");
+    // Purging beyond the checkpoint is refused; up to it, every segment it covers goes but
+    // the one being written.
+    assert!(leader.purge_log(index + 1).is_err());
+    leader.purge_log(index).unwrap();
+    let after = segment_count(dirs[0].path());
+    assert!(after < before && after >= 1, "{before} segments before the purge, {after} after");
+    let position = leader.log_position().unwrap();
+    assert_eq!(position.base, Some((1, index)));
+    assert_eq!(position.last, Some((1, index)));
+    let expected = scan_kv(&leader);
+    assert_eq!(expected.len(), 301);
+
+    // The replica that fell behind installs the checkpoint.
+    assert_eq!(scan_kv(&behind).len(), 11);
+    let mut file = leader.open_checkpoint().unwrap().unwrap();
+    behind.install_checkpoint(&mut file).unwrap();
+    assert_eq!(scan_kv(&behind), expected);
+    for id in [early, ids[0], *ids.last().unwrap()] {
+        assert_eq!(behind.status(id), TxnStatus::Durable, "{id}");
+    }
+    let position = behind.log_position().unwrap();
+    assert_eq!((position.base, position.last, position.first), (Some((1, index)), Some((1, index)), None));
+    assert_eq!(segment_count(dirs[1].path()), 0);
+    // The log goes on after the checkpoint's entry, on the leader and the replica alike.
+    let next = put(&leader, "next", "v", CommitMode::Fast);
+    index += 1;
+    pump(&shipped, index, 1, &[&leader, &behind], &[&leader, &behind]);
+    assert_eq!(behind.wait(next, Duration::from_secs(10)).unwrap(), TxnStatus::Durable);
+    assert_eq!(get(&behind, "next"), Some("v".into()));
+
+    // The other replica "crashed" right after publishing the checkpoint it received: its old
+    // log is still there. Recovery removes the log the checkpoint covers.
+    let crashed_dir = dirs[2].path().to_path_buf();
+    crashed.close().unwrap();
+    copy_checkpoint(&leader, &crashed_dir);
+    let crashed = Engine::open(&crashed_dir, config()).unwrap();
+    assert_eq!(segment_count(&crashed_dir), 0);
+    let expected_then: Vec<_> = expected.clone();
+    assert_eq!(scan_kv(&crashed), expected_then);
+    assert_eq!(crashed.log_position().unwrap().base, Some((1, index - 1)));
+    assert_eq!(crashed.status(early), TxnStatus::Durable);
+    // It can only go on after the checkpoint's entry.
+    let wrong = LogEntry { term: 1, index: behind_last + 1, payload: EntryPayload::Opaque(Arc::from(&b"x"[..])) };
+    assert!(crashed.append_entries(&[wrong]).is_err());
+
+    // Reopened, the leader and the replica that installed the checkpoint come back the same.
+    drop(shipped);
+    leader.close().unwrap();
+    behind.close().unwrap();
+    for dir in [dirs[0].path(), dirs[1].path()] {
+        let engine = Engine::open(dir, config()).unwrap();
+        let mut want = expected.clone();
+        want.push(("next".into(), "v".into()));
+        want.sort();
+        // Only what the cluster committed is visible to a node that does not lead.
+        engine.commit_log_upto(index).unwrap();
+        assert_eq!(scan_kv(&engine), want, "{}", dir.display());
+        assert_eq!(engine.status(next), TxnStatus::Durable);
+        assert_eq!(engine.log_position().unwrap().base, Some((1, index - 1)));
+        assert_eq!(engine.log_position().unwrap().last, Some((1, index)));
+        engine.close().unwrap();
+    }
+    crashed.close().unwrap();
+}
