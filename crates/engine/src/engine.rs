@@ -373,7 +373,12 @@ impl Shared {
     }
 
     /// Writes the checkpoint of `csn` (which a registered snapshot keeps from GC).
-    fn write_checkpoint(&self, epoch: Epoch, csn: Csn, log: Option<LogMark>) -> Result<CheckpointInfo> {
+    fn write_checkpoint(
+        &self,
+        epoch: Epoch,
+        csn: Csn,
+        log: Option<LogMark>,
+    ) -> Result<CheckpointInfo> {
         let vfs = self.config.vfs.as_ref();
         let io = |e| Error::io(format!("writing the checkpoint at CSN {csn}"), e);
         let mut writer =
@@ -1002,7 +1007,9 @@ impl Engine {
                 Error::InvalidArgument("the cluster has committed no entry yet".into())
             });
         };
-        if let Some(info) = last.as_ref().filter(|i| i.log.as_ref().is_some_and(|l| l.index >= index)) {
+        if let Some(info) =
+            last.as_ref().filter(|i| i.log.as_ref().is_some_and(|l| l.index >= index))
+        {
             return Ok(info.clone());
         }
         let history = {
@@ -1013,7 +1020,8 @@ impl Engine {
             *snapshots.entry(csn).or_default() += 1;
             state.history.epochs().iter().copied().filter(|&(e, _)| e <= term).collect()
         };
-        let mark = LogMark { term: term as u64, index, history, cluster: Arc::from(cluster(index)) };
+        let mark =
+            LogMark { term: term as u64, index, history, cluster: Arc::from(cluster(index)) };
         let result = shared.write_checkpoint(term, csn, Some(mark));
         shared.release_snapshot(csn);
         let info = result?;
@@ -1085,7 +1093,9 @@ impl Engine {
         let copied = checkpoint::load(vfs, &tmp, |_, _, _| {})?;
         if copied.csn != csn || copied.log.as_ref().map(|l| l.index) != Some(mark.index) {
             let _ = vfs.remove_file(&tmp);
-            return Err(Error::InvalidArgument("the checkpoint changed while it was copied".into()));
+            return Err(Error::InvalidArgument(
+                "the checkpoint changed while it was copied".into(),
+            ));
         }
         let publish = || -> Result<()> {
             let path = shared.dir.join(checkpoint::checkpoint_name(csn));
@@ -1142,8 +1152,13 @@ impl Engine {
             shared.commit_index.fetch_max(mark.index, Ordering::SeqCst);
             drop(sequencer);
             shared.apply_commit_index(writer);
-            tracing::info!(csn, index = mark.index, term = mark.term, rows = info.rows,
-                "installed a checkpoint of the cluster in place of the log");
+            tracing::info!(
+                csn,
+                index = mark.index,
+                term = mark.term,
+                rows = info.rows,
+                "installed a checkpoint of the cluster in place of the log"
+            );
             Ok(())
         })?;
         *last = Some(CheckpointInfo { log: Some(mark), ..info });
@@ -1173,10 +1188,11 @@ impl Engine {
             )));
         }
         let base = (mark.term, mark.index, info.csn);
-        let removed = writer.locked(|core| writer.purge_upto(core, upto, base)).map_err(|cause| {
-            shared.durability.poison(format!("purging the replicated log: {cause}"));
-            Error::Poisoned(cause)
-        })?;
+        let removed =
+            writer.locked(|core| writer.purge_upto(core, upto, base)).map_err(|cause| {
+                shared.durability.poison(format!("purging the replicated log: {cause}"));
+                Error::Poisoned(cause)
+            })?;
         if removed > 0 {
             tracing::info!(upto, segments = removed, "purged the replicated log");
         }

@@ -55,11 +55,11 @@ pub use durability::{DurabilityEvent, Subscription};
 /// A replicated log: the engine's log written in the order a cluster decides
 /// ([`Config::replicated_log`]); see `docs/replication.md`.
 pub mod replicated {
-    pub use crate::durability::replicated::{
-        EntryPayload, LogEntry, LogLag, LogPosition, RecordBatch, Shipper,
-    };
     pub use crate::durability::checkpoint::{
         CheckpointFile, CheckpointInfo, CheckpointSink, LogMark,
+    };
+    pub use crate::durability::replicated::{
+        EntryPayload, LogEntry, LogLag, LogPosition, RecordBatch, Shipper,
     };
 }
 pub use engine::{Engine, Session};

@@ -613,7 +613,10 @@ fn a_checkpoint_stands_in_for_the_log_it_covers_and_replaces_a_replica_that_fell
         index += 1;
         pump(&shipped, index, 1, &[&leader], &[&leader]);
     }
-    assert_eq!(leader.wait(*ids.last().unwrap(), Duration::from_secs(10)).unwrap(), TxnStatus::Durable);
+    assert_eq!(
+        leader.wait(*ids.last().unwrap(), Duration::from_secs(10)).unwrap(),
+        TxnStatus::Durable
+    );
 
     let info = leader.checkpoint_log(|i| format!("cluster at {i}").into_bytes()).unwrap();
     let mark = info.log.clone().unwrap();
@@ -643,7 +646,10 @@ fn a_checkpoint_stands_in_for_the_log_it_covers_and_replaces_a_replica_that_fell
         assert_eq!(behind.status(id), TxnStatus::Durable, "{id}");
     }
     let position = behind.log_position().unwrap();
-    assert_eq!((position.base, position.last, position.first), (Some((1, index)), Some((1, index)), None));
+    assert_eq!(
+        (position.base, position.last, position.first),
+        (Some((1, index)), Some((1, index)), None)
+    );
     assert_eq!(segment_count(dirs[1].path()), 0);
     // The log goes on after the checkpoint's entry, on the leader and the replica alike.
     let next = put(&leader, "next", "v", CommitMode::Fast);
@@ -664,7 +670,11 @@ fn a_checkpoint_stands_in_for_the_log_it_covers_and_replaces_a_replica_that_fell
     assert_eq!(crashed.log_position().unwrap().base, Some((1, index - 1)));
     assert_eq!(crashed.status(early), TxnStatus::Durable);
     // It can only go on after the checkpoint's entry.
-    let wrong = LogEntry { term: 1, index: behind_last + 1, payload: EntryPayload::Opaque(Arc::from(&b"x"[..])) };
+    let wrong = LogEntry {
+        term: 1,
+        index: behind_last + 1,
+        payload: EntryPayload::Opaque(Arc::from(&b"x"[..])),
+    };
     assert!(crashed.append_entries(&[wrong]).is_err());
 
     // Reopened, the leader and the replica that installed the checkpoint come back the same.

@@ -15,8 +15,8 @@ use openraft::{Config, ServerState, SnapshotPolicy};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::types::{engine_index, Batch, KilnRaft, Member};
 use crate::state_machine::SnapshotData;
+use crate::types::{engine_index, Batch, KilnRaft, Member};
 use crate::{LogStore, Raft, StateMachine};
 
 /// How a node runs.

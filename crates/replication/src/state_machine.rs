@@ -184,9 +184,10 @@ impl RaftStateMachine<KilnRaft> for StateMachine {
             .map_err(io::Error::other)?
             .map_err(io::Error::other)?;
         match file {
-            Some(file) => {
-                Ok(Some(SnapshotOf::<KilnRaft, SnapshotData> { meta: snapshot_meta(&file.info)?, snapshot: file }))
-            }
+            Some(file) => Ok(Some(SnapshotOf::<KilnRaft, SnapshotData> {
+                meta: snapshot_meta(&file.info)?,
+                snapshot: file,
+            })),
             None => Ok(None),
         }
     }

@@ -156,7 +156,11 @@ enum Request {
     TransferLeader(TransferLeaderRequest<KilnRaft>),
     /// A snapshot (the sender's checkpoint file) follows, in [`Request::SnapshotChunk`]s of
     /// `len` bytes in all; the server answers once it is installed.
-    Snapshot { vote: VoteOf<KilnRaft>, meta: SnapshotMetaOf<KilnRaft>, len: u64 },
+    Snapshot {
+        vote: VoteOf<KilnRaft>,
+        meta: SnapshotMetaOf<KilnRaft>,
+        len: u64,
+    },
     SnapshotChunk(Vec<u8>),
 }
 
@@ -655,10 +659,12 @@ impl TcpConnection {
             .map_err(|e| unreachable(&e))?;
             file = back;
             let chunk = chunk.map_err(|e| unreachable(&format!("reading the snapshot: {e}")))?;
-            let sent =
-                tokio::time::timeout(SNAPSHOT_CHUNK_TIMEOUT, send(&mut stream, &Request::SnapshotChunk(chunk)))
-                    .await
-                    .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "sending timed out")));
+            let sent = tokio::time::timeout(
+                SNAPSHOT_CHUNK_TIMEOUT,
+                send(&mut stream, &Request::SnapshotChunk(chunk)),
+            )
+            .await
+            .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "sending timed out")));
             sent.map_err(|e| unreachable(&e))?;
             at += n as u64;
         }

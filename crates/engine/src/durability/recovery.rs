@@ -206,8 +206,11 @@ pub fn recover(
             }
             if !segments.is_empty() {
                 vfs.sync_dir(&log_dir).map_err(|e| Error::io("syncing the log directory", e))?;
-                tracing::info!(segments = segments.len(), index = mark.index,
-                    "removed the log segments the checkpoint covers");
+                tracing::info!(
+                    segments = segments.len(),
+                    index = mark.index,
+                    "removed the log segments the checkpoint covers"
+                );
             }
             entries.clear();
             history = replicated_history(&mark.history, &[]);
