@@ -1,6 +1,8 @@
 //! A deterministic simulation of the replicated log: three real engines on disk, driven by a
 //! model of Raft's decisions on one thread, under a seeded schedule of commits, partial
-//! replication, partitions, elections, lapsed leases, crashes and failing fsyncs.
+//! replication, partitions, elections, lapsed leases, crashes, failing fsyncs, and
+//! checkpoints with the log purged behind them (a follower that needs a purged entry is sent
+//! the leader's checkpoint and installs it in place of its log).
 //!
 //! The model makes the decisions a Raft library makes (who may be elected — a candidate that
 //! a majority finds at least as up to date —, where a follower's log stops matching the
@@ -102,6 +104,8 @@ struct Counts {
     restarts_after_error: u64,
     crashes: u64,
     leases_lapsed: u64,
+    checkpoints: u64,
+    snapshots_sent: u64,
 }
 
 fn config(faults: &Arc<Faults>) -> Config {
@@ -118,11 +122,23 @@ fn last(engine: &Engine) -> (u64, u64) {
     engine.log_position().unwrap().last.unwrap_or((0, 0))
 }
 
-fn term_at(engine: &Engine, index: u64) -> u64 {
+/// The term of entry `index`, or `None` if the log no longer holds it (purged behind a
+/// checkpoint: committed, so the same on every node that holds it).
+fn term_at(engine: &Engine, index: u64) -> Option<u64> {
     if index == 0 {
-        return 0;
+        return Some(0);
     }
-    engine.log_entries(index, index).unwrap()[0].term
+    if let Some((term, base)) = engine.log_position().unwrap().base {
+        if index == base {
+            return Some(term);
+        }
+    }
+    engine.log_entries(index, index).unwrap().first().map(|e| e.term)
+}
+
+/// The entry the newest checkpoint stands at, as (term, index), or (0, 0).
+fn base(engine: &Engine) -> (u64, u64) {
+    engine.log_position().unwrap().base.unwrap_or((0, 0))
 }
 
 impl Sim {
@@ -334,8 +350,31 @@ impl Sim {
         let (leader, follower) = (self.engine(l).clone(), self.engine(f).clone());
         let (leader_last, follower_last) = (last(&leader).1, last(&follower).1);
         let mut at = follower_last.min(leader_last);
-        while at > 0 && term_at(&follower, at) != term_at(&leader, at) {
+        let (base_term, leader_base) = base(&leader);
+        let matches = |at: u64| match (term_at(&follower, at), term_at(&leader, at)) {
+            (Some(a), Some(b)) => a == b,
+            _ => true, // purged on one side: committed there, so in both logs
+        };
+        while at > leader_base && !matches(at) {
             at -= 1;
+        }
+        if leader_base > 0
+            && at <= leader_base
+            && (follower_last < leader_base
+                || term_at(&follower, leader_base).is_some_and(|t| t != base_term))
+        {
+            // The follower needs what the leader purged: it is sent the leader's checkpoint.
+            self.counts.snapshots_sent += 1;
+            let mut checkpoint = leader.open_checkpoint().unwrap().expect("a purged log has one");
+            if let Err(e) = follower.install_checkpoint(&mut checkpoint) {
+                return self.on_error(f, e);
+            }
+            let position = follower.log_position().unwrap();
+            if position.last != Some((base_term, leader_base)) || position.base.is_none() {
+                self.fail(format!("node {f} installed a checkpoint and its log is {position:?}"));
+            }
+            at = leader_base;
+            self.nodes[f].commit_index = self.nodes[f].commit_index.max(leader_base);
         }
         if follower_last > at {
             self.counts.cuts += 1;
@@ -374,7 +413,7 @@ impl Sim {
         let mut matched = self.nodes[l].matched;
         matched.sort_unstable_by(|a, b| b.cmp(a));
         let candidate = matched[MAJORITY - 1];
-        if candidate > self.nodes[l].commit_index && term_at(&engine, candidate) == term {
+        if candidate > self.nodes[l].commit_index && term_at(&engine, candidate) == Some(term) {
             self.nodes[l].commit_index = candidate;
             if let Err(e) = engine.commit_log_upto(candidate) {
                 return self.on_error(l, e);
@@ -394,7 +433,7 @@ impl Sim {
 
     fn first_index_of(&self, engine: &Engine, term: u64) -> Option<u64> {
         let (_, last_index) = last(engine);
-        (1..=last_index).rev().take_while(|&i| term_at(engine, i) >= term).last()
+        (1..=last_index).rev().take_while(|&i| term_at(engine, i).is_some_and(|t| t >= term)).last()
     }
 
     /// Node `c` asks for votes; it leads a new term if a majority of the nodes it reaches
@@ -407,13 +446,9 @@ impl Sim {
             (0..NODES).filter(|&i| self.linked(c, i)).map(|i| self.nodes[i].term).max().unwrap()
                 + 1;
         let mine = last(self.engine(c));
-        let mine = (term_at(self.engine(c), mine.1), mine.1);
         let voters: Vec<usize> = (0..NODES)
             .filter(|&i| self.linked(c, i))
-            .filter(|&i| {
-                let theirs = last(self.engine(i));
-                (term_at(self.engine(i), theirs.1), theirs.1) <= mine
-            })
+            .filter(|&i| last(self.engine(i)) <= mine)
             .collect();
         let reached: Vec<usize> = (0..NODES).filter(|&i| self.linked(c, i)).collect();
         for i in reached {
@@ -536,7 +571,7 @@ impl Sim {
 
     fn step(&mut self) {
         let leader = self.leader();
-        match self.rng.gen_range(0..100) {
+        match self.rng.gen_range(0..105) {
             0..=29 => {
                 if let Some(l) = leader {
                     self.commit(l);
@@ -601,10 +636,29 @@ impl Sim {
                 let i = self.rng.gen_range(0..NODES);
                 self.nodes[i].faults.fail_syncs.store(1, std::sync::atomic::Ordering::SeqCst);
             }
-            _ => {
+            96..=99 => {
                 for i in 0..NODES {
                     if !self.up(i) {
                         self.start(i);
+                    }
+                }
+            }
+            _ => {
+                // A node checkpoints at its committed entry and purges its log behind it,
+                // keeping a few entries or none.
+                let i = self.rng.gen_range(0..NODES);
+                let keep = self.rng.gen_range(0..=3);
+                if self.up(i) {
+                    let engine = self.engine(i).clone();
+                    let purged = engine
+                        .checkpoint_log(|index| index.to_le_bytes().to_vec())
+                        .map(|info| info.log.expect("a replicated log's checkpoint").index)
+                        .and_then(|index| engine.purge_log(index.saturating_sub(keep)));
+                    match purged {
+                        Ok(()) => self.counts.checkpoints += 1,
+                        // Nothing committed yet.
+                        Err(Error::InvalidArgument(_)) => {}
+                        Err(e) => self.on_error(i, e),
                     }
                 }
             }
@@ -703,6 +757,8 @@ fn seeded_schedules_keep_every_guarantee() {
         total.restarts_after_error += counts.restarts_after_error;
         total.crashes += counts.crashes;
         total.leases_lapsed += counts.leases_lapsed;
+        total.checkpoints += counts.checkpoints;
+        total.snapshots_sent += counts.snapshots_sent;
     }
     eprintln!(
         "{seeds} seeds: {commits} commits, {acknowledged} acknowledged safe, {lost} lost; {total:?}"
@@ -711,6 +767,7 @@ fn seeded_schedules_keep_every_guarantee() {
     if seeds >= 50 {
         assert!(lost > 0 && total.cuts > 0 && total.restarts_after_error > 0, "{total:?}");
         assert!(total.leases_lapsed > 0 && total.crashes > 0, "{total:?}");
+        assert!(total.checkpoints > 0 && total.snapshots_sent > 0, "{total:?}");
     }
 }
 
