@@ -81,7 +81,7 @@ pub struct ClusterConfig {
     pub election_timeout_ms: u64,
     /// Log entries kept behind the newest snapshot: a member behind by fewer catches up from
     /// the log; one behind by more is sent the snapshot. (A snapshot is taken whenever the
-    /// node has logged `checkpoint_log_bytes` since its last.)
+    /// node has logged the engine's checkpoint interval, 256 MiB, since its last.)
     pub log_kept_behind_snapshot: u64,
     /// The level a safe commit waits for unless a session or transaction says otherwise:
     /// `local`, `quorum`, `all` or `site:<name>` (a site some member is tagged with).
