@@ -1106,7 +1106,19 @@ impl Engine {
         writer.locked(|core| -> Result<()> {
             let held = writer.indexed(|log| LogWriter::entry_end(log, mark.index));
             if held.is_some_and(|(term, _)| term as u64 == mark.term) {
-                return publish();
+                // The log says it all; the checkpoint's entry is committed.
+                publish()?;
+                shared.commit_index.fetch_max(mark.index, Ordering::SeqCst);
+                shared.apply_commit_index(writer);
+                return Ok(());
+            }
+            let committed = shared.durability.durable_csn.load(Ordering::SeqCst);
+            if csn < committed {
+                // Its rows would go under records this node already holds committed.
+                let _ = vfs.remove_file(&tmp);
+                return Err(Error::InvalidArgument(format!(
+                    "the checkpoint at CSN {csn} is behind this node's committed CSN {committed}"
+                )));
             }
             shared.end_leadership();
             let poison = |cause: String| {
@@ -1118,7 +1130,6 @@ impl Engine {
                 writer.truncate_from(core, mark.index).map_err(poison)?;
             }
             // What this node holds beyond its committed watermark is the cluster's to decide.
-            let committed = shared.durability.durable_csn.load(Ordering::SeqCst);
             shared.discard_above(committed, "a checkpoint of the cluster replaces the log");
             // Published before the log goes, so that a crash in between leaves the checkpoint
             // with a log it covers (recovery then removes that log).
