@@ -23,7 +23,7 @@ use crate::durability::checkpoint::{
 use crate::durability::epochs::EpochHistory;
 use crate::durability::recovery::{self, LOG_DIR};
 use crate::durability::replicated::{EntryPayload, LogEntry, LogLag, LogPosition, Shipper};
-use crate::durability::vfs::{is_no_space, OpenMode};
+use crate::durability::vfs::{self, is_no_space, OpenMode};
 use crate::durability::writer::{EntriesRefused, LogWriter, LossReport, ReplicatedStart};
 use crate::durability::{format, DurabilityEvent, Subscription};
 use crate::durability::{Durability, DurableState, ReplicaState};
@@ -1086,7 +1086,7 @@ impl Engine {
         // Copied and checked before anything changes: a damaged copy changes nothing.
         let tmp = shared.dir.join(format!("checkpoint-{csn:020}.tmp"));
         let io = |what: &str, e| Error::io(format!("{what} the received checkpoint"), e);
-        let _ = vfs.remove_file(&tmp);
+        vfs::remove_if_exists(vfs, &tmp).map_err(|e| io("removing an old copy of", e))?;
         let mut file = vfs.open(&tmp, OpenMode::CreateNew).map_err(|e| io("creating", e))?;
         source.copy_into(file.as_mut()).map_err(|e| io("copying", e))?;
         drop(file);

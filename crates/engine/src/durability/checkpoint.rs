@@ -81,10 +81,7 @@ impl CheckpointWriter {
         log: Option<&LogMark>,
     ) -> std::io::Result<Self> {
         let tmp_path = dir.join(format!("checkpoint-{csn:020}.tmp"));
-        match vfs.remove_file(&tmp_path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
+        vfs::remove_if_exists(vfs, &tmp_path)?;
         let file = vfs.open(&tmp_path, OpenMode::CreateNew)?;
         let mut writer = CheckpointWriter {
             file,
@@ -331,10 +328,7 @@ impl CheckpointSink {
         nonce: u64,
     ) -> std::io::Result<Self> {
         let path = dir.join(format!("received-{nonce:020}.tmp"));
-        match vfs.remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
+        vfs::remove_if_exists(vfs.as_ref(), &path)?;
         let file = vfs.open(&path, OpenMode::CreateNew)?;
         Ok(CheckpointSink { file, path, vfs, written: 0 })
     }

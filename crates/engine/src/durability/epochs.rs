@@ -180,10 +180,7 @@ impl EpochHistory {
             )));
         }
         let tmp = dir.join(format!("{EPOCHS_FILE}.tmp"));
-        match vfs.remove_file(&tmp) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
+        vfs::remove_if_exists(vfs, &tmp)?;
         let mut file = vfs.open(&tmp, OpenMode::CreateNew)?;
         vfs::append_all(file.as_mut(), &format::encode_epochs(&self.epochs))?;
         file.sync_data()?;

@@ -184,6 +184,14 @@ pub fn read_exact_at(
     Ok(())
 }
 
+/// Removes `path` if it is there.
+pub fn remove_if_exists(vfs: &dyn Vfs, path: &Path) -> io::Result<()> {
+    match vfs.remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// Whether `e` says the disk (or the user's quota) is full: a condition that passes when
 /// space returns, unlike other write errors.
 pub fn is_no_space(e: &io::Error) -> bool {

@@ -795,12 +795,7 @@ impl LogWriter {
             (keep, cut, index.entries[keep..].to_vec())
         };
         self.retire_segment(core);
-        let mut segments: Vec<Arc<PathBuf>> = Vec::new();
-        for e in &cut_entries {
-            if segments.last().is_none_or(|s| *s != e.segment) {
-                segments.push(e.segment.clone());
-            }
-        }
+        let segments = segments_of(&cut_entries);
         let io = |what: &str, path: &Path, e: io::Error| format!("{what} {}: {e}", path.display());
         // From the end backward, so that a crash midway leaves a shorter log, never a hole.
         for path in segments.iter().rev() {
@@ -871,16 +866,7 @@ impl LogWriter {
     /// every segment; the next entry follows `base`.
     pub fn reset_to(&self, core: &mut FlushCore, base: (u64, u64, Csn)) -> Result<(), String> {
         self.retire_segment(core);
-        let doomed: Vec<Arc<PathBuf>> = {
-            let index = self.index.read();
-            let mut doomed: Vec<Arc<PathBuf>> = Vec::new();
-            for e in &index.entries {
-                if doomed.last().is_none_or(|s| *s != e.segment) {
-                    doomed.push(e.segment.clone());
-                }
-            }
-            doomed
-        };
+        let doomed = segments_of(&self.index.read().entries);
         let io = |what: &str, path: &Path, e: io::Error| format!("{what} {}: {e}", path.display());
         for path in &doomed {
             self.vfs.remove_file(path.as_path()).map_err(|e| io("removing", path, e))?;
@@ -1110,6 +1096,17 @@ impl LogWriter {
 }
 
 /// Writes `len` zero bytes at `offset`.
+/// The segments that hold `entries` (in index order), each once, in order.
+fn segments_of(entries: &[EntryLocation]) -> Vec<Arc<PathBuf>> {
+    let mut segments: Vec<Arc<PathBuf>> = Vec::new();
+    for e in entries {
+        if segments.last().is_none_or(|s| *s != e.segment) {
+            segments.push(e.segment.clone());
+        }
+    }
+    segments
+}
+
 fn write_zeros(file: &mut dyn VfsFile, offset: u64, len: u64) -> io::Result<()> {
     const CHUNK: usize = 256 << 10;
     let zeros = vec![0u8; CHUNK.min(len as usize)];
