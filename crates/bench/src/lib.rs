@@ -457,3 +457,19 @@ pub fn measured_rtt(one_way: Duration, rounds: usize) -> f64 {
     }
     started.elapsed().as_secs_f64() * 1e6 / rounds as f64
 }
+
+/// Draws a PNG with gnuplot: writes each `(name, contents)` data file to a scratch directory,
+/// then runs the script `script(dir)` returns (it names the data files under `dir`). False when
+/// gnuplot is missing or fails; the report then goes without the picture.
+pub fn gnuplot(data: &[(&str, String)], script: impl FnOnce(&Path) -> String) -> bool {
+    let dir = std::env::temp_dir().join(format!("kiln-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, contents) in data {
+        std::fs::write(dir.join(name), contents).unwrap();
+    }
+    let gp = dir.join("plot.gp");
+    std::fs::write(&gp, script(&dir)).unwrap();
+    let ok = Command::new("gnuplot").arg(&gp).status().map(|s| s.success()).unwrap_or(false);
+    let _ = std::fs::remove_dir_all(&dir);
+    ok
+}

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use kiln_engine::{
-    CommitMode, DurabilityEvent, DurabilityLevel, IsolationLevel, Operations, Transaction, TxnId,
-    TxnKind, TxnOptions,
+    CommitMode, CommitModel, DurabilityEvent, DurabilityLevel, IsolationLevel, Operations,
+    Transaction, TxnId, TxnKind, TxnOptions,
 };
 use sqlparser::ast;
 
@@ -503,8 +503,13 @@ impl Session {
         };
         let TxnState { txn, mut locks, .. } = ts;
         let committed = txn.commit_point(mode).map(|c| c.at_level(level));
-        // Row locks go at the commit point, before any wait for durability (G9).
-        locks.release_all();
+        // Row locks go at the commit point, before any wait for durability (G9). The classic
+        // model, the control experiment, keeps them until the acknowledgement instead: there
+        // a commit is visible only once durable, and so is the row a waiter would re-read.
+        let classic = self.db.engine.config().commit_model == CommitModel::Classic;
+        if !classic || committed.is_err() {
+            locks.release_all();
+        }
         let committed = committed?;
         let id = committed.id();
         if id.kind == TxnKind::Update {
@@ -521,6 +526,7 @@ impl Session {
         }
         let acknowledged = self.acknowledge(committed);
         self.activity.set_wait(None);
+        locks.release_all();
         let id = acknowledged?;
         if waited && id.kind == TxnKind::Update && !self.inbox.channels.lock().is_empty() {
             // Acknowledged at its durability point: tell the session before it hears the reply.

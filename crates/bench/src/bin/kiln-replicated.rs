@@ -23,6 +23,11 @@
 //! Each system first runs one unmeasured safe run (a warm-up: the followers apply the
 //! table's load). Each measurement is repeated `--repeat` times; the tables give the medians of the runs'
 //! mean, p50 and p99 latencies, and the ratios the project targets.
+//!
+//! Then, at `--contention-rtt`, the paper's Fig. 8 workload (95% of updates on 12 hot rows)
+//! at each client count of `--contention-clients`: Kiln safe, fast and classic against
+//! PostgreSQL on and off. The report draws both (gnuplot) next to itself:
+//! `replicated-latency.png` and `replicated-contention.png`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -58,26 +63,27 @@ struct Args {
     /// Seconds per contention run (0: no contention runs).
     #[arg(long, default_value_t = 8)]
     contention_secs: u64,
-    /// Concurrent clients of the contention runs.
-    #[arg(long, default_value_t = 32)]
-    contention_clients: u64,
+    /// Concurrent clients of the contention runs: one point of the sweep each (the offered
+    /// load of closed-loop clients grows with their number).
+    #[arg(long, value_delimiter = ',', default_value = "8,32,128")]
+    contention_clients: Vec<u64>,
     /// Rows of the contention runs' table; 95% of updates go to its first 12 (the hot keys of
     /// the paper's Fig. 8 workload, as in `kiln-vs-postgres`).
     #[arg(long, default_value_t = 256)]
     contention_rows: u64,
 }
 
-/// Committed transactions per second of `clients` pgbench clients updating a row for `secs`
-/// seconds, 95% of them one of 12 hot rows (serialization failures retried up to 10 times, as
-/// a client would); medians over `repeat` runs, with the share of transactions that failed
-/// anyway.
-fn contention(
-    args: &Args,
-    s: &dyn Server,
-    name: &str,
-    options: &str,
-    work: &Path,
-) -> (String, f64, f64) {
+/// One configuration's contention sweep: (clients, TPS, % failed after retries) per point.
+struct Sweep {
+    name: String,
+    points: Vec<(u64, f64, f64)>,
+}
+
+/// Committed transactions per second of pgbench clients updating a row for
+/// `contention_secs` seconds, 95% of them one of 12 hot rows (serialization failures retried
+/// up to 10 times, as a client would), at each client count of the sweep; medians over
+/// `repeat` runs, with the share of transactions that failed anyway.
+fn contention(args: &Args, s: &dyn Server, name: &str, options: &str, work: &Path) -> Sweep {
     let script = work.join("contention.sql");
     std::fs::write(
         &script,
@@ -87,40 +93,45 @@ fn contention(
         ),
     )
     .unwrap();
-    let mut tps = Vec::new();
-    let mut failed = Vec::new();
-    for _ in 0..args.repeat {
-        let run_args: Vec<String> = [
-            "-n",
-            "-M",
-            "prepared",
-            "-c",
-            &args.contention_clients.to_string(),
-            "-j",
-            "2",
-            "-T",
-            &args.contention_secs.to_string(),
-            "--max-tries",
-            "10",
-            "-f",
-            script.to_str().unwrap(),
-        ]
-        .iter()
-        .map(|a| a.to_string())
-        .collect();
-        let out = finish(pgbench(s, options, work, &run_args));
-        let processed = field(&out, "number of transactions actually processed:").unwrap_or(0.0);
-        let failures = field(&out, "number of failed transactions:").unwrap_or(0.0);
-        tps.push(field(&out, "tps =").unwrap_or(0.0));
-        failed.push(if processed + failures > 0.0 {
-            100.0 * failures / (processed + failures)
-        } else {
-            0.0
-        });
+    let mut points = Vec::new();
+    for &clients in &args.contention_clients {
+        let mut tps = Vec::new();
+        let mut failed = Vec::new();
+        for _ in 0..args.repeat {
+            let run_args: Vec<String> = [
+                "-n",
+                "-M",
+                "prepared",
+                "-c",
+                &clients.to_string(),
+                "-j",
+                "2",
+                "-T",
+                &args.contention_secs.to_string(),
+                "--max-tries",
+                "10",
+                "-f",
+                script.to_str().unwrap(),
+            ]
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+            let out = finish(pgbench(s, options, work, &run_args));
+            let processed =
+                field(&out, "number of transactions actually processed:").unwrap_or(0.0);
+            let failures = field(&out, "number of failed transactions:").unwrap_or(0.0);
+            tps.push(field(&out, "tps =").unwrap_or(0.0));
+            failed.push(if processed + failures > 0.0 {
+                100.0 * failures / (processed + failures)
+            } else {
+                0.0
+            });
+        }
+        let (tps, failed) = (median(tps), median(failed));
+        eprintln!("  {name}, {clients} clients: {tps:.0} TPS, {failed:.1}% failed");
+        points.push((clients, tps, failed));
     }
-    let (tps, failed) = (median(tps), median(failed));
-    eprintln!("  {name}: {tps:.0} TPS, {failed:.1}% failed");
-    (name.to_string(), tps, failed)
+    Sweep { name: name.to_string(), points }
 }
 
 /// A three-node Kiln cluster whose Raft ports sit behind delay proxies.
@@ -516,28 +527,56 @@ fn main() {
         .unwrap();
         writeln!(
             w,
-            "{} pgbench clients (`-j 2`, `--max-tries 10`) each updating a row of {} for {} s per run, 95% of them one of 12 hot rows; committed transactions \
-             per second, medians of {} runs. Kiln classic is a cluster started with `--commit-model classic` (a commit is \
-             visible, and releases its row locks, only once durable at quorum), the control experiment.\n",
-            args.contention_clients, args.contention_rows, args.contention_secs, args.repeat
+            "pgbench clients (`-j 2`, `--max-tries 10`) each updating a row of {} for {} s per run, 95% of them one of 12 hot rows; committed transactions \
+             per second, medians of {} runs, at {} clients (closed-loop clients: more of them offer more load). Kiln classic is a cluster started with \
+             `--commit-model classic` (a commit is visible, and releases its row locks, only once durable at quorum), the control experiment.\n",
+            args.contention_rows,
+            args.contention_secs,
+            args.repeat,
+            args.contention_clients.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")
         )
         .unwrap();
-        writeln!(w, "| configuration | TPS | failed after retries |").unwrap();
-        writeln!(w, "|---|---:|---:|").unwrap();
-        for (name, tps, failed) in &contended {
-            writeln!(w, "| {name} | {tps:.0} | {failed:.1}% |").unwrap();
+        let mut header = "| configuration |".to_string();
+        let mut rule = "|---|".to_string();
+        for c in &args.contention_clients {
+            write!(header, " TPS, {c} clients | failed |").unwrap();
+            rule.push_str("---:|---:|");
         }
-        let find = |prefix: &str| contended.iter().find(|r| r.0.starts_with(prefix)).map(|r| r.1);
+        writeln!(w, "{header}\n{rule}").unwrap();
+        for sweep in &contended {
+            write!(w, "| {} |", sweep.name).unwrap();
+            for (_, tps, failed) in &sweep.points {
+                write!(w, " {tps:.0} | {failed:.1}% |").unwrap();
+            }
+            writeln!(w).unwrap();
+        }
+        let find = |prefix: &str| contended.iter().find(|r| r.name.starts_with(prefix));
         if let (Some(safe), Some(pg), Some(classic)) =
             (find("Kiln safe"), find("PostgreSQL, synchronous_commit on"), find("Kiln classic"))
         {
-            writeln!(
-                w,
-                "\n- Kiln safe / PostgreSQL synchronous standby: {:.2} [≥ 5]",
-                safe / pg.max(1e-9)
-            )
-            .unwrap();
-            writeln!(w, "- Kiln safe / Kiln classic: {:.2}", safe / classic.max(1e-9)).unwrap();
+            writeln!(w, "\nRatios of TPS at each client count (target in brackets, reported, not asserted):\n")
+                .unwrap();
+            for (i, c) in args.contention_clients.iter().enumerate() {
+                writeln!(
+                    w,
+                    "- {c} clients: Kiln safe / PostgreSQL synchronous standby {:.2} [≥ 5]; Kiln safe / Kiln classic {:.2}",
+                    safe.points[i].1 / pg.points[i].1.max(1e-9),
+                    safe.points[i].1 / classic.points[i].1.max(1e-9)
+                )
+                .unwrap();
+            }
+        }
+    }
+    if let Some(out) = &args.out {
+        let png = root().join(out).with_file_name("replicated-latency.png");
+        if plot_latency(&standalone, &per_rtt, &png) {
+            writeln!(w, "\n![One-row update latency per configuration and link RTT](replicated-latency.png)")
+                .unwrap();
+        }
+        let png = root().join(out).with_file_name("replicated-contention.png");
+        if !contended.is_empty() && plot_contention(&args, &contended, &png) {
+            writeln!(w, "\n![Contention at RTT {} ms: committed TPS against clients](replicated-contention.png)", args.contention_rtt)
+                .unwrap();
         }
     }
     match &args.out {
@@ -547,4 +586,96 @@ fn main() {
         }
         None => print!("{w}"),
     }
+}
+
+/// The paper's Fig. 5/6 shape: one group of bars per link RTT, a bar per configuration
+/// (mean one-row update latency, log scale), with the unreplicated references as lines.
+fn plot_latency(standalone: &[Row], per_rtt: &[(f64, f64, Vec<Row>)], png: &Path) -> bool {
+    let Some((_, _, first)) = per_rtt.first() else { return false };
+    let names: Vec<&str> = first.iter().map(|r| r.name.as_str()).collect();
+    let mut data = String::new();
+    for (rtt, _, rows) in per_rtt {
+        write!(data, "\"RTT {rtt} ms\"").unwrap();
+        for n in &names {
+            let mean = rows.iter().find(|r| r.name == *n).map_or(f64::NAN, |r| r.update.mean);
+            write!(data, " {:.4}", mean / 1000.0).unwrap();
+        }
+        writeln!(data).unwrap();
+    }
+    gnuplot(&[("latency.dat", data)], |dir| {
+        let file = dir.join("latency.dat");
+        let mut script = format!(
+            "set terminal png size 1100,600\nset output '{}'\nset title 'One-row update, mean latency: three-node Kiln against PostgreSQL with a synchronous standby'\n\
+             set ylabel 'mean latency (ms)'\nset logscale y\nset yrange [0.03:*]\nset style data histogram\nset style histogram cluster gap 1\n\
+             set style fill solid border -1\nset key left top font ',9'\nset grid ytics\n",
+            png.display()
+        );
+        for r in standalone {
+            writeln!(
+                script,
+                "set arrow from graph 0, first {0:.4} to graph 1, first {0:.4} nohead dt 2 lw 1.5",
+                r.update.mean / 1000.0
+            )
+            .unwrap();
+            writeln!(
+                script,
+                "set label '{} {:.3} ms' at graph 0.62, first {:.4} offset 0,0.6 font ',8'",
+                r.name,
+                r.update.mean / 1000.0,
+                r.update.mean / 1000.0
+            )
+            .unwrap();
+        }
+        script.push_str("plot ");
+        let plots: Vec<String> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                if i == 0 {
+                    format!("'{}' using {}:xtic(1) title '{n}'", file.display(), i + 2)
+                } else {
+                    format!("'' using {} title '{n}'", i + 2)
+                }
+            })
+            .collect();
+        script.push_str(&plots.join(", "));
+        script.push('\n');
+        script
+    })
+}
+
+/// The paper's Fig. 8 shape at one RTT: committed TPS against the number of clients.
+fn plot_contention(args: &Args, sweeps: &[Sweep], png: &Path) -> bool {
+    let mut data = String::new();
+    for (i, c) in args.contention_clients.iter().enumerate() {
+        write!(data, "{c}").unwrap();
+        for s in sweeps {
+            write!(data, " {:.1}", s.points[i].1).unwrap();
+        }
+        writeln!(data).unwrap();
+    }
+    gnuplot(&[("contention.dat", data)], |dir| {
+        let mut script = format!(
+            "set terminal png size 900,560\nset output '{}'\nset title 'Contention at RTT {} ms: {} rows, 95% of updates on 12 hot rows'\n\
+             set xlabel 'clients'\nset ylabel 'committed TPS'\nset logscale xy\nset key left top\nset grid\nplot ",
+            png.display(),
+            args.contention_rtt,
+            args.contention_rows
+        );
+        let plots: Vec<String> = sweeps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                format!(
+                    "'{}' using 1:{} with linespoints lw 2 title '{}'",
+                    dir.join("contention.dat").display(),
+                    i + 2,
+                    s.name
+                )
+            })
+            .collect();
+        script.push_str(&plots.join(", "));
+        script.push('\n');
+        script
+    })
 }

@@ -601,8 +601,6 @@ fn report(
 }
 
 fn plot(f8: &BTreeMap<&'static str, Vec<(u64, f64, f64)>>, rates: &[u64], png: &Path) -> bool {
-    let dir = std::env::temp_dir().join(format!("kiln-plot-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let names: Vec<&str> = f8.keys().copied().collect();
     let mut data = String::new();
     for (i, rate) in rates.iter().enumerate() {
@@ -612,32 +610,26 @@ fn plot(f8: &BTreeMap<&'static str, Vec<(u64, f64, f64)>>, rates: &[u64], png: &
         }
         let _ = writeln!(data);
     }
-    std::fs::write(dir.join("fig8.dat"), data).unwrap();
-    let mut script = format!(
-        "set terminal png size 900,560\nset output '{}'\nset title 'Fig. 8: 256 rows, 128 clients, 95% on 12 hot rows, SERIALIZABLE'\nset xlabel 'offered load (TPS)'\nset ylabel 'committed TPS'\nset logscale x\nset key left top\nset grid\nplot ",
-        png.display()
-    );
-    let plots: Vec<String> = names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            format!(
-                "'{}' using 1:{} with linespoints lw 2 title '{n}'",
-                dir.join("fig8.dat").display(),
-                i + 2
-            )
-        })
-        .collect();
-    script.push_str(&plots.join(", "));
-    script.push('\n');
-    std::fs::write(dir.join("fig8.gp"), script).unwrap();
-    let ok = Command::new("gnuplot")
-        .arg(dir.join("fig8.gp"))
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    let _ = std::fs::remove_dir_all(&dir);
-    ok
+    gnuplot(&[("fig8.dat", data)], |dir| {
+        let mut script = format!(
+            "set terminal png size 900,560\nset output '{}'\nset title 'Fig. 8: 256 rows, 128 clients, 95% on 12 hot rows, SERIALIZABLE'\nset xlabel 'offered load (TPS)'\nset ylabel 'committed TPS'\nset logscale x\nset key left top\nset grid\nplot ",
+            png.display()
+        );
+        let plots: Vec<String> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                format!(
+                    "'{}' using 1:{} with linespoints lw 2 title '{n}'",
+                    dir.join("fig8.dat").display(),
+                    i + 2
+                )
+            })
+            .collect();
+        script.push_str(&plots.join(", "));
+        script.push('\n');
+        script
+    })
 }
 
 fn tpcc_report(w: &mut String, args: &Args, tc: &Tpcc) {
@@ -721,8 +713,6 @@ fn tpcc_report(w: &mut String, args: &Args, tc: &Tpcc) {
 
 /// Fig. 9: p50 latency per transaction type, one bar per configuration.
 fn plot_fig9(tc: &Tpcc, png: &Path) -> bool {
-    let dir = std::env::temp_dir().join(format!("kiln-plot9-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let mut data = String::new();
     for t in TxnType::ALL {
         let _ = write!(data, "\"{}\"", t.name());
@@ -731,32 +721,26 @@ fn plot_fig9(tc: &Tpcc, png: &Path) -> bool {
         }
         let _ = writeln!(data);
     }
-    let file = dir.join("fig9.dat");
-    std::fs::write(&file, data).unwrap();
-    let mut script = format!(
-        "set terminal png size 1000,560\nset output '{}'\nset title 'Fig. 9: TPC-C, p50 latency per transaction type'\nset ylabel 'p50 latency (ms)'\nset logscale y\nset style data histogram\nset style histogram cluster gap 1\nset style fill solid border -1\nset key left top\nset grid ytics\nplot ",
-        png.display()
-    );
-    let plots: Vec<String> = tc
-        .rows
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            if i == 0 {
-                format!("'{}' using {}:xtic(1) title '{}'", file.display(), i + 2, r.name)
-            } else {
-                format!("'' using {} title '{}'", i + 2, r.name)
-            }
-        })
-        .collect();
-    script.push_str(&plots.join(", "));
-    script.push('\n');
-    std::fs::write(dir.join("fig9.gp"), script).unwrap();
-    let ok = Command::new("gnuplot")
-        .arg(dir.join("fig9.gp"))
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    let _ = std::fs::remove_dir_all(&dir);
-    ok
+    gnuplot(&[("fig9.dat", data)], |dir| {
+        let file = dir.join("fig9.dat");
+        let mut script = format!(
+            "set terminal png size 1000,560\nset output '{}'\nset title 'Fig. 9: TPC-C, p50 latency per transaction type'\nset ylabel 'p50 latency (ms)'\nset logscale y\nset style data histogram\nset style histogram cluster gap 1\nset style fill solid border -1\nset key left top\nset grid ytics\nplot ",
+            png.display()
+        );
+        let plots: Vec<String> = tc
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                if i == 0 {
+                    format!("'{}' using {}:xtic(1) title '{}'", file.display(), i + 2, r.name)
+                } else {
+                    format!("'' using {} title '{}'", i + 2, r.name)
+                }
+            })
+            .collect();
+        script.push_str(&plots.join(", "));
+        script.push('\n');
+        script
+    })
 }
