@@ -1336,6 +1336,13 @@ impl Engine {
         EngineStats::collect(self.shared())
     }
 
+    /// The current epoch: it changes at a loss and, in a replicated log, with the leader's
+    /// term. State a node keeps beside the data (a block of sequence values reserved ahead)
+    /// is valid for the epoch it was made in.
+    pub fn epoch(&self) -> Epoch {
+        self.shared().epoch()
+    }
+
     /// The data directory.
     pub fn dir(&self) -> &Path {
         &self.shared().dir

@@ -3,8 +3,10 @@
 //! transactional and a statement conflicts with concurrent DDL on the tables it uses.
 //!
 //! Keys: `d/<db>` (a database), `t/<db>/<table>` (a table, JSON), `i/<db>/<index>` (the
-//! table an index belongs to), `next_id` (the next table or index id, 8 bytes BE). Table
-//! `id` N keeps its rows in keyspace `t<N>`, index N its entries in `i<N>`.
+//! table an index belongs to), `s/<db>/<sequence>` (a sequence, JSON), `next_id` (the next
+//! table, index or sequence id, 8 bytes BE). Table `id` N keeps its rows in keyspace `t<N>`,
+//! index N its entries in `i<N>`; a sequence keeps its durable record in `kiln_sequences`
+//! under a key drawn at random when it is created (`crate::sequence`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,6 +16,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{code, Result, SqlError};
+use crate::sequence::Sequence;
 use crate::types::DataType;
 
 /// The catalog keyspace.
@@ -30,6 +33,19 @@ pub struct Column {
     pub nullable: bool,
     /// The DEFAULT expression, as SQL text.
     pub default: Option<String>,
+    /// `GENERATED … AS IDENTITY`: values come from the sequence it names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<Identity>,
+}
+
+/// An identity column's generation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Identity {
+    /// GENERATED ALWAYS (true: an INSERT may not give a value, an UPDATE may only set
+    /// DEFAULT) or BY DEFAULT.
+    pub always: bool,
+    /// The sequence (owned by the column).
+    pub sequence: String,
 }
 
 /// A secondary index (or the index of a UNIQUE constraint).
@@ -106,6 +122,10 @@ fn index_key(db: &str, name: &str) -> Vec<u8> {
     format!("i/{db}/{name}").into_bytes()
 }
 
+fn sequence_key(db: &str, name: &str) -> Vec<u8> {
+    format!("s/{db}/{name}").into_bytes()
+}
+
 fn database_key(db: &str) -> Vec<u8> {
     format!("d/{db}").into_bytes()
 }
@@ -176,10 +196,72 @@ impl Catalog {
             .map(|raw| String::from_utf8_lossy(&raw).into_owned()))
     }
 
-    /// Whether a relation (table or index) named `name` exists.
+    /// Whether a relation (table, index or sequence) named `name` exists.
     pub fn relation_exists(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<bool> {
         Ok(txn.get(CATALOG, &table_key(db, name))?.is_some()
-            || txn.get(CATALOG, &index_key(db, name))?.is_some())
+            || txn.get(CATALOG, &index_key(db, name))?.is_some()
+            || txn.get(CATALOG, &sequence_key(db, name))?.is_some())
+    }
+
+    /// Reads a sequence definition.
+    pub fn sequence(
+        &self,
+        txn: &mut Transaction,
+        db: &str,
+        name: &str,
+    ) -> Result<Option<Arc<Sequence>>> {
+        let Some(raw) = txn.get(CATALOG, &sequence_key(db, name))? else { return Ok(None) };
+        let seq: Sequence = serde_json::from_slice(&raw).map_err(|e| {
+            SqlError::new(code::DATA_CORRUPTED, format!("catalog entry for {name} is damaged: {e}"))
+        })?;
+        Ok(Some(Arc::new(seq)))
+    }
+
+    /// Reads a sequence definition or answers 42P01.
+    pub fn sequence_or_err(
+        &self,
+        txn: &mut Transaction,
+        db: &str,
+        name: &str,
+    ) -> Result<Arc<Sequence>> {
+        self.sequence(txn, db, name)?.ok_or_else(|| {
+            SqlError::new(code::UNDEFINED_TABLE, format!("relation \"{name}\" does not exist"))
+        })
+    }
+
+    /// Writes a sequence definition (create or replace).
+    pub fn put_sequence(&self, txn: &mut Transaction, seq: &Sequence) -> Result<()> {
+        let raw = serde_json::to_vec(seq).expect("sequence definitions serialize");
+        txn.put(CATALOG, &sequence_key(&seq.database, &seq.name), &raw)?;
+        Ok(())
+    }
+
+    /// Removes a sequence definition and its record.
+    pub fn delete_sequence(&self, txn: &mut Transaction, seq: &Sequence) -> Result<()> {
+        txn.delete(CATALOG, &sequence_key(&seq.database, &seq.name))?;
+        txn.delete(crate::sequence::SEQUENCES, &seq.key.to_be_bytes())?;
+        Ok(())
+    }
+
+    /// All sequences of a database, by name.
+    pub fn sequences(&self, txn: &mut Transaction, db: &str) -> Result<Vec<Arc<Sequence>>> {
+        let prefix = sequence_key(db, "");
+        let end = crate::encoding::prefix_end(&prefix).expect("prefix ends");
+        let rows = txn.scan(CATALOG, Scan::range(&prefix, &end))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (key, raw) in rows {
+            let seq: Sequence = serde_json::from_slice(&raw).map_err(|e| {
+                SqlError::new(
+                    code::DATA_CORRUPTED,
+                    format!(
+                        "catalog entry for {} is damaged: {e}",
+                        String::from_utf8_lossy(&key[prefix.len()..])
+                    ),
+                )
+            })?;
+            out.push(Arc::new(seq));
+        }
+        Ok(out)
     }
 
     /// All tables of a database, by name.

@@ -55,6 +55,8 @@ impl Default for SessionConfig {
 pub struct Database {
     pub(crate) engine: Engine,
     pub(crate) catalog: Catalog,
+    /// The sequences' values on this node.
+    pub(crate) sequences: crate::sequence::Sequences,
     pub(crate) locks: Arc<LockManager>,
     pub(crate) config: SessionConfig,
     pub(crate) next_owner: AtomicU64,
@@ -162,6 +164,7 @@ impl Database {
         Arc::new(Database {
             engine,
             catalog: Catalog::default(),
+            sequences: Default::default(),
             locks: Arc::new(LockManager::default()),
             config,
             next_owner: AtomicU64::new(1),
@@ -363,6 +366,7 @@ impl Database {
             activity,
             copy: None,
             last_write: None,
+            sequence_values: Default::default(),
             last_operations: None,
         })
     }

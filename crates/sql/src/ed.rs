@@ -12,8 +12,9 @@ use kiln_engine::{DurabilityEvent, DurabilityLevel, TxnId, TxnKind};
 use parking_lot::Mutex;
 
 use crate::error::{code, Result, SqlError};
-use crate::expr::{CatalogFunc, Env, Func};
+use crate::expr::{CatalogFunc, Env, Func, SeqFunc};
 use crate::pg::activity::{Activity, Wait};
+use crate::sequence::Sequence;
 use crate::types::{DataType, Value};
 
 use crate::database::*;
@@ -199,6 +200,7 @@ pub(crate) struct SessionEnv<'a> {
     pub(crate) pid: i32,
     pub(crate) now: i64,
     pub(crate) activity: &'a Activity,
+    pub(crate) sequence_values: &'a parking_lot::Mutex<crate::sequence::SessionValues>,
 }
 
 /// Waits run in slices this long, checking for an interrupt between them.
@@ -273,6 +275,15 @@ impl Env for SessionEnv<'_> {
                     None => Value::Null,
                 }
             }
+            Func::LastVal => match self.sequence_values.lock().last {
+                Some(v) => Value::Int(v),
+                None => {
+                    return Err(SqlError::new(
+                        code::NOT_IN_PREREQUISITE_STATE,
+                        "lastval is not yet defined in this session",
+                    ))
+                }
+            },
             Func::KilnTxnStatus => Value::Text(engine.status(id_arg(&args[0])?).as_str().into()),
             Func::KilnClusterAddNode | Func::KilnClusterRemoveNode => {
                 let admin = self.db.cluster_admin().ok_or_else(|| {
@@ -473,6 +484,51 @@ impl Env for SessionEnv<'_> {
             }
             _ => Value::Null,
         })
+    }
+
+    fn sequence(&self, func: SeqFunc, seq: &Sequence, args: &[Value]) -> Result<Value> {
+        let engine = &self.db.engine;
+        let check = || self.activity.check_interrupt();
+        match func {
+            SeqFunc::NextVal => {
+                self.activity.set_wait(Some(Wait::Durability));
+                let next = self.db.sequences.next(engine, seq, &check);
+                self.activity.set_wait(None);
+                let v = next?;
+                self.sequence_values.lock().handed(seq.key, v);
+                Ok(Value::Int(v))
+            }
+            SeqFunc::CurrVal => match self.sequence_values.lock().values.get(&seq.key) {
+                Some(v) => Ok(Value::Int(*v)),
+                None => Err(SqlError::new(
+                    code::NOT_IN_PREREQUISITE_STATE,
+                    format!(
+                        "currval of sequence \"{}\" is not yet defined in this session",
+                        seq.name
+                    ),
+                )),
+            },
+            SeqFunc::SetVal => {
+                let value = match args.first() {
+                    Some(Value::Int(v)) => *v,
+                    _ => return Ok(Value::Null),
+                };
+                let called = match args.get(1) {
+                    None => true,
+                    Some(Value::Bool(b)) => *b,
+                    Some(_) => return Ok(Value::Null),
+                };
+                self.activity.set_wait(Some(Wait::Durability));
+                let set = self.db.sequences.set(engine, seq, value, called, &check);
+                self.activity.set_wait(None);
+                set?;
+                if called {
+                    // currval reports the value set, as in PostgreSQL (lastval does not move).
+                    self.sequence_values.lock().values.insert(seq.key, value);
+                }
+                Ok(Value::Int(value))
+            }
+        }
     }
 
     fn catalog(&self, func: CatalogFunc, args: &[Value]) -> Result<Value> {

@@ -112,6 +112,20 @@ pub mod code {
     pub const BAD_COPY_FORMAT: &str = "22P04";
     /// character_not_in_repertoire (bad UTF-8)
     pub const BAD_ENCODING: &str = "22021";
+    /// sequence_generator_limit_exceeded
+    pub const SEQUENCE_LIMIT: &str = "2200H";
+    /// invalid_schema_name
+    pub const UNDEFINED_SCHEMA: &str = "3F000";
+    /// invalid_name
+    pub const INVALID_NAME: &str = "42602";
+    /// object_not_in_prerequisite_state (currval before nextval)
+    pub const NOT_IN_PREREQUISITE_STATE: &str = "55000";
+    /// dependent_objects_still_exist
+    pub const DEPENDENT_OBJECTS: &str = "2BP01";
+    /// generated_always (a value for a GENERATED ALWAYS identity column)
+    pub const GENERATED_ALWAYS: &str = "428C9";
+    /// wrong_object_type
+    pub const WRONG_OBJECT_TYPE: &str = "42809";
 }
 
 /// An error answered to a statement.

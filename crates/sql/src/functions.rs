@@ -249,6 +249,7 @@ pub static FUNCTIONS: &[FuncDef] = &[
     f(&["kiln_sync"], Func::KilnSync, 0, 0, &[], Type(T::Text), LENIENT, VOLATILE),
     f(&["kiln_persist"], Func::KilnPersist, 0, 0, &[], Type(T::Text), LENIENT, VOLATILE),
     f(&["kiln_last_txid"], Func::KilnLastTxid, 0, 0, &[], Type(T::Text), LENIENT, VOLATILE),
+    f(&["lastval"], Func::LastVal, 0, 0, &[], Type(T::Int8), LENIENT, VOLATILE),
     f(&["kiln_txn_status"], Func::KilnTxnStatus, 1, 1, &[A::Text], Type(T::Text), STRICT, VOLATILE),
     f(&["kiln_txn_levels"], Func::KilnTxnLevels, 1, 1, &[A::Text], Type(T::Text), STRICT, VOLATILE),
     f(

@@ -54,6 +54,7 @@ pub mod parse;
 pub mod pg;
 pub mod plan;
 pub mod prepared;
+pub mod sequence;
 pub mod session;
 pub mod types;
 

@@ -160,7 +160,7 @@ impl Session {
 /// A prepared statement's plan, bound at its first execution and reused by the next ones
 /// — PostgreSQL's generic plan. Access paths never depend on parameter values, so one plan
 /// serves them all. It is bound again when it may no longer be the plan binding would make:
-/// - a table it was bound against is defined differently in the transaction that executes
+/// - a table (or sequence) it was bound against is defined differently in the transaction that executes
 ///   it (DDL — CREATE or DROP INDEX, ALTER TABLE, DROP and CREATE — changes the definition,
 ///   and definitions are read through the transaction, so a schema change is seen exactly
 ///   when the transaction sees it);
@@ -193,6 +193,7 @@ impl std::fmt::Debug for PlanSlot {
 
 pub(crate) struct CachedPlan {
     tables: Vec<Arc<Table>>,
+    sequences: Vec<Arc<crate::sequence::Sequence>>,
     plan: StatementPlan,
 }
 
@@ -239,6 +240,15 @@ impl PlanSlot {
                 }
             }
         }
+        for s in &cached.sequences {
+            match catalog.sequence(txn, db, &s.name)? {
+                Some(now) if now == *s => {}
+                _ => {
+                    *self.plan.lock() = None;
+                    return Ok(None);
+                }
+            }
+        }
         Ok(Some(cached.plan.clone()))
     }
 
@@ -256,8 +266,13 @@ impl PlanSlot {
                 ));
             }
         }
-        *self.plan.lock() =
-            planner.reusable.then(|| Arc::new(CachedPlan { tables: planner.tables.clone(), plan }));
+        *self.plan.lock() = planner.reusable.then(|| {
+            Arc::new(CachedPlan {
+                tables: planner.tables.clone(),
+                sequences: planner.sequences.clone(),
+                plan,
+            })
+        });
         Ok(())
     }
 }

@@ -125,6 +125,8 @@ pub struct Session {
     pub(crate) activity: Arc<Activity>,
     pub(crate) copy: Option<CopyState>,
     pub(crate) last_write: Option<TxnId>,
+    /// What this session's `nextval` calls returned (for currval and lastval).
+    pub(crate) sequence_values: parking_lot::Mutex<crate::sequence::SessionValues>,
     /// What the last statement run in a transaction asked of the engine.
     pub(crate) last_operations: Option<kiln_engine::Operations>,
 }
@@ -146,6 +148,7 @@ macro_rules! session_env {
         SessionEnv {
             db: &$s.db,
             last_write: $s.last_write,
+            sequence_values: &$s.sequence_values,
             engine_session: &$s.engine_session,
             user: &$s.user,
             database: &$s.database,

@@ -270,4 +270,4 @@ macro_rules! scripts {
     )*};
 }
 
-scripts!(ddl, dml, select, transactions, ed, errors, concurrency, plans, prepared, tpcc);
+scripts!(ddl, dml, select, transactions, ed, errors, concurrency, plans, prepared, sequences, tpcc);

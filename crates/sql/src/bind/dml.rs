@@ -6,7 +6,7 @@ use std::sync::Arc;
 use sqlparser::ast;
 
 use crate::bind::*;
-use crate::catalog::Table;
+use crate::catalog::{Column, Table};
 use crate::error::{code, Result, SqlError};
 use crate::expr::{Expr, Func};
 use crate::plan::access::*;
@@ -89,6 +89,16 @@ pub(crate) struct InsertPlan {
     pub(crate) returning: Option<Returning>,
 }
 
+/// A column's default bound for a statement: its DEFAULT, or for an identity column the
+/// next value of its sequence.
+pub(crate) fn column_default(planner: &mut Planner, c: &Column) -> Result<Option<Expr>> {
+    if let Some(identity) = &c.identity {
+        let call = crate::exec::sequences::nextval_call(&identity.sequence);
+        return bind_default(planner, &call).map(Some);
+    }
+    c.default.as_deref().map(|d| bind_default(planner, d)).transpose()
+}
+
 pub(crate) fn bind_default(planner: &mut Planner, text: &str) -> Result<Expr> {
     let expr = crate::parse::parse_expr(text).map_err(|e| {
         SqlError::new(code::DATA_CORRUPTED, format!("stored DEFAULT {text} does not parse: {e}"))
@@ -121,12 +131,23 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
     if source.columns.len() > targets.len() {
         return Err(SqlError::syntax("INSERT has more expressions than target columns"));
     }
+    for &t in &targets {
+        let c = &table.columns[t];
+        if c.identity.as_ref().is_some_and(|i| i.always) {
+            return Err(SqlError::new(
+                code::GENERATED_ALWAYS,
+                format!("cannot insert a non-DEFAULT value into column \"{}\"", c.name),
+            )
+            .detail(format!(
+                "Column \"{}\" is an identity column defined as GENERATED ALWAYS.",
+                c.name
+            ))
+            .hint("Leave the column out of the INSERT's column list: its value is generated."));
+        }
+    }
     let mut defaults = Vec::with_capacity(table.columns.len());
     for c in &table.columns {
-        defaults.push(match &c.default {
-            Some(d) => Some(bind_default(planner, d)?),
-            None => None,
-        });
+        defaults.push(column_default(planner, c)?);
     }
     let alias = table.name.clone();
     let scope = table_scope(&table, &alias);
@@ -288,12 +309,25 @@ pub(crate) fn plan_update(planner: &mut Planner, u: &ast::Update) -> Result<Upda
             ast::Expr::Identifier(i)
                 if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none() =>
             {
-                match &table.columns[col].default {
-                    Some(d) => (bind_default(planner, d)?, table.columns[col].ty),
+                match column_default(planner, &table.columns[col])? {
+                    Some(d) => (d, table.columns[col].ty),
                     None => (Expr::Const(Value::Null), DataType::Unknown),
                 }
             }
-            v => planner.expr(v, &scope, false)?,
+            v => {
+                let c = &table.columns[col];
+                if c.identity.as_ref().is_some_and(|i| i.always) {
+                    return Err(SqlError::new(
+                        code::GENERATED_ALWAYS,
+                        format!("column \"{}\" can only be updated to DEFAULT", c.name),
+                    )
+                    .detail(format!(
+                        "Column \"{}\" is an identity column defined as GENERATED ALWAYS.",
+                        c.name
+                    )));
+                }
+                planner.expr(v, &scope, false)?
+            }
         };
         let (e, _) = planner.coerce(e, t, table.columns[col].ty)?;
         sets.push((col, e));

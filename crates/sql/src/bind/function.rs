@@ -134,6 +134,18 @@ impl<'a> Planner<'a> {
             };
             return Ok((Expr::Agg(agg, distinct, Some(Box::new(x)), out), out));
         }
+        let seq_func = match name.as_str() {
+            "nextval" => Some(SeqFunc::NextVal),
+            "currval" => Some(SeqFunc::CurrVal),
+            "setval" => Some(SeqFunc::SetVal),
+            _ => None,
+        };
+        if let Some(func) = seq_func {
+            return self.sequence_call(func, &args, scope);
+        }
+        if name == "pg_get_serial_sequence" {
+            return self.serial_sequence(&args, scope);
+        }
         let mut bound = Vec::with_capacity(args.len());
         let mut types = Vec::with_capacity(args.len());
         for a in &args {
@@ -203,5 +215,111 @@ impl<'a> Planner<'a> {
             }
         }
         Ok((Expr::Func(func, fixed), ty))
+    }
+
+    /// A constant text argument (`'s'`, `'s'::regclass`), as the function names it.
+    fn constant_text(&mut self, arg: &ast::Expr, scope: &Scope, what: &str) -> Result<String> {
+        let (x, _) = self.expr(arg, scope, false)?;
+        let x = match x {
+            Expr::Cast(inner, DataType::Text) => *inner,
+            x => x,
+        };
+        match x {
+            Expr::Const(Value::Text(s)) => Ok(s),
+            _ => Err(SqlError::unsupported(format!(
+                "{what} with an argument that is not a constant"
+            ))
+            .hint("Name the sequence with a string literal, as in nextval('orders_id_seq').")),
+        }
+    }
+
+    /// `nextval('s')`, `currval('s')`, `setval('s', v [, is_called])`: the sequence is found
+    /// now, in the statement's transaction (so one created in it is seen), and the plan is
+    /// bound again if its definition changes.
+    fn sequence_call(
+        &mut self,
+        func: SeqFunc,
+        args: &[ast::Expr],
+        scope: &Scope,
+    ) -> Result<(Expr, DataType)> {
+        let arity = match func {
+            SeqFunc::NextVal | SeqFunc::CurrVal => 1..=1,
+            SeqFunc::SetVal => 2..=3,
+        };
+        if !arity.contains(&args.len()) {
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!("function {} with {} arguments does not exist", func.name(), args.len()),
+            )
+            .hint("No function matches the given name and argument types."));
+        }
+        let text = self.constant_text(&args[0], scope, func.name())?;
+        let name = crate::sequence::parse_name(&text)?;
+        let seq = match self.catalog.sequence(self.txn, self.db, &name)? {
+            Some(seq) => seq,
+            None if self.catalog.relation_exists(self.txn, self.db, &name)? => {
+                return Err(SqlError::new(
+                    code::WRONG_OBJECT_TYPE,
+                    format!("\"{name}\" is not a sequence"),
+                ))
+            }
+            None => {
+                return Err(SqlError::new(
+                    code::UNDEFINED_TABLE,
+                    format!("relation \"{name}\" does not exist"),
+                ))
+            }
+        };
+        let mut rest = Vec::with_capacity(args.len() - 1);
+        for (i, a) in args[1..].iter().enumerate() {
+            let (x, t) = self.expr(a, scope, false)?;
+            let want = if i == 0 { DataType::Int8 } else { DataType::Bool };
+            rest.push(self.coerce(x, t, want)?.0);
+        }
+        if !self.sequences.iter().any(|s| Arc::ptr_eq(s, &seq)) {
+            self.sequences.push(seq.clone());
+        }
+        Ok((Expr::Sequence(func, seq, rest), DataType::Int8))
+    }
+
+    /// `pg_get_serial_sequence('table', 'column')`: the sequence a `serial` or identity
+    /// column draws from (`public.<name>`), NULL when it has none.
+    fn serial_sequence(&mut self, args: &[ast::Expr], scope: &Scope) -> Result<(Expr, DataType)> {
+        if args.len() != 2 {
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!(
+                    "function pg_get_serial_sequence with {} arguments does not exist",
+                    args.len()
+                ),
+            ));
+        }
+        let table = self.constant_text(&args[0], scope, "pg_get_serial_sequence")?;
+        let column = self.constant_text(&args[1], scope, "pg_get_serial_sequence")?;
+        let table = crate::sequence::parse_name(&table)?;
+        let t = self.catalog.table_or_err(self.txn, self.db, &table)?;
+        // The column is named as written: it is not case-folded (PostgreSQL's rule).
+        let col = t.column_or_err(&column)?;
+        if !self.tables.iter().any(|x| Arc::ptr_eq(x, &t)) {
+            self.tables.push(t.clone());
+        }
+        let c = &t.columns[col];
+        let owned = match &c.identity {
+            Some(identity) => Some(identity.sequence.clone()),
+            None => self
+                .catalog
+                .sequences(self.txn, self.db)?
+                .into_iter()
+                .find(|s| {
+                    s.owned_by.as_ref().is_some_and(|(ot, oc)| *ot == t.name && *oc == c.name)
+                })
+                .map(|s| s.name.clone()),
+        };
+        // The answer depends on sequences the plan does not track: not kept.
+        self.reusable = false;
+        Ok((
+            Expr::Const(owned.map_or(Value::Null, |n| Value::Text(format!("public.{n}")))),
+            DataType::Text,
+        ))
     }
 }

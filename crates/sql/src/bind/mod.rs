@@ -100,6 +100,8 @@ pub struct Planner<'a> {
     /// The table definitions the plan was bound against: a prepared statement's plan stays
     /// valid while every one of them is still the definition its transaction sees.
     pub tables: Vec<Arc<Table>>,
+    /// Likewise the sequence definitions its `nextval`/`currval`/`setval` calls name.
+    pub sequences: Vec<Arc<crate::sequence::Sequence>>,
     /// Cleared when the plan holds something read while binding that no definition above
     /// covers (system tables' rows): such a plan is bound again at every execution.
     pub reusable: bool,
@@ -215,6 +217,7 @@ impl<'a> Planner<'a> {
             outer_refs: Vec::new(),
             dead_arm: false,
             tables: Vec::new(),
+            sequences: Vec::new(),
             reusable: true,
         }
     }

@@ -7,14 +7,19 @@ use kiln_engine::Scan;
 use sqlparser::ast;
 
 use crate::bind::*;
-use crate::catalog::{Column, Index, Table};
+use crate::catalog::{Column, Identity, Index, Table};
 use crate::encoding::{decode_row, encode_key};
 use crate::error::{code, Result, SqlError};
-use crate::types::Value;
+use crate::types::{DataType, Value};
 
 use crate::bind::dml::*;
+use crate::exec::sequences::{nextval_call, nextval_of, serial_type};
 use crate::exec::write::*;
 use crate::session::*;
+
+/// An identity column as written: GENERATED ALWAYS (true) or BY DEFAULT, and the options
+/// of its sequence.
+type IdentitySpec = (bool, Vec<ast::SequenceOptions>);
 
 /// Rows read per scan when DDL walks a whole table (ADD PRIMARY KEY, CREATE INDEX).
 const DDL_BATCH_ROWS: usize = 4096;
@@ -51,6 +56,8 @@ impl Writer<'_> {
         let mut columns: Vec<Column> = Vec::new();
         let mut primary_key: Vec<usize> = Vec::new();
         let mut uniques: Vec<Vec<usize>> = Vec::new();
+        // Columns whose values come from a sequence: `serial` (None) or identity.
+        let mut generated: Vec<(usize, Option<IdentitySpec>)> = Vec::new();
         for (i, c) in ct.columns.iter().enumerate() {
             let cname = if c.name.quote_style.is_some() {
                 c.name.value.clone()
@@ -63,16 +70,71 @@ impl Writer<'_> {
                     format!("column \"{cname}\" specified more than once"),
                 ));
             }
-            let ty = data_type(&c.data_type)?;
-            let mut col = Column { name: cname, ty, nullable: true, default: None };
+            let serial = serial_type(&c.data_type);
+            let ty = match serial {
+                Some(t) => t,
+                None => data_type(&c.data_type)?,
+            };
+            let mut col = Column { name: cname, ty, nullable: true, default: None, identity: None };
+            if serial.is_some() {
+                col.nullable = false;
+                generated.push((i, None));
+            }
             for opt in &c.options {
                 match &opt.option {
                     ast::ColumnOption::NotNull => col.nullable = false,
                     ast::ColumnOption::Null => col.nullable = true,
-                    ast::ColumnOption::Default(e) => {
-                        // Check now that it binds as a constant expression.
-                        bind_constant(e)?;
-                        col.default = Some(e.to_string());
+                    ast::ColumnOption::Default(_) if serial.is_some() => {
+                        return Err(SqlError::syntax(format!(
+                            "multiple default values specified for column \"{}\" of table \"{name}\"",
+                            col.name
+                        )));
+                    }
+                    ast::ColumnOption::Default(e) => match nextval_of(e) {
+                        // A sequence's next value: the sequence must exist.
+                        Some(seq) => {
+                            self.db.catalog.sequence_or_err(&mut self.ts.txn, database, &seq)?;
+                            col.default = Some(nextval_call(&seq));
+                        }
+                        None => {
+                            // Check now that it binds as a constant expression.
+                            bind_constant(e)?;
+                            col.default = Some(e.to_string());
+                        }
+                    },
+                    ast::ColumnOption::Generated {
+                        generated_as:
+                            generated_as @ (ast::GeneratedAs::Always | ast::GeneratedAs::ByDefault),
+                        sequence_options,
+                        generation_expr: None,
+                        ..
+                    } => {
+                        if serial.is_some() || generated.iter().any(|(c, _)| *c == i) {
+                            return Err(SqlError::syntax(format!(
+                                "multiple identity specifications for column \"{}\" of table \"{name}\"",
+                                col.name
+                            )));
+                        }
+                        if !matches!(ty, DataType::Int2 | DataType::Int4 | DataType::Int8) {
+                            return Err(SqlError::new(
+                                code::DATATYPE_MISMATCH,
+                                format!(
+                                    "identity column type must be smallint, integer, or bigint, not {}",
+                                    ty.sql_name()
+                                ),
+                            ));
+                        }
+                        let always = matches!(generated_as, ast::GeneratedAs::Always);
+                        generated.push((
+                            i,
+                            Some((always, sequence_options.clone().unwrap_or_default())),
+                        ));
+                        col.nullable = false;
+                    }
+                    ast::ColumnOption::Generated { .. } => {
+                        return Err(SqlError::unsupported(
+                            "generated columns (GENERATED ALWAYS AS (expression) STORED)",
+                        ));
                     }
                     ast::ColumnOption::PrimaryKey(_) => {
                         if !primary_key.is_empty() {
@@ -162,6 +224,23 @@ impl Writer<'_> {
         if !table.primary_key.is_empty() {
             table.primary_key_name = Some(format!("{name}_pkey"));
         }
+        for (i, identity) in generated {
+            let column = table.columns[i].name.clone();
+            if identity.is_some() && table.columns[i].default.is_some() {
+                return Err(SqlError::syntax(format!(
+                    "both default and identity specified for column \"{column}\" of table \"{name}\""
+                )));
+            }
+            let ty = table.columns[i].ty;
+            let options = identity.as_ref().map(|(_, o)| o.as_slice()).unwrap_or(&[]);
+            let seq = self.create_owned_sequence(database, &name, &column, ty, options)?;
+            match identity {
+                Some((always, _)) => {
+                    table.columns[i].identity = Some(Identity { always, sequence: seq })
+                }
+                None => table.columns[i].default = Some(nextval_call(&seq)),
+            }
+        }
         for cols in uniques {
             let iname = format!(
                 "{name}_{}_key",
@@ -197,6 +276,7 @@ impl Writer<'_> {
                         Some(t) => {
                             self.truncate(&t)?;
                             self.db.catalog.delete_table(&mut self.ts.txn, &t)?;
+                            self.drop_owned_sequences(&t)?;
                         }
                         None if if_exists => {}
                         None => {
@@ -263,6 +343,10 @@ impl Writer<'_> {
                     for t in self.db.catalog.tables(&mut self.ts.txn, &name)? {
                         self.truncate(&t)?;
                         self.db.catalog.delete_table(&mut self.ts.txn, &t)?;
+                    }
+                    for seq in self.db.catalog.sequences(&mut self.ts.txn, &name)? {
+                        self.db.catalog.delete_sequence(&mut self.ts.txn, &seq)?;
+                        self.db.sequences.forget(seq.key);
                     }
                     self.db.catalog.drop_database(&mut self.ts.txn, &name)?;
                 }

@@ -6,5 +6,6 @@ pub mod init;
 pub mod join;
 pub mod scan;
 pub mod select;
+pub mod sequences;
 pub mod statement;
 pub mod write;

@@ -162,9 +162,27 @@ impl Session {
                 Ok(Output::Rows { columns: vec![("QUERY PLAN".into(), DataType::Text)], rows, tag })
             }
             S::CreateTable(ct) => w.create_table(ct, &self.database),
+            S::Drop {
+                object_type: ast::ObjectType::Sequence, if_exists, names, cascade, ..
+            } => w.drop_sequences(names, *if_exists, *cascade, &self.database),
             S::Drop { object_type, if_exists, names, .. } => {
                 w.drop(*object_type, *if_exists, names, &self.database)
             }
+            S::CreateSequence {
+                temporary: false,
+                if_not_exists,
+                name,
+                data_type,
+                sequence_options,
+                owned_by,
+            } => w.create_sequence(
+                *if_not_exists,
+                name,
+                data_type.as_ref(),
+                sequence_options,
+                owned_by.as_ref(),
+                &self.database,
+            ),
             S::CreateIndex(ci) => w.create_index(ci, &self.database),
             S::AlterTable(at) => w.alter_table(at, &self.database),
             S::Truncate(t) => {

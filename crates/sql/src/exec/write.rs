@@ -81,25 +81,35 @@ impl Writer<'_> {
         locked
     }
 
+    /// Each column's default, for rows COPY leaves it out of: the stored DEFAULT, or the
+    /// next value of the column's sequence (`serial`, identity).
     pub(crate) fn defaults(&mut self, table: &Table) -> Result<Vec<Option<Expr>>> {
         table
             .columns
             .iter()
             .map(|c| {
-                c.default
-                    .as_ref()
-                    .map(|d| {
-                        let expr = crate::parse::parse_expr(d).map_err(|e| {
-                            SqlError::new(
-                                code::DATA_CORRUPTED,
-                                format!("stored DEFAULT does not parse: {e}"),
-                            )
-                        })?;
-                        bind_constant(&expr)
-                    })
-                    .transpose()
+                if let Some(identity) = &c.identity {
+                    return self.next_value(&table.database, &identity.sequence).map(Some);
+                }
+                let Some(d) = &c.default else { return Ok(None) };
+                let expr = crate::parse::parse_expr(d).map_err(|e| {
+                    SqlError::new(
+                        code::DATA_CORRUPTED,
+                        format!("stored DEFAULT does not parse: {e}"),
+                    )
+                })?;
+                if let Some(seq) = crate::exec::sequences::nextval_of(&expr) {
+                    return self.next_value(&table.database, &seq).map(Some);
+                }
+                bind_constant(&expr).map(Some)
             })
             .collect()
+    }
+
+    /// `nextval` of sequence `name`.
+    fn next_value(&mut self, database: &str, name: &str) -> Result<Expr> {
+        let seq = self.db.catalog.sequence_or_err(&mut self.ts.txn, database, name)?;
+        Ok(Expr::Sequence(crate::expr::SeqFunc::NextVal, seq, vec![]))
     }
 
     pub(crate) fn primary_key(&mut self, table: &Table, row: &[Value]) -> Result<Vec<u8>> {

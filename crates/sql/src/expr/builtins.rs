@@ -219,6 +219,7 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         Func::KilnSync
         | Func::KilnPersist
         | Func::KilnLastTxid
+        | Func::LastVal
         | Func::KilnTxnStatus
         | Func::KilnTxnLevels
         | Func::KilnClusterAddNode

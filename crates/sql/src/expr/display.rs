@@ -91,6 +91,13 @@ impl std::fmt::Display for Expr {
                 list(f, args)?;
                 f.write_str(")")
             }
+            Expr::Sequence(func, seq, args) => {
+                write!(f, "{}('{}'::regclass", func.name(), seq.name.replace('\'', "''"))?;
+                for a in args {
+                    write!(f, ", {a}")?;
+                }
+                f.write_str(")")
+            }
             Expr::Agg(func, distinct, arg, _) => {
                 write!(f, "{}(", snake_name(&format!("{func:?}")))?;
                 if *distinct {

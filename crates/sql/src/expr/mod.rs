@@ -130,6 +130,8 @@ pub enum Func {
     /// kiln_last_txid(): the id of the session's last committed transaction that wrote (else its
     /// last transaction)
     KilnLastTxid,
+    /// lastval(): the value this session's last nextval returned
+    LastVal,
     /// kiln_txn_status(id)
     KilnTxnStatus,
     /// kiln_txn_levels(id): the durability levels it reached, comma-separated
@@ -160,6 +162,28 @@ pub enum Func {
     ArrayElement,
     /// quote_ident(text)
     QuoteIdent,
+}
+
+/// The functions of a sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeqFunc {
+    /// nextval(sequence): the next value (never handed out again)
+    NextVal,
+    /// currval(sequence): the value this session's last nextval of it returned
+    CurrVal,
+    /// setval(sequence, value [, is_called])
+    SetVal,
+}
+
+impl SeqFunc {
+    /// Its SQL name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SeqFunc::NextVal => "nextval",
+            SeqFunc::CurrVal => "currval",
+            SeqFunc::SetVal => "setval",
+        }
+    }
 }
 
 /// The catalog functions Kiln answers (enough for psql's describe commands).
@@ -330,6 +354,9 @@ pub enum Expr {
     Cast(Box<Expr>, DataType),
     /// A scalar function.
     Func(Func, Vec<Expr>),
+    /// `nextval`, `currval` or `setval` on the sequence its first argument named when the
+    /// statement was bound, with the other arguments.
+    Sequence(SeqFunc, std::sync::Arc<crate::sequence::Sequence>, Vec<Expr>),
     /// An aggregate (only before aggregation is planned; evaluation never sees it): the
     /// function, DISTINCT, the argument (none for count(*)) and the result type.
     Agg(AggFunc, bool, Option<Box<Expr>>, DataType),
@@ -349,6 +376,13 @@ pub trait Env {
     fn kiln(&self, func: Func, args: &[Value]) -> Result<Value>;
     /// Catalog functions (definitions of indexes and constraints by oid, type names).
     fn catalog(&self, func: CatalogFunc, args: &[Value]) -> Result<Value>;
+    /// A sequence function; `args` are the arguments after the sequence.
+    fn sequence(
+        &self,
+        func: SeqFunc,
+        seq: &crate::sequence::Sequence,
+        args: &[Value],
+    ) -> Result<Value>;
 }
 
 /// Evaluation context: parameters, the session, the enclosing row of a correlated
@@ -540,6 +574,10 @@ impl Expr {
                 }
                 call(*f, values, ctx)?
             }
+            Expr::Sequence(f, seq, args) => {
+                let values = args.iter().map(|a| a.eval(row, ctx)).collect::<Result<Vec<_>>>()?;
+                ctx.env.sequence(*f, seq, &values)?
+            }
             Expr::Agg(..) => {
                 return Err(SqlError::new(
                     code::GROUPING,
@@ -634,7 +672,7 @@ impl Expr {
                     f(o);
                 }
             }
-            Expr::Func(_, args) => args.iter().for_each(f),
+            Expr::Func(_, args) | Expr::Sequence(_, _, args) => args.iter().for_each(f),
             Expr::Agg(_, _, arg, _) => {
                 if let Some(a) = arg {
                     f(a);
@@ -701,6 +739,9 @@ impl Expr {
             }
             Expr::Func(func, args) => {
                 Expr::Func(func, args.into_iter().map(f).collect::<Result<_>>()?)
+            }
+            Expr::Sequence(func, seq, args) => {
+                Expr::Sequence(func, seq, args.into_iter().map(f).collect::<Result<_>>()?)
             }
             Expr::Agg(func, distinct, arg, ty) => Expr::Agg(
                 func,

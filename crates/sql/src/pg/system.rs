@@ -567,6 +567,51 @@ impl SystemTables for System<'_> {
     }
 }
 
+/// A pg_class row.
+fn class_row(
+    oid: i64,
+    name: &str,
+    kind: &str,
+    natts: usize,
+    am: i64,
+    has_index: bool,
+) -> Vec<Value> {
+    let text = |s: &str| Value::Text(s.to_string());
+    let int = Value::Int;
+    let boolean = Value::Bool;
+
+    vec![
+        int(oid),
+        text(name),
+        int(oid::PUBLIC),
+        int(0),
+        int(oid::ROLE),
+        int(am),
+        int(oid),
+        int(0),
+        int(0),
+        Value::Float(-1.0),
+        int(0),
+        int(0),
+        boolean(has_index),
+        boolean(false),
+        text("p"),
+        text(kind),
+        int(natts as i64),
+        int(0),
+        boolean(false),
+        boolean(false),
+        boolean(false),
+        boolean(false),
+        boolean(false),
+        text("d"),
+        boolean(false),
+        Value::Null,
+        Value::Null,
+        int(0),
+    ]
+}
+
 /// An index as the catalog tables show it: OID, name, columns, unique, primary, and the
 /// kind of constraint it implements ('p', 'u').
 type IndexRow = (i64, String, Vec<usize>, bool, bool, Option<char>);
@@ -582,6 +627,13 @@ impl System<'_> {
         let boolean = Value::Bool;
         let mut rows = Vec::new();
         let mut defs = Vec::new();
+        let sequences = match which {
+            "pg_class" => self.db.catalog().sequences(txn, self.database)?,
+            _ => Vec::new(),
+        };
+        for seq in &sequences {
+            rows.push(class_row(oid::object(seq.id), &seq.name, "S", 3, 0, false));
+        }
         for t in &tables {
             let toid = oid::object(t.id);
             let colnames = |c: &[usize]| {
@@ -628,43 +680,6 @@ impl System<'_> {
             }
             match which {
                 "pg_class" | "pg_tables" => {
-                    let class_row = |oid: i64,
-                                     name: &str,
-                                     kind: &str,
-                                     natts: usize,
-                                     am: i64,
-                                     has_index: bool| {
-                        vec![
-                            int(oid),
-                            text(name),
-                            int(oid::PUBLIC),
-                            int(0),
-                            int(oid::ROLE),
-                            int(am),
-                            int(oid),
-                            int(0),
-                            int(0),
-                            Value::Float(-1.0),
-                            int(0),
-                            int(0),
-                            boolean(has_index),
-                            boolean(false),
-                            text("p"),
-                            text(kind),
-                            int(natts as i64),
-                            int(0),
-                            boolean(false),
-                            boolean(false),
-                            boolean(false),
-                            boolean(false),
-                            boolean(false),
-                            text("d"),
-                            boolean(false),
-                            Value::Null,
-                            Value::Null,
-                            int(0),
-                        ]
-                    };
                     if which == "pg_tables" {
                         rows.push(vec![
                             text("public"),
@@ -699,7 +714,11 @@ impl System<'_> {
                             int(c.ty.modifier() as i64),
                             boolean(!c.nullable),
                             boolean(c.default.is_some()),
-                            text(""),
+                            text(match &c.identity {
+                                Some(i) if i.always => "a",
+                                Some(_) => "d",
+                                None => "",
+                            }),
                             text(""),
                             boolean(false),
                             int(collation),

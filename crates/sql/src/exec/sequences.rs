@@ -1,0 +1,346 @@
+//! Sequence DDL: CREATE and DROP SEQUENCE, and the sequences `serial` and identity columns
+//! create for themselves (`crate::sequence` hands out their values).
+
+use std::sync::Arc;
+
+use sqlparser::ast;
+
+use crate::bind::*;
+use crate::catalog::Table;
+use crate::error::{code, Result, SqlError};
+use crate::exec::write::*;
+use crate::sequence::{type_max, Sequence};
+use crate::session::*;
+use crate::types::DataType;
+
+/// The integer type `serial`, `bigserial` and `smallserial` (and their `serialN` names)
+/// stand for.
+pub(crate) fn serial_type(t: &ast::DataType) -> Option<DataType> {
+    let ast::DataType::Custom(name, _) = t else { return None };
+    match object_name(name).ok()?.as_str() {
+        "serial" | "serial4" => Some(DataType::Int4),
+        "bigserial" | "serial8" => Some(DataType::Int8),
+        "smallserial" | "serial2" => Some(DataType::Int2),
+        _ => None,
+    }
+}
+
+/// An integer option's value (`INCREMENT BY -2`).
+fn option_value(e: &ast::Expr, what: &str) -> Result<i64> {
+    let bad =
+        || SqlError::new(code::SYNTAX, format!("{what} must be an integer constant, not {e}"));
+    match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n.parse::<i64>().map_err(|_| {
+                SqlError::new(code::NUMERIC_OUT_OF_RANGE, format!("{what} {n} is out of range"))
+            }),
+            _ => Err(bad()),
+        },
+        ast::Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => {
+            option_value(expr, what)?.checked_neg().ok_or_else(|| {
+                SqlError::new(code::NUMERIC_OUT_OF_RANGE, format!("{what} is out of range"))
+            })
+        }
+        ast::Expr::UnaryOp { op: ast::UnaryOperator::Plus, expr } | ast::Expr::Nested(expr) => {
+            option_value(expr, what)
+        }
+        _ => Err(bad()),
+    }
+}
+
+/// A sequence definition from its options, checked as PostgreSQL checks them.
+pub(crate) fn sequence_def(
+    id: u64,
+    database: &str,
+    name: &str,
+    ty: DataType,
+    options: &[ast::SequenceOptions],
+    owned_by: Option<(String, String)>,
+) -> Result<Sequence> {
+    let invalid = |m: String| SqlError::new(code::INVALID_PARAMETER_VALUE, m);
+    if !matches!(ty, DataType::Int2 | DataType::Int4 | DataType::Int8) {
+        return Err(invalid("sequence type must be smallint, integer, or bigint".into()));
+    }
+    let (mut increment, mut min, mut max, mut start, mut cache, mut cycle) =
+        (1, None, None, None, 1, false);
+    for o in options {
+        match o {
+            ast::SequenceOptions::IncrementBy(e, _) => increment = option_value(e, "INCREMENT")?,
+            ast::SequenceOptions::MinValue(e) => {
+                min = e.as_ref().map(|e| option_value(e, "MINVALUE")).transpose()?
+            }
+            ast::SequenceOptions::MaxValue(e) => {
+                max = e.as_ref().map(|e| option_value(e, "MAXVALUE")).transpose()?
+            }
+            ast::SequenceOptions::StartWith(e, _) => start = Some(option_value(e, "START")?),
+            ast::SequenceOptions::Cache(e) => cache = option_value(e, "CACHE")?,
+            ast::SequenceOptions::Cycle(no) => cycle = !no,
+        }
+    }
+    if increment == 0 {
+        return Err(invalid("INCREMENT must not be zero".into()));
+    }
+    let (dmin, dmax) = Sequence::default_bounds(ty, increment);
+    let (min, max) = (min.unwrap_or(dmin), max.unwrap_or(dmax));
+    let top = type_max(ty);
+    let type_name = ty.sql_name();
+    if min < -top - 1 || min > top {
+        return Err(invalid(format!(
+            "MINVALUE ({min}) is out of range for sequence data type {type_name}"
+        )));
+    }
+    if max < -top - 1 || max > top {
+        return Err(invalid(format!(
+            "MAXVALUE ({max}) is out of range for sequence data type {type_name}"
+        )));
+    }
+    if min >= max {
+        return Err(invalid(format!("MINVALUE ({min}) must be less than MAXVALUE ({max})")));
+    }
+    let start = start.unwrap_or(if increment > 0 { min } else { max });
+    if start < min {
+        return Err(invalid(format!("START value ({start}) cannot be less than MINVALUE ({min})")));
+    }
+    if start > max {
+        return Err(invalid(format!(
+            "START value ({start}) cannot be greater than MAXVALUE ({max})"
+        )));
+    }
+    if cache <= 0 {
+        return Err(invalid(format!("CACHE ({cache}) must be greater than zero")));
+    }
+    Ok(Sequence {
+        id,
+        key: rand::random(),
+        database: database.to_string(),
+        name: name.to_string(),
+        ty,
+        start,
+        increment,
+        min,
+        max,
+        cache,
+        cycle,
+        owned_by,
+    })
+}
+
+impl Writer<'_> {
+    /// A name for the sequence of `table.column` no relation has: `<table>_<column>_seq`,
+    /// then with a number appended, as PostgreSQL chooses.
+    pub(crate) fn sequence_name_for(
+        &mut self,
+        database: &str,
+        table: &str,
+        column: &str,
+    ) -> Result<String> {
+        let base = format!("{table}_{column}_seq");
+        let mut name = base.clone();
+        let mut n = 0;
+        while self.db.catalog.relation_exists(&mut self.ts.txn, database, &name)? {
+            n += 1;
+            name = format!("{base}{n}");
+        }
+        Ok(name)
+    }
+
+    /// Creates the sequence a `serial` or identity column of `table` draws from.
+    pub(crate) fn create_owned_sequence(
+        &mut self,
+        database: &str,
+        table: &str,
+        column: &str,
+        ty: DataType,
+        options: &[ast::SequenceOptions],
+    ) -> Result<String> {
+        let name = self.sequence_name_for(database, table, column)?;
+        let id = self.db.catalog.next_id(&mut self.ts.txn)?;
+        let owner = Some((table.to_string(), column.to_string()));
+        let seq = sequence_def(id, database, &name, ty, options, owner)?;
+        self.db.catalog.put_sequence(&mut self.ts.txn, &seq)?;
+        Ok(name)
+    }
+
+    pub(crate) fn create_sequence(
+        &mut self,
+        if_not_exists: bool,
+        name: &ast::ObjectName,
+        as_type: Option<&ast::DataType>,
+        options: &[ast::SequenceOptions],
+        owned_by: Option<&ast::ObjectName>,
+        database: &str,
+    ) -> Result<Output> {
+        let name = object_name(name)?;
+        if self.relation_taken(database, &name, if_not_exists)? {
+            return Ok(Output::Command("CREATE SEQUENCE".into()));
+        }
+        let ty = match as_type {
+            Some(t) => data_type(t)?,
+            None => DataType::Int8,
+        };
+        let owner = match owned_by {
+            None => None,
+            Some(o) => self.owner(o, database)?,
+        };
+        let id = self.db.catalog.next_id(&mut self.ts.txn)?;
+        let seq = sequence_def(id, database, &name, ty, options, owner)?;
+        self.db.catalog.put_sequence(&mut self.ts.txn, &seq)?;
+        Ok(Output::Command("CREATE SEQUENCE".into()))
+    }
+
+    /// `OWNED BY table.column` (or `NONE`): the column must exist.
+    fn owner(&mut self, o: &ast::ObjectName, database: &str) -> Result<Option<(String, String)>> {
+        let parts: Vec<String> = o.0.iter().filter_map(|p| p.as_ident()).map(ident).collect();
+        match parts.as_slice() {
+            [none] if none == "none" => Ok(None),
+            [table, column] | [_, table, column] => {
+                let t = self.db.catalog.table_or_err(&mut self.ts.txn, database, table)?;
+                t.column_or_err(column)?;
+                Ok(Some((table.clone(), column.clone())))
+            }
+            _ => Err(SqlError::new(code::INVALID_PARAMETER_VALUE, "invalid OWNED BY option")
+                .hint("Specify OWNED BY table.column or OWNED BY NONE.")),
+        }
+    }
+
+    /// The columns whose DEFAULT or identity draws from sequence `name`.
+    fn sequence_users(&mut self, database: &str, name: &str) -> Result<Vec<(Arc<Table>, usize)>> {
+        let mut users = Vec::new();
+        for t in self.db.catalog.tables(&mut self.ts.txn, database)? {
+            for (i, c) in t.columns.iter().enumerate() {
+                let uses = c.identity.as_ref().is_some_and(|id| id.sequence == name)
+                    || c.default.as_deref().is_some_and(|d| default_uses_sequence(d, name));
+                if uses {
+                    users.push((t.clone(), i));
+                }
+            }
+        }
+        Ok(users)
+    }
+
+    pub(crate) fn drop_sequences(
+        &mut self,
+        names: &[ast::ObjectName],
+        if_exists: bool,
+        cascade: bool,
+        database: &str,
+    ) -> Result<Output> {
+        for n in names {
+            let name = object_name(n)?;
+            let Some(seq) = self.db.catalog.sequence(&mut self.ts.txn, database, &name)? else {
+                if if_exists {
+                    continue;
+                }
+                return Err(SqlError::new(
+                    code::UNDEFINED_TABLE,
+                    format!("sequence \"{name}\" does not exist"),
+                ));
+            };
+            for (table, col) in self.sequence_users(database, &name)? {
+                let column = &table.columns[col];
+                if column.identity.is_some() {
+                    return Err(SqlError::new(
+                        code::DEPENDENT_OBJECTS,
+                        format!(
+                            "cannot drop sequence {name} because column {} of table {} requires it",
+                            column.name, table.name
+                        ),
+                    )
+                    .hint(format!(
+                        "You can drop column {} of table {} instead.",
+                        column.name, table.name
+                    )));
+                }
+                if !cascade {
+                    return Err(SqlError::new(
+                        code::DEPENDENT_OBJECTS,
+                        format!("cannot drop sequence {name} because other objects depend on it"),
+                    )
+                    .detail(format!(
+                        "default value for column {} of table {} depends on sequence {name}",
+                        column.name, table.name
+                    ))
+                    .hint("Use DROP ... CASCADE to drop the dependent objects too."));
+                }
+                // CASCADE drops the default that uses the sequence (as PostgreSQL does).
+                let mut t =
+                    (*self.db.catalog.table_or_err(&mut self.ts.txn, database, &table.name)?)
+                        .clone();
+                t.columns[col].default = None;
+                self.db.catalog.put_table(&mut self.ts.txn, &t)?;
+            }
+            self.db.catalog.delete_sequence(&mut self.ts.txn, &seq)?;
+            self.db.sequences.forget(seq.key);
+        }
+        Ok(Output::Command("DROP SEQUENCE".into()))
+    }
+
+    /// Drops the sequences owned by a column of `table` (with the table).
+    pub(crate) fn drop_owned_sequences(&mut self, table: &Table) -> Result<()> {
+        for seq in self.db.catalog.sequences(&mut self.ts.txn, &table.database)? {
+            if seq.owned_by.as_ref().is_some_and(|(t, _)| *t == table.name) {
+                self.db.catalog.delete_sequence(&mut self.ts.txn, &seq)?;
+                self.db.sequences.forget(seq.key);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `nextval('<name>'::regclass)`, as PostgreSQL shows a `serial` column's default: the name
+/// quoted when case folding would change it.
+pub(crate) fn nextval_call(name: &str) -> String {
+    let plain = name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    let quoted =
+        if plain { name.to_string() } else { format!("\"{}\"", name.replace('"', "\"\"")) };
+    format!("nextval('{}'::regclass)", quoted.replace('\'', "''"))
+}
+
+/// The sequence a DEFAULT that is exactly `nextval('s')` draws from (a `serial` column's).
+pub(crate) fn nextval_of(expr: &ast::Expr) -> Option<String> {
+    let ast::Expr::Function(f) = expr else { return None };
+    if !object_name(&f.name).is_ok_and(|n| n == "nextval") {
+        return None;
+    }
+    let ast::FunctionArguments::List(list) = &f.args else { return None };
+    match list.args.as_slice() {
+        [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))] => sequence_literal(arg),
+        _ => None,
+    }
+}
+
+/// Whether a stored DEFAULT calls `nextval` on sequence `name`.
+pub(crate) fn default_uses_sequence(default: &str, name: &str) -> bool {
+    let Ok(expr) = crate::parse::parse_expr(default) else { return false };
+    let mut found = false;
+    let _ = ast::visit_expressions(&expr, |e| {
+        if let ast::Expr::Function(f) = e {
+            if object_name(&f.name).is_ok_and(|n| n == "nextval") {
+                if let ast::FunctionArguments::List(list) = &f.args {
+                    if let Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))) =
+                        list.args.first()
+                    {
+                        if sequence_literal(arg).is_some_and(|n| n == name) {
+                            found = true;
+                        }
+                    }
+                }
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    found
+}
+
+/// The sequence a literal argument names (`'s'`, `'s'::regclass`).
+fn sequence_literal(e: &ast::Expr) -> Option<String> {
+    match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => crate::sequence::parse_name(s).ok(),
+            _ => None,
+        },
+        ast::Expr::Cast { expr, .. } | ast::Expr::Nested(expr) => sequence_literal(expr),
+        _ => None,
+    }
+}
