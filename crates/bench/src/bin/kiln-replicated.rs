@@ -262,7 +262,8 @@ fn measure(s: &dyn Server, options: &str, sql: &str, rows: u64, ops: u64, work: 
     .map(|a| a.to_string())
     .collect();
     let out = finish(pgbench(s, options, work, &args));
-    assert!(out.contains("number of transactions actually processed"), "pgbench failed:\n{out}");
+    let done = format!("number of transactions actually processed: {ops}/{ops}");
+    assert!(out.contains(&done), "pgbench did not finish every transaction:\n{out}");
     stats(latencies(work, prefix))
 }
 
@@ -605,9 +606,9 @@ fn plot_latency(standalone: &[Row], per_rtt: &[(f64, f64, Vec<Row>)], png: &Path
     gnuplot(&[("latency.dat", data)], |dir| {
         let file = dir.join("latency.dat");
         let mut script = format!(
-            "set terminal png size 1100,600\nset output '{}'\nset title 'One-row update, mean latency: three-node Kiln against PostgreSQL with a synchronous standby'\n\
-             set ylabel 'mean latency (ms)'\nset logscale y\nset yrange [0.03:*]\nset style data histogram\nset style histogram cluster gap 1\n\
-             set style fill solid border -1\nset key left top font ',9'\nset grid ytics\n",
+            "set terminal png size 1100,600 noenhanced\nset output '{}'\nset title 'One-row update, mean latency: three-node Kiln against PostgreSQL with a synchronous standby'\n\
+             set ylabel 'mean latency (ms)'\nset logscale y\nset yrange [0.01:*]\nset style data histogram\nset style histogram cluster gap 1\n\
+             set style fill solid border -1\nset key outside right top font ',9'\nset grid ytics\n",
             png.display()
         );
         for r in standalone {
@@ -619,7 +620,7 @@ fn plot_latency(standalone: &[Row], per_rtt: &[(f64, f64, Vec<Row>)], png: &Path
             .unwrap();
             writeln!(
                 script,
-                "set label '{} {:.3} ms' at graph 0.62, first {:.4} offset 0,0.6 font ',8'",
+                "set label '{} {:.3} ms' at graph 0.01, first {:.4} offset 0,0.6 font ',8'",
                 r.name,
                 r.update.mean / 1000.0,
                 r.update.mean / 1000.0
@@ -656,11 +657,13 @@ fn plot_contention(args: &Args, sweeps: &[Sweep], png: &Path) -> bool {
     }
     gnuplot(&[("contention.dat", data)], |dir| {
         let mut script = format!(
-            "set terminal png size 900,560\nset output '{}'\nset title 'Contention at RTT {} ms: {} rows, 95% of updates on 12 hot rows'\n\
-             set xlabel 'clients'\nset ylabel 'committed TPS'\nset logscale xy\nset key left top\nset grid\nplot ",
+            "set terminal png size 1000,560 noenhanced\nset output '{}'\nset title 'Contention at RTT {} ms: {} rows, 95% of updates on 12 hot rows'\n\
+             set xlabel 'clients'\nset ylabel 'committed TPS'\nset logscale xy\nset xrange [{}:{}]\nset key outside right top\nset grid\nplot ",
             png.display(),
             args.contention_rtt,
-            args.contention_rows
+            args.contention_rows,
+            args.contention_clients.iter().min().copied().unwrap_or(1) as f64 / 1.5,
+            args.contention_clients.iter().max().copied().unwrap_or(1) as f64 * 1.5
         );
         let plots: Vec<String> = sweeps
             .iter()
