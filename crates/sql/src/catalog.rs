@@ -130,14 +130,15 @@ fn database_key(db: &str) -> Vec<u8> {
     format!("d/{db}").into_bytes()
 }
 
-/// A cached definition: the bytes it was decoded from, and the table.
-type CachedTable = (Vec<u8>, Arc<Table>);
+/// A cached definition: the bytes it was decoded from, and the definition.
+type Cached<T> = (Vec<u8>, Arc<T>);
 
 /// Decoded-definition cache: the raw bytes read through the transaction are compared with the
 /// cached bytes, so a definition is parsed once per change, and reads stay transactional.
 #[derive(Default)]
 pub struct Catalog {
-    cache: Mutex<HashMap<Vec<u8>, CachedTable>>,
+    cache: Mutex<HashMap<Vec<u8>, Cached<Table>>>,
+    sequence_cache: Mutex<HashMap<Vec<u8>, Cached<Sequence>>>,
     rowids: Mutex<HashMap<u64, u64>>,
 }
 
@@ -203,18 +204,29 @@ impl Catalog {
             || txn.get(CATALOG, &sequence_key(db, name))?.is_some())
     }
 
-    /// Reads a sequence definition.
+    /// Reads a sequence definition (decoded once per change, as tables are).
     pub fn sequence(
         &self,
         txn: &mut Transaction,
         db: &str,
         name: &str,
     ) -> Result<Option<Arc<Sequence>>> {
-        let Some(raw) = txn.get(CATALOG, &sequence_key(db, name))? else { return Ok(None) };
-        let seq: Sequence = serde_json::from_slice(&raw).map_err(|e| {
+        let key = sequence_key(db, name);
+        let Some(raw) = txn.get(CATALOG, &key)? else { return Ok(None) };
+        self.decode_sequence(key, raw, name).map(Some)
+    }
+
+    fn decode_sequence(&self, key: Vec<u8>, raw: Vec<u8>, name: &str) -> Result<Arc<Sequence>> {
+        if let Some((cached, seq)) = self.sequence_cache.lock().get(&key) {
+            if *cached == raw {
+                return Ok(seq.clone());
+            }
+        }
+        let seq: Arc<Sequence> = Arc::new(serde_json::from_slice(&raw).map_err(|e| {
             SqlError::new(code::DATA_CORRUPTED, format!("catalog entry for {name} is damaged: {e}"))
-        })?;
-        Ok(Some(Arc::new(seq)))
+        })?);
+        self.sequence_cache.lock().insert(key, (raw, seq.clone()));
+        Ok(seq)
     }
 
     /// Reads a sequence definition or answers 42P01.
@@ -250,16 +262,8 @@ impl Catalog {
         let rows = txn.scan(CATALOG, Scan::range(&prefix, &end))?;
         let mut out = Vec::with_capacity(rows.len());
         for (key, raw) in rows {
-            let seq: Sequence = serde_json::from_slice(&raw).map_err(|e| {
-                SqlError::new(
-                    code::DATA_CORRUPTED,
-                    format!(
-                        "catalog entry for {} is damaged: {e}",
-                        String::from_utf8_lossy(&key[prefix.len()..])
-                    ),
-                )
-            })?;
-            out.push(Arc::new(seq));
+            let name = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+            out.push(self.decode_sequence(key, raw, &name)?);
         }
         Ok(out)
     }

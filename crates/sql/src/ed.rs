@@ -210,6 +210,49 @@ pub(crate) const WAIT_SLICE: Duration = Duration::from_millis(20);
 /// answers 53100; the commit itself stands and hardens when space returns.
 pub(crate) const DISK_FULL_WAIT: Duration = Duration::from_secs(5);
 
+/// Waits for a commit's acknowledgement (a safe one's durability point) in slices, so that
+/// the wait can end early: a cancel or a terminated session answers 57014 / 57P01, and a disk
+/// full for longer than [`DISK_FULL_WAIT`] answers 53100. Either way the transaction stays
+/// committed and visible, and becomes durable once the log can be written again (or is lost
+/// on a later failure): the error says so, with its id.
+pub(crate) fn acknowledge(
+    db: &Database,
+    activity: &Activity,
+    committed: kiln_engine::Committed,
+) -> Result<TxnId> {
+    let id = committed.id();
+    let mut committed = committed;
+    let mut stalled_since: Option<std::time::Instant> = None;
+    loop {
+        match committed.acknowledge_within(WAIT_SLICE)? {
+            kiln_engine::Acknowledgement::Acknowledged(id) => return Ok(id),
+            kiln_engine::Acknowledgement::Pending(c) => committed = c,
+        }
+        let unconfirmed = |e: SqlError| {
+            e.detail(format!(
+                "Transaction {id} is committed and visible, but its durability was not confirmed: kiln_txn_status('{id}') tells whether it became durable or was lost."
+            ))
+        };
+        if let Err(e) = activity.check_interrupt() {
+            return Err(unconfirmed(e));
+        }
+        match db.engine.stats().stalled {
+            Some(cause) => {
+                let since = *stalled_since.get_or_insert_with(std::time::Instant::now);
+                if since.elapsed() >= DISK_FULL_WAIT {
+                    let e = SqlError::new(
+                        code::DISK_FULL,
+                        format!("could not make the commit durable: {cause}"),
+                    )
+                    .hint("Free disk space: waiting commits become durable as soon as the log can be written.");
+                    return Err(unconfirmed(e));
+                }
+            }
+            None => stalled_since = None,
+        }
+    }
+}
+
 pub(crate) fn id_arg(v: &Value) -> Result<TxnId> {
     let s = v.to_text(DataType::Text).unwrap_or_default();
     s.trim().parse::<TxnId>().map_err(|_| {
@@ -488,11 +531,11 @@ impl Env for SessionEnv<'_> {
 
     fn sequence(&self, func: SeqFunc, seq: &Sequence, args: &[Value]) -> Result<Value> {
         let engine = &self.db.engine;
-        let check = || self.activity.check_interrupt();
+        let wait = |c| acknowledge(self.db, self.activity, c).map(|_| ());
         match func {
             SeqFunc::NextVal => {
                 self.activity.set_wait(Some(Wait::Durability));
-                let next = self.db.sequences.next(engine, seq, &check);
+                let next = self.db.sequences.next(engine, seq, &wait);
                 self.activity.set_wait(None);
                 let v = next?;
                 self.sequence_values.lock().handed(seq.key, v);
@@ -519,7 +562,7 @@ impl Env for SessionEnv<'_> {
                     Some(_) => return Ok(Value::Null),
                 };
                 self.activity.set_wait(Some(Wait::Durability));
-                let set = self.db.sequences.set(engine, seq, value, called, &check);
+                let set = self.db.sequences.set(engine, seq, value, called, &wait);
                 self.activity.set_wait(None);
                 set?;
                 if called {

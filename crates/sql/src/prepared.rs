@@ -242,7 +242,7 @@ impl PlanSlot {
         }
         for s in &cached.sequences {
             match catalog.sequence(txn, db, &s.name)? {
-                Some(now) if now == *s => {}
+                Some(now) if Arc::ptr_eq(&now, s) || now == *s => {}
                 _ => {
                     *self.plan.lock() = None;
                     return Ok(None);

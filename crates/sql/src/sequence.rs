@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kiln_engine::{CommitMode, DurabilityLevel, Engine, IsolationLevel, TxnOptions};
+use kiln_engine::{CommitMode, Committed, DurabilityLevel, Engine, IsolationLevel, TxnOptions};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
@@ -192,57 +192,42 @@ fn encode(last: i64, called: bool) -> [u8; 9] {
     out
 }
 
-/// Writes a sequence's record in a transaction of its own and waits until it is durable at
-/// the `quorum` level (the one a failover keeps); `check` is called between waits (a
-/// cancelled statement stops waiting: the record may still harden, which only skips values).
-fn write_durably(
-    engine: &Engine,
-    id: u64,
-    last: i64,
-    called: bool,
-    check: &dyn Fn() -> Result<()>,
-) -> Result<()> {
+/// How a caller waits for a commit's acknowledgement (the session's wait, which a cancel
+/// or a full disk ends: the record may still harden, which only skips values).
+pub type Wait<'a> = &'a dyn Fn(Committed) -> Result<()>;
+
+/// Writes a sequence's record in a transaction of its own, committed safe at the `quorum`
+/// level (the one a failover keeps), and waits with `wait` until it is durable there.
+fn write_durably(engine: &Engine, key: u64, last: i64, called: bool, wait: Wait) -> Result<()> {
     let options = TxnOptions { isolation: IsolationLevel::ReadCommitted, ..TxnOptions::default() };
     let mut txn = engine.begin(options)?;
-    txn.put(SEQUENCES, &id.to_be_bytes(), &encode(last, called))?;
-    let mut committed = txn.commit_point(CommitMode::Safe)?.at_level(DurabilityLevel::Quorum);
-    loop {
-        match committed.acknowledge_within(crate::ed::WAIT_SLICE)? {
-            kiln_engine::Acknowledgement::Acknowledged(_) => return Ok(()),
-            kiln_engine::Acknowledgement::Pending(c) => committed = c,
-        }
-        check()?;
-    }
+    txn.put(SEQUENCES, &key.to_be_bytes(), &encode(last, called))?;
+    wait(txn.commit_point(CommitMode::Safe)?.at_level(DurabilityLevel::Quorum))
 }
 
 /// Reads a sequence's record through a transaction of its own (what the node has
 /// committed: every block any leader handed values from is there).
-fn read_record(engine: &Engine, id: u64) -> Result<Option<(i64, bool)>> {
+fn read_record(engine: &Engine, key: u64) -> Result<Option<(i64, bool)>> {
     let options = TxnOptions { isolation: IsolationLevel::ReadCommitted, ..TxnOptions::default() };
     let mut txn = engine.begin(options)?;
-    let raw = txn.get(SEQUENCES, &id.to_be_bytes())?;
+    let raw = txn.get(SEQUENCES, &key.to_be_bytes())?;
     txn.close_unused();
     raw.map(|r| decode(&r)).transpose()
 }
 
 impl Sequences {
-    fn runtime(&self, id: u64) -> Arc<Mutex<Runtime>> {
-        self.runtimes.lock().entry(id).or_default().clone()
+    fn runtime(&self, key: u64) -> Arc<Mutex<Runtime>> {
+        self.runtimes.lock().entry(key).or_default().clone()
     }
 
     /// Forgets what this node knows of a sequence (it was dropped, or its drop rolled back:
     /// the record is read again on next use).
-    pub fn forget(&self, id: u64) {
-        self.runtimes.lock().remove(&id);
+    pub fn forget(&self, key: u64) {
+        self.runtimes.lock().remove(&key);
     }
 
     /// `nextval`: the next value, from a durable block.
-    pub fn next(
-        &self,
-        engine: &Engine,
-        seq: &Sequence,
-        check: &dyn Fn() -> Result<()>,
-    ) -> Result<i64> {
+    pub fn next(&self, engine: &Engine, seq: &Sequence, wait: Wait) -> Result<i64> {
         let runtime = self.runtime(seq.key);
         let mut rt = runtime.lock();
         let epoch = engine.epoch();
@@ -257,7 +242,7 @@ impl Sequences {
             let floor = seq.cache.clamp(BLOCK_MIN, BLOCK_MAX);
             let block = if busy { (rt.block * 2).clamp(floor, BLOCK_MAX) } else { floor };
             let (end, n) = seq.block_from(value, block);
-            write_durably(engine, seq.key, end, true, check)?;
+            write_durably(engine, seq.key, end, true, wait)?;
             rt.block = block;
             rt.remaining = n;
             rt.reserved_at = Some(Instant::now());
@@ -275,7 +260,7 @@ impl Sequences {
         seq: &Sequence,
         value: i64,
         called: bool,
-        check: &dyn Fn() -> Result<()>,
+        wait: Wait,
     ) -> Result<()> {
         if value < seq.min || value > seq.max {
             return Err(SqlError::new(
@@ -290,7 +275,7 @@ impl Sequences {
         let mut rt = runtime.lock();
         // Values already handed out from the current block were recorded as possibly used;
         // setval moves the record explicitly, as PostgreSQL's setval moves last_value.
-        write_durably(engine, seq.key, value, called, check)?;
+        write_durably(engine, seq.key, value, called, wait)?;
         rt.epoch = Some(engine.epoch());
         rt.last = Some((value, called));
         rt.remaining = 0;

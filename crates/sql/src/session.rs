@@ -559,43 +559,9 @@ impl Session {
         }
     }
 
-    /// Waits for a commit's acknowledgement (a safe one's durability point) in slices, so
-    /// that the wait can end early: a cancel or a terminated session answers 57014 / 57P01,
-    /// and a disk full for longer than [`DISK_FULL_WAIT`] answers 53100. Either way the
-    /// transaction stays committed and visible, and becomes durable once the log can be
-    /// written again (or is lost on a later failure): the error says so, with its id.
+    /// Waits for a commit's acknowledgement ([`crate::ed::acknowledge`]).
     pub(crate) fn acknowledge(&self, committed: kiln_engine::Committed) -> Result<TxnId> {
-        let id = committed.id();
-        let mut committed = committed;
-        let mut stalled_since: Option<std::time::Instant> = None;
-        loop {
-            match committed.acknowledge_within(WAIT_SLICE)? {
-                kiln_engine::Acknowledgement::Acknowledged(id) => return Ok(id),
-                kiln_engine::Acknowledgement::Pending(c) => committed = c,
-            }
-            let unconfirmed = |e: SqlError| {
-                e.detail(format!(
-                    "Transaction {id} is committed and visible, but its durability was not confirmed: kiln_txn_status('{id}') tells whether it became durable or was lost."
-                ))
-            };
-            if let Err(e) = self.activity.check_interrupt() {
-                return Err(unconfirmed(e));
-            }
-            match self.db.engine.stats().stalled {
-                Some(cause) => {
-                    let since = *stalled_since.get_or_insert_with(std::time::Instant::now);
-                    if since.elapsed() >= DISK_FULL_WAIT {
-                        let e = SqlError::new(
-                            code::DISK_FULL,
-                            format!("could not make the commit durable: {cause}"),
-                        )
-                        .hint("Free disk space: waiting commits become durable as soon as the log can be written.");
-                        return Err(unconfirmed(e));
-                    }
-                }
-                None => stalled_since = None,
-            }
-        }
+        crate::ed::acknowledge(&self.db, &self.activity, committed)
     }
 
     pub(crate) fn vacuum(&mut self, tables: &[String]) -> Result<Output> {

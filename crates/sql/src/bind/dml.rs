@@ -89,6 +89,12 @@ pub(crate) struct InsertPlan {
     pub(crate) returning: Option<Returning>,
 }
 
+/// 428C9 for a value given to a GENERATED ALWAYS identity column.
+fn generated_always(c: &Column, message: String) -> SqlError {
+    SqlError::new(code::GENERATED_ALWAYS, message)
+        .detail(format!("Column \"{}\" is an identity column defined as GENERATED ALWAYS.", c.name))
+}
+
 /// A column's default bound for a statement: its DEFAULT, or for an identity column the
 /// next value of its sequence.
 pub(crate) fn column_default(planner: &mut Planner, c: &Column) -> Result<Option<Expr>> {
@@ -134,14 +140,10 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
     for &t in &targets {
         let c = &table.columns[t];
         if c.identity.as_ref().is_some_and(|i| i.always) {
-            return Err(SqlError::new(
-                code::GENERATED_ALWAYS,
+            return Err(generated_always(
+                c,
                 format!("cannot insert a non-DEFAULT value into column \"{}\"", c.name),
             )
-            .detail(format!(
-                "Column \"{}\" is an identity column defined as GENERATED ALWAYS.",
-                c.name
-            ))
             .hint("Leave the column out of the INSERT's column list: its value is generated."));
         }
     }
@@ -317,14 +319,10 @@ pub(crate) fn plan_update(planner: &mut Planner, u: &ast::Update) -> Result<Upda
             v => {
                 let c = &table.columns[col];
                 if c.identity.as_ref().is_some_and(|i| i.always) {
-                    return Err(SqlError::new(
-                        code::GENERATED_ALWAYS,
+                    return Err(generated_always(
+                        c,
                         format!("column \"{}\" can only be updated to DEFAULT", c.name),
-                    )
-                    .detail(format!(
-                        "Column \"{}\" is an identity column defined as GENERATED ALWAYS.",
-                        c.name
-                    )));
+                    ));
                 }
                 planner.expr(v, &scope, false)?
             }
