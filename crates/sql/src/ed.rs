@@ -571,6 +571,8 @@ impl Env for SessionEnv<'_> {
                 }
                 Ok(Value::Int(value))
             }
+            SeqFunc::LastValue => Ok(Value::Int(self.db.sequences.state(engine, seq)?.0)),
+            SeqFunc::IsCalled => Ok(Value::Bool(self.db.sequences.state(engine, seq)?.1)),
         }
     }
 

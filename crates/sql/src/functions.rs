@@ -212,7 +212,16 @@ pub static FUNCTIONS: &[FuncDef] = &[
     f(&["current_date"], Func::CurrentDate, 0, 0, &[], Type(T::Date), STRICT, VOLATILE),
     f(&["random"], Func::Random, 0, 0, &[], Type(T::Float8), STRICT, VOLATILE),
     f(&["version"], Func::Version, 0, 0, &[], Type(T::Text), STRICT, VOLATILE),
-    f(&["current_database"], Func::CurrentDatabase, 0, 0, &[], Type(T::Text), STRICT, VOLATILE),
+    f(
+        &["current_database", "current_catalog"],
+        Func::CurrentDatabase,
+        0,
+        0,
+        &[],
+        Type(T::Text),
+        STRICT,
+        VOLATILE,
+    ),
     f(&["current_schema"], Func::CurrentSchema, 0, 0, &[], Type(T::Text), STRICT, VOLATILE),
     f(
         &["current_user", "session_user"],

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use sqlparser::ast;
 
+use crate::bind::query::is_default_keyword;
 use crate::bind::*;
 use crate::catalog::{Column, Table};
 use crate::error::{code, Result, SqlError};
@@ -130,26 +131,59 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
         }
     }
     let expected: Vec<DataType> = targets.iter().map(|&c| table.columns[c].ty).collect();
-    let source = match &ins.source {
-        Some(q) => planner.query(q, Some(&expected))?,
-        None => return Err(SqlError::unsupported("INSERT … DEFAULT VALUES")),
+    let mut defaults = Vec::with_capacity(table.columns.len());
+    for c in &table.columns {
+        defaults.push(column_default(planner, c)?);
+    }
+    // `DEFAULT` may stand for a value only in the INSERT's own VALUES rows.
+    let plain_values = ins.source.as_deref().and_then(|q| match q.body.as_ref() {
+        ast::SetExpr::Values(v)
+            if q.with.is_none() && q.order_by.is_none() && q.limit_clause.is_none() =>
+        {
+            Some(v)
+        }
+        _ => None,
+    });
+    let source = match (&ins.source, plain_values) {
+        (_, Some(v)) => {
+            let target_defaults: Vec<Option<Expr>> =
+                targets.iter().map(|&t| defaults[t].clone()).collect();
+            planner.values(v, Some(&expected), Some(&target_defaults))?
+        }
+        (Some(q), None) => planner.query(q, Some(&expected))?,
+        (None, None) => {
+            if !ins.columns.is_empty() {
+                return Err(SqlError::syntax("syntax error at or near \"DEFAULT\""));
+            }
+            // DEFAULT VALUES: one row that gives no column, so every column takes its default.
+            SelectPlan::over(
+                FromItem {
+                    source: Source::Rows(Arc::new(vec![vec![]])),
+                    offset: 0,
+                    width: 0,
+                    join: JoinKind::Inner,
+                    on: vec![],
+                    filters: vec![],
+                    label: "DEFAULT VALUES".into(),
+                },
+                vec![],
+            )
+        }
     };
     if source.columns.len() > targets.len() {
         return Err(SqlError::syntax("INSERT has more expressions than target columns"));
     }
-    for &t in &targets {
+    for (i, &t) in targets.iter().enumerate().take(source.columns.len()) {
         let c = &table.columns[t];
-        if c.identity.as_ref().is_some_and(|i| i.always) {
+        let all_default = plain_values
+            .is_some_and(|v| v.rows.iter().all(|r| r.get(i).is_some_and(is_default_keyword)));
+        if c.identity.as_ref().is_some_and(|i| i.always) && !all_default {
             return Err(generated_always(
                 c,
                 format!("cannot insert a non-DEFAULT value into column \"{}\"", c.name),
             )
-            .hint("Leave the column out of the INSERT's column list: its value is generated."));
+            .hint("Leave the column out of the INSERT's column list, or give it DEFAULT."));
         }
-    }
-    let mut defaults = Vec::with_capacity(table.columns.len());
-    for c in &table.columns {
-        defaults.push(column_default(planner, c)?);
     }
     let alias = table.name.clone();
     let scope = table_scope(&table, &alias);
@@ -199,7 +233,14 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
                     for a in &du.assignments {
                         let col = assignment_column(&table, &a.target)?;
                         check_assigned_once(&table, &sets, col)?;
-                        let (e, t) = planner.expr(&a.value, &both, false)?;
+                        let (e, t) = if is_default_keyword(&a.value) {
+                            match &defaults[col] {
+                                Some(d) => (d.clone(), table.columns[col].ty),
+                                None => (Expr::Const(Value::Null), DataType::Unknown),
+                            }
+                        } else {
+                            planner.expr(&a.value, &both, false)?
+                        };
                         let (e, _) = planner.coerce(e, t, table.columns[col].ty)?;
                         sets.push((col, e));
                     }
@@ -308,14 +349,10 @@ pub(crate) fn plan_update(planner: &mut Planner, u: &ast::Update) -> Result<Upda
         let col = assignment_column(&table, &a.target)?;
         check_assigned_once(&table, &sets, col)?;
         let (e, t) = match &a.value {
-            ast::Expr::Identifier(i)
-                if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none() =>
-            {
-                match column_default(planner, &table.columns[col])? {
-                    Some(d) => (d, table.columns[col].ty),
-                    None => (Expr::Const(Value::Null), DataType::Unknown),
-                }
-            }
+            v if is_default_keyword(v) => match column_default(planner, &table.columns[col])? {
+                Some(d) => (d, table.columns[col].ty),
+                None => (Expr::Const(Value::Null), DataType::Unknown),
+            },
             v => {
                 let c = &table.columns[col];
                 if c.identity.as_ref().is_some_and(|i| i.always) {

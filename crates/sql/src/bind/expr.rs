@@ -34,6 +34,13 @@ impl<'a> Planner<'a> {
                         "current_schema" => {
                             (Expr::Func(Func::CurrentSchema, vec![]), DataType::Text)
                         }
+                        "current_catalog" => {
+                            (Expr::Func(Func::CurrentDatabase, vec![]), DataType::Text)
+                        }
+                        "default" if i.quote_style.is_none() => {
+                            return Err(SqlError::syntax("DEFAULT is not allowed in this context")
+                                .located(location_of(i)))
+                        }
                         _ => return Err(err.located(location_of(i))),
                     },
                 }

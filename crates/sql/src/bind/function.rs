@@ -245,6 +245,7 @@ impl<'a> Planner<'a> {
         let arity = match func {
             SeqFunc::NextVal | SeqFunc::CurrVal => 1..=1,
             SeqFunc::SetVal => 2..=3,
+            SeqFunc::LastValue | SeqFunc::IsCalled => 1..=1,
         };
         if !arity.contains(&args.len()) {
             return Err(SqlError::new(
@@ -276,10 +277,15 @@ impl<'a> Planner<'a> {
             let want = if i == 0 { DataType::Int8 } else { DataType::Bool };
             rest.push(self.coerce(x, t, want)?.0);
         }
-        if !self.sequences.iter().any(|s| Arc::ptr_eq(s, &seq)) {
+        self.uses_sequence(&seq);
+        Ok((Expr::Sequence(func, seq, rest), DataType::Int8))
+    }
+
+    /// Records that the plan uses `seq` (a prepared plan is re-bound when it changes).
+    pub(crate) fn uses_sequence(&mut self, seq: &Arc<crate::sequence::Sequence>) {
+        if !self.sequences.iter().any(|s| Arc::ptr_eq(s, seq)) {
             self.sequences.push(seq.clone());
         }
-        Ok((Expr::Sequence(func, seq, rest), DataType::Int8))
     }
 
     /// `pg_get_serial_sequence('table', 'column')`: the sequence a `serial` or identity

@@ -22,7 +22,7 @@ impl<'a> Planner<'a> {
         }
         let mut plan = match q.body.as_ref() {
             ast::SetExpr::Select(s) => self.select(s, Some(q))?,
-            ast::SetExpr::Values(v) => self.values(v, expected)?,
+            ast::SetExpr::Values(v) => self.values(v, expected, None)?,
             ast::SetExpr::Query(inner) => return self.query(inner, expected),
             ast::SetExpr::SetOperation { .. } => {
                 let mut plan = self.set_expr(q.body.as_ref(), expected)?;
@@ -53,7 +53,7 @@ impl<'a> Planner<'a> {
     ) -> Result<SelectPlan> {
         match e {
             ast::SetExpr::Select(s) => self.select(s, None),
-            ast::SetExpr::Values(v) => self.values(v, expected),
+            ast::SetExpr::Values(v) => self.values(v, expected, None),
             ast::SetExpr::Query(q) => self.query(q, expected),
             ast::SetExpr::SetOperation { left, op, set_quantifier, right } => {
                 let l = self.set_expr(left, expected)?;
@@ -98,10 +98,13 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// Plans VALUES rows. `defaults` is given for the rows of an INSERT, where `DEFAULT`
+    /// stands for the target column's default (NULL when it has none).
     pub(crate) fn values(
         &mut self,
         v: &ast::Values,
         expected: Option<&[DataType]>,
+        defaults: Option<&[Option<Expr>]>,
     ) -> Result<SelectPlan> {
         let width = v.rows.first().map_or(0, |r| r.len());
         let mut rows = Vec::with_capacity(v.rows.len());
@@ -113,7 +116,18 @@ impl<'a> Planner<'a> {
             }
             let mut exprs = Vec::with_capacity(width);
             for (i, x) in row.iter().enumerate() {
-                let (e, t) = self.expr(x, &Scope::default(), false)?;
+                let (e, t) = match defaults {
+                    Some(d) if is_default_keyword(x) => match d.get(i) {
+                        Some(Some(e)) => (e.clone(), expected.map_or(DataType::Unknown, |t| t[i])),
+                        Some(None) => (Expr::Const(Value::Null), DataType::Unknown),
+                        None => {
+                            return Err(SqlError::syntax(
+                                "INSERT has more expressions than target columns",
+                            ))
+                        }
+                    },
+                    _ => self.expr(x, &Scope::default(), false)?,
+                };
                 let target = expected.and_then(|t| t.get(i).copied()).unwrap_or(DataType::Unknown);
                 let (e, t) = self.coerce(e, t, target)?;
                 types[i] = DataType::common(types[i], t);
@@ -238,12 +252,30 @@ impl<'a> Planner<'a> {
                             self.reusable = false;
                             (Source::Rows(Arc::new(rows)), cols, tname.clone())
                         }
-                        None => {
-                            return Err(SqlError::new(
-                                code::UNDEFINED_TABLE,
-                                format!("relation \"{tname}\" does not exist"),
-                            ))
-                        }
+                        None => match self.catalog.sequence(self.txn, self.db, &tname)? {
+                            // `SELECT … FROM sequence`: its one row, read at execution.
+                            Some(seq) => {
+                                self.uses_sequence(&seq);
+                                let call = |f| Expr::Sequence(f, seq.clone(), vec![]);
+                                let row = vec![
+                                    call(SeqFunc::LastValue),
+                                    Expr::Const(Value::Int(0)),
+                                    call(SeqFunc::IsCalled),
+                                ];
+                                let cols = vec![
+                                    ("last_value".to_string(), DataType::Int8),
+                                    ("log_cnt".to_string(), DataType::Int8),
+                                    ("is_called".to_string(), DataType::Bool),
+                                ];
+                                (Source::Values(vec![row]), cols, tname.clone())
+                            }
+                            None => {
+                                return Err(SqlError::new(
+                                    code::UNDEFINED_TABLE,
+                                    format!("relation \"{tname}\" does not exist"),
+                                ))
+                            }
+                        },
                     },
                 };
                 let scope = cols
@@ -646,4 +678,9 @@ fn add_dependent_columns(from: &[FromItem], keys: &mut Vec<Expr>) {
             }
         }
     }
+}
+
+/// Whether an expression is the bare keyword `DEFAULT` (in INSERT VALUES and UPDATE SET).
+pub(crate) fn is_default_keyword(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default"))
 }

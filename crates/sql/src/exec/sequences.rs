@@ -275,6 +275,20 @@ impl Writer<'_> {
         Ok(Output::Command("DROP SEQUENCE".into()))
     }
 
+    /// `TRUNCATE … RESTART IDENTITY`: the sequences owned by columns of `table` start over.
+    /// As PostgreSQL gives the sequence new storage, the definition gets a new record key
+    /// in this transaction, so the restart commits, rolls back or is lost with it; values
+    /// the old record handed out are never reused unless the transaction commits.
+    pub(crate) fn restart_owned_sequences(&mut self, table: &Table) -> Result<()> {
+        for seq in self.db.catalog.sequences(&mut self.ts.txn, &table.database)? {
+            if seq.owned_by.as_ref().is_some_and(|(t, _)| *t == table.name) {
+                let restarted = Sequence { key: rand::random(), ..(*seq).clone() };
+                self.db.catalog.put_sequence(&mut self.ts.txn, &restarted)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Drops the sequences owned by a column of `table` (with the table).
     pub(crate) fn drop_owned_sequences(&mut self, table: &Table) -> Result<()> {
         for seq in self.db.catalog.sequences(&mut self.ts.txn, &table.database)? {

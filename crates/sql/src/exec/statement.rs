@@ -186,11 +186,21 @@ impl Session {
             S::CreateIndex(ci) => w.create_index(ci, &self.database),
             S::AlterTable(at) => w.alter_table(at, &self.database),
             S::Truncate(t) => {
+                let restart = matches!(t.identity, Some(ast::TruncateIdentityOption::Restart));
+                let mut tables = Vec::new();
                 for target in &t.table_names {
                     let name = object_name(&target.name)?;
-                    let table =
-                        self.db.catalog.table_or_err(&mut w.ts.txn, &self.database, &name)?;
-                    w.truncate(&table)?;
+                    tables.push(self.db.catalog.table_or_err(
+                        &mut w.ts.txn,
+                        &self.database,
+                        &name,
+                    )?);
+                }
+                for table in &tables {
+                    w.truncate(table)?;
+                    if restart {
+                        w.restart_owned_sequences(table)?;
+                    }
                 }
                 Ok(Output::Command("TRUNCATE TABLE".into()))
             }

@@ -173,6 +173,10 @@ pub enum SeqFunc {
     CurrVal,
     /// setval(sequence, value [, is_called])
     SetVal,
+    /// The sequence's last value (`last_value` of `SELECT … FROM sequence`)
+    LastValue,
+    /// Whether the last value was handed out (`is_called` of `SELECT … FROM sequence`)
+    IsCalled,
 }
 
 impl SeqFunc {
@@ -182,6 +186,8 @@ impl SeqFunc {
             SeqFunc::NextVal => "nextval",
             SeqFunc::CurrVal => "currval",
             SeqFunc::SetVal => "setval",
+            SeqFunc::LastValue => "pg_sequence_last_value",
+            SeqFunc::IsCalled => "is_called",
         }
     }
 }
