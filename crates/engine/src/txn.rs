@@ -390,6 +390,29 @@ impl Transaction {
         Ok(())
     }
 
+    /// Runs `reads` against the newest committed data instead of the transaction's snapshot,
+    /// then returns to the snapshot. For checks that must see what concurrent transactions
+    /// committed under any isolation level (a foreign key's referencing rows, looked for
+    /// after the referenced row is locked); what `reads` finds is recorded as read, so the
+    /// transaction depends on it (G4) and, under SERIALIZABLE, a version newer than the
+    /// snapshot fails validation. A caller that must act only on what its snapshot shows
+    /// compares with [`Transaction::written_since_snapshot`].
+    pub fn with_newest_snapshot<R, E: From<Error>>(
+        &mut self,
+        reads: impl FnOnce(&mut Self) -> std::result::Result<R, E>,
+    ) -> std::result::Result<R, E> {
+        self.check_usable()?;
+        let (_, newest) = self.shared.take_snapshot();
+        let own = self.snapshot;
+        self.snapshot = newest;
+        // After a loss the reads see the new epoch's data, as `refresh_snapshot` does; the
+        // transaction fails if the loss took data it had read (checked at the start).
+        let result = reads(self);
+        self.snapshot = own;
+        self.shared.release_snapshot(newest);
+        result
+    }
+
     fn check_usable(&self) -> Result<()> {
         assert!(!self.finished, "finished transactions are consumed");
         self.shared.check_open()?;

@@ -59,6 +59,9 @@ pub struct Index {
     pub columns: Vec<usize>,
     /// Whether values must be unique.
     pub unique: bool,
+    /// Whether it implements a UNIQUE constraint (not only CREATE UNIQUE INDEX).
+    #[serde(default)]
+    pub constraint: bool,
 }
 
 impl Index {
@@ -90,6 +93,92 @@ pub struct Table {
     /// `WITH (...)` storage options, kept for display.
     #[serde(default)]
     pub options: Vec<(String, String)>,
+    /// FOREIGN KEY constraints this table's rows must satisfy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub foreign_keys: Vec<ForeignKey>,
+    /// The foreign keys of other tables (or this one) that reference this table: a
+    /// referenced table's definition names them, so a plan that deletes or updates its rows
+    /// is re-bound when one is added or dropped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub referenced_by: Vec<Reference>,
+    /// CHECK constraints.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
+}
+
+/// What a foreign key does to referencing rows when the referenced row is deleted or its
+/// key updated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FkAction {
+    /// Fail if referencing rows remain at the end of the statement (the default).
+    NoAction,
+    /// Fail at once if referencing rows exist.
+    Restrict,
+    /// Delete the referencing rows, or update their keys with the referenced row's.
+    Cascade,
+    /// Set the referencing columns to NULL.
+    SetNull,
+    /// Set the referencing columns to their defaults (which must then be referenced).
+    SetDefault,
+}
+
+impl FkAction {
+    /// The SQL words.
+    pub fn sql(self) -> &'static str {
+        match self {
+            FkAction::NoAction => "NO ACTION",
+            FkAction::Restrict => "RESTRICT",
+            FkAction::Cascade => "CASCADE",
+            FkAction::SetNull => "SET NULL",
+            FkAction::SetDefault => "SET DEFAULT",
+        }
+    }
+
+    /// `pg_constraint.confdeltype` / `confupdtype`.
+    pub fn code(self) -> &'static str {
+        match self {
+            FkAction::NoAction => "a",
+            FkAction::Restrict => "r",
+            FkAction::Cascade => "c",
+            FkAction::SetNull => "n",
+            FkAction::SetDefault => "d",
+        }
+    }
+}
+
+/// A FOREIGN KEY constraint (MATCH SIMPLE: a row with a NULL in its key references nothing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ForeignKey {
+    /// The constraint's name.
+    pub name: String,
+    /// The referencing columns, by position.
+    pub columns: Vec<usize>,
+    /// The referenced table.
+    pub table: String,
+    /// The referenced columns, by position: its primary key or a unique constraint's.
+    pub ref_columns: Vec<usize>,
+    /// ON DELETE.
+    pub on_delete: FkAction,
+    /// ON UPDATE.
+    pub on_update: FkAction,
+}
+
+/// A foreign key that references a table: the referencing table and the constraint's name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reference {
+    /// The referencing table.
+    pub table: String,
+    /// The constraint's name there.
+    pub constraint: String,
+}
+
+/// A CHECK constraint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// The constraint's name.
+    pub name: String,
+    /// The condition, as SQL text over the table's columns.
+    pub expr: String,
 }
 
 impl Table {
@@ -140,9 +229,36 @@ pub struct Catalog {
     cache: Mutex<HashMap<Vec<u8>, Cached<Table>>>,
     sequence_cache: Mutex<HashMap<Vec<u8>, Cached<Sequence>>>,
     rowids: Mutex<HashMap<u64, u64>>,
+    /// CHECK constraints bound once per definition, by table id.
+    check_cache: Mutex<HashMap<u64, CachedChecks>>,
 }
 
+/// A table's bound CHECK constraints and what they were bound against.
+type CachedChecks = (Vec<Check>, Vec<DataType>, Arc<Vec<(String, crate::expr::Expr)>>);
+
 impl Catalog {
+    /// The bound CHECK constraints of `table`, if bound for its current definition.
+    pub(crate) fn bound_checks(
+        &self,
+        table: &Table,
+    ) -> Option<Arc<Vec<(String, crate::expr::Expr)>>> {
+        let cache = self.check_cache.lock();
+        let (checks, types, bound) = cache.get(&table.id)?;
+        let same_types = types.len() == table.columns.len()
+            && types.iter().zip(&table.columns).all(|(t, c)| *t == c.ty);
+        (*checks == table.checks && same_types).then(|| bound.clone())
+    }
+
+    /// Remembers the bound CHECK constraints of `table`.
+    pub(crate) fn remember_checks(
+        &self,
+        table: &Table,
+        bound: Arc<Vec<(String, crate::expr::Expr)>>,
+    ) {
+        let types = table.columns.iter().map(|c| c.ty).collect();
+        self.check_cache.lock().insert(table.id, (table.checks.clone(), types, bound));
+    }
+
     /// Reads a table definition.
     pub fn table(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<Option<Arc<Table>>> {
         let key = table_key(db, name);

@@ -126,6 +126,12 @@ pub mod code {
     pub const GENERATED_ALWAYS: &str = "428C9";
     /// wrong_object_type
     pub const WRONG_OBJECT_TYPE: &str = "42809";
+    /// foreign_key_violation
+    pub const FOREIGN_KEY: &str = "23503";
+    /// check_violation
+    pub const CHECK: &str = "23514";
+    /// invalid_foreign_key
+    pub const INVALID_FOREIGN_KEY: &str = "42830";
 }
 
 /// An error answered to a statement.

@@ -1,6 +1,7 @@
 //! Row locks, as PostgreSQL takes them: UPDATE, DELETE, INSERT and `SELECT … FOR UPDATE`
-//! lock the rows they touch until the transaction's commit point (never until its
-//! durability point: G9). A waiter that would close a cycle of waits gets 40P01.
+//! lock the rows they touch exclusively, `FOR SHARE` and a foreign key's check lock the
+//! referenced row shared, until the transaction's commit point (never until its durability
+//! point: G9). A waiter that would close a cycle of waits gets 40P01.
 //!
 //! The engine is optimistic; the locks serve READ COMMITTED, where an UPDATE must apply to the
 //! newest committed version of a row (PostgreSQL re-reads it after waiting) instead of
@@ -24,9 +25,10 @@ const SHRINK_ABOVE: usize = 4096;
 /// A locked row: its table's id and a keyed 64-bit hash of its primary key.
 ///
 /// A lock names its row by hash, not by the key's bytes: taking one allocates nothing, and a
-/// bulk write's million locks cost 24 bytes each. Two keys sharing a hash would only make
-/// one writer wait for the other (never let two hold the same row), and the hash is keyed
-/// with a per-process random seed, so a client cannot choose keys that collide.
+/// bulk write's million locks cost about 64 bytes each (key and holder). Two keys sharing a
+/// hash would only make one writer wait for the other (never let two hold the same row), and
+/// the hash is keyed with a per-process random seed, so a client cannot choose keys that
+/// collide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LockKey {
     table: u64,
@@ -41,18 +43,103 @@ impl LockKey {
     }
 }
 
-/// A held lock: its owner, and the condition its waiters sleep on (so a release wakes only
+/// How a row is locked. Exclusive (UPDATE, DELETE, INSERT, `FOR UPDATE`) conflicts with
+/// every other holder; shared (`FOR SHARE`, a foreign key's check that its referenced row
+/// exists) conflicts only with exclusive, so many transactions may insert rows referencing
+/// one parent at once while none may delete it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockMode {
+    /// Shared with other shared holders.
+    Shared,
+    /// Held by one owner alone.
+    Exclusive,
+}
+
+/// A held lock: its holders, and the condition its waiters sleep on (so a release wakes only
 /// the waiters of that row), made by the first waiter: most locks are never waited for, and a
 /// bulk insert takes one per row.
 struct Held {
+    /// The exclusive holder, or the first shared one.
     owner: u64,
+    mode: LockMode,
+    /// Further shared holders (an empty Vec allocates nothing).
+    others: Vec<u64>,
     released: Option<Arc<Condvar>>,
+}
+
+impl Held {
+    fn holders(&self) -> impl Iterator<Item = u64> + '_ {
+        std::iter::once(self.owner).chain(self.others.iter().copied())
+    }
+
+    fn holds(&self, owner: u64) -> bool {
+        self.holders().any(|h| h == owner)
+    }
+
+    /// The holders `owner` must wait for to take the lock in `mode`.
+    fn blockers(&self, owner: u64, mode: LockMode) -> Vec<u64> {
+        match (mode, self.mode) {
+            (LockMode::Exclusive, _) => self.holders().filter(|&h| h != owner).collect(),
+            (LockMode::Shared, LockMode::Exclusive) if self.owner != owner => vec![self.owner],
+            (LockMode::Shared, _) => Vec::new(),
+        }
+    }
+
+    /// Grants the lock to `owner` in `mode` (no blockers are left).
+    fn grant(&mut self, owner: u64, mode: LockMode) {
+        match mode {
+            LockMode::Exclusive => {
+                // `owner` is the only holder: an upgrade, or a lock it already had.
+                self.owner = owner;
+                self.mode = LockMode::Exclusive;
+                self.others = Vec::new();
+            }
+            LockMode::Shared if !self.holds(owner) => self.others.push(owner),
+            LockMode::Shared => {}
+        }
+    }
+
+    /// Takes `owner` off the holders; true when none is left.
+    fn release(&mut self, owner: u64) -> bool {
+        if self.owner == owner {
+            match self.others.pop() {
+                Some(next) => self.owner = next,
+                None => return true,
+            }
+        } else {
+            self.others.retain(|&h| h != owner);
+        }
+        false
+    }
 }
 
 #[derive(Default)]
 struct State {
     holders: HashMap<LockKey, Held>,
-    waits_for: HashMap<u64, u64>,
+    /// Whom each waiting owner waits for.
+    waits_for: HashMap<u64, Vec<u64>>,
+}
+
+impl State {
+    /// Whether `owner` waiting for `blockers` would close a cycle of waits.
+    fn closes_cycle(&self, owner: u64, blockers: &[u64]) -> bool {
+        let mut stack: Vec<u64> = blockers.to_vec();
+        let mut seen = std::collections::HashSet::new();
+        while let Some(next) = stack.pop() {
+            if next == owner {
+                return true;
+            }
+            if seen.len() > 10_000 {
+                return true; // a wait graph this large is treated as a deadlock
+            }
+            if seen.insert(next) {
+                if let Some(w) = self.waits_for.get(&next) {
+                    stack.extend_from_slice(w);
+                }
+            }
+        }
+        false
+    }
 }
 
 /// The lock table shared by every session.
@@ -62,13 +149,14 @@ pub struct LockManager {
 }
 
 impl LockManager {
-    /// Locks `key` for `owner`; returns whether it was newly acquired (false when `owner`
-    /// already held it). Waits for a holder to finish; fails with 40P01 on a cycle of waits,
-    /// 55P03 past `timeout`, 57014 when `interrupt` is set.
+    /// Locks `key` for `owner` in `mode`; returns whether it was newly acquired (false when
+    /// `owner` already held it, in any mode). Waits for conflicting holders to finish; fails
+    /// with 40P01 on a cycle of waits, 55P03 past `timeout`, 57014 when `interrupt` is set.
     pub fn lock(
         &self,
         owner: u64,
         key: LockKey,
+        mode: LockMode,
         timeout: Option<Duration>,
         interrupt: &AtomicBool,
     ) -> Result<bool> {
@@ -76,34 +164,35 @@ impl LockManager {
         let mut state = self.state.lock();
         loop {
             // One search of the table whether the row is free, ours, or someone else's.
-            let (holder, released) = match state.holders.entry(key) {
+            let (blockers, released) = match state.holders.entry(key) {
                 hash_map::Entry::Vacant(slot) => {
-                    slot.insert(Held { owner, released: None });
+                    slot.insert(Held { owner, mode, others: Vec::new(), released: None });
                     if !state.waits_for.is_empty() {
                         state.waits_for.remove(&owner);
                     }
                     return Ok(true);
                 }
-                hash_map::Entry::Occupied(h) if h.get().owner == owner => return Ok(false),
                 hash_map::Entry::Occupied(mut h) => {
                     let h = h.get_mut();
-                    (h.owner, h.released.get_or_insert_with(Default::default).clone())
+                    let blockers = h.blockers(owner, mode);
+                    if blockers.is_empty() {
+                        let had = h.holds(owner);
+                        h.grant(owner, mode);
+                        if !state.waits_for.is_empty() {
+                            state.waits_for.remove(&owner);
+                        }
+                        return Ok(!had);
+                    }
+                    (blockers, h.released.get_or_insert_with(Default::default).clone())
                 }
             };
-            // Would waiting on `holder` close a cycle?
-            let mut next = holder;
-            let mut steps = 0;
-            while let Some(&n) = state.waits_for.get(&next) {
-                if n == owner || steps > 10_000 {
-                    state.waits_for.remove(&owner);
-                    return Err(SqlError::new(code::DEADLOCK, "deadlock detected").detail(
-                        format!("Transaction {owner} waits for a row held by {holder}, which waits (through others) for {owner}."),
-                    ).hint("The transaction might succeed if retried."));
-                }
-                next = n;
-                steps += 1;
+            if state.closes_cycle(owner, &blockers) {
+                state.waits_for.remove(&owner);
+                return Err(SqlError::new(code::DEADLOCK, "deadlock detected").detail(
+                    format!("Transaction {owner} waits for a row held by {}, which waits (through others) for {owner}.", blockers[0]),
+                ).hint("The transaction might succeed if retried."));
             }
-            state.waits_for.insert(owner, holder);
+            state.waits_for.insert(owner, blockers);
             if interrupt.load(Ordering::Relaxed) {
                 state.waits_for.remove(&owner);
                 return Err(SqlError::new(
@@ -126,11 +215,17 @@ impl LockManager {
     pub fn release(&self, owner: u64, keys: impl IntoIterator<Item = LockKey>) {
         let mut state = self.state.lock();
         for key in keys {
-            if let hash_map::Entry::Occupied(held) = state.holders.entry(key) {
-                if held.get().owner == owner {
-                    if let Some(released) = held.remove().released {
-                        released.notify_all();
-                    }
+            if let hash_map::Entry::Occupied(mut held) = state.holders.entry(key) {
+                if !held.get().holds(owner) {
+                    continue;
+                }
+                let released = if held.get_mut().release(owner) {
+                    held.remove().released
+                } else {
+                    held.get().released.clone()
+                };
+                if let Some(released) = released {
+                    released.notify_all();
                 }
             }
         }
@@ -176,10 +271,11 @@ impl HeldLocks {
     pub fn lock(
         &mut self,
         key: LockKey,
+        mode: LockMode,
         timeout: Option<Duration>,
         interrupt: &AtomicBool,
     ) -> Result<()> {
-        if self.manager.lock(self.owner, key, timeout, interrupt)? {
+        if self.manager.lock(self.owner, key, mode, timeout, interrupt)? {
             self.keys.push(key);
         }
         Ok(())
@@ -222,30 +318,66 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
+    const X: LockMode = LockMode::Exclusive;
+    const S: LockMode = LockMode::Shared;
+
     #[test]
     fn waits_then_acquires_and_detects_deadlock() {
         let locks = Arc::new(LockManager::default());
         let stop = AtomicBool::new(false);
-        assert!(locks.lock(1, LockKey::new(1, b"a"), None, &stop).unwrap());
-        assert!(!locks.lock(1, LockKey::new(1, b"a"), None, &stop).unwrap());
-        assert!(locks.lock(2, LockKey::new(1, b"b"), None, &stop).unwrap());
+        assert!(locks.lock(1, LockKey::new(1, b"a"), X, None, &stop).unwrap());
+        assert!(!locks.lock(1, LockKey::new(1, b"a"), X, None, &stop).unwrap());
+        assert!(locks.lock(2, LockKey::new(1, b"b"), X, None, &stop).unwrap());
         // 2 waits for 1 on "a" (in a thread); then 1 asking for "b" closes the cycle.
         let l = locks.clone();
         let waiter = std::thread::spawn(move || {
             let stop = AtomicBool::new(false);
-            l.lock(2, LockKey::new(1, b"a"), None, &stop)
+            l.lock(2, LockKey::new(1, b"a"), X, None, &stop)
         });
-        while locks.state.lock().waits_for.get(&2) != Some(&1) {
+        while locks.state.lock().waits_for.get(&2) != Some(&vec![1]) {
             std::thread::sleep(Duration::from_millis(1));
         }
-        let err = locks.lock(1, LockKey::new(1, b"b"), None, &stop).unwrap_err();
+        let err = locks.lock(1, LockKey::new(1, b"b"), X, None, &stop).unwrap_err();
         assert_eq!(err.code, code::DEADLOCK);
         locks.release(1, [LockKey::new(1, b"a")]);
         assert!(waiter.join().unwrap().unwrap());
         let err = locks
-            .lock(3, LockKey::new(1, b"a"), Some(Duration::from_millis(20)), &stop)
+            .lock(3, LockKey::new(1, b"a"), X, Some(Duration::from_millis(20)), &stop)
             .unwrap_err();
         assert_eq!(err.code, "55P03");
+    }
+
+    #[test]
+    fn shared_holders_exclude_an_exclusive_one_and_upgrades_deadlock() {
+        let locks = Arc::new(LockManager::default());
+        let stop = AtomicBool::new(false);
+        let row = LockKey::new(1, b"parent");
+        let none = Some(Duration::ZERO);
+        assert!(locks.lock(1, row, S, None, &stop).unwrap());
+        assert!(locks.lock(2, row, S, None, &stop).unwrap());
+        assert!(!locks.lock(2, row, S, None, &stop).unwrap());
+        // An exclusive request waits for every shared holder, and a shared one for it.
+        assert_eq!(locks.lock(3, row, X, none, &stop).unwrap_err().code, "55P03");
+        locks.release(1, [row]);
+        assert_eq!(locks.lock(3, row, X, none, &stop).unwrap_err().code, "55P03");
+        // The last shared holder may upgrade.
+        assert!(!locks.lock(2, row, X, None, &stop).unwrap());
+        assert_eq!(locks.lock(1, row, S, none, &stop).unwrap_err().code, "55P03");
+        locks.release(2, [row]);
+        assert_eq!(locks.held(), 0);
+        // Two shared holders that both want the row exclusively: one of them is told.
+        assert!(locks.lock(1, row, S, None, &stop).unwrap());
+        assert!(locks.lock(2, row, S, None, &stop).unwrap());
+        let l = locks.clone();
+        let first = std::thread::spawn(move || l.lock(1, row, X, None, &AtomicBool::new(false)));
+        while locks.state.lock().waits_for.get(&1) != Some(&vec![2]) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(locks.lock(2, row, X, None, &stop).unwrap_err().code, code::DEADLOCK);
+        locks.release(2, [row]);
+        assert!(!first.join().unwrap().unwrap());
+        locks.release(1, [row]);
+        assert_eq!(locks.held(), 0);
     }
 
     #[test]
@@ -255,14 +387,14 @@ mod tests {
         let l = locks.clone();
         let died = std::thread::spawn(move || {
             let mut held = HeldLocks::new(l, 7);
-            held.lock(LockKey::new(1, b"a"), None, &AtomicBool::new(false)).unwrap();
-            held.lock(LockKey::new(1, b"b"), None, &AtomicBool::new(false)).unwrap();
+            held.lock(LockKey::new(1, b"a"), X, None, &AtomicBool::new(false)).unwrap();
+            held.lock(LockKey::new(1, b"b"), X, None, &AtomicBool::new(false)).unwrap();
             panic!("the connection's thread dies holding two row locks");
         })
         .join();
         assert!(died.is_err());
         assert_eq!(locks.held(), 0);
-        assert!(locks.lock(8, LockKey::new(1, b"a"), Some(Duration::ZERO), &stop).unwrap());
+        assert!(locks.lock(8, LockKey::new(1, b"a"), X, Some(Duration::ZERO), &stop).unwrap());
     }
 
     #[test]
@@ -272,15 +404,15 @@ mod tests {
         let keys: Vec<LockKey> =
             (0u32..100_000).map(|i| LockKey::new(1, &i.to_be_bytes())).collect();
         for &k in &keys {
-            locks.lock(1, k, None, &stop).unwrap();
+            locks.lock(1, k, X, None, &stop).unwrap();
         }
-        assert!(locks.lock(2, LockKey::new(2, b"x"), None, &stop).unwrap());
+        assert!(locks.lock(2, LockKey::new(2, b"x"), X, None, &stop).unwrap());
         assert!(locks.state.lock().holders.capacity() >= 100_000);
         locks.release(1, keys);
         let capacity = locks.state.lock().holders.capacity();
         assert!(capacity <= 4 * SHRINK_ABOVE, "capacity {capacity} after the bulk locks went");
         // The lock another owner holds survived the shrink.
-        assert!(!locks.lock(2, LockKey::new(2, b"x"), None, &stop).unwrap());
+        assert!(!locks.lock(2, LockKey::new(2, b"x"), X, None, &stop).unwrap());
         assert_eq!(locks.held(), 1);
     }
 }

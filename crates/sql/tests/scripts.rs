@@ -270,4 +270,17 @@ macro_rules! scripts {
     )*};
 }
 
-scripts!(ddl, dml, select, transactions, ed, errors, concurrency, plans, prepared, sequences, tpcc);
+scripts!(
+    ddl,
+    dml,
+    select,
+    transactions,
+    ed,
+    errors,
+    concurrency,
+    plans,
+    prepared,
+    sequences,
+    constraints,
+    tpcc
+);

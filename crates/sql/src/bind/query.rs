@@ -541,7 +541,16 @@ impl<'a> Planner<'a> {
             order: vec![],
             limit: None,
             offset: None,
-            lock: q.is_some_and(|q| !q.locks.is_empty()),
+            // The strongest lock the clauses ask for (FOR UPDATE wins over FOR SHARE).
+            lock: q.and_then(|q| {
+                q.locks
+                    .iter()
+                    .map(|l| match l.lock_type {
+                        ast::LockType::Update => crate::locks::LockMode::Exclusive,
+                        ast::LockType::Share => crate::locks::LockMode::Shared,
+                    })
+                    .max_by_key(|m| *m == crate::locks::LockMode::Exclusive)
+            }),
             key_order: None,
         };
         if matches!(s.distinct, Some(ast::Distinct::On(_))) {
@@ -574,7 +583,9 @@ impl<'a> Planner<'a> {
                 self.order_limit(q, &mut plan, Some(&scope))?;
             }
         }
-        if plan.lock && !matches!(plan.from.first().map(|f| &f.source), Some(Source::Table(..))) {
+        if plan.lock.is_some()
+            && !matches!(plan.from.first().map(|f| &f.source), Some(Source::Table(..)))
+        {
             return Err(SqlError::unsupported("FOR UPDATE without a table"));
         }
         key_order(&mut plan);

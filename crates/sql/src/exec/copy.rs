@@ -309,6 +309,11 @@ impl Session {
             lock_timeout: None,
             interrupt: &self.interrupt,
             activity: &self.activity,
+            limits: crate::exec::select::ExecLimits {
+                rows_max: self.db.config.rows_max,
+                activity: Some(self.activity.clone()),
+            },
+            constraints: Default::default(),
         };
         let defaults = w.defaults(&table)?;
         for row in rows {
@@ -324,7 +329,7 @@ impl Session {
                     },
                 })
                 .collect::<Result<Vec<_>>>()?;
-            w.insert_row(&table, full, false)?;
+            w.insert_row(&table, full, false, &ctx)?;
         }
         if let Some(c) = &mut self.copy {
             c.rows += n;

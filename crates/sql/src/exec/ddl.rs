@@ -13,8 +13,10 @@ use crate::error::{code, Result, SqlError};
 use crate::types::{DataType, Value};
 
 use crate::bind::dml::*;
+use crate::exec::constraints::{constraint_names, unused_name};
 use crate::exec::sequences::{nextval_call, nextval_of, serial_type};
 use crate::exec::write::*;
+use crate::expr::Env;
 use crate::session::*;
 
 /// An identity column as written: GENERATED ALWAYS (true) or BY DEFAULT, and the options
@@ -42,7 +44,12 @@ impl Writer<'_> {
         Err(SqlError::new(code::DUPLICATE_TABLE, format!("relation \"{name}\" already exists")))
     }
 
-    pub(crate) fn create_table(&mut self, ct: &ast::CreateTable, database: &str) -> Result<Output> {
+    pub(crate) fn create_table(
+        &mut self,
+        ct: &ast::CreateTable,
+        database: &str,
+        env: &dyn Env,
+    ) -> Result<Output> {
         let name = object_name(&ct.name)?;
         if ct.query.is_some() {
             return Err(SqlError::unsupported("CREATE TABLE … AS"));
@@ -55,7 +62,12 @@ impl Writer<'_> {
         }
         let mut columns: Vec<Column> = Vec::new();
         let mut primary_key: Vec<usize> = Vec::new();
-        let mut uniques: Vec<Vec<usize>> = Vec::new();
+        let mut primary_key_name: Option<String> = None;
+        let mut uniques: Vec<(Option<String>, Vec<usize>)> = Vec::new();
+        // FOREIGN KEY and CHECK constraints, defined once the columns are known.
+        let mut foreign_keys: Vec<(Option<String>, Vec<usize>, &ast::ForeignKeyConstraint)> =
+            Vec::new();
+        let mut checks: Vec<(Option<String>, &ast::Expr)> = Vec::new();
         // Columns whose values come from a sequence: `serial` (None) or identity.
         let mut generated: Vec<(usize, Option<IdentitySpec>)> = Vec::new();
         for (i, c) in ct.columns.iter().enumerate() {
@@ -81,6 +93,7 @@ impl Writer<'_> {
                 generated.push((i, None));
             }
             for opt in &c.options {
+                let cname = opt.name.as_ref().map(ident);
                 match &opt.option {
                     ast::ColumnOption::NotNull => col.nullable = false,
                     ast::ColumnOption::Null => col.nullable = true,
@@ -146,9 +159,16 @@ impl Writer<'_> {
                             ));
                         }
                         primary_key.push(i);
+                        primary_key_name = cname;
                         col.nullable = false;
                     }
-                    ast::ColumnOption::Unique(_) => uniques.push(vec![i]),
+                    ast::ColumnOption::Unique(_) => uniques.push((cname, vec![i])),
+                    ast::ColumnOption::ForeignKey(fk) => {
+                        foreign_keys.push((cname.or(fk.name.as_ref().map(ident)), vec![i], fk))
+                    }
+                    ast::ColumnOption::Check(ck) => {
+                        checks.push((cname.or(ck.name.as_ref().map(ident)), &ck.expr))
+                    }
                     other => {
                         return Err(SqlError::unsupported(format!("the column option {other}")))
                     }
@@ -182,11 +202,33 @@ impl Writer<'_> {
                         ));
                     }
                     primary_key = find(&pk.columns, &columns)?;
+                    primary_key_name = pk.name.as_ref().map(ident);
                     for &c in &primary_key {
                         columns[c].nullable = false;
                     }
                 }
-                ast::TableConstraint::Unique(u) => uniques.push(find(&u.columns, &columns)?),
+                ast::TableConstraint::Unique(u) => {
+                    uniques.push((u.name.as_ref().map(ident), find(&u.columns, &columns)?))
+                }
+                ast::TableConstraint::ForeignKey(fk) => {
+                    let cols = fk
+                        .columns
+                        .iter()
+                        .map(|c| {
+                            let n = ident(c);
+                            columns.iter().position(|x| x.name == n).ok_or_else(|| {
+                                SqlError::new(
+                                    code::UNDEFINED_COLUMN,
+                                    format!("column \"{n}\" referenced in foreign key constraint does not exist"),
+                                )
+                            })
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    foreign_keys.push((fk.name.as_ref().map(ident), cols, fk));
+                }
+                ast::TableConstraint::Check(ck) => {
+                    checks.push((ck.name.as_ref().map(ident), &ck.expr))
+                }
                 other => return Err(SqlError::unsupported(format!("the constraint {other}"))),
             }
         }
@@ -220,9 +262,13 @@ impl Writer<'_> {
             primary_key_name: None,
             indexes: vec![],
             options,
+            foreign_keys: vec![],
+            referenced_by: vec![],
+            checks: vec![],
         };
         if !table.primary_key.is_empty() {
-            table.primary_key_name = Some(format!("{name}_pkey"));
+            table.primary_key_name =
+                Some(primary_key_name.unwrap_or_else(|| format!("{name}_pkey")));
         }
         for (i, identity) in generated {
             let column = table.columns[i].name.clone();
@@ -241,11 +287,27 @@ impl Writer<'_> {
                 None => table.columns[i].default = Some(nextval_call(&seq)),
             }
         }
-        for cols in uniques {
-            let iname = format!(
-                "{name}_{}_key",
-                cols.iter().map(|&c| table.columns[c].name.clone()).collect::<Vec<_>>().join("_")
-            );
+        for (given, cols) in uniques {
+            let taken = constraint_names(&table);
+            let iname = match given {
+                Some(n) if taken.contains(&n) => {
+                    return Err(SqlError::new(
+                        code::DUPLICATE_TABLE,
+                        format!("relation \"{n}\" already exists"),
+                    ))
+                }
+                Some(n) => n,
+                None => unused_name(
+                    format!(
+                        "{name}_{}_key",
+                        cols.iter()
+                            .map(|&c| table.columns[c].name.clone())
+                            .collect::<Vec<_>>()
+                            .join("_")
+                    ),
+                    &taken,
+                ),
+            };
             for &c in &cols {
                 if !crate::encoding::key_type_supported(table.columns[c].ty) {
                     return Err(SqlError::unsupported(format!(
@@ -255,7 +317,31 @@ impl Writer<'_> {
                 }
             }
             let iid = self.db.catalog.next_id(&mut self.ts.txn)?;
-            table.indexes.push(Index { name: iname, id: iid, columns: cols, unique: true });
+            table.indexes.push(Index {
+                name: iname,
+                id: iid,
+                columns: cols,
+                unique: true,
+                constraint: true,
+            });
+        }
+        for (given, expr) in checks {
+            self.define_check(&mut table, given, expr, env)?;
+        }
+        // Referenced tables gain the reference; several keys may reference one table.
+        let mut parents: Vec<Table> = Vec::new();
+        for (given, cols, fk) in foreign_keys {
+            if let Some(parent) = self.define_foreign_key(&mut table, given, cols, fk)? {
+                match parents.iter_mut().find(|p| p.name == parent.name) {
+                    Some(p) => p
+                        .referenced_by
+                        .push(parent.referenced_by.last().expect("just added").clone()),
+                    None => parents.push(parent),
+                }
+            }
+        }
+        for parent in &parents {
+            self.db.catalog.put_table(&mut self.ts.txn, parent)?;
         }
         self.db.catalog.put_table(&mut self.ts.txn, &table)?;
         Ok(Output::Command("CREATE TABLE".into()))
@@ -265,15 +351,17 @@ impl Writer<'_> {
         &mut self,
         object_type: ast::ObjectType,
         if_exists: bool,
+        cascade: bool,
         names: &[ast::ObjectName],
         database: &str,
     ) -> Result<Output> {
         match object_type {
             ast::ObjectType::Table => {
-                for n in names {
-                    let name = object_name(n)?;
-                    match self.db.catalog.table(&mut self.ts.txn, database, &name)? {
+                let dropping = names.iter().map(object_name).collect::<Result<Vec<_>>>()?;
+                for name in &dropping {
+                    match self.db.catalog.table(&mut self.ts.txn, database, name)? {
                         Some(t) => {
+                            self.drop_table_references(&t, cascade, &dropping)?;
                             self.truncate(&t)?;
                             self.db.catalog.delete_table(&mut self.ts.txn, &t)?;
                             self.drop_owned_sequences(&t)?;
@@ -449,7 +537,7 @@ impl Writer<'_> {
             return Ok(Output::Command("CREATE INDEX".into()));
         }
         let id = self.db.catalog.next_id(&mut self.ts.txn)?;
-        let index = Index { name, id, columns, unique: ci.unique };
+        let index = Index { name, id, columns, unique: ci.unique, constraint: false };
         self.build_index(&table, &index)?;
         let mut t = (*table).clone();
         t.indexes.push(index);

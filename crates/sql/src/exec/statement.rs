@@ -55,6 +55,8 @@ impl Session {
             lock_timeout,
             interrupt: &self.interrupt,
             activity: &self.activity,
+            limits: limits.clone(),
+            constraints: Default::default(),
         };
         let types = match slot {
             Some(slot) => slot.params.clone(),
@@ -105,8 +107,8 @@ impl Session {
             S::Query(q) => {
                 let plan = plan!(Select, |p: &mut Planner| p.query(q, None));
                 let plan = init!(select, plan);
-                let rows = if plan.lock {
-                    w.select_for_update(&plan, &ctx, &limits)?
+                let rows = if let Some(mode) = plan.lock {
+                    w.select_for_update(&plan, mode, &ctx, &limits)?
                 } else {
                     let cell = RefCell::new(&mut w.ts.txn);
                     let exec = Exec::new(&cell, &limits);
@@ -161,12 +163,12 @@ impl Session {
                 let tag = "EXPLAIN".to_string();
                 Ok(Output::Rows { columns: vec![("QUERY PLAN".into(), DataType::Text)], rows, tag })
             }
-            S::CreateTable(ct) => w.create_table(ct, &self.database),
+            S::CreateTable(ct) => w.create_table(ct, &self.database, &env),
             S::Drop {
                 object_type: ast::ObjectType::Sequence, if_exists, names, cascade, ..
             } => w.drop_sequences(names, *if_exists, *cascade, &self.database),
-            S::Drop { object_type, if_exists, names, .. } => {
-                w.drop(*object_type, *if_exists, names, &self.database)
+            S::Drop { object_type, if_exists, names, cascade, .. } => {
+                w.drop(*object_type, *if_exists, *cascade, names, &self.database)
             }
             S::CreateSequence {
                 temporary: false,
@@ -195,6 +197,37 @@ impl Session {
                         &self.database,
                         &name,
                     )?);
+                }
+                // A table referenced by a foreign key goes only with its referencing tables
+                // (which CASCADE adds, transitively).
+                let cascade = matches!(t.cascade, Some(ast::CascadeOption::Cascade));
+                let mut i = 0;
+                while i < tables.len() {
+                    for r in tables[i].referenced_by.clone() {
+                        if tables.iter().any(|x| x.name == r.table) {
+                            continue;
+                        }
+                        if !cascade {
+                            return Err(SqlError::new(
+                                code::FEATURE_NOT_SUPPORTED,
+                                "cannot truncate a table referenced in a foreign key constraint",
+                            )
+                            .detail(format!(
+                                "Table \"{}\" references \"{}\".",
+                                r.table, tables[i].name
+                            ))
+                            .hint(format!(
+                                "Truncate table \"{}\" at the same time, or use TRUNCATE ... CASCADE.",
+                                r.table
+                            )));
+                        }
+                        tables.push(self.db.catalog.table_or_err(
+                            &mut w.ts.txn,
+                            &self.database,
+                            &r.table,
+                        )?);
+                    }
+                    i += 1;
                 }
                 for table in &tables {
                     w.truncate(table)?;

@@ -12,6 +12,7 @@ use crate::encoding::{decode_row, encode_key, encode_row};
 use crate::error::{code, Result, SqlError};
 use crate::exec::select::*;
 use crate::expr::{assign, Ctx, Expr};
+use crate::locks::LockMode;
 use crate::pg::activity::{Activity, Wait};
 use crate::plan::*;
 use crate::types::{DataType, Value};
@@ -27,6 +28,10 @@ pub(crate) struct Writer<'a> {
     pub(crate) lock_timeout: Option<Duration>,
     pub(crate) interrupt: &'a AtomicBool,
     pub(crate) activity: &'a Activity,
+    /// Limits of the statement's internal reads (a foreign key's referencing rows).
+    pub(crate) limits: ExecLimits,
+    /// Constraint enforcement's state for the statement.
+    pub(crate) constraints: crate::exec::constraints::Constraints,
 }
 
 pub(crate) fn unique_violation(
@@ -74,9 +79,14 @@ pub(crate) fn returning_output(
 
 impl Writer<'_> {
     pub(crate) fn lock(&mut self, table: u64, key: &[u8]) -> Result<()> {
+        self.lock_in(table, key, LockMode::Exclusive)
+    }
+
+    /// Locks a row in `mode` until the commit point.
+    pub(crate) fn lock_in(&mut self, table: u64, key: &[u8], mode: LockMode) -> Result<()> {
         self.activity.set_wait(Some(Wait::RowLock));
         let key = crate::locks::LockKey::new(table, key);
-        let locked = self.ts.locks.lock(key, self.lock_timeout, self.interrupt);
+        let locked = self.ts.locks.lock(key, mode, self.lock_timeout, self.interrupt);
         self.activity.set_wait(None);
         locked
     }
@@ -172,8 +182,10 @@ impl Writer<'_> {
         table: &Table,
         row: Vec<Value>,
         skip_existing: bool,
+        ctx: &Ctx,
     ) -> Result<Option<Vec<u8>>> {
         let row = Self::fit_row(table, row)?;
+        self.check_row(table, &row, ctx)?;
         let pk = self.primary_key(table, &row)?;
         let ks = table.keyspace();
         // The row is written with its key check in one step when nothing after the check can
@@ -221,6 +233,9 @@ impl Writer<'_> {
         if table.primary_key.is_empty() || !written_early {
             self.ts.txn.put(&ks, &pk, &encode_row(&row))?;
         }
+        if !table.foreign_keys.is_empty() {
+            self.check_references(table, &row, None)?;
+        }
         Ok(Some(pk))
     }
 
@@ -239,40 +254,55 @@ impl Writer<'_> {
         pk: &[u8],
         old: &[Value],
         new: Vec<Value>,
+        ctx: &Ctx,
     ) -> Result<Vec<Value>> {
         let new = Self::fit_row(table, new)?;
+        self.check_row(table, &new, ctx)?;
         let pk_changed = table
             .primary_key
             .iter()
             .any(|&c| old[c].total_cmp(&new[c]) != std::cmp::Ordering::Equal);
         if pk_changed {
             self.delete_row(table, pk, old)?;
-            self.insert_row(table, new.clone(), false)?;
-            return Ok(new);
-        }
-        for index in &table.indexes {
-            let changed = index
-                .columns
-                .iter()
-                .any(|&c| old[c].total_cmp(&new[c]) != std::cmp::Ordering::Equal);
-            if !changed {
-                continue;
-            }
-            let (old_key, _, _) = Self::index_entry(table, index, old, pk)?;
-            self.ts.txn.delete(&index.keyspace(), &old_key)?;
-            let (key, value, unique) = Self::index_entry(table, index, &new, pk)?;
-            if unique {
-                if let Some(existing) = self.ts.txn.get(&index.keyspace(), &key)? {
-                    if existing != pk {
-                        let vals: Vec<Value> =
-                            index.columns.iter().map(|&c| new[c].clone()).collect();
-                        return Err(unique_violation(table, &index.name, &vals, &index.columns));
+            // The new key is checked and written as an insert's, its references too.
+            let row = Self::fit_row(table, new.clone())?;
+            self.insert_row(table, row, false, ctx)?;
+        } else {
+            for index in &table.indexes {
+                let changed = index
+                    .columns
+                    .iter()
+                    .any(|&c| old[c].total_cmp(&new[c]) != std::cmp::Ordering::Equal);
+                if !changed {
+                    continue;
+                }
+                let (old_key, _, _) = Self::index_entry(table, index, old, pk)?;
+                self.ts.txn.delete(&index.keyspace(), &old_key)?;
+                let (key, value, unique) = Self::index_entry(table, index, &new, pk)?;
+                if unique {
+                    if let Some(existing) = self.ts.txn.get(&index.keyspace(), &key)? {
+                        if existing != pk {
+                            let vals: Vec<Value> =
+                                index.columns.iter().map(|&c| new[c].clone()).collect();
+                            return Err(unique_violation(
+                                table,
+                                &index.name,
+                                &vals,
+                                &index.columns,
+                            ));
+                        }
                     }
                 }
+                self.ts.txn.put(&index.keyspace(), &key, &value)?;
             }
-            self.ts.txn.put(&index.keyspace(), &key, &value)?;
+            self.ts.txn.put(&table.keyspace(), pk, &encode_row(&new))?;
+            if !table.foreign_keys.is_empty() {
+                self.check_references(table, &new, Some(old))?;
+            }
         }
-        self.ts.txn.put(&table.keyspace(), pk, &encode_row(&new))?;
+        if !table.referenced_by.is_empty() {
+            self.referenced_row_changed(table, old, Some(&new), ctx)?;
+        }
         Ok(new)
     }
 
@@ -285,9 +315,10 @@ impl Writer<'_> {
         pk: &[u8],
         row: Vec<Value>,
         filters: &[Expr],
+        mode: LockMode,
         ctx: &Ctx,
     ) -> Result<Option<Vec<Value>>> {
-        self.lock(table.id, pk)?;
+        self.lock_in(table.id, pk, mode)?;
         if self.ts.isolation != IsolationLevel::ReadCommitted {
             // A row a concurrent transaction changed after our snapshot cannot be updated
             // here (the commit would fail validation): say so now, as PostgreSQL does.
@@ -322,6 +353,7 @@ impl Writer<'_> {
     pub(crate) fn select_for_update(
         &mut self,
         plan: &SelectPlan,
+        mode: LockMode,
         ctx: &Ctx,
         limits: &ExecLimits,
     ) -> Result<Vec<Vec<Value>>> {
@@ -373,7 +405,8 @@ impl Writer<'_> {
             let Some(Value::Int(i)) = sorted.last() else { unreachable!("pushed above") };
             let (_, row, key) = &candidates[*i as usize];
             let mine = row[..width].to_vec();
-            let Some(current) = self.lock_current(&table, key, mine, &first.filters, ctx)? else {
+            let Some(current) = self.lock_current(&table, key, mine, &first.filters, mode, ctx)?
+            else {
                 continue;
             };
             let mut row = row.clone();
@@ -434,10 +467,10 @@ impl Writer<'_> {
                 });
             }
             let written = match &plan.on_conflict {
-                None => self.insert_row(&table, full.clone(), false)?.map(|_| full),
-                Some((_, None)) => self.insert_row(&table, full.clone(), true)?.map(|_| full),
+                None => self.insert_row(&table, full.clone(), false, ctx)?.map(|_| full),
+                Some((_, None)) => self.insert_row(&table, full.clone(), true, ctx)?.map(|_| full),
                 Some((_, Some((sets, cond)))) => {
-                    match self.insert_row(&table, full.clone(), true)? {
+                    match self.insert_row(&table, full.clone(), true, ctx)? {
                         Some(_) => Some(full),
                         None => {
                             let fitted = Self::fit_row(&table, full.clone())?;
@@ -457,7 +490,7 @@ impl Writer<'_> {
                                 for (c, e) in sets {
                                     new[*c] = e.eval(&both, ctx)?;
                                 }
-                                Some(self.update_row(&table, &pk, &existing, new)?)
+                                Some(self.update_row(&table, &pk, &existing, new, ctx)?)
                             } else {
                                 None
                             }
@@ -469,6 +502,7 @@ impl Writer<'_> {
                 written_rows.push(row);
             }
         }
+        self.finish_constraints(ctx)?;
         returning_output(plan.returning, written_rows, "INSERT", ctx)
     }
 
@@ -492,7 +526,9 @@ impl Writer<'_> {
         for (pk, row) in rows {
             limits.check()?;
             let pk = pk.expect("table rows have keys");
-            if let Some(current) = self.lock_current(table, &pk, row, &filters, ctx)? {
+            if let Some(current) =
+                self.lock_current(table, &pk, row, &filters, LockMode::Exclusive, ctx)?
+            {
                 out.push((pk, current));
             }
         }
@@ -512,8 +548,9 @@ impl Writer<'_> {
             for (c, e) in &plan.sets {
                 new[*c] = e.eval(&current, ctx)?;
             }
-            changed.push(self.update_row(&table, &pk, &current, new)?);
+            changed.push(self.update_row(&table, &pk, &current, new, ctx)?);
         }
+        self.finish_constraints(ctx)?;
         returning_output(plan.returning, changed, "UPDATE", ctx)
     }
 
@@ -527,8 +564,12 @@ impl Writer<'_> {
         let mut deleted = Vec::new();
         for (pk, current) in self.target_rows(&table, &plan.scan, ctx, limits)? {
             self.delete_row(&table, &pk, &current)?;
+            if !table.referenced_by.is_empty() {
+                self.referenced_row_changed(&table, &current, None, ctx)?;
+            }
             deleted.push(current);
         }
+        self.finish_constraints(ctx)?;
         returning_output(plan.returning, deleted, "DELETE", ctx)
     }
 

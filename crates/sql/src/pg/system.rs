@@ -95,6 +95,10 @@ pub mod oid {
     pub fn constraint(index_oid: i64) -> i64 {
         index_oid + 2_000_000
     }
+    /// The `n`th foreign key or CHECK constraint (checks from 500) of table `id`.
+    pub fn table_constraint(id: u64, n: usize) -> i64 {
+        FIRST + 1_000_000_000 + id as i64 * 1000 + n as i64
+    }
 }
 
 fn cols(spec: &[(&str, DataType)]) -> Columns {
@@ -653,7 +657,7 @@ impl System<'_> {
                 ));
             }
             for ix in &t.indexes {
-                let is_constraint = ix.unique && ix.name.ends_with("_key");
+                let is_constraint = ix.unique && (ix.constraint || ix.name.ends_with("_key"));
                 indexes.push((
                     oid::object(ix.id),
                     ix.name.clone(),
@@ -677,6 +681,30 @@ impl System<'_> {
                     let what = if *k == 'p' { "PRIMARY KEY" } else { "UNIQUE" };
                     defs.push((oid::constraint(*ioid), format!("{what} ({})", colnames(c))));
                 }
+            }
+            for (n, fk) in t.foreign_keys.iter().enumerate() {
+                let Some(parent) = tables.iter().find(|p| p.name == fk.table) else { continue };
+                let pcols = fk
+                    .ref_columns
+                    .iter()
+                    .map(|&i| parent.columns[i].name.clone())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let mut def = format!(
+                    "FOREIGN KEY ({}) REFERENCES {}({pcols})",
+                    colnames(&fk.columns),
+                    fk.table
+                );
+                if fk.on_update != crate::catalog::FkAction::NoAction {
+                    def.push_str(&format!(" ON UPDATE {}", fk.on_update.sql()));
+                }
+                if fk.on_delete != crate::catalog::FkAction::NoAction {
+                    def.push_str(&format!(" ON DELETE {}", fk.on_delete.sql()));
+                }
+                defs.push((oid::table_constraint(t.id, n), def));
+            }
+            for (n, ck) in t.checks.iter().enumerate() {
+                defs.push((oid::table_constraint(t.id, 500 + n), format!("CHECK ({})", ck.expr)));
             }
             match which {
                 "pg_class" | "pg_tables" => {
@@ -777,10 +805,14 @@ impl System<'_> {
                     }
                 }
                 "pg_constraint" => {
+                    let array = |c: &[usize]| {
+                        format!(
+                            "{{{}}}",
+                            c.iter().map(|k| (k + 1).to_string()).collect::<Vec<_>>().join(",")
+                        )
+                    };
                     for (ioid, name, c, _, _, kind) in &indexes {
                         let Some(k) = kind else { continue };
-                        let keys =
-                            c.iter().map(|k| (k + 1).to_string()).collect::<Vec<_>>().join(",");
                         rows.push(vec![
                             int(oid::constraint(*ioid)),
                             text(name),
@@ -794,7 +826,75 @@ impl System<'_> {
                             int(*ioid),
                             int(0),
                             int(0),
-                            text(&format!("{{{keys}}}")),
+                            text(&array(c)),
+                            Value::Null,
+                            text(" "),
+                            text(" "),
+                            text(" "),
+                        ]);
+                    }
+                    for (n, fk) in t.foreign_keys.iter().enumerate() {
+                        let Some(parent) = tables.iter().find(|p| p.name == fk.table) else {
+                            continue;
+                        };
+                        // The index that enforces the referenced key.
+                        let index = if crate::exec::constraints::same_set(
+                            &fk.ref_columns,
+                            &parent.primary_key,
+                        ) {
+                            oid::pkey_index(parent.id)
+                        } else {
+                            parent
+                                .indexes
+                                .iter()
+                                .find(|i| {
+                                    i.unique
+                                        && crate::exec::constraints::same_set(
+                                            &fk.ref_columns,
+                                            &i.columns,
+                                        )
+                                })
+                                .map_or(0, |i| oid::object(i.id))
+                        };
+                        rows.push(vec![
+                            int(oid::table_constraint(t.id, n)),
+                            text(&fk.name),
+                            int(oid::PUBLIC),
+                            text("f"),
+                            boolean(false),
+                            boolean(false),
+                            boolean(true),
+                            int(toid),
+                            int(0),
+                            int(index),
+                            int(0),
+                            int(oid::object(parent.id)),
+                            text(&array(&fk.columns)),
+                            text(&array(&fk.ref_columns)),
+                            text(fk.on_update.code()),
+                            text(fk.on_delete.code()),
+                            text("s"),
+                        ]);
+                    }
+                    for (n, ck) in t.checks.iter().enumerate() {
+                        rows.push(vec![
+                            int(oid::table_constraint(t.id, 500 + n)),
+                            text(&ck.name),
+                            int(oid::PUBLIC),
+                            text("c"),
+                            boolean(false),
+                            boolean(false),
+                            boolean(true),
+                            int(toid),
+                            int(0),
+                            int(0),
+                            int(0),
+                            int(0),
+                            Value::Null,
+                            Value::Null,
+                            text(" "),
+                            text(" "),
+                            text(" "),
                         ]);
                     }
                 }
@@ -894,6 +994,10 @@ impl System<'_> {
                 ("conparentid", I8),
                 ("confrelid", I8),
                 ("conkey", T),
+                ("confkey", T),
+                ("confupdtype", T),
+                ("confdeltype", T),
+                ("confmatchtype", T),
             ]),
         };
         Ok((columns, rows))

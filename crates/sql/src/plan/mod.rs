@@ -147,8 +147,8 @@ pub struct SelectPlan {
     pub limit: Option<Expr>,
     /// OFFSET
     pub offset: Option<Expr>,
-    /// FOR UPDATE / FOR SHARE: lock the rows of the first table.
-    pub lock: bool,
+    /// FOR UPDATE (exclusive) / FOR SHARE (shared): lock the rows of the first table.
+    pub lock: Option<crate::locks::LockMode>,
     /// Set when the only FROM item reads its primary key in ORDER BY's order (descending
     /// when true), so LIMIT can stop the scan once enough rows passed (`access::key_order`).
     pub key_order: Option<bool>,
@@ -170,7 +170,7 @@ impl SelectPlan {
             order: vec![],
             limit: None,
             offset: None,
-            lock: false,
+            lock: None,
             key_order: None,
         }
     }
