@@ -572,7 +572,12 @@ impl Writer<'_> {
         Ok(())
     }
 
-    pub(crate) fn alter_table(&mut self, at: &ast::AlterTable, database: &str) -> Result<Output> {
+    pub(crate) fn alter_table(
+        &mut self,
+        at: &ast::AlterTable,
+        database: &str,
+        env: &dyn Env,
+    ) -> Result<Output> {
         let tname = object_name(&at.name)?;
         let table = self.db.catalog.table_or_err(&mut self.ts.txn, database, &tname)?;
         let mut t = (*table).clone();
@@ -624,6 +629,13 @@ impl Writer<'_> {
                         self.build_index(&t, &index)?;
                     }
                 }
+                ast::AlterTableOperation::AddConstraint { constraint, not_valid } => {
+                    self.add_constraint(&mut t, constraint, *not_valid, env)?;
+                }
+                ast::AlterTableOperation::DropConstraint { if_exists, name, drop_behavior } => {
+                    let cascade = matches!(drop_behavior, Some(ast::DropBehavior::Cascade));
+                    self.drop_constraint(&mut t, &ident(name), *if_exists, cascade)?;
+                }
                 other => {
                     return Err(SqlError::unsupported(format!(
                         "ALTER TABLE … {}",
@@ -634,5 +646,198 @@ impl Writer<'_> {
         }
         self.db.catalog.put_table(&mut self.ts.txn, &t)?;
         Ok(Output::Command("ALTER TABLE".into()))
+    }
+
+    /// `ALTER TABLE … ADD CONSTRAINT`: FOREIGN KEY, CHECK or UNIQUE, checked against the
+    /// rows already there (unless NOT VALID, for the first two).
+    fn add_constraint(
+        &mut self,
+        t: &mut Table,
+        constraint: &ast::TableConstraint,
+        not_valid: bool,
+        env: &dyn Env,
+    ) -> Result<()> {
+        let column = |t: &Table, c: &ast::Ident| {
+            let n = ident(c);
+            t.column(&n).ok_or_else(|| {
+                SqlError::new(
+                    code::UNDEFINED_COLUMN,
+                    format!("column \"{n}\" named in key does not exist"),
+                )
+            })
+        };
+        match constraint {
+            ast::TableConstraint::ForeignKey(fk) => {
+                let cols = fk.columns.iter().map(|c| column(t, c)).collect::<Result<Vec<_>>>()?;
+                let name = fk.name.as_ref().map(ident);
+                if let Some(parent) = self.define_foreign_key(t, name, cols, fk)? {
+                    self.db.catalog.put_table(&mut self.ts.txn, &parent)?;
+                }
+                if !not_valid {
+                    let checked = t.clone();
+                    self.each_row(&t.keyspace(), |w, _, raw| {
+                        let row = decode_row(&raw, checked.columns.len())?;
+                        w.check_references(&checked, &row, None)
+                    })?;
+                }
+            }
+            ast::TableConstraint::Check(ck) => {
+                let bound = self.define_check(t, ck.name.as_ref().map(ident), &ck.expr, env)?;
+                if !not_valid {
+                    let ctx = crate::expr::Ctx::new(&[], env);
+                    let name = t.checks.last().expect("just added").name.clone();
+                    let width = t.columns.len();
+                    let tname = t.name.clone();
+                    self.each_row(&t.keyspace(), |_, _, raw| {
+                        let row = decode_row(&raw, width)?;
+                        if bound.eval(&row, &ctx)?.as_bool()? == Some(false) {
+                            return Err(SqlError::new(
+                                code::CHECK,
+                                format!(
+                                    "check constraint \"{name}\" of relation \"{tname}\" is violated by some row"
+                                ),
+                            ));
+                        }
+                        Ok(())
+                    })?;
+                }
+            }
+            ast::TableConstraint::Unique(u) => {
+                let cols = u
+                    .columns
+                    .iter()
+                    .map(|ic| match &ic.column.expr {
+                        ast::Expr::Identifier(id) => column(t, id),
+                        other => {
+                            Err(SqlError::unsupported(format!("a key on the expression {other}")))
+                        }
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                for &c in &cols {
+                    if !crate::encoding::key_type_supported(t.columns[c].ty) {
+                        return Err(SqlError::unsupported(format!(
+                            "a unique constraint on a column of type {}",
+                            t.columns[c].ty.sql_name()
+                        )));
+                    }
+                }
+                let taken = constraint_names(t);
+                let name = match u.name.as_ref().map(ident) {
+                    Some(n)
+                        if taken.contains(&n)
+                            || self.db.catalog.relation_exists(
+                                &mut self.ts.txn,
+                                &t.database,
+                                &n,
+                            )? =>
+                    {
+                        return Err(SqlError::new(
+                            code::DUPLICATE_TABLE,
+                            format!("relation \"{n}\" already exists"),
+                        ))
+                    }
+                    Some(n) => n,
+                    None => unused_name(
+                        format!(
+                            "{}_{}_key",
+                            t.name,
+                            cols.iter()
+                                .map(|&c| t.columns[c].name.clone())
+                                .collect::<Vec<_>>()
+                                .join("_")
+                        ),
+                        &taken,
+                    ),
+                };
+                let id = self.db.catalog.next_id(&mut self.ts.txn)?;
+                let index = Index { name, id, columns: cols, unique: true, constraint: true };
+                self.build_index(t, &index)?;
+                t.indexes.push(index);
+            }
+            ast::TableConstraint::PrimaryKey(_) => {
+                return Err(SqlError::unsupported(
+                    "ADD CONSTRAINT … PRIMARY KEY (use ADD PRIMARY KEY)",
+                ))
+            }
+            other => return Err(SqlError::unsupported(format!("the constraint {other}"))),
+        }
+        Ok(())
+    }
+
+    /// `ALTER TABLE … DROP CONSTRAINT name`: a foreign key, a CHECK, or a UNIQUE constraint
+    /// (a unique key a foreign key references goes only with CASCADE, which drops that key).
+    fn drop_constraint(
+        &mut self,
+        t: &mut Table,
+        name: &str,
+        if_exists: bool,
+        cascade: bool,
+    ) -> Result<()> {
+        if let Some(i) = t.foreign_keys.iter().position(|f| f.name == name) {
+            let fk = t.foreign_keys.remove(i);
+            if fk.table == t.name {
+                t.referenced_by.retain(|r| !(r.table == t.name && r.constraint == fk.name));
+            } else if let Some(p) =
+                self.db.catalog.table(&mut self.ts.txn, &t.database, &fk.table)?
+            {
+                let mut p = (*p).clone();
+                p.referenced_by.retain(|r| !(r.table == t.name && r.constraint == fk.name));
+                self.db.catalog.put_table(&mut self.ts.txn, &p)?;
+            }
+            return Ok(());
+        }
+        if let Some(i) = t.checks.iter().position(|c| c.name == name) {
+            t.checks.remove(i);
+            return Ok(());
+        }
+        if let Some(i) = t.indexes.iter().position(|x| x.name == name && x.unique && x.constraint) {
+            let cols = t.indexes[i].columns.clone();
+            let users: Vec<crate::catalog::Reference> = t.referenced_by.clone();
+            for r in users {
+                let child = if r.table == t.name {
+                    t.clone()
+                } else {
+                    (*self.db.catalog.table_or_err(&mut self.ts.txn, &t.database, &r.table)?)
+                        .clone()
+                };
+                let uses = child.foreign_keys.iter().any(|f| {
+                    f.name == r.constraint
+                        && f.table == t.name
+                        && crate::exec::constraints::same_set(&f.ref_columns, &cols)
+                });
+                if !uses {
+                    continue;
+                }
+                if !cascade {
+                    return Err(SqlError::new(
+                        code::DEPENDENT_OBJECTS,
+                        format!("cannot drop constraint {name} on table {} because other objects depend on it", t.name),
+                    )
+                    .detail(format!("constraint {} on table {} depends on index {name}", r.constraint, r.table))
+                    .hint("Use DROP ... CASCADE to drop the dependent objects too."));
+                }
+                t.referenced_by.retain(|x| x != &r);
+                if r.table == t.name {
+                    t.foreign_keys.retain(|f| f.name != r.constraint);
+                } else {
+                    let mut child = child;
+                    child.foreign_keys.retain(|f| f.name != r.constraint);
+                    self.db.catalog.put_table(&mut self.ts.txn, &child)?;
+                }
+            }
+            let index = t.indexes.remove(i);
+            self.ts.txn.clear(&index.keyspace())?;
+            return Ok(());
+        }
+        if t.primary_key_name.as_deref() == Some(name) {
+            return Err(SqlError::unsupported("dropping a primary key"));
+        }
+        if if_exists {
+            return Ok(());
+        }
+        Err(SqlError::new(
+            code::UNDEFINED_OBJECT,
+            format!("constraint \"{name}\" of relation \"{}\" does not exist", t.name),
+        ))
     }
 }

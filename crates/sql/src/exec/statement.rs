@@ -186,7 +186,7 @@ impl Session {
                 &self.database,
             ),
             S::CreateIndex(ci) => w.create_index(ci, &self.database),
-            S::AlterTable(at) => w.alter_table(at, &self.database),
+            S::AlterTable(at) => w.alter_table(at, &self.database, &env),
             S::Truncate(t) => {
                 let restart = matches!(t.identity, Some(ast::TruncateIdentityOption::Restart));
                 let mut tables = Vec::new();
