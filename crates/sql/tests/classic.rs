@@ -8,26 +8,10 @@
 use std::sync::Arc;
 
 use kiln_engine::{CommitModel, Config, Engine};
-use kiln_sql::{Database, Output, Session, SessionConfig, Value};
+use kiln_sql::{Database, SessionConfig};
 
-fn ok(session: &mut Session, sql: &str) -> Vec<Output> {
-    let (outputs, error) = session.simple_query(sql);
-    assert!(error.is_none(), "{sql}: {error:?}");
-    outputs
-}
-
-fn single_int(outputs: &[Output]) -> i64 {
-    match outputs.last() {
-        Some(Output::Rows { rows, .. }) => match rows.as_slice() {
-            [row] => match row.as_slice() {
-                [Value::Int(n)] => *n,
-                other => panic!("not one integer: {other:?}"),
-            },
-            other => panic!("not one row: {other:?}"),
-        },
-        other => panic!("no rows: {other:?}"),
-    }
-}
+mod common;
+use common::{ok, single_int};
 
 #[test]
 fn classic_commits_hold_row_locks_until_durable_and_lose_no_update() {

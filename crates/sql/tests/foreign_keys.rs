@@ -8,26 +8,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use kiln_engine::{Config, Engine};
-use kiln_sql::{Database, Output, Session, SessionConfig, Value};
+use kiln_sql::{Database, Session, SessionConfig};
 
-fn ok(session: &mut Session, sql: &str) -> Vec<Output> {
-    let (outputs, error) = session.simple_query(sql);
-    assert!(error.is_none(), "{sql}: {error:?}");
-    outputs
-}
-
-fn single_int(outputs: &[Output]) -> i64 {
-    match outputs.last() {
-        Some(Output::Rows { rows, .. }) => match rows.as_slice() {
-            [row] => match row.as_slice() {
-                [Value::Int(n)] => *n,
-                other => panic!("not one integer: {other:?}"),
-            },
-            other => panic!("not one row: {other:?}"),
-        },
-        other => panic!("no rows: {other:?}"),
-    }
-}
+mod common;
+use common::{ok, single_int};
 
 /// Rows of `child` whose key names a missing row of `parent`.
 const ORPHANS: &str = "SELECT count(*) FROM child c LEFT JOIN parent p ON p.id = c.p \

@@ -534,7 +534,7 @@ pub(crate) fn same_set(a: &[usize], b: &[usize]) -> bool {
 }
 
 /// The constraint names a table already uses (primary key, unique, foreign keys, checks).
-pub(crate) fn constraint_names(table: &Table) -> Vec<String> {
+fn constraint_names(table: &Table) -> Vec<String> {
     let mut names: Vec<String> = table.primary_key_name.iter().cloned().collect();
     names.extend(table.indexes.iter().filter(|i| i.unique).map(|i| i.name.clone()));
     names.extend(table.foreign_keys.iter().map(|f| f.name.clone()));
@@ -543,11 +543,31 @@ pub(crate) fn constraint_names(table: &Table) -> Vec<String> {
 }
 
 /// `base`, or `base1`, `base2`, … : the first not in `taken` (PostgreSQL's choice).
-pub(crate) fn unused_name(base: String, taken: &[String]) -> String {
+fn unused_name(base: String, taken: &[String]) -> String {
     if !taken.contains(&base) {
         return base;
     }
     (1..).map(|n| format!("{base}{n}")).find(|n| !taken.contains(n)).expect("a free name")
+}
+
+/// `<table>_<columns>_<suffix>`, PostgreSQL's base for a constraint's name.
+fn columns_base(table: &Table, cols: &[usize], suffix: &str) -> String {
+    let names = cols.iter().map(|&c| table.columns[c].name.clone()).collect::<Vec<_>>();
+    format!("{}_{}_{suffix}", table.name, names.join("_"))
+}
+
+/// A new constraint's name: the one given (42710 when the table already uses it), or `base`
+/// made unique among the table's constraints.
+fn constraint_name(table: &Table, given: Option<String>, base: String) -> Result<String> {
+    let taken = constraint_names(table);
+    match given {
+        Some(n) if taken.contains(&n) => Err(SqlError::new(
+            code::DUPLICATE_OBJECT,
+            format!("constraint \"{n}\" for relation \"{}\" already exists", table.name),
+        )),
+        Some(n) => Ok(n),
+        None => Ok(unused_name(base, &taken)),
+    }
 }
 
 /// Whether a referencing column of type `a` can reference one of type `b` (one family:
@@ -642,22 +662,7 @@ impl Writer<'_> {
                 format!("there is no unique constraint matching given keys for referenced table \"{pname}\""),
             ));
         }
-        let base = format!(
-            "{}_{}_fkey",
-            table.name,
-            cols.iter().map(|&c| table.columns[c].name.clone()).collect::<Vec<_>>().join("_")
-        );
-        let taken = constraint_names(table);
-        let name = match name {
-            Some(n) if taken.contains(&n) => {
-                return Err(SqlError::new(
-                    code::DUPLICATE_OBJECT,
-                    format!("constraint \"{n}\" for relation \"{}\" already exists", table.name),
-                ))
-            }
-            Some(n) => n,
-            None => unused_name(base, &taken),
-        };
+        let name = constraint_name(table, name, columns_base(table, &cols, "fkey"))?;
         for (&c, &r) in cols.iter().zip(&ref_cols) {
             let (a, b) = (table.columns[c].ty, p.columns[r].ty);
             if !key_types_compatible(a, b) {
@@ -721,19 +726,40 @@ impl Writer<'_> {
             [one] => format!("{}_{}_check", table.name, table.columns[**one].name),
             _ => format!("{}_check", table.name),
         };
-        let taken = constraint_names(table);
-        let name = match name {
-            Some(n) if taken.contains(&n) => {
-                return Err(SqlError::new(
-                    code::DUPLICATE_OBJECT,
-                    format!("constraint \"{n}\" for relation \"{}\" already exists", table.name),
-                ))
-            }
-            Some(n) => n,
-            None => unused_name(base, &taken),
-        };
+        let name = constraint_name(table, name, base)?;
         table.checks.push(crate::catalog::Check { name, expr: expr.to_string() });
         Ok(bound)
+    }
+
+    /// The index of a UNIQUE constraint on `cols` of `table`: named as given (42P07 when a
+    /// relation or another constraint has the name) or `<table>_<columns>_key`.
+    pub(crate) fn unique_constraint(
+        &mut self,
+        table: &Table,
+        given: Option<String>,
+        cols: Vec<usize>,
+    ) -> Result<crate::catalog::Index> {
+        for &c in &cols {
+            if !crate::encoding::key_type_supported(table.columns[c].ty) {
+                return Err(SqlError::unsupported(format!(
+                    "a unique constraint on a column of type {}",
+                    table.columns[c].ty.sql_name()
+                )));
+            }
+        }
+        if let Some(n) = &given {
+            if constraint_names(table).contains(n)
+                || self.db.catalog.relation_exists(&mut self.ts.txn, &table.database, n)?
+            {
+                return Err(SqlError::new(
+                    code::DUPLICATE_TABLE,
+                    format!("relation \"{n}\" already exists"),
+                ));
+            }
+        }
+        let name = constraint_name(table, given, columns_base(table, &cols, "key"))?;
+        let id = self.db.catalog.next_id(&mut self.ts.txn)?;
+        Ok(crate::catalog::Index { name, id, columns: cols, unique: true, constraint: true })
     }
 
     /// Before `table` is dropped: the foreign keys of other tables that reference it fail

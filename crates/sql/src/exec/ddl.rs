@@ -13,7 +13,6 @@ use crate::error::{code, Result, SqlError};
 use crate::types::{DataType, Value};
 
 use crate::bind::dml::*;
-use crate::exec::constraints::{constraint_names, unused_name};
 use crate::exec::sequences::{nextval_call, nextval_of, serial_type};
 use crate::exec::write::*;
 use crate::expr::Env;
@@ -288,42 +287,8 @@ impl Writer<'_> {
             }
         }
         for (given, cols) in uniques {
-            let taken = constraint_names(&table);
-            let iname = match given {
-                Some(n) if taken.contains(&n) => {
-                    return Err(SqlError::new(
-                        code::DUPLICATE_TABLE,
-                        format!("relation \"{n}\" already exists"),
-                    ))
-                }
-                Some(n) => n,
-                None => unused_name(
-                    format!(
-                        "{name}_{}_key",
-                        cols.iter()
-                            .map(|&c| table.columns[c].name.clone())
-                            .collect::<Vec<_>>()
-                            .join("_")
-                    ),
-                    &taken,
-                ),
-            };
-            for &c in &cols {
-                if !crate::encoding::key_type_supported(table.columns[c].ty) {
-                    return Err(SqlError::unsupported(format!(
-                        "a unique constraint on a column of type {}",
-                        table.columns[c].ty.sql_name()
-                    )));
-                }
-            }
-            let iid = self.db.catalog.next_id(&mut self.ts.txn)?;
-            table.indexes.push(Index {
-                name: iname,
-                id: iid,
-                columns: cols,
-                unique: true,
-                constraint: true,
-            });
+            let index = self.unique_constraint(&table, given, cols)?;
+            table.indexes.push(index);
         }
         for (given, expr) in checks {
             self.define_check(&mut table, given, expr, env)?;
@@ -713,44 +678,7 @@ impl Writer<'_> {
                         }
                     })
                     .collect::<Result<Vec<_>>>()?;
-                for &c in &cols {
-                    if !crate::encoding::key_type_supported(t.columns[c].ty) {
-                        return Err(SqlError::unsupported(format!(
-                            "a unique constraint on a column of type {}",
-                            t.columns[c].ty.sql_name()
-                        )));
-                    }
-                }
-                let taken = constraint_names(t);
-                let name = match u.name.as_ref().map(ident) {
-                    Some(n)
-                        if taken.contains(&n)
-                            || self.db.catalog.relation_exists(
-                                &mut self.ts.txn,
-                                &t.database,
-                                &n,
-                            )? =>
-                    {
-                        return Err(SqlError::new(
-                            code::DUPLICATE_TABLE,
-                            format!("relation \"{n}\" already exists"),
-                        ))
-                    }
-                    Some(n) => n,
-                    None => unused_name(
-                        format!(
-                            "{}_{}_key",
-                            t.name,
-                            cols.iter()
-                                .map(|&c| t.columns[c].name.clone())
-                                .collect::<Vec<_>>()
-                                .join("_")
-                        ),
-                        &taken,
-                    ),
-                };
-                let id = self.db.catalog.next_id(&mut self.ts.txn)?;
-                let index = Index { name, id, columns: cols, unique: true, constraint: true };
+                let index = self.unique_constraint(t, u.name.as_ref().map(ident), cols)?;
                 self.build_index(t, &index)?;
                 t.indexes.push(index);
             }
