@@ -61,9 +61,67 @@ pub fn decode_param(raw: Option<&Bytes>, format: i16, ty: DataType) -> Result<Va
         DataType::TimestampTz => Value::TimestampTz(
             i64::from_sql(&Type::INT8, b).map_err(|_| bad_binary(ty))? + PG_EPOCH_MICROS,
         ),
+        DataType::Array(_) | DataType::Int2Vector | DataType::OidVector => {
+            decode_array(b, ty).ok_or_else(|| bad_binary(ty))??
+        }
     };
     // Values arrive typed; fit them to the parameter's type (e.g. varchar(n)).
     v.cast(ty)
+}
+
+/// PostgreSQL's binary array: dimensions, a has-NULL flag, the element type OID, then per
+/// dimension its length and lower bound, then each element as a length (-1: NULL) and its
+/// binary form. `None` when the bytes are malformed; an element that does not decode is
+/// the inner error.
+fn decode_array(b: &[u8], ty: DataType) -> Option<Result<Value, SqlError>> {
+    let elem = ty.element()?;
+    let mut r = b;
+    let mut int = || -> Option<i32> {
+        let (head, tail) = r.split_first_chunk::<4>()?;
+        r = tail;
+        Some(i32::from_be_bytes(*head))
+    };
+    let ndim = int()?;
+    let _has_null = int()?;
+    let _elem_oid = int()?;
+    let len = match ndim {
+        0 => 0,
+        1 => {
+            let len = int()?;
+            let _lower = int()?;
+            usize::try_from(len).ok()?
+        }
+        _ => return Some(Err(SqlError::unsupported("multi-dimensional array parameters"))),
+    };
+    if let Err(e) = kiln_sql::array::check_len(len) {
+        return Some(Err(e));
+    }
+    let mut items = Vec::with_capacity(len.min(r.len() / 4));
+    for _ in 0..len {
+        let (head, tail) = r.split_first_chunk::<4>()?;
+        let n = i32::from_be_bytes(*head);
+        r = tail;
+        if n < 0 {
+            items.push(Value::Null);
+            continue;
+        }
+        let n = n as usize;
+        if n > r.len() {
+            return None;
+        }
+        let raw = Bytes::copy_from_slice(&r[..n]);
+        r = &r[n..];
+        // oids are 4 bytes (Kiln holds them as bigint).
+        let elem = if ty == DataType::OidVector { DataType::Int4 } else { elem };
+        match decode_param(Some(&raw), 1, elem) {
+            Ok(v) => items.push(v),
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    if !r.is_empty() {
+        return None;
+    }
+    Some(Ok(Value::Array(items)))
 }
 
 /// Encodes a result value in `format` (0 text, 1 binary) as type `ty`; `None` is NULL.
@@ -87,6 +145,41 @@ pub fn encode_value(v: &Value, format: i16, ty: DataType) -> Result<Option<Bytes
         Err(_) => v.clone(),
     };
     match (&v, ty) {
+        (Value::Array(items), _) => {
+            let elem = ty.element().unwrap_or_else(|| kiln_sql::array::natural_element(items));
+            let elem_oid = match ty {
+                DataType::Int2Vector => 21,
+                DataType::OidVector => 26,
+                _ => elem.oid(),
+            };
+            let lower: i32 =
+                if ty.element().is_some() && !matches!(ty, DataType::Array(_)) { 0 } else { 1 };
+            let has_null = items.iter().any(Value::is_null);
+            buf.extend_from_slice(&(i32::from(!items.is_empty())).to_be_bytes());
+            buf.extend_from_slice(&i32::from(has_null).to_be_bytes());
+            buf.extend_from_slice(&elem_oid.to_be_bytes());
+            if !items.is_empty() {
+                buf.extend_from_slice(&(items.len() as i32).to_be_bytes());
+                buf.extend_from_slice(&lower.to_be_bytes());
+            }
+            for item in items {
+                let bytes = match (item, ty) {
+                    // oids are 4 bytes (Kiln holds them as bigint).
+                    (Value::Int(i), DataType::OidVector) => {
+                        Some(Bytes::copy_from_slice(&(*i as u32).to_be_bytes()))
+                    }
+                    _ => encode_value(item, 1, elem)?,
+                };
+                match bytes {
+                    None => buf.extend_from_slice(&(-1i32).to_be_bytes()),
+                    Some(bytes) => {
+                        buf.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
+                        buf.extend_from_slice(&bytes);
+                    }
+                }
+            }
+            postgres_types::IsNull::No
+        }
         (Value::Bool(b), _) => b.to_sql(&Type::BOOL, &mut buf).map_err(err)?,
         (Value::Int(i), DataType::Int2) => {
             (*i as i16).to_sql(&Type::INT2, &mut buf).map_err(err)?
@@ -130,6 +223,17 @@ mod tests {
             (Value::Date(19_000), DataType::Date),
             (Value::Timestamp(1_700_000_000_000_000), DataType::Timestamp),
             (Value::TimestampTz(-5), DataType::TimestampTz),
+            (
+                Value::Array(vec![Value::Int(1), Value::Null, Value::Int(-3)]),
+                kiln_sql::array::array_of(DataType::Int4).unwrap(),
+            ),
+            (
+                Value::Array(vec![Value::Text("a b".into()), Value::Text("{,}".into())]),
+                kiln_sql::array::array_of(DataType::Text).unwrap(),
+            ),
+            (Value::Array(vec![]), kiln_sql::array::array_of(DataType::Int8).unwrap()),
+            (Value::Array(vec![Value::Int(1), Value::Int(2)]), DataType::Int2Vector),
+            (Value::Array(vec![Value::Int(23), Value::Int(25)]), DataType::OidVector),
         ];
         for (v, ty) in cases {
             let bytes = encode_value(&v, 1, ty).unwrap().unwrap();

@@ -51,6 +51,9 @@ impl Default for SessionConfig {
     }
 }
 
+/// The sequence of each serial or identity column: (table, column) → `public.<sequence>`.
+pub type SerialSequences = HashMap<(String, String), String>;
+
 /// A database server's shared state: the engine, the catalog cache, row locks.
 pub struct Database {
     pub(crate) engine: Engine,
@@ -65,6 +68,12 @@ pub struct Database {
     /// Index and constraint definitions by OID, as the last catalog query saw them (for
     /// pg_get_indexdef and pg_get_constraintdef).
     pub(crate) definitions: Mutex<HashMap<i64, String>>,
+    /// Relation names by database and OID, as the last catalog query saw them (for
+    /// `regclass` values resolved at execution).
+    pub(crate) relation_names: Mutex<HashMap<String, HashMap<i64, String>>>,
+    /// The sequence of each serial or identity column, by database and (table, column), as
+    /// the last catalog query saw them (for pg_get_serial_sequence resolved at execution).
+    pub(crate) serial_sequences: Mutex<HashMap<String, SerialSequences>>,
     pub(crate) notifier_started: Mutex<bool>,
     /// Every session, for pg_stat_activity and pg_cancel/terminate_backend.
     pub(crate) activities: Activities,
@@ -171,6 +180,8 @@ impl Database {
             notifier: Arc::new(Notifier::new(standalone)),
             stop: Arc::new(AtomicBool::new(false)),
             definitions: Mutex::new(HashMap::new()),
+            relation_names: Mutex::new(HashMap::new()),
+            serial_sequences: Mutex::new(HashMap::new()),
             notifier_started: Mutex::new(false),
             activities: Activities::default(),
             cluster: Mutex::new(None),
@@ -382,6 +393,17 @@ impl Database {
         for (oid, def) in defs {
             map.insert(oid, def);
         }
+    }
+
+    /// Remembers the relations of database `db` by OID (see [`crate::bind::reg`]).
+    pub fn remember_relations(
+        &self,
+        db: &str,
+        names: HashMap<i64, String>,
+        serials: SerialSequences,
+    ) {
+        self.relation_names.lock().insert(db.to_string(), names);
+        self.serial_sequences.lock().insert(db.to_string(), serials);
     }
 
     /// The catalog.

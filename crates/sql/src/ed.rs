@@ -607,6 +607,60 @@ impl Env for SessionEnv<'_> {
                 };
                 Value::Text(ty.sql_name())
             }
+            CatalogFunc::RegTypeName => match arg_int(0) {
+                Some(o) => Value::Text(
+                    DataType::from_oid(o as u32).map_or_else(|| o.to_string(), |t| t.sql_name()),
+                ),
+                None => Value::Null,
+            },
+            CatalogFunc::RegClassName => match arg_int(0) {
+                Some(o) => Value::Text(
+                    self.db
+                        .relation_names
+                        .lock()
+                        .get(self.database)
+                        .and_then(|m| m.get(&o).cloned())
+                        .unwrap_or_else(|| o.to_string()),
+                ),
+                None => Value::Null,
+            },
+            CatalogFunc::SerialSequence => {
+                let (Some(Value::Text(t)), Some(Value::Text(c))) = (args.first(), args.get(1))
+                else {
+                    return Ok(Value::Null);
+                };
+                let Ok(table) = crate::sequence::parse_name(t) else { return Ok(Value::Null) };
+                self.db
+                    .serial_sequences
+                    .lock()
+                    .get(self.database)
+                    .and_then(|m| m.get(&(table, c.clone())).cloned())
+                    .map_or(Value::Null, Value::Text)
+            }
+            CatalogFunc::RegTypeOid(missing_ok) => {
+                let Some(Value::Text(name)) = args.first() else { return Ok(Value::Null) };
+                match crate::bind::reg::type_by_name(name) {
+                    Some(t) => Value::Int(t.oid() as i64),
+                    None if missing_ok => Value::Null,
+                    None => return Err(crate::bind::reg::undefined_type(name)),
+                }
+            }
+            CatalogFunc::RegClassOid(missing_ok) => {
+                let Some(Value::Text(name)) = args.first() else { return Ok(Value::Null) };
+                if let Ok(n) = name.trim().parse::<i64>() {
+                    return Ok(Value::Int(n));
+                }
+                let found = crate::bind::reg::system_relation_oid(name.trim()).or_else(|| {
+                    let wanted = crate::sequence::parse_name(name).ok()?;
+                    let names = self.db.relation_names.lock();
+                    names.get(self.database)?.iter().find(|(_, n)| **n == wanted).map(|(o, _)| *o)
+                });
+                match found {
+                    Some(o) => Value::Int(o),
+                    None if missing_ok => Value::Null,
+                    None => return Err(crate::bind::reg::undefined_relation(name)),
+                }
+            }
             CatalogFunc::IndexDef | CatalogFunc::ConstraintDef => match arg_int(0) {
                 Some(oid) => self
                     .db

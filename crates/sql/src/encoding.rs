@@ -50,6 +50,15 @@ pub fn encode_key_value(out: &mut Vec<u8>, v: &Value) -> Result<()> {
             out.push(0x01);
             encode_decimal(out, *d);
         }
+        Value::Array(items) => {
+            // Each element behind a 0x01, then 0x00: element order, then the shorter first.
+            out.push(0x01);
+            for item in items {
+                out.push(0x01);
+                encode_key_value(out, item)?;
+            }
+            out.push(0x00);
+        }
     }
     Ok(())
 }
@@ -131,12 +140,21 @@ const T_BYTEA: u8 = 7;
 const T_DATE: u8 = 8;
 const T_TIMESTAMP: u8 = 9;
 const T_TIMESTAMPTZ: u8 = 10;
+const T_ARRAY: u8 = 11;
 
 /// Encodes a row.
 pub fn encode_row(values: &[Value]) -> Vec<u8> {
     let mut out = Vec::with_capacity(2 + values.len() * 9);
     out.extend_from_slice(&(values.len() as u16).to_le_bytes());
     for v in values {
+        encode_value(&mut out, v);
+    }
+    out
+}
+
+/// One tagged value of a row (arrays: a count and their tagged elements).
+fn encode_value(out: &mut Vec<u8>, v: &Value) {
+    {
         match v {
             Value::Null => out.push(T_NULL),
             Value::Bool(false) => out.push(T_FALSE),
@@ -155,11 +173,11 @@ pub fn encode_row(values: &[Value]) -> Vec<u8> {
             }
             Value::Text(s) => {
                 out.push(T_TEXT);
-                put_bytes(&mut out, s.as_bytes());
+                put_bytes(out, s.as_bytes());
             }
             Value::Bytea(b) => {
                 out.push(T_BYTEA);
-                put_bytes(&mut out, b);
+                put_bytes(out, b);
             }
             Value::Date(d) => {
                 out.push(T_DATE);
@@ -173,9 +191,15 @@ pub fn encode_row(values: &[Value]) -> Vec<u8> {
                 out.push(T_TIMESTAMPTZ);
                 out.extend_from_slice(&t.to_le_bytes());
             }
+            Value::Array(items) => {
+                out.push(T_ARRAY);
+                out.extend_from_slice(&(items.len() as u32).to_le_bytes());
+                for item in items {
+                    encode_value(out, item);
+                }
+            }
         }
     }
-    out
 }
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
@@ -212,8 +236,19 @@ pub fn decode_row(buf: &[u8], width: usize) -> Result<Vec<Value>> {
     let count = u16::from_le_bytes(r.array()?) as usize;
     let mut out = Vec::with_capacity(width.max(count));
     for _ in 0..count {
+        out.push(r.value(0)?);
+    }
+    out.resize(width.max(count), Value::Null);
+    out.truncate(width);
+    Ok(out)
+}
+
+impl Reader<'_> {
+    /// One tagged value; `depth` counts enclosing arrays (stored arrays have one level).
+    fn value(&mut self, depth: usize) -> Result<Value> {
+        let r = self;
         let tag = r.take(1)?[0];
-        out.push(match tag {
+        Ok(match tag {
             T_NULL => Value::Null,
             T_FALSE => Value::Bool(false),
             T_TRUE => Value::Bool(true),
@@ -232,12 +267,21 @@ pub fn decode_row(buf: &[u8], width: usize) -> Result<Vec<Value>> {
             T_DATE => Value::Date(i32::from_le_bytes(r.array()?)),
             T_TIMESTAMP => Value::Timestamp(i64::from_le_bytes(r.array()?)),
             T_TIMESTAMPTZ => Value::TimestampTz(i64::from_le_bytes(r.array()?)),
+            T_ARRAY if depth == 0 => {
+                let n = u32::from_le_bytes(r.array()?) as usize;
+                // Every element takes at least one byte.
+                if n > r.buf.len() {
+                    return Err(corrupt());
+                }
+                let mut items = Vec::with_capacity(n);
+                for _ in 0..n {
+                    items.push(r.value(depth + 1)?);
+                }
+                Value::Array(items)
+            }
             _ => return Err(corrupt()),
-        });
+        })
     }
-    out.resize(width.max(count), Value::Null);
-    out.truncate(width);
-    Ok(out)
 }
 
 /// Whether `ty` may be part of a key (every type Kiln has may).
@@ -283,6 +327,18 @@ mod tests {
         let b = encode_key(&[&Value::Numeric("1.5".parse().unwrap())]).unwrap();
         assert_eq!(a, b);
         // Composite keys: ("a", 2) < ("ab", 1): the terminator keeps components apart.
+        let arrays = [
+            Value::Array(vec![]),
+            Value::Array(vec![Value::Int(1)]),
+            Value::Array(vec![Value::Int(1), Value::Int(2)]),
+            Value::Array(vec![Value::Int(1), Value::Null]),
+            Value::Array(vec![Value::Int(2)]),
+        ];
+        let keys: Vec<Vec<u8>> = arrays.iter().map(|a| encode_key(&[a]).unwrap()).collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+        for w in arrays.windows(2) {
+            assert_eq!(w[0].total_cmp(&w[1]), std::cmp::Ordering::Less);
+        }
         let a2 = encode_key(&[&Value::Text("a".into()), &Value::Int(2)]).unwrap();
         let ab1 = encode_key(&[&Value::Text("ab".into()), &Value::Int(1)]).unwrap();
         assert!(a2 < ab1);
@@ -301,6 +357,8 @@ mod tests {
             Value::Date(-10),
             Value::Timestamp(123),
             Value::TimestampTz(-456),
+            Value::Array(vec![Value::Int(1), Value::Null, Value::Text("x".into())]),
+            Value::Array(vec![]),
         ];
         let bytes = encode_row(&row);
         assert_eq!(decode_row(&bytes, row.len()).unwrap(), row);

@@ -42,6 +42,31 @@ pub enum DataType {
     TimestampTz,
     /// A string literal or parameter whose type the context has not fixed yet.
     Unknown,
+    /// An array of the element type (one dimension; see [`crate::array`]).
+    Array(#[serde(with = "element_serde")] &'static DataType),
+    /// int2vector (`pg_index.indkey`): a smallint array shown space-separated, subscripts
+    /// from 0.
+    Int2Vector,
+    /// oidvector (`pg_index.indclass`): an oid array shown space-separated, subscripts from 0.
+    OidVector,
+}
+
+/// Array element types are stored as the type itself and interned again when read.
+mod element_serde {
+    use super::DataType;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &&'static DataType, s: S) -> Result<S::Ok, S::Error> {
+        (**t).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<&'static DataType, D::Error> {
+        let t = DataType::deserialize(d)?;
+        match crate::array::array_of(t) {
+            Ok(DataType::Array(e)) => Ok(e),
+            _ => Err(serde::de::Error::custom("an array element type")),
+        }
+    }
 }
 
 impl DataType {
@@ -63,6 +88,19 @@ impl DataType {
             DataType::Timestamp => 1114,
             DataType::TimestampTz => 1184,
             DataType::Numeric(_) => 1700,
+            DataType::Array(e) => crate::array::array_oid(*e),
+            DataType::Int2Vector => 22,
+            DataType::OidVector => 30,
+        }
+    }
+
+    /// The element type of an array type.
+    pub fn element(self) -> Option<DataType> {
+        match self {
+            DataType::Array(e) => Some(*e),
+            DataType::Int2Vector => Some(DataType::Int2),
+            DataType::OidVector => Some(DataType::Int8),
+            _ => None,
         }
     }
 
@@ -85,7 +123,9 @@ impl DataType {
             1184 => DataType::TimestampTz,
             1700 => DataType::Numeric(None),
             26 => DataType::Int8,
-            _ => return None,
+            22 => DataType::Int2Vector,
+            30 => DataType::OidVector,
+            oid => return crate::array::from_array_oid(oid),
         })
     }
 
@@ -105,6 +145,7 @@ impl DataType {
         match self {
             DataType::Varchar(Some(n)) | DataType::Char(n) => n as i32 + 4,
             DataType::Numeric(Some((p, s))) => (((p << 16) | s) + 4) as i32,
+            DataType::Array(e) => e.modifier(),
             _ => -1,
         }
     }
@@ -128,6 +169,32 @@ impl DataType {
             DataType::Date => "date".into(),
             DataType::Timestamp => "timestamp without time zone".into(),
             DataType::TimestampTz => "timestamp with time zone".into(),
+            DataType::Array(e) => format!("{}[]", e.sql_name()),
+            DataType::Int2Vector => "int2vector".into(),
+            DataType::OidVector => "oidvector".into(),
+        }
+    }
+
+    /// The name in `pg_type.typname` (`int4`, `_int4` for its array).
+    pub fn type_name(self) -> String {
+        match self {
+            DataType::Int2 => "int2".into(),
+            DataType::Int4 => "int4".into(),
+            DataType::Int8 => "int8".into(),
+            DataType::Float4 => "float4".into(),
+            DataType::Float8 => "float8".into(),
+            DataType::Bool => "bool".into(),
+            DataType::Numeric(_) => "numeric".into(),
+            DataType::Varchar(_) => "varchar".into(),
+            DataType::Char(_) => "bpchar".into(),
+            DataType::Text | DataType::Unknown => "text".into(),
+            DataType::Bytea => "bytea".into(),
+            DataType::Date => "date".into(),
+            DataType::Timestamp => "timestamp".into(),
+            DataType::TimestampTz => "timestamptz".into(),
+            DataType::Array(e) => format!("_{}", e.type_name()),
+            DataType::Int2Vector => "int2vector".into(),
+            DataType::OidVector => "oidvector".into(),
         }
     }
 
@@ -197,6 +264,8 @@ pub enum Value {
     Timestamp(i64),
     /// timestamptz: microseconds since the Unix epoch, UTC
     TimestampTz(i64),
+    /// An array's elements (NULL elements are `Null`).
+    Array(Vec<Value>),
 }
 
 const UNIX_EPOCH_DATE: NaiveDate = match NaiveDate::from_ymd_opt(1970, 1, 1) {
@@ -235,6 +304,7 @@ impl Value {
             Value::Date(_) => "date",
             Value::Timestamp(_) => "timestamp",
             Value::TimestampTz(_) => "timestamptz",
+            Value::Array(_) => "array",
         }
     }
 
@@ -296,6 +366,15 @@ impl Value {
                     Value::TimestampTz(micros)
                 }
             }
+            DataType::Array(e) => Value::Array(crate::array::parse(text, *e)?),
+            DataType::Int2Vector | DataType::OidVector => {
+                let items = t
+                    .split_ascii_whitespace()
+                    .map(|x| Value::parse(x, DataType::Int8))
+                    .collect::<Result<Vec<_>>>()?;
+                crate::array::check_len(items.len())?;
+                Value::Array(items)
+            }
         })
     }
 
@@ -327,6 +406,17 @@ impl Value {
             Value::Date(d) => format_date(*d),
             Value::Timestamp(us) => format_timestamp(*us),
             Value::TimestampTz(us) => format!("{}+00", format_timestamp(*us)),
+            Value::Array(items) => match ty {
+                DataType::Int2Vector | DataType::OidVector => items
+                    .iter()
+                    .map(|v| v.to_text(DataType::Int8).unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                _ => crate::array::format(
+                    items,
+                    ty.element().unwrap_or_else(|| crate::array::natural_element(items)),
+                ),
+            },
         })
     }
 
@@ -357,6 +447,10 @@ impl Value {
         };
         Ok(match (self, ty) {
             (Value::Text(s), ty) => Value::parse(&s, ty)?,
+            (Value::Array(items), ty) if ty.element().is_some() => {
+                let elem = ty.element().unwrap_or(DataType::Text);
+                Value::Array(items.into_iter().map(|v| v.cast(elem)).collect::<Result<_>>()?)
+            }
             (v, DataType::Text | DataType::Unknown) => {
                 Value::Text(v.to_text(DataType::Text).unwrap_or_default())
             }
@@ -446,6 +540,7 @@ impl Value {
             Value::Text(_) => 2,
             Value::Bytea(_) => 3,
             Value::Date(_) | Value::Timestamp(_) | Value::TimestampTz(_) => 4,
+            Value::Array(_) => 5,
         }
     }
 
@@ -479,6 +574,16 @@ impl Value {
                 Value::Timestamp(a) | Value::TimestampTz(a),
                 Value::Timestamp(b) | Value::TimestampTz(b),
             ) => a.cmp(b),
+            (Value::Array(a), Value::Array(b)) => {
+                // Element by element (NULL elements last), then the shorter first.
+                for (x, y) in a.iter().zip(b) {
+                    let o = x.total_cmp(y);
+                    if o != Ordering::Equal {
+                        return Some(o);
+                    }
+                }
+                a.len().cmp(&b.len())
+            }
             (Value::Text(s), other) | (other, Value::Text(s))
                 if !matches!(other, Value::Text(_)) =>
             {
@@ -509,6 +614,9 @@ impl Value {
             Value::Date(_) => DataType::Date,
             Value::Timestamp(_) => DataType::Timestamp,
             Value::TimestampTz(_) => DataType::TimestampTz,
+            Value::Array(items) => {
+                crate::array::array_of_plain(crate::array::natural_element(items))
+            }
         }
     }
 }

@@ -180,30 +180,15 @@ impl<'a> Planner<'a> {
                 )
             }
             E::AnyOp { left, compare_op, right, .. } => {
-                let op = match compare_op {
-                    ast::BinaryOperator::Eq => BinOp::Eq,
-                    ast::BinaryOperator::NotEq => BinOp::NotEq,
-                    ast::BinaryOperator::Lt => BinOp::Lt,
-                    ast::BinaryOperator::LtEq => BinOp::LtEq,
-                    ast::BinaryOperator::Gt => BinOp::Gt,
-                    ast::BinaryOperator::GtEq => BinOp::GtEq,
-                    other => return Err(SqlError::unsupported(format!("{other} ANY"))),
-                };
-                let (x, _) = self.expr(left, scope, aggs)?;
-                let (arr, _) = self.expr(right, scope, aggs)?;
-                (Expr::AnyOp(Box::new(x), op, Box::new(arr)), DataType::Bool)
+                self.quantified(left, compare_op, right, false, scope, aggs)?
             }
+            E::AllOp { left, compare_op, right } => {
+                self.quantified(left, compare_op, right, true, scope, aggs)?
+            }
+            E::Array(ast::Array { elem, .. }) => self.array_constructor(elem, scope, aggs)?,
             E::Collate { expr, .. } => self.expr(expr, scope, aggs)?,
             E::CompoundFieldAccess { root, access_chain } => {
-                let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] =
-                    access_chain.as_slice()
-                else {
-                    return Err(SqlError::unsupported(format!("the expression {e}")));
-                };
-                let (arr, _) = self.expr(root, scope, aggs)?;
-                let (i, ity) = self.expr(index, scope, aggs)?;
-                let (i, _) = self.coerce(i, ity, DataType::Int8)?;
-                (Expr::Func(Func::ArrayElement, vec![arr, i]), DataType::Text)
+                self.subscript(root, access_chain, scope, aggs)?
             }
             E::Between { expr, negated, low, high } => {
                 let (x1, l) = self.comparable(expr, low, scope, aggs)?;
@@ -299,7 +284,27 @@ impl<'a> Planner<'a> {
                 }
             }
             E::Cast { expr, data_type: dt, .. } => {
+                if let Some(kind) = crate::bind::reg::reg_kind(dt) {
+                    return self.reg_cast(kind, expr, scope, aggs);
+                }
                 let ty = data_type(dt)?;
+                // `x::regclass::text`: the name.
+                if ty.is_string() {
+                    let mut inner = expr.as_ref();
+                    while let E::Nested(x) = inner {
+                        inner = x;
+                    }
+                    if let E::Cast { expr: x, data_type: idt, .. } = inner {
+                        if let Some(kind) = crate::bind::reg::reg_kind(idt) {
+                            let (e, _) = self.reg_name(kind, x, scope, aggs)?;
+                            return Ok(match e {
+                                Expr::Const(v) => (Expr::Const(v.cast_explicit(ty)?), ty),
+                                e if ty == DataType::Text => (e, ty),
+                                e => (Expr::Cast(Box::new(e), ty), ty),
+                            });
+                        }
+                    }
+                }
                 let (x, xty) = self.expr(expr, scope, aggs)?;
                 match x {
                     Expr::Const(v) => (Expr::Const(v.cast_explicit(ty)?), ty),
@@ -426,6 +431,15 @@ impl<'a> Planner<'a> {
         aggs: bool,
     ) -> Result<(Expr, DataType)> {
         use ast::BinaryOperator as O;
+        let array_op = match op {
+            O::AtArrow => Some(Func::ArrayContains),
+            O::ArrowAt => Some(Func::ArrayContainedBy),
+            O::PGOverlap => Some(Func::ArrayOverlap),
+            _ => None,
+        };
+        if let Some(func) = array_op {
+            return self.array_predicate(left, func, right, scope, aggs);
+        }
         let bop = match op {
             O::And | O::Or => {
                 // `a AND b AND c …` arrives as a left-deep chain: collect its operands without
@@ -494,6 +508,9 @@ impl<'a> Planner<'a> {
         let (b, bt) = self.expr(right, scope, aggs)?;
         let ty = match bop {
             BinOp::Concat => {
+                if at.element().is_some() || bt.element().is_some() {
+                    return self.array_concat(a, at, b, bt);
+                }
                 let (a, _) = self.coerce(a, at, DataType::Text)?;
                 let (b, _) = self.coerce(b, bt, DataType::Text)?;
                 return Ok((Expr::Binary(bop, Box::new(a), Box::new(b)), DataType::Text));

@@ -21,11 +21,22 @@ impl<'a> Planner<'a> {
         if f.over.is_some() {
             return Err(SqlError::unsupported("window functions"));
         }
+        let mut order_by: &[ast::OrderByExpr] = &[];
         let (args, distinct, star) = match &f.args {
             ast::FunctionArguments::None => (vec![], false, false),
             ast::FunctionArguments::List(list) => {
                 let distinct =
                     matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
+                for clause in &list.clauses {
+                    match clause {
+                        ast::FunctionArgumentClause::OrderBy(o) => order_by = o,
+                        other => {
+                            return Err(SqlError::unsupported(format!(
+                                "the function argument clause {other}"
+                            )))
+                        }
+                    }
+                }
                 let mut star = false;
                 let mut args = Vec::new();
                 for a in &list.args {
@@ -46,9 +57,17 @@ impl<'a> Planner<'a> {
                     return Err(SqlError::unsupported(format!("{name}(subquery)")));
                 }
                 let (plan, refs) = self.plan_subquery(q, scope)?;
+                if plan.columns.len() != 1 {
+                    return Err(SqlError::syntax("subquery must return only one column"));
+                }
+                let elem = match plan.columns[0].1 {
+                    DataType::Unknown => DataType::Text,
+                    t => t,
+                };
+                let ty = crate::array::array_of(elem)?;
                 return Ok((
                     Expr::Subquery(SubPlan(Arc::new(plan)), SubqueryKind::Array, refs),
-                    DataType::Text,
+                    ty,
                 ));
             }
         };
@@ -76,10 +95,19 @@ impl<'a> Planner<'a> {
                         ))
                     }
                 };
-                Some(AggFunc::StringAgg(sep))
+                Some(AggFunc::StringAgg(sep, vec![]))
             }
+            "array_agg" => Some(AggFunc::ArrayAgg(vec![])),
+            "bool_and" | "every" => Some(AggFunc::BoolAnd),
+            "bool_or" => Some(AggFunc::BoolOr),
             _ => None,
         };
+        if agg.is_none() && (!order_by.is_empty() || f.filter.is_some()) {
+            return Err(SqlError::new(
+                code::WRONG_OBJECT_TYPE,
+                format!("ORDER BY or FILTER specified, but {name} is not an aggregate function"),
+            ));
+        }
         if let Some(agg) = agg {
             if !aggs {
                 return Err(SqlError::new(
@@ -91,12 +119,22 @@ impl<'a> Planner<'a> {
                 if agg != AggFunc::Count {
                     return Err(SqlError::syntax(format!("{name}(*) is not valid")));
                 }
-                return Ok((
-                    Expr::Agg(AggFunc::Count, false, None, DataType::Int8),
-                    DataType::Int8,
-                ));
+                let arg = match &f.filter {
+                    // count(*) FILTER (WHERE c) counts the rows where c is true.
+                    Some(cond) => {
+                        let (c, cty) = self.expr(cond, scope, false)?;
+                        let (c, _) = self.coerce(c, cty, DataType::Bool)?;
+                        Some(Box::new(Expr::Case {
+                            operand: None,
+                            whens: vec![(c, Expr::Const(Value::Bool(true)))],
+                            otherwise: None,
+                        }))
+                    }
+                    None => None,
+                };
+                return Ok((Expr::Agg(AggFunc::Count, false, arg, DataType::Int8), DataType::Int8));
             }
-            let args = if matches!(agg, AggFunc::StringAgg(_)) { &args[..1] } else { &args[..] };
+            let args = if matches!(agg, AggFunc::StringAgg(..)) { &args[..1] } else { &args[..] };
             let [arg] = args else {
                 return Err(SqlError::new(
                     code::UNDEFINED_FUNCTION,
@@ -105,7 +143,26 @@ impl<'a> Planner<'a> {
             };
             let (x, ty) = self.expr(arg, scope, false)?;
             let out = match agg {
-                AggFunc::StringAgg(_) => DataType::Text,
+                AggFunc::StringAgg(..) => DataType::Text,
+                AggFunc::ArrayAgg(_) => {
+                    if ty.element().is_some() {
+                        return Err(SqlError::unsupported("array_agg of arrays"));
+                    }
+                    crate::array::array_of(if ty == DataType::Unknown {
+                        DataType::Text
+                    } else {
+                        ty
+                    })?
+                }
+                AggFunc::BoolAnd | AggFunc::BoolOr => {
+                    if !matches!(ty, DataType::Bool | DataType::Unknown) {
+                        return Err(SqlError::new(
+                            code::UNDEFINED_FUNCTION,
+                            format!("function {name}({}) does not exist", ty.sql_name()),
+                        ));
+                    }
+                    DataType::Bool
+                }
                 AggFunc::Count => DataType::Int8,
                 AggFunc::Sum => match ty {
                     DataType::Int2 | DataType::Int4 => DataType::Int8,
@@ -132,6 +189,44 @@ impl<'a> Planner<'a> {
                 },
                 AggFunc::Min | AggFunc::Max => ty,
             };
+            let x = match agg {
+                AggFunc::BoolAnd | AggFunc::BoolOr => self.coerce(x, ty, DataType::Bool)?.0,
+                _ => x,
+            };
+            // Ordered aggregates see each value packed with its sort keys: [value, key…].
+            let (agg, x) = match agg {
+                AggFunc::StringAgg(..) | AggFunc::ArrayAgg(..) => {
+                    let mut packed = vec![x];
+                    let mut order = Vec::with_capacity(order_by.len());
+                    for o in order_by {
+                        packed.push(self.expr(&o.expr, scope, false)?.0);
+                        let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+                        order.push((desc, o.options.nulls_first.unwrap_or(desc)));
+                    }
+                    let agg = match agg {
+                        AggFunc::StringAgg(sep, _) => AggFunc::StringAgg(sep, order),
+                        _ => AggFunc::ArrayAgg(order),
+                    };
+                    (agg, Expr::Func(Func::MakeArray, packed))
+                }
+                agg => {
+                    if !order_by.is_empty() {
+                        // The order of the input does not change these results.
+                        for o in order_by {
+                            self.expr(&o.expr, scope, false)?;
+                        }
+                    }
+                    (agg, x)
+                }
+            };
+            let x = match &f.filter {
+                Some(cond) => {
+                    let (c, cty) = self.expr(cond, scope, false)?;
+                    let (c, _) = self.coerce(c, cty, DataType::Bool)?;
+                    Expr::Case { operand: None, whens: vec![(c, x)], otherwise: None }
+                }
+                None => x,
+            };
             return Ok((Expr::Agg(agg, distinct, Some(Box::new(x)), out), out));
         }
         let seq_func = match name.as_str() {
@@ -145,6 +240,14 @@ impl<'a> Planner<'a> {
         }
         if name == "pg_get_serial_sequence" {
             return self.serial_sequence(&args, scope);
+        }
+        if let Some(bound) = self.array_function(&name, &args, scope, aggs)? {
+            return Ok(bound);
+        }
+        if crate::bind::srf::is_srf(&name) {
+            return Err(SqlError::unsupported(format!(
+                "{name}() here: a set-returning function may be a whole select-list item or a FROM item"
+            )));
         }
         let mut bound = Vec::with_capacity(args.len());
         let mut types = Vec::with_capacity(args.len());
@@ -219,6 +322,15 @@ impl<'a> Planner<'a> {
 
     /// A constant text argument (`'s'`, `'s'::regclass`), as the function names it.
     fn constant_text(&mut self, arg: &ast::Expr, scope: &Scope, what: &str) -> Result<String> {
+        // 's'::regclass names the relation by its text (the cast would give its OID).
+        let arg = match arg {
+            ast::Expr::Cast { expr, data_type, .. }
+                if crate::bind::reg::reg_kind(data_type) == Some(crate::bind::reg::Reg::Class) =>
+            {
+                expr.as_ref()
+            }
+            a => a,
+        };
         let (x, _) = self.expr(arg, scope, false)?;
         let x = match x {
             Expr::Cast(inner, DataType::Text) => *inner,
@@ -300,8 +412,31 @@ impl<'a> Planner<'a> {
                 ),
             ));
         }
-        let table = self.constant_text(&args[0], scope, "pg_get_serial_sequence")?;
-        let column = self.constant_text(&args[1], scope, "pg_get_serial_sequence")?;
+        let constant = |p: &mut Self, a: &ast::Expr| -> Result<Option<String>> {
+            match p.expr(a, scope, false)?.0 {
+                Expr::Const(Value::Text(s)) => Ok(Some(s)),
+                Expr::Cast(inner, DataType::Text) => match *inner {
+                    Expr::Const(Value::Text(s)) => Ok(Some(s)),
+                    _ => Ok(None),
+                },
+                _ => Ok(None),
+            }
+        };
+        let (Some(table), Some(column)) = (constant(self, &args[0])?, constant(self, &args[1])?)
+        else {
+            // Names known only at execution (a catalog query's columns): the session looks
+            // them up in what the catalog tables last showed.
+            let mut bound = Vec::with_capacity(2);
+            for a in args {
+                let (x, t) = self.expr(a, scope, false)?;
+                bound.push(self.coerce(x, t, DataType::Text)?.0);
+            }
+            self.reusable = false;
+            return Ok((
+                Expr::Func(Func::Catalog(CatalogFunc::SerialSequence), bound),
+                DataType::Text,
+            ));
+        };
         let table = crate::sequence::parse_name(&table)?;
         let t = self.catalog.table_or_err(self.txn, self.db, &table)?;
         // The column is named as written: it is not case-folded (PostgreSQL's rule).

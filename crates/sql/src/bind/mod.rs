@@ -3,10 +3,13 @@
 //! their context), and produces a plan (`crate::plan`). Expressions are bound in `expr`,
 //! function calls in `function`, queries in `query`.
 
+pub mod array;
 pub mod dml;
 pub mod expr;
 pub mod function;
 pub mod query;
+pub mod reg;
+pub mod srf;
 
 use kiln_engine::Transaction;
 use sqlparser::ast;
@@ -186,11 +189,25 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
                 DataType::Text
             }
             "oid" | "xid" => DataType::Int8,
+            "int2vector" => DataType::Int2Vector,
+            "oidvector" => DataType::OidVector,
+            // PostgreSQL's internal array type names: _int4, _text …
+            other if other.starts_with('_') && other.len() > 1 => {
+                let elem = crate::bind::reg::type_by_name(&other[1..])
+                    .ok_or_else(|| SqlError::unsupported(format!("type {other}")))?;
+                crate::array::array_of(elem)?
+            }
+            // pg_catalog.int2 and the like: the unqualified name is one sqlparser knows.
+            other if name.0.len() > 1 => crate::bind::reg::type_by_name(other)
+                .ok_or_else(|| SqlError::unsupported(format!("type {other}")))?,
             other => return Err(SqlError::unsupported(format!("type {other}"))),
         },
         D::Regclass => DataType::Text,
-        // Arrays travel as their text form ('{a,b}'); Kiln has no array columns.
-        D::Array(_) => DataType::Text,
+        D::Array(
+            ast::ArrayElemTypeDef::SquareBracket(inner, _)
+            | ast::ArrayElemTypeDef::AngleBracket(inner)
+            | ast::ArrayElemTypeDef::Parenthesis(inner),
+        ) => crate::array::array_of(data_type(inner)?)?,
         other => return Err(SqlError::unsupported(format!("type {other}"))),
     })
 }
@@ -415,25 +432,12 @@ pub fn output_name(e: &ast::Expr) -> String {
 }
 
 pub(crate) fn data_type_output_name(t: &ast::DataType) -> String {
-    // PostgreSQL names a cast column after the type's catalog name.
+    // PostgreSQL names a cast column after the type's catalog name (an array cast after
+    // its element type's).
     match data_type(t) {
-        Ok(DataType::Int2) => "int2",
-        Ok(DataType::Int4) => "int4",
-        Ok(DataType::Int8) => "int8",
-        Ok(DataType::Float4) => "float4",
-        Ok(DataType::Float8) => "float8",
-        Ok(DataType::Bool) => "bool",
-        Ok(DataType::Numeric(_)) => "numeric",
-        Ok(DataType::Varchar(_)) => "varchar",
-        Ok(DataType::Char(_)) => "bpchar",
-        Ok(DataType::Text | DataType::Unknown) => "text",
-        Ok(DataType::Bytea) => "bytea",
-        Ok(DataType::Date) => "date",
-        Ok(DataType::Timestamp) => "timestamp",
-        Ok(DataType::TimestampTz) => "timestamptz",
-        Err(_) => "?column?",
+        Ok(t) => t.element().filter(|_| matches!(t, DataType::Array(_))).unwrap_or(t).type_name(),
+        Err(_) => "?column?".into(),
     }
-    .into()
 }
 
 /// Rewrites an expression over the input row into one over the grouped row

@@ -192,7 +192,17 @@ impl<'a> Planner<'a> {
         offset: usize,
     ) -> Result<(FromItem, Vec<ScopeCol>)> {
         match f {
-            ast::TableFactor::Table { name, alias, args, .. } => {
+            ast::TableFactor::UNNEST {
+                alias,
+                array_exprs,
+                with_offset: false,
+                with_ordinality,
+                ..
+            } => {
+                let exprs: Vec<&ast::Expr> = array_exprs.iter().collect();
+                self.srf_from_item("unnest", &exprs, alias.as_ref(), *with_ordinality, offset)
+            }
+            ast::TableFactor::Table { name, alias, args, with_ordinality, .. } => {
                 let tname = object_name(name)?;
                 let alias_name = alias
                     .as_ref()
@@ -203,6 +213,28 @@ impl<'a> Planner<'a> {
                     .map(|a| a.columns.iter().map(|c| ident(&c.name)).collect())
                     .unwrap_or_default();
                 if let Some(args) = args {
+                    if matches!(
+                        tname.as_str(),
+                        "unnest" | "generate_subscripts" | "pg_partition_ancestors"
+                    ) {
+                        let exprs: Vec<&ast::Expr> = args
+                            .args
+                            .iter()
+                            .map(|a| match a {
+                                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => Ok(x),
+                                other => {
+                                    Err(SqlError::unsupported(format!("the argument {other}")))
+                                }
+                            })
+                            .collect::<Result<_>>()?;
+                        return self.srf_from_item(
+                            &tname,
+                            &exprs,
+                            alias.as_ref(),
+                            *with_ordinality,
+                            offset,
+                        );
+                    }
                     if tname != "generate_series" {
                         return Err(SqlError::unsupported(format!("the table function {tname}")));
                     }
@@ -227,7 +259,11 @@ impl<'a> Planner<'a> {
                     let step = exprs.get(2).cloned();
                     let col = rename.first().cloned().unwrap_or_else(|| alias_name.clone());
                     let item = FromItem {
-                        source: Source::Series(exprs[0].clone(), exprs[1].clone(), step),
+                        source: Source::Series(
+                            Box::new(exprs[0].clone()),
+                            Box::new(exprs[1].clone()),
+                            step.map(Box::new),
+                        ),
                         offset,
                         width: 1,
                         join: JoinKind::Inner,
@@ -478,7 +514,52 @@ impl<'a> Planner<'a> {
         };
         let mut projection = Vec::new();
         let mut columns = Vec::new();
+        let mut expand = Vec::new();
         for item in &s.projection {
+            let srf = match item {
+                ast::SelectItem::UnnamedExpr(x)
+                | ast::SelectItem::ExprWithAlias { expr: x, .. } => {
+                    self.select_list_srf(x, &scope)?
+                }
+                _ => None,
+            };
+            // A select item that is `x::regclass` / `x::regtype` shows the name, as
+            // PostgreSQL prints those types.
+            let srf = match (srf, item) {
+                (
+                    None,
+                    ast::SelectItem::UnnamedExpr(x)
+                    | ast::SelectItem::ExprWithAlias { expr: x, .. },
+                ) => match x {
+                    ast::Expr::Cast { expr, data_type, .. } => {
+                        match crate::bind::reg::reg_kind(data_type) {
+                            Some(kind) => {
+                                let (e, t) = self.reg_name(kind, expr, &scope, true)?;
+                                projection.push(e);
+                                let name = match item {
+                                    ast::SelectItem::ExprWithAlias { alias, .. } => ident(alias),
+                                    _ => output_name(x),
+                                };
+                                columns.push((name, t));
+                                continue;
+                            }
+                            None => None,
+                        }
+                    }
+                    _ => None,
+                },
+                (srf, _) => srf,
+            };
+            if let Some((e, t, name)) = srf {
+                expand.push(projection.len());
+                projection.push(e);
+                let name = match item {
+                    ast::SelectItem::ExprWithAlias { alias, .. } => ident(alias),
+                    _ => name,
+                };
+                columns.push((name, t));
+                continue;
+            }
             match item {
                 ast::SelectItem::Wildcard(_) => {
                     for (i, c) in scope.cols.iter().enumerate() {
@@ -552,6 +633,7 @@ impl<'a> Planner<'a> {
                     .max_by_key(|m| *m == crate::locks::LockMode::Exclusive)
             }),
             key_order: None,
+            expand,
         };
         if matches!(s.distinct, Some(ast::Distinct::On(_))) {
             return Err(SqlError::unsupported("DISTINCT ON"));

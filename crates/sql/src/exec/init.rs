@@ -75,6 +75,7 @@ impl InitPlans<'_> {
                 ),
                 other @ (Source::Table(..)
                 | Source::Series(..)
+                | Source::Unnest(..)
                 | Source::Rows(_)
                 | Source::Values(_)) => other,
             };

@@ -146,6 +146,33 @@ impl Join<'_, '_, '_> {
                 let b = execute_select(right, txn, ctx, limits)?;
                 set_operation(a, b, *kind, *all).into_iter().map(|r| (None, r)).collect()
             }
+            Source::Unnest(exprs, ordinality) => {
+                let mut columns = Vec::with_capacity(exprs.len());
+                for e in exprs {
+                    columns.push(array_items(e.eval(row, ctx)?)?);
+                }
+                let n = columns.iter().map(Vec::len).max().unwrap_or(0);
+                if n > limits.rows_max {
+                    return Err(SqlError::new(
+                        code::OUT_OF_MEMORY,
+                        "unnest would produce too many rows",
+                    ));
+                }
+                let mut iters: Vec<_> = columns.into_iter().map(Vec::into_iter).collect();
+                let mut v = Vec::with_capacity(n);
+                for i in 0..n {
+                    if i % SCAN_BATCH_ROWS == 0 {
+                        limits.check()?;
+                    }
+                    let mut r: Row =
+                        iters.iter_mut().map(|it| it.next().unwrap_or(Value::Null)).collect();
+                    if *ordinality {
+                        r.push(Value::Int(i as i64 + 1));
+                    }
+                    v.push((None, r));
+                }
+                v
+            }
             Source::Series(start, stop, step) => {
                 let int = |e: &Expr| -> Result<i64> {
                     match e.eval(row, ctx)? {

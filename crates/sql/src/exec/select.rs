@@ -120,7 +120,11 @@ pub fn finish_select(
         for e in &plan.projection {
             o.push(e.eval(r, ctx)?);
         }
-        out.push(o);
+        if plan.expand.is_empty() {
+            out.push(o);
+        } else {
+            expand_row(plan, o, &mut out, limits)?;
+        }
     }
     let visible = plan.columns.len();
     if plan.distinct {
@@ -146,6 +150,39 @@ pub fn finish_select(
         r.truncate(visible);
     }
     Ok(out)
+}
+
+/// A projected row whose set-returning items hold arrays: one row per element, up to the
+/// longest (the shorter ones NULL past their end), the other items repeated.
+fn expand_row(
+    plan: &SelectPlan,
+    mut row: Vec<Value>,
+    out: &mut Vec<Vec<Value>>,
+    limits: &ExecLimits,
+) -> Result<()> {
+    let mut lists = Vec::with_capacity(plan.expand.len());
+    for &pos in &plan.expand {
+        let v = std::mem::replace(&mut row[pos], Value::Null);
+        lists.push(crate::expr::array_items(v)?.into_iter());
+    }
+    let n = lists.iter().map(|l| l.len()).max().unwrap_or(0);
+    if out.len().saturating_add(n) > limits.rows_max {
+        return Err(SqlError::new(
+            code::OUT_OF_MEMORY,
+            "a set-returning function would produce too many rows",
+        ));
+    }
+    for i in 0..n {
+        if i % 4096 == 4095 {
+            limits.check()?;
+        }
+        let mut r = row.clone();
+        for (&pos, list) in plan.expand.iter().zip(&mut lists) {
+            r[pos] = list.next().unwrap_or(Value::Null);
+        }
+        out.push(r);
+    }
+    Ok(())
 }
 
 /// Sorts projected rows by ORDER BY (output position, descending, nulls first).
@@ -279,7 +316,10 @@ pub(crate) enum Acc {
     Sum(Option<Value>),
     MinMax(Option<Value>),
     Avg(Option<Value>, i64),
-    Strings(Option<String>),
+    /// string_agg / array_agg: each input packed as `[value, sort key…]`.
+    Collect(Vec<Vec<Value>>),
+    /// bool_and / bool_or
+    Bool(Option<bool>),
 }
 
 /// A value ordered by [`Value::total_cmp`], for the sets DISTINCT aggregates keep.
@@ -320,7 +360,8 @@ pub(crate) fn aggregate(
             AggFunc::Sum => Acc::Sum(None),
             AggFunc::Min | AggFunc::Max => Acc::MinMax(None),
             AggFunc::Avg => Acc::Avg(None, 0),
-            AggFunc::StringAgg(_) => Acc::Strings(None),
+            AggFunc::StringAgg(..) | AggFunc::ArrayAgg(_) => Acc::Collect(Vec::new()),
+            AggFunc::BoolAnd | AggFunc::BoolOr => Acc::Bool(None),
         })
         .collect();
     // Groups in first-seen order; keys compared by value.
@@ -374,26 +415,16 @@ pub(crate) fn aggregate(
                         }
                     }
                 })),
-                (Acc::Strings(acc), f) => {
-                    let text = v.to_text(DataType::Text).unwrap_or_default();
-                    Acc::Strings(Some(match (acc, f) {
-                        (None, _) => text,
-                        (Some(mut a), AggFunc::StringAgg(sep)) => {
-                            if a.len() + sep.len() + text.len() > crate::expr::TEXT_BYTES_MAX {
-                                return Err(SqlError::new(
-                                    code::PROGRAM_LIMIT,
-                                    "string_agg result too large",
-                                )
-                                .detail(format!(
-                                    "A computed string may hold at most {} bytes.",
-                                    crate::expr::TEXT_BYTES_MAX
-                                )));
-                            }
-                            a.push_str(sep);
-                            a.push_str(&text);
-                            a
-                        }
-                        (Some(a), _) => a,
+                (Acc::Collect(mut items), _) => {
+                    items.push(crate::expr::array_items(v)?);
+                    Acc::Collect(items)
+                }
+                (Acc::Bool(b), f) => {
+                    let x = v.as_bool()?.unwrap_or(*f == AggFunc::BoolAnd);
+                    Acc::Bool(Some(match (b, f) {
+                        (None, _) => x,
+                        (Some(b), AggFunc::BoolAnd) => b && x,
+                        (Some(b), _) => b || x,
                     }))
                 }
                 (Acc::Avg(s, n), _) => Acc::Avg(
@@ -412,7 +443,7 @@ pub(crate) fn aggregate(
     let mut out = Vec::with_capacity(groups.len());
     for (key, accs, _) in groups {
         let mut row = key;
-        for (a, (_, _, _, ty)) in accs.into_iter().zip(&g.aggs) {
+        for (a, (f, _, _, ty)) in accs.into_iter().zip(&g.aggs) {
             row.push(match a {
                 Acc::Count(n) => Value::Int(n),
                 Acc::Sum(s) => match (s, ty) {
@@ -424,7 +455,8 @@ pub(crate) fn aggregate(
                     (Some(v), _) => v,
                 },
                 Acc::MinMax(m) => m.unwrap_or(Value::Null),
-                Acc::Strings(s) => s.map(Value::Text).unwrap_or(Value::Null),
+                Acc::Collect(items) => collected(f, items, limits)?,
+                Acc::Bool(b) => b.map(Value::Bool).unwrap_or(Value::Null),
                 Acc::Avg(None, _) => Value::Null,
                 Acc::Avg(Some(s), n) => match s {
                     Value::Float(f) => Value::Float(f / n as f64),
@@ -446,6 +478,52 @@ pub(crate) fn aggregate(
         out.push(row);
     }
     Ok(out)
+}
+
+/// The result of string_agg or array_agg over its packed inputs (`[value, key…]`): sorted
+/// by the keys (stably, so equal keys keep input order), then joined or collected.
+fn collected(f: &AggFunc, mut items: Vec<Vec<Value>>, limits: &ExecLimits) -> Result<Value> {
+    if items.is_empty() {
+        return Ok(Value::Null);
+    }
+    let order = match f {
+        AggFunc::StringAgg(_, order) | AggFunc::ArrayAgg(order) => order.as_slice(),
+        _ => &[],
+    };
+    if !order.is_empty() {
+        let keys: Vec<(usize, bool, bool)> =
+            order.iter().enumerate().map(|(i, &(desc, nf))| (i + 1, desc, nf)).collect();
+        sort_rows(&mut items, &keys, limits)?;
+    }
+    let values =
+        items.into_iter().map(|mut p| if p.is_empty() { Value::Null } else { p.swap_remove(0) });
+    Ok(match f {
+        AggFunc::StringAgg(sep, _) => {
+            let mut out: Option<String> = None;
+            for v in values {
+                let Some(text) = v.to_text(DataType::Text) else { continue };
+                let Some(a) = out.as_mut() else {
+                    out = Some(text);
+                    continue;
+                };
+                if a.len() + sep.len() + text.len() > crate::expr::TEXT_BYTES_MAX {
+                    return Err(SqlError::new(code::PROGRAM_LIMIT, "string_agg result too large")
+                        .detail(format!(
+                            "A computed string may hold at most {} bytes.",
+                            crate::expr::TEXT_BYTES_MAX
+                        )));
+                }
+                a.push_str(sep);
+                a.push_str(&text);
+            }
+            out.map(Value::Text).unwrap_or(Value::Null)
+        }
+        _ => {
+            let items: Vec<Value> = values.collect();
+            crate::array::check_len(items.len())?;
+            Value::Array(items)
+        }
+    })
 }
 
 /// Sums of integers are numeric (bigint for small integers would do, but numeric never

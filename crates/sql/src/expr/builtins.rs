@@ -9,70 +9,65 @@ use crate::types::{check_int_range, DataType, Value};
 
 use crate::expr::*;
 
-/// Parses a one-dimensional PostgreSQL array literal ('{a,"b c",NULL}').
-pub fn parse_array(s: &str) -> Result<Vec<Option<String>>> {
-    let bad = || SqlError::new(code::INVALID_TEXT, format!("malformed array literal: \"{s}\""));
-    let inner = s.trim().strip_prefix('{').and_then(|r| r.strip_suffix('}')).ok_or_else(bad)?;
-    let mut out = Vec::new();
-    if inner.trim().is_empty() {
-        return Ok(out);
+/// The elements of an array value. A text value (an array in its text form, as older
+/// catalogs and untyped operands give) is parsed, its elements left as text.
+pub fn array_items(v: Value) -> Result<Vec<Value>> {
+    match v {
+        Value::Array(items) => Ok(items),
+        Value::Null => Ok(vec![]),
+        Value::Text(s) => crate::array::parse(&s, DataType::Text),
+        other => Err(SqlError::new(
+            code::DATATYPE_MISMATCH,
+            format!("{} is not an array", other.to_text(DataType::Text).unwrap_or_default()),
+        )),
     }
-    let mut chars = inner.chars().peekable();
-    loop {
-        while chars.peek() == Some(&' ') {
-            chars.next();
-        }
-        let mut item = String::new();
-        let quoted = chars.peek() == Some(&'"');
-        if quoted {
-            chars.next();
-            loop {
-                match chars.next() {
-                    Some('\\') => item.push(chars.next().ok_or_else(bad)?),
-                    Some('"') => break,
-                    Some(c) => item.push(c),
-                    None => return Err(bad()),
-                }
-            }
-        } else {
-            while let Some(&c) = chars.peek() {
-                if c == ',' {
-                    break;
-                }
-                item.push(c);
-                chars.next();
-            }
-        }
-        let item = if quoted { item } else { item.trim().to_string() };
-        out.push(if !quoted && item.eq_ignore_ascii_case("null") { None } else { Some(item) });
-        match chars.next() {
-            Some(',') => continue,
-            None => break,
-            Some(_) => return Err(bad()),
-        }
-    }
-    Ok(out)
 }
 
-/// One element of an array literal, quoted when it needs to be.
-pub(crate) fn array_item(v: &Value) -> String {
-    match v.to_text(DataType::Text) {
-        None => "NULL".into(),
-        Some(s) => {
-            if s.is_empty()
-                || s.contains([',', '"', '{', '}', ' ', '\\'])
-                || s.eq_ignore_ascii_case("null")
-            {
-                format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
-            } else {
-                s
+fn array_result(items: Vec<Value>) -> Result<Value> {
+    crate::array::check_len(items.len())?;
+    Ok(Value::Array(items))
+}
+
+/// Whether `x` is one of `items` (NULL matches nothing: `@>` and `&&` use plain equality).
+fn contains(items: &[Value], x: &Value) -> bool {
+    !x.is_null() && items.iter().any(|i| !i.is_null() && i.sql_cmp(x) == Some(Ordering::Equal))
+}
+
+/// A value in JSON: numbers and booleans as themselves, arrays as JSON arrays, the rest as
+/// strings of their text form.
+fn json_value(out: &mut String, v: &Value) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(_) | Value::Numeric(_) => out.push_str(&text_arg(v)),
+        Value::Float(f) if f.is_finite() => out.push_str(&text_arg(v)),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                json_value(out, item);
             }
+            out.push(']');
         }
+        other => out.push_str(&serde_json::to_string(&text_arg(other)).unwrap_or_default()),
     }
+}
+
+/// A dimension argument of array_upper/lower/length: only 1 exists.
+fn first_dimension(items: &[Value], dim: &Value) -> bool {
+    !items.is_empty() && matches!(dim, Value::Int(1))
 }
 
 /// The largest string an expression may compute (repeat, concatenation …): beyond it, 54000.
 pub const TEXT_BYTES_MAX: usize = 64 << 20;
+
+/// 54000 for a computed string past [`TEXT_BYTES_MAX`].
+pub(crate) fn too_long() -> SqlError {
+    SqlError::new(code::PROGRAM_LIMIT, "requested length too large")
+        .detail(format!("A computed string may hold at most {TEXT_BYTES_MAX} bytes."))
+}
 
 pub(crate) fn text_arg(v: &Value) -> String {
     v.to_text(DataType::Text).unwrap_or_default()
@@ -197,10 +192,7 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
                 let s = text_arg(s);
                 let n = (*n).max(0) as usize;
                 if s.len().saturating_mul(n) > TEXT_BYTES_MAX {
-                    return Err(SqlError::new(code::PROGRAM_LIMIT, "requested length too large")
-                        .detail(format!(
-                            "A computed string may hold at most {TEXT_BYTES_MAX} bytes."
-                        )));
+                    return Err(too_long());
                 }
                 Value::Text(s.repeat(n))
             }
@@ -233,37 +225,224 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         | Func::Sleep => ctx.env.kiln(f, &args)?,
         Func::Catalog(c) => ctx.env.catalog(c, &args)?,
         Func::ArrayToString => {
-            let (arr, sep) = (arg(0), arg(1));
-            if arr.is_null() || sep.is_null() {
+            let items = array_items(arg(0))?;
+            let sep = text_arg(&arg(1));
+            let null = args.get(2).filter(|v| !v.is_null()).map(text_arg);
+            let mut out = String::new();
+            let mut first = true;
+            for item in &items {
+                let text = match (item.to_text(DataType::Text), &null) {
+                    (Some(t), _) => t,
+                    (None, Some(n)) => n.clone(),
+                    (None, None) => continue,
+                };
+                if !first {
+                    out.push_str(&sep);
+                }
+                first = false;
+                if out.len() + text.len() > TEXT_BYTES_MAX {
+                    return Err(too_long());
+                }
+                out.push_str(&text);
+            }
+            Value::Text(out)
+        }
+        Func::StringToArray => {
+            let (s, sep) = (arg(0), arg(1));
+            if s.is_null() {
                 return Ok(Value::Null);
             }
-            let items = parse_array(&text_arg(&arr))?;
-            Value::Text(items.into_iter().flatten().collect::<Vec<_>>().join(&text_arg(&sep)))
+            let s = text_arg(&s);
+            let null = args.get(2).filter(|v| !v.is_null()).map(text_arg);
+            let parts: Vec<String> = match sep {
+                _ if s.is_empty() => vec![],
+                Value::Null => s.chars().map(String::from).collect(),
+                sep => {
+                    let sep = text_arg(&sep);
+                    if sep.is_empty() {
+                        vec![s]
+                    } else {
+                        s.split(sep.as_str()).map(String::from).collect()
+                    }
+                }
+            };
+            array_result(
+                parts
+                    .into_iter()
+                    .map(|p| if Some(&p) == null.as_ref() { Value::Null } else { Value::Text(p) })
+                    .collect(),
+            )?
         }
-        Func::ArrayUpper => {
-            let items = parse_array(&text_arg(&arg(0)))?;
+        Func::ArrayUpper | Func::ArrayLength => {
+            let items = array_items(arg(0))?;
+            if first_dimension(&items, &arg(1)) {
+                Value::Int(items.len() as i64)
+            } else {
+                Value::Null
+            }
+        }
+        Func::ArrayLower => {
+            let items = array_items(arg(0))?;
+            if first_dimension(&items, &arg(1)) {
+                Value::Int(1)
+            } else {
+                Value::Null
+            }
+        }
+        Func::ArrayNdims => {
+            let items = array_items(arg(0))?;
             if items.is_empty() {
                 Value::Null
             } else {
-                Value::Int(items.len() as i64)
+                Value::Int(1)
             }
         }
+        Func::Cardinality => Value::Int(array_items(arg(0))?.len() as i64),
         Func::ArrayPosition => {
-            let items = parse_array(&text_arg(&arg(0)))?;
-            let want = text_arg(&arg(1));
-            match items.iter().position(|i| i.as_deref() == Some(want.as_str())) {
+            if arg(0).is_null() {
+                return Ok(Value::Null);
+            }
+            let want = arg(1);
+            // IS NOT DISTINCT FROM: array_position finds a NULL too.
+            let hit =
+                array_items(arg(0))?.iter().position(|i| match (i.is_null(), want.is_null()) {
+                    (true, true) => true,
+                    (false, false) => i.sql_cmp(&want) == Some(Ordering::Equal),
+                    _ => false,
+                });
+            match hit {
                 Some(p) => Value::Int(p as i64 + 1),
                 None => Value::Null,
             }
         }
         Func::ArrayElement => {
-            let items = parse_array(&text_arg(&arg(0)))?;
+            let items = array_items(arg(0))?;
             match arg(1) {
                 Value::Int(i) if i >= 1 && (i as usize) <= items.len() => {
-                    items[i as usize - 1].clone().map(Value::Text).unwrap_or(Value::Null)
+                    items.into_iter().nth(i as usize - 1).unwrap_or(Value::Null)
                 }
                 _ => Value::Null,
             }
+        }
+        Func::MakeArray => array_result(args)?,
+        Func::ArrayCat => match (arg(0), arg(1)) {
+            (Value::Null, b) => b,
+            (a, Value::Null) => a,
+            (a, b) => {
+                let mut items = array_items(a)?;
+                items.extend(array_items(b)?);
+                array_result(items)?
+            }
+        },
+        Func::ArrayAppend => {
+            let mut items = array_items(arg(0))?;
+            items.push(arg(1));
+            array_result(items)?
+        }
+        Func::ArrayPrepend => {
+            let mut items = vec![arg(0)];
+            items.extend(array_items(arg(1))?);
+            array_result(items)?
+        }
+        Func::ArrayRemove => {
+            if arg(0).is_null() {
+                return Ok(Value::Null);
+            }
+            let x = arg(1);
+            let items = array_items(arg(0))?;
+            Value::Array(
+                items
+                    .into_iter()
+                    .filter(|i| match (i.is_null(), x.is_null()) {
+                        (true, true) => false,
+                        (false, false) => i.sql_cmp(&x) != Some(Ordering::Equal),
+                        _ => true,
+                    })
+                    .collect(),
+            )
+        }
+        Func::ArrayContains | Func::ArrayContainedBy => {
+            let (mut a, mut b) = (array_items(arg(0))?, array_items(arg(1))?);
+            if f == Func::ArrayContainedBy {
+                std::mem::swap(&mut a, &mut b);
+            }
+            Value::Bool(b.iter().all(|x| contains(&a, x)))
+        }
+        Func::ArrayOverlap => {
+            let (a, b) = (array_items(arg(0))?, array_items(arg(1))?);
+            Value::Bool(b.iter().any(|x| contains(&a, x)))
+        }
+        Func::Unnest => Value::Array(array_items(arg(0))?),
+        Func::GenerateSubscripts => {
+            let items = array_items(arg(0))?;
+            if !first_dimension(&items, &arg(1)) {
+                return Ok(Value::Array(vec![]));
+            }
+            let reverse = matches!(arg(2), Value::Bool(true));
+            let n = items.len() as i64;
+            Value::Array(if reverse {
+                (1..=n).rev().map(Value::Int).collect()
+            } else {
+                (1..=n).map(Value::Int).collect()
+            })
+        }
+        Func::GenerateSeries => {
+            let (start, stop) = (arg(0), arg(1));
+            let step = if args.len() > 2 { arg(2) } else { Value::Int(1) };
+            let (Value::Int(a), Value::Int(b), Value::Int(st)) = (start, stop, step) else {
+                return Err(SqlError::unsupported("generate_series of non-integers"));
+            };
+            if st == 0 {
+                return Err(SqlError::new(
+                    code::INVALID_PARAMETER_VALUE,
+                    "step size cannot equal zero",
+                ));
+            }
+            let count = if (st > 0 && a > b) || (st < 0 && a < b) {
+                0
+            } else {
+                ((b as i128 - a as i128) / st as i128 + 1) as u128
+            };
+            if count > crate::array::ELEMENTS_MAX as u128 {
+                return Err(SqlError::new(
+                    code::PROGRAM_LIMIT,
+                    format!(
+                        "generate_series in a select list yields at most {} rows per input row",
+                        crate::array::ELEMENTS_MAX
+                    ),
+                ));
+            }
+            Value::Array((0..count as i64).map(|k| Value::Int(a + k * st)).collect())
+        }
+        Func::JsonBuildObject => {
+            if !args.len().is_multiple_of(2) {
+                return Err(SqlError::new(
+                    code::INVALID_PARAMETER_VALUE,
+                    "argument list must have even number of elements",
+                )
+                .hint("The arguments of json_build_object() must consist of alternating keys and values."));
+            }
+            let mut out = String::from("{");
+            for (i, pair) in args.chunks(2).enumerate() {
+                if pair[0].is_null() {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        format!("argument {} cannot be null", i * 2 + 1),
+                    )
+                    .hint("Object keys should be text."));
+                }
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                json_value(&mut out, &Value::Text(text_arg(&pair[0])));
+                out.push_str(" : ");
+                json_value(&mut out, &pair[1]);
+                if out.len() > TEXT_BYTES_MAX {
+                    return Err(too_long());
+                }
+            }
+            out.push('}');
+            Value::Text(out)
         }
         Func::QuoteIdent => {
             let s = text_arg(&arg(0));

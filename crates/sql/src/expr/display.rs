@@ -48,7 +48,10 @@ impl std::fmt::Display for Expr {
                 SubqueryKind::In(x, true) => write!(f, "({x} NOT IN (subquery))"),
                 SubqueryKind::Array => f.write_str("ARRAY(subquery)"),
             },
-            Expr::AnyOp(x, op, arr) => write!(f, "({x} {} ANY ({arr}))", op_name(*op)),
+            Expr::AnyOp(x, op, arr, all) => {
+                let q = if *all { "ALL" } else { "ANY" };
+                write!(f, "({x} {} {q} ({arr}))", op_name(*op))
+            }
             Expr::Not(x) => write!(f, "(NOT {x})"),
             Expr::Neg(x) => write!(f, "(-{x})"),
             Expr::Binary(op, a, b) => write!(f, "({a} {} {b})", op_name(*op)),

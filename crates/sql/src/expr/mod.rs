@@ -62,8 +62,15 @@ pub enum AggFunc {
     Max,
     /// avg
     Avg,
-    /// string_agg(x, separator) with a constant separator
-    StringAgg(String),
+    /// string_agg(x, separator [ORDER BY …]) with a constant separator; its argument is
+    /// packed with the sort keys as `[value, key…]`, ordered by (descending, nulls first).
+    StringAgg(String, Vec<(bool, bool)>),
+    /// array_agg(x [ORDER BY …]), its argument packed as for `StringAgg`.
+    ArrayAgg(Vec<(bool, bool)>),
+    /// bool_and / every
+    BoolAnd,
+    /// bool_or
+    BoolOr,
 }
 
 /// Scalar functions. The `Kiln*` ones are the ED surface; the session evaluates them.
@@ -152,16 +159,51 @@ pub enum Func {
     KilnFaultPanic,
     /// A catalog function clients call (psql's \d): answered by the session.
     Catalog(CatalogFunc),
-    /// array_to_string(array, separator)
+    /// array_to_string(array, separator [, null string])
     ArrayToString,
+    /// string_to_array(text, separator [, null string])
+    StringToArray,
     /// array_upper(array, dimension)
     ArrayUpper,
+    /// array_lower(array, dimension)
+    ArrayLower,
+    /// array_length(array, dimension)
+    ArrayLength,
+    /// array_ndims(array)
+    ArrayNdims,
+    /// cardinality(array)
+    Cardinality,
     /// array_position(array, element)
     ArrayPosition,
-    /// array[index] (1-based)
+    /// array[index] (1-based; the binder shifts 0-based vectors)
     ArrayElement,
+    /// ARRAY[a, b, …]
+    MakeArray,
+    /// array_cat(a, b), a || b
+    ArrayCat,
+    /// array_append(a, x)
+    ArrayAppend,
+    /// array_prepend(x, a)
+    ArrayPrepend,
+    /// array_remove(a, x)
+    ArrayRemove,
+    /// a @> b
+    ArrayContains,
+    /// a <@ b
+    ArrayContainedBy,
+    /// a && b
+    ArrayOverlap,
+    /// unnest(array): as a value, the array; a select item or FROM item expands it.
+    Unnest,
+    /// generate_subscripts(array, dim [, reverse]): as a value, the array of subscripts.
+    GenerateSubscripts,
+    /// generate_series(start, stop [, step]) as a select item: as a value, the array of
+    /// the series.
+    GenerateSeries,
     /// quote_ident(text)
     QuoteIdent,
+    /// json_build_object(key, value, …): the object's JSON text (Kiln has no json type yet)
+    JsonBuildObject,
 }
 
 /// The functions of a sequence.
@@ -219,6 +261,16 @@ pub enum CatalogFunc {
     CurrentSchemas,
     /// has_*_privilege(...): true
     HasPrivilege,
+    /// `oid::regclass::text`: the relation's name (the number when there is none).
+    RegClassName,
+    /// `oid::regtype::text`: the type's name (the number when there is none).
+    RegTypeName,
+    /// `name::regclass` at execution (`true`: `to_regclass`, NULL when there is none).
+    RegClassOid(bool),
+    /// pg_get_serial_sequence(table, column) with names known only at execution.
+    SerialSequence,
+    /// `name::regtype` at execution (`true`: `to_regtype`, NULL when there is none).
+    RegTypeOid(bool),
 }
 
 /// What a subquery expression computes.
@@ -269,8 +321,8 @@ impl SubqueryKind {
             SubqueryKind::Exists(negated) => Value::Bool(values.is_empty() == *negated),
             SubqueryKind::In(_, negated) => in_values(left, values, *negated),
             SubqueryKind::Array => {
-                let items: Vec<String> = values.iter().map(array_item).collect();
-                Value::Text(format!("{{{}}}", items.join(",")))
+                crate::array::check_len(values.len())?;
+                Value::Array(values.to_vec())
             }
         })
     }
@@ -316,8 +368,8 @@ pub enum Expr {
     /// A subquery evaluated for each row: the plan, what it computes, and the columns of the
     /// enclosing row it refers to.
     Subquery(SubPlan, SubqueryKind, Vec<usize>),
-    /// x op ANY (array)
-    AnyOp(Box<Expr>, BinOp, Box<Expr>),
+    /// x op ANY (array), or with `true` x op ALL (array)
+    AnyOp(Box<Expr>, BinOp, Box<Expr>, bool),
     /// NOT
     Not(Box<Expr>),
     /// unary minus
@@ -443,28 +495,34 @@ impl Expr {
                 };
                 kind.value(&values, &left)?
             }
-            Expr::AnyOp(x, op, arr) => {
-                let v = x.eval(row, ctx)?;
+            Expr::AnyOp(x, op, arr, all) => {
                 let arr = arr.eval(row, ctx)?;
-                if v.is_null() || arr.is_null() {
+                if arr.is_null() {
                     return Ok(Value::Null);
                 }
-                let items = parse_array(&arr.to_text(DataType::Text).unwrap_or_default())?;
+                let items = array_items(arr)?;
+                if items.is_empty() {
+                    // ANY of nothing is false, ALL of nothing true, whatever x is.
+                    return Ok(Value::Bool(*all));
+                }
+                let v = x.eval(row, ctx)?;
+                if v.is_null() {
+                    return Ok(Value::Null);
+                }
+                // ANY: true at the first true; ALL: false at the first false; else NULL if
+                // a comparison was NULL.
                 let mut saw_null = false;
                 for item in items {
-                    match item {
+                    match binary(*op, v.clone(), item)?.as_bool()? {
                         None => saw_null = true,
-                        Some(s) => {
-                            if binary(*op, v.clone(), Value::Text(s))?.as_bool()? == Some(true) {
-                                return Ok(Value::Bool(true));
-                            }
-                        }
+                        Some(b) if b != *all => return Ok(Value::Bool(b)),
+                        Some(_) => {}
                     }
                 }
                 if saw_null {
                     Value::Null
                 } else {
-                    Value::Bool(false)
+                    Value::Bool(*all)
                 }
             }
             Expr::Not(e) => match e.eval(row, ctx)?.as_bool()? {
@@ -650,7 +708,7 @@ impl Expr {
             | Expr::IsNull(x, _)
             | Expr::Cast(x, _)
             | Expr::InValues(x, _, _) => f(x),
-            Expr::AnyOp(a, _, b)
+            Expr::AnyOp(a, _, b, _)
             | Expr::Binary(_, a, b)
             | Expr::And(a, b)
             | Expr::Or(a, b)
@@ -705,9 +763,9 @@ impl Expr {
             Expr::IsNull(x, n) => Expr::IsNull(b(x)?, n),
             Expr::Cast(x, t) => Expr::Cast(b(x)?, t),
             Expr::InValues(x, v, n) => Expr::InValues(b(x)?, v, n),
-            Expr::AnyOp(x, op, y) => {
+            Expr::AnyOp(x, op, y, all) => {
                 let x = b(x)?;
-                Expr::AnyOp(x, op, b(y)?)
+                Expr::AnyOp(x, op, b(y)?, all)
             }
             Expr::Binary(op, x, y) => {
                 let x = b(x)?;

@@ -90,10 +90,7 @@ pub fn binary(op: BinOp, a: Value, b: Value) -> Result<Value> {
             let mut s = a.to_text(DataType::Text).unwrap_or_default();
             let t = b.to_text(DataType::Text).unwrap_or_default();
             if s.len() + t.len() > TEXT_BYTES_MAX {
-                return Err(SqlError::new(code::PROGRAM_LIMIT, "requested length too large")
-                    .detail(format!(
-                        "A computed string may hold at most {TEXT_BYTES_MAX} bytes."
-                    )));
+                return Err(too_long());
             }
             s.push_str(&t);
             Value::Text(s)

@@ -106,6 +106,17 @@ fn cols(spec: &[(&str, DataType)]) -> Columns {
 }
 
 use DataType::{Bool as B, Int2 as I2, Int4 as I4, Int8 as I8, Text as T};
+/// int2[] (pg_constraint.conkey)
+const I2A: DataType = DataType::Array(&DataType::Int2);
+/// text[] (pg_class.reloptions)
+const TA: DataType = DataType::Array(&DataType::Text);
+/// oid[] (pg_policy.polroles; Kiln holds OIDs as bigint)
+const OA: DataType = DataType::Array(&DataType::Int8);
+
+/// 1-based column numbers, as the catalogs list a key's columns.
+fn attnums(columns: &[usize]) -> Value {
+    Value::Array(columns.iter().map(|&c| Value::Int(c as i64 + 1)).collect())
+}
 
 impl SystemTables for System<'_> {
     fn system_table(&self, txn: &mut Transaction, name: &str) -> Result<Option<Relation>> {
@@ -244,7 +255,7 @@ impl SystemTables for System<'_> {
                         ("datctype", T),
                         ("daticulocale", T),
                         ("datcollversion", T),
-                        ("datacl", T),
+                        ("datacl", TA),
                     ]),
                     names
                         .into_iter()
@@ -271,7 +282,7 @@ impl SystemTables for System<'_> {
                 ))
             }
             "pg_namespace" => Some((
-                cols(&[("oid", I8), ("nspname", T), ("nspowner", I8), ("nspacl", T)]),
+                cols(&[("oid", I8), ("nspname", T), ("nspowner", I8), ("nspacl", TA)]),
                 vec![
                     vec![
                         Value::Int(oid::PG_CATALOG),
@@ -312,7 +323,7 @@ impl SystemTables for System<'_> {
                     ("rolreplication", B),
                     ("rolconnlimit", I4),
                     ("rolbypassrls", B),
-                    ("rolconfig", T),
+                    ("rolconfig", TA),
                     ("usename", T),
                     ("usesysid", I8),
                 ]),
@@ -333,7 +344,7 @@ impl SystemTables for System<'_> {
                 ]],
             )),
             "pg_type" => {
-                let types = [
+                let scalars = [
                     DataType::Bool,
                     DataType::Bytea,
                     DataType::Int8,
@@ -349,6 +360,94 @@ impl SystemTables for System<'_> {
                     DataType::TimestampTz,
                     DataType::Numeric(None),
                 ];
+                let mut types: Vec<DataType> = scalars.to_vec();
+                types.extend(scalars.iter().map(|t| crate::array::array_of_plain(*t)));
+                types.extend([DataType::Int2Vector, DataType::OidVector]);
+                let type_row = |t: &DataType| {
+                    let elem = t.element();
+                    let collatable = t.is_string();
+                    let array = match t {
+                        DataType::Array(_) => 0,
+                        DataType::Int2Vector => 1006,
+                        DataType::OidVector => 1013,
+                        t => crate::array::array_oid(*t) as i64,
+                    };
+                    let category = match t {
+                        _ if elem.is_some() => "A",
+                        DataType::Bool => "B",
+                        DataType::Date | DataType::Timestamp | DataType::TimestampTz => "D",
+                        t if t.is_numeric() => "N",
+                        _ if collatable => "S",
+                        _ => "U",
+                    };
+                    let io = t.type_name().trim_start_matches('_').to_string();
+                    let (input, output, receive, send) = if matches!(t, DataType::Array(_)) {
+                        (
+                            "array_in".into(),
+                            "array_out".into(),
+                            "array_recv".into(),
+                            "array_send".into(),
+                        )
+                    } else {
+                        (
+                            format!("{io}in"),
+                            format!("{io}out"),
+                            format!("{io}recv"),
+                            format!("{io}send"),
+                        )
+                    };
+                    vec![
+                        Value::Int(t.oid() as i64),
+                        text(&t.type_name()),
+                        Value::Int(oid::PG_CATALOG),
+                        Value::Int(oid::ROLE),
+                        Value::Int(t.size() as i64),
+                        Value::Bool(t.size() > 0),
+                        text("b"),
+                        text(category),
+                        Value::Bool(matches!(
+                            t,
+                            DataType::Text
+                                | DataType::Bool
+                                | DataType::Float8
+                                | DataType::TimestampTz
+                                | DataType::Numeric(_)
+                        )),
+                        Value::Bool(true),
+                        text(","),
+                        Value::Int(0),
+                        Value::Int(elem.map_or(0, |e| {
+                            if *t == DataType::OidVector {
+                                26
+                            } else {
+                                e.oid() as i64
+                            }
+                        })),
+                        Value::Int(array),
+                        text(&input),
+                        text(&output),
+                        text(&receive),
+                        text(&send),
+                        text(if t.size() == 8 {
+                            "d"
+                        } else if t.size() == 2 {
+                            "s"
+                        } else if t.size() == 1 {
+                            "c"
+                        } else {
+                            "i"
+                        }),
+                        text(if t.size() > 0 { "p" } else { "x" }),
+                        Value::Bool(false),
+                        Value::Int(0),
+                        Value::Int(-1),
+                        Value::Int(i64::from(elem.is_some())),
+                        Value::Int(if collatable { 100 } else { 0 }),
+                        Value::Null,
+                        Value::Null,
+                        text(if elem.is_some() { "array_subscript_handler" } else { "-" }),
+                    ]
+                };
                 Some((
                     cols(&[
                         ("oid", I8),
@@ -359,63 +458,72 @@ impl SystemTables for System<'_> {
                         ("typbyval", B),
                         ("typtype", T),
                         ("typcategory", T),
+                        ("typispreferred", B),
                         ("typisdefined", B),
+                        ("typdelim", T),
                         ("typrelid", I8),
                         ("typelem", I8),
                         ("typarray", I8),
+                        ("typinput", T),
+                        ("typoutput", T),
+                        ("typreceive", T),
+                        ("typsend", T),
+                        ("typalign", T),
+                        ("typstorage", T),
+                        ("typnotnull", B),
                         ("typbasetype", I8),
                         ("typtypmod", I4),
-                        ("typnotnull", B),
+                        ("typndims", I4),
                         ("typcollation", I8),
+                        ("typdefault", T),
+                        ("typacl", TA),
+                        ("typsubscript", T),
                     ]),
-                    types
+                    types.iter().map(type_row).collect(),
+                ))
+            }
+            "pg_sequence" => {
+                let sequences = self.db.catalog().sequences(txn, self.database)?;
+                Some((
+                    cols(&[
+                        ("seqrelid", I8),
+                        ("seqtypid", I8),
+                        ("seqstart", I8),
+                        ("seqincrement", I8),
+                        ("seqmax", I8),
+                        ("seqmin", I8),
+                        ("seqcache", I8),
+                        ("seqcycle", B),
+                    ]),
+                    sequences
                         .iter()
-                        .map(|t| {
-                            let name = match t {
-                                DataType::Bool => "bool",
-                                DataType::Bytea => "bytea",
-                                DataType::Int8 => "int8",
-                                DataType::Int2 => "int2",
-                                DataType::Int4 => "int4",
-                                DataType::Text => "text",
-                                DataType::Float4 => "float4",
-                                DataType::Float8 => "float8",
-                                DataType::Char(_) => "bpchar",
-                                DataType::Varchar(_) => "varchar",
-                                DataType::Date => "date",
-                                DataType::Timestamp => "timestamp",
-                                DataType::TimestampTz => "timestamptz",
-                                _ => "numeric",
-                            };
-                            let collatable = t.is_string();
+                        .map(|s| {
                             vec![
-                                Value::Int(t.oid() as i64),
-                                text(name),
-                                Value::Int(oid::PG_CATALOG),
-                                Value::Int(oid::ROLE),
-                                Value::Int(t.size() as i64),
-                                Value::Bool(t.size() > 0),
-                                text("b"),
-                                text(if t.is_numeric() {
-                                    "N"
-                                } else if collatable {
-                                    "S"
-                                } else {
-                                    "U"
-                                }),
-                                Value::Bool(true),
-                                Value::Int(0),
-                                Value::Int(0),
-                                Value::Int(0),
-                                Value::Int(0),
-                                Value::Int(-1),
-                                Value::Bool(false),
-                                Value::Int(if collatable { 100 } else { 0 }),
+                                Value::Int(oid::object(s.id)),
+                                Value::Int(s.ty.oid() as i64),
+                                Value::Int(s.start),
+                                Value::Int(s.increment),
+                                Value::Int(s.max),
+                                Value::Int(s.min),
+                                Value::Int(s.cache),
+                                Value::Bool(s.cycle),
                             ]
                         })
                         .collect(),
                 ))
             }
+            // Kiln's indexes use each type's default operator class; none other exists.
+            "pg_opclass" => empty(&[
+                ("oid", I8),
+                ("opcmethod", I8),
+                ("opcname", T),
+                ("opcnamespace", I8),
+                ("opcowner", I8),
+                ("opcfamily", I8),
+                ("opcintype", I8),
+                ("opcdefault", B),
+                ("opckeytype", I8),
+            ]),
             "pg_collation" => Some((
                 cols(&[
                     ("oid", I8),
@@ -452,7 +560,7 @@ impl SystemTables for System<'_> {
                 ("polrelid", I8),
                 ("polcmd", T),
                 ("polpermissive", B),
-                ("polroles", T),
+                ("polroles", OA),
                 ("polqual", T),
                 ("polwithcheck", T),
             ]),
@@ -463,8 +571,8 @@ impl SystemTables for System<'_> {
                 ("stxnamespace", I8),
                 ("stxowner", I8),
                 ("stxstattarget", I4),
-                ("stxkeys", T),
-                ("stxkind", T),
+                ("stxkeys", DataType::Int2Vector),
+                ("stxkind", TA),
             ]),
             "pg_publication" => empty(&[
                 ("oid", I8),
@@ -483,7 +591,7 @@ impl SystemTables for System<'_> {
                 ("prpubid", I8),
                 ("prrelid", I8),
                 ("prqual", T),
-                ("prattrs", T),
+                ("prattrs", DataType::Int2Vector),
             ]),
             "pg_inherits" => empty(&[
                 ("inhrelid", I8),
@@ -496,7 +604,7 @@ impl SystemTables for System<'_> {
                 ("partstrat", T),
                 ("partnatts", I2),
                 ("partdefid", I8),
-                ("partattrs", T),
+                ("partattrs", DataType::Int2Vector),
             ]),
             "pg_description" => {
                 empty(&[("objoid", I8), ("classoid", I8), ("objsubid", I4), ("description", T)])
@@ -504,6 +612,7 @@ impl SystemTables for System<'_> {
             "pg_trigger" => empty(&[
                 ("oid", I8),
                 ("tgrelid", I8),
+                ("tgparentid", I8),
                 ("tgname", T),
                 ("tgenabled", T),
                 ("tgisinternal", B),
@@ -631,12 +740,17 @@ impl System<'_> {
         let boolean = Value::Bool;
         let mut rows = Vec::new();
         let mut defs = Vec::new();
-        let sequences = match which {
-            "pg_class" => self.db.catalog().sequences(txn, self.database)?,
-            _ => Vec::new(),
-        };
+        let sequences = self.db.catalog().sequences(txn, self.database)?;
+        let mut names = std::collections::HashMap::new();
+        let mut serials = std::collections::HashMap::new();
         for seq in &sequences {
-            rows.push(class_row(oid::object(seq.id), &seq.name, "S", 3, 0, false));
+            names.insert(oid::object(seq.id), seq.name.clone());
+            if let Some((t, c)) = &seq.owned_by {
+                serials.insert((t.clone(), c.clone()), format!("public.{}", seq.name));
+            }
+            if which == "pg_class" {
+                rows.push(class_row(oid::object(seq.id), &seq.name, "S", 3, 0, false));
+            }
         }
         for t in &tables {
             let toid = oid::object(t.id);
@@ -666,6 +780,18 @@ impl System<'_> {
                     false,
                     is_constraint.then_some('u'),
                 ));
+            }
+            names.insert(toid, t.name.clone());
+            for c in &t.columns {
+                if let Some(identity) = &c.identity {
+                    serials.insert(
+                        (t.name.clone(), c.name.clone()),
+                        format!("public.{}", identity.sequence),
+                    );
+                }
+            }
+            for (ioid, name, ..) in &indexes {
+                names.insert(*ioid, name.clone());
             }
             for (ioid, name, c, unique, _, kind) in &indexes {
                 defs.push((
@@ -718,14 +844,13 @@ impl System<'_> {
                         ]);
                         continue;
                     }
-                    rows.push(class_row(
-                        toid,
-                        &t.name,
-                        "r",
-                        t.columns.len(),
-                        2,
-                        !indexes.is_empty(),
-                    ));
+                    let mut row =
+                        class_row(toid, &t.name, "r", t.columns.len(), 2, !indexes.is_empty());
+                    // psql's \d shows CHECK constraints when relchecks > 0, and foreign keys
+                    // (both ways) when relhastriggers: PostgreSQL's FKs are triggers.
+                    row[17] = int(t.checks.len() as i64);
+                    row[19] = boolean(!t.foreign_keys.is_empty() || !t.referenced_by.is_empty());
+                    rows.push(row);
                     for (ioid, name, c, ..) in &indexes {
                         rows.push(class_row(*ioid, name, "i", c.len(), 403, false));
                     }
@@ -784,8 +909,14 @@ impl System<'_> {
                             ]);
                             continue;
                         }
-                        let keys =
-                            c.iter().map(|k| (k + 1).to_string()).collect::<Vec<_>>().join(" ");
+                        let zeros = |n: usize| Value::Array(vec![Value::Int(0); n]);
+                        let collations = Value::Array(
+                            c.iter()
+                                .map(|&k| {
+                                    Value::Int(if t.columns[k].ty.is_string() { 100 } else { 0 })
+                                })
+                                .collect(),
+                        );
                         rows.push(vec![
                             int(*ioid),
                             int(toid),
@@ -800,17 +931,17 @@ impl System<'_> {
                             boolean(true),
                             boolean(true),
                             boolean(false),
-                            text(&keys),
+                            attnums(c),
+                            collations,
+                            zeros(c.len()),
+                            zeros(c.len()),
+                            Value::Null,
+                            Value::Null,
+                            boolean(false),
                         ]);
                     }
                 }
                 "pg_constraint" => {
-                    let array = |c: &[usize]| {
-                        format!(
-                            "{{{}}}",
-                            c.iter().map(|k| (k + 1).to_string()).collect::<Vec<_>>().join(",")
-                        )
-                    };
                     for (ioid, name, c, _, _, kind) in &indexes {
                         let Some(k) = kind else { continue };
                         rows.push(vec![
@@ -826,7 +957,7 @@ impl System<'_> {
                             int(*ioid),
                             int(0),
                             int(0),
-                            text(&array(c)),
+                            attnums(c),
                             Value::Null,
                             text(" "),
                             text(" "),
@@ -869,8 +1000,8 @@ impl System<'_> {
                             int(index),
                             int(0),
                             int(oid::object(parent.id)),
-                            text(&array(&fk.columns)),
-                            text(&array(&fk.ref_columns)),
+                            attnums(&fk.columns),
+                            attnums(&fk.ref_columns),
                             text(fk.on_update.code()),
                             text(fk.on_delete.code()),
                             text("s"),
@@ -902,6 +1033,7 @@ impl System<'_> {
             }
         }
         self.db.remember_definitions(defs);
+        self.db.remember_relations(self.database, names, serials);
         let columns = match which {
             "pg_class" => cols(&[
                 ("oid", I8),
@@ -929,7 +1061,7 @@ impl System<'_> {
                 ("relforcerowsecurity", B),
                 ("relreplident", T),
                 ("relispartition", B),
-                ("reloptions", T),
+                ("reloptions", TA),
                 ("relpartbound", T),
                 ("reloftype", I8),
             ]),
@@ -971,7 +1103,13 @@ impl System<'_> {
                 ("indisready", B),
                 ("indislive", B),
                 ("indisreplident", B),
-                ("indkey", T),
+                ("indkey", DataType::Int2Vector),
+                ("indcollation", DataType::OidVector),
+                ("indclass", DataType::OidVector),
+                ("indoption", DataType::Int2Vector),
+                ("indexprs", T),
+                ("indpred", T),
+                ("indnullsnotdistinct", B),
             ]),
             "pg_indexes" => cols(&[
                 ("schemaname", T),
@@ -993,8 +1131,8 @@ impl System<'_> {
                 ("conindid", I8),
                 ("conparentid", I8),
                 ("confrelid", I8),
-                ("conkey", T),
-                ("confkey", T),
+                ("conkey", I2A),
+                ("confkey", I2A),
                 ("confupdtype", T),
                 ("confdeltype", T),
                 ("confmatchtype", T),

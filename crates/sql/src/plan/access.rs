@@ -63,7 +63,12 @@ pub fn choose_access(item: &mut FromItem) {
 ///
 /// A full scan becomes a scan of the whole key for this.
 pub fn key_order(plan: &mut SelectPlan) {
-    if plan.from.len() != 1 || plan.distinct || plan.lock.is_some() || plan.from[0].offset != 0 {
+    if plan.from.len() != 1
+        || plan.distinct
+        || plan.lock.is_some()
+        || plan.from[0].offset != 0
+        || !plan.expand.is_empty()
+    {
         return;
     }
     // The order wanted, as (column, descending) sort keys.

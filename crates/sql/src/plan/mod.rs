@@ -62,7 +62,11 @@ pub enum Source {
     /// A stored table.
     Table(Arc<Table>, Access),
     /// generate_series(start, stop [, step])
-    Series(Expr, Expr, Option<Expr>),
+    Series(Box<Expr>, Box<Expr>, Option<Box<Expr>>),
+    /// unnest(a [, b …]) (and other set-returning calls in FROM): each expression evaluates
+    /// to an array; row i holds element i of each (NULL past the end of the shorter ones),
+    /// then with `true` (WITH ORDINALITY) i itself, from 1.
+    Unnest(Vec<Expr>, bool),
     /// Constant rows (system tables read while binding, constant VALUES, and derived tables
     /// once `exec::init` has run them).
     Rows(Arc<Vec<Vec<Value>>>),
@@ -152,6 +156,10 @@ pub struct SelectPlan {
     /// Set when the only FROM item reads its primary key in ORDER BY's order (descending
     /// when true), so LIMIT can stop the scan once enough rows passed (`access::key_order`).
     pub key_order: Option<bool>,
+    /// Projection positions that are set-returning functions (`SELECT unnest(a)`): each
+    /// evaluates to an array, and the row is repeated once per element (the shorter ones
+    /// padded with NULL, as PostgreSQL does).
+    pub expand: Vec<usize>,
 }
 
 impl SelectPlan {
@@ -172,6 +180,7 @@ impl SelectPlan {
             offset: None,
             lock: None,
             key_order: None,
+            expand: vec![],
         }
     }
 }
@@ -210,9 +219,12 @@ impl SelectPlan {
                         })),
                     },
                 ),
-                Source::Series(a, b, step) => {
-                    Source::Series(f(a)?, f(b)?, step.map(&mut *f).transpose()?)
-                }
+                Source::Series(a, b, step) => Source::Series(
+                    Box::new(f(*a)?),
+                    Box::new(f(*b)?),
+                    step.map(|s| f(*s).map(Box::new)).transpose()?,
+                ),
+                Source::Unnest(exprs, ord) => Source::Unnest(all(exprs, f)?, ord),
                 Source::Rows(rows) => Source::Rows(rows),
                 Source::Values(rows) => {
                     Source::Values(rows.into_iter().map(|r| all(r, f)).collect::<Result<Vec<_>>>()?)
@@ -273,8 +285,9 @@ impl SelectPlan {
                 !k.prefixes.iter().flatten().any(reads_earlier)
                     && !k.lower.iter().chain(&k.upper).any(|(e, _)| reads_earlier(e))
             }
-            // generate_series(…) in FROM may use earlier items' columns (it is LATERAL).
-            Source::Series(..) => false,
+            // generate_series(…) and unnest(…) in FROM may use earlier items' columns (they
+            // are LATERAL).
+            Source::Series(..) | Source::Unnest(..) => false,
         }
     }
 

@@ -1,0 +1,207 @@
+"""SQLAlchemy 2 (ORM and Core, default psycopg 3 engine) against a server.
+
+The same tests run against Kiln (KILN_URL) and against a stock PostgreSQL (PG_URL), so every
+expectation here is PostgreSQL's behaviour; the ED checks run on Kiln only.
+"""
+
+import os
+
+import pytest
+from sqlalchemy import (
+    ARRAY,
+    any_,
+    CheckConstraint,
+    ForeignKey,
+    Integer,
+    String,
+    UniqueConstraint,
+    create_engine,
+    func,
+    insert,
+    inspect,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+
+SERVERS = [k for k in ("KILN_URL", "PG_URL") if os.environ.get(k)]
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Author(Base):
+    __tablename__ = "sa_author"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(50), unique=True)
+    tags: Mapped[list[int]] = mapped_column(ARRAY(Integer), default=list)
+    books: Mapped[list["Book"]] = relationship(
+        back_populates="author", cascade="all, delete-orphan", order_by="Book.id"
+    )
+
+
+class Book(Base):
+    __tablename__ = "sa_book"
+    __table_args__ = (
+        UniqueConstraint("author_id", "title", name="sa_book_author_title"),
+        CheckConstraint("pages > 0", name="sa_book_pages_positive"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str] = mapped_column(String(100), index=True)
+    pages: Mapped[int] = mapped_column(default=1)
+    author_id: Mapped[int] = mapped_column(ForeignKey("sa_author.id", ondelete="CASCADE"))
+    author: Mapped[Author] = relationship(back_populates="books")
+
+
+@pytest.fixture(params=SERVERS)
+def engine(request):
+    url = os.environ[request.param]
+    eng = create_engine(url)
+    eng.kiln = request.param == "KILN_URL"
+    Base.metadata.drop_all(eng)
+    Base.metadata.create_all(eng)
+    yield eng
+    Base.metadata.drop_all(eng)
+    eng.dispose()
+
+
+def test_servers_given():
+    assert SERVERS, "set KILN_URL and/or PG_URL"
+
+
+def test_inspect_reflects_the_schema(engine):
+    insp = inspect(engine)
+    assert {"sa_author", "sa_book"} <= set(insp.get_table_names())
+    cols = {c["name"]: c for c in insp.get_columns("sa_book")}
+    assert list(cols) == ["id", "title", "pages", "author_id"]
+    assert str(cols["title"]["type"]) == "VARCHAR(100)"
+    assert cols["id"]["autoincrement"] is True
+    assert cols["id"]["default"].startswith("nextval(")
+    assert cols["title"]["nullable"] is False
+    author_cols = {c["name"]: c for c in insp.get_columns("sa_author")}
+    tags = author_cols["tags"]["type"]
+    assert isinstance(tags, ARRAY) and isinstance(tags.item_type, Integer)
+    assert insp.get_pk_constraint("sa_book") == {
+        "constrained_columns": ["id"],
+        "name": "sa_book_pkey",
+        "comment": None,
+        "dialect_options": {"postgresql_include": []},
+    }
+    [fk] = insp.get_foreign_keys("sa_book")
+    assert fk["constrained_columns"] == ["author_id"]
+    assert fk["referred_table"] == "sa_author"
+    assert fk["referred_columns"] == ["id"]
+    assert fk["options"] == {"ondelete": "CASCADE"}
+    indexes = {i["name"]: i for i in insp.get_indexes("sa_book")}
+    assert indexes["ix_sa_book_title"]["column_names"] == ["title"]
+    assert indexes["ix_sa_book_title"]["unique"] is False
+    uniques = {u["name"]: u["column_names"] for u in insp.get_unique_constraints("sa_book")}
+    assert uniques == {"sa_book_author_title": ["author_id", "title"]}
+    checks = {c["name"]: c["sqltext"] for c in insp.get_check_constraints("sa_book")}
+    assert list(checks) == ["sa_book_pages_positive"]
+    assert "pages > 0" in checks["sa_book_pages_positive"]
+    assert insp.get_unique_constraints("sa_author")[0]["column_names"] == ["name"]
+
+
+def test_session_crud(engine):
+    with Session(engine) as s:
+        a = Author(name="ada", tags=[1, 2], books=[Book(title="notes", pages=10), Book(title="more")])
+        s.add(a)
+        s.commit()
+        assert a.id is not None and all(b.id for b in a.books)
+        got = s.scalars(select(Author).where(Author.name == "ada")).one()
+        assert [b.title for b in got.books] == ["notes", "more"]
+        assert got.tags == [1, 2]
+        got.name = "ada l"
+        got.tags = got.tags + [3]
+        got.books[1].pages = 7
+        s.commit()
+    with Session(engine) as s:
+        got = s.scalars(select(Author)).one()
+        assert got.name == "ada l" and got.tags == [1, 2, 3]
+        assert s.scalar(select(func.sum(Book.pages))) == 17
+        tagged = s.scalars(select(Author.name).where(any_(Author.tags) == 3)).all()
+        assert tagged == ["ada l"]
+        rows = s.execute(
+            select(Author.name, func.count(Book.id))
+            .join(Book)
+            .group_by(Author.name)
+            .order_by(Author.name)
+        ).all()
+        assert rows == [("ada l", 2)]
+        s.delete(got.books[0])
+        s.commit()
+        assert s.scalar(select(func.count()).select_from(Book)) == 1
+        s.delete(got)
+        s.commit()
+        assert s.scalar(select(func.count()).select_from(Book)) == 0
+
+
+def test_constraint_errors_roll_back(engine):
+    with Session(engine) as s:
+        s.add(Author(name="x"))
+        s.commit()
+        s.add(Author(name="x"))
+        with pytest.raises(IntegrityError) as e:
+            s.commit()
+        assert e.value.orig.sqlstate == "23505"
+        s.rollback()
+        s.add(Book(title="orphan", author_id=999_999))
+        with pytest.raises(IntegrityError) as e:
+            s.commit()
+        assert e.value.orig.sqlstate == "23503"
+        s.rollback()
+        a = s.scalars(select(Author)).one()
+        s.add(Book(title="bad", pages=0, author=a))
+        with pytest.raises(IntegrityError) as e:
+            s.commit()
+        assert e.value.orig.sqlstate == "23514"
+        s.rollback()
+        assert s.scalar(select(func.count()).select_from(Book)) == 0
+
+
+def test_bulk_insert_and_update(engine):
+    with Session(engine) as s:
+        s.add(Author(name="bulk"))
+        s.commit()
+        author_id = s.scalar(select(Author.id))
+        # Core executemany, then the ORM's bulk INSERT … RETURNING.
+        s.execute(
+            insert(Book),
+            [{"title": f"t{i}", "pages": i + 1, "author_id": author_id} for i in range(200)],
+        )
+        books = s.scalars(
+            insert(Book).returning(Book),
+            [{"title": f"r{i}", "pages": 5, "author_id": author_id} for i in range(50)],
+        ).all()
+        assert len(books) == 50 and len({b.id for b in books}) == 50
+        s.execute(update(Book).where(Book.pages > 100).values(pages=Book.pages - 100))
+        s.commit()
+        assert s.scalar(select(func.count()).select_from(Book)) == 250
+        assert s.scalar(select(func.max(Book.pages))) == 100
+        ids = s.scalars(select(Book.id).where(Book.id.in_([b.id for b in books[:3]]))).all()
+        assert sorted(ids) == sorted(b.id for b in books[:3])
+
+
+def test_ed_surface(engine):
+    if not engine.kiln:
+        pytest.skip("the ED surface is Kiln's")
+    with engine.connect() as c:
+        c.execute(text("SET synchronous_commit = off"))
+        c.execute(insert(Author).values(name="fast"))
+        c.commit()
+        txid = c.execute(text("SELECT kiln_last_txid()")).scalar()
+        assert c.execute(text("SELECT kiln_txn_status(:t)"), {"t": txid}).scalar() in (
+            "committed",
+            "durable",
+        )
+        assert c.execute(text("SELECT kiln_wait(:t, 5000)"), {"t": txid}).scalar() == "durable"
+        assert c.execute(text("SELECT kiln_txn_status(:t)"), {"t": txid}).scalar() == "durable"
+        c.execute(text("SET synchronous_commit = on"))
+        c.execute(insert(Author).values(name="safe"))
+        c.commit()
+        txid = c.execute(text("SELECT kiln_last_txid()")).scalar()
+        assert c.execute(text("SELECT kiln_txn_status(:t)"), {"t": txid}).scalar() == "durable"

@@ -1,0 +1,177 @@
+//! The object-identifier types `regclass` and `regtype`: a cast of a name gives the object's
+//! OID, a cast of an OID to text gives the name. Constant names are resolved while binding,
+//! in the statement's transaction; names and OIDs only known at execution are resolved by
+//! the session (`CatalogFunc::RegClassOid` and friends).
+//!
+//! Kiln holds OIDs as bigint, so `x::regclass` alone shows the number where PostgreSQL
+//! shows the name; `x::regclass::text` (what clients write to get the name) gives the name.
+
+use sqlparser::ast;
+
+use crate::bind::*;
+use crate::error::{code, Result, SqlError};
+use crate::expr::*;
+use crate::pg::system::oid;
+use crate::types::{DataType, Value};
+
+/// Which object-identifier type a cast names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reg {
+    /// regclass: relations
+    Class,
+    /// regtype: types
+    Type,
+}
+
+/// `regclass` / `regtype` (`None` for any other type; the other reg* types are text).
+pub(crate) fn reg_kind(dt: &ast::DataType) -> Option<Reg> {
+    match dt {
+        ast::DataType::Regclass => Some(Reg::Class),
+        ast::DataType::Custom(name, _) => match object_name(name).ok()?.as_str() {
+            "regclass" => Some(Reg::Class),
+            "regtype" => Some(Reg::Type),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The OIDs PostgreSQL gives the system catalogs clients name in casts (`'pg_class'::regclass`
+/// as the `classoid` of pg_description, say).
+pub fn system_relation_oid(name: &str) -> Option<i64> {
+    let name = name.strip_prefix("pg_catalog.").unwrap_or(name);
+    Some(match name {
+        "pg_type" => 1247,
+        "pg_attribute" => 1249,
+        "pg_proc" => 1255,
+        "pg_class" => 1259,
+        "pg_database" => 1262,
+        "pg_authid" => 1260,
+        "pg_namespace" => 2615,
+        "pg_constraint" => 2606,
+        "pg_index" => 2610,
+        "pg_attrdef" => 2604,
+        "pg_description" => 2609,
+        "pg_trigger" => 2620,
+        "pg_am" => 2601,
+        "pg_collation" => 3456,
+        "pg_sequence" => 2224,
+        "pg_extension" => 3079,
+        _ => return None,
+    })
+}
+
+/// The type a name denotes (`int4`, `integer`, `character varying`, `text[]` …).
+pub fn type_by_name(name: &str) -> Option<DataType> {
+    let name = name.trim();
+    let name = name.strip_prefix("pg_catalog.").unwrap_or(name);
+    let dialect = sqlparser::dialect::PostgreSqlDialect {};
+    let mut parser = sqlparser::parser::Parser::new(&dialect).try_with_sql(name).ok()?;
+    let dt = parser.parse_data_type().ok()?;
+    if parser.peek_token().token != sqlparser::tokenizer::Token::EOF {
+        return None;
+    }
+    data_type(&dt).ok()
+}
+
+/// 42704 for a type name Kiln does not have.
+pub fn undefined_type(name: &str) -> SqlError {
+    SqlError::new(code::UNDEFINED_OBJECT, format!("type \"{name}\" does not exist"))
+}
+
+/// 42P01 for a relation name that does not exist.
+pub fn undefined_relation(name: &str) -> SqlError {
+    SqlError::new(code::UNDEFINED_TABLE, format!("relation \"{name}\" does not exist"))
+}
+
+impl<'a> Planner<'a> {
+    /// The OID of the relation (table, index, sequence or system catalog) a name denotes.
+    pub(crate) fn relation_oid(&mut self, text: &str) -> Result<Option<i64>> {
+        if let Some(o) = system_relation_oid(text.trim()) {
+            return Ok(Some(o));
+        }
+        let name = crate::sequence::parse_name(text)?;
+        self.reusable = false;
+        if let Some(t) = self.catalog.table(self.txn, self.db, &name)? {
+            return Ok(Some(oid::object(t.id)));
+        }
+        if let Some(s) = self.catalog.sequence(self.txn, self.db, &name)? {
+            return Ok(Some(oid::object(s.id)));
+        }
+        for t in self.catalog.tables(self.txn, self.db)? {
+            let pkey = t.primary_key_name.clone().unwrap_or_else(|| format!("{}_pkey", t.name));
+            if !t.primary_key.is_empty() && pkey == name {
+                return Ok(Some(oid::pkey_index(t.id)));
+            }
+            if let Some(ix) = t.indexes.iter().find(|i| i.name == name) {
+                return Ok(Some(oid::object(ix.id)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// `x::regclass` / `x::regtype`: a constant name becomes its OID now; an OID stays
+    /// itself; a name known only at execution is resolved then.
+    pub(crate) fn reg_cast(
+        &mut self,
+        kind: Reg,
+        x: &ast::Expr,
+        scope: &Scope,
+        aggs: bool,
+    ) -> Result<(Expr, DataType)> {
+        let (e, t) = self.expr(x, scope, aggs)?;
+        let e = match e {
+            Expr::Cast(inner, DataType::Text) => *inner,
+            e => e,
+        };
+        Ok(match e {
+            Expr::Const(Value::Null) => (Expr::Const(Value::Null), DataType::Int8),
+            Expr::Const(Value::Text(s)) => {
+                if let Ok(n) = s.trim().parse::<i64>() {
+                    return Ok((Expr::Const(Value::Int(n)), DataType::Int8));
+                }
+                let o = match kind {
+                    Reg::Class => self.relation_oid(&s)?.ok_or_else(|| undefined_relation(&s))?,
+                    Reg::Type => type_by_name(&s).ok_or_else(|| undefined_type(&s))?.oid() as i64,
+                };
+                (Expr::Const(Value::Int(o)), DataType::Int8)
+            }
+            e if t.is_integer() => (e, DataType::Int8),
+            e => {
+                let (e, _) = self.coerce(e, t, DataType::Text)?;
+                let f = match kind {
+                    Reg::Class => CatalogFunc::RegClassOid(false),
+                    Reg::Type => CatalogFunc::RegTypeOid(false),
+                };
+                self.reusable = false;
+                (Expr::Func(Func::Catalog(f), vec![e]), DataType::Int8)
+            }
+        })
+    }
+
+    /// `x::regclass::text` (and varchar, name): the name of the relation or type.
+    pub(crate) fn reg_name(
+        &mut self,
+        kind: Reg,
+        x: &ast::Expr,
+        scope: &Scope,
+        aggs: bool,
+    ) -> Result<(Expr, DataType)> {
+        let (e, _) = self.reg_cast(kind, x, scope, aggs)?;
+        let f = match kind {
+            Reg::Class => CatalogFunc::RegClassName,
+            Reg::Type => CatalogFunc::RegTypeName,
+        };
+        Ok(match e {
+            Expr::Const(Value::Int(o)) if kind == Reg::Type => {
+                let name =
+                    DataType::from_oid(o as u32).map_or_else(|| o.to_string(), |t| t.sql_name());
+                (Expr::Const(Value::Text(name)), DataType::Text)
+            }
+            e => {
+                self.reusable = false;
+                (Expr::Func(Func::Catalog(f), vec![e]), DataType::Text)
+            }
+        })
+    }
+}

@@ -1,0 +1,209 @@
+//! Set-returning functions: `unnest`, `generate_subscripts` and `generate_series`, as a
+//! whole select-list item (the row repeats once per element) or as a FROM item.
+
+use sqlparser::ast;
+
+use crate::bind::*;
+use crate::error::{code, Result, SqlError};
+use crate::expr::*;
+use crate::plan::{FromItem, JoinKind, Source};
+use crate::types::DataType;
+
+/// The unnamed arguments of a call (`None` when it is not a plain call).
+fn call_args(f: &ast::Function) -> Result<Vec<&ast::Expr>> {
+    let ast::FunctionArguments::List(list) = &f.args else {
+        return Err(SqlError::unsupported(format!("{}", f.name)));
+    };
+    if !list.clauses.is_empty() || list.duplicate_treatment.is_some() || f.filter.is_some() {
+        return Err(SqlError::unsupported(format!("this call of {}", f.name)));
+    }
+    list.args
+        .iter()
+        .map(|a| match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => Ok(x),
+            other => Err(SqlError::unsupported(format!("the argument {other}"))),
+        })
+        .collect()
+}
+
+/// Whether the name is a set-returning function Kiln has.
+pub(crate) fn is_srf(name: &str) -> bool {
+    matches!(name, "unnest" | "generate_subscripts" | "generate_series" | "pg_partition_ancestors")
+}
+
+impl<'a> Planner<'a> {
+    /// A set-returning call with arguments already bound: the expression (which evaluates to
+    /// the array of its rows) and the type of each row.
+    pub(crate) fn srf_call(
+        &mut self,
+        name: &str,
+        args: &[&ast::Expr],
+        scope: &Scope,
+    ) -> Result<(Expr, DataType)> {
+        let arity = |lo: usize, hi: usize| -> Result<()> {
+            if (lo..=hi).contains(&args.len()) {
+                Ok(())
+            } else {
+                Err(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    format!("function {name} with {} arguments does not exist", args.len()),
+                ))
+            }
+        };
+        match name {
+            "unnest" => {
+                arity(1, 1)?;
+                let (a, t) = self.expr(args[0], scope, false)?;
+                let Some(elem) = t.element() else {
+                    return Err(SqlError::new(
+                        code::UNDEFINED_FUNCTION,
+                        format!("function unnest({}) does not exist", t.sql_name()),
+                    )
+                    .hint(
+                        "unnest takes an array; cast an untyped literal, as in '{1,2}'::int[].",
+                    ));
+                };
+                Ok((Expr::Func(Func::Unnest, vec![a]), elem))
+            }
+            // Kiln has no partitions: a relation's only ancestor is itself.
+            "pg_partition_ancestors" => {
+                arity(1, 1)?;
+                let (x, t) = self.expr(args[0], scope, false)?;
+                let (x, _) = self.coerce(x, t, DataType::Int8)?;
+                Ok((Expr::Func(Func::MakeArray, vec![x]), DataType::Int8))
+            }
+            "generate_subscripts" => {
+                arity(2, 3)?;
+                let (a, t) = self.expr(args[0], scope, false)?;
+                if t.element().is_none() {
+                    return Err(SqlError::new(
+                        code::UNDEFINED_FUNCTION,
+                        format!("function generate_subscripts({}) does not exist", t.sql_name()),
+                    ));
+                }
+                let (d, dt) = self.expr(args[1], scope, false)?;
+                let mut bound = vec![a, self.coerce(d, dt, DataType::Int4)?.0];
+                if let Some(r) = args.get(2) {
+                    let (r, rt) = self.expr(r, scope, false)?;
+                    bound.push(self.coerce(r, rt, DataType::Bool)?.0);
+                }
+                Ok((Expr::Func(Func::GenerateSubscripts, bound), DataType::Int4))
+            }
+            _ => {
+                arity(2, 3)?;
+                let mut bound = Vec::with_capacity(args.len());
+                let mut ty = DataType::Int4;
+                for a in args {
+                    let (x, t) = self.expr(a, scope, false)?;
+                    let (x, t) = self.coerce(x, t, DataType::Int8)?;
+                    if !t.is_integer() {
+                        return Err(SqlError::unsupported(format!(
+                            "generate_series of {}",
+                            t.sql_name()
+                        )));
+                    }
+                    if t == DataType::Int8 {
+                        ty = DataType::Int8;
+                    }
+                    bound.push(x);
+                }
+                Ok((Expr::Func(Func::GenerateSeries, bound), ty))
+            }
+        }
+    }
+
+    /// `FROM unnest(a [, b …]) [WITH ORDINALITY] [AS t(x, …)]` or
+    /// `FROM generate_subscripts(a, d)`: one column per array (named after the alias
+    /// when there is one array, as PostgreSQL does), then the ordinality.
+    pub(crate) fn srf_from_item(
+        &mut self,
+        name: &str,
+        args: &[&ast::Expr],
+        alias: Option<&ast::TableAlias>,
+        ordinality: bool,
+        offset: usize,
+    ) -> Result<(FromItem, Vec<ScopeCol>)> {
+        // FROM items see no columns of the query (earlier items' columns would need LATERAL
+        // binding); parameters and constants are what clients pass.
+        let scope = Scope::default();
+        let mut exprs = Vec::new();
+        let mut types = Vec::new();
+        if name == "unnest" {
+            if args.is_empty() {
+                return Err(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    "function unnest() does not exist",
+                ));
+            }
+            for a in args {
+                let (e, t) = self.srf_call("unnest", &[*a], &scope)?;
+                exprs.push(e);
+                types.push(t);
+            }
+        } else {
+            let (e, t) = self.srf_call(name, args, &scope)?;
+            exprs.push(e);
+            types.push(t);
+        }
+        let alias_name = alias.map(|a| ident(&a.name)).unwrap_or_else(|| name.to_string());
+        let rename: Vec<String> =
+            alias.map(|a| a.columns.iter().map(|c| ident(&c.name)).collect()).unwrap_or_default();
+        let width = types.len() + usize::from(ordinality);
+        if rename.len() > width {
+            return Err(SqlError::new(
+                code::INVALID_COLUMN_REFERENCE,
+                format!(
+                    "table \"{alias_name}\" has {width} columns available but {} columns specified",
+                    rename.len()
+                ),
+            ));
+        }
+        let mut cols = Vec::with_capacity(width);
+        for (i, t) in types.iter().enumerate() {
+            // One array under an alias takes the alias as its column name.
+            let default = if types.len() == 1 && alias.is_some() {
+                alias_name.clone()
+            } else {
+                name.to_string()
+            };
+            let name = rename.get(i).cloned().unwrap_or(default);
+            cols.push(ScopeCol { table: Some(alias_name.clone()), name, ty: *t });
+        }
+        if ordinality {
+            let name = rename.get(types.len()).cloned().unwrap_or_else(|| "ordinality".into());
+            cols.push(ScopeCol { table: Some(alias_name.clone()), name, ty: DataType::Int8 });
+        }
+        let item = FromItem {
+            source: Source::Unnest(exprs, ordinality),
+            offset,
+            width,
+            join: JoinKind::Inner,
+            on: vec![],
+            filters: vec![],
+            label: name.to_string(),
+        };
+        Ok((item, cols))
+    }
+
+    /// A select item that is a set-returning call: its expression, row type and output
+    /// name. `None` for any other item.
+    pub(crate) fn select_list_srf(
+        &mut self,
+        x: &ast::Expr,
+        scope: &Scope,
+    ) -> Result<Option<(Expr, DataType, String)>> {
+        let x = match x {
+            ast::Expr::Nested(inner) => inner.as_ref(),
+            x => x,
+        };
+        let ast::Expr::Function(f) = x else { return Ok(None) };
+        let name = object_name(&f.name)?;
+        let name = name.strip_prefix("pg_catalog.").unwrap_or(&name).to_string();
+        if !is_srf(&name) || f.over.is_some() {
+            return Ok(None);
+        }
+        let args = call_args(f)?;
+        let (e, t) = self.srf_call(&name, &args, scope)?;
+        Ok(Some((e, t, name)))
+    }
+}
