@@ -15,9 +15,9 @@ use std::sync::{Mutex, OnceLock};
 use crate::error::{code, Result, SqlError};
 use crate::types::{DataType, Value};
 
-/// Most elements one array may hold (PostgreSQL's limit is about 134 million; a statement's
-/// memory limit applies first in practice).
-pub const ELEMENTS_MAX: usize = 1 << 24;
+/// Most elements one array may hold (PostgreSQL's limit is about 134 million): an array is
+/// built in memory, so this bounds what one value of a statement may take (about 128 MiB).
+pub const ELEMENTS_MAX: usize = 1 << 22;
 
 /// Most distinct element types with a modifier (`varchar(n)[]` for distinct n …).
 pub const ELEMENT_TYPES_MAX: usize = 4096;
@@ -112,8 +112,9 @@ pub fn parse_text(s: &str) -> Result<Vec<Option<String>>> {
     }
     let inner = t
         .strip_prefix('{')
-        .and_then(|r| r.strip_suffix('}'))
-        .ok_or_else(|| bad("Array value must start with \"{\" or dimension information."))?;
+        .ok_or_else(|| bad("Array value must start with \"{\" or dimension information."))?
+        .strip_suffix('}')
+        .ok_or_else(|| bad("Unexpected end of input."))?;
     let mut out = Vec::new();
     if inner.trim().is_empty() {
         return Ok(out);

@@ -593,6 +593,13 @@ impl Env for SessionEnv<'_> {
             CatalogFunc::FormatType => {
                 let Some(oid) = arg_int(0) else { return Ok(Value::Null) };
                 let typmod = arg_int(1).unwrap_or(-1);
+                // An array's typmod is its element's.
+                let array =
+                    DataType::from_oid(oid as u32).filter(|t| matches!(t, DataType::Array(_)));
+                let oid = match array.and_then(DataType::element) {
+                    Some(e) => e.oid() as i64,
+                    None => oid,
+                };
                 let ty = match DataType::from_oid(oid as u32) {
                     Some(DataType::Varchar(_)) if typmod >= 4 => {
                         DataType::Varchar(Some(typmod as u32 - 4))
@@ -605,7 +612,10 @@ impl Env for SessionEnv<'_> {
                     Some(t) => t,
                     None => return Ok(Value::Text("???".into())),
                 };
-                Value::Text(ty.sql_name())
+                match array {
+                    Some(_) => Value::Text(format!("{}[]", ty.sql_name())),
+                    None => Value::Text(ty.sql_name()),
+                }
             }
             CatalogFunc::RegTypeName => match arg_int(0) {
                 Some(o) => Value::Text(

@@ -282,5 +282,6 @@ scripts!(
     prepared,
     sequences,
     constraints,
+    arrays,
     tpcc
 );

@@ -245,9 +245,11 @@ impl<'a> Planner<'a> {
             return Ok(bound);
         }
         if crate::bind::srf::is_srf(&name) {
-            return Err(SqlError::unsupported(format!(
-                "{name}() here: a set-returning function may be a whole select-list item or a FROM item"
-            )));
+            return Err(SqlError::new(
+                code::FEATURE_NOT_SUPPORTED,
+                format!("set-returning function {name}() is not allowed here"),
+            )
+            .hint("Kiln takes a set-returning function as a whole select-list item or as a FROM item."));
         }
         let mut bound = Vec::with_capacity(args.len());
         let mut types = Vec::with_capacity(args.len());

@@ -411,6 +411,9 @@ pub fn output_name(e: &ast::Expr) -> String {
             }
         },
         ast::Expr::Nested(inner) => output_name(inner),
+        ast::Expr::Array(_) => "array".into(),
+        // a[1] is named after a.
+        ast::Expr::CompoundFieldAccess { root, .. } => output_name(root),
         ast::Expr::Case { .. } => "case".into(),
         ast::Expr::Substring { shorthand, .. } => {
             if *shorthand { "substr" } else { "substring" }.into()

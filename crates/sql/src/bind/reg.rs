@@ -149,6 +149,25 @@ impl<'a> Planner<'a> {
         })
     }
 
+    /// The name of the relation with this OID, when there is one.
+    pub(crate) fn relation_name(&mut self, o: i64) -> Result<Option<String>> {
+        for t in self.catalog.tables(self.txn, self.db)? {
+            if oid::object(t.id) == o {
+                return Ok(Some(t.name.clone()));
+            }
+            if !t.primary_key.is_empty() && oid::pkey_index(t.id) == o {
+                return Ok(Some(
+                    t.primary_key_name.clone().unwrap_or_else(|| format!("{}_pkey", t.name)),
+                ));
+            }
+            if let Some(ix) = t.indexes.iter().find(|i| oid::object(i.id) == o) {
+                return Ok(Some(ix.name.clone()));
+            }
+        }
+        let sequences = self.catalog.sequences(self.txn, self.db)?;
+        Ok(sequences.iter().find(|s| oid::object(s.id) == o).map(|s| s.name.clone()))
+    }
+
     /// `x::regclass::text` (and varchar, name): the name of the relation or type.
     pub(crate) fn reg_name(
         &mut self,
@@ -158,6 +177,11 @@ impl<'a> Planner<'a> {
         aggs: bool,
     ) -> Result<(Expr, DataType)> {
         let (e, _) = self.reg_cast(kind, x, scope, aggs)?;
+        if let (Reg::Class, Expr::Const(Value::Int(o))) = (kind, &e) {
+            self.reusable = false;
+            let name = self.relation_name(*o)?.unwrap_or_else(|| o.to_string());
+            return Ok((Expr::Const(Value::Text(name)), DataType::Text));
+        }
         let f = match kind {
             Reg::Class => CatalogFunc::RegClassName,
             Reg::Type => CatalogFunc::RegTypeName,
