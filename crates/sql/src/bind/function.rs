@@ -199,7 +199,16 @@ impl<'a> Planner<'a> {
                     let mut packed = vec![x];
                     let mut order = Vec::with_capacity(order_by.len());
                     for o in order_by {
-                        packed.push(self.expr(&o.expr, scope, false)?.0);
+                        let key = self.expr(&o.expr, scope, false)?.0;
+                        // DISTINCT compares the packed values: sorting by anything but the
+                        // argument would keep duplicates (PostgreSQL refuses it too).
+                        if distinct && key != packed[0] {
+                            return Err(SqlError::new(
+                                code::INVALID_COLUMN_REFERENCE,
+                                "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
+                            ));
+                        }
+                        packed.push(key);
                         let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
                         order.push((desc, o.options.nulls_first.unwrap_or(desc)));
                     }
