@@ -663,6 +663,12 @@ impl Conn {
                     self.describe_rows(&prepared, &[]).await?;
                 } else {
                     let Some(portal) = self.portals.get(&name) else {
+                        // A cursor DECLAREd in SQL is a portal too (psycopg's server-side
+                        // cursors describe it so).
+                        if let Some(columns) = self.session.cursor_columns(&name) {
+                            self.describe_columns(Some(&columns), &[]).await?;
+                            return Ok(());
+                        }
                         let e = SqlError::new(
                             code::INVALID_CURSOR_NAME,
                             format!("portal \"{name}\" does not exist"),
@@ -772,7 +778,16 @@ impl Conn {
     }
 
     async fn describe_rows(&mut self, prepared: &Prepared, formats: &[i16]) -> std::io::Result<()> {
-        match &prepared.columns {
+        self.describe_columns(prepared.columns.as_ref(), formats).await
+    }
+
+    /// RowDescription of `columns` (NoData for none).
+    async fn describe_columns(
+        &mut self,
+        columns: Option<&Vec<(String, kiln_sql::DataType)>>,
+        formats: &[i16],
+    ) -> std::io::Result<()> {
+        match columns {
             Some(columns) => {
                 let fields = columns
                     .iter()

@@ -379,6 +379,8 @@ impl Database {
             last_write: None,
             sequence_values: Default::default(),
             last_operations: None,
+            cursors: Default::default(),
+            txn_serial: 0,
         })
     }
 

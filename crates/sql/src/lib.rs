@@ -43,6 +43,7 @@
 pub mod array;
 pub mod bind;
 pub mod catalog;
+mod cursor;
 pub mod database;
 pub mod ed;
 pub mod encoding;

@@ -83,6 +83,7 @@ impl Session {
                 ast::Statement::Explain { .. } => {
                     Some(vec![("QUERY PLAN".to_string(), DataType::Text)])
                 }
+                ast::Statement::Fetch { name, .. } => self.cursors.columns(&name.value),
                 _ => None,
             };
             return Ok((
@@ -92,6 +93,11 @@ impl Session {
                     .collect(),
                 columns,
             ));
+        }
+        if crate::pg::settings::set_config_call(stmt, &[])?.is_some() {
+            let types =
+                declared.iter().map(|t| if *t == DataType::Unknown { DataType::Text } else { *t });
+            return Ok((types.collect(), Some(vec![("set_config".to_string(), DataType::Text)])));
         }
         let failed = self.txn.as_ref().is_some_and(|t| t.failed);
         if failed {
@@ -108,7 +114,13 @@ impl Session {
             }
         };
         let env = session_env!(self);
-        let system = System { db: &self.db, database: &self.database, settings: &self.settings };
+        let cursors = self.cursors.listed();
+        let system = System {
+            db: &self.db,
+            database: &self.database,
+            settings: &self.settings,
+            cursors: &cursors,
+        };
         let mut planner =
             Planner::new(txn, &self.db.catalog, &self.database, declared.to_vec(), &system, &env);
         let columns = match stmt {

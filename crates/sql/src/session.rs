@@ -129,6 +129,10 @@ pub struct Session {
     pub(crate) sequence_values: parking_lot::Mutex<crate::sequence::SessionValues>,
     /// What the last statement run in a transaction asked of the engine.
     pub(crate) last_operations: Option<kiln_engine::Operations>,
+    /// Open cursors (DECLARE).
+    pub(crate) cursors: crate::cursor::Cursors,
+    /// Counts the transactions begun, so cursors know which one declared them.
+    pub(crate) txn_serial: u64,
 }
 
 /// The stack every statement is guaranteed. Statements nest at most
@@ -236,8 +240,14 @@ impl Session {
     }
 
     pub(crate) fn finish(&mut self, mut ts: TxnState, _committed: bool) {
+        self.cursors.rolled_back(self.txn_serial);
         ts.locks.release_all();
         ts.txn.abort();
+    }
+
+    /// The columns of a cursor DECLAREd in SQL, when one of that name is open.
+    pub fn cursor_columns(&self, name: &str) -> Option<crate::types::Columns> {
+        self.cursors.columns(name)
     }
 
     /// Runs a simple-protocol query string: its statements in order, stopping at the first
@@ -419,6 +429,7 @@ impl Session {
         read_only: Option<bool>,
         hint: Option<CommitHint>,
     ) -> Result<()> {
+        self.txn_serial += 1;
         let isolation = match isolation {
             Some(i) => i,
             None => {
@@ -496,6 +507,15 @@ impl Session {
     }
 
     pub(crate) fn commit_txn(&mut self, ts: TxnState, hint: Option<CommitHint>) -> Result<TxnId> {
+        let committed = self.commit_txn_inner(ts, hint);
+        match committed {
+            Ok(_) => self.cursors.committed(self.txn_serial),
+            Err(_) => self.cursors.rolled_back(self.txn_serial),
+        }
+        committed
+    }
+
+    fn commit_txn_inner(&mut self, ts: TxnState, hint: Option<CommitHint>) -> Result<TxnId> {
         let (mode, level) = match self.commit_mode(&ts, hint) {
             Ok(choice) => choice,
             Err(e) => {
@@ -598,6 +618,16 @@ impl Session {
             && !matches!(stmt, S::Rollback { .. } | S::Commit { .. })
         {
             return Err(in_failed());
+        }
+        if let Some((name, value, local)) = crate::pg::settings::set_config_call(stmt, params)? {
+            // `SELECT set_config(name, value, is_local)`: SET, answering the new value.
+            self.set(&name, &value, local)?;
+            let value = self.setting(&name).unwrap_or(value);
+            return Ok(Output::Rows {
+                columns: vec![("set_config".into(), DataType::Text)],
+                rows: vec![vec![Value::Text(value)]],
+                tag: "SELECT 1".into(),
+            });
         }
         match stmt {
             S::StartTransaction { modes, .. } => {
@@ -779,6 +809,12 @@ impl Session {
                 Ok(Output::Command("UNLISTEN".into()))
             }
             S::Analyze(_) => Ok(Output::Command("ANALYZE".into())),
+            S::Declare { stmts } => match stmts.as_slice() {
+                [d] => self.declare_cursor(d, params, in_implicit),
+                _ => Err(SqlError::syntax("DECLARE declares one cursor")),
+            },
+            S::Fetch { name, direction, into: None, .. } => self.fetch_cursor(name, direction),
+            S::Close { cursor } => self.close_cursor(cursor),
             _ => self.in_transaction(stmt, hint, params, in_implicit, slot),
         }
     }

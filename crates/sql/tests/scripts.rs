@@ -283,5 +283,7 @@ scripts!(
     sequences,
     constraints,
     arrays,
+    alter,
+    cursors,
     tpcc
 );

@@ -247,6 +247,9 @@ impl<'a> Planner<'a> {
         if let Some(func) = seq_func {
             return self.sequence_call(func, &args, scope);
         }
+        if name == "current_setting" {
+            return self.current_setting(&args, scope);
+        }
         if name == "pg_get_serial_sequence" {
             return self.serial_sequence(&args, scope);
         }
@@ -409,6 +412,41 @@ impl<'a> Planner<'a> {
         if !self.sequences.iter().any(|s| Arc::ptr_eq(s, seq)) {
             self.sequences.push(seq.clone());
         }
+    }
+
+    /// `current_setting(name [, missing_ok])`: the session's value, read when the statement
+    /// is bound.
+    fn current_setting(&mut self, args: &[ast::Expr], scope: &Scope) -> Result<(Expr, DataType)> {
+        if !(1..=2).contains(&args.len()) {
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!("function current_setting with {} arguments does not exist", args.len()),
+            ));
+        }
+        let name = self.constant_text(&args[0], scope, "current_setting")?;
+        let missing_ok = match args.get(1) {
+            Some(a) => match self.expr(a, scope, false)?.0 {
+                Expr::Const(Value::Bool(b)) => b,
+                _ => {
+                    return Err(SqlError::unsupported(
+                        "current_setting with a non-constant missing_ok",
+                    ))
+                }
+            },
+            None => false,
+        };
+        self.reusable = false;
+        let value = match self.system.setting(&name) {
+            Some(v) => Value::Text(v),
+            None if missing_ok => Value::Null,
+            None => {
+                return Err(SqlError::new(
+                    code::UNDEFINED_SETTING,
+                    format!("unrecognized configuration parameter \"{name}\""),
+                ))
+            }
+        };
+        Ok((Expr::Const(value), DataType::Text))
     }
 
     /// `pg_get_serial_sequence('table', 'column')`: the sequence a `serial` or identity

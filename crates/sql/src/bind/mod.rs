@@ -74,6 +74,11 @@ impl Scope {
 pub trait SystemTables {
     /// The columns and rows of system table `name`, or `None` when there is no such table.
     fn system_table(&self, txn: &mut Transaction, name: &str) -> Result<Option<Relation>>;
+
+    /// The session's value of a setting (`current_setting`), when there is one.
+    fn setting(&self, _name: &str) -> Option<String> {
+        None
+    }
 }
 
 /// The binder and planner for one statement.

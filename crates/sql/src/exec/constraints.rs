@@ -41,7 +41,7 @@ use crate::plan::*;
 use crate::types::{DataType, Value};
 
 /// No system tables: a CHECK condition reads only its row.
-struct NoSystemTables;
+pub(crate) struct NoSystemTables;
 
 impl SystemTables for NoSystemTables {
     fn system_table(

@@ -412,7 +412,7 @@ impl Writer<'_> {
     /// Calls `f` with every row of `keyspace` the transaction sees, in key order, reading
     /// [`DDL_BATCH_ROWS`] at a time: a table rebuilt or indexed is never all copied out at
     /// once.
-    fn each_row(
+    pub(crate) fn each_row(
         &mut self,
         keyspace: &str,
         mut f: impl FnMut(&mut Self, Vec<u8>, Vec<u8>) -> Result<()>,
@@ -601,6 +601,34 @@ impl Writer<'_> {
                     let cascade = matches!(drop_behavior, Some(ast::DropBehavior::Cascade));
                     self.drop_constraint(&mut t, &ident(name), *if_exists, cascade)?;
                 }
+                ast::AlterTableOperation::AddColumn {
+                    if_not_exists,
+                    column_def,
+                    column_position,
+                    ..
+                } => {
+                    if column_position.is_some() {
+                        return Err(SqlError::unsupported("ADD COLUMN … FIRST / AFTER"));
+                    }
+                    self.add_column(&mut t, column_def, *if_not_exists, env)?;
+                }
+                ast::AlterTableOperation::DropColumn {
+                    column_names,
+                    if_exists,
+                    drop_behavior,
+                    ..
+                } => {
+                    let cascade = matches!(drop_behavior, Some(ast::DropBehavior::Cascade));
+                    for c in column_names {
+                        self.drop_column(&mut t, &ident(c), *if_exists, cascade)?;
+                    }
+                }
+                ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
+                    self.rename_column(&mut t, &ident(old_column_name), &ident(new_column_name))?;
+                }
+                ast::AlterTableOperation::AlterColumn { column_name, op } => {
+                    self.alter_column(&mut t, &ident(column_name), op, env)?;
+                }
                 other => {
                     return Err(SqlError::unsupported(format!(
                         "ALTER TABLE … {}",
@@ -615,7 +643,7 @@ impl Writer<'_> {
 
     /// `ALTER TABLE … ADD CONSTRAINT`: FOREIGN KEY, CHECK or UNIQUE, checked against the
     /// rows already there (unless NOT VALID, for the first two).
-    fn add_constraint(
+    pub(crate) fn add_constraint(
         &mut self,
         t: &mut Table,
         constraint: &ast::TableConstraint,
@@ -694,7 +722,7 @@ impl Writer<'_> {
 
     /// `ALTER TABLE … DROP CONSTRAINT name`: a foreign key, a CHECK, or a UNIQUE constraint
     /// (a unique key a foreign key references goes only with CASCADE, which drops that key).
-    fn drop_constraint(
+    pub(crate) fn drop_constraint(
         &mut self,
         t: &mut Table,
         name: &str,

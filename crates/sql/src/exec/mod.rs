@@ -1,5 +1,6 @@
 //! Step 4 of a statement: execution.
 
+pub mod alter;
 pub mod constraints;
 pub mod copy;
 pub mod ddl;

@@ -19,6 +19,8 @@ pub struct System<'a> {
     pub database: &'a str,
     /// The session's settings (pg_settings).
     pub settings: &'a BTreeMap<String, String>,
+    /// The session's open cursors (pg_cursors): name, query, WITH HOLD.
+    pub cursors: &'a [(String, String, bool)],
 }
 
 /// The `kiln_stat` counters, by name (also served as Prometheus metrics).
@@ -119,6 +121,10 @@ fn attnums(columns: &[usize]) -> Value {
 }
 
 impl SystemTables for System<'_> {
+    fn setting(&self, name: &str) -> Option<String> {
+        self.settings.get(&name.to_lowercase()).cloned()
+    }
+
     fn system_table(&self, txn: &mut Transaction, name: &str) -> Result<Option<Relation>> {
         let text = |s: &str| Value::Text(s.to_string());
         let empty = |spec: &[(&str, DataType)]| Some((cols(spec), vec![]));
@@ -618,6 +624,29 @@ impl SystemTables for System<'_> {
                 ("tgisinternal", B),
             ]),
             "pg_rewrite" => empty(&[("oid", I8), ("rulename", T), ("ev_class", I8)]),
+            "pg_cursors" => Some((
+                cols(&[
+                    ("name", T),
+                    ("statement", T),
+                    ("is_holdable", B),
+                    ("is_binary", B),
+                    ("is_scrollable", B),
+                    ("creation_time", DataType::TimestampTz),
+                ]),
+                self.cursors
+                    .iter()
+                    .map(|(name, statement, hold)| {
+                        vec![
+                            text(name),
+                            text(statement),
+                            Value::Bool(*hold),
+                            Value::Bool(false),
+                            Value::Bool(false),
+                            Value::Null,
+                        ]
+                    })
+                    .collect(),
+            )),
             "pg_tablespace" => Some((
                 cols(&[("oid", I8), ("spcname", T), ("spcowner", I8)]),
                 vec![vec![Value::Int(1663), text("pg_default"), Value::Int(oid::ROLE)]],

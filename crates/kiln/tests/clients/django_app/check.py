@@ -1,0 +1,113 @@
+"""A Django project against one server (DB_PORT, DB_NAME, DB_USER; KILN=1 for Kiln):
+migrate from scratch with the contrib apps, a migration that adds a column to a table with
+rows and one that renames a column, model CRUD with a foreign key, bulk_create, .iterator()
+(a server-side cursor), constraint errors inside atomic blocks, and on Kiln the ED surface.
+Prints "django ok" when every check passed; any failure raises."""
+
+import os
+import sys
+from decimal import Decimal
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.db import IntegrityError, connection, transaction  # noqa: E402
+from django.db.models import Count, F, Sum  # noqa: E402
+
+from shop.models import Category, Product  # noqa: E402
+
+
+def sql(query, params=None):
+    with connection.cursor() as c:
+        c.execute(query, params)
+        return c.fetchall() if c.description else None
+
+
+# The first migration, then rows written the way 0001 left the table.
+call_command("migrate", "shop", "0001", verbosity=0)
+call_command("migrate", verbosity=0)  # the contrib apps
+call_command("migrate", "shop", "0001", verbosity=0)
+sql("INSERT INTO shop_category (name) VALUES ('old')")
+sql(
+    "INSERT INTO shop_product (category_id, title, price, created, tags) "
+    "SELECT id, 'kept', 2.50, now(), '{a,b}' FROM shop_category WHERE name = 'old'"
+)
+# 0002 adds `stock` (default 0) to the table with a row; 0003 renames `title` to `name`.
+call_command("migrate", verbosity=0)
+old = Product.objects.get(category__name="old")
+assert (old.name, old.stock, old.tags, old.price) == ("kept", 0, ["a", "b"], Decimal("2.50")), old
+columns = [r[0] for r in sql(
+    "SELECT column_name FROM information_schema.columns WHERE table_name = 'shop_product' "
+    "ORDER BY ordinal_position"
+)]
+assert "title" not in columns and {"name", "stock"} <= set(columns), columns
+applied = sql("SELECT count(*) FROM django_migrations WHERE app = 'shop'")[0][0]
+assert applied == 3, applied
+
+# CRUD with a foreign key.
+books = Category.objects.create(name="books")
+toys = Category.objects.create(name="toys")
+p = Product.objects.create(category=books, name="novel", price=Decimal("9.99"), tags=["fiction"])
+Product.objects.create(category=toys, name="ball", price=Decimal("3.00"))
+assert Product.objects.filter(category__name="books").count() == 1
+p.price = Decimal("8.50")
+p.tags.append("sale")
+p.save()
+p.refresh_from_db()
+assert p.price == Decimal("8.50") and p.tags == ["fiction", "sale"]
+assert list(Product.objects.filter(tags__contains=["sale"]).values_list("name", flat=True)) == ["novel"]
+Product.objects.filter(category=toys).update(stock=F("stock") + 5)
+assert Product.objects.get(name="ball").stock == 5
+counts = dict(Category.objects.annotate(n=Count("products")).values_list("name", "n"))
+assert counts == {"old": 1, "books": 1, "toys": 1}, counts
+toys.delete()  # cascades
+assert not Product.objects.filter(name="ball").exists()
+
+# bulk_create (INSERT … SELECT * FROM UNNEST(…)) and .iterator() (DECLARE / FETCH).
+made = Product.objects.bulk_create(
+    [Product(category=books, name=f"b{i:03}", price=Decimal(i), stock=i) for i in range(300)]
+)
+assert len(made) == 300 and all(m.pk for m in made)
+assert Product.objects.filter(name__startswith="b").aggregate(s=Sum("stock"))["s"] == sum(range(300))
+with transaction.atomic():
+    names = [x.name for x in Product.objects.filter(name__startswith="b").order_by("name").iterator(chunk_size=7)]
+assert names == [f"b{i:03}" for i in range(300)], names[:5]
+names = [x.name for x in Product.objects.order_by("id").iterator(chunk_size=50)]
+assert len(names) == 302, len(names)
+
+# Constraint errors roll back only their atomic block.
+with transaction.atomic():
+    Category.objects.create(name="garden")
+    try:
+        with transaction.atomic():
+            Category.objects.create(name="books")
+        raise AssertionError("a duplicate name was accepted")
+    except IntegrityError:
+        pass
+    try:
+        with transaction.atomic():
+            Product.objects.create(category=books, name="bad", price=Decimal("-1"))
+        raise AssertionError("a negative price was accepted")
+    except IntegrityError:
+        pass
+assert Category.objects.filter(name="garden").exists()
+assert not Product.objects.filter(name="bad").exists()
+
+# The ED surface: a fast commit, its status, then a safe one.
+if os.environ.get("KILN") == "1":
+    sql("SET synchronous_commit = off")
+    Category.objects.create(name="fast")
+    txid = sql("SELECT kiln_last_txid()")[0][0]
+    assert sql("SELECT kiln_txn_status(%s)", [txid])[0][0] in ("committed", "durable")
+    assert sql("SELECT kiln_wait(%s, 5000)", [txid])[0][0] == "durable"
+    sql("SET synchronous_commit = on")
+    Category.objects.create(name="safe")
+    txid = sql("SELECT kiln_last_txid()")[0][0]
+    assert sql("SELECT kiln_txn_status(%s)", [txid])[0][0] == "durable"
+
+print("django ok")

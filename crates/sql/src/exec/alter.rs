@@ -1,0 +1,569 @@
+//! ALTER TABLE on columns: ADD / DROP / RENAME COLUMN and ALTER COLUMN (SET / DROP NOT NULL,
+//! SET / DROP DEFAULT, TYPE … USING), in the statement's transaction like all DDL.
+//!
+//! A change to what rows hold (a new column with a default, a dropped column, a new type)
+//! rewrites the table: every row is read, changed and written under a new keyspace, the
+//! indexes are rebuilt, and the old keyspaces are cleared (`Writer::rewrite_table`), as
+//! PostgreSQL rewrites a table for these. Concurrent statements on the table read its
+//! definition in their transactions, so they conflict with the change instead of writing to
+//! the old keyspace unseen.
+
+use std::ops::ControlFlow;
+
+use sqlparser::ast;
+
+use crate::bind::*;
+use crate::catalog::{Column, Table};
+use crate::encoding::{decode_row, encode_key, encode_row};
+use crate::error::{code, Result, SqlError};
+use crate::exec::write::*;
+use crate::expr::{Ctx, Env};
+use crate::types::{DataType, Value};
+
+/// A column name as written (quoted names keep their case).
+fn column_name(i: &ast::Ident) -> String {
+    ident(i)
+}
+
+/// 42703 for a column the table does not have.
+fn no_column(t: &Table, name: &str) -> SqlError {
+    SqlError::new(
+        code::UNDEFINED_COLUMN,
+        format!("column \"{name}\" of relation \"{}\" does not exist", t.name),
+    )
+}
+
+/// Positions after a dropped column move down by one.
+fn shift(cols: &mut [usize], dropped: usize) {
+    for c in cols {
+        if *c > dropped {
+            *c -= 1;
+        }
+    }
+}
+
+/// A CHECK condition's text with column `old` renamed to `new`.
+fn rename_in_check(text: &str, old: &str, new: &str) -> Result<String> {
+    let mut expr = crate::parse::parse_expr(text)?;
+    let quoted = |n: &str| {
+        if n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
+            ast::Ident::new(n)
+        } else {
+            ast::Ident::with_quote('"', n)
+        }
+    };
+    let _ = ast::visit_expressions_mut(&mut expr, |e| {
+        match e {
+            ast::Expr::Identifier(i) if ident(i) == old => *i = quoted(new),
+            ast::Expr::CompoundIdentifier(parts) => {
+                if let Some(last) = parts.last_mut() {
+                    if ident(last) == old {
+                        *last = quoted(new);
+                    }
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    Ok(expr.to_string())
+}
+
+impl Writer<'_> {
+    /// Writes every row of `old` again into `new` (which gets a new keyspace and new index
+    /// keyspaces), changed by `f`; then builds `new`'s indexes and clears `old`'s keyspaces.
+    pub(crate) fn rewrite_table(
+        &mut self,
+        old: &Table,
+        new: &mut Table,
+        mut f: impl FnMut(&mut Self, Vec<Value>) -> Result<Vec<Value>>,
+    ) -> Result<()> {
+        new.id = self.db.catalog.next_id(&mut self.ts.txn)?;
+        for index in &mut new.indexes {
+            index.id = self.db.catalog.next_id(&mut self.ts.txn)?;
+        }
+        let target = new.clone();
+        let width = old.columns.len();
+        self.each_row(&old.keyspace(), |w, key, raw| {
+            let row = f(w, decode_row(&raw, width)?)?;
+            let key = if target.primary_key.is_empty() {
+                key
+            } else {
+                encode_key(&target.primary_key.iter().map(|&c| &row[c]).collect::<Vec<_>>())?
+            };
+            if !w.ts.txn.insert(&target.keyspace(), &key, &encode_row(&row))? {
+                let vals: Vec<Value> = target.primary_key.iter().map(|&c| row[c].clone()).collect();
+                let name = target.primary_key_name.clone().unwrap_or_default();
+                return Err(SqlError::new(
+                    code::UNIQUE,
+                    format!("could not create unique index \"{name}\""),
+                )
+                .detail(
+                    unique_violation(&target, &name, &vals, &target.primary_key)
+                        .detail
+                        .unwrap_or_default(),
+                ));
+            }
+            Ok(())
+        })?;
+        self.truncate(old)?;
+        for index in new.indexes.clone() {
+            self.build_index(new, &index)?;
+        }
+        Ok(())
+    }
+
+    /// Checks every row of `t` against its CHECK constraints (after a rewrite).
+    fn check_all_rows(&mut self, t: &Table, env: &dyn Env) -> Result<()> {
+        if t.checks.is_empty() {
+            return Ok(());
+        }
+        let width = t.columns.len();
+        self.each_row(&t.keyspace(), |w, _, raw| {
+            let row = decode_row(&raw, width)?;
+            let ctx = Ctx::new(&[], env);
+            w.check_row(t, &row, &ctx)
+        })
+    }
+
+    /// `ADD [COLUMN] [IF NOT EXISTS] name type [NULL | NOT NULL] [DEFAULT e] [UNIQUE]
+    /// [CHECK (…)] [REFERENCES …]`: existing rows take the default (NULL without one).
+    pub(crate) fn add_column(
+        &mut self,
+        t: &mut Table,
+        def: &ast::ColumnDef,
+        if_not_exists: bool,
+        env: &dyn Env,
+    ) -> Result<()> {
+        let name = column_name(&def.name);
+        if t.column(&name).is_some() {
+            if if_not_exists {
+                return Ok(());
+            }
+            return Err(SqlError::new(
+                "42701",
+                format!("column \"{name}\" of relation \"{}\" already exists", t.name),
+            ));
+        }
+        if t.columns.len() >= 1600 {
+            return Err(SqlError::new(code::PROGRAM_LIMIT, "tables can have at most 1600 columns"));
+        }
+        if crate::exec::sequences::serial_type(&def.data_type).is_some() {
+            return Err(SqlError::unsupported("ADD COLUMN of a serial column"));
+        }
+        let ty = data_type(&def.data_type)?;
+        let mut col =
+            Column { name: name.clone(), ty, nullable: true, default: None, identity: None };
+        let mut constraints = Vec::new();
+        let key = || ast::IndexColumn::from(def.name.clone());
+        for opt in &def.options {
+            let given = opt.name.clone();
+            match &opt.option {
+                ast::ColumnOption::NotNull => col.nullable = false,
+                ast::ColumnOption::Null => col.nullable = true,
+                ast::ColumnOption::Default(e) => {
+                    if let Some(seq) = crate::exec::sequences::nextval_of(e) {
+                        return Err(SqlError::unsupported(format!(
+                            "ADD COLUMN with a DEFAULT from sequence {seq}"
+                        )));
+                    }
+                    crate::bind::dml::bind_constant(e)?;
+                    col.default = Some(e.to_string());
+                }
+                ast::ColumnOption::Unique(u) => {
+                    let mut u = u.clone();
+                    u.name = u.name.or(given);
+                    u.columns = vec![key()];
+                    constraints.push(ast::TableConstraint::Unique(u));
+                }
+                ast::ColumnOption::Check(ck) => {
+                    let mut ck = ck.clone();
+                    ck.name = ck.name.or(given);
+                    constraints.push(ast::TableConstraint::Check(ck));
+                }
+                ast::ColumnOption::ForeignKey(fk) => {
+                    let mut fk = fk.clone();
+                    fk.name = fk.name.or(given);
+                    fk.columns = vec![def.name.clone()];
+                    constraints.push(ast::TableConstraint::ForeignKey(fk));
+                }
+                other => {
+                    return Err(SqlError::unsupported(format!(
+                        "ADD COLUMN with the column option {other}"
+                    )))
+                }
+            }
+        }
+        // The value existing rows take: the default, evaluated once (as PostgreSQL does for
+        // a non-volatile default).
+        let fill = match &col.default {
+            Some(d) => {
+                let expr = crate::parse::parse_expr(d)?;
+                let bound = crate::bind::dml::bind_constant(&expr)?;
+                bound.eval(&[], &Ctx::new(&[], env))?.cast(ty)?
+            }
+            None => Value::Null,
+        };
+        let old = t.clone();
+        t.columns.push(col);
+        let nullable = t.columns.last().is_some_and(|c| c.nullable);
+        if !fill.is_null() || !nullable {
+            let tname = t.name.clone();
+            self.rewrite_table(&old, t, |_, mut row| {
+                if fill.is_null() {
+                    return Err(SqlError::new(
+                        code::NOT_NULL,
+                        format!("column \"{name}\" of relation \"{tname}\" contains null values"),
+                    ));
+                }
+                row.push(fill.clone());
+                Ok(row)
+            })?;
+        }
+        for c in constraints {
+            self.add_constraint(t, &c, false, env)?;
+        }
+        self.check_all_rows(t, env)
+    }
+
+    /// `DROP [COLUMN] [IF EXISTS] name [CASCADE]`: the indexes and constraints of the
+    /// table that use it go too; foreign keys of other tables that reference it only with
+    /// CASCADE.
+    pub(crate) fn drop_column(
+        &mut self,
+        t: &mut Table,
+        name: &str,
+        if_exists: bool,
+        cascade: bool,
+    ) -> Result<()> {
+        let Some(p) = t.column(name) else {
+            return if if_exists { Ok(()) } else { Err(no_column(t, name)) };
+        };
+        if t.columns.len() == 1 {
+            // PostgreSQL allows zero-column tables; Kiln's rows need a column.
+            return Err(SqlError::unsupported("dropping the only column of a table"));
+        }
+        if t.primary_key.contains(&p) {
+            return Err(SqlError::unsupported("dropping a primary-key column"));
+        }
+        // Foreign keys of other tables (and of this one) on this column.
+        for r in t.referenced_by.clone() {
+            let child = if r.table == t.name {
+                t.clone()
+            } else {
+                (*self.db.catalog.table_or_err(&mut self.ts.txn, &t.database, &r.table)?).clone()
+            };
+            let uses = child
+                .foreign_keys
+                .iter()
+                .any(|f| f.name == r.constraint && f.table == t.name && f.ref_columns.contains(&p));
+            if !uses || r.table == t.name {
+                continue;
+            }
+            if !cascade {
+                return Err(SqlError::new(
+                    code::DEPENDENT_OBJECTS,
+                    format!(
+                        "cannot drop column {name} of table {} because other objects depend on it",
+                        t.name
+                    ),
+                )
+                .detail(format!(
+                    "constraint {} on table {} depends on column {name} of table {}",
+                    r.constraint, r.table, t.name
+                ))
+                .hint("Use DROP ... CASCADE to drop the dependent objects too."));
+            }
+            t.referenced_by.retain(|x| x != &r);
+            let mut child = child;
+            child.foreign_keys.retain(|f| f.name != r.constraint);
+            self.db.catalog.put_table(&mut self.ts.txn, &child)?;
+        }
+        // This table's own constraints on the column.
+        let own: Vec<String> = t
+            .foreign_keys
+            .iter()
+            .filter(|f| f.columns.contains(&p) || (f.table == t.name && f.ref_columns.contains(&p)))
+            .map(|f| f.name.clone())
+            .collect();
+        for n in own {
+            self.drop_constraint(t, &n, true, cascade)?;
+        }
+        let uniques: Vec<String> = t
+            .indexes
+            .iter()
+            .filter(|i| i.columns.contains(&p) && i.unique && i.constraint)
+            .map(|i| i.name.clone())
+            .collect();
+        for n in uniques {
+            self.drop_constraint(t, &n, true, cascade)?;
+        }
+        for i in t.indexes.iter().filter(|i| i.columns.contains(&p)) {
+            self.ts.txn.clear(&i.keyspace())?;
+        }
+        t.indexes.retain(|i| !i.columns.contains(&p));
+        // CHECKs that read the column.
+        let mut kept = Vec::with_capacity(t.checks.len());
+        for ck in std::mem::take(&mut t.checks) {
+            let expr = crate::parse::parse_expr(&ck.expr)?;
+            let mut reads = false;
+            let _ = ast::visit_expressions(&expr, |e| {
+                match e {
+                    ast::Expr::Identifier(i) if ident(i) == name => reads = true,
+                    ast::Expr::CompoundIdentifier(parts)
+                        if parts.last().is_some_and(|l| ident(l) == name) =>
+                    {
+                        reads = true
+                    }
+                    _ => {}
+                }
+                ControlFlow::<()>::Continue(())
+            });
+            if !reads {
+                kept.push(ck);
+            }
+        }
+        t.checks = kept;
+        // The column's own sequence (serial, identity) goes with it.
+        let column = t.columns[p].clone();
+        for seq in self.db.catalog.sequences(&mut self.ts.txn, &t.database)? {
+            let owned =
+                seq.owned_by.as_ref().is_some_and(|(ot, oc)| *ot == t.name && *oc == column.name);
+            let identity = column.identity.as_ref().is_some_and(|i| i.sequence == seq.name);
+            if owned || identity {
+                self.db.catalog.delete_sequence(&mut self.ts.txn, &seq)?;
+            }
+        }
+        let old = t.clone();
+        t.columns.remove(p);
+        shift(&mut t.primary_key, p);
+        for i in &mut t.indexes {
+            shift(&mut i.columns, p);
+        }
+        let tname = t.name.clone();
+        for f in &mut t.foreign_keys {
+            shift(&mut f.columns, p);
+            if f.table == tname {
+                shift(&mut f.ref_columns, p);
+            }
+        }
+        // Other tables' keys that reference columns after this one.
+        for r in t.referenced_by.clone() {
+            if r.table == t.name {
+                continue;
+            }
+            let mut child =
+                (*self.db.catalog.table_or_err(&mut self.ts.txn, &t.database, &r.table)?).clone();
+            for f in child.foreign_keys.iter_mut().filter(|f| f.table == tname) {
+                shift(&mut f.ref_columns, p);
+            }
+            self.db.catalog.put_table(&mut self.ts.txn, &child)?;
+        }
+        self.rewrite_table(&old, t, |_, mut row| {
+            row.remove(p);
+            Ok(row)
+        })
+    }
+
+    /// `RENAME [COLUMN] a TO b`.
+    pub(crate) fn rename_column(&mut self, t: &mut Table, old: &str, new: &str) -> Result<()> {
+        let p = t.column(old).ok_or_else(|| no_column(t, old))?;
+        if t.column(new).is_some() {
+            return Err(SqlError::new(
+                "42701",
+                format!("column \"{new}\" of relation \"{}\" already exists", t.name),
+            ));
+        }
+        t.columns[p].name = new.to_string();
+        for ck in &mut t.checks {
+            ck.expr = rename_in_check(&ck.expr, old, new)?;
+        }
+        for seq in self.db.catalog.sequences(&mut self.ts.txn, &t.database)? {
+            if seq.owned_by.as_ref().is_some_and(|(ot, oc)| *ot == t.name && oc == old) {
+                let mut seq = (*seq).clone();
+                seq.owned_by = Some((t.name.clone(), new.to_string()));
+                self.db.catalog.put_sequence(&mut self.ts.txn, &seq)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `ALTER [COLUMN] name SET / DROP NOT NULL | SET / DROP DEFAULT | [SET DATA] TYPE t
+    /// [USING e]`.
+    pub(crate) fn alter_column(
+        &mut self,
+        t: &mut Table,
+        name: &str,
+        op: &ast::AlterColumnOperation,
+        env: &dyn Env,
+    ) -> Result<()> {
+        let p = t.column(name).ok_or_else(|| no_column(t, name))?;
+        match op {
+            ast::AlterColumnOperation::DropNotNull => {
+                if t.primary_key.contains(&p) {
+                    return Err(SqlError::new(
+                        code::INVALID_TABLE_DEFINITION,
+                        format!("column \"{name}\" is in a primary key"),
+                    ));
+                }
+                if t.columns[p].identity.is_some() {
+                    return Err(SqlError::new(
+                        code::INVALID_TABLE_DEFINITION,
+                        format!(
+                            "column \"{name}\" of relation \"{}\" is an identity column",
+                            t.name
+                        ),
+                    ));
+                }
+                t.columns[p].nullable = true;
+            }
+            ast::AlterColumnOperation::SetNotNull => {
+                if t.columns[p].nullable {
+                    let width = t.columns.len();
+                    let tname = t.name.clone();
+                    self.each_row(&t.keyspace(), |_, _, raw| {
+                        if decode_row(&raw, width)?[p].is_null() {
+                            return Err(SqlError::new(
+                                code::NOT_NULL,
+                                format!("column \"{name}\" of relation \"{tname}\" contains null values"),
+                            ));
+                        }
+                        Ok(())
+                    })?;
+                }
+                t.columns[p].nullable = false;
+            }
+            ast::AlterColumnOperation::SetDefault { value } => {
+                if t.columns[p].identity.is_some() {
+                    return Err(SqlError::syntax(format!(
+                        "column \"{name}\" of relation \"{}\" is an identity column",
+                        t.name
+                    )));
+                }
+                match crate::exec::sequences::nextval_of(value) {
+                    Some(seq) => {
+                        self.db.catalog.sequence_or_err(&mut self.ts.txn, &t.database, &seq)?;
+                        t.columns[p].default = Some(crate::exec::sequences::nextval_call(&seq));
+                    }
+                    None => {
+                        crate::bind::dml::bind_constant(value)?;
+                        t.columns[p].default = Some(value.to_string());
+                    }
+                }
+            }
+            ast::AlterColumnOperation::DropDefault => t.columns[p].default = None,
+            ast::AlterColumnOperation::SetDataType { data_type: dt, using, .. } => {
+                let ty = data_type(dt)?;
+                self.change_type(t, p, ty, using.as_ref(), env)?;
+            }
+            other => {
+                return Err(SqlError::unsupported(format!("ALTER COLUMN … {other}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// `ALTER COLUMN … TYPE t [USING e]`: every row's value converted (by `e` over the row
+    /// when given), the table rewritten, its indexes rebuilt and its CHECKs re-checked.
+    fn change_type(
+        &mut self,
+        t: &mut Table,
+        p: usize,
+        ty: DataType,
+        using: Option<&ast::Expr>,
+        env: &dyn Env,
+    ) -> Result<()> {
+        let name = t.columns[p].name.clone();
+        let mut in_foreign_key = t
+            .foreign_keys
+            .iter()
+            .any(|f| f.columns.contains(&p) || (f.table == t.name && f.ref_columns.contains(&p)));
+        for r in &t.referenced_by {
+            if in_foreign_key || r.table == t.name {
+                continue;
+            }
+            let child = self.db.catalog.table_or_err(&mut self.ts.txn, &t.database, &r.table)?;
+            in_foreign_key = child
+                .foreign_keys
+                .iter()
+                .any(|f| f.name == r.constraint && f.table == t.name && f.ref_columns.contains(&p));
+        }
+        if in_foreign_key && t.columns[p].ty != ty {
+            return Err(SqlError::unsupported(format!(
+                "changing the type of column \"{name}\", which a foreign key uses"
+            )));
+        }
+        if t.columns[p].identity.is_some() && !ty.is_integer() {
+            return Err(SqlError::new(
+                code::DATATYPE_MISMATCH,
+                format!(
+                    "identity column type must be smallint, integer, or bigint, not {}",
+                    ty.sql_name()
+                ),
+            ));
+        }
+        let convert = match using {
+            Some(e) => {
+                let mut planner = Planner::new(
+                    &mut self.ts.txn,
+                    &self.db.catalog,
+                    &t.database,
+                    vec![],
+                    &crate::exec::constraints::NoSystemTables,
+                    env,
+                );
+                let scope = Scope {
+                    cols: t
+                        .columns
+                        .iter()
+                        .map(|c| ScopeCol {
+                            table: Some(t.name.clone()),
+                            name: c.name.clone(),
+                            ty: c.ty,
+                        })
+                        .collect(),
+                };
+                let (x, xty) = planner.expr(e, &scope, false)?;
+                let (x, _) = planner.coerce(x, xty, ty)?;
+                let mut subquery = false;
+                x.walk(&mut |n| subquery |= matches!(n, crate::expr::Expr::Subquery(..)));
+                if subquery {
+                    return Err(SqlError::unsupported("a subquery in ALTER COLUMN … USING"));
+                }
+                Some(x)
+            }
+            None => None,
+        };
+        let old = t.clone();
+        t.columns[p].ty = ty;
+        let tname = t.name.clone();
+        self.rewrite_table(&old, t, |_, mut row| {
+            let v = match &convert {
+                Some(x) => x.eval(&row, &Ctx::new(&[], env))?,
+                None => std::mem::replace(&mut row[p], Value::Null),
+            };
+            row[p] = v.cast(ty).map_err(|e| {
+                if e.code == code::DATATYPE_MISMATCH {
+                    SqlError::new(
+                        code::DATATYPE_MISMATCH,
+                        format!(
+                            "column \"{name}\" cannot be cast automatically to type {}",
+                            ty.sql_name()
+                        ),
+                    )
+                    .hint(format!("You might need to specify \"USING {name}::{}\".", ty.sql_name()))
+                } else {
+                    e
+                }
+            })?;
+            if row[p].is_null() && !old.columns[p].nullable {
+                return Err(SqlError::new(
+                    code::NOT_NULL,
+                    format!("column \"{name}\" of relation \"{tname}\" contains null values"),
+                ));
+            }
+            Ok(row)
+        })?;
+        self.check_all_rows(t, env)
+    }
+}
