@@ -10,6 +10,41 @@ const PG_EPOCH_DAYS: i32 = 10_957;
 /// Microseconds between the Unix epoch and 2000-01-01.
 const PG_EPOCH_MICROS: i64 = PG_EPOCH_DAYS as i64 * 86_400_000_000;
 
+/// Days since 2000-01-01, as the binary format counts them (the infinities are the extreme
+/// values in both forms).
+fn to_pg_days(d: i32) -> i32 {
+    if d == i32::MAX || d == i32::MIN {
+        d
+    } else {
+        d - PG_EPOCH_DAYS
+    }
+}
+
+fn from_pg_days(d: i32) -> i32 {
+    if d == i32::MAX || d == i32::MIN {
+        d
+    } else {
+        d.saturating_add(PG_EPOCH_DAYS)
+    }
+}
+
+/// Microseconds since 2000-01-01, likewise.
+fn to_pg_micros(t: i64) -> i64 {
+    if t == i64::MAX || t == i64::MIN {
+        t
+    } else {
+        t - PG_EPOCH_MICROS
+    }
+}
+
+fn from_pg_micros(t: i64) -> i64 {
+    if t == i64::MAX || t == i64::MIN {
+        t
+    } else {
+        t.saturating_add(PG_EPOCH_MICROS)
+    }
+}
+
 fn bad_binary(ty: DataType) -> SqlError {
     SqlError::new(
         "22P03",
@@ -53,14 +88,14 @@ pub fn decode_param(raw: Option<&Bytes>, format: i16, ty: DataType) -> Result<Va
         }
         DataType::Bytea => Value::Bytea(b.to_vec()),
         DataType::Date => {
-            Value::Date(i32::from_sql(&Type::INT4, b).map_err(|_| bad_binary(ty))? + PG_EPOCH_DAYS)
+            Value::Date(from_pg_days(i32::from_sql(&Type::INT4, b).map_err(|_| bad_binary(ty))?))
         }
-        DataType::Timestamp => Value::Timestamp(
-            i64::from_sql(&Type::INT8, b).map_err(|_| bad_binary(ty))? + PG_EPOCH_MICROS,
-        ),
-        DataType::TimestampTz => Value::TimestampTz(
-            i64::from_sql(&Type::INT8, b).map_err(|_| bad_binary(ty))? + PG_EPOCH_MICROS,
-        ),
+        DataType::Timestamp => Value::Timestamp(from_pg_micros(
+            i64::from_sql(&Type::INT8, b).map_err(|_| bad_binary(ty))?,
+        )),
+        DataType::TimestampTz => Value::TimestampTz(from_pg_micros(
+            i64::from_sql(&Type::INT8, b).map_err(|_| bad_binary(ty))?,
+        )),
         DataType::Array(_) | DataType::Int2Vector | DataType::OidVector => {
             decode_array(b, ty).ok_or_else(|| bad_binary(ty))??
         }
@@ -195,9 +230,9 @@ pub fn encode_value(v: &Value, format: i16, ty: DataType) -> Result<Option<Bytes
         (Value::Numeric(d), _) => d.to_sql(&Type::NUMERIC, &mut buf).map_err(err)?,
         (Value::Text(_), _) => return Ok(v.to_text(ty).map(Bytes::from)),
         (Value::Bytea(b), _) => return Ok(Some(Bytes::from(b.clone()))),
-        (Value::Date(d), _) => (d - PG_EPOCH_DAYS).to_sql(&Type::INT4, &mut buf).map_err(err)?,
+        (Value::Date(d), _) => to_pg_days(*d).to_sql(&Type::INT4, &mut buf).map_err(err)?,
         (Value::Timestamp(t) | Value::TimestampTz(t), _) => {
-            (t - PG_EPOCH_MICROS).to_sql(&Type::INT8, &mut buf).map_err(err)?
+            to_pg_micros(*t).to_sql(&Type::INT8, &mut buf).map_err(err)?
         }
         (Value::Null, _) => return Ok(None),
     };
@@ -223,6 +258,9 @@ mod tests {
             (Value::Date(19_000), DataType::Date),
             (Value::Timestamp(1_700_000_000_000_000), DataType::Timestamp),
             (Value::TimestampTz(-5), DataType::TimestampTz),
+            (Value::TimestampTz(i64::MAX), DataType::TimestampTz),
+            (Value::Timestamp(i64::MIN), DataType::Timestamp),
+            (Value::Date(i32::MIN), DataType::Date),
             (
                 Value::Array(vec![Value::Int(1), Value::Null, Value::Int(-3)]),
                 kiln_sql::array::array_of(DataType::Int4).unwrap(),

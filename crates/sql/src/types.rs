@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime};
+use chrono::{DateTime, NaiveDate, NaiveTime};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
@@ -405,6 +405,9 @@ impl Value {
             }
             Value::Date(d) => format_date(*d),
             Value::Timestamp(us) => format_timestamp(*us),
+            Value::TimestampTz(us @ (TIMESTAMP_INFINITY | TIMESTAMP_NEG_INFINITY)) => {
+                format_timestamp(*us)
+            }
             Value::TimestampTz(us) => format!("{}+00", format_timestamp(*us)),
             Value::Array(items) => match ty {
                 DataType::Int2Vector | DataType::OidVector => items
@@ -504,12 +507,10 @@ impl Value {
             (Value::Bool(b), DataType::Int4) => Value::Int(b as i64),
             (Value::Bytea(b), DataType::Bytea) => Value::Bytea(b),
             (Value::Date(d), DataType::Date) => Value::Date(d),
-            (Value::Date(d), DataType::Timestamp) => Value::Timestamp(d as i64 * MICROS_PER_DAY),
-            (Value::Date(d), DataType::TimestampTz) => {
-                Value::TimestampTz(d as i64 * MICROS_PER_DAY)
-            }
+            (Value::Date(d), DataType::Timestamp) => Value::Timestamp(date_micros(d)),
+            (Value::Date(d), DataType::TimestampTz) => Value::TimestampTz(date_micros(d)),
             (Value::Timestamp(t) | Value::TimestampTz(t), DataType::Date) => {
-                Value::Date(t.div_euclid(MICROS_PER_DAY) as i32)
+                Value::Date(micros_date(t))
             }
             (Value::Timestamp(t) | Value::TimestampTz(t), DataType::Timestamp) => {
                 Value::Timestamp(t)
@@ -564,11 +565,9 @@ impl Value {
             (Value::Text(a), Value::Text(b)) => a.as_str().cmp(b.as_str()),
             (Value::Bytea(a), Value::Bytea(b)) => a.cmp(b),
             (Value::Date(a), Value::Date(b)) => a.cmp(b),
-            (Value::Date(a), Value::Timestamp(b) | Value::TimestampTz(b)) => {
-                (*a as i64 * MICROS_PER_DAY).cmp(b)
-            }
+            (Value::Date(a), Value::Timestamp(b) | Value::TimestampTz(b)) => date_micros(*a).cmp(b),
             (Value::Timestamp(a) | Value::TimestampTz(a), Value::Date(b)) => {
-                a.cmp(&(*b as i64 * MICROS_PER_DAY))
+                a.cmp(&date_micros(*b))
             }
             (
                 Value::Timestamp(a) | Value::TimestampTz(a),
@@ -629,6 +628,24 @@ pub type Row = Vec<Value>;
 
 /// Microseconds in a day.
 pub const MICROS_PER_DAY: i64 = 86_400_000_000;
+
+/// A date's first microsecond (the infinities stay infinite).
+pub fn date_micros(days: i32) -> i64 {
+    match days {
+        DATE_INFINITY => TIMESTAMP_INFINITY,
+        DATE_NEG_INFINITY => TIMESTAMP_NEG_INFINITY,
+        d => d as i64 * MICROS_PER_DAY,
+    }
+}
+
+/// The date of a timestamp (the infinities stay infinite).
+pub fn micros_date(micros: i64) -> i32 {
+    match micros {
+        TIMESTAMP_INFINITY => DATE_INFINITY,
+        TIMESTAMP_NEG_INFINITY => DATE_NEG_INFINITY,
+        t => t.div_euclid(MICROS_PER_DAY) as i32,
+    }
+}
 
 fn float_cmp(a: f64, b: f64) -> Ordering {
     // PostgreSQL: NaN equals NaN and sorts above every other value.
@@ -779,8 +796,83 @@ fn parse_bytea(s: &str) -> Result<Vec<u8>> {
     }
 }
 
+/// `date` / `timestamp` infinities, as PostgreSQL keeps them: the extreme values.
+pub const DATE_INFINITY: i32 = i32::MAX;
+/// `-infinity` for `date`.
+pub const DATE_NEG_INFINITY: i32 = i32::MIN;
+/// `infinity` for `timestamp` and `timestamptz`.
+pub const TIMESTAMP_INFINITY: i64 = i64::MAX;
+/// `-infinity` for `timestamp` and `timestamptz`.
+pub const TIMESTAMP_NEG_INFINITY: i64 = i64::MIN;
+
+/// A date and time as PostgreSQL reads them: `YYYY-MM-DD`, then optionally a time
+/// (`HH:MM[:SS[.fraction]]`, after a space or `T`), then optionally a zone (`Z`, `UTC`, `GMT`,
+/// `+HH`, `+HH:MM`, `+HHMM`, with or without a space before it). The zone is in seconds east.
+fn parse_datetime(s: &str) -> Option<(NaiveDate, Option<NaiveTime>, Option<i32>)> {
+    let s = s.trim();
+    let date_len = s.find([' ', 'T', 't']).unwrap_or(s.len());
+    // A zone straight after the date ('2024-01-02+02') is not PostgreSQL's form either.
+    let date = NaiveDate::parse_from_str(&s[..date_len], "%Y-%m-%d").ok()?;
+    let mut rest = s[date_len..].trim_start_matches([' ', 'T', 't']).trim();
+    let mut time = None;
+    if rest.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == ':' || c == '.'))
+            .unwrap_or(rest.len());
+        let t = &rest[..end];
+        time = Some(
+            NaiveTime::parse_from_str(t, "%H:%M:%S%.f")
+                .or_else(|_| NaiveTime::parse_from_str(t, "%H:%M"))
+                .ok()?,
+        );
+        rest = rest[end..].trim();
+    }
+    if rest.is_empty() {
+        return Some((date, time, None));
+    }
+    let zone = match rest.to_ascii_uppercase().as_str() {
+        "Z" | "UTC" | "GMT" | "ETC/UTC" | "ZULU" => 0,
+        z => {
+            let sign = match z.as_bytes()[0] {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let digits: String = z[1..].chars().filter(|c| *c != ':').collect();
+            if digits.is_empty() || digits.len() > 6 || !digits.bytes().all(|b| b.is_ascii_digit())
+            {
+                return None;
+            }
+            let num = |r: std::ops::Range<usize>| {
+                digits.get(r).map_or(Some(0), |d| d.parse::<i32>().ok())
+            };
+            let (h, m, sec) = match digits.len() {
+                1 | 2 => (digits.parse().ok()?, 0, 0),
+                3 | 4 => (num(0..digits.len() - 2)?, num(digits.len() - 2..digits.len())?, 0),
+                _ => (
+                    num(0..digits.len() - 4)?,
+                    num(digits.len() - 4..digits.len() - 2)?,
+                    num(digits.len() - 2..digits.len())?,
+                ),
+            };
+            if h > 15 || m > 59 || sec > 59 {
+                return None;
+            }
+            sign * (h * 3600 + m * 60 + sec)
+        }
+    };
+    Some((date, time, Some(zone)))
+}
+
 fn parse_date(s: &str) -> Option<i32> {
-    let d = NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
+    match s.trim().to_ascii_lowercase().as_str() {
+        "infinity" | "+infinity" => return Some(DATE_INFINITY),
+        "-infinity" => return Some(DATE_NEG_INFINITY),
+        "epoch" => return Some(0),
+        _ => {}
+    }
+    // A time and zone after the date are read and dropped, as PostgreSQL does.
+    let (d, _, _) = parse_datetime(s)?;
     i32::try_from((d - UNIX_EPOCH_DATE).num_days()).ok()
 }
 
@@ -798,24 +890,18 @@ fn parse_timestamp(s: &str, tz: bool) -> Option<i64> {
     match s.to_ascii_lowercase().as_str() {
         "epoch" => return Some(0),
         "now" => return Some(now_micros()),
+        "infinity" | "+infinity" => return Some(TIMESTAMP_INFINITY),
+        "-infinity" => return Some(TIMESTAMP_NEG_INFINITY),
         _ => {}
     }
-    if tz {
-        for fmt in
-            ["%Y-%m-%d %H:%M:%S%.f%#z", "%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%.f %#z"]
-        {
-            if let Ok(t) = DateTime::parse_from_str(s, fmt) {
-                return Some(t.timestamp_micros());
-            }
-        }
-    }
-    for fmt in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M"] {
-        if let Ok(t) = NaiveDateTime::parse_from_str(s, fmt) {
-            return Some(t.and_utc().timestamp_micros());
-        }
-    }
-    let d = NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
-    Some(d.and_time(NaiveTime::MIN).and_utc().timestamp_micros())
+    let (date, time, zone) = parse_datetime(s)?;
+    let local = date.and_time(time.unwrap_or(NaiveTime::MIN)).and_utc().timestamp_micros();
+    // timestamp without time zone ignores a zone, as PostgreSQL does; timestamptz converts
+    // to UTC (a value without a zone is in the session's zone, which is UTC).
+    Some(match (tz, zone) {
+        (true, Some(z)) => local - z as i64 * 1_000_000,
+        _ => local,
+    })
 }
 
 /// Now, in microseconds since the Unix epoch.
@@ -824,6 +910,11 @@ pub fn now_micros() -> i64 {
 }
 
 fn format_date(days: i32) -> String {
+    match days {
+        DATE_INFINITY => return "infinity".into(),
+        DATE_NEG_INFINITY => return "-infinity".into(),
+        _ => {}
+    }
     match UNIX_EPOCH_DATE.checked_add_signed(chrono::Duration::days(days as i64)) {
         Some(d) => d.format("%Y-%m-%d").to_string(),
         None => "infinity".into(),
@@ -831,6 +922,11 @@ fn format_date(days: i32) -> String {
 }
 
 fn format_timestamp(micros: i64) -> String {
+    match micros {
+        TIMESTAMP_INFINITY => return "infinity".into(),
+        TIMESTAMP_NEG_INFINITY => return "-infinity".into(),
+        _ => {}
+    }
     match DateTime::from_timestamp_micros(micros) {
         Some(t) => {
             let t = t.naive_utc();

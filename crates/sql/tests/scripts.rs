@@ -285,5 +285,6 @@ scripts!(
     arrays,
     alter,
     cursors,
+    windows,
     tpcc
 );

@@ -287,3 +287,22 @@ SELECT set_config('application_name', 'kiln-diff', false);
 SELECT current_setting('application_name'), current_setting('nope', true);
 SELECT current_setting('nope');
 DROP TABLE cur;
+-- Window functions.
+CREATE TABLE win (id int PRIMARY KEY, g text, v int);
+INSERT INTO win VALUES (1, 'a', 10), (2, 'a', 20), (3, 'a', 20), (4, 'b', 5), (5, 'b', NULL), (6, 'c', 7), (7, 'c', 7), (8, 'c', 1);
+SELECT id, g, v, row_number() OVER (PARTITION BY g ORDER BY v, id), rank() OVER (PARTITION BY g ORDER BY v), dense_rank() OVER (ORDER BY v), sum(v) OVER (PARTITION BY g ORDER BY v), count(*) OVER (PARTITION BY g), count(v) OVER (), avg(v) OVER () FROM win ORDER BY id;
+SELECT id, lag(v) OVER (ORDER BY id), lead(v, 2, -1) OVER (ORDER BY id), first_value(v) OVER (PARTITION BY g ORDER BY id), last_value(v) OVER (PARTITION BY g ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING), nth_value(v, 2) OVER (ORDER BY id) FROM win ORDER BY id;
+SELECT id, sum(v) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING), max(v) OVER (ORDER BY id ROWS 2 PRECEDING), min(v) OVER (ORDER BY id ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING), ntile(3) OVER (ORDER BY id), percent_rank() OVER (ORDER BY v), cume_dist() OVER (ORDER BY v) FROM win ORDER BY id;
+SELECT id, last_value(id) OVER (ORDER BY v, id), sum(id) OVER (ORDER BY v RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING), bool_and(v > 5) OVER (PARTITION BY g) FROM win ORDER BY id;
+SELECT g, sum(v), rank() OVER (ORDER BY sum(v) DESC), sum(sum(v)) OVER () FROM win GROUP BY g ORDER BY g;
+SELECT id FROM win ORDER BY row_number() OVER (ORDER BY id DESC) LIMIT 3;
+SELECT id, v * 2 + row_number() OVER (ORDER BY id) AS x FROM win ORDER BY x DESC, id LIMIT 3;
+SELECT id FROM win WHERE row_number() OVER () > 1;
+SELECT ntile(0) OVER () FROM win;
+SELECT sum(v) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED FOLLOWING AND CURRENT ROW) FROM win;
+DROP TABLE win;
+-- Date and time input: zones, T, infinities.
+SELECT '2024-01-02 03:04:05+02'::timestamptz, '2024-01-02T03:04:05Z'::timestamptz, '2024-01-02 03:04:05.5 UTC'::timestamptz, '2024-01-02 03:04:05-0130'::timestamptz;
+SELECT '2024-01-02 03:04:05+02'::timestamp, '2024-01-02 +00'::date, '2024-02-29 10:00:00'::date, 'infinity'::timestamp, '-infinity'::timestamptz, 'infinity'::date;
+SELECT 'infinity'::timestamp > '2999-01-01'::timestamp, '-infinity'::date < '1900-01-01'::date, '2024-02-30'::date;
+SELECT '2024-01-02 25:00'::timestamp;

@@ -18,9 +18,7 @@ impl<'a> Planner<'a> {
         aggs: bool,
     ) -> Result<(Expr, DataType)> {
         let name = object_name(&f.name)?;
-        if f.over.is_some() {
-            return Err(SqlError::unsupported("window functions"));
-        }
+
         let mut order_by: &[ast::OrderByExpr] = &[];
         let (args, distinct, star) = match &f.args {
             ast::FunctionArguments::None => (vec![], false, false),
@@ -71,6 +69,12 @@ impl<'a> Planner<'a> {
                 ));
             }
         };
+        if f.over.is_some() {
+            if !aggs && !self.windows_here {
+                return Err(SqlError::new("42P20", "window functions are not allowed here"));
+            }
+            return self.window_call(f, &name, &args, star, scope);
+        }
         let agg = match name.as_str() {
             "count" => Some(AggFunc::Count),
             "sum" => Some(AggFunc::Sum),

@@ -10,6 +10,7 @@ pub mod function;
 pub mod query;
 pub mod reg;
 pub mod srf;
+pub mod window;
 
 use kiln_engine::Transaction;
 use sqlparser::ast;
@@ -113,6 +114,9 @@ pub struct Planner<'a> {
     /// Cleared when the plan holds something read while binding that no definition above
     /// covers (system tables' rows): such a plan is bound again at every execution.
     pub reusable: bool,
+    /// Whether window functions may appear where aggregates may not (ORDER BY of a query
+    /// that does not group).
+    pub(crate) windows_here: bool,
 }
 
 pub(crate) fn ident(i: &ast::Ident) -> String {
@@ -241,6 +245,7 @@ impl<'a> Planner<'a> {
             tables: Vec::new(),
             sequences: Vec::new(),
             reusable: true,
+            windows_here: false,
         }
     }
 

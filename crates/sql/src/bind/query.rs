@@ -634,6 +634,7 @@ impl<'a> Planner<'a> {
             }),
             key_order: None,
             expand,
+            windows: vec![],
         };
         if matches!(s.distinct, Some(ast::Distinct::On(_))) {
             return Err(SqlError::unsupported("DISTINCT ON"));
@@ -665,6 +666,11 @@ impl<'a> Planner<'a> {
                 self.order_limit(q, &mut plan, Some(&scope))?;
             }
         }
+        let base = match &plan.grouping {
+            Some(g) => g.keys.len() + g.aggs.len(),
+            None => plan.width,
+        };
+        crate::bind::window::take_windows(&mut plan, base)?;
         if plan.lock.is_some()
             && !matches!(plan.from.first().map(|f| &f.source), Some(Source::Table(..)))
         {
@@ -707,7 +713,10 @@ impl<'a> Planner<'a> {
                     }
                     x => match scope {
                         Some(scope) => {
-                            let (mut e, _) = self.expr(x, scope, plan.grouping.is_some())?;
+                            let outer = std::mem::replace(&mut self.windows_here, true);
+                            let bound = self.expr(x, scope, plan.grouping.is_some());
+                            self.windows_here = outer;
+                            let (mut e, _) = bound?;
                             if let Some(g) = plan.grouping.as_mut() {
                                 // Over the grouped row, like the projection.
                                 e = post_agg(e, g, scope)?;

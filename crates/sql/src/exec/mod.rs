@@ -10,4 +10,5 @@ pub mod scan;
 pub mod select;
 pub mod sequences;
 pub mod statement;
+pub mod window;
 pub mod write;

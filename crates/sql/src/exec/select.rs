@@ -108,14 +108,25 @@ pub fn finish_select(
         Some(g) => aggregate(g, rows, ctx, limits)?,
         None => rows,
     };
+    let mut rows = match &plan.having {
+        Some(h) => {
+            let mut kept = Vec::with_capacity(rows.len());
+            for r in rows {
+                limits.check()?;
+                if h.eval_bool(&r, ctx)? {
+                    kept.push(r);
+                }
+            }
+            kept
+        }
+        None => rows,
+    };
+    if !plan.windows.is_empty() {
+        crate::exec::window::compute_windows(&plan.windows, &mut rows, ctx, limits)?;
+    }
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
         limits.check()?;
-        if let Some(h) = &plan.having {
-            if !h.eval_bool(r, ctx)? {
-                continue;
-            }
-        }
         let mut o = Vec::with_capacity(plan.projection.len());
         for e in &plan.projection {
             o.push(e.eval(r, ctx)?);

@@ -111,6 +111,11 @@ impl std::fmt::Display for Expr {
                     None => f.write_str("*)"),
                 }
             }
+            Expr::Window(w) => {
+                let name = snake_name(&format!("{:?}", w.func));
+                let args: Vec<String> = w.args.iter().map(|a| a.to_string()).collect();
+                write!(f, "{name}({}) OVER (…)", args.join(", "))
+            }
         }
     }
 }

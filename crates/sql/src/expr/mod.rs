@@ -206,6 +206,70 @@ pub enum Func {
     JsonBuildObject,
 }
 
+/// What a window function computes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WindowFunc {
+    /// row_number()
+    RowNumber,
+    /// rank()
+    Rank,
+    /// dense_rank()
+    DenseRank,
+    /// percent_rank()
+    PercentRank,
+    /// cume_dist()
+    CumeDist,
+    /// ntile(n)
+    Ntile,
+    /// lag(x [, offset [, default]])
+    Lag,
+    /// lead(x [, offset [, default]])
+    Lead,
+    /// first_value(x)
+    FirstValue,
+    /// last_value(x)
+    LastValue,
+    /// nth_value(x, n)
+    NthValue,
+    /// An aggregate over the frame: count (no argument: count(*)), sum, avg, min, max,
+    /// bool_and, bool_or.
+    Agg(AggFunc),
+}
+
+/// One end of a window frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameBound {
+    /// UNBOUNDED PRECEDING
+    UnboundedPreceding,
+    /// n PRECEDING (ROWS)
+    Preceding(u64),
+    /// CURRENT ROW (with RANGE: the row and its peers)
+    CurrentRow,
+    /// n FOLLOWING (ROWS)
+    Following(u64),
+    /// UNBOUNDED FOLLOWING
+    UnboundedFollowing,
+}
+
+/// A window function call, before the plan's window stage computes it into a column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowCall {
+    /// The function.
+    pub func: WindowFunc,
+    /// Its arguments.
+    pub args: Vec<Expr>,
+    /// PARTITION BY
+    pub partition: Vec<Expr>,
+    /// ORDER BY keys.
+    pub order: Vec<Expr>,
+    /// Per ORDER BY key: descending, nulls first.
+    pub directions: Vec<(bool, bool)>,
+    /// The frame: ROWS (true) or RANGE, start, end.
+    pub frame: (bool, FrameBound, FrameBound),
+    /// The result type.
+    pub ty: DataType,
+}
+
 /// The functions of a sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SeqFunc {
@@ -418,6 +482,9 @@ pub enum Expr {
     /// An aggregate (only before aggregation is planned; evaluation never sees it): the
     /// function, DISTINCT, the argument (none for count(*)) and the result type.
     Agg(AggFunc, bool, Option<Box<Expr>>, DataType),
+    /// A window function (only before the plan's window stage takes it out; evaluation
+    /// never sees it).
+    Window(Box<WindowCall>),
 }
 
 /// What expression evaluation needs from the session.
@@ -648,6 +715,9 @@ impl Expr {
                     "aggregate functions are not allowed here",
                 ))
             }
+            Expr::Window(_) => {
+                return Err(SqlError::new("42P20", "window functions are not allowed here"))
+            }
         })
     }
 
@@ -742,6 +812,9 @@ impl Expr {
                     f(a);
                 }
             }
+            Expr::Window(w) => {
+                w.args.iter().chain(&w.partition).chain(&w.order).for_each(f);
+            }
         }
     }
 
@@ -813,7 +886,29 @@ impl Expr {
                 arg.map(|a| Ok::<_, SqlError>(Box::new(f(*a)?))).transpose()?,
                 ty,
             ),
+            Expr::Window(w) => {
+                let WindowCall { func, args, partition, order, directions, frame, ty } = *w;
+                let args = args.into_iter().map(&mut *f).collect::<Result<_>>()?;
+                let partition = partition.into_iter().map(&mut *f).collect::<Result<_>>()?;
+                let order = order.into_iter().map(&mut *f).collect::<Result<_>>()?;
+                Expr::Window(Box::new(WindowCall {
+                    func,
+                    args,
+                    partition,
+                    order,
+                    directions,
+                    frame,
+                    ty,
+                }))
+            }
         })
+    }
+
+    /// Whether the expression contains a window function.
+    pub fn has_window(&self) -> bool {
+        let mut hit = false;
+        self.walk(&mut |e| hit |= matches!(e, Expr::Window(_)));
+        hit
     }
 
     /// Visits every node, parents first. A correlated subquery's references to the row are

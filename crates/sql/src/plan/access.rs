@@ -68,6 +68,7 @@ pub fn key_order(plan: &mut SelectPlan) {
         || plan.lock.is_some()
         || plan.from[0].offset != 0
         || !plan.expand.is_empty()
+        || !plan.windows.is_empty()
     {
         return;
     }

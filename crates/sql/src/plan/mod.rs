@@ -160,6 +160,9 @@ pub struct SelectPlan {
     /// evaluates to an array, and the row is repeated once per element (the shorter ones
     /// padded with NULL, as PostgreSQL does).
     pub expand: Vec<usize>,
+    /// Window function calls, computed after grouping and HAVING and appended to the row
+    /// (the projection reads them as the columns after the row's own).
+    pub windows: Vec<WindowCall>,
 }
 
 impl SelectPlan {
@@ -181,6 +184,7 @@ impl SelectPlan {
             lock: None,
             key_order: None,
             expand: vec![],
+            windows: vec![],
         }
     }
 }
@@ -257,8 +261,20 @@ impl SelectPlan {
             }),
             None => None,
         };
+        let windows = self
+            .windows
+            .into_iter()
+            .map(|w| match f(Expr::Window(Box::new(w)))? {
+                Expr::Window(w) => Ok(*w),
+                _ => Err(SqlError::new(
+                    crate::error::code::INTERNAL,
+                    "a window call was rewritten away",
+                )),
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(SelectPlan {
             from,
+            windows,
             constant_filters: all(self.constant_filters, f)?,
             grouping,
             having: self.having.map(&mut *f).transpose()?,

@@ -1,0 +1,238 @@
+//! Binding window functions: `f(…) OVER ([PARTITION BY …] [ORDER BY …] [frame])` in the
+//! select list and ORDER BY. The call stays an `Expr::Window` node through grouping (so its
+//! arguments may use aggregates); `take_windows` then moves every call into the plan's window
+//! stage and leaves a column reference in its place.
+
+use sqlparser::ast;
+
+use crate::bind::*;
+use crate::error::{code, Result, SqlError};
+use crate::expr::*;
+use crate::types::DataType;
+
+/// A frame offset: a non-negative integer constant.
+fn offset(e: &Option<Box<ast::Expr>>) -> Result<Option<u64>> {
+    let Some(e) = e else { return Ok(None) };
+    match e.as_ref() {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n.parse::<u64>().map(Some).map_err(|_| {
+                SqlError::new("22013", "frame starting or ending offset must not be negative")
+            }),
+            _ => Err(SqlError::unsupported("a frame offset that is not an integer constant")),
+        },
+        _ => Err(SqlError::unsupported("a frame offset that is not an integer constant")),
+    }
+}
+
+fn bound(b: &ast::WindowFrameBound) -> Result<FrameBound> {
+    Ok(match b {
+        ast::WindowFrameBound::CurrentRow => FrameBound::CurrentRow,
+        ast::WindowFrameBound::Preceding(e) => match offset(e)? {
+            None => FrameBound::UnboundedPreceding,
+            Some(n) => FrameBound::Preceding(n),
+        },
+        ast::WindowFrameBound::Following(e) => match offset(e)? {
+            None => FrameBound::UnboundedFollowing,
+            Some(n) => FrameBound::Following(n),
+        },
+    })
+}
+
+impl<'a> Planner<'a> {
+    /// `name(args) OVER (…)`.
+    pub(crate) fn window_call(
+        &mut self,
+        f: &ast::Function,
+        name: &str,
+        args: &[ast::Expr],
+        star: bool,
+        scope: &Scope,
+    ) -> Result<(Expr, DataType)> {
+        let spec = match f.over.as_ref() {
+            Some(ast::WindowType::WindowSpec(spec)) => spec,
+            Some(ast::WindowType::NamedWindow(_)) => {
+                return Err(SqlError::unsupported("named windows (WINDOW w AS …)"))
+            }
+            None => return Err(SqlError::syntax("OVER is missing")),
+        };
+        if spec.window_name.is_some() {
+            return Err(SqlError::unsupported("named windows (WINDOW w AS …)"));
+        }
+        if f.filter.is_some() {
+            return Err(SqlError::unsupported("FILTER on a window function"));
+        }
+        let mut bound_args = Vec::with_capacity(args.len());
+        for a in args {
+            let (x, t) = self.expr(a, scope, true)?;
+            if x.has_window() {
+                return Err(SqlError::new("42P20", "window function calls cannot be nested"));
+            }
+            bound_args.push((x, t));
+        }
+        let arity = |lo: usize, hi: usize| -> Result<()> {
+            if (lo..=hi).contains(&args.len()) {
+                Ok(())
+            } else {
+                Err(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    format!("function {name} with {} arguments does not exist", args.len()),
+                ))
+            }
+        };
+        let first_type = bound_args.first().map_or(DataType::Unknown, |(_, t)| *t);
+        let first_type = if first_type == DataType::Unknown { DataType::Text } else { first_type };
+        let (func, ty) = match name {
+            "row_number" => (WindowFunc::RowNumber, DataType::Int8),
+            "rank" => (WindowFunc::Rank, DataType::Int8),
+            "dense_rank" => (WindowFunc::DenseRank, DataType::Int8),
+            "percent_rank" => (WindowFunc::PercentRank, DataType::Float8),
+            "cume_dist" => (WindowFunc::CumeDist, DataType::Float8),
+            "ntile" => (WindowFunc::Ntile, DataType::Int4),
+            "lag" => (WindowFunc::Lag, first_type),
+            "lead" => (WindowFunc::Lead, first_type),
+            "first_value" => (WindowFunc::FirstValue, first_type),
+            "last_value" => (WindowFunc::LastValue, first_type),
+            "nth_value" => (WindowFunc::NthValue, first_type),
+            "count" => (WindowFunc::Agg(AggFunc::Count), DataType::Int8),
+            "sum" => (
+                WindowFunc::Agg(AggFunc::Sum),
+                match first_type {
+                    DataType::Int2 | DataType::Int4 => DataType::Int8,
+                    DataType::Float4 | DataType::Float8 => DataType::Float8,
+                    _ => DataType::Numeric(None),
+                },
+            ),
+            "avg" => (
+                WindowFunc::Agg(AggFunc::Avg),
+                match first_type {
+                    DataType::Float4 | DataType::Float8 => DataType::Float8,
+                    _ => DataType::Numeric(None),
+                },
+            ),
+            "min" => (WindowFunc::Agg(AggFunc::Min), first_type),
+            "max" => (WindowFunc::Agg(AggFunc::Max), first_type),
+            "bool_and" | "every" => (WindowFunc::Agg(AggFunc::BoolAnd), DataType::Bool),
+            "bool_or" => (WindowFunc::Agg(AggFunc::BoolOr), DataType::Bool),
+            other => return Err(SqlError::unsupported(format!("{other}() as a window function"))),
+        };
+        match &func {
+            WindowFunc::RowNumber
+            | WindowFunc::Rank
+            | WindowFunc::DenseRank
+            | WindowFunc::PercentRank
+            | WindowFunc::CumeDist => arity(0, 0)?,
+            WindowFunc::Ntile => arity(1, 1)?,
+            WindowFunc::Lag | WindowFunc::Lead => arity(1, 3)?,
+            WindowFunc::FirstValue | WindowFunc::LastValue => arity(1, 1)?,
+            WindowFunc::NthValue => arity(2, 2)?,
+            WindowFunc::Agg(AggFunc::Count) if star => arity(0, 0)?,
+            WindowFunc::Agg(_) => arity(1, 1)?,
+        }
+        if matches!(f.args, ast::FunctionArguments::List(ref l) if l.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct))
+        {
+            return Err(SqlError::unsupported("DISTINCT in a window function"));
+        }
+        // Arguments take the types the function wants.
+        let mut fixed = Vec::with_capacity(bound_args.len());
+        for (i, (x, t)) in bound_args.into_iter().enumerate() {
+            let want = match (&func, i) {
+                (WindowFunc::Ntile, _) | (WindowFunc::NthValue, 1) => DataType::Int8,
+                (WindowFunc::Lag | WindowFunc::Lead, 1) => DataType::Int8,
+                (WindowFunc::Lag | WindowFunc::Lead, 2) => ty,
+                (WindowFunc::Agg(AggFunc::BoolAnd | AggFunc::BoolOr), _) => DataType::Bool,
+                _ => t,
+            };
+            let (x, xt) = self.coerce(x, t, want)?;
+            fixed.push(if xt != want && want != DataType::Unknown && xt != DataType::Unknown {
+                Expr::Cast(Box::new(x), want)
+            } else {
+                x
+            });
+        }
+        let mut partition = Vec::with_capacity(spec.partition_by.len());
+        for p in &spec.partition_by {
+            partition.push(self.expr(p, scope, true)?.0);
+        }
+        let mut order = Vec::with_capacity(spec.order_by.len());
+        let mut directions = Vec::with_capacity(spec.order_by.len());
+        for o in &spec.order_by {
+            order.push(self.expr(&o.expr, scope, true)?.0);
+            let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+            directions.push((desc, o.options.nulls_first.unwrap_or(desc)));
+        }
+        if partition.iter().chain(&order).any(Expr::has_window) {
+            return Err(SqlError::new("42P20", "window function calls cannot be nested"));
+        }
+        // PostgreSQL's default frame: RANGE UNBOUNDED PRECEDING to the current row's last peer.
+        let frame = match &spec.window_frame {
+            None => (false, FrameBound::UnboundedPreceding, FrameBound::CurrentRow),
+            Some(wf) => {
+                let rows = match wf.units {
+                    ast::WindowFrameUnits::Rows => true,
+                    ast::WindowFrameUnits::Range => false,
+                    ast::WindowFrameUnits::Groups => {
+                        return Err(SqlError::unsupported("GROUPS frames"))
+                    }
+                };
+                let start = bound(&wf.start_bound)?;
+                let end = match &wf.end_bound {
+                    Some(b) => bound(b)?,
+                    None => FrameBound::CurrentRow,
+                };
+                if !rows
+                    && [start, end]
+                        .iter()
+                        .any(|b| matches!(b, FrameBound::Preceding(_) | FrameBound::Following(_)))
+                {
+                    return Err(SqlError::unsupported("RANGE frames with an offset"));
+                }
+                if start == FrameBound::UnboundedFollowing {
+                    return Err(SqlError::new(
+                        "42P20",
+                        "frame start cannot be UNBOUNDED FOLLOWING",
+                    ));
+                }
+                if end == FrameBound::UnboundedPreceding {
+                    return Err(SqlError::new("42P20", "frame end cannot be UNBOUNDED PRECEDING"));
+                }
+                (rows, start, end)
+            }
+        };
+        let call = WindowCall { func, args: fixed, partition, order, directions, frame, ty };
+        Ok((Expr::Window(Box::new(call)), ty))
+    }
+}
+
+/// Moves every window call out of the plan's output expressions into `plan.windows`,
+/// leaving a reference to the column the window stage appends for it (after the `base`
+/// columns of the row it reads: the joined row, or the grouped one).
+pub(crate) fn take_windows(plan: &mut crate::plan::SelectPlan, base: usize) -> Result<()> {
+    if !plan.projection.iter().any(Expr::has_window) {
+        return Ok(());
+    }
+    if plan.having.as_ref().is_some_and(Expr::has_window) {
+        return Err(SqlError::new("42P20", "window functions are not allowed in HAVING"));
+    }
+    let mut windows: Vec<WindowCall> = Vec::new();
+    let projection = std::mem::take(&mut plan.projection);
+    plan.projection = projection
+        .into_iter()
+        .map(|e| {
+            e.map(&mut |n| match n {
+                Expr::Window(w) => {
+                    let i = match windows.iter().position(|x| *x == *w) {
+                        Some(i) => i,
+                        None => {
+                            windows.push(*w);
+                            windows.len() - 1
+                        }
+                    };
+                    Ok(Expr::Column(base + i))
+                }
+                n => Ok(n),
+            })
+        })
+        .collect::<Result<_>>()?;
+    plan.windows = windows;
+    Ok(())
+}
