@@ -99,6 +99,9 @@ pub fn decode_param(raw: Option<&Bytes>, format: i16, ty: DataType) -> Result<Va
         DataType::Array(_) | DataType::Int2Vector | DataType::OidVector => {
             decode_array(b, ty).ok_or_else(|| bad_binary(ty))??
         }
+        DataType::ExpandedElement(_) => {
+            return Err(SqlError::unsupported("a record parameter"));
+        }
     };
     // Values arrive typed; fit them to the parameter's type (e.g. varchar(n)).
     v.cast(ty)
@@ -180,6 +183,9 @@ pub fn encode_value(v: &Value, format: i16, ty: DataType) -> Result<Option<Bytes
         Err(_) => v.clone(),
     };
     match (&v, ty) {
+        (_, DataType::ExpandedElement(_)) => {
+            return Err(SqlError::unsupported("a record in binary format"));
+        }
         (Value::Array(items), _) => {
             let elem = ty.element().unwrap_or_else(|| kiln_sql::array::natural_element(items));
             let elem_oid = match ty {

@@ -587,7 +587,16 @@ impl Env for SessionEnv<'_> {
             CatalogFunc::RelationIsPublishable => Value::Bool(false),
             CatalogFunc::UserById => Value::Text("kiln".into()),
             CatalogFunc::EncodingToChar => Value::Text("UTF8".into()),
-            CatalogFunc::CurrentSchemas => Value::Text("{pg_catalog,public}".into()),
+            CatalogFunc::CurrentSchemas => {
+                // current_schemas(include_implicit): pg_catalog is the implicit one.
+                let implicit = matches!(args.first(), Some(Value::Bool(true)));
+                let mut schemas = Vec::new();
+                if implicit {
+                    schemas.push(Value::Text("pg_catalog".into()));
+                }
+                schemas.push(Value::Text("public".into()));
+                Value::Array(schemas)
+            }
             CatalogFunc::StatisticsColumns | CatalogFunc::Description => Value::Null,
             CatalogFunc::GetExpr => args.first().cloned().unwrap_or(Value::Null),
             CatalogFunc::FormatType => {
@@ -670,6 +679,20 @@ impl Env for SessionEnv<'_> {
                     None if missing_ok => Value::Null,
                     None => return Err(crate::bind::reg::undefined_relation(name)),
                 }
+            }
+            // pg_get_indexdef(oid, n, pretty) with n > 0: the index's nth column.
+            CatalogFunc::IndexDef if arg_int(1).is_some_and(|n| n > 0) => {
+                let (Some(oid), Some(n)) = (arg_int(0), arg_int(1)) else {
+                    return Ok(Value::Null);
+                };
+                let def = self.db.definitions.lock().get(&oid).cloned();
+                let column = def.and_then(|d| {
+                    let open = d.rfind('(')?;
+                    let close = d.rfind(')')?;
+                    let list = d.get(open + 1..close)?;
+                    list.split(", ").nth(n as usize - 1).map(str::to_string)
+                });
+                column.map_or(Value::Text(String::new()), Value::Text)
             }
             CatalogFunc::IndexDef | CatalogFunc::ConstraintDef => match arg_int(0) {
                 Some(oid) => self

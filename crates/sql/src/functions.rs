@@ -167,7 +167,10 @@ pub static FUNCTIONS: &[FuncDef] = &[
         STRICT,
         IMMUTABLE,
     ),
-    f(&["btrim"], Func::Trim, 1, 1, &[A::Text], Type(T::Text), STRICT, IMMUTABLE),
+    f(&[], Func::Trim, 1, 1, &[A::Text], Type(T::Text), STRICT, IMMUTABLE),
+    f(&["btrim"], Func::Btrim, 1, 2, &[A::Text], Type(T::Text), STRICT, IMMUTABLE),
+    f(&["ltrim"], Func::Ltrim, 1, 2, &[A::Text], Type(T::Text), STRICT, IMMUTABLE),
+    f(&["rtrim"], Func::Rtrim, 1, 2, &[A::Text], Type(T::Text), STRICT, IMMUTABLE),
     f(&["concat"], Func::Concat, 1, MANY, &[A::Text], Type(T::Text), LENIENT, IMMUTABLE),
     f(&["repeat"], Func::Repeat, 2, 2, &[A::Text, A::Int8], Type(T::Text), STRICT, IMMUTABLE),
     f(
@@ -246,6 +249,7 @@ pub static FUNCTIONS: &[FuncDef] = &[
         VOLATILE,
     ),
     f(&[], Func::GenerateSeries, 2, 3, &[A::Any], Common, STRICT, VOLATILE),
+    f(&[], Func::ExpandArray, 1, 1, &[A::Any], Common, STRICT, VOLATILE),
     f(
         &["to_regclass"],
         Func::Catalog(CatalogFunc::RegClassOid(true)),
@@ -508,7 +512,7 @@ pub static FUNCTIONS: &[FuncDef] = &[
         0,
         4,
         &[A::Any],
-        Type(T::Text),
+        Type(T::Array(&T::Text)),
         LENIENT,
         VOLATILE,
     ),

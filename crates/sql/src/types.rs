@@ -49,6 +49,9 @@ pub enum DataType {
     Int2Vector,
     /// oidvector (`pg_index.indclass`): an oid array shown space-separated, subscripts from 0.
     OidVector,
+    /// The record `information_schema._pg_expandarray` returns, `(x, n)`: an element of
+    /// this type and its position. Its value is a two-element `Value::Array`.
+    ExpandedElement(#[serde(with = "element_serde")] &'static DataType),
 }
 
 /// Array element types are stored as the type itself and interned again when read.
@@ -91,6 +94,7 @@ impl DataType {
             DataType::Array(e) => crate::array::array_oid(*e),
             DataType::Int2Vector => 22,
             DataType::OidVector => 30,
+            DataType::ExpandedElement(_) => 2249,
         }
     }
 
@@ -172,6 +176,7 @@ impl DataType {
             DataType::Array(e) => format!("{}[]", e.sql_name()),
             DataType::Int2Vector => "int2vector".into(),
             DataType::OidVector => "oidvector".into(),
+            DataType::ExpandedElement(_) => "record".into(),
         }
     }
 
@@ -195,6 +200,7 @@ impl DataType {
             DataType::Array(e) => format!("_{}", e.type_name()),
             DataType::Int2Vector => "int2vector".into(),
             DataType::OidVector => "oidvector".into(),
+            DataType::ExpandedElement(_) => "record".into(),
         }
     }
 
@@ -367,6 +373,9 @@ impl Value {
                 }
             }
             DataType::Array(e) => Value::Array(crate::array::parse(text, *e)?),
+            DataType::ExpandedElement(_) => {
+                return Err(SqlError::unsupported("input of a record value"))
+            }
             DataType::Int2Vector | DataType::OidVector => {
                 let items = t
                     .split_ascii_whitespace()
@@ -410,6 +419,11 @@ impl Value {
             }
             Value::TimestampTz(us) => format!("{}+00", format_timestamp(*us)),
             Value::Array(items) => match ty {
+                DataType::ExpandedElement(e) => format!(
+                    "({},{})",
+                    items.first().and_then(|v| v.to_text(*e)).unwrap_or_default(),
+                    items.get(1).and_then(|v| v.to_text(DataType::Int4)).unwrap_or_default()
+                ),
                 DataType::Int2Vector | DataType::OidVector => items
                     .iter()
                     .map(|v| v.to_text(DataType::Int8).unwrap_or_default())

@@ -125,10 +125,32 @@ impl<'a> Planner<'a> {
         scope: &Scope,
         aggs: bool,
     ) -> Result<(Expr, DataType)> {
+        // `t.col[i]` arrives as `t` with the access chain `.col`, `[i]`: the leading field
+        // accesses are the column's qualified name.
+        let dots = access.iter().take_while(|a| matches!(a, ast::AccessExpr::Dot(_))).count();
+        let (root, access) = if dots > 0 {
+            let mut parts = match root {
+                ast::Expr::Identifier(i) => vec![i.clone()],
+                ast::Expr::CompoundIdentifier(p) => p.clone(),
+                _ => return self.record_field(root, access, scope, aggs),
+            };
+            for a in &access[..dots] {
+                match a {
+                    ast::AccessExpr::Dot(ast::Expr::Identifier(i)) => parts.push(i.clone()),
+                    _ => return Err(SqlError::unsupported("field access on a composite value")),
+                }
+            }
+            (ast::Expr::CompoundIdentifier(parts), &access[dots..])
+        } else {
+            (root.clone(), access)
+        };
+        if access.is_empty() {
+            return self.expr(&root, scope, aggs);
+        }
         let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] = access else {
             return Err(SqlError::unsupported("array slices and multi-dimensional subscripts"));
         };
-        let (arr, aty) = self.expr(root, scope, aggs)?;
+        let (arr, aty) = self.expr(&root, scope, aggs)?;
         let Some(elem) = aty.element() else {
             return Err(SqlError::new(
                 code::DATATYPE_MISMATCH,
@@ -143,6 +165,34 @@ impl<'a> Planner<'a> {
             Expr::Binary(BinOp::Add, Box::new(i), Box::new(Expr::Const(Value::Int(1))))
         };
         Ok((Expr::Func(Func::ArrayElement, vec![arr, i]), elem))
+    }
+
+    /// `(r).x` / `(r).n` of an `_pg_expandarray` record.
+    fn record_field(
+        &mut self,
+        root: &ast::Expr,
+        access: &[ast::AccessExpr],
+        scope: &Scope,
+        aggs: bool,
+    ) -> Result<(Expr, DataType)> {
+        let [ast::AccessExpr::Dot(ast::Expr::Identifier(field))] = access else {
+            return Err(SqlError::unsupported("field access on a composite value"));
+        };
+        let (r, t) = self.expr(root, scope, aggs)?;
+        let DataType::ExpandedElement(e) = t else {
+            return Err(SqlError::unsupported("field access on a composite value"));
+        };
+        let (i, ty) = match ident(field).as_str() {
+            "x" => (1, *e),
+            "n" => (2, DataType::Int4),
+            other => {
+                return Err(SqlError::new(
+                    code::UNDEFINED_COLUMN,
+                    format!("column \"{other}\" not found in data type record"),
+                ))
+            }
+        };
+        Ok((Expr::Func(Func::ArrayElement, vec![r, Expr::Const(Value::Int(i))]), ty))
     }
 
     /// `a || b` where either side is an array: concatenation, or appending / prepending an

@@ -287,6 +287,9 @@ impl<'a> Planner<'a> {
                 if let Some(kind) = crate::bind::reg::reg_kind(dt) {
                     return self.reg_cast(kind, expr, scope, aggs);
                 }
+                if let Some(name) = crate::bind::reg::regproc_constant(dt, expr) {
+                    return Ok((Expr::Const(Value::Text(name)), DataType::Text));
+                }
                 let ty = data_type(dt)?;
                 // `x::regclass::text`: the name.
                 if ty.is_string() {
@@ -344,6 +347,28 @@ impl<'a> Planner<'a> {
             }
             E::Trim { expr, trim_where: None, trim_what: None, .. } => {
                 (Expr::Func(Func::Trim, vec![self.expr(expr, scope, aggs)?.0]), DataType::Text)
+            }
+            E::Trim { expr, trim_where, trim_what, trim_characters: None } => {
+                let (x, xt) = self.expr(expr, scope, aggs)?;
+                let x = self.coerce(x, xt, DataType::Text)?.0;
+                let chars = match trim_what {
+                    Some(w) => {
+                        let (c, ct) = self.expr(w, scope, aggs)?;
+                        self.coerce(c, ct, DataType::Text)?.0
+                    }
+                    None => Expr::Const(Value::Text(" ".into())),
+                };
+                let side = match trim_where {
+                    Some(ast::TrimWhereField::Leading) => 1,
+                    Some(ast::TrimWhereField::Trailing) => 2,
+                    _ => 0,
+                };
+                let f = match side {
+                    1 => Func::Ltrim,
+                    2 => Func::Rtrim,
+                    _ => Func::Btrim,
+                };
+                (Expr::Func(f, vec![x, chars]), DataType::Text)
             }
             other => return Err(SqlError::unsupported(format!("the expression {other}"))),
         })
@@ -489,6 +514,9 @@ impl<'a> Planner<'a> {
             O::LtEq => BinOp::LtEq,
             O::Gt => BinOp::Gt,
             O::GtEq => BinOp::GtEq,
+            O::BitwiseAnd => BinOp::BitAnd,
+            O::BitwiseOr => BinOp::BitOr,
+            O::PGBitwiseXor => BinOp::BitXor,
             O::PGRegexMatch => BinOp::RegexMatch,
             O::PGRegexNotMatch => BinOp::RegexNotMatch,
             O::PGRegexIMatch => BinOp::RegexIMatch,

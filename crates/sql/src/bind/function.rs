@@ -17,7 +17,7 @@ impl<'a> Planner<'a> {
         scope: &Scope,
         aggs: bool,
     ) -> Result<(Expr, DataType)> {
-        let name = object_name(&f.name)?;
+        let name = crate::bind::srf::function_name(&object_name(&f.name)?);
 
         let mut order_by: &[ast::OrderByExpr] = &[];
         let (args, distinct, star) = match &f.args {

@@ -422,8 +422,11 @@ pub fn output_name(e: &ast::Expr) -> String {
         },
         ast::Expr::Nested(inner) => output_name(inner),
         ast::Expr::Array(_) => "array".into(),
-        // a[1] is named after a.
-        ast::Expr::CompoundFieldAccess { root, .. } => output_name(root),
+        // a[1] is named after a; (r).x after x.
+        ast::Expr::CompoundFieldAccess { root, access_chain } => match access_chain.last() {
+            Some(ast::AccessExpr::Dot(ast::Expr::Identifier(i))) => ident(i),
+            _ => output_name(root),
+        },
         ast::Expr::Case { .. } => "case".into(),
         ast::Expr::Substring { shorthand, .. } => {
             if *shorthand { "substr" } else { "substring" }.into()

@@ -23,6 +23,19 @@ pub(crate) enum Reg {
     Type,
 }
 
+/// `'pg_catalog.f'::regproc`: the function's name as catalogs show it (`pg_type.typinput`
+/// holds `array_in`), for a constant; `None` when `x` is not a constant string.
+pub(crate) fn regproc_constant(dt: &ast::DataType, x: &ast::Expr) -> Option<String> {
+    let ast::DataType::Custom(name, _) = dt else { return None };
+    if !object_name(name).is_ok_and(|n| n == "regproc" || n == "regprocedure") {
+        return None;
+    }
+    let ast::Expr::Value(v) = x else { return None };
+    let ast::Value::SingleQuotedString(s) = &v.value else { return None };
+    let s = s.trim();
+    Some(s.strip_prefix("pg_catalog.").unwrap_or(s).to_string())
+}
+
 /// `regclass` / `regtype` (`None` for any other type; the other reg* types are text).
 pub(crate) fn reg_kind(dt: &ast::DataType) -> Option<Reg> {
     match dt {

@@ -26,9 +26,22 @@ fn call_args(f: &ast::Function) -> Result<Vec<&ast::Expr>> {
         .collect()
 }
 
+/// A function's name without the system schemas' prefixes.
+pub(crate) fn function_name(name: &str) -> String {
+    let name = name.strip_prefix("pg_catalog.").unwrap_or(name);
+    name.strip_prefix("information_schema.").unwrap_or(name).to_string()
+}
+
 /// Whether the name is a set-returning function Kiln has.
 pub(crate) fn is_srf(name: &str) -> bool {
-    matches!(name, "unnest" | "generate_subscripts" | "generate_series" | "pg_partition_ancestors")
+    matches!(
+        name,
+        "unnest"
+            | "generate_subscripts"
+            | "generate_series"
+            | "pg_partition_ancestors"
+            | "_pg_expandarray"
+    )
 }
 
 impl<'a> Planner<'a> {
@@ -71,6 +84,21 @@ impl<'a> Planner<'a> {
                 let (x, t) = self.expr(args[0], scope, false)?;
                 let (x, _) = self.coerce(x, t, DataType::Int8)?;
                 Ok((Expr::Func(Func::MakeArray, vec![x]), DataType::Int8))
+            }
+            // information_schema._pg_expandarray(a): (element, position) records.
+            "_pg_expandarray" => {
+                arity(1, 1)?;
+                let (a, t) = self.expr(args[0], scope, false)?;
+                let Some(elem) = t.element() else {
+                    return Err(SqlError::new(
+                        code::UNDEFINED_FUNCTION,
+                        format!("function _pg_expandarray({}) does not exist", t.sql_name()),
+                    ));
+                };
+                let DataType::Array(e) = crate::array::array_of(elem)? else {
+                    return Err(SqlError::new(code::INTERNAL, "array_of gave no array"));
+                };
+                Ok((Expr::Func(Func::ExpandArray, vec![a]), DataType::ExpandedElement(e)))
             }
             "generate_subscripts" => {
                 arity(2, 3)?;
@@ -196,9 +224,41 @@ impl<'a> Planner<'a> {
             ast::Expr::Nested(inner) => inner.as_ref(),
             x => x,
         };
+        // `(_pg_expandarray(a)).x` / `.n`: the elements / their positions.
+        if let ast::Expr::CompoundFieldAccess { root, access_chain } = x {
+            let root = match root.as_ref() {
+                ast::Expr::Nested(inner) => inner.as_ref(),
+                r => r,
+            };
+            if let (ast::Expr::Function(f), [ast::AccessExpr::Dot(ast::Expr::Identifier(field))]) =
+                (root, access_chain.as_slice())
+            {
+                if function_name(&object_name(&f.name)?) == "_pg_expandarray" {
+                    let args = call_args(f)?;
+                    let field = ident(field);
+                    let (e, t) = match field.as_str() {
+                        "x" => self.srf_call("unnest", &args, scope)?,
+                        "n" => {
+                            let one = ast::Expr::value(ast::Value::Number("1".into(), false));
+                            let mut with_dim = args.clone();
+                            with_dim.push(&one);
+                            self.srf_call("generate_subscripts", &with_dim, scope)?
+                        }
+                        other => {
+                            return Err(SqlError::new(
+                                code::UNDEFINED_COLUMN,
+                                format!("column \"{other}\" not found in data type record"),
+                            ))
+                        }
+                    };
+                    return Ok(Some((e, t, field)));
+                }
+            }
+            return Ok(None);
+        }
         let ast::Expr::Function(f) = x else { return Ok(None) };
         let name = object_name(&f.name)?;
-        let name = name.strip_prefix("pg_catalog.").unwrap_or(&name).to_string();
+        let name = function_name(&name);
         if !is_srf(&name) || f.over.is_some() {
             return Ok(None);
         }

@@ -183,6 +183,20 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             Value::Text(out)
         }
         Func::Trim => Value::Text(text_arg(&arg(0)).trim_matches(' ').to_string()),
+        Func::Btrim | Func::Ltrim | Func::Rtrim => {
+            let s = text_arg(&arg(0));
+            let chars: Vec<char> =
+                if args.len() > 1 { text_arg(&arg(1)).chars().collect() } else { vec![' '] };
+            let hit = |c: char| chars.contains(&c);
+            Value::Text(
+                match f {
+                    Func::Btrim => s.trim_matches(hit),
+                    Func::Ltrim => s.trim_start_matches(hit),
+                    _ => s.trim_end_matches(hit),
+                }
+                .to_string(),
+            )
+        }
         Func::Concat => {
             Value::Text(args.iter().filter_map(|v| v.to_text(DataType::Text)).collect())
         }
@@ -373,6 +387,13 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             Value::Bool(b.iter().any(|x| contains(&a, x)))
         }
         Func::Unnest => Value::Array(array_items(arg(0))?),
+        Func::ExpandArray => Value::Array(
+            array_items(arg(0))?
+                .into_iter()
+                .enumerate()
+                .map(|(i, x)| Value::Array(vec![x, Value::Int(i as i64 + 1)]))
+                .collect(),
+        ),
         Func::GenerateSubscripts => {
             let items = array_items(arg(0))?;
             if !first_dimension(&items, &arg(1)) {

@@ -47,6 +47,12 @@ pub enum BinOp {
     RegexIMatch,
     /// !~*
     RegexNotIMatch,
+    /// & (integers)
+    BitAnd,
+    /// | (integers)
+    BitOr,
+    /// # (integers)
+    BitXor,
 }
 
 /// Aggregate functions.
@@ -104,6 +110,12 @@ pub enum Func {
     Substr,
     /// trim(text)
     Trim,
+    /// btrim(text, characters), trim(both characters from text)
+    Btrim,
+    /// ltrim(text [, characters]), trim(leading …)
+    Ltrim,
+    /// rtrim(text [, characters]), trim(trailing …)
+    Rtrim,
     /// concat(...)
     Concat,
     /// repeat(text, n)
@@ -197,6 +209,9 @@ pub enum Func {
     Unnest,
     /// generate_subscripts(array, dim [, reverse]): as a value, the array of subscripts.
     GenerateSubscripts,
+    /// information_schema._pg_expandarray(array): as a value, the array of (element,
+    /// position) records.
+    ExpandArray,
     /// generate_series(start, stop [, step]) as a select item: as a value, the array of
     /// the series.
     GenerateSeries,

@@ -102,6 +102,14 @@ pub fn binary(op: BinOp, a: Value, b: Value) -> Result<Value> {
             let negated = matches!(op, BinOp::RegexNotMatch | BinOp::RegexNotIMatch);
             Value::Bool(regex_match(&text, &pattern, insensitive)? != negated)
         }
+        BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => match (a, b) {
+            (Value::Int(x), Value::Int(y)) => Value::Int(match op {
+                BinOp::BitAnd => x & y,
+                BinOp::BitOr => x | y,
+                _ => x ^ y,
+            }),
+            (a, b) => return Err(no_operator(op, &a, &b)),
+        },
         _ => arithmetic(op, numeric_operand(a)?, numeric_operand(b)?)?,
     })
 }
@@ -124,6 +132,9 @@ pub(crate) fn op_name(op: BinOp) -> &'static str {
         BinOp::RegexNotMatch => "!~",
         BinOp::RegexIMatch => "~*",
         BinOp::RegexNotIMatch => "!~*",
+        BinOp::BitAnd => "&",
+        BinOp::BitOr => "|",
+        BinOp::BitXor => "#",
     }
 }
 

@@ -44,6 +44,10 @@ pub(crate) fn default_settings(config: &SessionConfig) -> Vec<(&'static str, Str
         ("lc_time", "C".into()),
         ("work_mem", "4MB".into()),
         ("jit", "off".into()),
+        // Compile-time limits PostgreSQL reports (pgJDBC reads max_index_keys).
+        ("max_index_keys", "32".into()),
+        ("max_identifier_length", "63".into()),
+        ("block_size", "8192".into()),
     ]
 }
 
