@@ -132,6 +132,6 @@ fn no_committed_state_has_a_dangling_reference() {
     eprintln!("committed: {inserts} reference inserts, {deletes} deletes, {parents} re-creations");
     assert!(inserts > 50 && deletes > 10 && parents > 10, "{inserts} {deletes} {parents}");
     assert!(checks > 0);
-    let children = single_int(&ok(&mut s, "SELECT count(*) FROM child"));
-    assert!(children > 0, "no referencing rows survived");
+    // (How many referencing rows survive the run depends on the interleaving; none is a
+    // legitimate end state, so the count is not asserted.)
 }

@@ -306,3 +306,19 @@ SELECT '2024-01-02 03:04:05+02'::timestamptz, '2024-01-02T03:04:05Z'::timestampt
 SELECT '2024-01-02 03:04:05+02'::timestamp, '2024-01-02 +00'::date, '2024-02-29 10:00:00'::date, 'infinity'::timestamp, '-infinity'::timestamptz, 'infinity'::date;
 SELECT 'infinity'::timestamp > '2999-01-01'::timestamp, '-infinity'::date < '1900-01-01'::date, '2024-02-30'::date;
 SELECT '2024-01-02 25:00'::timestamp;
+-- Common table expressions (non-recursive).
+CREATE TABLE cte_t (id int PRIMARY KEY, g text, v int);
+INSERT INTO cte_t VALUES (1, 'a', 10), (2, 'a', 20), (3, 'b', 5);
+WITH s AS (SELECT g, sum(v) AS total FROM cte_t GROUP BY g) SELECT * FROM s ORDER BY g;
+WITH s (grp, total) AS (SELECT g, sum(v) FROM cte_t GROUP BY g), big AS (SELECT grp FROM s WHERE total > 10) SELECT t.id FROM cte_t t JOIN big ON big.grp = t.g ORDER BY t.id;
+WITH a AS (SELECT 1 AS x), b AS (SELECT x + 1 AS y FROM a) SELECT * FROM a, b;
+WITH cte_t AS (SELECT 42 AS id) SELECT id FROM cte_t;
+WITH s AS (SELECT id FROM cte_t) SELECT count(*) FROM s s1, s s2;
+WITH s AS (SELECT id FROM cte_t WHERE id > 1) SELECT id FROM cte_t WHERE id IN (SELECT id FROM s) ORDER BY id;
+INSERT INTO cte_t WITH n AS (SELECT 9 AS id) SELECT id, 'z', 0 FROM n;
+SELECT count(*) FROM cte_t;
+WITH s AS (SELECT 1) SELECT * FROM s, s;
+WITH s AS (SELECT * FROM s) SELECT * FROM s;
+WITH s AS (SELECT 1), s AS (SELECT 2) SELECT 1;
+WITH s (a, b) AS (SELECT 1) SELECT * FROM s;
+DROP TABLE cte_t;

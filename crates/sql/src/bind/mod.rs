@@ -117,6 +117,8 @@ pub struct Planner<'a> {
     /// Whether window functions may appear where aggregates may not (ORDER BY of a query
     /// that does not group).
     pub(crate) windows_here: bool,
+    /// Common table expressions in scope (WITH): name, query, column names.
+    pub(crate) ctes: Vec<(String, Arc<ast::Query>, Vec<String>)>,
 }
 
 pub(crate) fn ident(i: &ast::Ident) -> String {
@@ -246,6 +248,7 @@ impl<'a> Planner<'a> {
             sequences: Vec::new(),
             reusable: true,
             windows_here: false,
+            ctes: Vec::new(),
         }
     }
 

@@ -14,8 +14,8 @@ use crate::types::{DataType, Value};
 impl<'a> Planner<'a> {
     /// Plans a query (SELECT, VALUES). `expected` gives target types for VALUES rows.
     pub fn query(&mut self, q: &ast::Query, expected: Option<&[DataType]>) -> Result<SelectPlan> {
-        if q.with.is_some() {
-            return Err(SqlError::unsupported("WITH (common table expressions)"));
+        if let Some(with) = &q.with {
+            return self.with_query(with, q, expected);
         }
         if q.fetch.is_some() {
             return Err(SqlError::unsupported("FETCH FIRST"));
@@ -43,6 +43,38 @@ impl<'a> Planner<'a> {
             self.order_limit(q, &mut plan, None)?;
         }
         Ok(plan)
+    }
+
+    /// `WITH a AS (…), b AS (…) query`: the names are visible to the query and to the
+    /// common table expressions after them; each reference plans the CTE as a derived table
+    /// (PostgreSQL's inlining; a CTE is read once per reference).
+    fn with_query(
+        &mut self,
+        with: &ast::With,
+        q: &ast::Query,
+        expected: Option<&[DataType]>,
+    ) -> Result<SelectPlan> {
+        if with.recursive {
+            return Err(SqlError::unsupported("WITH RECURSIVE"));
+        }
+        let depth = self.ctes.len();
+        for cte in &with.cte_tables {
+            let name = ident(&cte.alias.name);
+            if self.ctes[depth..].iter().any(|c| c.0 == name) {
+                self.ctes.truncate(depth);
+                return Err(SqlError::new(
+                    "42712",
+                    format!("WITH query name \"{name}\" specified more than once"),
+                ));
+            }
+            let columns = cte.alias.columns.iter().map(|c| ident(&c.name)).collect();
+            self.ctes.push((name, Arc::new((*cte.query).clone()), columns));
+        }
+        let mut body = q.clone();
+        body.with = None;
+        let plan = self.query(&body, expected);
+        self.ctes.truncate(depth);
+        plan
     }
 
     /// Plans one operand of a set operation (no ORDER BY or LIMIT of its own).
@@ -276,6 +308,30 @@ impl<'a> Planner<'a> {
                         vec![ScopeCol { table: Some(alias_name), name: col, ty: DataType::Int4 }],
                     ));
                 }
+                if let Some(i) = self.ctes.iter().rposition(|c| c.0 == tname) {
+                    // A common table expression: planned here as a derived table, seeing only
+                    // the ones defined before it (no self-reference without RECURSIVE).
+                    let (cte_name, query, columns) = self.ctes[i].clone();
+                    let outer = self.ctes.split_off(i);
+                    let plan = self.query(&query, None);
+                    self.ctes.extend(outer);
+                    let plan = plan?;
+                    if columns.len() > plan.columns.len() {
+                        return Err(SqlError::new(
+                            code::INVALID_COLUMN_REFERENCE,
+                            format!(
+                                "WITH query \"{cte_name}\" has {} columns available but {} columns specified",
+                                plan.columns.len(),
+                                columns.len()
+                            ),
+                        ));
+                    }
+                    let mut names = columns;
+                    if !rename.is_empty() {
+                        names = rename.clone();
+                    }
+                    return Ok(derived_item(plan, Some(alias_name), &names, offset));
+                }
                 let (source, cols, label) = match self.table(&tname)? {
                     Some(t) => {
                         let cols: Vec<(String, DataType)> =
@@ -341,29 +397,7 @@ impl<'a> Planner<'a> {
                     .as_ref()
                     .map(|a| a.columns.iter().map(|c| ident(&c.name)).collect())
                     .unwrap_or_default();
-                let scope = plan
-                    .columns
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (n, ty))| ScopeCol {
-                        table: alias_name.clone(),
-                        name: rename.get(i).cloned().unwrap_or_else(|| n.clone()),
-                        ty: *ty,
-                    })
-                    .collect::<Vec<_>>();
-                let width = scope.len();
-                Ok((
-                    FromItem {
-                        source: Source::Derived(Box::new(plan)),
-                        offset,
-                        width,
-                        join: JoinKind::Inner,
-                        on: vec![],
-                        filters: vec![],
-                        label: alias_name.clone().unwrap_or_else(|| "subquery".into()),
-                    },
-                    scope,
-                ))
+                Ok(derived_item(plan, alias_name, &rename, offset))
             }
             other => Err(SqlError::unsupported(format!("the FROM item {other}"))),
         }
@@ -380,8 +414,23 @@ impl<'a> Planner<'a> {
         let mut scope = Scope::default();
         let mut from: Vec<FromItem> = Vec::new();
         let mut where_conjuncts: Vec<Expr> = Vec::new();
+        // Each FROM item's name, which may appear once (42712).
+        let mut names: Vec<String> = Vec::new();
+        let mut named = |cols: &[ScopeCol]| -> Result<()> {
+            if let Some(n) = cols.first().and_then(|c| c.table.clone()) {
+                if names.contains(&n) {
+                    return Err(SqlError::new(
+                        "42712",
+                        format!("table name \"{n}\" specified more than once"),
+                    ));
+                }
+                names.push(n);
+            }
+            Ok(())
+        };
         for twj in &s.from {
             let (item, cols) = self.bind_from_item(&twj.relation, scope.cols.len())?;
+            named(&cols)?;
             scope.cols.extend(cols);
             from.push(item);
             for j in &twj.joins {
@@ -407,6 +456,7 @@ impl<'a> Planner<'a> {
                     return Err(SqlError::unsupported("LATERAL"));
                 }
                 let (mut item, cols) = self.bind_from_item(&j.relation, scope.cols.len())?;
+                named(&cols)?;
                 let start = scope.cols.len();
                 scope.cols.extend(cols);
                 item.join = kind;
@@ -758,6 +808,39 @@ impl<'a> Planner<'a> {
         }
         Ok(())
     }
+}
+
+/// A FROM item over a planned query (a derived table or a common table expression), its
+/// columns named by `rename` where given.
+fn derived_item(
+    plan: SelectPlan,
+    alias_name: Option<String>,
+    rename: &[String],
+    offset: usize,
+) -> (FromItem, Vec<ScopeCol>) {
+    let scope = plan
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, (n, ty))| ScopeCol {
+            table: alias_name.clone(),
+            name: rename.get(i).cloned().unwrap_or_else(|| n.clone()),
+            ty: *ty,
+        })
+        .collect::<Vec<_>>();
+    let width = scope.len();
+    (
+        FromItem {
+            source: Source::Derived(Box::new(plan)),
+            offset,
+            width,
+            join: JoinKind::Inner,
+            on: vec![],
+            filters: vec![],
+            label: alias_name.unwrap_or_else(|| "subquery".into()),
+        },
+        scope,
+    )
 }
 
 /// PostgreSQL's functional dependency rule: grouping by a table's whole primary key makes
