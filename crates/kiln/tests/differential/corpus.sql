@@ -322,3 +322,15 @@ WITH s AS (SELECT * FROM s) SELECT * FROM s;
 WITH s AS (SELECT 1), s AS (SELECT 2) SELECT 1;
 WITH s (a, b) AS (SELECT 1) SELECT * FROM s;
 DROP TABLE cte_t;
+-- DISTINCT ON.
+CREATE TABLE don (id int PRIMARY KEY, g text, v int);
+INSERT INTO don VALUES (1, 'a', 10), (2, 'a', 30), (3, 'b', 5), (4, 'b', 50), (5, NULL, 1), (6, NULL, 2);
+SELECT DISTINCT ON (g) g, v FROM don ORDER BY g, v DESC;
+SELECT DISTINCT ON (g) id FROM don ORDER BY g, id;
+SELECT DISTINCT ON (1) g, v FROM don ORDER BY 1, 2;
+SELECT DISTINCT ON (g) g FROM don;
+SELECT DISTINCT ON (g, v > 10) g, v FROM don ORDER BY g, v > 10, id;
+SELECT DISTINCT ON (g) g, count(*) FROM don GROUP BY g, v ORDER BY g, count(*) DESC, v;
+SELECT DISTINCT ON (g) g, v FROM don ORDER BY v;
+SELECT DISTINCT ON (3) g, v FROM don;
+DROP TABLE don;

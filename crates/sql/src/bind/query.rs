@@ -669,6 +669,7 @@ impl<'a> Planner<'a> {
             projection,
             columns,
             distinct: matches!(s.distinct, Some(ast::Distinct::Distinct)),
+            distinct_on: vec![],
             order: vec![],
             limit: None,
             offset: None,
@@ -686,9 +687,7 @@ impl<'a> Planner<'a> {
             expand,
             windows: vec![],
         };
-        if matches!(s.distinct, Some(ast::Distinct::On(_))) {
-            return Err(SqlError::unsupported("DISTINCT ON"));
-        }
+
         let aggregating = !group_exprs.is_empty()
             || plan.projection.iter().any(Expr::has_agg)
             || having.as_ref().is_some_and(Expr::has_agg);
@@ -716,6 +715,9 @@ impl<'a> Planner<'a> {
                 self.order_limit(q, &mut plan, Some(&scope))?;
             }
         }
+        if let Some(ast::Distinct::On(exprs)) = &s.distinct {
+            self.distinct_on(exprs, &mut plan, &scope)?;
+        }
         let base = match &plan.grouping {
             Some(g) => g.keys.len() + g.aggs.len(),
             None => plan.width,
@@ -728,6 +730,67 @@ impl<'a> Planner<'a> {
         }
         key_order(&mut plan);
         Ok(plan)
+    }
+
+    /// `DISTINCT ON (e, …)`: each expression is an output column (by name or position) or
+    /// becomes a hidden one; ORDER BY must begin with them (42P10), and sorts by them when
+    /// absent.
+    fn distinct_on(
+        &mut self,
+        exprs: &[ast::Expr],
+        plan: &mut SelectPlan,
+        scope: &Scope,
+    ) -> Result<()> {
+        let mut positions = Vec::with_capacity(exprs.len());
+        for x in exprs {
+            let pos = match x {
+                ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
+                    let ast::Value::Number(n, _) = &v.value else { unreachable!("matched") };
+                    let idx: usize = n.parse().unwrap_or(0);
+                    if idx == 0 || idx > plan.columns.len() {
+                        return Err(SqlError::new(
+                            code::INVALID_COLUMN_REFERENCE,
+                            format!("SELECT DISTINCT ON position {n} is not in select list"),
+                        ));
+                    }
+                    idx - 1
+                }
+                x => {
+                    let (mut e, _) = self.expr(x, scope, plan.grouping.is_some())?;
+                    if let Some(g) = plan.grouping.as_mut() {
+                        e = post_agg(e, g, scope)?;
+                    }
+                    match plan.projection.iter().position(|p| *p == e) {
+                        Some(p) => p,
+                        None => {
+                            plan.projection.push(e);
+                            plan.projection.len() - 1
+                        }
+                    }
+                }
+            };
+            positions.push(pos);
+        }
+        if plan.order.is_empty() {
+            plan.order = positions.iter().map(|&p| (p, false, false)).collect();
+        } else {
+            let leading: Vec<usize> =
+                plan.order.iter().take(positions.len()).map(|o| o.0).collect();
+            let mut a = leading.clone();
+            let mut b = positions.clone();
+            a.sort_unstable();
+            b.sort_unstable();
+            b.dedup();
+            a.dedup();
+            if leading.len() < positions.len() || a != b {
+                return Err(SqlError::new(
+                    code::INVALID_COLUMN_REFERENCE,
+                    "SELECT DISTINCT ON expressions must match initial ORDER BY expressions",
+                ));
+            }
+        }
+        plan.distinct_on = positions;
+        Ok(())
     }
 
     /// ORDER BY, LIMIT, OFFSET. Sort keys that are not output columns become hidden output

@@ -154,6 +154,19 @@ pub fn finish_select(
         });
     }
     sort_rows(&mut out, &plan.order, limits)?;
+    if !plan.distinct_on.is_empty() {
+        // Rows arrive sorted with the DISTINCT ON keys leading: keep each run's first.
+        let same = |a: &[Value], b: &[Value]| {
+            plan.distinct_on.iter().all(|&p| a[p].total_cmp(&b[p]) == Ordering::Equal)
+        };
+        let mut kept: Vec<Vec<Value>> = Vec::with_capacity(out.len());
+        for r in out {
+            if kept.last().is_none_or(|l| !same(l, &r)) {
+                kept.push(r);
+            }
+        }
+        out = kept;
+    }
     let (offset, limit) = offset_limit(plan, ctx)?;
     let mut out: Vec<Vec<Value>> =
         out.into_iter().skip(offset).take(limit.unwrap_or(usize::MAX)).collect();

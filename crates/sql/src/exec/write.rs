@@ -357,7 +357,11 @@ impl Writer<'_> {
         ctx: &Ctx,
         limits: &ExecLimits,
     ) -> Result<Vec<Vec<Value>>> {
-        if plan.grouping.is_some() || plan.having.is_some() || plan.distinct {
+        if plan.grouping.is_some()
+            || plan.having.is_some()
+            || plan.distinct
+            || !plan.distinct_on.is_empty()
+        {
             return Err(SqlError::unsupported(
                 "FOR UPDATE/FOR SHARE with DISTINCT, GROUP BY, HAVING or aggregate functions",
             ));

@@ -65,6 +65,7 @@ pub fn choose_access(item: &mut FromItem) {
 pub fn key_order(plan: &mut SelectPlan) {
     if plan.from.len() != 1
         || plan.distinct
+        || !plan.distinct_on.is_empty()
         || plan.lock.is_some()
         || plan.from[0].offset != 0
         || !plan.expand.is_empty()

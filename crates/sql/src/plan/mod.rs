@@ -145,6 +145,9 @@ pub struct SelectPlan {
     pub columns: Vec<(String, DataType)>,
     /// DISTINCT
     pub distinct: bool,
+    /// DISTINCT ON: output positions (visible or hidden); after ORDER BY, the first row of
+    /// each run of rows equal in them is kept.
+    pub distinct_on: Vec<usize>,
     /// ORDER BY: output position, descending, nulls first.
     pub order: Vec<(usize, bool, bool)>,
     /// LIMIT
@@ -178,6 +181,7 @@ impl SelectPlan {
             projection: (0..width).map(Expr::Column).collect(),
             columns,
             distinct: false,
+            distinct_on: vec![],
             order: vec![],
             limit: None,
             offset: None,
