@@ -334,3 +334,13 @@ SELECT DISTINCT ON (g) g, count(*) FROM don GROUP BY g, v ORDER BY g, count(*) D
 SELECT DISTINCT ON (g) g, v FROM don ORDER BY v;
 SELECT DISTINCT ON (3) g, v FROM don;
 DROP TABLE don;
+-- WITH RECURSIVE.
+WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 5) SELECT * FROM t;
+WITH RECURSIVE t(n) AS (SELECT 1 UNION SELECT (n % 3) + 1 FROM t) SELECT * FROM t ORDER BY n;
+CREATE TABLE rtree (id int PRIMARY KEY, parent int, name text);
+INSERT INTO rtree VALUES (1, NULL, 'root'), (2, 1, 'a'), (3, 1, 'b'), (4, 2, 'a1'), (5, 4, 'a1x');
+WITH RECURSIVE sub AS (SELECT id, name, 0 AS depth FROM rtree WHERE id = 2 UNION ALL SELECT t.id, t.name, s.depth + 1 FROM rtree t JOIN sub s ON t.parent = s.id) SELECT * FROM sub ORDER BY id;
+WITH RECURSIVE path(id, p) AS (SELECT id, name FROM rtree WHERE parent IS NULL UNION ALL SELECT t.id, path.p || '/' || t.name FROM rtree t, path WHERE t.parent = path.id) SELECT p FROM path ORDER BY p;
+WITH RECURSIVE anc(id) AS (SELECT 5 UNION SELECT r.parent FROM rtree r JOIN anc ON r.id = anc.id WHERE r.parent IS NOT NULL) SELECT count(*) FROM anc;
+WITH RECURSIVE x AS (SELECT 1 AS a UNION SELECT 2) SELECT * FROM x ORDER BY a;
+DROP TABLE rtree;

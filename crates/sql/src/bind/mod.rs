@@ -23,6 +23,21 @@ use crate::expr::*;
 use crate::plan::*;
 use crate::types::{DataType, Value};
 
+/// A common table expression in scope.
+#[derive(Debug, Clone)]
+pub(crate) struct Cte {
+    /// Its name.
+    pub name: String,
+    /// Its query.
+    pub query: Arc<ast::Query>,
+    /// Its column names (WITH name (a, b) AS …), when given.
+    pub columns: Vec<String>,
+    /// WITH RECURSIVE: whether its query may refer to it.
+    pub recursive: bool,
+    /// While its recursive term is planned: the work table id and its columns.
+    pub work_table: Option<(usize, crate::types::Columns)>,
+}
+
 /// A column of the scope expressions are bound in.
 #[derive(Debug, Clone)]
 pub struct ScopeCol {
@@ -117,8 +132,11 @@ pub struct Planner<'a> {
     /// Whether window functions may appear where aggregates may not (ORDER BY of a query
     /// that does not group).
     pub(crate) windows_here: bool,
-    /// Common table expressions in scope (WITH): name, query, column names.
-    pub(crate) ctes: Vec<(String, Arc<ast::Query>, Vec<String>)>,
+    /// Common table expressions in scope (WITH): name, query, column names, and for a
+    /// recursive one being planned the work table id and columns its recursive term reads.
+    pub(crate) ctes: Vec<Cte>,
+    /// Work table ids handed out (recursive CTEs).
+    pub(crate) work_tables: usize,
 }
 
 pub(crate) fn ident(i: &ast::Ident) -> String {
@@ -249,6 +267,7 @@ impl<'a> Planner<'a> {
             reusable: true,
             windows_here: false,
             ctes: Vec::new(),
+            work_tables: 0,
         }
     }
 

@@ -54,27 +54,156 @@ impl<'a> Planner<'a> {
         q: &ast::Query,
         expected: Option<&[DataType]>,
     ) -> Result<SelectPlan> {
-        if with.recursive {
-            return Err(SqlError::unsupported("WITH RECURSIVE"));
-        }
         let depth = self.ctes.len();
         for cte in &with.cte_tables {
             let name = ident(&cte.alias.name);
-            if self.ctes[depth..].iter().any(|c| c.0 == name) {
+            if self.ctes[depth..].iter().any(|c| c.name == name) {
                 self.ctes.truncate(depth);
                 return Err(SqlError::new(
                     "42712",
                     format!("WITH query name \"{name}\" specified more than once"),
                 ));
             }
-            let columns = cte.alias.columns.iter().map(|c| ident(&c.name)).collect();
-            self.ctes.push((name, Arc::new((*cte.query).clone()), columns));
+            self.ctes.push(Cte {
+                name,
+                query: Arc::new((*cte.query).clone()),
+                columns: cte.alias.columns.iter().map(|c| ident(&c.name)).collect(),
+                recursive: with.recursive,
+                work_table: None,
+            });
         }
         let mut body = q.clone();
         body.with = None;
         let plan = self.query(&body, expected);
         self.ctes.truncate(depth);
         plan
+    }
+
+    /// A FROM item reading common table expression `i`: its query planned as a derived
+    /// table, seeing only the CTEs before it; with RECURSIVE, `anchor UNION [ALL] step`
+    /// where the step reads the rows of the previous round; inside its own recursive term,
+    /// the work table.
+    fn cte_item(
+        &mut self,
+        i: usize,
+        alias: String,
+        rename: &[String],
+        offset: usize,
+    ) -> Result<(FromItem, Vec<ScopeCol>)> {
+        let cte = self.ctes[i].clone();
+        let names = |columns: &[(String, DataType)], given: &[String]| -> Result<Vec<String>> {
+            if given.len() > columns.len() {
+                return Err(SqlError::new(
+                    code::INVALID_COLUMN_REFERENCE,
+                    format!(
+                        "WITH query \"{}\" has {} columns available but {} columns specified",
+                        cte.name,
+                        columns.len(),
+                        given.len()
+                    ),
+                ));
+            }
+            Ok(columns
+                .iter()
+                .enumerate()
+                .map(|(k, (n, _))| given.get(k).cloned().unwrap_or_else(|| n.clone()))
+                .collect())
+        };
+        if let Some((id, columns)) = &cte.work_table {
+            let names = names(columns, if rename.is_empty() { &cte.columns } else { rename })?;
+            let cols: Vec<ScopeCol> = columns
+                .iter()
+                .zip(names)
+                .map(|((_, ty), name)| ScopeCol { table: Some(alias.clone()), name, ty: *ty })
+                .collect();
+            let item = FromItem {
+                source: Source::WorkTable(*id),
+                offset,
+                width: cols.len(),
+                join: JoinKind::Inner,
+                on: vec![],
+                filters: vec![],
+                label: alias,
+            };
+            return Ok((item, cols));
+        }
+        let recursive_parts = match (cte.recursive, cte.query.body.as_ref()) {
+            (
+                true,
+                ast::SetExpr::SetOperation {
+                    op: ast::SetOperator::Union,
+                    left,
+                    right,
+                    set_quantifier,
+                },
+            ) if cte.query.order_by.is_none() && cte.query.limit_clause.is_none() => {
+                Some((left, right, matches!(set_quantifier, ast::SetQuantifier::All)))
+            }
+            _ => None,
+        };
+        // The CTEs after this one are not visible to it.
+        let outer = self.ctes.split_off(i + 1);
+        let planned = match recursive_parts {
+            Some((left, right, all)) => self.recursive_cte(i, left, right, all),
+            None => {
+                let hidden = self.ctes.pop().expect("the CTE being planned");
+                let plan = self.query(&cte.query, None);
+                self.ctes.push(hidden);
+                plan
+            }
+        };
+        self.ctes.extend(outer);
+        let plan = planned?;
+        let names = names(&plan.columns, if rename.is_empty() { &cte.columns } else { rename })?;
+        Ok(derived_item(plan, Some(alias), &names, offset))
+    }
+
+    /// The plan of a recursive CTE (`self.ctes[i]` is it, the last in scope).
+    fn recursive_cte(
+        &mut self,
+        i: usize,
+        anchor: &ast::SetExpr,
+        step: &ast::SetExpr,
+        all: bool,
+    ) -> Result<SelectPlan> {
+        // The non-recursive term may not read the CTE itself.
+        let hidden = self.ctes.pop().expect("the CTE being planned");
+        let anchor = self.set_expr(anchor, None);
+        self.ctes.push(hidden);
+        let anchor = anchor?;
+        let columns: Vec<(String, DataType)> = anchor
+            .columns
+            .iter()
+            .map(|(n, t)| (n.clone(), if *t == DataType::Unknown { DataType::Text } else { *t }))
+            .collect();
+        let id = self.work_tables;
+        self.work_tables += 1;
+        self.ctes[i].work_table = Some((id, columns.clone()));
+        let step = self.set_expr(step, None);
+        self.ctes[i].work_table = None;
+        let step = step?;
+        if step.columns.len() != columns.len() {
+            return Err(SqlError::syntax("each UNION query must have the same number of columns"));
+        }
+        let width = columns.len();
+        // A UNION that never reads the CTE is just a UNION.
+        let source = if step.reads_work_table(id) {
+            Source::Recursive(Box::new(anchor), Box::new(step), id, all)
+        } else {
+            Source::SetOp(Box::new(anchor), Box::new(step), SetOpKind::Union, all)
+        };
+        Ok(SelectPlan::over(
+            FromItem {
+                source,
+                offset: 0,
+                width,
+                join: JoinKind::Inner,
+                on: vec![],
+                filters: vec![],
+                label: self.ctes[i].name.clone(),
+            },
+            columns,
+        ))
     }
 
     /// Plans one operand of a set operation (no ORDER BY or LIMIT of its own).
@@ -308,29 +437,8 @@ impl<'a> Planner<'a> {
                         vec![ScopeCol { table: Some(alias_name), name: col, ty: DataType::Int4 }],
                     ));
                 }
-                if let Some(i) = self.ctes.iter().rposition(|c| c.0 == tname) {
-                    // A common table expression: planned here as a derived table, seeing only
-                    // the ones defined before it (no self-reference without RECURSIVE).
-                    let (cte_name, query, columns) = self.ctes[i].clone();
-                    let outer = self.ctes.split_off(i);
-                    let plan = self.query(&query, None);
-                    self.ctes.extend(outer);
-                    let plan = plan?;
-                    if columns.len() > plan.columns.len() {
-                        return Err(SqlError::new(
-                            code::INVALID_COLUMN_REFERENCE,
-                            format!(
-                                "WITH query \"{cte_name}\" has {} columns available but {} columns specified",
-                                plan.columns.len(),
-                                columns.len()
-                            ),
-                        ));
-                    }
-                    let mut names = columns;
-                    if !rename.is_empty() {
-                        names = rename.clone();
-                    }
-                    return Ok(derived_item(plan, Some(alias_name), &names, offset));
+                if let Some(i) = self.ctes.iter().rposition(|c| c.name == tname) {
+                    return self.cte_item(i, alias_name, &rename, offset);
                 }
                 let (source, cols, label) = match self.table(&tname)? {
                     Some(t) => {

@@ -76,6 +76,8 @@ impl InitPlans<'_> {
                 other @ (Source::Table(..)
                 | Source::Series(..)
                 | Source::Unnest(..)
+                | Source::Recursive(..)
+                | Source::WorkTable(_)
                 | Source::Rows(_)
                 | Source::Values(_)) => other,
             };

@@ -85,6 +85,51 @@ struct Join<'a, 'c, 't> {
     inner: Vec<Option<std::rc::Rc<InnerRows>>>,
 }
 
+/// The rows of a recursive CTE: the non-recursive term, then the recursive term run again
+/// over the rows the previous round produced, until a round produces none (with UNION,
+/// rows already produced are dropped, so a cycle ends too).
+fn recursive_rows(
+    anchor: &SelectPlan,
+    step: &SelectPlan,
+    id: usize,
+    all: bool,
+    txn: &TxnCell,
+    ctx: &Ctx,
+    limits: &ExecLimits,
+) -> Result<Vec<Row>> {
+    let types: Vec<DataType> = anchor.columns.iter().map(|c| c.1).collect();
+    let fit = |rows: Vec<Row>| -> Result<Vec<Row>> {
+        rows.into_iter()
+            .map(|r| r.into_iter().zip(&types).map(|(v, t)| v.cast(*t)).collect::<Result<Row>>())
+            .collect()
+    };
+    let mut seen: std::collections::BTreeSet<Vec<Ordered>> = Default::default();
+    let mut keep_new = |rows: Vec<Row>| -> Vec<Row> {
+        if all {
+            return rows;
+        }
+        rows.into_iter().filter(|r| seen.insert(r.iter().cloned().map(Ordered).collect())).collect()
+    };
+    let first = keep_new(fit(execute_select(anchor, txn, ctx, limits)?)?);
+    let mut out = first.clone();
+    let mut working = std::sync::Arc::new(first);
+    while !working.is_empty() {
+        limits.check()?;
+        let plan = step.with_work_table(id, &working);
+        let produced = keep_new(fit(execute_select(&plan, txn, ctx, limits)?)?);
+        if out.len() + produced.len() > limits.rows_max {
+            return Err(SqlError::new(
+                code::OUT_OF_MEMORY,
+                "a recursive query would produce too many rows",
+            )
+            .hint("A recursive query ends when a round adds no rows; check its condition."));
+        }
+        out.extend(produced.iter().cloned());
+        working = std::sync::Arc::new(produced);
+    }
+    Ok(out)
+}
+
 impl Join<'_, '_, '_> {
     /// Reads item `level` once, and hashes it on its equi-join columns.
     fn read_inner(&self, level: usize, row: &[Value]) -> Result<InnerRows> {
@@ -140,6 +185,17 @@ impl Join<'_, '_, '_> {
             // already run it): it may use the enclosing row, so it runs here.
             Source::Derived(sub) => {
                 execute_select(sub, txn, ctx, limits)?.into_iter().map(|r| (None, r)).collect()
+            }
+            Source::Recursive(anchor, step, id, all) => {
+                recursive_rows(anchor, step, *id, *all, txn, ctx, limits)?
+                    .into_iter()
+                    .map(|r| (None, r))
+                    .collect()
+            }
+            Source::WorkTable(_) => {
+                return Err(SqlError::unsupported(
+                    "a recursive reference inside a subquery of the recursive term",
+                ))
             }
             Source::SetOp(left, right, kind, all) => {
                 let a = execute_select(left, txn, ctx, limits)?;

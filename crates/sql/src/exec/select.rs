@@ -348,7 +348,7 @@ pub(crate) enum Acc {
 
 /// A value ordered by [`Value::total_cmp`], for the sets DISTINCT aggregates keep.
 #[derive(Debug, Clone)]
-pub(crate) struct Ordered(Value);
+pub(crate) struct Ordered(pub(crate) Value);
 
 impl PartialEq for Ordered {
     fn eq(&self, other: &Self) -> bool {

@@ -76,6 +76,12 @@ pub enum Source {
     Derived(Box<SelectPlan>),
     /// UNION / INTERSECT / EXCEPT of two queries, run at execution.
     SetOp(Box<SelectPlan>, Box<SelectPlan>, SetOpKind, bool),
+    /// A recursive common table expression: the non-recursive term, the recursive term
+    /// (which reads `WorkTable` of this id), UNION ALL (true) or UNION.
+    Recursive(Box<SelectPlan>, Box<SelectPlan>, usize, bool),
+    /// The rows the previous step of recursive CTE `id` produced (only inside its
+    /// recursive term).
+    WorkTable(usize),
 }
 
 /// A set operation.
@@ -244,6 +250,13 @@ impl SelectPlan {
                     kind,
                     set_all,
                 ),
+                Source::Recursive(l, r, id, set_all) => Source::Recursive(
+                    Box::new(l.try_map_exprs(f)?),
+                    Box::new(r.try_map_exprs(f)?),
+                    id,
+                    set_all,
+                ),
+                Source::WorkTable(id) => Source::WorkTable(id),
             };
             from.push(FromItem {
                 source,
@@ -299,7 +312,8 @@ impl SelectPlan {
         let reads_earlier = |e: &Expr| e.uses_columns_in(0..item.offset);
         match &item.source {
             Source::Table(_, Access::Full) | Source::Rows(_) | Source::Derived(_) => true,
-            Source::SetOp(..) => true,
+            Source::SetOp(..) | Source::Recursive(..) => true,
+            Source::WorkTable(_) => false,
             Source::Values(rows) => !rows.iter().flatten().any(reads_earlier),
             Source::Table(_, Access::Key(k)) => {
                 !k.prefixes.iter().flatten().any(reads_earlier)
@@ -340,6 +354,40 @@ impl SelectPlan {
             }
         }
         keys
+    }
+}
+
+impl SelectPlan {
+    /// Whether the plan reads work table `id` in its FROM items (or theirs).
+    pub fn reads_work_table(&self, id: usize) -> bool {
+        self.from.iter().any(|item| match &item.source {
+            Source::WorkTable(w) => *w == id,
+            Source::Derived(p) => p.reads_work_table(id),
+            Source::SetOp(l, r, ..) | Source::Recursive(l, r, ..) => {
+                l.reads_work_table(id) || r.reads_work_table(id)
+            }
+            _ => false,
+        })
+    }
+
+    /// The plan with work table `id` replaced by `rows` everywhere in its FROM items (and
+    /// those of its derived tables and set operations).
+    pub fn with_work_table(&self, id: usize, rows: &std::sync::Arc<Vec<Vec<Value>>>) -> SelectPlan {
+        let mut plan = self.clone();
+        for item in &mut plan.from {
+            item.source = match &item.source {
+                Source::WorkTable(w) if *w == id => Source::Rows(rows.clone()),
+                Source::Derived(p) => Source::Derived(Box::new(p.with_work_table(id, rows))),
+                Source::SetOp(l, r, k, a) => Source::SetOp(
+                    Box::new(l.with_work_table(id, rows)),
+                    Box::new(r.with_work_table(id, rows)),
+                    *k,
+                    *a,
+                ),
+                other => other.clone(),
+            };
+        }
+        plan
     }
 }
 
