@@ -1,5 +1,5 @@
 //! psql, scripted, against a `kiln serve` process: DDL and DML, the describe commands
-//! (`\dt`, `\d table`, `\l`), errors, and the ED functions.
+//! (`\dt`, `\d table`, `\d+`, `\l`, `\du`, `\df`, `\ds`), errors, and the ED functions.
 
 mod common;
 
@@ -12,11 +12,15 @@ fn psql_session() {
     let script = r#"
 CREATE TABLE accounts (id int PRIMARY KEY, owner varchar(20) NOT NULL DEFAULT 'nobody', balance numeric(12,2) UNIQUE, opened date);
 CREATE INDEX accounts_owner ON accounts (owner);
-CREATE TABLE audit (at timestamptz, note text);
+CREATE TABLE audit (at timestamptz, note text, id serial, account int REFERENCES accounts (id), CHECK (note <> ''));
 INSERT INTO accounts VALUES (1, 'ann', 10.50, '2024-01-31'), (2, 'bob', 0, NULL);
 \dt
 \d accounts
+\d+ audit
 \l
+\du
+\df
+\ds
 SELECT owner, balance FROM accounts ORDER BY id;
 SET synchronous_commit = off;
 UPDATE accounts SET balance = balance + 1 WHERE id = 2;
@@ -62,6 +66,18 @@ SELECT count(*) AS n FROM accounts;
         "\"accounts_pkey\" PRIMARY KEY, btree (id)",
         "\"accounts_balance_key\" UNIQUE CONSTRAINT, btree (balance)",
         "\"accounts_owner\" btree (owner)",
+    ] {
+        assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
+    }
+    // \d+ adds storage; the constraints show both ways, as in PostgreSQL.
+    for expected in [
+        " note    | text                     |           |          |                                   | extended |",
+        "\"audit_note_check\" CHECK (note <> '')",
+        "\"audit_account_fkey\" FOREIGN KEY (account) REFERENCES accounts(id)",
+        "TABLE \"audit\" CONSTRAINT \"audit_account_fkey\" FOREIGN KEY (account) REFERENCES accounts(id)",
+        " public | audit_id_seq | sequence | kiln",
+        " kiln      | Superuser",
+        "List of functions",
     ] {
         assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
     }

@@ -280,6 +280,17 @@ pub static FUNCTIONS: &[FuncDef] = &[
         LENIENT,
         IMMUTABLE,
     ),
+    f(
+        &["pg_table_size", "pg_total_relation_size", "pg_relation_size", "pg_indexes_size"],
+        Func::Catalog(CatalogFunc::Description),
+        1,
+        2,
+        &[A::Any],
+        Type(T::Int8),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(&["pg_size_pretty"], Func::SizePretty, 1, 1, &[A::Numeric], Type(T::Text), STRICT, IMMUTABLE),
     f(&["quote_ident"], Func::QuoteIdent, 1, 1, &[A::Text], Type(T::Text), STRICT, IMMUTABLE),
     f(
         &[
@@ -496,8 +507,17 @@ pub static FUNCTIONS: &[FuncDef] = &[
         VOLATILE,
     ),
     f(
-        // pg_get_triggerdef: Kiln has no triggers (pg_trigger is empty).
-        &["obj_description", "col_description", "shobj_description", "pg_get_triggerdef"],
+        // pg_get_triggerdef and the function ones: Kiln has no triggers and no pg_proc rows.
+        // The sizes: Kiln does not account storage per relation, so they are unknown.
+        &[
+            "obj_description",
+            "col_description",
+            "shobj_description",
+            "pg_get_triggerdef",
+            "pg_get_function_result",
+            "pg_get_function_arguments",
+            "pg_get_function_identity_arguments",
+        ],
         Func::Catalog(CatalogFunc::Description),
         0,
         4,

@@ -344,3 +344,4 @@ WITH RECURSIVE path(id, p) AS (SELECT id, name FROM rtree WHERE parent IS NULL U
 WITH RECURSIVE anc(id) AS (SELECT 5 UNION SELECT r.parent FROM rtree r JOIN anc ON r.id = anc.id WHERE r.parent IS NOT NULL) SELECT count(*) FROM anc;
 WITH RECURSIVE x AS (SELECT 1 AS a UNION SELECT 2) SELECT * FROM x ORDER BY a;
 DROP TABLE rtree;
+SELECT pg_size_pretty(0::bigint), pg_size_pretty(10239::bigint), pg_size_pretty(10240::bigint), pg_size_pretty(123456789::bigint), pg_size_pretty(-20000::bigint), pg_size_pretty(5000000000000::bigint);

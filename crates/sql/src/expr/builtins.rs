@@ -55,6 +55,25 @@ fn json_value(out: &mut String, v: &Value) {
     }
 }
 
+/// PostgreSQL's pg_size_pretty: bytes below 10 kB, then kB, MB, GB, TB, PB, each rounded
+/// half away from zero.
+fn size_pretty(size: i128) -> String {
+    const LIMIT: i128 = 10 * 1024;
+    if size.abs() < LIMIT {
+        return format!("{size} bytes");
+    }
+    let half = |x: i128| (x + if x < 0 { -1 } else { 1 }) / 2;
+    // One extra bit kept for rounding.
+    let mut size = size >> 9;
+    for unit in ["kB", "MB", "GB", "TB"] {
+        if size.abs() < LIMIT * 2 - 1 {
+            return format!("{} {unit}", half(size));
+        }
+        size >>= 10;
+    }
+    format!("{} PB", half(size))
+}
+
 /// A dimension argument of array_upper/lower/length: only 1 exists.
 fn first_dimension(items: &[Value], dim: &Value) -> bool {
     !items.is_empty() && matches!(dim, Value::Int(1))
@@ -464,6 +483,15 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             }
             out.push('}');
             Value::Text(out)
+        }
+        Func::SizePretty => {
+            let size: i128 = match numeric_operand(arg(0))? {
+                Value::Int(i) => i as i128,
+                Value::Numeric(d) => d.round().try_into().unwrap_or(i128::MAX),
+                Value::Float(f) => f.round() as i128,
+                v => return Err(type_error("pg_size_pretty", &v)),
+            };
+            Value::Text(size_pretty(size))
         }
         Func::QuoteIdent => {
             let s = text_arg(&arg(0));

@@ -217,6 +217,8 @@ pub enum Func {
     GenerateSeries,
     /// quote_ident(text)
     QuoteIdent,
+    /// pg_size_pretty(bytes)
+    SizePretty,
     /// json_build_object(key, value, …): the object's JSON text (Kiln has no json type yet)
     JsonBuildObject,
 }

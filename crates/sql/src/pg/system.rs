@@ -332,6 +332,8 @@ impl SystemTables for System<'_> {
                     ("rolconfig", TA),
                     ("usename", T),
                     ("usesysid", I8),
+                    ("rolvaliduntil", DataType::TimestampTz),
+                    ("rolpassword", T),
                 ]),
                 vec![vec![
                     Value::Int(oid::ROLE),
@@ -347,7 +349,56 @@ impl SystemTables for System<'_> {
                     Value::Null,
                     text("kiln"),
                     Value::Int(oid::ROLE),
+                    Value::Null,
+                    Value::Null,
                 ]],
+            )),
+            // Kiln's functions are built in; none is a catalog row (psql's \df lists none).
+            "pg_proc" => empty(&[
+                ("oid", I8),
+                ("proname", T),
+                ("pronamespace", I8),
+                ("proowner", I8),
+                ("prolang", I8),
+                ("procost", DataType::Float4),
+                ("prorows", DataType::Float4),
+                ("prokind", T),
+                ("prosecdef", B),
+                ("proleakproof", B),
+                ("proisstrict", B),
+                ("proretset", B),
+                ("provolatile", T),
+                ("proparallel", T),
+                ("pronargs", I2),
+                ("pronargdefaults", I2),
+                ("prorettype", I8),
+                ("proargtypes", DataType::OidVector),
+                ("proallargtypes", OA),
+                ("proargmodes", TA),
+                ("proargnames", TA),
+                ("prosrc", T),
+                ("probin", T),
+                ("proconfig", TA),
+                ("proacl", TA),
+            ]),
+            "pg_auth_members" => empty(&[
+                ("oid", I8),
+                ("roleid", I8),
+                ("member", I8),
+                ("grantor", I8),
+                ("admin_option", B),
+            ]),
+            "pg_language" => Some((
+                cols(&[("oid", I8), ("lanname", T), ("lanowner", I8), ("lanispl", B)]),
+                vec![
+                    vec![
+                        Value::Int(12),
+                        text("internal"),
+                        Value::Int(oid::ROLE),
+                        Value::Bool(false),
+                    ],
+                    vec![Value::Int(14), text("sql"), Value::Int(oid::ROLE), Value::Bool(false)],
+                ],
             )),
             "pg_type" => {
                 let scalars = [
@@ -906,6 +957,11 @@ impl System<'_> {
                             int(collation),
                             int(0),
                             boolean(true),
+                            // Fixed-size types are stored plain, the others extended.
+                            text(if c.ty.size() > 0 { "p" } else { "x" }),
+                            text(""),
+                            int(-1),
+                            int(i64::from(matches!(c.ty, DataType::Array(_)))),
                         ]);
                     }
                 }
@@ -1116,6 +1172,10 @@ impl System<'_> {
                 ("attcollation", I8),
                 ("attinhcount", I4),
                 ("attislocal", B),
+                ("attstorage", T),
+                ("attcompression", T),
+                ("attstattarget", I4),
+                ("attndims", I2),
             ]),
             "pg_attrdef" => cols(&[("oid", I8), ("adrelid", I8), ("adnum", I2), ("adbin", T)]),
             "pg_index" => cols(&[
