@@ -345,3 +345,4 @@ WITH RECURSIVE anc(id) AS (SELECT 5 UNION SELECT r.parent FROM rtree r JOIN anc 
 WITH RECURSIVE x AS (SELECT 1 AS a UNION SELECT 2) SELECT * FROM x ORDER BY a;
 DROP TABLE rtree;
 SELECT pg_size_pretty(0::bigint), pg_size_pretty(10239::bigint), pg_size_pretty(10240::bigint), pg_size_pretty(123456789::bigint), pg_size_pretty(-20000::bigint), pg_size_pretty(5000000000000::bigint);
+SELECT string_to_array('a,b,,c', ','), string_to_array('abc', NULL), array_cat(ARRAY[1], ARRAY[2,3]);

@@ -287,14 +287,19 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             }
             let s = text_arg(&s);
             let null = args.get(2).filter(|v| !v.is_null()).map(text_arg);
+            // The element count is checked before the elements are built.
             let parts: Vec<String> = match sep {
                 _ if s.is_empty() => vec![],
-                Value::Null => s.chars().map(String::from).collect(),
+                Value::Null => {
+                    crate::array::check_len(s.chars().count())?;
+                    s.chars().map(String::from).collect()
+                }
                 sep => {
                     let sep = text_arg(&sep);
                     if sep.is_empty() {
                         vec![s]
                     } else {
+                        crate::array::check_len(s.matches(sep.as_str()).count() + 1)?;
                         s.split(sep.as_str()).map(String::from).collect()
                     }
                 }
@@ -363,8 +368,10 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             (a, Value::Null) => a,
             (a, b) => {
                 let mut items = array_items(a)?;
-                items.extend(array_items(b)?);
-                array_result(items)?
+                let more = array_items(b)?;
+                crate::array::check_len(items.len() + more.len())?;
+                items.extend(more);
+                Value::Array(items)
             }
         },
         Func::ArrayAppend => {
