@@ -114,13 +114,7 @@ impl Session {
             }
         };
         let env = session_env!(self);
-        let cursors = self.cursors.listed();
-        let system = System {
-            db: &self.db,
-            database: &self.database,
-            settings: &self.settings,
-            cursors: &cursors,
-        };
+        let system = System::new(&self.db, &self.database, &self.settings, &self.cursors);
         let mut planner =
             Planner::new(txn, &self.db.catalog, &self.database, declared.to_vec(), &system, &env);
         let columns = match stmt {

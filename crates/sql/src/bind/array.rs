@@ -265,12 +265,7 @@ impl<'a> Planner<'a> {
             "array_cat" => (Func::ArrayCat, 0),
             _ => return Ok(None),
         };
-        if args.len() != 2 {
-            return Err(SqlError::new(
-                code::UNDEFINED_FUNCTION,
-                format!("function {name} with {} arguments does not exist", args.len()),
-            ));
-        }
+        crate::bind::function::check_arity(name, args.len(), 2, 2)?;
         let (a, at) = self.expr(&args[array_at], scope, aggs)?;
         let (x, xt) = self.expr(&args[1 - array_at], scope, aggs)?;
         let (a, at) = if at == DataType::Unknown {

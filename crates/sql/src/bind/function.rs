@@ -10,6 +10,18 @@ use crate::expr::*;
 use crate::functions::Arg;
 use crate::types::{DataType, Value};
 
+/// 42883 unless a call of `name` has between `lo` and `hi` arguments.
+pub(crate) fn check_arity(name: &str, given: usize, lo: usize, hi: usize) -> Result<()> {
+    if (lo..=hi).contains(&given) {
+        return Ok(());
+    }
+    Err(SqlError::new(
+        code::UNDEFINED_FUNCTION,
+        format!("function {name} with {given} arguments does not exist"),
+    )
+    .hint("No function matches the given name and argument types."))
+}
+
 impl<'a> Planner<'a> {
     pub(crate) fn function(
         &mut self,
@@ -421,12 +433,7 @@ impl<'a> Planner<'a> {
     /// `current_setting(name [, missing_ok])`: the session's value, read when the statement
     /// is bound.
     fn current_setting(&mut self, args: &[ast::Expr], scope: &Scope) -> Result<(Expr, DataType)> {
-        if !(1..=2).contains(&args.len()) {
-            return Err(SqlError::new(
-                code::UNDEFINED_FUNCTION,
-                format!("function current_setting with {} arguments does not exist", args.len()),
-            ));
-        }
+        check_arity("current_setting", args.len(), 1, 2)?;
         let name = self.constant_text(&args[0], scope, "current_setting")?;
         let missing_ok = match args.get(1) {
             Some(a) => match self.expr(a, scope, false)?.0 {

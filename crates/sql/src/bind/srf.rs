@@ -53,16 +53,7 @@ impl<'a> Planner<'a> {
         args: &[&ast::Expr],
         scope: &Scope,
     ) -> Result<(Expr, DataType)> {
-        let arity = |lo: usize, hi: usize| -> Result<()> {
-            if (lo..=hi).contains(&args.len()) {
-                Ok(())
-            } else {
-                Err(SqlError::new(
-                    code::UNDEFINED_FUNCTION,
-                    format!("function {name} with {} arguments does not exist", args.len()),
-                ))
-            }
-        };
+        let arity = |lo, hi| crate::bind::function::check_arity(name, args.len(), lo, hi);
         match name {
             "unnest" => {
                 arity(1, 1)?;

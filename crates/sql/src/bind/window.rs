@@ -6,7 +6,7 @@
 use sqlparser::ast;
 
 use crate::bind::*;
-use crate::error::{code, Result, SqlError};
+use crate::error::{Result, SqlError};
 use crate::expr::*;
 use crate::types::DataType;
 
@@ -69,16 +69,7 @@ impl<'a> Planner<'a> {
             }
             bound_args.push((x, t));
         }
-        let arity = |lo: usize, hi: usize| -> Result<()> {
-            if (lo..=hi).contains(&args.len()) {
-                Ok(())
-            } else {
-                Err(SqlError::new(
-                    code::UNDEFINED_FUNCTION,
-                    format!("function {name} with {} arguments does not exist", args.len()),
-                ))
-            }
-        };
+        let arity = |lo, hi| crate::bind::function::check_arity(name, args.len(), lo, hi);
         let first_type = bound_args.first().map_or(DataType::Unknown, |(_, t)| *t);
         let first_type = if first_type == DataType::Unknown { DataType::Text } else { first_type };
         let (func, ty) = match name {

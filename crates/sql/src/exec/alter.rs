@@ -504,14 +504,8 @@ impl Writer<'_> {
         }
         let convert = match using {
             Some(e) => {
-                let mut planner = Planner::new(
-                    &mut self.ts.txn,
-                    &self.db.catalog,
-                    &t.database,
-                    vec![],
-                    &crate::exec::constraints::NoSystemTables,
-                    env,
-                );
+                let database = t.database.clone();
+                let mut planner = self.definition_planner(&database, env);
                 let scope = Scope {
                     cols: t
                         .columns

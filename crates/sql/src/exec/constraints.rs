@@ -157,14 +157,7 @@ impl Writer<'_> {
                     format!("stored CHECK {} does not parse: {e}", check.expr),
                 )
             })?;
-            let mut planner = Planner::new(
-                &mut self.ts.txn,
-                &self.db.catalog,
-                &table.database,
-                vec![],
-                &NoSystemTables,
-                env,
-            );
+            let mut planner = self.definition_planner(&table.database, env);
             out.push((check.name.clone(), bind_check(&mut planner, table, &parsed)?));
         }
         let bound = Arc::new(out);
@@ -700,6 +693,16 @@ impl Writer<'_> {
 
     /// Defines a CHECK constraint of `table`: binds it (boolean, over the row), names it
     /// (`<table>_<column>_check` when it reads one column, `<table>_check` otherwise).
+    /// A planner for expressions stored in definitions (CHECK conditions, ALTER COLUMN …
+    /// USING): no parameters, no system tables.
+    pub(crate) fn definition_planner<'p>(
+        &'p mut self,
+        database: &'p str,
+        env: &'p dyn Env,
+    ) -> Planner<'p> {
+        Planner::new(&mut self.ts.txn, &self.db.catalog, database, vec![], &NoSystemTables, env)
+    }
+
     pub(crate) fn define_check(
         &mut self,
         table: &mut Table,
@@ -707,14 +710,7 @@ impl Writer<'_> {
         expr: &ast::Expr,
         env: &dyn Env,
     ) -> Result<Expr> {
-        let mut planner = Planner::new(
-            &mut self.ts.txn,
-            &self.db.catalog,
-            &table.database,
-            vec![],
-            &NoSystemTables,
-            env,
-        );
+        let mut planner = self.definition_planner(&table.database, env);
         let bound = bind_check(&mut planner, table, expr)?;
         let mut used = std::collections::BTreeSet::new();
         bound.walk(&mut |e| {

@@ -39,13 +39,7 @@ impl Session {
             ts.txn.refresh_snapshot()?;
         }
         let env = session_env!(self);
-        let cursors = self.cursors.listed();
-        let system = System {
-            db: &self.db,
-            database: &self.database,
-            settings: &self.settings,
-            cursors: &cursors,
-        };
+        let system = System::new(&self.db, &self.database, &self.settings, &self.cursors);
         let limits =
             ExecLimits { rows_max: self.db.config.rows_max, activity: Some(self.activity.clone()) };
         let ctx = Ctx::new(params, &env);

@@ -20,7 +20,19 @@ pub struct System<'a> {
     /// The session's settings (pg_settings).
     pub settings: &'a BTreeMap<String, String>,
     /// The session's open cursors (pg_cursors): name, query, WITH HOLD.
-    pub cursors: &'a [(String, String, bool)],
+    pub cursors: Vec<(String, String, bool)>,
+}
+
+impl<'a> System<'a> {
+    /// The system tables as a session sees them (its settings, its cursors).
+    pub(crate) fn new(
+        db: &'a Database,
+        database: &'a str,
+        settings: &'a BTreeMap<String, String>,
+        cursors: &crate::cursor::Cursors,
+    ) -> System<'a> {
+        System { db, database, settings, cursors: cursors.listed() }
+    }
 }
 
 /// The `kiln_stat` counters, by name (also served as Prometheus metrics).
