@@ -1,6 +1,8 @@
 //! The differential test: every statement of `tests/differential/corpus.sql` runs on Kiln and
 //! on a throwaway stock PostgreSQL started by the test; column names, rows (as text), row
-//! counts and error SQLSTATEs must agree.
+//! counts, error SQLSTATEs and the objects errors name (schema, table, column, data type,
+//! constraint) must agree, and so must the table column each result column of a query shows
+//! (RowDescription's table OID, compared by the table's name, and column number).
 
 mod common;
 
@@ -42,10 +44,62 @@ async fn outcome(client: &tokio_postgres::Client, sql: &str) -> String {
                     _ => {}
                 }
             }
+            if out.starts_with("columns ") {
+                out.push_str(&origins(client, sql).await);
+            }
             out
         }
-        Err(e) => format!("ERROR {}\n", e.code().map_or("?", |c| c.code())),
+        Err(e) => match e.as_db_error() {
+            Some(d) => {
+                let named = [
+                    ("schema", d.schema()),
+                    ("table", d.table()),
+                    ("column", d.column()),
+                    ("datatype", d.datatype()),
+                    ("constraint", d.constraint()),
+                ];
+                let named: Vec<String> =
+                    named.iter().filter_map(|(k, v)| v.map(|v| format!(" {k}={v}"))).collect();
+                format!("ERROR {}{}\n", d.code().code(), named.concat())
+            }
+            None => format!("ERROR {e}\n"),
+        },
     }
+}
+
+/// For a query (SELECT or WITH) that just answered rows: the table and column number each
+/// result column shows, as its RowDescription after Parse reports them (`-` for none).
+/// Queries of the system catalogs are left out: Kiln's catalogs are computed and report no
+/// origin, where PostgreSQL's are tables of their own.
+async fn origins(client: &tokio_postgres::Client, sql: &str) -> String {
+    let head = sql.trim_start().to_ascii_lowercase();
+    if !(head.starts_with("select") || head.starts_with("with"))
+        || head.contains("pg_")
+        || head.contains("information_schema")
+    {
+        return String::new();
+    }
+    let statement = match client.prepare(sql.trim_end().trim_end_matches(';')).await {
+        Ok(s) => s,
+        Err(e) => return format!("prepare failed: {e}\n"),
+    };
+    let mut shown = Vec::new();
+    for c in statement.columns() {
+        shown.push(match c.table_oid() {
+            Some(oid) if oid != 0 => {
+                let rel = client
+                    .query_one(
+                        &format!("SELECT relname::text FROM pg_class WHERE oid = {oid}"),
+                        &[],
+                    )
+                    .await
+                    .map_or_else(|e| format!("?{e}"), |r| r.get::<_, String>(0));
+                format!("{rel}.{}", c.column_id().unwrap_or(0))
+            }
+            _ => "-".into(),
+        });
+    }
+    format!("origins {}\n", shown.join(","))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -103,6 +103,16 @@ fn error_response(e: &SqlError, severity: &str) -> PgWireBackendMessage {
     if let Some(p) = e.position {
         fields.push((b'P', p.to_string()));
     }
+    if let Some(o) = &e.object {
+        let named = [
+            (b's', &o.schema),
+            (b't', &o.table),
+            (b'c', &o.column),
+            (b'd', &o.datatype),
+            (b'n', &o.constraint),
+        ];
+        fields.extend(named.into_iter().filter_map(|(k, v)| v.clone().map(|v| (k, v))));
+    }
     PgWireBackendMessage::ErrorResponse(ErrorResponse::new(fields))
 }
 
@@ -141,6 +151,32 @@ struct Conn {
     notify: Arc<tokio::sync::Notify>,
     /// A handle on the socket for the watchdog that notices a client gone mid-statement.
     watch: Option<Arc<std::net::TcpStream>>,
+}
+
+/// RowDescription of `columns`: each with the table OID and column number it shows unchanged
+/// (0 and 0 for computed columns), its type, and its format from `formats`.
+fn row_description(
+    columns: &[(String, kiln_sql::DataType)],
+    origins: &[Option<(u32, i16)>],
+    formats: &[i16],
+) -> PgWireBackendMessage {
+    let fields = columns
+        .iter()
+        .enumerate()
+        .map(|(i, (name, ty))| {
+            let (table, column) = origins.get(i).copied().flatten().unwrap_or((0, 0));
+            FieldDescription::new(
+                name.clone(),
+                table as i32,
+                column,
+                ty.oid(),
+                ty.size(),
+                ty.modifier(),
+                format_for(formats, i),
+            )
+        })
+        .collect();
+    PgWireBackendMessage::RowDescription(RowDescription::new(fields))
 }
 
 fn format_for(formats: &[i16], i: usize) -> i16 {
@@ -665,8 +701,8 @@ impl Conn {
                     let Some(portal) = self.portals.get(&name) else {
                         // A cursor DECLAREd in SQL is a portal too (psycopg's server-side
                         // cursors describe it so).
-                        if let Some(columns) = self.session.cursor_columns(&name) {
-                            self.describe_columns(Some(&columns), &[]).await?;
+                        if let Some((columns, origins)) = self.session.cursor_columns(&name) {
+                            self.describe_columns(Some(&columns), &origins, &[]).await?;
                             return Ok(());
                         }
                         let e = SqlError::new(
@@ -714,7 +750,7 @@ impl Conn {
                 let result = self.session.execute_prepared(&portal.prepared, &portal.params);
                 drop(timer);
                 match result {
-                    Ok(Output::Rows { columns, rows, tag }) => {
+                    Ok(Output::Rows { columns, rows, tag, .. }) => {
                         match self.send_rows(&columns, rows, &portal.formats, max).await? {
                             Some(rest) => {
                                 portal.pending = Some((rest, tag));
@@ -778,38 +814,21 @@ impl Conn {
     }
 
     async fn describe_rows(&mut self, prepared: &Prepared, formats: &[i16]) -> std::io::Result<()> {
-        self.describe_columns(prepared.columns.as_ref(), formats).await
+        self.describe_columns(prepared.columns.as_ref(), &prepared.origins, formats).await
     }
 
     /// RowDescription of `columns` (NoData for none).
     async fn describe_columns(
         &mut self,
         columns: Option<&Vec<(String, kiln_sql::DataType)>>,
+        origins: &[Option<(u32, i16)>],
         formats: &[i16],
     ) -> std::io::Result<()> {
-        match columns {
-            Some(columns) => {
-                let fields = columns
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (name, ty))| {
-                        FieldDescription::new(
-                            name.clone(),
-                            0,
-                            0,
-                            ty.oid(),
-                            ty.size(),
-                            ty.modifier(),
-                            format_for(formats, i),
-                        )
-                    })
-                    .collect();
-                self.socket
-                    .feed(PgWireBackendMessage::RowDescription(RowDescription::new(fields)))
-                    .await
-            }
-            None => self.socket.feed(PgWireBackendMessage::NoData(NoData::new())).await,
-        }
+        let message = match columns {
+            Some(columns) => row_description(columns, origins, formats),
+            None => PgWireBackendMessage::NoData(NoData::new()),
+        };
+        self.socket.feed(message).await
     }
 
     /// Sends rows (at most `max`); returns the rows left over.
@@ -856,25 +875,9 @@ impl Conn {
         extended: Option<bool>,
     ) -> std::io::Result<()> {
         match o {
-            Output::Rows { columns, rows, tag } => {
+            Output::Rows { columns, origins, rows, tag } => {
                 if extended.is_none() {
-                    let fields = columns
-                        .iter()
-                        .map(|(name, ty)| {
-                            FieldDescription::new(
-                                name.clone(),
-                                0,
-                                0,
-                                ty.oid(),
-                                ty.size(),
-                                ty.modifier(),
-                                0,
-                            )
-                        })
-                        .collect();
-                    self.socket
-                        .feed(PgWireBackendMessage::RowDescription(RowDescription::new(fields)))
-                        .await?;
+                    self.socket.feed(row_description(&columns, &origins, &[])).await?;
                 }
                 self.send_rows(&columns, rows, formats, None).await?;
                 self.socket

@@ -36,6 +36,14 @@ pub struct Column {
     /// `GENERATED … AS IDENTITY`: values come from the sequence it names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<Identity>,
+    /// Its number (`attnum`), kept when other columns are dropped, as PostgreSQL keeps it;
+    /// 0 until the table's columns first change ([`Table::attnum`]: its position + 1).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub number: i16,
+}
+
+fn is_zero(n: &i16) -> bool {
+    *n == 0
 }
 
 /// An identity column's generation.
@@ -104,6 +112,10 @@ pub struct Table {
     /// CHECK constraints.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<Check>,
+    /// The highest column number any column ever had (dropped ones included), once columns
+    /// were dropped; a new column is numbered after it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub last_attnum: i16,
 }
 
 /// What a foreign key does to referencing rows when the referenced row is deleted or its
@@ -185,6 +197,38 @@ impl Table {
     /// The table's keyspace.
     pub fn keyspace(&self) -> String {
         format!("t{}", self.id)
+    }
+
+    /// The number (`attnum`) of column `i`: 1-based, and unchanged when earlier columns are
+    /// dropped.
+    pub fn attnum(&self, i: usize) -> i16 {
+        match self.columns[i].number {
+            0 => i as i16 + 1,
+            n => n,
+        }
+    }
+
+    /// Gives every column its number for good, before the column list changes.
+    fn pin_attnums(&mut self) {
+        for i in 0..self.columns.len() {
+            self.columns[i].number = self.attnum(i);
+        }
+        let highest = self.columns.iter().map(|c| c.number).max().unwrap_or(0);
+        self.last_attnum = self.last_attnum.max(highest);
+    }
+
+    /// Appends `column`, numbered after every column the table ever had.
+    pub fn push_column(&mut self, mut column: Column) {
+        self.pin_attnums();
+        self.last_attnum += 1;
+        column.number = self.last_attnum;
+        self.columns.push(column);
+    }
+
+    /// Removes column `i`; the others keep their numbers.
+    pub fn remove_column(&mut self, i: usize) -> Column {
+        self.pin_attnums();
+        self.columns.remove(i)
     }
 
     /// The position of column `name`.

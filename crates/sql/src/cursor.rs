@@ -21,6 +21,7 @@ pub(crate) struct Cursor {
     /// The DECLARE statement's text (pg_cursors).
     statement: String,
     columns: Columns,
+    origins: crate::types::Origins,
     rows: std::vec::IntoIter<Row>,
     hold: bool,
     /// The transaction that declared it (`Session::txn_serial`); `None` once that
@@ -43,9 +44,9 @@ impl Cursors {
         all
     }
 
-    /// The columns of an open cursor (for Describe of a FETCH).
-    pub(crate) fn columns(&self, name: &str) -> Option<Columns> {
-        self.open.get(name).map(|c| c.columns.clone())
+    /// The columns of an open cursor and their origins (for Describe of a FETCH).
+    pub(crate) fn columns(&self, name: &str) -> Option<(Columns, crate::types::Origins)> {
+        self.open.get(name).map(|c| (c.columns.clone(), c.origins.clone()))
     }
 
     /// The transaction `serial` committed: its cursors WITH HOLD stay, the others close.
@@ -109,17 +110,21 @@ impl Session {
         let stmt = ast::Statement::Query(query.clone());
         let in_txn = self.txn.is_some();
         let serial = self.txn_serial;
-        let (columns, rows) = match self.in_transaction(&stmt, None, params, in_implicit, None)? {
-            Output::Rows { columns, rows, .. } => (columns, rows),
-            _ => {
-                return Err(SqlError::unsupported("a cursor over a statement that returns no rows"))
-            }
-        };
+        let (columns, origins, rows) =
+            match self.in_transaction(&stmt, None, params, in_implicit, None)? {
+                Output::Rows { columns, origins, rows, .. } => (columns, origins, rows),
+                _ => {
+                    return Err(SqlError::unsupported(
+                        "a cursor over a statement that returns no rows",
+                    ))
+                }
+            };
         // Outside a transaction the query ran in one of its own, already committed.
         let declared_in = in_txn.then_some(serial);
-        self.cursors
-            .open
-            .insert(name, Cursor { statement, columns, rows: rows.into_iter(), hold, declared_in });
+        self.cursors.open.insert(
+            name,
+            Cursor { statement, columns, origins, rows: rows.into_iter(), hold, declared_in },
+        );
         Ok(Output::Command("DECLARE CURSOR".into()))
     }
 
@@ -145,7 +150,12 @@ impl Session {
         let rows: Vec<Row> =
             cursor.rows.by_ref().take(count.min(usize::MAX as u64) as usize).collect();
         let tag = format!("FETCH {}", rows.len());
-        Ok(Output::Rows { columns: cursor.columns.clone(), rows, tag })
+        Ok(Output::Rows {
+            columns: cursor.columns.clone(),
+            origins: cursor.origins.clone(),
+            rows,
+            tag,
+        })
     }
 
     /// `CLOSE name` / `CLOSE ALL`.

@@ -146,10 +146,30 @@ pub struct SqlError {
     /// An optional hint.
     pub hint: Option<String>,
     /// 1-based character position in the statement text, when known.
-    pub position: Option<usize>,
+    pub position: Option<u32>,
     /// Line and column (1-based) in the statement text, before the session turns them into
     /// a position.
     pub location: Option<(u32, u32)>,
+    /// The database object the error is about, when it is about one (a constraint
+    /// violation names its table and constraint or column, so a client can tell which
+    /// constraint failed without reading the message).
+    pub object: Option<Box<ErrorObject>>,
+}
+
+/// The object an error is about: ErrorResponse's schema, table, column, data type and
+/// constraint fields.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ErrorObject {
+    /// The schema of the table (or type).
+    pub schema: Option<String>,
+    /// The table.
+    pub table: Option<String>,
+    /// The column.
+    pub column: Option<String>,
+    /// The data type.
+    pub datatype: Option<String>,
+    /// The constraint.
+    pub constraint: Option<String>,
 }
 
 /// Result type of the SQL layer.
@@ -165,7 +185,34 @@ impl SqlError {
             hint: None,
             position: None,
             location: None,
+            object: None,
         }
+    }
+
+    fn object_mut(&mut self) -> &mut ErrorObject {
+        self.object.get_or_insert_with(Default::default)
+    }
+
+    /// Names the table the error is about (every table is in schema `public`).
+    pub fn table(mut self, table: &str) -> SqlError {
+        let o = self.object_mut();
+        o.schema = Some("public".into());
+        o.table = Some(table.into());
+        self
+    }
+
+    /// Names the constraint the error is about, on `table`.
+    pub fn constraint(self, table: &str, constraint: &str) -> SqlError {
+        let mut e = self.table(table);
+        e.object_mut().constraint = Some(constraint.into());
+        e
+    }
+
+    /// Names the column the error is about, of `table`.
+    pub fn column(self, table: &str, column: &str) -> SqlError {
+        let mut e = self.table(table);
+        e.object_mut().column = Some(column.into());
+        e
     }
 
     /// Adds a detail line.
@@ -183,7 +230,7 @@ impl SqlError {
     /// Sets the position if none is set yet.
     pub fn at(mut self, position: Option<usize>) -> SqlError {
         if self.position.is_none() {
-            self.position = position;
+            self.position = position.and_then(|p| u32::try_from(p).ok());
         }
         self
     }
@@ -199,7 +246,8 @@ impl SqlError {
     /// Turns the line and column into a position in `sql`.
     pub fn resolve_position(mut self, sql: &str) -> SqlError {
         if let (None, Some((line, col))) = (self.position, self.location) {
-            self.position = char_position(sql, line as usize, col as usize);
+            self.position =
+                char_position(sql, line as usize, col as usize).and_then(|p| u32::try_from(p).ok());
         }
         self
     }

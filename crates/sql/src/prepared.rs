@@ -43,9 +43,9 @@ impl Session {
         }
         let statement = statements.pop();
         // Describe: bind without executing to learn parameter and result types.
-        let (param_types, columns) = match &statement {
+        let (param_types, columns, origins) = match &statement {
             Some(stmt) => self.describe(stmt, declared).map_err(|e| e.resolve_position(sql))?,
-            None => (declared.to_vec(), None),
+            None => (declared.to_vec(), None, vec![]),
         };
         Ok(Prepared {
             sql: sql.to_string(),
@@ -54,6 +54,7 @@ impl Session {
             plan: PlanSlot::new(param_types.clone(), columns.clone()),
             param_types,
             columns,
+            origins,
         })
     }
 
@@ -61,7 +62,7 @@ impl Session {
         &mut self,
         stmt: &ast::Statement,
         declared: &[DataType],
-    ) -> Result<(Vec<DataType>, Option<Columns>)> {
+    ) -> Result<(Vec<DataType>, Option<Columns>, crate::types::Origins)> {
         let describable = matches!(
             stmt,
             ast::Statement::Query(_)
@@ -72,19 +73,25 @@ impl Session {
         if !describable {
             // Statements that answer rows without a plan describe their columns too: a driver
             // told NoData and then sent a DataRow raises.
-            let columns = match stmt {
-                ast::Statement::ShowVariable { variable } => Some(match show_name(variable) {
-                    n if n == "all" => vec![
-                        ("name".to_string(), DataType::Text),
-                        ("setting".to_string(), DataType::Text),
-                    ],
-                    n => vec![(n, DataType::Text)],
-                }),
+            let (columns, origins) = match stmt {
+                ast::Statement::ShowVariable { variable } => (
+                    Some(match show_name(variable) {
+                        n if n == "all" => vec![
+                            ("name".to_string(), DataType::Text),
+                            ("setting".to_string(), DataType::Text),
+                        ],
+                        n => vec![(n, DataType::Text)],
+                    }),
+                    vec![],
+                ),
                 ast::Statement::Explain { .. } => {
-                    Some(vec![("QUERY PLAN".to_string(), DataType::Text)])
+                    (Some(vec![("QUERY PLAN".to_string(), DataType::Text)]), vec![])
                 }
-                ast::Statement::Fetch { name, .. } => self.cursors.columns(&name.value),
-                _ => None,
+                ast::Statement::Fetch { name, .. } => match self.cursors.columns(&name.value) {
+                    Some((c, o)) => (Some(c), o),
+                    None => (None, vec![]),
+                },
+                _ => (None, vec![]),
             };
             return Ok((
                 declared
@@ -92,12 +99,14 @@ impl Session {
                     .map(|t| if *t == DataType::Unknown { DataType::Text } else { *t })
                     .collect(),
                 columns,
+                origins,
             ));
         }
         if crate::pg::settings::set_config_call(stmt, &[])?.is_some() {
             let types =
                 declared.iter().map(|t| if *t == DataType::Unknown { DataType::Text } else { *t });
-            return Ok((types.collect(), Some(vec![("set_config".to_string(), DataType::Text)])));
+            let columns = Some(vec![("set_config".to_string(), DataType::Text)]);
+            return Ok((types.collect(), columns, vec![]));
         }
         let failed = self.txn.as_ref().is_some_and(|t| t.failed);
         if failed {
@@ -117,15 +126,19 @@ impl Session {
         let system = System::new(&self.db, &self.database, &self.settings, &self.cursors);
         let mut planner =
             Planner::new(txn, &self.db.catalog, &self.database, declared.to_vec(), &system, &env);
-        let columns = match stmt {
-            ast::Statement::Query(q) => Some(planner.query(q, None)?.columns),
-            ast::Statement::Insert(ins) => {
-                let plan = plan_insert(&mut planner, ins)?;
-                plan.returning.map(|r| r.columns)
+        let returning = |r: Option<Returning>| match r {
+            Some(r) => (Some(r.columns), r.origins),
+            None => (None, vec![]),
+        };
+        let (columns, origins) = match stmt {
+            ast::Statement::Query(q) => {
+                let plan = planner.query(q, None)?;
+                (Some(plan.columns), plan.origins)
             }
-            ast::Statement::Update(u) => plan_update(&mut planner, u)?.returning.map(|r| r.columns),
-            ast::Statement::Delete(d) => plan_delete(&mut planner, d)?.returning.map(|r| r.columns),
-            _ => None,
+            ast::Statement::Insert(ins) => returning(plan_insert(&mut planner, ins)?.returning),
+            ast::Statement::Update(u) => returning(plan_update(&mut planner, u)?.returning),
+            ast::Statement::Delete(d) => returning(plan_delete(&mut planner, d)?.returning),
+            _ => (None, vec![]),
         };
         let params = planner
             .params
@@ -135,7 +148,7 @@ impl Session {
         if let Some(own) = own {
             own.close_unused();
         }
-        Ok((params, columns))
+        Ok((params, columns, origins))
     }
 
     /// Stores a prepared statement under `name` (the unnamed one, `""`, is replaced; a named

@@ -41,6 +41,10 @@ pub enum Output {
     Rows {
         /// Column names and types.
         columns: Vec<(String, DataType)>,
+        /// The table column each column shows unchanged, when it does: the table's OID and
+        /// the column's number (RowDescription reports them; shorter than `columns` when
+        /// the rest have none).
+        origins: crate::types::Origins,
         /// The rows.
         rows: Vec<Vec<Value>>,
         /// The command tag.
@@ -80,6 +84,9 @@ pub struct Prepared {
     pub param_types: Vec<DataType>,
     /// Result columns, when the statement returns rows.
     pub columns: Option<Vec<(String, DataType)>>,
+    /// The table column each result column shows unchanged, when it does (as in
+    /// [`Output::Rows`]).
+    pub origins: crate::types::Origins,
     /// The plan of its last execution, reused while still valid.
     pub(crate) plan: PlanSlot,
 }
@@ -246,7 +253,10 @@ impl Session {
     }
 
     /// The columns of a cursor DECLAREd in SQL, when one of that name is open.
-    pub fn cursor_columns(&self, name: &str) -> Option<crate::types::Columns> {
+    pub fn cursor_columns(
+        &self,
+        name: &str,
+    ) -> Option<(crate::types::Columns, crate::types::Origins)> {
         self.cursors.columns(name)
     }
 
@@ -625,6 +635,7 @@ impl Session {
             let value = self.setting(&name).unwrap_or(value);
             return Ok(Output::Rows {
                 columns: vec![("set_config".into(), DataType::Text)],
+                origins: vec![],
                 rows: vec![vec![Value::Text(value)]],
                 tag: "SELECT 1".into(),
             });
@@ -707,6 +718,7 @@ impl Session {
                             ("name".into(), DataType::Text),
                             ("setting".into(), DataType::Text),
                         ],
+                        origins: vec![],
                         rows,
                         tag: format!("SHOW {n}"),
                     });
@@ -719,6 +731,7 @@ impl Session {
                 })?;
                 Ok(Output::Rows {
                     columns: vec![(name, DataType::Text)],
+                    origins: vec![],
                     rows: vec![vec![Value::Text(v)]],
                     tag: "SHOW".into(),
                 })

@@ -637,6 +637,10 @@ impl Value {
 /// Result columns: names and types.
 pub type Columns = Vec<(String, DataType)>;
 
+/// For each result column, the table column it shows unchanged, when it does: the table's
+/// OID and the column's number (RowDescription reports them).
+pub type Origins = Vec<Option<(u32, i16)>>;
+
 /// A row of values.
 pub type Row = Vec<Value>;
 

@@ -156,7 +156,7 @@ fn execute(session: &mut Session, sql: &str, tags: Tags) -> String {
 
 fn render(out: &mut String, o: &Output, header: bool) {
     match o {
-        Output::Rows { columns, rows, tag } => {
+        Output::Rows { columns, rows, tag, .. } => {
             if header {
                 let h: Vec<String> =
                     columns.iter().map(|(n, t)| format!("{n}:{}", t.sql_name())).collect();

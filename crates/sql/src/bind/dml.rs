@@ -26,6 +26,8 @@ pub(crate) fn table_object(t: &ast::TableObject) -> Result<ast::ObjectName> {
 pub(crate) struct Returning {
     pub(crate) exprs: Vec<Expr>,
     pub(crate) columns: Vec<(String, DataType)>,
+    /// The table column each result column shows unchanged, when it does.
+    pub(crate) origins: crate::types::Origins,
 }
 
 pub(crate) fn plan_returning(
@@ -39,10 +41,10 @@ pub(crate) fn plan_returning(
     for item in items {
         match item {
             ast::SelectItem::Wildcard(_) => {
-                for (i, c) in scope.cols.iter().enumerate() {
+                for i in 0..scope.cols.len() {
                     exprs.push(Expr::Column(i));
-                    columns.push((c.name.clone(), c.ty));
                 }
+                columns.extend(scope.cols.iter().map(|c| (c.name.clone(), c.ty)));
             }
             ast::SelectItem::UnnamedExpr(x) => {
                 let (e, t) = planner.expr(x, scope, false)?;
@@ -63,7 +65,8 @@ pub(crate) fn plan_returning(
             other => return Err(SqlError::unsupported(format!("RETURNING {other}"))),
         }
     }
-    Ok(Some(Returning { exprs, columns }))
+    let origins = scope.origins(&exprs);
+    Ok(Some(Returning { exprs, columns, origins }))
 }
 
 pub(crate) fn table_scope(table: &Table, alias: &str) -> Scope {
@@ -71,9 +74,20 @@ pub(crate) fn table_scope(table: &Table, alias: &str) -> Scope {
         cols: table
             .columns
             .iter()
-            .map(|c| ScopeCol { table: Some(alias.to_string()), name: c.name.clone(), ty: c.ty })
+            .enumerate()
+            .map(|(i, c)| ScopeCol {
+                table: Some(alias.to_string()),
+                name: c.name.clone(),
+                ty: c.ty,
+                origin: Some(table_origin(table, i)),
+            })
             .collect(),
     }
+}
+
+/// The origin RowDescription reports for column `i` of `table`: its OID and column number.
+pub(crate) fn table_origin(table: &Table, i: usize) -> (u32, i16) {
+    (crate::pg::system::oid::object(table.id) as u32, table.attnum(i))
 }
 
 /// ON CONFLICT DO UPDATE: assignments and the optional WHERE.
@@ -228,6 +242,7 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
                         table: Some("excluded".into()),
                         name: c.name.clone(),
                         ty: c.ty,
+                        origin: None,
                     }));
                     let mut sets = Vec::new();
                     for a in &du.assignments {

@@ -311,6 +311,9 @@ impl<'a> Planner<'a> {
                 let (x, xty) = self.expr(expr, scope, aggs)?;
                 match x {
                     Expr::Const(v) => (Expr::Const(v.cast_explicit(ty)?), ty),
+                    // A cast to the type it has already changes nothing (and a column so
+                    // cast still shows that column).
+                    x if xty == ty => (x, ty),
                     x => {
                         let (x, _) = self.coerce(x, xty, ty)?;
                         (Expr::Cast(Box::new(x), ty), ty)

@@ -47,6 +47,9 @@ pub struct ScopeCol {
     pub name: String,
     /// Its type.
     pub ty: DataType,
+    /// The table column it shows unchanged, when it does: the table's OID and the column's
+    /// number (1-based), as RowDescription reports them.
+    pub origin: Option<(u32, i16)>,
 }
 
 /// The columns visible to an expression.
@@ -57,6 +60,17 @@ pub struct Scope {
 }
 
 impl Scope {
+    /// The table column each of `exprs` shows unchanged, when it does.
+    pub(crate) fn origins(&self, exprs: &[Expr]) -> crate::types::Origins {
+        exprs
+            .iter()
+            .map(|e| match e {
+                Expr::Column(i) => self.cols.get(*i).and_then(|c| c.origin),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub(crate) fn resolve(&self, table: Option<&str>, name: &str) -> Result<(usize, DataType)> {
         let mut found = None;
         for (i, c) in self.cols.iter().enumerate() {

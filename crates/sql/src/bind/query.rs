@@ -31,7 +31,12 @@ impl<'a> Planner<'a> {
                     cols: plan
                         .columns
                         .iter()
-                        .map(|(n, t)| ScopeCol { table: None, name: n.clone(), ty: *t })
+                        .map(|(n, t)| ScopeCol {
+                            table: None,
+                            name: n.clone(),
+                            ty: *t,
+                            origin: None,
+                        })
                         .collect(),
                 };
                 self.order_limit(q, &mut plan, Some(&scope))?;
@@ -114,7 +119,12 @@ impl<'a> Planner<'a> {
             let cols: Vec<ScopeCol> = columns
                 .iter()
                 .zip(names)
-                .map(|((_, ty), name)| ScopeCol { table: Some(alias.clone()), name, ty: *ty })
+                .map(|((_, ty), name)| ScopeCol {
+                    table: Some(alias.clone()),
+                    name,
+                    ty: *ty,
+                    origin: None,
+                })
                 .collect();
             let item = FromItem {
                 source: Source::WorkTable(*id),
@@ -434,14 +444,23 @@ impl<'a> Planner<'a> {
                     };
                     return Ok((
                         item,
-                        vec![ScopeCol { table: Some(alias_name), name: col, ty: DataType::Int4 }],
+                        vec![ScopeCol {
+                            table: Some(alias_name),
+                            name: col,
+                            ty: DataType::Int4,
+                            origin: None,
+                        }],
                     ));
                 }
                 if let Some(i) = self.ctes.iter().rposition(|c| c.name == tname) {
                     return self.cte_item(i, alias_name, &rename, offset);
                 }
+                let mut origins = Vec::new();
                 let (source, cols, label) = match self.table(&tname)? {
                     Some(t) => {
+                        origins = (0..t.columns.len())
+                            .map(|i| Some(crate::bind::dml::table_origin(&t, i)))
+                            .collect();
                         let cols: Vec<(String, DataType)> =
                             t.columns.iter().map(|c| (c.name.clone(), c.ty)).collect();
                         let label = t.name.clone();
@@ -456,6 +475,8 @@ impl<'a> Planner<'a> {
                             // `SELECT … FROM sequence`: its one row, read at execution.
                             Some(seq) => {
                                 self.uses_sequence(&seq);
+                                let seq_oid = crate::pg::system::oid::object(seq.id) as u32;
+                                origins = (1..=3).map(|n| Some((seq_oid, n))).collect();
                                 let call = |f| Expr::Sequence(f, seq.clone(), vec![]);
                                 let row = vec![
                                     call(SeqFunc::LastValue),
@@ -485,6 +506,7 @@ impl<'a> Planner<'a> {
                         table: Some(alias_name.clone()),
                         name: rename.get(i).cloned().unwrap_or_else(|| n.clone()),
                         ty: *ty,
+                        origin: origins.get(i).copied().flatten(),
                     })
                     .collect::<Vec<_>>();
                 let item = FromItem {
@@ -764,6 +786,7 @@ impl<'a> Planner<'a> {
                 other => return Err(SqlError::unsupported(format!("the select item {other}"))),
             }
         }
+        let origins = scope.origins(&projection[..columns.len()]);
         let having = match &s.having {
             Some(h) => Some(self.expr(h, &scope, true)?.0),
             None => None,
@@ -776,6 +799,7 @@ impl<'a> Planner<'a> {
             having: None,
             projection,
             columns,
+            origins,
             distinct: matches!(s.distinct, Some(ast::Distinct::Distinct)),
             distinct_on: vec![],
             order: vec![],
@@ -997,6 +1021,7 @@ fn derived_item(
             table: alias_name.clone(),
             name: rename.get(i).cloned().unwrap_or_else(|| n.clone()),
             ty: *ty,
+            origin: plan.origins.get(i).copied().flatten(),
         })
         .collect::<Vec<_>>();
     let width = scope.len();

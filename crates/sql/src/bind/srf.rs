@@ -186,11 +186,16 @@ impl<'a> Planner<'a> {
                 name.to_string()
             };
             let name = rename.get(i).cloned().unwrap_or(default);
-            cols.push(ScopeCol { table: Some(alias_name.clone()), name, ty: *t });
+            cols.push(ScopeCol { table: Some(alias_name.clone()), name, ty: *t, origin: None });
         }
         if ordinality {
             let name = rename.get(types.len()).cloned().unwrap_or_else(|| "ordinality".into());
-            cols.push(ScopeCol { table: Some(alias_name.clone()), name, ty: DataType::Int8 });
+            cols.push(ScopeCol {
+                table: Some(alias_name.clone()),
+                name,
+                ty: DataType::Int8,
+                origin: None,
+            });
         }
         let item = FromItem {
             source: Source::Unnest(exprs, ordinality),

@@ -94,15 +94,7 @@ impl Writer<'_> {
             if !w.ts.txn.insert(&target.keyspace(), &key, &encode_row(&row))? {
                 let vals: Vec<Value> = target.primary_key.iter().map(|&c| row[c].clone()).collect();
                 let name = target.primary_key_name.clone().unwrap_or_default();
-                return Err(SqlError::new(
-                    code::UNIQUE,
-                    format!("could not create unique index \"{name}\""),
-                )
-                .detail(
-                    unique_violation(&target, &name, &vals, &target.primary_key)
-                        .detail
-                        .unwrap_or_default(),
-                ));
+                return Err(index_build_violation(&target, &name, &vals, &target.primary_key));
             }
             Ok(())
         })?;
@@ -152,8 +144,14 @@ impl Writer<'_> {
             return Err(SqlError::unsupported("ADD COLUMN of a serial column"));
         }
         let ty = data_type(&def.data_type)?;
-        let mut col =
-            Column { name: name.clone(), ty, nullable: true, default: None, identity: None };
+        let mut col = Column {
+            name: name.clone(),
+            ty,
+            nullable: true,
+            default: None,
+            identity: None,
+            number: 0,
+        };
         let mut constraints = Vec::new();
         let key = || ast::IndexColumn::from(def.name.clone());
         for opt in &def.options {
@@ -205,7 +203,7 @@ impl Writer<'_> {
             None => Value::Null,
         };
         let old = t.clone();
-        t.columns.push(col);
+        t.push_column(col);
         let nullable = t.columns.last().is_some_and(|c| c.nullable);
         if !fill.is_null() || !nullable {
             let tname = t.name.clone();
@@ -214,7 +212,8 @@ impl Writer<'_> {
                     return Err(SqlError::new(
                         code::NOT_NULL,
                         format!("column \"{name}\" of relation \"{tname}\" contains null values"),
-                    ));
+                    )
+                    .column(&tname, &name));
                 }
                 row.push(fill.clone());
                 Ok(row)
@@ -335,7 +334,7 @@ impl Writer<'_> {
             }
         }
         let old = t.clone();
-        t.columns.remove(p);
+        t.remove_column(p);
         shift(&mut t.primary_key, p);
         for i in &mut t.indexes {
             shift(&mut i.columns, p);
@@ -426,7 +425,8 @@ impl Writer<'_> {
                             return Err(SqlError::new(
                                 code::NOT_NULL,
                                 format!("column \"{name}\" of relation \"{tname}\" contains null values"),
-                            ));
+                            )
+                            .column(&tname, name));
                         }
                         Ok(())
                     })?;
@@ -514,6 +514,7 @@ impl Writer<'_> {
                             table: Some(t.name.clone()),
                             name: c.name.clone(),
                             ty: c.ty,
+                            origin: None,
                         })
                         .collect(),
                 };
@@ -554,7 +555,8 @@ impl Writer<'_> {
                 return Err(SqlError::new(
                     code::NOT_NULL,
                     format!("column \"{name}\" of relation \"{tname}\" contains null values"),
-                ));
+                )
+                .column(&tname, &name));
             }
             Ok(row)
         })?;

@@ -81,7 +81,7 @@ pub(crate) fn bind_check(planner: &mut Planner, table: &Table, e: &ast::Expr) ->
 }
 
 /// Renders key values as PostgreSQL's DETAIL does: `(a, b)=(1, x)`.
-fn key_text(table: &Table, cols: &[usize], values: &[Value]) -> String {
+pub(crate) fn key_text(table: &Table, cols: &[usize], values: &[Value]) -> String {
     let names = cols.iter().map(|&c| table.columns[c].name.clone()).collect::<Vec<_>>();
     let vals = values
         .iter()
@@ -104,6 +104,7 @@ fn still_referenced(parent: &Table, child: &Table, fk: &ForeignKey, key: &[Value
         key_text(parent, &fk.ref_columns, key),
         child.name
     ))
+    .constraint(&child.name, &fk.name)
 }
 
 /// A NO ACTION check left for the end of the statement: a referenced key went away.
@@ -183,7 +184,8 @@ impl Writer<'_> {
                         table.name
                     ),
                 )
-                .detail(format!("Failing row contains ({}).", vals.join(", "))));
+                .detail(format!("Failing row contains ({}).", vals.join(", ")))
+                .constraint(&table.name, name));
             }
         }
         Ok(())
@@ -220,7 +222,8 @@ impl Writer<'_> {
                     "Key {} is not present in table \"{}\".",
                     key_text(table, &fk.columns, &values),
                     parent.name
-                )));
+                ))
+                .constraint(&table.name, &fk.name));
             }
         }
         Ok(())

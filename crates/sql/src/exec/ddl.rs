@@ -86,7 +86,14 @@ impl Writer<'_> {
                 Some(t) => t,
                 None => data_type(&c.data_type)?,
             };
-            let mut col = Column { name: cname, ty, nullable: true, default: None, identity: None };
+            let mut col = Column {
+                name: cname,
+                ty,
+                nullable: true,
+                default: None,
+                identity: None,
+                number: 0,
+            };
             if serial.is_some() {
                 col.nullable = false;
                 generated.push((i, None));
@@ -264,6 +271,7 @@ impl Writer<'_> {
             foreign_keys: vec![],
             referenced_by: vec![],
             checks: vec![],
+            last_attnum: 0,
         };
         if !table.primary_key.is_empty() {
             table.primary_key_name =
@@ -447,14 +455,11 @@ impl Writer<'_> {
                     if existing != pk {
                         let vals: Vec<Value> =
                             index.columns.iter().map(|&c| row[c].clone()).collect();
-                        return Err(SqlError::new(
-                            code::UNIQUE,
-                            format!("could not create unique index \"{}\"", index.name),
-                        )
-                        .detail(
-                            unique_violation(table, &index.name, &vals, &index.columns)
-                                .detail
-                                .unwrap_or_default(),
+                        return Err(index_build_violation(
+                            table,
+                            &index.name,
+                            &vals,
+                            &index.columns,
                         ));
                     }
                 }
@@ -522,17 +527,15 @@ impl Writer<'_> {
                         "column \"{}\" of relation \"{}\" contains null values",
                         new.columns[c].name, new.name
                     ),
-                ));
+                )
+                .column(&new.name, &new.columns[c].name));
             }
         }
         let key = encode_key(&cols.iter().map(|&c| &row[c]).collect::<Vec<_>>())?;
         if !self.ts.txn.insert(&new.keyspace(), &key, &raw)? {
             let vals: Vec<Value> = cols.iter().map(|&c| row[c].clone()).collect();
-            return Err(SqlError::new(
-                code::UNIQUE,
-                format!("could not create unique index \"{}_pkey\"", new.name),
-            )
-            .detail(unique_violation(new, "", &vals, cols).detail.unwrap_or_default()));
+            let name = new.primary_key_name.clone().unwrap_or_else(|| format!("{}_pkey", new.name));
+            return Err(index_build_violation(new, &name, &vals, cols));
         }
         Ok(())
     }
@@ -689,7 +692,8 @@ impl Writer<'_> {
                                 format!(
                                     "check constraint \"{name}\" of relation \"{tname}\" is violated by some row"
                                 ),
-                            ));
+                            )
+                            .constraint(&tname, &name));
                         }
                         Ok(())
                     })?;

@@ -86,7 +86,7 @@ impl InitPlans<'_> {
     }
 
     fn returning(&self, r: Option<Returning>) -> Result<Option<Returning>> {
-        r.map(|r| Ok(Returning { exprs: self.exprs(r.exprs)?, columns: r.columns })).transpose()
+        r.map(|r| Ok(Returning { exprs: self.exprs(r.exprs)?, ..r })).transpose()
     }
 
     fn assignments(&self, sets: Vec<(usize, Expr)>) -> Result<Vec<(usize, Expr)>> {

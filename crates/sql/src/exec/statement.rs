@@ -116,7 +116,7 @@ impl Session {
                     execute_select(&plan, &cell, &ctx, &limits)?
                 };
                 let tag = format!("SELECT {}", rows.len());
-                Ok(Output::Rows { columns: plan.columns, rows, tag })
+                Ok(Output::Rows { columns: plan.columns, origins: plan.origins, rows, tag })
             }
             S::Insert(ins) => {
                 let plan = plan!(Insert, |p: &mut Planner| plan_insert(p, ins));
@@ -161,7 +161,12 @@ impl Session {
                 };
                 let rows = lines.into_iter().map(|l| vec![Value::Text(l)]).collect::<Vec<_>>();
                 let tag = "EXPLAIN".to_string();
-                Ok(Output::Rows { columns: vec![("QUERY PLAN".into(), DataType::Text)], rows, tag })
+                Ok(Output::Rows {
+                    columns: vec![("QUERY PLAN".into(), DataType::Text)],
+                    origins: vec![],
+                    rows,
+                    tag,
+                })
             }
             S::CreateTable(ct) => w.create_table(ct, &self.database, &env),
             S::Drop {

@@ -10,12 +10,13 @@ use kiln_engine::IsolationLevel;
 use crate::catalog::{Index, Table};
 use crate::encoding::{decode_row, encode_key, encode_row};
 use crate::error::{code, Result, SqlError};
+use crate::exec::constraints::key_text;
 use crate::exec::select::*;
 use crate::expr::{assign, Ctx, Expr};
 use crate::locks::LockMode;
 use crate::pg::activity::{Activity, Wait};
 use crate::plan::*;
-use crate::types::{DataType, Value};
+use crate::types::Value;
 
 use crate::bind::dml::*;
 use crate::database::*;
@@ -40,17 +41,25 @@ pub(crate) fn unique_violation(
     values: &[Value],
     cols: &[usize],
 ) -> SqlError {
-    let names = cols.iter().map(|&c| table.columns[c].name.clone()).collect::<Vec<_>>().join(", ");
-    let vals = values
-        .iter()
-        .map(|v| v.to_text(DataType::Text).unwrap_or_else(|| "null".into()))
-        .collect::<Vec<_>>()
-        .join(", ");
     SqlError::new(
         code::UNIQUE,
         format!("duplicate key value violates unique constraint \"{what}\""),
     )
-    .detail(format!("Key ({names})=({vals}) already exists."))
+    .detail(format!("Key {} already exists.", key_text(table, cols, values)))
+    .constraint(&table.name, what)
+}
+
+/// 23505 for building unique index (or primary key) `name` over rows whose `cols` repeat
+/// `values`.
+pub(crate) fn index_build_violation(
+    table: &Table,
+    name: &str,
+    values: &[Value],
+    cols: &[usize],
+) -> SqlError {
+    SqlError::new(code::UNIQUE, format!("could not create unique index \"{name}\""))
+        .detail(format!("Key {} is duplicated.", key_text(table, cols, values)))
+        .constraint(&table.name, name)
 }
 
 /// The command tag and, with RETURNING, its rows, for the rows a statement wrote.
@@ -71,7 +80,7 @@ pub(crate) fn returning_output(
             for row in &rows {
                 out.push(r.exprs.iter().map(|e| e.eval(row, ctx)).collect::<Result<Vec<_>>>()?);
             }
-            Output::Rows { columns: r.columns, rows: out, tag }
+            Output::Rows { columns: r.columns, origins: r.origins, rows: out, tag }
         }
         None => Output::Command(tag),
     })
@@ -168,7 +177,14 @@ impl Writer<'_> {
                 }
             })?;
             if v.is_null() && !c.nullable {
-                return Err(SqlError::new(code::NOT_NULL, format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", c.name, table.name)));
+                return Err(SqlError::new(
+                    code::NOT_NULL,
+                    format!(
+                        "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                        c.name, table.name
+                    ),
+                )
+                .column(&table.name, &c.name));
             }
             out.push(v);
         }

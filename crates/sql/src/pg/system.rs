@@ -1,7 +1,7 @@
 //! Tables Kiln computes instead of storing: `kiln_stat` (the ED counters) and the parts of
 //! `pg_catalog` and `information_schema` that clients read.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use kiln_engine::Transaction;
 
@@ -127,9 +127,9 @@ const TA: DataType = DataType::Array(&DataType::Text);
 /// oid[] (pg_policy.polroles; Kiln holds OIDs as bigint)
 const OA: DataType = DataType::Array(&DataType::Int8);
 
-/// 1-based column numbers, as the catalogs list a key's columns.
-fn attnums(columns: &[usize]) -> Value {
-    Value::Array(columns.iter().map(|&c| Value::Int(c as i64 + 1)).collect())
+/// The numbers of `table`'s columns at `columns`, as the catalogs list a key's columns.
+fn attnums(table: &crate::catalog::Table, columns: &[usize]) -> Value {
+    Value::Array(columns.iter().map(|&c| Value::Int(table.attnum(c).into())).collect())
 }
 
 impl SystemTables for System<'_> {
@@ -746,7 +746,7 @@ impl SystemTables for System<'_> {
                             text("public"),
                             text(&t.name),
                             text(&c.name),
-                            Value::Int(i as i64 + 1),
+                            Value::Int(t.attnum(i).into()),
                             c.default.clone().map(Value::Text).unwrap_or(Value::Null),
                             text(if c.nullable { "YES" } else { "NO" }),
                             text(&c.ty.sql_name()),
@@ -955,7 +955,7 @@ impl System<'_> {
                             text(&c.name),
                             int(c.ty.oid() as i64),
                             int(c.ty.size() as i64),
-                            int(i as i64 + 1),
+                            int(t.attnum(i).into()),
                             int(c.ty.modifier() as i64),
                             boolean(!c.nullable),
                             boolean(c.default.is_some()),
@@ -976,6 +976,31 @@ impl System<'_> {
                             int(i64::from(matches!(c.ty, DataType::Array(_)))),
                         ]);
                     }
+                    // Dropped columns keep their numbers, listed as PostgreSQL lists them
+                    // (the type is not kept: 0, with the length of a varlena).
+                    let live: HashSet<i16> = (0..t.columns.len()).map(|i| t.attnum(i)).collect();
+                    for n in (1..=t.last_attnum).filter(|n| !live.contains(n)) {
+                        rows.push(vec![
+                            int(toid),
+                            text(&format!("........pg.dropped.{n}........")),
+                            int(0),
+                            int(-1),
+                            int(n.into()),
+                            int(-1),
+                            boolean(false),
+                            boolean(false),
+                            text(""),
+                            text(""),
+                            boolean(true),
+                            int(0),
+                            int(0),
+                            boolean(true),
+                            text("x"),
+                            text(""),
+                            int(0),
+                            int(0),
+                        ]);
+                    }
                 }
                 "pg_attrdef" => {
                     for (i, c) in t.columns.iter().enumerate() {
@@ -983,7 +1008,7 @@ impl System<'_> {
                             rows.push(vec![
                                 int(toid * 1000 + i as i64),
                                 int(toid),
-                                int(i as i64 + 1),
+                                int(t.attnum(i).into()),
                                 text(d),
                             ]);
                         }
@@ -1028,7 +1053,7 @@ impl System<'_> {
                             boolean(true),
                             boolean(true),
                             boolean(false),
-                            attnums(c),
+                            attnums(t, c),
                             collations,
                             zeros(c.len()),
                             zeros(c.len()),
@@ -1054,7 +1079,7 @@ impl System<'_> {
                             int(*ioid),
                             int(0),
                             int(0),
-                            attnums(c),
+                            attnums(t, c),
                             Value::Null,
                             text(" "),
                             text(" "),
@@ -1097,8 +1122,8 @@ impl System<'_> {
                             int(index),
                             int(0),
                             int(oid::object(parent.id)),
-                            attnums(&fk.columns),
-                            attnums(&fk.ref_columns),
+                            attnums(t, &fk.columns),
+                            attnums(parent, &fk.ref_columns),
                             text(fk.on_update.code()),
                             text(fk.on_delete.code()),
                             text("s"),

@@ -149,6 +149,9 @@ pub struct SelectPlan {
     pub projection: Vec<Expr>,
     /// Visible output columns.
     pub columns: Vec<(String, DataType)>,
+    /// For each visible column, the table column it shows unchanged, when it does (the
+    /// table's OID and the column's number, for RowDescription).
+    pub origins: crate::types::Origins,
     /// DISTINCT
     pub distinct: bool,
     /// DISTINCT ON: output positions (visible or hidden); after ORDER BY, the first row of
@@ -185,6 +188,7 @@ impl SelectPlan {
             grouping: None,
             having: None,
             projection: (0..width).map(Expr::Column).collect(),
+            origins: vec![None; columns.len()],
             columns,
             distinct: false,
             distinct_on: vec![],
