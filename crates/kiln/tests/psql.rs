@@ -1,5 +1,6 @@
 //! psql, scripted, against a `kiln serve` process: DDL and DML, the describe commands
-//! (`\dt`, `\d table`, `\d+`, `\l`, `\du`, `\df`, `\ds`), errors, and the ED functions.
+//! (`\dt`, `\d table`, `\d+`, `\l`, `\du`, `\df`, `\ds`, `\dv`, `\d+ view`), errors, and the
+//! ED functions.
 
 mod common;
 
@@ -21,6 +22,9 @@ INSERT INTO accounts VALUES (1, 'ann', 10.50, '2024-01-31'), (2, 'bob', 0, NULL)
 \du
 \df
 \ds
+CREATE VIEW rich (who, amount) AS SELECT owner, balance FROM accounts WHERE balance > 1;
+\dv
+\d+ rich
 SELECT owner, balance FROM accounts ORDER BY id;
 SET synchronous_commit = off;
 UPDATE accounts SET balance = balance + 1 WHERE id = 2;
@@ -78,6 +82,11 @@ SELECT count(*) AS n FROM accounts;
         " public | audit_id_seq | sequence | kiln",
         " kiln      | Superuser",
         "List of functions",
+        " public | rich | view | kiln",
+        "View \"public.rich\"",
+        " who    | character varying(20) |           |          |         | extended |",
+        " amount | numeric(12,2)         |           |          |         | main     |",
+        "View definition:",
     ] {
         assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
     }

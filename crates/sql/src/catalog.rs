@@ -247,6 +247,36 @@ impl Table {
     }
 }
 
+impl View {
+    /// Its columns' names.
+    pub fn column_names(&self) -> Vec<String> {
+        let given = |i: usize| self.aliases.get(i).cloned();
+        self.columns.iter().enumerate().map(|(i, (n, _))| given(i).unwrap_or(n.clone())).collect()
+    }
+}
+
+/// A view: a stored query, planned again wherever it is read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct View {
+    /// Its id (its OID is derived from it, as a table's is).
+    pub id: u64,
+    /// The database it belongs to.
+    pub database: String,
+    /// Its name.
+    pub name: String,
+    /// The query, as SQL text.
+    pub query: String,
+    /// The columns its query gave when it was created, as the query names them: a view's
+    /// columns are fixed then (a `*` in its query does not take columns added to a table
+    /// later).
+    pub columns: Vec<(String, DataType)>,
+    /// Column names given in `CREATE VIEW name (a, b, …)`; the first columns take them.
+    pub aliases: Vec<String>,
+    /// The tables and views its query reads, by name: none of them can be dropped or have
+    /// their columns changed while it exists.
+    pub depends_on: Vec<String>,
+}
+
 fn table_key(db: &str, name: &str) -> Vec<u8> {
     format!("t/{db}/{name}").into_bytes()
 }
@@ -257,6 +287,10 @@ fn index_key(db: &str, name: &str) -> Vec<u8> {
 
 fn sequence_key(db: &str, name: &str) -> Vec<u8> {
     format!("s/{db}/{name}").into_bytes()
+}
+
+fn view_key(db: &str, name: &str) -> Vec<u8> {
+    format!("v/{db}/{name}").into_bytes()
 }
 
 fn database_key(db: &str) -> Vec<u8> {
@@ -272,6 +306,7 @@ type Cached<T> = (Vec<u8>, Arc<T>);
 pub struct Catalog {
     cache: Mutex<HashMap<Vec<u8>, Cached<Table>>>,
     sequence_cache: Mutex<HashMap<Vec<u8>, Cached<Sequence>>>,
+    view_cache: Mutex<HashMap<Vec<u8>, Cached<View>>>,
     rowids: Mutex<HashMap<u64, u64>>,
     /// CHECK constraints bound once per definition, by table id.
     check_cache: Mutex<HashMap<u64, CachedChecks>>,
@@ -319,11 +354,16 @@ impl Catalog {
         Ok(Some(table))
     }
 
-    /// Reads a table definition or answers 42P01.
+    /// Reads a table definition or answers 42P01 (42809 for a view: views are only read).
     pub fn table_or_err(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<Arc<Table>> {
-        self.table(txn, db, name)?.ok_or_else(|| {
-            SqlError::new(code::UNDEFINED_TABLE, format!("relation \"{name}\" does not exist"))
-        })
+        if let Some(t) = self.table(txn, db, name)? {
+            return Ok(t);
+        }
+        if self.view(txn, db, name)?.is_some() {
+            return Err(SqlError::new(code::WRONG_OBJECT_TYPE, format!("\"{name}\" is a view"))
+                .hint("Kiln reads views in queries only: write into, alter or copy the tables the view reads."));
+        }
+        Err(SqlError::new(code::UNDEFINED_TABLE, format!("relation \"{name}\" does not exist")))
     }
 
     /// Writes a table definition (create or replace).
@@ -357,11 +397,65 @@ impl Catalog {
             .map(|raw| String::from_utf8_lossy(&raw).into_owned()))
     }
 
-    /// Whether a relation (table, index or sequence) named `name` exists.
+    /// Whether a relation (table, index, sequence or view) named `name` exists.
     pub fn relation_exists(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<bool> {
         Ok(txn.get(CATALOG, &table_key(db, name))?.is_some()
             || txn.get(CATALOG, &index_key(db, name))?.is_some()
-            || txn.get(CATALOG, &sequence_key(db, name))?.is_some())
+            || txn.get(CATALOG, &sequence_key(db, name))?.is_some()
+            || txn.get(CATALOG, &view_key(db, name))?.is_some())
+    }
+
+    /// Reads a view definition (decoded once per change, as tables are).
+    pub fn view(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<Option<Arc<View>>> {
+        let key = view_key(db, name);
+        let Some(raw) = txn.get(CATALOG, &key)? else { return Ok(None) };
+        self.decode_view(key, raw, name).map(Some)
+    }
+
+    fn decode_view(&self, key: Vec<u8>, raw: Vec<u8>, name: &str) -> Result<Arc<View>> {
+        if let Some((cached, view)) = self.view_cache.lock().get(&key) {
+            if *cached == raw {
+                return Ok(view.clone());
+            }
+        }
+        let view: Arc<View> = Arc::new(serde_json::from_slice(&raw).map_err(|e| {
+            SqlError::new(code::DATA_CORRUPTED, format!("catalog entry for {name} is damaged: {e}"))
+        })?);
+        self.view_cache.lock().insert(key, (raw, view.clone()));
+        Ok(view)
+    }
+
+    /// Writes a view definition (create or replace).
+    pub fn put_view(&self, txn: &mut Transaction, view: &View) -> Result<()> {
+        let raw = serde_json::to_vec(view).expect("view definitions serialize");
+        txn.put(CATALOG, &view_key(&view.database, &view.name), &raw)?;
+        Ok(())
+    }
+
+    /// Removes a view definition.
+    pub fn delete_view(&self, txn: &mut Transaction, view: &View) -> Result<()> {
+        txn.delete(CATALOG, &view_key(&view.database, &view.name))?;
+        Ok(())
+    }
+
+    /// All views of a database, by name.
+    pub fn views(&self, txn: &mut Transaction, db: &str) -> Result<Vec<Arc<View>>> {
+        let prefix = view_key(db, "");
+        let end = crate::encoding::prefix_end(&prefix).expect("prefix ends");
+        let rows = txn.scan(CATALOG, Scan::range(&prefix, &end))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (key, raw) in rows {
+            let name = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+            out.push(self.decode_view(key, raw, &name)?);
+        }
+        Ok(out)
+    }
+
+    /// The views that read relation `name` directly.
+    pub fn views_on(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<Vec<Arc<View>>> {
+        let mut views = self.views(txn, db)?;
+        views.retain(|v| v.depends_on.iter().any(|d| d == name));
+        Ok(views)
     }
 
     /// Reads a sequence definition (decoded once per change, as tables are).

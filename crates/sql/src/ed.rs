@@ -694,17 +694,19 @@ impl Env for SessionEnv<'_> {
                 });
                 column.map_or(Value::Text(String::new()), Value::Text)
             }
-            CatalogFunc::IndexDef | CatalogFunc::ConstraintDef => match arg_int(0) {
-                Some(oid) => self
-                    .db
-                    .definitions
-                    .lock()
-                    .get(&oid)
-                    .cloned()
-                    .map(Value::Text)
-                    .unwrap_or(Value::Null),
-                None => Value::Null,
-            },
+            CatalogFunc::IndexDef | CatalogFunc::ConstraintDef | CatalogFunc::ViewDef => {
+                match arg_int(0) {
+                    Some(oid) => self
+                        .db
+                        .definitions
+                        .lock()
+                        .get(&oid)
+                        .cloned()
+                        .map(Value::Text)
+                        .unwrap_or(Value::Null),
+                    None => Value::Null,
+                }
+            }
         })
     }
 }

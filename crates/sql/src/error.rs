@@ -72,6 +72,8 @@ pub mod code {
     pub const INVALID_TABLE_DEFINITION: &str = "42P16";
     /// undefined_parameter
     pub const UNDEFINED_PARAMETER: &str = "42P02";
+    /// duplicate_column
+    pub const DUPLICATE_COLUMN: &str = "42701";
     /// invalid_column_reference
     pub const INVALID_COLUMN_REFERENCE: &str = "42P10";
     /// invalid_sql_statement_name (unknown prepared statement)
@@ -132,6 +134,8 @@ pub mod code {
     pub const CHECK: &str = "23514";
     /// invalid_foreign_key
     pub const INVALID_FOREIGN_KEY: &str = "42830";
+    /// invalid_object_definition (a view that reads itself)
+    pub const INVALID_OBJECT_DEFINITION: &str = "42P17";
 }
 
 /// An error answered to a statement.

@@ -467,6 +467,16 @@ pub static FUNCTIONS: &[FuncDef] = &[
         VOLATILE,
     ),
     f(
+        &["pg_get_viewdef"],
+        Func::Catalog(CatalogFunc::ViewDef),
+        0,
+        3,
+        &[A::Any],
+        Type(T::Text),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(
         &["pg_get_constraintdef"],
         Func::Catalog(CatalogFunc::ConstraintDef),
         0,

@@ -213,6 +213,7 @@ impl std::fmt::Debug for PlanSlot {
 pub(crate) struct CachedPlan {
     tables: Vec<Arc<Table>>,
     sequences: Vec<Arc<crate::sequence::Sequence>>,
+    views: Vec<Arc<crate::catalog::View>>,
     plan: StatementPlan,
 }
 
@@ -268,6 +269,15 @@ impl PlanSlot {
                 }
             }
         }
+        for v in &cached.views {
+            match catalog.view(txn, db, &v.name)? {
+                Some(now) if Arc::ptr_eq(&now, v) || now == *v => {}
+                _ => {
+                    *self.plan.lock() = None;
+                    return Ok(None);
+                }
+            }
+        }
         Ok(Some(cached.plan.clone()))
     }
 
@@ -289,6 +299,7 @@ impl PlanSlot {
             Arc::new(CachedPlan {
                 tables: planner.tables.clone(),
                 sequences: planner.sequences.clone(),
+                views: planner.views.clone(),
                 plan,
             })
         });

@@ -10,6 +10,7 @@ pub mod function;
 pub mod query;
 pub mod reg;
 pub mod srf;
+pub mod view;
 pub mod window;
 
 use kiln_engine::Transaction;
@@ -140,6 +141,10 @@ pub struct Planner<'a> {
     pub tables: Vec<Arc<Table>>,
     /// Likewise the sequence definitions its `nextval`/`currval`/`setval` calls name.
     pub sequences: Vec<Arc<crate::sequence::Sequence>>,
+    /// Likewise the views it reads.
+    pub views: Vec<Arc<crate::catalog::View>>,
+    /// The views being expanded, innermost last (a view that reads itself is refused).
+    pub(crate) expanding: Vec<String>,
     /// Cleared when the plan holds something read while binding that no definition above
     /// covers (system tables' rows): such a plan is bound again at every execution.
     pub reusable: bool,
@@ -278,6 +283,8 @@ impl<'a> Planner<'a> {
             dead_arm: false,
             tables: Vec::new(),
             sequences: Vec::new(),
+            views: Vec::new(),
+            expanding: Vec::new(),
             reusable: true,
             windows_here: false,
             ctes: Vec::new(),
@@ -299,9 +306,11 @@ impl<'a> Planner<'a> {
 
     /// [`Planner::table`], or 42P01 when there is none.
     pub(crate) fn table_or_err(&mut self, name: &str) -> Result<Arc<Table>> {
-        self.table(name)?.ok_or_else(|| {
-            SqlError::new(code::UNDEFINED_TABLE, format!("relation \"{name}\" does not exist"))
-        })
+        match self.table(name)? {
+            Some(t) => Ok(t),
+            // 42P01, or 42809 naming a view.
+            None => self.catalog.table_or_err(self.txn, self.db, name),
+        }
     }
 
     /// Resolves a name in the innermost enclosing query (a correlated reference).

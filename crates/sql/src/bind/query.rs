@@ -455,8 +455,14 @@ impl<'a> Planner<'a> {
                 if let Some(i) = self.ctes.iter().rposition(|c| c.name == tname) {
                     return self.cte_item(i, alias_name, &rename, offset);
                 }
+                let table = self.table(&tname)?;
+                if table.is_none() {
+                    if let Some(view) = self.catalog.view(self.txn, self.db, &tname)? {
+                        return self.view_item(&view, alias_name, &rename, offset);
+                    }
+                }
                 let mut origins = Vec::new();
-                let (source, cols, label) = match self.table(&tname)? {
+                let (source, cols, label) = match table {
                     Some(t) => {
                         origins = (0..t.columns.len())
                             .map(|i| Some(crate::bind::dml::table_origin(&t, i)))
@@ -1007,7 +1013,7 @@ impl<'a> Planner<'a> {
 
 /// A FROM item over a planned query (a derived table or a common table expression), its
 /// columns named by `rename` where given.
-fn derived_item(
+pub(crate) fn derived_item(
     plan: SelectPlan,
     alias_name: Option<String>,
     rename: &[String],

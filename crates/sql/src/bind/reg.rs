@@ -98,7 +98,8 @@ pub fn undefined_relation(name: &str) -> SqlError {
 }
 
 impl<'a> Planner<'a> {
-    /// The OID of the relation (table, index, sequence or system catalog) a name denotes.
+    /// The OID of the relation (table, index, sequence, view or system catalog) a name
+    /// denotes.
     pub(crate) fn relation_oid(&mut self, text: &str) -> Result<Option<i64>> {
         if let Some(o) = system_relation_oid(text.trim()) {
             return Ok(Some(o));
@@ -110,6 +111,9 @@ impl<'a> Planner<'a> {
         }
         if let Some(s) = self.catalog.sequence(self.txn, self.db, &name)? {
             return Ok(Some(oid::object(s.id)));
+        }
+        if let Some(v) = self.catalog.view(self.txn, self.db, &name)? {
+            return Ok(Some(oid::object(v.id)));
         }
         for t in self.catalog.tables(self.txn, self.db)? {
             let pkey = t.primary_key_name.clone().unwrap_or_else(|| format!("{}_pkey", t.name));
@@ -178,7 +182,11 @@ impl<'a> Planner<'a> {
             }
         }
         let sequences = self.catalog.sequences(self.txn, self.db)?;
-        Ok(sequences.iter().find(|s| oid::object(s.id) == o).map(|s| s.name.clone()))
+        if let Some(s) = sequences.iter().find(|s| oid::object(s.id) == o) {
+            return Ok(Some(s.name.clone()));
+        }
+        let views = self.catalog.views(self.txn, self.db)?;
+        Ok(views.iter().find(|v| oid::object(v.id) == o).map(|v| v.name.clone()))
     }
 
     /// `x::regclass::text` (and varchar, name): the name of the relation or type.

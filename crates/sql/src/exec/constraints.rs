@@ -125,7 +125,7 @@ pub(crate) struct Constraints {
 }
 
 impl Writer<'_> {
-    fn interrupted(&self) -> Result<()> {
+    pub(crate) fn interrupted(&self) -> Result<()> {
         if self.interrupt.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(SqlError::new(
                 code::QUERY_CANCELED,

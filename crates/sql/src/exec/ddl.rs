@@ -43,6 +43,63 @@ impl Writer<'_> {
         Err(SqlError::new(code::DUPLICATE_TABLE, format!("relation \"{name}\" already exists")))
     }
 
+    /// CREATE TABLE … AS: a table with the query's columns (no keys or constraints, every
+    /// column nullable, as PostgreSQL makes it) holding its rows.
+    pub(crate) fn create_table_as(
+        &mut self,
+        name: &str,
+        columns: Vec<(String, DataType)>,
+        rows: Vec<Vec<Value>>,
+        database: &str,
+        ctx: &crate::expr::Ctx,
+    ) -> Result<Output> {
+        if columns.len() > 1600 {
+            return Err(SqlError::new(code::PROGRAM_LIMIT, "tables can have at most 1600 columns"));
+        }
+        let mut cols: Vec<Column> = Vec::with_capacity(columns.len());
+        for (cname, ty) in columns {
+            if cols.iter().any(|c| c.name == cname) {
+                return Err(SqlError::new(
+                    code::DUPLICATE_COLUMN,
+                    format!("column \"{cname}\" specified more than once"),
+                ));
+            }
+            let ty = if ty == DataType::Unknown { DataType::Text } else { ty };
+            if matches!(ty, DataType::ExpandedElement(_)) {
+                return Err(SqlError::unsupported(format!("a column of type {}", ty.sql_name())));
+            }
+            cols.push(Column {
+                name: cname,
+                ty,
+                nullable: true,
+                default: None,
+                identity: None,
+                number: 0,
+            });
+        }
+        let table = Table {
+            id: self.db.catalog.next_id(&mut self.ts.txn)?,
+            database: database.to_string(),
+            name: name.to_string(),
+            columns: cols,
+            primary_key: vec![],
+            primary_key_name: None,
+            indexes: vec![],
+            options: vec![],
+            foreign_keys: vec![],
+            referenced_by: vec![],
+            checks: vec![],
+            last_attnum: 0,
+        };
+        self.db.catalog.put_table(&mut self.ts.txn, &table)?;
+        let n = rows.len();
+        for row in rows {
+            self.interrupted()?;
+            self.insert_row(&table, row, false, ctx)?;
+        }
+        Ok(Output::Command(format!("SELECT {n}")))
+    }
+
     pub(crate) fn create_table(
         &mut self,
         ct: &ast::CreateTable,
@@ -334,10 +391,23 @@ impl Writer<'_> {
                 for name in &dropping {
                     match self.db.catalog.table(&mut self.ts.txn, database, name)? {
                         Some(t) => {
+                            self.drop_dependent_views("table", name, cascade, &dropping, database)?;
                             self.drop_table_references(&t, cascade, &dropping)?;
                             self.truncate(&t)?;
                             self.db.catalog.delete_table(&mut self.ts.txn, &t)?;
                             self.drop_owned_sequences(&t)?;
+                        }
+                        None if self
+                            .db
+                            .catalog
+                            .view(&mut self.ts.txn, database, name)?
+                            .is_some() =>
+                        {
+                            return Err(SqlError::new(
+                                code::WRONG_OBJECT_TYPE,
+                                format!("\"{name}\" is not a table"),
+                            )
+                            .hint("Use DROP VIEW to remove a view."));
                         }
                         None if if_exists => {}
                         None => {
@@ -408,6 +478,9 @@ impl Writer<'_> {
                     for seq in self.db.catalog.sequences(&mut self.ts.txn, &name)? {
                         self.db.catalog.delete_sequence(&mut self.ts.txn, &seq)?;
                         self.db.sequences.forget(seq.key);
+                    }
+                    for view in self.db.catalog.views(&mut self.ts.txn, &name)? {
+                        self.db.catalog.delete_view(&mut self.ts.txn, &view)?;
                     }
                     self.db.catalog.drop_database(&mut self.ts.txn, &name)?;
                 }

@@ -10,5 +10,6 @@ pub mod scan;
 pub mod select;
 pub mod sequences;
 pub mod statement;
+pub mod views;
 pub mod window;
 pub mod write;

@@ -168,10 +168,58 @@ impl Session {
                     tag,
                 })
             }
+            S::CreateTable(ct) if ct.query.is_some() => {
+                let query = ct.query.as_ref().expect("matched");
+                let name = object_name(&ct.name)?;
+                if w.relation_taken(&self.database, &name, ct.if_not_exists)? {
+                    return Ok(Output::Command("CREATE TABLE AS".into()));
+                }
+                // The parser reads a column list only with types, which PostgreSQL refuses
+                // here (the list of names alone does not parse).
+                if !ct.columns.is_empty() {
+                    return Err(SqlError::syntax(
+                        "CREATE TABLE … AS takes its columns from the query, without types",
+                    ));
+                }
+                let plan = planner!().query(query, None)?;
+                let columns = plan.columns.clone();
+                // WITH NO DATA: the columns only.
+                if ct.with_data.as_ref().is_some_and(|d| !d.data) {
+                    w.create_table_as(&name, columns, vec![], &self.database, &ctx)?;
+                    return Ok(Output::Command("CREATE TABLE AS".into()));
+                }
+                let plan = init!(select, plan);
+                let rows = {
+                    let cell = RefCell::new(&mut w.ts.txn);
+                    let exec = Exec::new(&cell, &limits);
+                    let ctx = Ctx { runner: Some(&exec), ..ctx };
+                    execute_select(&plan, &cell, &ctx, &limits)?
+                };
+                w.create_table_as(&name, columns, rows, &self.database, &ctx)
+            }
             S::CreateTable(ct) => w.create_table(ct, &self.database, &env),
+            S::CreateView(cv) => {
+                if cv.materialized || cv.temporary || cv.or_alter || cv.to.is_some() {
+                    return Err(SqlError::unsupported("this CREATE VIEW"));
+                }
+                let name = object_name(&cv.name)?;
+                let aliases = cv.columns.iter().map(|c| ident(&c.name)).collect();
+                let view = crate::exec::views::plan_new_view(
+                    &mut planner!(),
+                    &name,
+                    cv.or_replace,
+                    aliases,
+                    &cv.query,
+                )?;
+                w.create_view(view, &self.database)
+            }
             S::Drop {
                 object_type: ast::ObjectType::Sequence, if_exists, names, cascade, ..
             } => w.drop_sequences(names, *if_exists, *cascade, &self.database),
+            S::Drop { object_type: ast::ObjectType::View, if_exists, names, cascade, .. } => {
+                let names = names.iter().map(object_name).collect::<Result<Vec<_>>>()?;
+                w.drop_views(&names, *if_exists, *cascade, &self.database)
+            }
             S::Drop { object_type, if_exists, names, cascade, .. } => {
                 w.drop(*object_type, *if_exists, *cascade, names, &self.database)
             }
@@ -191,7 +239,12 @@ impl Session {
                 &self.database,
             ),
             S::CreateIndex(ci) => w.create_index(ci, &self.database),
-            S::AlterTable(at) => w.alter_table(at, &self.database, &env),
+            S::AlterTable(at) => {
+                let out = w.alter_table(at, &self.database, &env)?;
+                let name = object_name(&at.name)?;
+                crate::exec::views::recheck_views(&mut planner!(), &name)?;
+                Ok(out)
+            }
             S::Truncate(t) => {
                 let restart = matches!(t.identity, Some(ast::TruncateIdentityOption::Restart));
                 let mut tables = Vec::new();

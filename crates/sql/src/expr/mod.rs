@@ -330,6 +330,8 @@ pub enum CatalogFunc {
     IndexDef,
     /// pg_get_constraintdef(constraint oid [, pretty])
     ConstraintDef,
+    /// pg_get_viewdef(view oid [, pretty]): the view's query as stored
+    ViewDef,
     /// pg_encoding_to_char(int)
     EncodingToChar,
     /// pg_relation_is_publishable(oid): false

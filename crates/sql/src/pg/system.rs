@@ -506,7 +506,7 @@ impl SystemTables for System<'_> {
                         } else {
                             "i"
                         }),
-                        text(if t.size() > 0 { "p" } else { "x" }),
+                        text(storage(*t)),
                         Value::Bool(false),
                         Value::Int(0),
                         Value::Int(-1),
@@ -716,6 +716,13 @@ impl SystemTables for System<'_> {
             )),
             "information_schema.tables" => {
                 let tables = self.db.catalog().tables(txn, self.database)?;
+                let views = self.db.catalog().views(txn, self.database)?;
+                let row = |name: &str, kind: &str| {
+                    vec![text(self.database), text("public"), text(name), text(kind)]
+                };
+                let mut rows: Vec<Vec<Value>> =
+                    tables.iter().map(|t| row(&t.name, "BASE TABLE")).collect();
+                rows.extend(views.iter().map(|v| row(&v.name, "VIEW")));
                 Some((
                     cols(&[
                         ("table_catalog", T),
@@ -723,18 +730,57 @@ impl SystemTables for System<'_> {
                         ("table_name", T),
                         ("table_type", T),
                     ]),
-                    tables
-                        .iter()
-                        .map(|t| {
-                            vec![
-                                text(self.database),
-                                text("public"),
-                                text(&t.name),
-                                text("BASE TABLE"),
-                            ]
-                        })
-                        .collect(),
+                    rows,
                 ))
+            }
+            "pg_views" | "information_schema.views" => {
+                let views = self.db.catalog().views(txn, self.database)?;
+                let definition = |v: &crate::catalog::View| text(&format!(" {};", v.query));
+                Some(if name == "pg_views" {
+                    (
+                        cols(&[
+                            ("schemaname", T),
+                            ("viewname", T),
+                            ("viewowner", T),
+                            ("definition", T),
+                        ]),
+                        views
+                            .iter()
+                            .map(|v| {
+                                vec![text("public"), text(&v.name), text("kiln"), definition(v)]
+                            })
+                            .collect(),
+                    )
+                } else {
+                    (
+                        cols(&[
+                            ("table_catalog", T),
+                            ("table_schema", T),
+                            ("table_name", T),
+                            ("view_definition", T),
+                            ("check_option", T),
+                            ("is_updatable", T),
+                            ("is_insertable_into", T),
+                            ("is_trigger_updatable", T),
+                            ("is_trigger_deletable", T),
+                            ("is_trigger_insertable_into", T),
+                        ]),
+                        views
+                            .iter()
+                            .map(|v| {
+                                let mut row = vec![
+                                    text(self.database),
+                                    text("public"),
+                                    text(&v.name),
+                                    definition(v),
+                                    text("NONE"),
+                                ];
+                                row.extend((0..5).map(|_| text("NO")));
+                                row
+                            })
+                            .collect(),
+                    )
+                })
             }
             "information_schema.columns" => {
                 let tables = self.db.catalog().tables(txn, self.database)?;
@@ -750,6 +796,21 @@ impl SystemTables for System<'_> {
                             c.default.clone().map(Value::Text).unwrap_or(Value::Null),
                             text(if c.nullable { "YES" } else { "NO" }),
                             text(&c.ty.sql_name()),
+                        ]);
+                    }
+                }
+                for v in self.db.catalog().views(txn, self.database)? {
+                    for (i, (name, (_, ty))) in v.column_names().iter().zip(&v.columns).enumerate()
+                    {
+                        rows.push(vec![
+                            text(self.database),
+                            text("public"),
+                            text(&v.name),
+                            text(name),
+                            Value::Int(i as i64 + 1),
+                            Value::Null,
+                            text("YES"),
+                            text(&ty.sql_name()),
                         ]);
                     }
                 }
@@ -770,6 +831,44 @@ impl SystemTables for System<'_> {
             _ => None,
         })
     }
+}
+
+/// A type's storage strategy, as PostgreSQL's types have them: fixed-size types plain,
+/// numeric main, the others extended.
+fn storage(ty: DataType) -> &'static str {
+    match ty {
+        DataType::Numeric(_) => "m",
+        t if t.size() > 0 => "p",
+        _ => "x",
+    }
+}
+
+/// A pg_attribute row for column number `attnum` of relation `rel`, nullable, with no
+/// default and no identity.
+fn attribute_row(rel: i64, name: &str, ty: DataType, attnum: i16) -> Vec<Value> {
+    let text = |s: &str| Value::Text(s.to_string());
+    let int = Value::Int;
+    let collation = if ty.is_string() { 100 } else { 0 };
+    vec![
+        int(rel),
+        text(name),
+        int(ty.oid() as i64),
+        int(ty.size() as i64),
+        int(attnum.into()),
+        int(ty.modifier() as i64),
+        Value::Bool(false),
+        Value::Bool(false),
+        text(""),
+        text(""),
+        Value::Bool(false),
+        int(collation),
+        int(0),
+        Value::Bool(true),
+        text(storage(ty)),
+        text(""),
+        int(-1),
+        int(i64::from(matches!(ty, DataType::Array(_)))),
+    ]
 }
 
 /// A pg_class row.
@@ -949,32 +1048,15 @@ impl System<'_> {
                 }
                 "pg_attribute" => {
                     for (i, c) in t.columns.iter().enumerate() {
-                        let collation = if c.ty.is_string() { 100 } else { 0 };
-                        rows.push(vec![
-                            int(toid),
-                            text(&c.name),
-                            int(c.ty.oid() as i64),
-                            int(c.ty.size() as i64),
-                            int(t.attnum(i).into()),
-                            int(c.ty.modifier() as i64),
-                            boolean(!c.nullable),
-                            boolean(c.default.is_some()),
-                            text(match &c.identity {
-                                Some(i) if i.always => "a",
-                                Some(_) => "d",
-                                None => "",
-                            }),
-                            text(""),
-                            boolean(false),
-                            int(collation),
-                            int(0),
-                            boolean(true),
-                            // Fixed-size types are stored plain, the others extended.
-                            text(if c.ty.size() > 0 { "p" } else { "x" }),
-                            text(""),
-                            int(-1),
-                            int(i64::from(matches!(c.ty, DataType::Array(_)))),
-                        ]);
+                        let mut row = attribute_row(toid, &c.name, c.ty, t.attnum(i));
+                        row[6] = boolean(!c.nullable);
+                        row[7] = boolean(c.default.is_some());
+                        row[8] = text(match &c.identity {
+                            Some(i) if i.always => "a",
+                            Some(_) => "d",
+                            None => "",
+                        });
+                        rows.push(row);
                     }
                     // Dropped columns keep their numbers, listed as PostgreSQL lists them
                     // (the type is not kept: 0, with the length of a varlena).
@@ -1149,6 +1231,21 @@ impl System<'_> {
                             text(" "),
                             text(" "),
                         ]);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for v in self.db.catalog().views(txn, self.database)? {
+            let voids = oid::object(v.id);
+            names.insert(voids, v.name.clone());
+            defs.push((voids, format!(" {};", v.query)));
+            let columns = v.column_names().into_iter().zip(v.columns.iter().map(|(_, t)| *t));
+            match which {
+                "pg_class" => rows.push(class_row(voids, &v.name, "v", v.columns.len(), 0, false)),
+                "pg_attribute" => {
+                    for (i, (name, ty)) in columns.enumerate() {
+                        rows.push(attribute_row(voids, &name, ty, i as i16 + 1));
                     }
                 }
                 _ => {}

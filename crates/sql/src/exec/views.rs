@@ -1,0 +1,253 @@
+//! CREATE [OR REPLACE] VIEW, DROP VIEW, and what a view's dependencies forbid: dropping a
+//! relation a view reads (unless CASCADE drops the view too) and changing a table so that a
+//! view reading it would no longer give its columns.
+
+use std::sync::Arc;
+
+use crate::bind::view::view_query;
+use crate::bind::Planner;
+use crate::catalog::View;
+use crate::error::{code, Result, SqlError};
+use crate::exec::write::Writer;
+use crate::session::Output;
+use crate::types::DataType;
+
+/// A view definition planned by the statement that creates it.
+pub(crate) struct NewView {
+    pub(crate) name: String,
+    pub(crate) or_replace: bool,
+    pub(crate) query: String,
+    pub(crate) columns: Vec<(String, DataType)>,
+    pub(crate) aliases: Vec<String>,
+    pub(crate) depends_on: Vec<String>,
+}
+
+/// Plans `query` as the query of a new view `name`: its columns and what it reads.
+pub(crate) fn plan_new_view(
+    planner: &mut Planner,
+    name: &str,
+    or_replace: bool,
+    aliases: Vec<String>,
+    query: &sqlparser::ast::Query,
+) -> Result<NewView> {
+    let plan = planner.plan_view_query(name, query)?;
+    if !planner.params.is_empty() {
+        return Err(SqlError::new(code::UNDEFINED_PARAMETER, "there is no parameter $1"));
+    }
+    if aliases.len() > plan.columns.len() {
+        return Err(SqlError::syntax("CREATE VIEW specifies more column names than columns"));
+    }
+    let mut names: Vec<String> = plan.columns.iter().map(|(n, _)| n.clone()).collect();
+    for (i, a) in aliases.iter().enumerate() {
+        names[i] = a.clone();
+    }
+    for (i, n) in names.iter().enumerate() {
+        if names[..i].contains(n) {
+            return Err(SqlError::new(
+                code::DUPLICATE_COLUMN,
+                format!("column \"{n}\" specified more than once"),
+            ));
+        }
+    }
+    let mut depends_on: Vec<String> = planner.tables.iter().map(|t| t.name.clone()).collect();
+    depends_on.extend(planner.views.iter().map(|v| v.name.clone()));
+    depends_on.sort();
+    depends_on.dedup();
+    if depends_on.iter().any(|d| d == name) {
+        return Err(SqlError::new(
+            code::INVALID_OBJECT_DEFINITION,
+            format!("infinite recursion detected in rules for relation \"{name}\""),
+        ));
+    }
+    Ok(NewView {
+        name: name.to_string(),
+        or_replace,
+        query: query.to_string(),
+        columns: plan.columns,
+        aliases,
+        depends_on,
+    })
+}
+
+/// Every view that reads relation `name`, directly or through other views, each once, the
+/// readers of a view after it.
+fn dependents(w: &mut Writer, database: &str, name: &str) -> Result<Vec<Arc<View>>> {
+    let mut out: Vec<Arc<View>> = Vec::new();
+    let mut i = 0;
+    let mut next = w.db.catalog.views_on(&mut w.ts.txn, database, name)?;
+    loop {
+        for v in next {
+            if !out.iter().any(|o| o.name == v.name) {
+                out.push(v);
+            }
+        }
+        if i == out.len() {
+            return Ok(out);
+        }
+        let n = out[i].name.clone();
+        next = w.db.catalog.views_on(&mut w.ts.txn, database, &n)?;
+        i += 1;
+    }
+}
+
+impl Writer<'_> {
+    /// CREATE [OR REPLACE] VIEW.
+    pub(crate) fn create_view(&mut self, v: NewView, database: &str) -> Result<Output> {
+        let old = self.db.catalog.view(&mut self.ts.txn, database, &v.name)?;
+        let id = match &old {
+            Some(old) if v.or_replace => {
+                let names = |view: &View| view.column_names();
+                let (was, now) = (names(old), {
+                    let mut n: Vec<String> = v.columns.iter().map(|(n, _)| n.clone()).collect();
+                    for (i, a) in v.aliases.iter().enumerate() {
+                        n[i] = a.clone();
+                    }
+                    n
+                });
+                if now.len() < was.len() {
+                    return Err(SqlError::new(
+                        code::INVALID_TABLE_DEFINITION,
+                        "cannot drop columns from view",
+                    ));
+                }
+                for (i, name) in was.iter().enumerate() {
+                    if now[i] != *name {
+                        return Err(SqlError::new(
+                            code::INVALID_TABLE_DEFINITION,
+                            format!("cannot change name of view column \"{name}\" to \"{}\"", now[i]),
+                        )
+                        .hint("Use ALTER VIEW ... RENAME COLUMN ... to change name of view column instead."));
+                    }
+                    let (a, b) = (old.columns[i].1, v.columns[i].1);
+                    if a != b {
+                        return Err(SqlError::new(
+                            code::INVALID_TABLE_DEFINITION,
+                            format!(
+                                "cannot change data type of view column \"{name}\" from {} to {}",
+                                a.sql_name(),
+                                b.sql_name()
+                            ),
+                        ));
+                    }
+                }
+                old.id
+            }
+            _ => {
+                // 42P07 when the name is taken (by this view too, without OR REPLACE).
+                self.relation_taken(database, &v.name, false)?;
+                self.db.catalog.next_id(&mut self.ts.txn)?
+            }
+        };
+        let view = View {
+            id,
+            database: database.to_string(),
+            name: v.name,
+            query: v.query,
+            columns: v.columns,
+            aliases: v.aliases,
+            depends_on: v.depends_on,
+        };
+        self.db.catalog.put_view(&mut self.ts.txn, &view)?;
+        Ok(Output::Command("CREATE VIEW".into()))
+    }
+
+    /// DROP VIEW.
+    pub(crate) fn drop_views(
+        &mut self,
+        names: &[String],
+        if_exists: bool,
+        cascade: bool,
+        database: &str,
+    ) -> Result<Output> {
+        for name in names {
+            let Some(view) = self.db.catalog.view(&mut self.ts.txn, database, name)? else {
+                if self.db.catalog.table(&mut self.ts.txn, database, name)?.is_some() {
+                    return Err(SqlError::new(
+                        code::WRONG_OBJECT_TYPE,
+                        format!("\"{name}\" is not a view"),
+                    )
+                    .hint("Use DROP TABLE to remove a table."));
+                }
+                if if_exists {
+                    continue;
+                }
+                return Err(SqlError::new(
+                    code::UNDEFINED_TABLE,
+                    format!("view \"{name}\" does not exist"),
+                ));
+            };
+            self.drop_dependent_views("view", name, cascade, names, database)?;
+            self.db.catalog.delete_view(&mut self.ts.txn, &view)?;
+        }
+        Ok(Output::Command("DROP VIEW".into()))
+    }
+
+    /// Before relation `name` (a `kind`) goes: the views that read it go too with CASCADE,
+    /// and without it make the drop fail (2BP01) unless they are being dropped as well.
+    pub(crate) fn drop_dependent_views(
+        &mut self,
+        kind: &str,
+        name: &str,
+        cascade: bool,
+        dropping: &[String],
+        database: &str,
+    ) -> Result<()> {
+        let views = dependents(self, database, name)?;
+        if !cascade && views.iter().any(|v| !dropping.contains(&v.name)) {
+            // Each view and what it reads, as PostgreSQL lists the dependency chain.
+            let lines: Vec<String> = views
+                .iter()
+                .map(|v| match v.depends_on.iter().find(|d| *d == name) {
+                    Some(_) => format!("view {} depends on {kind} {name}", v.name),
+                    None => {
+                        let via = v.depends_on.iter().find(|d| views.iter().any(|x| x.name == **d));
+                        format!("view {} depends on view {}", v.name, via.map_or("?", |s| s))
+                    }
+                })
+                .collect();
+            return Err(SqlError::new(
+                code::DEPENDENT_OBJECTS,
+                format!("cannot drop {kind} {name} because other objects depend on it"),
+            )
+            .detail(lines.join("\n"))
+            .hint("Use DROP ... CASCADE to drop the dependent objects too."));
+        }
+        if cascade {
+            for v in &views {
+                self.db.catalog.delete_view(&mut self.ts.txn, v)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// After table `name` changed: every view that reads it must still give its columns, or the
+/// change fails (2BP01), as PostgreSQL refuses to drop or retype a column a view uses.
+pub(crate) fn recheck_views(planner: &mut Planner, name: &str) -> Result<()> {
+    for view in planner.catalog.views_on(planner.txn, planner.db, name)? {
+        let fits = view_query(&view).and_then(|q| {
+            let plan = planner.plan_view_query(&view.name, &q)?;
+            let n = view.columns.len();
+            Ok(plan.columns.len() >= n && plan.columns[..n] == view.columns[..])
+        });
+        let reason = match fits {
+            Ok(true) => continue,
+            // The columns it reads are still there, with other types.
+            Ok(false) => {
+                return Err(SqlError::new(
+                    code::FEATURE_NOT_SUPPORTED,
+                    "cannot alter type of a column used by a view or rule",
+                )
+                .detail(format!("view {} depends on table {name}", view.name)))
+            }
+            Err(e) => e.message,
+        };
+        return Err(SqlError::new(
+            code::DEPENDENT_OBJECTS,
+            format!("cannot alter table {name} because view {} depends on it", view.name),
+        )
+        .detail(format!("view {}: {reason}", view.name))
+        .hint("Drop the view first, or change the table so that the view still reads it."));
+    }
+    Ok(())
+}
