@@ -145,6 +145,9 @@ pub struct Planner<'a> {
     pub views: Vec<Arc<crate::catalog::View>>,
     /// The views being expanded, innermost last (a view that reads itself is refused).
     pub(crate) expanding: Vec<String>,
+    /// How many view reads the statement planned (bounded: views reading views reading
+    /// views can multiply).
+    pub(crate) expansions: usize,
     /// Cleared when the plan holds something read while binding that no definition above
     /// covers (system tables' rows): such a plan is bound again at every execution.
     pub reusable: bool,
@@ -285,6 +288,7 @@ impl<'a> Planner<'a> {
             sequences: Vec::new(),
             views: Vec::new(),
             expanding: Vec::new(),
+            expansions: 0,
             reusable: true,
             windows_here: false,
             ctes: Vec::new(),

@@ -14,6 +14,9 @@ use crate::plan::*;
 /// How many views may be read inside one another.
 pub const VIEW_DEPTH_MAX: usize = 32;
 
+/// How many view reads one statement may plan in all (each view read is planned in full).
+pub const VIEW_EXPANSIONS_MAX: usize = 1024;
+
 /// The stored query of `view`, parsed.
 pub(crate) fn view_query(view: &View) -> Result<ast::Query> {
     let mut statements = crate::parse::parse(&view.query)?;
@@ -39,6 +42,13 @@ impl Planner<'_> {
             return Err(SqlError::new(
                 code::STATEMENT_TOO_COMPLEX,
                 format!("views are nested more than {VIEW_DEPTH_MAX} deep"),
+            ));
+        }
+        self.expansions += 1;
+        if self.expansions > VIEW_EXPANSIONS_MAX {
+            return Err(SqlError::new(
+                code::STATEMENT_TOO_COMPLEX,
+                format!("the statement reads views more than {VIEW_EXPANSIONS_MAX} times"),
             ));
         }
         let outer = std::mem::take(&mut self.outer);
