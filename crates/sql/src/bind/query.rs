@@ -577,6 +577,10 @@ impl<'a> Planner<'a> {
                     ast::JoinOperator::Left(c) | ast::JoinOperator::LeftOuter(c) => {
                         (JoinKind::Left, Some(c))
                     }
+                    ast::JoinOperator::Right(c) | ast::JoinOperator::RightOuter(c) => {
+                        (JoinKind::Right, Some(c))
+                    }
+                    ast::JoinOperator::FullOuter(c) => (JoinKind::Full, Some(c)),
                     ast::JoinOperator::CrossJoin(_) => (JoinKind::Inner, None),
                     other => {
                         return Err(SqlError::unsupported(
@@ -596,6 +600,31 @@ impl<'a> Planner<'a> {
                 let start = scope.cols.len();
                 scope.cols.extend(cols);
                 item.join = kind;
+                if kind.keeps_right() {
+                    // Its rows are read once, whole, to find those no earlier row matched:
+                    // a function that reads earlier items' columns cannot be.
+                    let mut lateral = false;
+                    match &item.source {
+                        Source::Unnest(exprs, _) => {
+                            lateral = exprs.iter().any(|e| e.uses_columns_in(0..start))
+                        }
+                        Source::Series(a, b, c) => {
+                            lateral = [Some(a), Some(b), c.as_ref()]
+                                .into_iter()
+                                .flatten()
+                                .any(|e| e.uses_columns_in(0..start))
+                        }
+                        Source::Values(rows) => {
+                            lateral = rows.iter().flatten().any(|e| e.uses_columns_in(0..start))
+                        }
+                        _ => {}
+                    }
+                    if lateral {
+                        return Err(SqlError::unsupported(
+                            "a RIGHT or FULL join to a function of earlier FROM items",
+                        ));
+                    }
+                }
                 match constraint {
                     Some(ast::JoinConstraint::On(on)) => {
                         let (e, t) = self.expr(on, &scope, false)?;
@@ -635,12 +664,16 @@ impl<'a> Planner<'a> {
             from.iter().filter(|i| i.join == JoinKind::Inner).flat_map(|i| i.on.iter()),
             width,
         );
-        // Place each WHERE conjunct at the first item after which it can be evaluated.
+        // Place each WHERE conjunct at the first item after which it can be evaluated: after
+        // the last RIGHT or FULL join, at the earliest, since that join makes every earlier
+        // item's columns NULL in the rows it adds.
         let mut constant_filters = Vec::new();
+        let last_right = from.iter().rposition(|item| item.join.keeps_right());
         for c in where_conjuncts {
             let level = from
                 .iter()
-                .rposition(|item| c.uses_columns_in(item.offset..item.offset + item.width));
+                .rposition(|item| c.uses_columns_in(item.offset..item.offset + item.width))
+                .map(|l| l.max(last_right.unwrap_or(0)));
             match level {
                 None => constant_filters.push(c),
                 Some(l) => from[l].filters.push(c),
@@ -825,6 +858,11 @@ impl<'a> Planner<'a> {
             expand,
             windows: vec![],
         };
+        if plan.lock.is_some() && plan.from.iter().any(|i| i.join.keeps_right()) {
+            return Err(SqlError::unsupported(
+                "FOR UPDATE/SHARE with a RIGHT or FULL join (it cannot lock the nullable side of an outer join)",
+            ));
+        }
 
         let aggregating = !group_exprs.is_empty()
             || plan.projection.iter().any(Expr::has_agg)

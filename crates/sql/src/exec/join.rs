@@ -26,8 +26,31 @@ pub fn execute_from(
         }
     }
     let mut row = vec![Value::Null; plan.width];
-    let mut join = Join { plan, txn, ctx, limits, inner: vec![None; plan.from.len()] };
+    let n = plan.from.len();
+    let mut join = Join { plan, txn, ctx, limits, inner: vec![None; n], matched: vec![vec![]; n] };
     join.level(0, &mut row, None, &mut out)?;
+    // RIGHT and FULL joins: the item's rows no combination of earlier rows matched, the
+    // earlier items' columns NULL, joined on to the items after it.
+    for k in 1..n {
+        let item = &plan.from[k];
+        if !item.join.keeps_right() {
+            continue;
+        }
+        let mut row = vec![Value::Null; plan.width];
+        let inner = join.inner_rows(k, &row)?;
+        for (i, (_, cand)) in inner.rows.iter().enumerate() {
+            if join.matched[k].get(i).copied().unwrap_or(false) {
+                continue;
+            }
+            if i % SCAN_BATCH_ROWS == 0 {
+                limits.check()?;
+            }
+            row[item.offset..item.offset + item.width].clone_from_slice(&cand[..item.width]);
+            if passes(&item.filters, &row, ctx)? {
+                join.level(k + 1, &mut row, None, &mut out)?;
+            }
+        }
+    }
     Ok(out)
 }
 
@@ -83,6 +106,9 @@ struct Join<'a, 'c, 't> {
     /// Per FROM item: its rows, once read (items after the first that do not depend on
     /// earlier rows).
     inner: Vec<Option<std::rc::Rc<InnerRows>>>,
+    /// Per RIGHT or FULL joined item: which of its rows some combination of earlier rows
+    /// matched.
+    matched: Vec<Vec<bool>>,
 }
 
 /// The rows of a recursive CTE: the non-recursive term, then the recursive term run again
@@ -131,6 +157,19 @@ fn recursive_rows(
 }
 
 impl Join<'_, '_, '_> {
+    /// The rows of item `level`, read once (see [`SelectPlan::reads_once`]).
+    fn inner_rows(&mut self, level: usize, row: &[Value]) -> Result<std::rc::Rc<InnerRows>> {
+        if let Some(inner) = &self.inner[level] {
+            return Ok(inner.clone());
+        }
+        let inner = std::rc::Rc::new(self.read_inner(level, row)?);
+        if self.plan.from[level].join.keeps_right() {
+            self.matched[level] = vec![false; inner.rows.len()];
+        }
+        self.inner[level] = Some(inner.clone());
+        Ok(inner)
+    }
+
     /// Reads item `level` once, and hashes it on its equi-join columns.
     fn read_inner(&self, level: usize, row: &[Value]) -> Result<InnerRows> {
         let item = &self.plan.from[level];
@@ -302,15 +341,9 @@ impl Join<'_, '_, '_> {
         limits.check()?;
         let owned: Vec<KeyedRow>;
         let shared: std::rc::Rc<InnerRows>;
-        let candidates: Vec<&KeyedRow> = if self.plan.reads_once(level) {
-            shared = match &self.inner[level] {
-                Some(inner) => inner.clone(),
-                None => {
-                    let inner = std::rc::Rc::new(self.read_inner(level, row)?);
-                    self.inner[level] = Some(inner.clone());
-                    inner
-                }
-            };
+        // Candidate rows, each with its position among the item's rows when read once.
+        let candidates: Vec<(usize, &KeyedRow)> = if self.plan.reads_once(level) {
+            shared = self.inner_rows(level, row)?;
             match &shared.table {
                 Some(table) => {
                     let mut key = Vec::with_capacity(shared.keys.len());
@@ -340,20 +373,20 @@ impl Join<'_, '_, '_> {
                         Vec::new()
                     } else if key.len() == shared.keys.len() {
                         table.get(&key).map_or_else(Vec::new, |ix| {
-                            ix.iter().map(|&i| &shared.rows[i]).collect()
+                            ix.iter().map(|&i| (i, &shared.rows[i])).collect()
                         })
                     } else {
-                        shared.rows.iter().collect()
+                        shared.rows.iter().enumerate().collect()
                     }
                 }
-                None => shared.rows.iter().collect(),
+                None => shared.rows.iter().enumerate().collect(),
             }
         } else {
             owned = self.candidates(item, row)?;
-            owned.iter().collect()
+            owned.iter().enumerate().collect()
         };
         let mut matched = false;
-        for (key, cand) in candidates {
+        for (position, (key, cand)) in candidates {
             limits.check()?;
             row[item.offset..item.offset + item.width].clone_from_slice(&cand[..item.width]);
             let mut ok = true;
@@ -367,13 +400,16 @@ impl Join<'_, '_, '_> {
                 continue;
             }
             matched = true;
+            if let Some(m) = self.matched[level].get_mut(position) {
+                *m = true;
+            }
             if !passes(&item.filters, row, ctx)? {
                 continue;
             }
             let fk = if level == 0 { key.as_deref() } else { first_key };
             self.level(level + 1, row, fk, out)?;
         }
-        if !matched && item.join == JoinKind::Left {
+        if !matched && item.join.keeps_left() {
             for v in &mut row[item.offset..item.offset + item.width] {
                 *v = Value::Null;
             }

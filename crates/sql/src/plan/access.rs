@@ -21,7 +21,10 @@ pub const KEY_ALTERNATIVES_MAX: usize = 10_000;
 /// key. Nothing fixed and no range: a full scan.
 pub fn choose_access(item: &mut FromItem) {
     let Source::Table(table, access) = &mut item.source else { return };
-    let conds: Vec<&Expr> = if item.join == JoinKind::Left {
+    if item.join.keeps_right() {
+        return; // read whole: every row must be seen to find the unmatched ones
+    }
+    let conds: Vec<&Expr> = if item.join.outer() {
         item.on.iter().collect()
     } else {
         item.on.iter().chain(item.filters.iter()).collect()

@@ -42,12 +42,17 @@ fn explain_into(plan: &SelectPlan, depth: usize, lines: &mut Vec<String>) {
     for (i, item) in plan.from.iter().enumerate() {
         let pad = "  ".repeat(depth + i + 1);
         let hash_keys = if plan.reads_once(i) { plan.hash_keys(i) } else { vec![] };
-        let join = match (i, item.join == JoinKind::Left, hash_keys.is_empty()) {
-            (0, _, _) => "",
-            (_, false, true) => "Nested Loop → ",
-            (_, true, true) => "Nested Loop Left Join → ",
-            (_, false, false) => "Hash Join → ",
-            (_, true, false) => "Hash Left Join → ",
+        let kind = match item.join {
+            JoinKind::Inner => "",
+            JoinKind::Left => " Left",
+            JoinKind::Right => " Right",
+            JoinKind::Full => " Full",
+        };
+        let join = match (i, hash_keys.is_empty()) {
+            (0, _) => String::new(),
+            (_, true) if item.join == JoinKind::Inner => "Nested Loop → ".to_string(),
+            (_, true) => format!("Nested Loop{kind} Join → "),
+            (_, false) => format!("Hash{kind} Join → "),
         };
         let keys = |exprs: &[Expr]| exprs.iter().map(|e| e.to_string()).collect::<Vec<_>>();
         let (access, key) = match &item.source {

@@ -102,6 +102,30 @@ pub enum JoinKind {
     Inner,
     /// Left outer join.
     Left,
+    /// Right outer join: the item's rows that no combination of earlier rows matched come
+    /// out too, the earlier items' columns NULL (the item is read once, whole).
+    Right,
+    /// Full outer join: both.
+    Full,
+}
+
+impl JoinKind {
+    /// Whether a combination of earlier rows that matches none of the item's rows comes
+    /// out, the item's columns NULL.
+    pub fn keeps_left(self) -> bool {
+        matches!(self, JoinKind::Left | JoinKind::Full)
+    }
+
+    /// Whether the item's rows that match no combination of earlier rows come out.
+    pub fn keeps_right(self) -> bool {
+        matches!(self, JoinKind::Right | JoinKind::Full)
+    }
+
+    /// Whether only the ON conditions decide which rows match (an outer join: WHERE
+    /// conditions apply after it).
+    pub fn outer(self) -> bool {
+        self != JoinKind::Inner
+    }
 }
 
 /// One item of FROM.
@@ -313,6 +337,11 @@ impl SelectPlan {
     /// outer row.
     pub fn reads_once(&self, level: usize) -> bool {
         let Some(item) = self.from.get(level).filter(|_| level > 0) else { return false };
+        if item.join.keeps_right() {
+            // Read whole (the binder makes sure it can be): its unmatched rows are found
+            // after every combination of earlier rows was tried.
+            return true;
+        }
         let reads_earlier = |e: &Expr| e.uses_columns_in(0..item.offset);
         match &item.source {
             Source::Table(_, Access::Full) | Source::Rows(_) | Source::Derived(_) => true,
@@ -334,7 +363,7 @@ impl SelectPlan {
     /// A left join uses only its ON conditions.
     pub fn hash_keys(&self, level: usize) -> Vec<(usize, Expr)> {
         let item = &self.from[level];
-        let conds: Vec<&Expr> = if item.join == JoinKind::Left {
+        let conds: Vec<&Expr> = if item.join.outer() {
             item.on.iter().collect()
         } else {
             item.on.iter().chain(&item.filters).collect()
