@@ -313,9 +313,13 @@ pub(crate) struct UpdatePlan {
     pub(crate) returning: Option<Returning>,
 }
 
-pub(crate) fn single_table_scan(
+/// The rows an UPDATE or DELETE changes: the target table's, joined to the FROM (UPDATE) or
+/// USING (DELETE) items `joined`, filtered by WHERE. The scan's rows are whole joined rows,
+/// the target's columns first; the scope is theirs (for SET and RETURNING).
+pub(crate) fn target_scan(
     planner: &mut Planner,
     relation: &ast::TableFactor,
+    joined: &[ast::TableWithJoins],
     selection: &Option<ast::Expr>,
 ) -> Result<(Arc<Table>, SelectPlan, Scope)> {
     let ast::TableFactor::Table { name, alias, args: None, .. } = relation else {
@@ -325,40 +329,56 @@ pub(crate) fn single_table_scan(
     let table = planner.table_or_err(&tname)?;
     let alias =
         alias.as_ref().map(|a| a.name.value.to_lowercase()).unwrap_or_else(|| table.name.clone());
-    let scope = table_scope(&table, &alias);
-    let mut filters = Vec::new();
+    let mut scope = table_scope(&table, &alias);
+    let mut from = vec![FromItem {
+        source: Source::Table(table.clone(), Access::Full),
+        offset: 0,
+        width: table.columns.len(),
+        join: JoinKind::Inner,
+        on: vec![],
+        filters: vec![],
+        label: table.name.clone(),
+    }];
+    planner.bind_from(joined, &mut scope, &mut from)?;
+    if from.iter().any(|i| i.join.keeps_right()) {
+        // The target's rows are what is changed: none may be made up of NULLs.
+        return Err(SqlError::unsupported(
+            "a RIGHT or FULL join in UPDATE … FROM or DELETE … USING",
+        ));
+    }
+    let mut conjuncts = Vec::new();
     if let Some(w) = selection {
         let (e, t) = planner.expr(w, &scope, false)?;
         let (e, _) = planner.coerce(e, t, DataType::Bool)?;
-        split_and(e, &mut filters);
+        split_and(e, &mut conjuncts);
     }
-    let width = table.columns.len();
-    let (constant_filters, filters): (Vec<Expr>, Vec<Expr>) =
-        filters.into_iter().partition(|f| !f.uses_columns_from(0));
-    let mut item = FromItem {
-        source: Source::Table(table.clone(), Access::Full),
-        offset: 0,
-        width,
-        join: JoinKind::Inner,
-        on: vec![],
-        filters,
-        label: table.name.clone(),
-    };
-    choose_access(&mut item);
-    let mut plan =
-        SelectPlan::over(item, table.columns.iter().map(|c| (c.name.clone(), c.ty)).collect());
+    let constant_filters = Planner::place_filters(&mut from, conjuncts);
+    for item in &mut from {
+        choose_access(item);
+    }
+    let width = scope.cols.len();
+    let mut plan = SelectPlan::over(
+        from.remove(0),
+        table.columns.iter().map(|c| (c.name.clone(), c.ty)).collect(),
+    );
+    plan.from.extend(from);
+    plan.width = width;
     plan.constant_filters = constant_filters;
     Ok((table, plan, scope))
 }
 
 pub(crate) fn plan_update(planner: &mut Planner, u: &ast::Update) -> Result<UpdatePlan> {
-    if u.from.is_some() {
-        return Err(SqlError::unsupported("UPDATE … FROM"));
-    }
     if !u.table.joins.is_empty() {
         return Err(SqlError::unsupported("UPDATE of a join"));
     }
-    let (table, scan, scope) = single_table_scan(planner, &u.table.relation, &u.selection)?;
+    let joined = match &u.from {
+        None => &[][..],
+        Some(ast::UpdateTableFromKind::AfterSet(f)) => f.as_slice(),
+        Some(ast::UpdateTableFromKind::BeforeSet(_)) => {
+            return Err(SqlError::syntax("FROM goes after SET in UPDATE"))
+        }
+    };
+    let (table, scan, scope) = target_scan(planner, &u.table.relation, joined, &u.selection)?;
     let mut sets = Vec::new();
     for a in &u.assignments {
         let col = assignment_column(&table, &a.target)?;
@@ -400,10 +420,11 @@ pub(crate) fn plan_delete(planner: &mut Planner, d: &ast::Delete) -> Result<Dele
     let [twj] = from.as_slice() else {
         return Err(SqlError::unsupported("DELETE from several tables"));
     };
-    if d.using.is_some() || !twj.joins.is_empty() {
-        return Err(SqlError::unsupported("DELETE … USING"));
+    if !twj.joins.is_empty() {
+        return Err(SqlError::unsupported("DELETE of a join"));
     }
-    let (table, scan, scope) = single_table_scan(planner, &twj.relation, &d.selection)?;
+    let joined = d.using.as_deref().unwrap_or(&[]);
+    let (table, scan, scope) = target_scan(planner, &twj.relation, joined, &d.selection)?;
     let returning = plan_returning(planner, &d.returning, &scope)?;
     Ok(DeletePlan { table, scan, returning })
 }

@@ -539,19 +539,17 @@ impl<'a> Planner<'a> {
         }
     }
 
-    pub(crate) fn select(&mut self, s: &ast::Select, q: Option<&ast::Query>) -> Result<SelectPlan> {
-        if s.having.is_some() && matches!(s.group_by, ast::GroupByExpr::All(_)) {
-            return Err(SqlError::unsupported("GROUP BY ALL"));
-        }
-        if !s.lateral_views.is_empty() || s.qualify.is_some() || !s.named_window.is_empty() {
-            return Err(SqlError::unsupported("this SELECT clause"));
-        }
-        // FROM: items in order; ON conditions bound in the scope so far.
-        let mut scope = Scope::default();
-        let mut from: Vec<FromItem> = Vec::new();
-        let mut where_conjuncts: Vec<Expr> = Vec::new();
-        // Each FROM item's name, which may appear once (42712).
-        let mut names: Vec<String> = Vec::new();
+    /// Binds FROM items (`list`, each with its joins) after those already in `from`: their
+    /// columns join `scope`, ON conditions are bound in the scope so far. A name may appear
+    /// once (42712).
+    pub(crate) fn bind_from(
+        &mut self,
+        list: &[ast::TableWithJoins],
+        scope: &mut Scope,
+        from: &mut Vec<FromItem>,
+    ) -> Result<()> {
+        let mut names: Vec<String> = scope.cols.iter().filter_map(|c| c.table.clone()).collect();
+        names.dedup();
         let mut named = |cols: &[ScopeCol]| -> Result<()> {
             if let Some(n) = cols.first().and_then(|c| c.table.clone()) {
                 if names.contains(&n) {
@@ -564,7 +562,7 @@ impl<'a> Planner<'a> {
             }
             Ok(())
         };
-        for twj in &s.from {
+        for twj in list {
             let (item, cols) = self.bind_from_item(&twj.relation, scope.cols.len())?;
             named(&cols)?;
             scope.cols.extend(cols);
@@ -627,7 +625,7 @@ impl<'a> Planner<'a> {
                 }
                 match constraint {
                     Some(ast::JoinConstraint::On(on)) => {
-                        let (e, t) = self.expr(on, &scope, false)?;
+                        let (e, t) = self.expr(on, scope, false)?;
                         let (e, _) = self.coerce(e, t, DataType::Bool)?;
                         split_and(e, &mut item.on);
                     }
@@ -653,6 +651,41 @@ impl<'a> Planner<'a> {
                 from.push(item);
             }
         }
+        Ok(())
+    }
+
+    /// Places each WHERE conjunct at the first FROM item after which it can be evaluated
+    /// (the rest, which read no columns, are returned): after the last RIGHT or FULL join at
+    /// the earliest, since that join makes every earlier item's columns NULL in the rows it
+    /// adds.
+    pub(crate) fn place_filters(from: &mut [FromItem], conjuncts: Vec<Expr>) -> Vec<Expr> {
+        let mut constant_filters = Vec::new();
+        let last_right = from.iter().rposition(|item| item.join.keeps_right());
+        for c in conjuncts {
+            let level = from
+                .iter()
+                .rposition(|item| c.uses_columns_in(item.offset..item.offset + item.width))
+                .map(|l| l.max(last_right.unwrap_or(0)));
+            match level {
+                None => constant_filters.push(c),
+                Some(l) => from[l].filters.push(c),
+            }
+        }
+        constant_filters
+    }
+
+    pub(crate) fn select(&mut self, s: &ast::Select, q: Option<&ast::Query>) -> Result<SelectPlan> {
+        if s.having.is_some() && matches!(s.group_by, ast::GroupByExpr::All(_)) {
+            return Err(SqlError::unsupported("GROUP BY ALL"));
+        }
+        if !s.lateral_views.is_empty() || s.qualify.is_some() || !s.named_window.is_empty() {
+            return Err(SqlError::unsupported("this SELECT clause"));
+        }
+        // FROM: items in order; ON conditions bound in the scope so far.
+        let mut scope = Scope::default();
+        let mut from: Vec<FromItem> = Vec::new();
+        let mut where_conjuncts: Vec<Expr> = Vec::new();
+        self.bind_from(&s.from, &mut scope, &mut from)?;
         let width = scope.cols.len();
         if let Some(w) = &s.selection {
             let (e, t) = self.expr(w, &scope, false)?;
@@ -664,21 +697,7 @@ impl<'a> Planner<'a> {
             from.iter().filter(|i| i.join == JoinKind::Inner).flat_map(|i| i.on.iter()),
             width,
         );
-        // Place each WHERE conjunct at the first item after which it can be evaluated: after
-        // the last RIGHT or FULL join, at the earliest, since that join makes every earlier
-        // item's columns NULL in the rows it adds.
-        let mut constant_filters = Vec::new();
-        let last_right = from.iter().rposition(|item| item.join.keeps_right());
-        for c in where_conjuncts {
-            let level = from
-                .iter()
-                .rposition(|item| c.uses_columns_in(item.offset..item.offset + item.width))
-                .map(|l| l.max(last_right.unwrap_or(0)));
-            match level {
-                None => constant_filters.push(c),
-                Some(l) => from[l].filters.push(c),
-            }
-        }
+        let constant_filters = Self::place_filters(&mut from, where_conjuncts);
         // Access paths.
         for item in &mut from {
             choose_access(item);

@@ -62,6 +62,19 @@ pub(crate) fn index_build_violation(
         .constraint(&table.name, name)
 }
 
+/// Whether a joined row whose target part changed since it was read still satisfies the
+/// conditions of the items joined to the target (inner joins: ON and WHERE; left joins:
+/// WHERE).
+fn rejoins(scan: &SelectPlan, row: &[Value], ctx: &Ctx) -> Result<bool> {
+    for item in &scan.from[1..] {
+        let on: &[Expr] = if item.join.outer() { &[] } else { &item.on };
+        if !passes(on, row, ctx)? || !passes(&item.filters, row, ctx)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// The command tag and, with RETURNING, its rows, for the rows a statement wrote.
 pub(crate) fn returning_output(
     returning: Option<Returning>,
@@ -542,15 +555,34 @@ impl Writer<'_> {
             let ctx = Ctx { runner: Some(&exec), ..*ctx };
             execute_from(scan, &cell, &ctx, limits)?
         };
+        let width = table.columns.len();
+        // With FROM / USING items a target row may join several of their rows: it changes
+        // once, with the first.
+        let mut done: std::collections::HashSet<Vec<u8>> = Default::default();
         let mut out = Vec::with_capacity(rows.len());
-        for (pk, row) in rows {
+        for (pk, mut row) in rows {
             limits.check()?;
             let pk = pk.expect("table rows have keys");
-            if let Some(current) =
-                self.lock_current(table, &pk, row, &filters, LockMode::Exclusive, ctx)?
-            {
-                out.push((pk, current));
+            if done.contains(&pk) {
+                continue;
             }
+            let rest = row.split_off(width);
+            let read = row.clone();
+            let Some(mut current) =
+                self.lock_current(table, &pk, row, &filters, LockMode::Exclusive, ctx)?
+            else {
+                continue;
+            };
+            current.extend(rest);
+            // Changed since it was read (READ COMMITTED): the joined items' conditions must
+            // still hold for the row as it is now.
+            if current[..width] != read[..] && !rejoins(scan, &current, ctx)? {
+                continue;
+            }
+            if scan.from.len() > 1 {
+                done.insert(pk.clone());
+            }
+            out.push((pk, current));
         }
         Ok(out)
     }
@@ -563,12 +595,16 @@ impl Writer<'_> {
     ) -> Result<Output> {
         let table = plan.table.clone();
         let mut changed = Vec::new();
-        for (pk, current) in self.target_rows(&table, &plan.scan, ctx, limits)? {
-            let mut new = current.clone();
+        let width = table.columns.len();
+        for (pk, mut joined) in self.target_rows(&table, &plan.scan, ctx, limits)? {
+            let mut new = joined[..width].to_vec();
             for (c, e) in &plan.sets {
-                new[*c] = e.eval(&current, ctx)?;
+                new[*c] = e.eval(&joined, ctx)?;
             }
-            changed.push(self.update_row(&table, &pk, &current, new, ctx)?);
+            let rest = joined.split_off(width);
+            let mut row = self.update_row(&table, &pk, &joined, new, ctx)?;
+            row.extend(rest); // RETURNING may read the FROM items' columns
+            changed.push(row);
         }
         self.finish_constraints(ctx)?;
         returning_output(plan.returning, changed, "UPDATE", ctx)
@@ -582,12 +618,14 @@ impl Writer<'_> {
     ) -> Result<Output> {
         let table = plan.table.clone();
         let mut deleted = Vec::new();
-        for (pk, current) in self.target_rows(&table, &plan.scan, ctx, limits)? {
-            self.delete_row(&table, &pk, &current)?;
+        let width = table.columns.len();
+        for (pk, joined) in self.target_rows(&table, &plan.scan, ctx, limits)? {
+            let current = &joined[..width];
+            self.delete_row(&table, &pk, current)?;
             if !table.referenced_by.is_empty() {
-                self.referenced_row_changed(&table, &current, None, ctx)?;
+                self.referenced_row_changed(&table, current, None, ctx)?;
             }
-            deleted.push(current);
+            deleted.push(joined); // RETURNING may read the USING items' columns
         }
         self.finish_constraints(ctx)?;
         returning_output(plan.returning, deleted, "DELETE", ctx)
