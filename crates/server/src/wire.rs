@@ -87,6 +87,7 @@ pub fn decode_param(raw: Option<&Bytes>, format: i16, ty: DataType) -> Result<Va
             Value::parse(s, ty)?
         }
         DataType::Bytea => Value::Bytea(b.to_vec()),
+        DataType::Uuid => Value::Uuid(b.try_into().map_err(|_| bad_binary(ty))?),
         DataType::Date => {
             Value::Date(from_pg_days(i32::from_sql(&Type::INT4, b).map_err(|_| bad_binary(ty))?))
         }
@@ -236,6 +237,7 @@ pub fn encode_value(v: &Value, format: i16, ty: DataType) -> Result<Option<Bytes
         (Value::Numeric(d), _) => d.to_sql(&Type::NUMERIC, &mut buf).map_err(err)?,
         (Value::Text(_), _) => return Ok(v.to_text(ty).map(Bytes::from)),
         (Value::Bytea(b), _) => return Ok(Some(Bytes::from(b.clone()))),
+        (Value::Uuid(u), _) => return Ok(Some(Bytes::copy_from_slice(u))),
         (Value::Date(d), _) => to_pg_days(*d).to_sql(&Type::INT4, &mut buf).map_err(err)?,
         (Value::Timestamp(t) | Value::TimestampTz(t), _) => {
             to_pg_micros(*t).to_sql(&Type::INT8, &mut buf).map_err(err)?
@@ -261,6 +263,14 @@ mod tests {
             (Value::Numeric(Decimal::new(-12345, 3)), DataType::Numeric(None)),
             (Value::Text("héllo".into()), DataType::Text),
             (Value::Bytea(vec![0, 1, 2]), DataType::Bytea),
+            (
+                Value::Uuid([0xa0, 0xee, 0xbc, 0x99, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]),
+                DataType::Uuid,
+            ),
+            (
+                Value::Array(vec![Value::Uuid([1; 16]), Value::Null]),
+                kiln_sql::array::array_of(DataType::Uuid).unwrap(),
+            ),
             (Value::Date(19_000), DataType::Date),
             (Value::Timestamp(1_700_000_000_000_000), DataType::Timestamp),
             (Value::TimestampTz(-5), DataType::TimestampTz),
@@ -287,5 +297,6 @@ mod tests {
         }
         assert_eq!(decode_param(None, 1, DataType::Int4).unwrap(), Value::Null);
         assert!(decode_param(Some(&Bytes::from_static(&[1, 2, 3])), 1, DataType::Int4).is_err());
+        assert!(decode_param(Some(&Bytes::from_static(&[1; 15])), 1, DataType::Uuid).is_err());
     }
 }

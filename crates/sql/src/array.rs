@@ -36,6 +36,7 @@ static BYTEA: DataType = DataType::Bytea;
 static DATE: DataType = DataType::Date;
 static TIMESTAMP: DataType = DataType::Timestamp;
 static TIMESTAMPTZ: DataType = DataType::TimestampTz;
+static UUID: DataType = DataType::Uuid;
 
 /// The static element type for `t`, when it has no modifier.
 fn plain(t: DataType) -> Option<&'static DataType> {
@@ -54,6 +55,7 @@ fn plain(t: DataType) -> Option<&'static DataType> {
         DataType::Date => &DATE,
         DataType::Timestamp => &TIMESTAMP,
         DataType::TimestampTz => &TIMESTAMPTZ,
+        DataType::Uuid => &UUID,
         _ => return None,
     })
 }
@@ -247,6 +249,7 @@ pub fn array_oid(elem: DataType) -> u32 {
         DataType::Date => 1182,
         DataType::TimestampTz => 1185,
         DataType::Numeric(_) => 1231,
+        DataType::Uuid => 2951,
         _ => 0,
     }
 }
@@ -268,6 +271,7 @@ pub fn from_array_oid(oid: u32) -> Option<DataType> {
         1182 => DataType::Date,
         1185 => DataType::TimestampTz,
         1231 => DataType::Numeric(None),
+        2951 => DataType::Uuid,
         _ => return None,
     };
     Some(array_of_plain(elem))

@@ -4,8 +4,8 @@
 //! engine's byte order is SQL order and a range of values is a range of keys: each value is a
 //! tag byte (`0x01` not NULL, `0x02` NULL — NULLs sort last, as in PostgreSQL's default)
 //! followed by the value: integers, dates and timestamps as 8 big-endian bytes with the sign
-//! bit flipped; doubles with the usual sign trick; booleans as one byte; strings and bytea
-//! with `0x00` escaped as `0x00 0xFF` and terminated by `0x00 0x00`.
+//! bit flipped; doubles with the usual sign trick; booleans as one byte; uuids as their 16
+//! bytes; strings and bytea with `0x00` escaped as `0x00 0xFF` and terminated by `0x00 0x00`.
 //!
 //! **Rows** are a column count (u16 LE) and one tagged value per column; see
 //! `docs/storage-format.md`.
@@ -45,6 +45,10 @@ pub fn encode_key_value(out: &mut Vec<u8>, v: &Value) -> Result<()> {
         Value::Bytea(b) => {
             out.push(0x01);
             encode_bytes(out, b);
+        }
+        Value::Uuid(u) => {
+            out.push(0x01);
+            out.extend_from_slice(u);
         }
         Value::Numeric(d) => {
             out.push(0x01);
@@ -141,6 +145,7 @@ const T_DATE: u8 = 8;
 const T_TIMESTAMP: u8 = 9;
 const T_TIMESTAMPTZ: u8 = 10;
 const T_ARRAY: u8 = 11;
+const T_UUID: u8 = 12;
 
 /// Encodes a row.
 pub fn encode_row(values: &[Value]) -> Vec<u8> {
@@ -178,6 +183,10 @@ fn encode_value(out: &mut Vec<u8>, v: &Value) {
             Value::Bytea(b) => {
                 out.push(T_BYTEA);
                 put_bytes(out, b);
+            }
+            Value::Uuid(u) => {
+                out.push(T_UUID);
+                out.extend_from_slice(u);
             }
             Value::Date(d) => {
                 out.push(T_DATE);
@@ -255,6 +264,7 @@ impl Reader<'_> {
             T_INT => Value::Int(i64::from_le_bytes(r.array()?)),
             T_FLOAT => Value::Float(f64::from_le_bytes(r.array()?)),
             T_NUMERIC => Value::Numeric(Decimal::deserialize(r.array()?)),
+            T_UUID => Value::Uuid(r.array()?),
             T_TEXT | T_BYTEA => {
                 let len = u32::from_le_bytes(r.array()?) as usize;
                 let bytes = r.take(len)?;
@@ -339,6 +349,11 @@ mod tests {
         for w in arrays.windows(2) {
             assert_eq!(w[0].total_cmp(&w[1]), std::cmp::Ordering::Less);
         }
+        // uuids: byte order, as PostgreSQL compares them.
+        let uuids = [[0u8; 16], [0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], [255; 16]];
+        let keys: Vec<Vec<u8>> =
+            uuids.iter().map(|u| encode_key(&[&Value::Uuid(*u)]).unwrap()).collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
         let a2 = encode_key(&[&Value::Text("a".into()), &Value::Int(2)]).unwrap();
         let ab1 = encode_key(&[&Value::Text("ab".into()), &Value::Int(1)]).unwrap();
         assert!(a2 < ab1);
@@ -359,6 +374,7 @@ mod tests {
             Value::TimestampTz(-456),
             Value::Array(vec![Value::Int(1), Value::Null, Value::Text("x".into())]),
             Value::Array(vec![]),
+            Value::Uuid([7; 16]),
         ];
         let bytes = encode_row(&row);
         assert_eq!(decode_row(&bytes, row.len()).unwrap(), row);

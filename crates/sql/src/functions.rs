@@ -310,6 +310,7 @@ pub static FUNCTIONS: &[FuncDef] = &[
     ),
     f(&["current_date"], Func::CurrentDate, 0, 0, &[], Type(T::Date), STRICT, VOLATILE),
     f(&["random"], Func::Random, 0, 0, &[], Type(T::Float8), STRICT, VOLATILE),
+    f(&["gen_random_uuid"], Func::GenRandomUuid, 0, 0, &[], Type(T::Uuid), STRICT, VOLATILE),
     f(&["version"], Func::Version, 0, 0, &[], Type(T::Text), STRICT, VOLATILE),
     f(
         &["current_database", "current_catalog"],

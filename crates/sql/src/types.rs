@@ -40,6 +40,8 @@ pub enum DataType {
     Timestamp,
     /// timestamp with time zone (kept in UTC)
     TimestampTz,
+    /// uuid
+    Uuid,
     /// A string literal or parameter whose type the context has not fixed yet.
     Unknown,
     /// An array of the element type (one dimension; see [`crate::array`]).
@@ -91,6 +93,7 @@ impl DataType {
             DataType::Timestamp => 1114,
             DataType::TimestampTz => 1184,
             DataType::Numeric(_) => 1700,
+            DataType::Uuid => 2950,
             DataType::Array(e) => crate::array::array_oid(*e),
             DataType::Int2Vector => 22,
             DataType::OidVector => 30,
@@ -126,6 +129,7 @@ impl DataType {
             1114 => DataType::Timestamp,
             1184 => DataType::TimestampTz,
             1700 => DataType::Numeric(None),
+            2950 => DataType::Uuid,
             26 => DataType::Int8,
             22 => DataType::Int2Vector,
             30 => DataType::OidVector,
@@ -140,6 +144,7 @@ impl DataType {
             DataType::Int2 => 2,
             DataType::Int4 | DataType::Float4 | DataType::Date => 4,
             DataType::Int8 | DataType::Float8 | DataType::Timestamp | DataType::TimestampTz => 8,
+            DataType::Uuid => 16,
             _ => -1,
         }
     }
@@ -173,6 +178,7 @@ impl DataType {
             DataType::Date => "date".into(),
             DataType::Timestamp => "timestamp without time zone".into(),
             DataType::TimestampTz => "timestamp with time zone".into(),
+            DataType::Uuid => "uuid".into(),
             DataType::Array(e) => format!("{}[]", e.sql_name()),
             DataType::Int2Vector => "int2vector".into(),
             DataType::OidVector => "oidvector".into(),
@@ -197,6 +203,7 @@ impl DataType {
             DataType::Date => "date".into(),
             DataType::Timestamp => "timestamp".into(),
             DataType::TimestampTz => "timestamptz".into(),
+            DataType::Uuid => "uuid".into(),
             DataType::Array(e) => format!("_{}", e.type_name()),
             DataType::Int2Vector => "int2vector".into(),
             DataType::OidVector => "oidvector".into(),
@@ -264,6 +271,8 @@ pub enum Value {
     Text(String),
     /// bytea
     Bytea(Vec<u8>),
+    /// uuid: its 16 bytes
+    Uuid([u8; 16]),
     /// date: days since 1970-01-01
     Date(i32),
     /// timestamp: microseconds since 1970-01-01 00:00:00
@@ -307,6 +316,7 @@ impl Value {
             Value::Numeric(_) => "numeric",
             Value::Text(_) => "text",
             Value::Bytea(_) => "bytea",
+            Value::Uuid(_) => "uuid",
             Value::Date(_) => "date",
             Value::Timestamp(_) => "timestamp",
             Value::TimestampTz(_) => "timestamptz",
@@ -362,6 +372,7 @@ impl Value {
             DataType::Varchar(n) => Value::Text(fit_string(text, n, false)?),
             DataType::Char(n) => Value::Text(fit_string(text, Some(n), true)?),
             DataType::Bytea => Value::Bytea(parse_bytea(text)?),
+            DataType::Uuid => Value::Uuid(parse_uuid(t).ok_or_else(|| bad("uuid"))?),
             DataType::Date => Value::Date(parse_date(t).ok_or_else(|| datetime_error(t, "date"))?),
             DataType::Timestamp | DataType::TimestampTz => {
                 let micros = parse_timestamp(t, ty == DataType::TimestampTz)
@@ -412,6 +423,7 @@ impl Value {
                 }
                 out
             }
+            Value::Uuid(u) => uuid::Uuid::from_bytes(*u).hyphenated().to_string(),
             Value::Date(d) => format_date(*d),
             Value::Timestamp(us) => format_timestamp(*us),
             Value::TimestampTz(us @ (TIMESTAMP_INFINITY | TIMESTAMP_NEG_INFINITY)) => {
@@ -520,6 +532,7 @@ impl Value {
             (Value::Bool(b), DataType::Bool) => Value::Bool(b),
             (Value::Bool(b), DataType::Int4) => Value::Int(b as i64),
             (Value::Bytea(b), DataType::Bytea) => Value::Bytea(b),
+            (Value::Uuid(u), DataType::Uuid) => Value::Uuid(u),
             (Value::Date(d), DataType::Date) => Value::Date(d),
             (Value::Date(d), DataType::Timestamp) => Value::Timestamp(date_micros(d)),
             (Value::Date(d), DataType::TimestampTz) => Value::TimestampTz(date_micros(d)),
@@ -554,6 +567,7 @@ impl Value {
             Value::Int(_) | Value::Float(_) | Value::Numeric(_) => 1,
             Value::Text(_) => 2,
             Value::Bytea(_) => 3,
+            Value::Uuid(_) => 6,
             Value::Date(_) | Value::Timestamp(_) | Value::TimestampTz(_) => 4,
             Value::Array(_) => 5,
         }
@@ -578,6 +592,7 @@ impl Value {
             }
             (Value::Text(a), Value::Text(b)) => a.as_str().cmp(b.as_str()),
             (Value::Bytea(a), Value::Bytea(b)) => a.cmp(b),
+            (Value::Uuid(a), Value::Uuid(b)) => a.cmp(b),
             (Value::Date(a), Value::Date(b)) => a.cmp(b),
             (Value::Date(a), Value::Timestamp(b) | Value::TimestampTz(b)) => date_micros(*a).cmp(b),
             (Value::Timestamp(a) | Value::TimestampTz(a), Value::Date(b)) => {
@@ -624,6 +639,7 @@ impl Value {
             Value::Numeric(_) => DataType::Numeric(None),
             Value::Text(_) => DataType::Text,
             Value::Bytea(_) => DataType::Bytea,
+            Value::Uuid(_) => DataType::Uuid,
             Value::Date(_) => DataType::Date,
             Value::Timestamp(_) => DataType::Timestamp,
             Value::TimestampTz(_) => DataType::TimestampTz,
@@ -632,6 +648,32 @@ impl Value {
             }
         }
     }
+}
+
+/// A uuid's text form as PostgreSQL reads it: 32 hex digits, optionally in braces, with a
+/// hyphen allowed after any group of four digits.
+pub fn parse_uuid(text: &str) -> Option<[u8; 16]> {
+    let inner = match text.strip_prefix('{') {
+        Some(rest) => rest.strip_suffix('}')?,
+        None => text,
+    };
+    let mut digits = String::with_capacity(32);
+    for (i, part) in inner.split('-').enumerate() {
+        // Each hyphen follows a multiple of four digits, and none leads or trails.
+        if (i > 0 && (!digits.len().is_multiple_of(4) || part.is_empty()))
+            || (i == 0 && part.is_empty())
+        {
+            return None;
+        }
+        if !part.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        digits.push_str(part);
+    }
+    if digits.len() != 32 {
+        return None;
+    }
+    uuid::Uuid::try_parse(&digits).ok().map(|u| u.into_bytes())
 }
 
 /// Result columns: names and types.
@@ -982,4 +1024,40 @@ pub fn format_float(f: f64, single: bool) -> String {
         return "-0".into();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_text_forms() {
+        let canonical = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11";
+        let expect = parse_uuid(canonical).expect("the canonical form");
+        for form in [
+            "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11",
+            "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}",
+            "a0eebc999c0b4ef8bb6d6bb9bd380a11",
+            "a0ee-bc99-9c0b-4ef8-bb6d-6bb9-bd38-0a11",
+            "{a0eebc99-9c0b4ef8-bb6d6bb9-bd380a11}",
+        ] {
+            assert_eq!(parse_uuid(form), Some(expect), "{form}");
+        }
+        for bad in [
+            "",
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1",
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a111",
+            "-a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11-",
+            "a0eebc999-c0b-4ef8-bb6d-6bb9bd380a11",
+            "a0eebc99--9c0b-4ef8-bb6d-6bb9bd380a11",
+            "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+            "g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+            "urn:uuid:a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+        ] {
+            assert_eq!(parse_uuid(bad), None, "{bad}");
+        }
+        let v = Value::parse(canonical, DataType::Uuid).unwrap();
+        assert_eq!(v.to_text(DataType::Uuid).as_deref(), Some(canonical));
+    }
 }

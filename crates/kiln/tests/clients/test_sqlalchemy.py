@@ -5,6 +5,7 @@ expectation here is PostgreSQL's behaviour; the ED checks run on Kiln only.
 """
 
 import os
+import uuid
 
 import pytest
 from sqlalchemy import (
@@ -15,7 +16,9 @@ from sqlalchemy import (
     Integer,
     String,
     UniqueConstraint,
+    Uuid,
     create_engine,
+    delete,
     func,
     insert,
     inspect,
@@ -38,6 +41,9 @@ class Author(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(50), unique=True)
     tags: Mapped[list[int]] = mapped_column(ARRAY(Integer), default=list)
+    key: Mapped[uuid.UUID] = mapped_column(
+        Uuid, server_default=text("gen_random_uuid()"), unique=True
+    )
     books: Mapped[list["Book"]] = relationship(
         back_populates="author", cascade="all, delete-orphan", order_by="Book.id"
     )
@@ -103,7 +109,10 @@ def test_inspect_reflects_the_schema(engine):
     checks = {c["name"]: c["sqltext"] for c in insp.get_check_constraints("sa_book")}
     assert list(checks) == ["sa_book_pages_positive"]
     assert "pages > 0" in checks["sa_book_pages_positive"]
-    assert insp.get_unique_constraints("sa_author")[0]["column_names"] == ["name"]
+    author_uniques = {u["name"]: u["column_names"] for u in insp.get_unique_constraints("sa_author")}
+    assert author_uniques == {"sa_author_name_key": ["name"], "sa_author_key_key": ["key"]}
+    assert str(author_cols["key"]["type"]) == "UUID"
+    assert author_cols["key"]["default"] == "gen_random_uuid()"
 
 
 def test_session_crud(engine):
@@ -113,6 +122,8 @@ def test_session_crud(engine):
         s.commit()
         assert a.id is not None and all(b.id for b in a.books)
         got = s.scalars(select(Author).where(Author.name == "ada")).one()
+        assert isinstance(got.key, uuid.UUID) and got.key.version == 4
+        assert s.scalars(select(Author.name).where(Author.key == got.key)).one() == "ada"
         assert [b.title for b in got.books] == ["notes", "more"]
         assert got.tags == [1, 2]
         got.name = "ada l"
@@ -148,11 +159,15 @@ def test_constraint_errors_roll_back(engine):
         with pytest.raises(IntegrityError) as e:
             s.commit()
         assert e.value.orig.sqlstate == "23505"
+        # The error names its constraint and table, as PostgreSQL's does.
+        assert e.value.orig.diag.constraint_name == "sa_author_name_key"
+        assert e.value.orig.diag.table_name == "sa_author"
         s.rollback()
         s.add(Book(title="orphan", author_id=999_999))
         with pytest.raises(IntegrityError) as e:
             s.commit()
         assert e.value.orig.sqlstate == "23503"
+        assert e.value.orig.diag.constraint_name == "sa_book_author_id_fkey"
         s.rollback()
         a = s.scalars(select(Author)).one()
         s.add(Book(title="bad", pages=0, author=a))
@@ -184,6 +199,21 @@ def test_bulk_insert_and_update(engine):
         assert s.scalar(select(func.max(Book.pages))) == 100
         ids = s.scalars(select(Book.id).where(Book.id.in_([b.id for b in books[:3]]))).all()
         assert sorted(ids) == sorted(b.id for b in books[:3])
+        # A criterion on another table: UPDATE … FROM, and DELETE … USING.
+        s.execute(
+            update(Book)
+            .where(Book.author_id == Author.id, Author.name == "bulk", Book.pages == 100)
+            .values(pages=Book.pages + 1)
+            .execution_options(synchronize_session=False)
+        )
+        assert s.scalar(select(func.max(Book.pages))) == 101
+        s.execute(
+            delete(Book)
+            .where(Book.author_id == Author.id, Author.name == "bulk", Book.pages == 101)
+            .execution_options(synchronize_session=False)
+        )
+        # t99 and t199 had 100 pages.
+        assert s.scalar(select(func.count()).select_from(Book)) == 248
 
 
 def test_ed_surface(engine):

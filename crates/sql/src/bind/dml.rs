@@ -429,19 +429,8 @@ pub(crate) fn plan_delete(planner: &mut Planner, d: &ast::Delete) -> Result<Dele
     Ok(DeletePlan { table, scan, returning })
 }
 
-/// Binds a DEFAULT expression (constants and functions such as now(); no columns).
-pub(crate) fn bind_constant(e: &ast::Expr) -> Result<Expr> {
-    if let ast::Expr::Subquery(_) = e {
-        return Err(SqlError::unsupported("a subquery in DEFAULT"));
-    }
-    let (bound, _) = bind_free(e)?;
-    if bound.uses_columns_from(0) {
-        return Err(SqlError::new("0A000", "cannot use column references in default expression"));
-    }
-    Ok(bound)
-}
-
-/// Binds an expression that refers to no table (defaults).
+/// Binds an expression that refers to no table and needs no planner (constants, now(),
+/// casts and arithmetic over them).
 pub(crate) fn bind_free(e: &ast::Expr) -> Result<(Expr, DataType)> {
     use ast::Expr as E;
     Ok(match e {

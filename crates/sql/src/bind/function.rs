@@ -203,7 +203,16 @@ impl<'a> Planner<'a> {
                         ))
                     }
                 },
-                AggFunc::Min | AggFunc::Max => ty,
+                // PostgreSQL has no min or max of these types.
+                AggFunc::Min | AggFunc::Max => match ty {
+                    DataType::Bool | DataType::Bytea | DataType::Uuid => {
+                        return Err(SqlError::new(
+                            code::UNDEFINED_FUNCTION,
+                            format!("function {name}({}) does not exist", ty.sql_name()),
+                        ))
+                    }
+                    t => t,
+                },
             };
             let x = match agg {
                 AggFunc::BoolAnd | AggFunc::BoolOr => self.coerce(x, ty, DataType::Bool)?.0,
@@ -265,6 +274,13 @@ impl<'a> Planner<'a> {
         }
         if name == "current_setting" {
             return self.current_setting(&args, scope);
+        }
+        if name == "pg_typeof" {
+            // The argument's type, known when binding (shown by name, as regtype is).
+            check_arity("pg_typeof", args.len(), 1, 1)?;
+            let (_, ty) = self.expr(&args[0], scope, aggs)?;
+            let shown = if ty == DataType::Unknown { "unknown".to_string() } else { ty.sql_name() };
+            return Ok((Expr::Const(Value::Text(shown)), DataType::Text));
         }
         if name == "pg_get_serial_sequence" {
             return self.serial_sequence(&args, scope);

@@ -228,6 +228,7 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
         D::Varchar(l) | D::CharacterVarying(l) | D::CharVarying(l) => DataType::Varchar(len(l)),
         D::Char(l) | D::Character(l) => DataType::Char(len(l).unwrap_or(1)),
         D::Bytea => DataType::Bytea,
+        D::Uuid => DataType::Uuid,
         D::Date => DataType::Date,
         D::Timestamp(_, tz) => match tz {
             ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => DataType::TimestampTz,
@@ -450,26 +451,37 @@ pub fn split_and(e: Expr, out: &mut Vec<Expr>) {
 }
 
 /// PostgreSQL's output column name for an expression.
-#[recursive::recursive]
 pub fn output_name(e: &ast::Expr) -> String {
+    named(e).0
+}
+
+/// An expression's output name and how strongly it names the column, as PostgreSQL ranks
+/// them: 2 for a column, function or the like, 1 for a type (a cast's) or `case`, 0 for
+/// none (`?column?`). A cast keeps its operand's name unless that is weaker than a type's.
+#[recursive::recursive]
+fn named(e: &ast::Expr) -> (String, u8) {
+    match e {
+        ast::Expr::Cast { expr, data_type, .. } => match named(expr) {
+            (_, 0 | 1) => (data_type_output_name(data_type), 1),
+            strong => strong,
+        },
+        ast::Expr::Nested(inner) => named(inner),
+        other => match plain_name(other) {
+            n if n == "?column?" => (n, 0),
+            n if n == "case" => (n, 1),
+            n => (n, 2),
+        },
+    }
+}
+
+/// The output name of an expression that is not a cast.
+fn plain_name(e: &ast::Expr) -> String {
     match e {
         ast::Expr::Identifier(i) => ident(i),
         ast::Expr::CompoundIdentifier(parts) => parts.last().map(ident).unwrap_or_default(),
         ast::Expr::Function(f) => {
             f.name.0.last().and_then(|p| p.as_ident()).map(ident).unwrap_or_default()
         }
-        ast::Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
-            ast::Expr::Value(_) => data_type_output_name(data_type),
-            inner => {
-                let n = output_name(inner);
-                if n == "?column?" {
-                    data_type_output_name(data_type)
-                } else {
-                    n
-                }
-            }
-        },
-        ast::Expr::Nested(inner) => output_name(inner),
         ast::Expr::Array(_) => "array".into(),
         // a[1] is named after a; (r).x after x.
         ast::Expr::CompoundFieldAccess { root, access_chain } => match access_chain.last() {

@@ -165,7 +165,7 @@ impl Writer<'_> {
                             "ADD COLUMN with a DEFAULT from sequence {seq}"
                         )));
                     }
-                    crate::bind::dml::bind_constant(e)?;
+                    self.bind_default_expr(&t.database, e, ty, env)?;
                     col.default = Some(e.to_string());
                 }
                 ast::ColumnOption::Unique(u) => {
@@ -192,30 +192,34 @@ impl Writer<'_> {
                 }
             }
         }
-        // The value existing rows take: the default, evaluated once (as PostgreSQL does for
-        // a non-volatile default).
+        // The value existing rows take: the default, evaluated for each row (a volatile
+        // default such as gen_random_uuid() gives each its own, as in PostgreSQL).
         let fill = match &col.default {
             Some(d) => {
                 let expr = crate::parse::parse_expr(d)?;
-                let bound = crate::bind::dml::bind_constant(&expr)?;
-                bound.eval(&[], &Ctx::new(&[], env))?.cast(ty)?
+                Some(self.bind_default_expr(&t.database, &expr, ty, env)?)
             }
-            None => Value::Null,
+            None => None,
         };
         let old = t.clone();
         t.push_column(col);
         let nullable = t.columns.last().is_some_and(|c| c.nullable);
-        if !fill.is_null() || !nullable {
+        if fill.is_some() || !nullable {
             let tname = t.name.clone();
+            let ctx = Ctx::new(&[], env);
             self.rewrite_table(&old, t, |_, mut row| {
-                if fill.is_null() {
+                let value = match &fill {
+                    Some(e) => e.eval(&[], &ctx)?.cast(ty)?,
+                    None => Value::Null,
+                };
+                if value.is_null() && !nullable {
                     return Err(SqlError::new(
                         code::NOT_NULL,
                         format!("column \"{name}\" of relation \"{tname}\" contains null values"),
                     )
                     .column(&tname, &name));
                 }
-                row.push(fill.clone());
+                row.push(value);
                 Ok(row)
             })?;
         }
@@ -446,7 +450,8 @@ impl Writer<'_> {
                         t.columns[p].default = Some(crate::exec::sequences::nextval_call(&seq));
                     }
                     None => {
-                        crate::bind::dml::bind_constant(value)?;
+                        let ty = t.columns[p].ty;
+                        self.bind_default_expr(&t.database, value, ty, env)?;
                         t.columns[p].default = Some(value.to_string());
                     }
                 }

@@ -27,7 +27,7 @@ use kiln_engine::IsolationLevel;
 use sqlparser::ast;
 
 use crate::bind::dml::table_scope;
-use crate::bind::{Planner, SystemTables};
+use crate::bind::{Planner, Scope, SystemTables};
 use crate::catalog::{FkAction, ForeignKey, Table};
 use crate::encoding::{decode_row, encode_key};
 use crate::error::{code, Result, SqlError};
@@ -428,7 +428,7 @@ impl Writer<'_> {
                 continue;
             }
             let defaults = match action {
-                FkAction::SetDefault => Some(self.defaults(&child)?),
+                FkAction::SetDefault => Some(self.defaults(&child, ctx.env)?),
                 _ => None,
             };
             for (pk, row) in self.referencing_rows(&child, &fk, &key, usize::MAX, ctx)? {
@@ -694,10 +694,8 @@ impl Writer<'_> {
         Ok(parent)
     }
 
-    /// Defines a CHECK constraint of `table`: binds it (boolean, over the row), names it
-    /// (`<table>_<column>_check` when it reads one column, `<table>_check` otherwise).
-    /// A planner for expressions stored in definitions (CHECK conditions, ALTER COLUMN …
-    /// USING): no parameters, no system tables.
+    /// A planner for expressions stored in definitions (CHECK conditions, DEFAULTs, ALTER
+    /// COLUMN … USING): no parameters, no system tables.
     pub(crate) fn definition_planner<'p>(
         &'p mut self,
         database: &'p str,
@@ -706,6 +704,43 @@ impl Writer<'_> {
         Planner::new(&mut self.ts.txn, &self.db.catalog, database, vec![], &NoSystemTables, env)
     }
 
+    /// Binds a DEFAULT expression of a column of type `ty`: any expression of no columns,
+    /// no subqueries and no parameters (0A000 otherwise, as PostgreSQL answers), cast to the
+    /// column's type.
+    pub(crate) fn bind_default_expr(
+        &mut self,
+        database: &str,
+        e: &ast::Expr,
+        ty: DataType,
+        env: &dyn Env,
+    ) -> Result<Expr> {
+        let mut planner = self.definition_planner(database, env);
+        let (bound, t) = planner.expr(e, &Scope::default(), false).map_err(|err| {
+            if err.code == code::UNDEFINED_COLUMN {
+                SqlError::new(
+                    code::FEATURE_NOT_SUPPORTED,
+                    "cannot use column references in default expression",
+                )
+            } else {
+                err
+            }
+        })?;
+        let mut subquery = false;
+        bound.walk(&mut |n| subquery |= matches!(n, Expr::Subquery(..)));
+        if subquery {
+            return Err(SqlError::new(
+                code::FEATURE_NOT_SUPPORTED,
+                "cannot use subquery in DEFAULT expression",
+            ));
+        }
+        if !planner.params.is_empty() {
+            return Err(SqlError::new(code::UNDEFINED_PARAMETER, "there is no parameter $1"));
+        }
+        Ok(planner.coerce(bound, t, ty)?.0)
+    }
+
+    /// Defines a CHECK constraint of `table`: binds it (boolean, over the row), names it
+    /// (`<table>_<column>_check` when it reads one column, `<table>_check` otherwise).
     pub(crate) fn define_check(
         &mut self,
         table: &mut Table,

@@ -315,7 +315,7 @@ impl Session {
             },
             constraints: Default::default(),
         };
-        let defaults = w.defaults(&table)?;
+        let defaults = w.defaults(&table, &env)?;
         for row in rows {
             self.activity.check_interrupt()?;
             let full = row

@@ -12,7 +12,6 @@ use crate::encoding::{decode_row, encode_key};
 use crate::error::{code, Result, SqlError};
 use crate::types::{DataType, Value};
 
-use crate::bind::dml::*;
 use crate::exec::sequences::{nextval_call, nextval_of, serial_type};
 use crate::exec::write::*;
 use crate::expr::Env;
@@ -173,8 +172,8 @@ impl Writer<'_> {
                             col.default = Some(nextval_call(&seq));
                         }
                         None => {
-                            // Check now that it binds as a constant expression.
-                            bind_constant(e)?;
+                            // Check now that it binds (no columns, no subqueries).
+                            self.bind_default_expr(database, e, col.ty, env)?;
                             col.default = Some(e.to_string());
                         }
                     },

@@ -12,7 +12,7 @@ use crate::encoding::{decode_row, encode_key, encode_row};
 use crate::error::{code, Result, SqlError};
 use crate::exec::constraints::key_text;
 use crate::exec::select::*;
-use crate::expr::{assign, Ctx, Expr};
+use crate::expr::{assign, Ctx, Env, Expr};
 use crate::locks::LockMode;
 use crate::pg::activity::{Activity, Wait};
 use crate::plan::*;
@@ -113,9 +113,9 @@ impl Writer<'_> {
         locked
     }
 
-    /// Each column's default, for rows COPY leaves it out of: the stored DEFAULT, or the
-    /// next value of the column's sequence (`serial`, identity).
-    pub(crate) fn defaults(&mut self, table: &Table) -> Result<Vec<Option<Expr>>> {
+    /// Each column's default, for rows COPY leaves it out of (and ON DELETE SET DEFAULT):
+    /// the stored DEFAULT, or the next value of the column's sequence (`serial`, identity).
+    pub(crate) fn defaults(&mut self, table: &Table, env: &dyn Env) -> Result<Vec<Option<Expr>>> {
         table
             .columns
             .iter()
@@ -124,16 +124,8 @@ impl Writer<'_> {
                     return self.next_value(&table.database, &identity.sequence).map(Some);
                 }
                 let Some(d) = &c.default else { return Ok(None) };
-                let expr = crate::parse::parse_expr(d).map_err(|e| {
-                    SqlError::new(
-                        code::DATA_CORRUPTED,
-                        format!("stored DEFAULT does not parse: {e}"),
-                    )
-                })?;
-                if let Some(seq) = crate::exec::sequences::nextval_of(&expr) {
-                    return self.next_value(&table.database, &seq).map(Some);
-                }
-                bind_constant(&expr).map(Some)
+                let mut planner = self.definition_planner(&table.database, env);
+                crate::bind::dml::bind_default(&mut planner, d).map(Some)
             })
             .collect()
     }

@@ -236,6 +236,10 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             Value::Date(ctx.env.now().div_euclid(crate::types::MICROS_PER_DAY) as i32)
         }
         Func::Random => Value::Float(pseudo_random()),
+        Func::GenRandomUuid => {
+            let bytes: [u8; 16] = rand::random();
+            Value::Uuid(uuid::Builder::from_random_bytes(bytes).into_uuid().into_bytes())
+        }
         Func::Version => Value::Text(crate::VERSION_STRING.to_string()),
         Func::CurrentDatabase => Value::Text(ctx.env.database()),
         Func::CurrentSchema => Value::Text("public".into()),

@@ -132,6 +132,8 @@ pub enum Func {
     CurrentDate,
     /// random()
     Random,
+    /// gen_random_uuid(): a version 4 uuid from the operating system's random source
+    GenRandomUuid,
     /// version()
     Version,
     /// current_database()

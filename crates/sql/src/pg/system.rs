@@ -428,6 +428,7 @@ impl SystemTables for System<'_> {
                     DataType::Timestamp,
                     DataType::TimestampTz,
                     DataType::Numeric(None),
+                    DataType::Uuid,
                 ];
                 let mut types: Vec<DataType> = scalars.to_vec();
                 types.extend(scalars.iter().map(|t| crate::array::array_of_plain(*t)));
@@ -471,7 +472,7 @@ impl SystemTables for System<'_> {
                         Value::Int(oid::PG_CATALOG),
                         Value::Int(oid::ROLE),
                         Value::Int(t.size() as i64),
-                        Value::Bool(t.size() > 0),
+                        Value::Bool((1..=8).contains(&t.size())),
                         text("b"),
                         text(category),
                         Value::Bool(matches!(
@@ -501,7 +502,7 @@ impl SystemTables for System<'_> {
                             "d"
                         } else if t.size() == 2 {
                             "s"
-                        } else if t.size() == 1 {
+                        } else if t.size() == 1 || *t == DataType::Uuid {
                             "c"
                         } else {
                             "i"

@@ -22,7 +22,7 @@ public class Check {
                 s.execute("CREATE TABLE jd_owner (id bigserial PRIMARY KEY, name text NOT NULL UNIQUE)");
                 s.execute("CREATE TABLE jd_item (id serial PRIMARY KEY, owner_id bigint REFERENCES jd_owner (id) ON DELETE CASCADE,"
                     + " label varchar(40) NOT NULL, qty int, big bigint, price numeric(10,2), ratio double precision,"
-                    + " ok boolean, day date, at timestamp, at_tz timestamptz, data bytea, tags text[], nums int[])");
+                    + " ok boolean, day date, at timestamp, at_tz timestamptz, data bytea, tags text[], nums int[], uid uuid DEFAULT gen_random_uuid())");
                 s.execute("CREATE INDEX jd_item_label ON jd_item (label)");
             }
             // Generated keys through RETURNING.
@@ -38,9 +38,10 @@ public class Check {
             // Every type as a parameter.
             Timestamp at = Timestamp.valueOf(LocalDateTime.of(2024, 1, 2, 3, 4, 5, 123_000_000));
             OffsetDateTime atTz = OffsetDateTime.of(2024, 1, 2, 3, 4, 5, 0, ZoneOffset.ofHours(2));
+            java.util.UUID uid = java.util.UUID.fromString("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11");
             try (PreparedStatement p = c.prepareStatement(
-                    "INSERT INTO jd_item (owner_id, label, qty, big, price, ratio, ok, day, at, at_tz, data, tags, nums)"
-                    + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) {
+                    "INSERT INTO jd_item (owner_id, label, qty, big, price, ratio, ok, day, at, at_tz, data, tags, nums, uid)"
+                    + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) {
                 p.setLong(1, owner);
                 p.setString(2, "first");
                 p.setInt(3, 7);
@@ -54,6 +55,7 @@ public class Check {
                 p.setBytes(11, new byte[] {0, 1, (byte) 255});
                 p.setArray(12, c.createArrayOf("text", new String[] {"a", "b c"}));
                 p.setArray(13, c.createArrayOf("int4", new Integer[] {1, 2, 3}));
+                p.setObject(14, uid);
                 check(p.executeUpdate() == 1, "insert item");
             }
             try (PreparedStatement p = c.prepareStatement("SELECT * FROM jd_item WHERE label = ? AND qty = ANY(?)")) {
@@ -72,6 +74,11 @@ public class Check {
                     check(Arrays.equals(r.getBytes("data"), new byte[] {0, 1, (byte) 255}), "data");
                     check(Arrays.equals((Object[]) r.getArray("tags").getArray(), new String[] {"a", "b c"}), "tags");
                     check(Arrays.equals((Object[]) r.getArray("nums").getArray(), new Integer[] {1, 2, 3}), "nums");
+                    check(uid.equals(r.getObject("uid", java.util.UUID.class)), "uid " + r.getString("uid"));
+                    // Result columns name their table (RowDescription's table OID).
+                    org.postgresql.PGResultSetMetaData meta = (org.postgresql.PGResultSetMetaData) r.getMetaData();
+                    check("jd_item".equals(meta.getBaseTableName(r.findColumn("label"))), "base table " + meta.getBaseTableName(r.findColumn("label")));
+                    check("label".equals(meta.getBaseColumnName(r.findColumn("label"))), "base column");
                     check(!r.next(), "one item");
                 }
             }
@@ -99,6 +106,13 @@ public class Check {
                 check(false, "a duplicate was accepted");
             } catch (SQLException e) {
                 check("23505".equals(e.getSQLState()), "23505, not " + e.getSQLState());
+                org.postgresql.util.ServerErrorMessage m = ((org.postgresql.util.PSQLException) e).getServerErrorMessage();
+                check("jd_owner_name_key".equals(m.getConstraint()) && "jd_owner".equals(m.getTable()) && "public".equals(m.getSchema()),
+                    "the error names its constraint: " + m.getConstraint() + " " + m.getTable() + " " + m.getSchema());
+            }
+            // Rows made with a generated uuid each get their own.
+            try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT count(DISTINCT uid), count(*) FROM jd_item")) {
+                check(r.next() && r.getLong(1) == r.getLong(2), "distinct generated uuids");
             }
             // DatabaseMetaData, as SQL tools use it.
             DatabaseMetaData md = c.getMetaData();
@@ -111,8 +125,8 @@ public class Check {
             try (ResultSet r = md.getColumns(null, "public", "jd_item", null)) {
                 while (r.next()) cols.add(r.getString("COLUMN_NAME") + ":" + r.getString("TYPE_NAME") + ":" + r.getInt("NULLABLE"));
             }
-            check(cols.size() == 14 && cols.get(0).equals("id:serial:0") && cols.get(2).equals("label:varchar:0")
-                && cols.get(12).equals("tags:_text:1"), "getColumns " + cols);
+            check(cols.size() == 15 && cols.get(0).equals("id:serial:0") && cols.get(2).equals("label:varchar:0")
+                && cols.get(12).equals("tags:_text:1") && cols.get(14).equals("uid:uuid:1"), "getColumns " + cols);
             try (ResultSet r = md.getPrimaryKeys(null, "public", "jd_item")) {
                 check(r.next() && r.getString("COLUMN_NAME").equals("id") && r.getString("PK_NAME").equals("jd_item_pkey"), "getPrimaryKeys");
             }
