@@ -173,6 +173,13 @@ pub struct ForeignKey {
     pub on_delete: FkAction,
     /// ON UPDATE.
     pub on_update: FkAction,
+    /// DEFERRABLE: SET CONSTRAINTS may put its checks off to the commit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deferrable: bool,
+    /// INITIALLY DEFERRED: its checks wait for the commit unless SET CONSTRAINTS says
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub initially_deferred: bool,
 }
 
 /// A foreign key that references a table: the referencing table and the constraint's name.

@@ -190,13 +190,21 @@ pub fn commit_hint(sql: &str) -> Result<Option<CommitHint>> {
 pub enum Utility {
     /// `VACUUM [options] [tables]`: the tables named.
     Vacuum(Vec<String>),
+    /// `SET CONSTRAINTS {ALL | name, …} {DEFERRED | IMMEDIATE}`: the names (`None` for ALL)
+    /// and whether deferred.
+    SetConstraints(Option<Vec<String>>, bool),
 }
 
-/// Recognises a utility statement.
-pub fn utility(sql: &str) -> Option<Utility> {
+/// Recognises a utility statement (a malformed SET CONSTRAINTS is a syntax error).
+pub fn utility(sql: &str) -> Result<Option<Utility>> {
     let head = sql.trim_start();
+    if head.get(..3).is_some_and(|w| w.eq_ignore_ascii_case("set"))
+        && head[3..].trim_start().get(..11).is_some_and(|w| w.eq_ignore_ascii_case("constraints"))
+    {
+        return set_constraints(sql);
+    }
     if !head.get(..6).is_some_and(|w| w.eq_ignore_ascii_case("vacuum")) {
-        return None;
+        return Ok(None);
     }
     let words: Vec<String> = sql
         .trim()
@@ -205,7 +213,7 @@ pub fn utility(sql: &str) -> Option<Utility> {
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .collect();
-    match words.first().map(String::as_str) {
+    Ok(match words.first().map(String::as_str) {
         Some("vacuum") => Some(Utility::Vacuum(
             words[1..]
                 .iter()
@@ -214,7 +222,56 @@ pub fn utility(sql: &str) -> Option<Utility> {
                 .collect(),
         )),
         _ => None,
+    })
+}
+
+/// `SET CONSTRAINTS …`, read from its tokens (names as identifiers are: lowercased unless
+/// quoted).
+fn set_constraints(sql: &str) -> Result<Option<Utility>> {
+    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
+        return Ok(None);
+    };
+    let words: Vec<Token> = tokens
+        .into_iter()
+        .filter(|t| !matches!(t, Token::Whitespace(_) | Token::SemiColon))
+        .collect();
+    let is = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    if words.len() < 2 || !is(&words[0], "set") || !is(&words[1], "constraints") {
+        return Ok(None);
     }
+    let bad = || {
+        SqlError::syntax(
+            "SET CONSTRAINTS takes ALL or constraint names, then DEFERRED or IMMEDIATE",
+        )
+    };
+    let (last, list) = words[2..].split_last().ok_or_else(bad)?;
+    let deferred = if is(last, "deferred") {
+        true
+    } else if is(last, "immediate") {
+        false
+    } else {
+        return Err(bad());
+    };
+    if let [only] = list {
+        if is(only, "all") {
+            return Ok(Some(Utility::SetConstraints(None, deferred)));
+        }
+    }
+    let mut names = Vec::new();
+    for (i, t) in list.iter().enumerate() {
+        match t {
+            Token::Comma if i % 2 == 1 => {}
+            Token::Word(w) if i % 2 == 0 => names.push(match w.quote_style {
+                Some(_) => w.value.clone(),
+                None => w.value.to_lowercase(),
+            }),
+            _ => return Err(bad()),
+        }
+    }
+    if names.is_empty() || list.len().is_multiple_of(2) {
+        return Err(bad());
+    }
+    Ok(Some(Utility::SetConstraints(Some(names), deferred)))
 }
 
 /// Parses statement text (sqlparser, PostgreSQL dialect) and checks the depth of every tree.

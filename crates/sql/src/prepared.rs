@@ -35,7 +35,9 @@ impl Session {
         if sql.len() > self.db.config.statement_bytes_max {
             return Err(SqlError::new(code::PROGRAM_LIMIT, "statement too long"));
         }
-        let mut statements = parse(sql)?;
+        // A statement sqlparser does not read runs from its text at execution.
+        let mut statements =
+            if crate::parse::utility(sql)?.is_some() { vec![] } else { parse(sql)? };
         if statements.len() > 1 {
             return Err(SqlError::syntax(
                 "cannot insert multiple commands into a prepared statement",

@@ -100,8 +100,23 @@ pub(crate) struct TxnState {
     pub(crate) hint: Option<CommitHint>,
     pub(crate) local: HashMap<String, String>,
     pub(crate) isolation: IsolationLevel,
-    /// Savepoints: name, the engine's undo mark, and how many row locks were held then.
-    pub(crate) savepoints: Vec<(String, kiln_engine::Savepoint, usize)>,
+    /// Savepoints, innermost last.
+    pub(crate) savepoints: Vec<SavepointMark>,
+    /// Foreign-key checks put off to the commit (deferred constraints).
+    pub(crate) pending: Vec<crate::exec::constraints::PendingCheck>,
+    /// SET CONSTRAINTS in this transaction.
+    pub(crate) modes: crate::exec::constraints::ConstraintModes,
+}
+
+/// A savepoint: what ROLLBACK TO restores.
+pub(crate) struct SavepointMark {
+    name: String,
+    /// The engine's undo mark.
+    engine: kiln_engine::Savepoint,
+    /// How many row locks were held then.
+    locks: usize,
+    /// SET CONSTRAINTS as it was then.
+    modes: crate::exec::constraints::ConstraintModes,
 }
 
 impl TxnState {
@@ -110,7 +125,7 @@ impl TxnState {
         let name = name.to_lowercase();
         self.savepoints
             .iter()
-            .rposition(|(n, _, _)| *n == name)
+            .rposition(|s| s.name == name)
             .ok_or_else(|| SqlError::new("3B001", format!("savepoint \"{name}\" does not exist")))
     }
 }
@@ -297,8 +312,8 @@ impl Session {
         for statement in &texts {
             let (text, hint) = (&statement.text, statement.hint.clone());
             let result = (|| -> Result<Output> {
-                if let Some(Utility::Vacuum(tables)) = utility(text) {
-                    return self.vacuum(&tables);
+                if let Some(u) = utility(text)? {
+                    return self.utility(u);
                 }
                 let mut statements = parse_statement(statement)?;
                 let Some(statement) = statements.pop() else { return Ok(Output::Empty) };
@@ -355,7 +370,7 @@ impl Session {
                 // other side of a deadlock, goes on now, as in PostgreSQL).
                 match t.savepoints.last() {
                     None => t.locks.release_all(),
-                    Some(&(_, _, kept)) => t.locks.release_since(kept),
+                    Some(mark) => t.locks.release_since(mark.locks),
                 }
             }
             Some(_) => {
@@ -381,10 +396,10 @@ impl Session {
         prepared: &Prepared,
         params: &[Value],
     ) -> Result<Output> {
-        let Some(stmt) = &prepared.statement else { return Ok(Output::Empty) };
-        if let Some(Utility::Vacuum(tables)) = utility(&prepared.sql) {
-            return self.vacuum(&tables);
+        if let Some(u) = utility(&prepared.sql)? {
+            return self.utility(u);
         }
+        let Some(stmt) = &prepared.statement else { return Ok(Output::Empty) };
         let r = self.execute_statement(
             stmt,
             prepared.hint.clone(),
@@ -474,6 +489,8 @@ impl Session {
             local,
             isolation,
             savepoints: Vec::new(),
+            pending: Vec::new(),
+            modes: Default::default(),
         });
         Ok(())
     }
@@ -525,7 +542,15 @@ impl Session {
         committed
     }
 
-    fn commit_txn_inner(&mut self, ts: TxnState, hint: Option<CommitHint>) -> Result<TxnId> {
+    fn commit_txn_inner(&mut self, mut ts: TxnState, hint: Option<CommitHint>) -> Result<TxnId> {
+        // Deferred foreign keys are checked now, before the commit point; a violation rolls
+        // the transaction back.
+        if !ts.pending.is_empty() {
+            if let Err(e) = self.check_pending(&mut ts, false) {
+                drop(ts);
+                return Err(e);
+            }
+        }
         let (mode, level) = match self.commit_mode(&ts, hint) {
             Ok(choice) => choice,
             Err(e) => {
@@ -592,6 +617,16 @@ impl Session {
     /// Waits for a commit's acknowledgement ([`crate::ed::acknowledge`]).
     pub(crate) fn acknowledge(&self, committed: kiln_engine::Committed) -> Result<TxnId> {
         crate::ed::acknowledge(&self.db, &self.activity, committed)
+    }
+
+    /// Runs a statement sqlparser does not read ([`Utility`]).
+    fn utility(&mut self, u: Utility) -> Result<Output> {
+        match u {
+            Utility::Vacuum(tables) => self.vacuum(&tables),
+            Utility::SetConstraints(names, deferred) => {
+                self.set_constraints(names.as_deref(), deferred)
+            }
+        }
     }
 
     pub(crate) fn vacuum(&mut self, tables: &[String]) -> Result<Output> {
@@ -669,18 +704,25 @@ impl Session {
             S::Savepoint { name } => {
                 let name = name.value.to_lowercase();
                 let ts = self.block("SAVEPOINT")?;
-                let sp = ts.txn.savepoint();
-                let locks = ts.locks.len();
-                ts.savepoints.push((name, sp, locks));
+                let mark = SavepointMark {
+                    name,
+                    engine: ts.txn.savepoint(),
+                    locks: ts.locks.len(),
+                    modes: ts.modes.clone(),
+                };
+                ts.savepoints.push(mark);
                 Ok(Output::Command("SAVEPOINT".into()))
             }
             S::Rollback { savepoint: Some(name), .. } => {
                 let ts = self.block("ROLLBACK TO SAVEPOINT")?;
                 let pos = ts.savepoint_position(&name.value)?;
-                let (_, sp, locks) = ts.savepoints[pos];
                 ts.savepoints.truncate(pos + 1);
+                let mark = &ts.savepoints[pos];
+                let (sp, locks) = (mark.engine, mark.locks);
+                ts.modes = mark.modes.clone();
                 ts.txn.rollback_to(sp)?;
-                // As in PostgreSQL, the row locks taken after the savepoint go with it.
+                // As in PostgreSQL, the row locks taken after the savepoint go with it. The
+                // deferred checks stay: each looks at the rows as they are at the commit.
                 ts.locks.release_since(locks);
                 // The block is usable again (PostgreSQL's subtransaction abort).
                 ts.failed = false;
@@ -692,7 +734,7 @@ impl Session {
                     return Err(in_failed());
                 }
                 let pos = ts.savepoint_position(&name.value)?;
-                let sp = ts.savepoints[pos].1;
+                let sp = ts.savepoints[pos].engine;
                 ts.savepoints.truncate(pos);
                 ts.txn.release(sp);
                 Ok(Output::Command("RELEASE".into()))

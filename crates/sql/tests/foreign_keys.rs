@@ -2,7 +2,10 @@
 //! delete and re-create the referenced rows, and change their keys, all at once; a reader
 //! checks throughout, and at the end, that no committed state has a referencing row whose
 //! referenced row is missing (the constraint is enforced with shared locks on the referenced
-//! rows and a look at the newest committed data when a referenced key goes away).
+//! rows and a look at the newest committed data when a referenced key goes away). A third
+//! table's key is DEFERRABLE INITIALLY DEFERRED and its rows are written before the rows they
+//! reference, or outlive them until later in the transaction: checked at COMMIT, it holds
+//! just the same.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,6 +21,8 @@ const ORPHANS: &str = "SELECT count(*) FROM child c LEFT JOIN parent p ON p.id =
                        WHERE c.p IS NOT NULL AND p.id IS NULL";
 const ORPHANS_CASCADE: &str = "SELECT count(*) FROM child2 c LEFT JOIN parent p ON p.id = c.p \
                                WHERE p.id IS NULL";
+const ORPHANS_DEFERRED: &str = "SELECT count(*) FROM child3 c LEFT JOIN parent p ON p.id = c.p \
+                                WHERE c.p IS NOT NULL AND p.id IS NULL";
 
 /// Runs `sql` as one transaction; an error the constraint or the concurrency may cause
 /// (23503, 40001, 40P01) rolls it back, any other fails the test. True when it committed.
@@ -51,6 +56,10 @@ fn no_committed_state_has_a_dangling_reference() {
         &mut s,
         "CREATE TABLE child2 (id int PRIMARY KEY, p int NOT NULL REFERENCES parent ON DELETE CASCADE ON UPDATE CASCADE)",
     );
+    ok(
+        &mut s,
+        "CREATE TABLE child3 (id int PRIMARY KEY, p int REFERENCES parent DEFERRABLE INITIALLY DEFERRED)",
+    );
     ok(&mut s, "INSERT INTO parent SELECT g FROM generate_series(1, 6) g");
 
     const WORKERS: usize = 6;
@@ -82,18 +91,27 @@ fn no_committed_state_has_a_dangling_reference() {
                                 format!("INSERT INTO child2 VALUES ({}, {p})", a + 1),
                             ]
                         }
+                        // The deferred references go after the row they reference.
                         2 => vec![
                             format!("DELETE FROM child WHERE p = {p}"),
                             format!("DELETE FROM parent WHERE id = {p}"),
+                            format!("DELETE FROM child3 WHERE p = {p}"),
                         ],
+                        // A deferred reference comes before the row it references.
                         _ => {
-                            vec![format!("INSERT INTO parent VALUES ({p}) ON CONFLICT DO NOTHING")]
+                            let a = next_id.fetch_add(1, Ordering::Relaxed);
+                            vec![
+                                format!("INSERT INTO child3 VALUES ({a}, {p})"),
+                                format!("INSERT INTO parent VALUES ({p}) ON CONFLICT DO NOTHING"),
+                            ]
                         }
                     };
-                    let kind = match statements[0].split_whitespace().next() {
-                        Some("INSERT") if statements.len() == 2 => 0,
-                        Some("DELETE") => 1,
-                        _ => 2,
+                    let kind = if statements[0].starts_with("DELETE") {
+                        1
+                    } else if statements[0].starts_with("INSERT INTO child ") {
+                        0
+                    } else {
+                        2
                     };
                     if attempt(&mut s, &statements) {
                         committed[kind].fetch_add(1, Ordering::Relaxed);
@@ -113,6 +131,7 @@ fn no_committed_state_has_a_dangling_reference() {
                 ok(&mut s, "BEGIN");
                 assert_eq!(single_int(&ok(&mut s, ORPHANS)), 0, "a dangling reference");
                 assert_eq!(single_int(&ok(&mut s, ORPHANS_CASCADE)), 0, "a cascade left a row");
+                assert_eq!(single_int(&ok(&mut s, ORPHANS_DEFERRED)), 0, "a deferred key dangles");
                 ok(&mut s, "COMMIT");
                 checks += 1;
             }
@@ -126,10 +145,13 @@ fn no_committed_state_has_a_dangling_reference() {
     let checks = reader.join().unwrap();
     assert_eq!(single_int(&ok(&mut s, ORPHANS)), 0, "a dangling reference at the end");
     assert_eq!(single_int(&ok(&mut s, ORPHANS_CASCADE)), 0, "a cascade left a row");
+    assert_eq!(single_int(&ok(&mut s, ORPHANS_DEFERRED)), 0, "a deferred key dangles");
     // The run exercised what it claims to: references were made and referenced rows went.
     let [inserts, deletes, parents] =
         committed.as_ref().each_ref().map(|c| c.load(Ordering::Relaxed));
-    eprintln!("committed: {inserts} reference inserts, {deletes} deletes, {parents} re-creations");
+    eprintln!(
+        "committed: {inserts} reference inserts, {deletes} deletes, {parents} deferred references with re-creations"
+    );
     assert!(inserts > 50 && deletes > 10 && parents > 10, "{inserts} {deletes} {parents}");
     assert!(checks > 0);
     // (How many referencing rows survive the run depends on the interleaving; none is a

@@ -29,6 +29,7 @@ use sqlparser::ast;
 use crate::bind::dml::table_scope;
 use crate::bind::{Planner, Scope, SystemTables};
 use crate::catalog::{FkAction, ForeignKey, Table};
+use crate::ed::SessionEnv;
 use crate::encoding::{decode_row, encode_key};
 use crate::error::{code, Result, SqlError};
 use crate::exec::select::*;
@@ -38,7 +39,8 @@ use crate::locks::LockMode;
 use crate::plan::access::choose_access;
 use crate::plan::Relation;
 use crate::plan::*;
-use crate::types::{DataType, Value};
+use crate::session::{session_env, Output, Session, TxnState};
+use crate::types::{now_micros, DataType, Value};
 
 /// No system tables: a CHECK condition reads only its row.
 pub(crate) struct NoSystemTables;
@@ -105,6 +107,75 @@ fn still_referenced(parent: &Table, child: &Table, fk: &ForeignKey, key: &[Value
         child.name
     ))
     .constraint(&child.name, &fk.name)
+}
+
+/// 23503 for a row of `table` whose foreign key `fk` holds `values`, which no row of table
+/// `parent` has.
+fn not_present(table: &Table, fk: &ForeignKey, values: &[Value], parent: &str) -> SqlError {
+    SqlError::new(
+        code::FOREIGN_KEY,
+        format!(
+            "insert or update on table \"{}\" violates foreign key constraint \"{}\"",
+            table.name, fk.name
+        ),
+    )
+    .detail(format!(
+        "Key {} is not present in table \"{parent}\".",
+        key_text(table, &fk.columns, values)
+    ))
+    .constraint(&table.name, &fk.name)
+}
+
+/// A foreign-key check put off to the commit (its constraint is deferred).
+#[derive(Debug, Clone)]
+pub(crate) enum PendingCheck {
+    /// A row of `child` was written with `key` in foreign key `fk`, and no row had it then.
+    References { database: String, child: String, fk: String, key: Vec<Value> },
+    /// A key `key` that foreign key `fk` of `child` references (NO ACTION) went away from
+    /// the referenced table.
+    Referenced { database: String, child: String, fk: String, key: Vec<Value> },
+}
+
+impl PendingCheck {
+    fn constraint(&self) -> &str {
+        match self {
+            PendingCheck::References { fk, .. } | PendingCheck::Referenced { fk, .. } => fk,
+        }
+    }
+}
+
+/// A transaction's SET CONSTRAINTS: for all deferrable constraints, then by name (what was
+/// set last wins).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConstraintModes {
+    all: Option<bool>,
+    named: HashMap<String, bool>,
+}
+
+impl ConstraintModes {
+    /// Whether foreign key `fk`'s checks wait for the commit.
+    pub(crate) fn deferred(&self, fk: &ForeignKey) -> bool {
+        self.deferred_name(&fk.name, fk.deferrable, fk.initially_deferred)
+    }
+
+    fn deferred_name(&self, name: &str, deferrable: bool, initially: bool) -> bool {
+        deferrable && self.named.get(name).copied().or(self.all).unwrap_or(initially)
+    }
+
+    /// SET CONSTRAINTS {ALL | names} {DEFERRED | IMMEDIATE}.
+    pub(crate) fn set(&mut self, names: Option<&[String]>, deferred: bool) {
+        match names {
+            None => {
+                self.all = Some(deferred);
+                self.named.clear();
+            }
+            Some(names) => {
+                for n in names {
+                    self.named.insert(n.clone(), deferred);
+                }
+            }
+        }
+    }
 }
 
 /// A NO ACTION check left for the end of the statement: a referenced key went away.
@@ -211,19 +282,86 @@ impl Writer<'_> {
             }
             let parent = self.related_table(&table.database, &fk.table)?;
             if self.referenced_row(&parent, &fk.ref_columns, &values)?.is_none() {
-                return Err(SqlError::new(
-                    code::FOREIGN_KEY,
-                    format!(
-                        "insert or update on table \"{}\" violates foreign key constraint \"{}\"",
-                        table.name, fk.name
-                    ),
-                )
-                .detail(format!(
-                    "Key {} is not present in table \"{}\".",
-                    key_text(table, &fk.columns, &values),
-                    parent.name
-                ))
-                .constraint(&table.name, &fk.name));
+                if self.ts.modes.deferred(fk) {
+                    self.ts.pending.push(PendingCheck::References {
+                        database: table.database.clone(),
+                        child: table.name.clone(),
+                        fk: fk.name.clone(),
+                        key: values,
+                    });
+                    continue;
+                }
+                return Err(not_present(table, fk, &values, &parent.name));
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the foreign-key checks put off to the commit (all of them, or with `immediate`
+    /// those SET CONSTRAINTS has just made immediate): a referenced row must exist (it is
+    /// locked shared), or the rows that reference a key that went away must be gone.
+    pub(crate) fn run_pending(&mut self, immediate: bool, ctx: &Ctx) -> Result<()> {
+        let pending = std::mem::take(&mut self.ts.pending);
+        let mut rest = pending.into_iter();
+        let result = self.run_checks(&mut rest, immediate, ctx);
+        // Checks not done (one failed, or an error came first) stay pending: a savepoint
+        // may roll the failure back, and the commit checks them again.
+        self.ts.pending.extend(rest);
+        result
+    }
+
+    fn run_checks(
+        &mut self,
+        checks: &mut std::vec::IntoIter<PendingCheck>,
+        immediate: bool,
+        ctx: &Ctx,
+    ) -> Result<()> {
+        // A check leaves the list only once it passed (or stays deferred).
+        while let Some(check) = checks.as_slice().first().cloned() {
+            self.interrupted()?;
+            self.run_check(check, immediate, ctx)?;
+            checks.next();
+        }
+        Ok(())
+    }
+
+    /// One pending check; one still deferred goes back on the transaction's list.
+    fn run_check(&mut self, check: PendingCheck, immediate: bool, ctx: &Ctx) -> Result<()> {
+        let (database, child_name) = match &check {
+            PendingCheck::References { database, child, .. }
+            | PendingCheck::Referenced { database, child, .. } => (database, child),
+        };
+        let Some(child) = self.db.catalog.table(&mut self.ts.txn, database, child_name)? else {
+            return Ok(()); // the referencing table went, and the constraint with it
+        };
+        let Some(fk) = child.foreign_keys.iter().find(|f| f.name == check.constraint()).cloned()
+        else {
+            return Ok(());
+        };
+        if immediate && self.ts.modes.deferred(&fk) {
+            self.ts.pending.push(check);
+            return Ok(());
+        }
+        let Some(parent) = self.db.catalog.table(&mut self.ts.txn, database, &fk.table)? else {
+            return Ok(());
+        };
+        match &check {
+            PendingCheck::References { key, .. } => {
+                if self.referenced_row(&parent, &fk.ref_columns, key)?.is_some() {
+                    return Ok(());
+                }
+                // The row written then may be gone, or hold another key by now.
+                if !self.referencing_rows(&child, &fk, key, 1, ctx)?.is_empty() {
+                    return Err(not_present(&child, &fk, key, &parent.name));
+                }
+            }
+            PendingCheck::Referenced { key, .. } => {
+                if self.key_exists(&parent, &fk.ref_columns, key)? {
+                    return Ok(());
+                }
+                if !self.referencing_rows(&child, &fk, key, 1, ctx)?.is_empty() {
+                    return Err(still_referenced(&parent, &child, &fk, key));
+                }
             }
         }
         Ok(())
@@ -484,6 +622,15 @@ impl Writer<'_> {
     pub(crate) fn finish_constraints(&mut self, ctx: &Ctx) -> Result<()> {
         for d in std::mem::take(&mut self.constraints.deferred) {
             self.interrupted()?;
+            if self.ts.modes.deferred(&d.fk) {
+                self.ts.pending.push(PendingCheck::Referenced {
+                    database: d.parent.database.clone(),
+                    child: d.child.name.clone(),
+                    fk: d.fk.name.clone(),
+                    key: d.key,
+                });
+                continue;
+            }
             if self.key_exists(&d.parent, &d.fk.ref_columns, &d.key)? {
                 continue; // the key is there again (updated back, or re-inserted)
             }
@@ -677,6 +824,21 @@ impl Writer<'_> {
         }
         let on_delete = fk_action(&fk.on_delete);
         let on_update = fk_action(&fk.on_update);
+        let (deferrable, initially_deferred) = match &fk.characteristics {
+            None => (false, false),
+            Some(c) => {
+                if c.enforced == Some(false) {
+                    return Err(SqlError::unsupported("NOT ENFORCED constraints"));
+                }
+                let initially = c.initially == Some(ast::DeferrableInitial::Deferred);
+                if initially && c.deferrable == Some(false) {
+                    return Err(SqlError::syntax(
+                        "constraint declared INITIALLY DEFERRED must be DEFERRABLE",
+                    ));
+                }
+                (c.deferrable == Some(true) || initially, initially)
+            }
+        };
         let reference =
             crate::catalog::Reference { table: table.name.clone(), constraint: name.clone() };
         table.foreign_keys.push(ForeignKey {
@@ -686,6 +848,8 @@ impl Writer<'_> {
             ref_columns: ref_cols,
             on_delete,
             on_update,
+            deferrable,
+            initially_deferred,
         });
         match &mut parent {
             None => table.referenced_by.push(reference),
@@ -841,5 +1005,72 @@ impl Writer<'_> {
             }
         }
         Ok(())
+    }
+}
+
+impl Session {
+    /// Runs the transaction's deferred foreign-key checks (with `immediate`, only those SET
+    /// CONSTRAINTS made immediate); `ts` is the transaction, taken out of the session.
+    pub(crate) fn check_pending(&self, ts: &mut TxnState, immediate: bool) -> Result<()> {
+        let env = session_env!(self);
+        let ctx = Ctx::new(&[], &env);
+        let mut w = Writer {
+            db: &self.db,
+            ts,
+            lock_timeout: None,
+            interrupt: &self.interrupt,
+            activity: &self.activity,
+            limits: ExecLimits {
+                rows_max: self.db.config.rows_max,
+                activity: Some(self.activity.clone()),
+            },
+            constraints: Default::default(),
+        };
+        w.run_pending(immediate, &ctx)
+    }
+
+    /// SET CONSTRAINTS {ALL | names} {DEFERRED | IMMEDIATE}: for the rest of the transaction
+    /// (outside one it changes nothing, as in PostgreSQL); checks that become immediate run
+    /// now.
+    pub(crate) fn set_constraints(
+        &mut self,
+        names: Option<&[String]>,
+        deferred: bool,
+    ) -> Result<Output> {
+        let done = || Ok(Output::Command("SET CONSTRAINTS".into()));
+        let Some(mut ts) = self.txn.take() else { return done() };
+        let result = (|| -> Result<()> {
+            if let Some(names) = names {
+                // Each name must be a foreign key of this database; deferring one that is
+                // not deferrable is refused.
+                let tables = self.db.catalog.tables(&mut ts.txn, &self.database)?;
+                for n in names {
+                    let fk = tables.iter().flat_map(|t| &t.foreign_keys).find(|f| f.name == *n);
+                    match fk {
+                        None => {
+                            return Err(SqlError::new(
+                                code::UNDEFINED_OBJECT,
+                                format!("constraint \"{n}\" does not exist"),
+                            ))
+                        }
+                        Some(f) if deferred && !f.deferrable => {
+                            return Err(SqlError::new(
+                                code::WRONG_OBJECT_TYPE,
+                                format!("constraint \"{n}\" is not deferrable"),
+                            ))
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+            ts.modes.set(names, deferred);
+            if !deferred && !ts.pending.is_empty() {
+                self.check_pending(&mut ts, true)?;
+            }
+            Ok(())
+        })();
+        self.txn = Some(ts);
+        result?;
+        done()
     }
 }

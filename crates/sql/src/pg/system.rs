@@ -1019,6 +1019,12 @@ impl System<'_> {
                 if fk.on_delete != crate::catalog::FkAction::NoAction {
                     def.push_str(&format!(" ON DELETE {}", fk.on_delete.sql()));
                 }
+                if fk.deferrable {
+                    def.push_str(" DEFERRABLE");
+                }
+                if fk.initially_deferred {
+                    def.push_str(" INITIALLY DEFERRED");
+                }
                 defs.push((oid::table_constraint(t.id, n), def));
             }
             for (n, ck) in t.checks.iter().enumerate() {
@@ -1197,8 +1203,8 @@ impl System<'_> {
                             text(&fk.name),
                             int(oid::PUBLIC),
                             text("f"),
-                            boolean(false),
-                            boolean(false),
+                            boolean(fk.deferrable),
+                            boolean(fk.initially_deferred),
                             boolean(true),
                             int(toid),
                             int(0),

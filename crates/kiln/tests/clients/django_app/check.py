@@ -98,6 +98,44 @@ with transaction.atomic():
 assert Category.objects.filter(name="garden").exists()
 assert not Product.objects.filter(name="bad").exists()
 
+# Django's foreign keys are DEFERRABLE INITIALLY DEFERRED: a row may come before the row it
+# references within a transaction, and the check happens at COMMIT.
+with transaction.atomic():
+    Product.objects.create(category_id=90_001, name="early", price=Decimal("1"))
+    Category.objects.create(id=90_001, name="late")
+assert Product.objects.get(name="early").category.name == "late"
+try:
+    with transaction.atomic():
+        Product.objects.create(category_id=90_002, name="dangling", price=Decimal("1"))
+    raise AssertionError("a dangling reference committed")
+except IntegrityError as e:
+    assert e.__cause__.sqlstate == "23503", e.__cause__.sqlstate
+assert not Product.objects.filter(name="dangling").exists()
+# connection.check_constraints() (SET CONSTRAINTS ALL IMMEDIATE) checks them early; a
+# savepoint rolls its failure back, and the check is still due at COMMIT.
+with transaction.atomic():
+    Product.objects.create(category_id=90_003, name="checked", price=Decimal("1"))
+    try:
+        with transaction.atomic():
+            connection.check_constraints()
+        raise AssertionError("check_constraints let a dangling reference pass")
+    except IntegrityError:
+        pass
+    Category.objects.create(id=90_003, name="now there")
+    connection.check_constraints()
+try:
+    with transaction.atomic():
+        Product.objects.create(category_id=90_004, name="still due", price=Decimal("1"))
+        try:
+            with transaction.atomic():
+                connection.check_constraints()
+        except IntegrityError:
+            pass
+    raise AssertionError("a dangling reference committed after a failed early check")
+except IntegrityError:
+    pass
+assert not Product.objects.filter(name="still due").exists()
+
 # The ED surface: a fast commit, its status, then a safe one.
 if os.environ.get("KILN") == "1":
     sql("SET synchronous_commit = off")
