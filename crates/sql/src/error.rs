@@ -12,6 +12,8 @@ pub mod code {
     pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
     /// invalid_parameter_value
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
+    /// datetime_field_overflow
+    pub const DATETIME_OVERFLOW: &str = "22008";
     /// numeric_value_out_of_range
     pub const NUMERIC_OUT_OF_RANGE: &str = "22003";
     /// invalid_text_representation

@@ -283,6 +283,65 @@ impl<'a> Planner<'a> {
                     (Expr::Case { operand, whens: unified, otherwise }, ty)
                 }
             }
+            E::AtTimeZone { timestamp, time_zone } => {
+                // Sessions are in UTC, the only zone Kiln has: AT TIME ZONE 'UTC' turns a
+                // timestamp with time zone into the same instant without one, and back.
+                let zone = match time_zone.as_ref() {
+                    E::Value(v) => match &v.value {
+                        ast::Value::SingleQuotedString(s) => s.clone(),
+                        ast::Value::Number(..) => {
+                            return Err(SqlError::new(
+                                code::UNDEFINED_FUNCTION,
+                                "function timezone(integer, timestamp) does not exist",
+                            ))
+                        }
+                        _ => String::new(),
+                    },
+                    _ => String::new(),
+                };
+                let utc = [
+                    "utc",
+                    "gmt",
+                    "z",
+                    "zulu",
+                    "uct",
+                    "universal",
+                    "etc/utc",
+                    "etc/gmt",
+                    "+00",
+                    "+00:00",
+                    "-00",
+                    "00:00",
+                ];
+                if !utc.contains(&zone.trim().to_ascii_lowercase().as_str()) {
+                    return Err(SqlError::unsupported(format!(
+                        "AT TIME ZONE {time_zone} (time zones other than UTC)"
+                    )));
+                }
+                let (x, t) = self.expr(timestamp, scope, aggs)?;
+                let (to, from) = match t {
+                    DataType::TimestampTz | DataType::Date => (DataType::Timestamp, t),
+                    DataType::Timestamp => (DataType::TimestampTz, t),
+                    DataType::Unknown => (DataType::Timestamp, DataType::TimestampTz),
+                    other => {
+                        return Err(SqlError::new(
+                            code::UNDEFINED_FUNCTION,
+                            format!(
+                                "function timezone(unknown, {}) does not exist",
+                                other.sql_name()
+                            ),
+                        ))
+                    }
+                };
+                let (x, _) = self.coerce(x, t, from)?;
+                return Ok((Expr::Cast(Box::new(x), to), to));
+            }
+            E::Extract { field, expr, .. } => {
+                let name = field.to_string().trim_matches('\'').to_lowercase();
+                let (source, st) = self.expr(expr, scope, aggs)?;
+                let unit = Expr::Const(Value::Text(name));
+                return self.datetime_call("extract", Func::Extract, unit, source, st);
+            }
             E::Cast { expr, data_type: dt, .. } => {
                 if let Some(kind) = crate::bind::reg::reg_kind(dt) {
                     return self.reg_cast(kind, expr, scope, aggs);

@@ -23,6 +23,40 @@ pub(crate) fn check_arity(name: &str, given: usize, lo: usize, hi: usize) -> Res
 }
 
 impl<'a> Planner<'a> {
+    /// EXTRACT / date_part / date_trunc over `source` of type `st`: a date or a timestamp
+    /// (an untyped literal is ambiguous, 42725, as in PostgreSQL).
+    pub(crate) fn datetime_call(
+        &mut self,
+        name: &str,
+        func: Func,
+        unit: Expr,
+        source: Expr,
+        st: DataType,
+    ) -> Result<(Expr, DataType)> {
+        let out = match st {
+            DataType::Unknown => {
+                return Err(SqlError::new(
+                    "42725",
+                    format!("function {name}(unknown, unknown) is not unique"),
+                )
+                .hint("Could not choose a best candidate function. You might need to add explicit type casts."))
+            }
+            DataType::Date | DataType::Timestamp | DataType::TimestampTz => match func {
+                Func::Extract => DataType::Numeric(None),
+                Func::DatePart => DataType::Float8,
+                _ if st == DataType::Date => DataType::TimestampTz,
+                _ => st,
+            },
+            other => {
+                return Err(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    format!("function {name}(text, {}) does not exist", other.sql_name()),
+                ))
+            }
+        };
+        Ok((Expr::Func(func, vec![unit, source]), out))
+    }
+
     pub(crate) fn function(
         &mut self,
         f: &ast::Function,
@@ -274,6 +308,14 @@ impl<'a> Planner<'a> {
         }
         if name == "current_setting" {
             return self.current_setting(&args, scope);
+        }
+        if name == "date_part" || name == "date_trunc" {
+            check_arity(&name, args.len(), 2, 2)?;
+            let (unit, ut) = self.expr(&args[0], scope, aggs)?;
+            let (unit, _) = self.coerce(unit, ut, DataType::Text)?;
+            let (source, st) = self.expr(&args[1], scope, aggs)?;
+            let func = if name == "date_part" { Func::DatePart } else { Func::DateTrunc };
+            return self.datetime_call(&name, func, unit, source, st);
         }
         if name == "pg_typeof" {
             // The argument's type, known when binding (shown by name, as regtype is).

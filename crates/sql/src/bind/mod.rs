@@ -489,6 +489,8 @@ fn plain_name(e: &ast::Expr) -> String {
             _ => output_name(root),
         },
         ast::Expr::Case { .. } => "case".into(),
+        ast::Expr::Extract { .. } => "extract".into(),
+        ast::Expr::AtTimeZone { .. } => "timezone".into(),
         ast::Expr::Substring { shorthand, .. } => {
             if *shorthand { "substr" } else { "substring" }.into()
         }

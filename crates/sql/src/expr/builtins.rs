@@ -93,7 +93,7 @@ pub(crate) fn text_arg(v: &Value) -> String {
 }
 
 pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
-    if args.iter().any(Value::is_null) && crate::functions::of(f).strict {
+    if args.iter().any(Value::is_null) && crate::functions::of(f).is_some_and(|d| d.strict) {
         return Ok(Value::Null);
     }
     let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::Null);
@@ -232,6 +232,21 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             (_, n) => return Err(type_error("repeat", n)),
         },
         Func::Now => Value::TimestampTz(ctx.env.now()),
+        Func::Extract | Func::DatePart | Func::DateTrunc => {
+            let [field, source] = args.as_slice() else {
+                return Err(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    "date_part takes two arguments",
+                ));
+            };
+            let Value::Text(field) = field else {
+                return Ok(Value::Null); // a NULL field
+            };
+            match f {
+                Func::DateTrunc => super::datetime::date_trunc(field, source)?,
+                _ => super::datetime::extract(field, source, f == Func::DatePart)?,
+            }
+        }
         Func::CurrentDate => {
             Value::Date(ctx.env.now().div_euclid(crate::types::MICROS_PER_DAY) as i32)
         }

@@ -1,6 +1,7 @@
 //! Bound expressions and their evaluation.
 
 mod builtins;
+pub mod datetime;
 mod display;
 mod ops;
 
@@ -130,6 +131,12 @@ pub enum Func {
     Now,
     /// current_date
     CurrentDate,
+    /// EXTRACT(field FROM date or timestamp): numeric
+    Extract,
+    /// date_part(field, date or timestamp): double precision
+    DatePart,
+    /// date_trunc(unit, date or timestamp)
+    DateTrunc,
     /// random()
     Random,
     /// gen_random_uuid(): a version 4 uuid from the operating system's random source
