@@ -1,12 +1,13 @@
-//! Server-side cursors: `DECLARE name [NO SCROLL] CURSOR [WITH HOLD] FOR query`,
-//! `FETCH [NEXT | n | FORWARD [n | ALL] | ALL] FROM name`, `CLOSE name | ALL`.
+//! Server-side cursors: `DECLARE name [[NO] SCROLL] CURSOR [WITH HOLD] FOR query`,
+//! `FETCH` and `MOVE` in every direction (`NEXT`, `PRIOR`, `FIRST`, `LAST`, `ABSOLUTE n`,
+//! `RELATIVE n`, `n`, `ALL`, `FORWARD [n | ALL]`, `BACKWARD [n | ALL]`), `CLOSE name | ALL`.
 //!
 //! A cursor's query runs when it is declared, in the declaring transaction's snapshot, and
-//! its rows are kept (at most the statement row limit, as for any query); FETCH hands them
-//! out in order. A cursor without HOLD ends with its transaction; one WITH HOLD outlives the
-//! commit of the transaction that declared it (a rollback removes it), as in PostgreSQL.
-//! Cursors only move forward: FETCH PRIOR / BACKWARD / ABSOLUTE / … answer 0A000 (PostgreSQL
-//! too refuses backward moves on a NO SCROLL cursor), and MOVE is not parsed.
+//! its rows are kept (at most the statement row limit, as for any query); the cursor has a
+//! position among them, as PostgreSQL's does: before the first row, on a row, or after the
+//! last. A NO SCROLL cursor refuses to move backward (55000); others may, the rows being
+//! kept. A cursor without HOLD ends with its transaction; one WITH HOLD outlives the commit
+//! of the transaction that declared it (a rollback removes it), as in PostgreSQL.
 
 use std::collections::HashMap;
 
@@ -22,7 +23,11 @@ pub(crate) struct Cursor {
     statement: String,
     columns: Columns,
     origins: crate::types::Origins,
-    rows: std::vec::IntoIter<Row>,
+    rows: Vec<Row>,
+    /// 0 before the first row, `k` on row `k`, `rows.len() + 1` after the last.
+    position: usize,
+    /// NO SCROLL: backward moves are refused.
+    no_scroll: bool,
     hold: bool,
     /// The transaction that declared it (`Session::txn_serial`); `None` once that
     /// transaction committed (only cursors WITH HOLD survive it).
@@ -36,10 +41,13 @@ pub(crate) struct Cursors {
 }
 
 impl Cursors {
-    /// Each open cursor's name, DECLARE text and WITH HOLD (pg_cursors).
-    pub(crate) fn listed(&self) -> Vec<(String, String, bool)> {
-        let mut all: Vec<_> =
-            self.open.iter().map(|(n, c)| (n.clone(), c.statement.clone(), c.hold)).collect();
+    /// Each open cursor's name, DECLARE text, WITH HOLD and whether it scrolls (pg_cursors).
+    pub(crate) fn listed(&self) -> Vec<(String, String, bool, bool)> {
+        let mut all: Vec<_> = self
+            .open
+            .iter()
+            .map(|(n, c)| (n.clone(), c.statement.clone(), c.hold, !c.no_scroll))
+            .collect();
         all.sort();
         all
     }
@@ -69,12 +77,13 @@ fn no_cursor(name: &str) -> SqlError {
     SqlError::new(code::INVALID_CURSOR_NAME, format!("cursor \"{name}\" does not exist"))
 }
 
-fn count_of(v: &ast::ValueWithSpan) -> Result<u64> {
+/// A FETCH count (negative counts go the other way).
+fn signed(v: &ast::ValueWithSpan) -> Result<i64> {
     match &v.value {
-        ast::Value::Number(n, _) => n.parse::<i64>().ok().filter(|n| *n >= 0).map(|n| n as u64),
+        ast::Value::Number(n, _) => n.parse::<i64>().ok(),
         _ => None,
     }
-    .ok_or_else(|| SqlError::unsupported(format!("FETCH {v} (cursors move forward only)")))
+    .ok_or_else(|| SqlError::syntax(format!("a FETCH count must be an integer, not {v}")))
 }
 
 impl Session {
@@ -92,9 +101,7 @@ impl Session {
         let Some(query) = &d.for_query else {
             return Err(SqlError::unsupported("DECLARE without a cursor query"));
         };
-        if d.scroll == Some(true) {
-            return Err(SqlError::unsupported("SCROLL cursors (cursors move forward only)"));
-        }
+        let no_scroll = d.scroll == Some(false);
         let hold = d.hold == Some(true);
         let in_block = self.txn.as_ref().is_some_and(|t| t.explicit);
         if !hold && !in_block {
@@ -121,34 +128,107 @@ impl Session {
             };
         // Outside a transaction the query ran in one of its own, already committed.
         let declared_in = in_txn.then_some(serial);
-        self.cursors.open.insert(
-            name,
-            Cursor { statement, columns, origins, rows: rows.into_iter(), hold, declared_in },
-        );
+        let cursor =
+            Cursor { statement, columns, origins, rows, position: 0, no_scroll, hold, declared_in };
+        self.cursors.open.insert(name, cursor);
         Ok(Output::Command("DECLARE CURSOR".into()))
     }
 
-    /// `FETCH`: the next rows of a cursor.
+    /// `FETCH` (or, with `only_move`, `MOVE`): moves the cursor and answers the rows it
+    /// passed onto, in the order it met them.
     pub(crate) fn fetch_cursor(
         &mut self,
         name: &ast::Ident,
         direction: &ast::FetchDirection,
+        only_move: bool,
     ) -> Result<Output> {
         use ast::FetchDirection as D;
-        let count = match direction {
-            D::Next | D::Forward { limit: None } => 1,
-            D::Count { limit } | D::Forward { limit: Some(limit) } => count_of(limit)?,
-            D::All | D::ForwardAll => u64::MAX,
-            other => {
-                return Err(SqlError::unsupported(format!(
-                    "FETCH {other} (cursors move forward only)"
-                )))
-            }
-        };
         let cursor =
             self.cursors.open.get_mut(&name.value).ok_or_else(|| no_cursor(&name.value))?;
-        let rows: Vec<Row> =
-            cursor.rows.by_ref().take(count.min(usize::MAX as u64) as usize).collect();
+        let n = cursor.rows.len() as i64;
+        let pos = cursor.position as i64;
+        // A step: (from where, how many rows to step over, forward or backward).
+        enum Step {
+            /// Go to this position and answer its row, if it is one.
+            To(i64),
+            /// Step `count` rows (forward when positive), answering each row reached.
+            By(i64),
+        }
+        let step = match direction {
+            D::Next => Step::By(1),
+            D::Prior => Step::By(-1),
+            D::First => Step::To(1),
+            D::Last => Step::To(n),
+            D::Absolute { limit } => {
+                let k = signed(limit)?;
+                Step::To(if k < 0 { n + 1 + k } else { k })
+            }
+            D::Relative { limit } => match signed(limit)? {
+                0 => Step::To(pos),
+                k => Step::To(pos + k),
+            },
+            D::Count { limit } | D::Forward { limit: Some(limit) } => match signed(limit)? {
+                0 => Step::To(pos),
+                k => Step::By(k),
+            },
+            D::Forward { limit: None } => Step::By(1),
+            D::All | D::ForwardAll => Step::By(i64::MAX),
+            D::Backward { limit: None } => Step::By(-1),
+            D::Backward { limit: Some(limit) } => match signed(limit)? {
+                0 => Step::To(pos),
+                k => Step::By(k.saturating_neg()),
+            },
+            D::BackwardAll => Step::By(i64::MIN + 1),
+        };
+        let backward = match step {
+            Step::To(p) => p < pos,
+            Step::By(k) => k < 0,
+        };
+        if backward && cursor.no_scroll {
+            return Err(SqlError::new(
+                code::NOT_IN_PREREQUISITE_STATE,
+                "cursor can only scan forward",
+            )
+            .hint("Declare it with SCROLL option to enable backward scan."));
+        }
+        let mut rows: Vec<Row> = Vec::new();
+        let mut passed = 0u64;
+        match step {
+            Step::To(p) => {
+                let p = p.clamp(0, n + 1);
+                cursor.position = p as usize;
+                if (1..=n).contains(&p) {
+                    passed = 1;
+                    if !only_move {
+                        rows.push(cursor.rows[p as usize - 1].clone());
+                    }
+                }
+            }
+            Step::By(k) => {
+                // Each step reaches the next (or previous) row; past either end the cursor
+                // rests after the last (before the first) row.
+                let target = if k > 0 {
+                    pos.saturating_add(k).min(n + 1)
+                } else {
+                    pos.saturating_add(k).max(0)
+                };
+                let reached: Box<dyn Iterator<Item = i64>> = if k > 0 {
+                    Box::new(pos + 1..=target.min(n))
+                } else {
+                    Box::new((target.max(1)..pos.min(n + 1)).rev())
+                };
+                for p in reached {
+                    passed += 1;
+                    if !only_move {
+                        rows.push(cursor.rows[p as usize - 1].clone());
+                    }
+                }
+                cursor.position = target as usize;
+            }
+        }
+        if only_move {
+            return Ok(Output::Command(format!("MOVE {passed}")));
+        }
         let tag = format!("FETCH {}", rows.len());
         Ok(Output::Rows {
             columns: cursor.columns.clone(),

@@ -193,6 +193,8 @@ pub enum Utility {
     /// `SET CONSTRAINTS {ALL | name, …} {DEFERRED | IMMEDIATE}`: the names (`None` for ALL)
     /// and whether deferred.
     SetConstraints(Option<Vec<String>>, bool),
+    /// `MOVE [direction] [FROM | IN] cursor`: FETCH's movement without its rows.
+    Move(ast::Ident, ast::FetchDirection),
 }
 
 /// Recognises a utility statement (a malformed SET CONSTRAINTS is a syntax error).
@@ -202,6 +204,9 @@ pub fn utility(sql: &str) -> Result<Option<Utility>> {
         && head[3..].trim_start().get(..11).is_some_and(|w| w.eq_ignore_ascii_case("constraints"))
     {
         return set_constraints(sql);
+    }
+    if let Some((true, name, direction)) = cursor_command(sql)? {
+        return Ok(Some(Utility::Move(name, direction)));
     }
     if !head.get(..6).is_some_and(|w| w.eq_ignore_ascii_case("vacuum")) {
         return Ok(None);
@@ -344,12 +349,94 @@ fn parse_checked(sql: &str) -> Result<Vec<ast::Statement>> {
     } else {
         sql
     };
+    // FETCH as PostgreSQL writes it (FROM / IN optional, negative counts).
+    if let Some((false, name, direction)) = cursor_command(sql)? {
+        let position = ast::FetchPosition::From;
+        return Ok(vec![ast::Statement::Fetch { name, direction, position, into: None }]);
+    }
     let statements =
         Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| syntax_error(sql, e))?;
     for s in &statements {
         check_depth(s)?;
     }
     Ok(statements)
+}
+
+/// `FETCH` / `MOVE` `[direction] [FROM | IN] cursor`, read from its tokens: whether it is
+/// MOVE, the cursor and the direction (`None` for another statement).
+fn cursor_command(sql: &str) -> Result<Option<(bool, ast::Ident, ast::FetchDirection)>> {
+    use ast::FetchDirection as D;
+    let head = sql.trim_start();
+    let is_move = head.get(..4).is_some_and(|w| w.eq_ignore_ascii_case("move"));
+    if !is_move && !head.get(..5).is_some_and(|w| w.eq_ignore_ascii_case("fetch")) {
+        return Ok(None);
+    }
+    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
+        return Ok(None);
+    };
+    let mut words: Vec<Token> =
+        tokens.into_iter().filter(|t| !matches!(t, Token::Whitespace(_))).collect();
+    while words.last() == Some(&Token::SemiColon) {
+        words.pop();
+    }
+    let keyword = |t: &Token, k: &str| matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(k));
+    if words.is_empty() || !(keyword(&words[0], "fetch") || keyword(&words[0], "move")) {
+        return Ok(None);
+    }
+    let what = if is_move { "MOVE" } else { "FETCH" };
+    let bad = || SqlError::syntax(format!("{what} takes a direction and a cursor name"));
+    let Some(Token::Word(name)) = words.last() else { return Err(bad()) };
+    let reserved = [
+        "next", "prior", "first", "last", "all", "forward", "backward", "absolute", "relative",
+        "from", "in",
+    ];
+    if words.len() < 2 || reserved.iter().any(|k| keyword(&words[words.len() - 1], k)) {
+        return Err(bad());
+    }
+    let name = ast::Ident {
+        value: name.value.clone(),
+        quote_style: name.quote_style,
+        span: sqlparser::tokenizer::Span::empty(),
+    };
+    let mut rest = &words[1..words.len() - 1];
+    if let Some(last) = rest.last() {
+        if keyword(last, "from") || keyword(last, "in") {
+            rest = &rest[..rest.len() - 1];
+        }
+    }
+    let count = |t: &[Token]| -> Result<ast::ValueWithSpan> {
+        let text = match t {
+            [Token::Number(n, _)] => n.clone(),
+            [Token::Minus, Token::Number(n, _)] => format!("-{n}"),
+            [Token::Plus, Token::Number(n, _)] => n.clone(),
+            _ => return Err(bad()),
+        };
+        if text.parse::<i64>().is_err() {
+            return Err(bad());
+        }
+        Ok(ast::ValueWithSpan {
+            value: ast::Value::Number(text, false),
+            span: sqlparser::tokenizer::Span::empty(),
+        })
+    };
+    let direction = match rest {
+        [] => D::Next,
+        [w] if keyword(w, "next") => D::Next,
+        [w] if keyword(w, "prior") => D::Prior,
+        [w] if keyword(w, "first") => D::First,
+        [w] if keyword(w, "last") => D::Last,
+        [w] if keyword(w, "all") => D::All,
+        [w] if keyword(w, "forward") => D::Forward { limit: None },
+        [w] if keyword(w, "backward") => D::Backward { limit: None },
+        [w, a] if keyword(w, "forward") && keyword(a, "all") => D::ForwardAll,
+        [w, a] if keyword(w, "backward") && keyword(a, "all") => D::BackwardAll,
+        [w, n @ ..] if keyword(w, "absolute") => D::Absolute { limit: count(n)? },
+        [w, n @ ..] if keyword(w, "relative") => D::Relative { limit: count(n)? },
+        [w, n @ ..] if keyword(w, "forward") => D::Forward { limit: Some(count(n)?) },
+        [w, n @ ..] if keyword(w, "backward") => D::Backward { limit: Some(count(n)?) },
+        n => D::Count { limit: count(n)? },
+    };
+    Ok(Some((is_move, name, direction)))
 }
 
 /// Parses one expression (a stored DEFAULT), with the same depth checks as a statement.

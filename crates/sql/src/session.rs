@@ -626,6 +626,7 @@ impl Session {
             Utility::SetConstraints(names, deferred) => {
                 self.set_constraints(names.as_deref(), deferred)
             }
+            Utility::Move(name, direction) => self.fetch_cursor(&name, &direction, true),
         }
     }
 
@@ -868,7 +869,9 @@ impl Session {
                 [d] => self.declare_cursor(d, params, in_implicit),
                 _ => Err(SqlError::syntax("DECLARE declares one cursor")),
             },
-            S::Fetch { name, direction, into: None, .. } => self.fetch_cursor(name, direction),
+            S::Fetch { name, direction, into: None, .. } => {
+                self.fetch_cursor(name, direction, false)
+            }
             S::Close { cursor } => self.close_cursor(cursor),
             _ => self.in_transaction(stmt, hint, params, in_implicit, slot),
         }

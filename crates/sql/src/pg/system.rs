@@ -20,7 +20,7 @@ pub struct System<'a> {
     /// The session's settings (pg_settings).
     pub settings: &'a BTreeMap<String, String>,
     /// The session's open cursors (pg_cursors): name, query, WITH HOLD.
-    pub cursors: Vec<(String, String, bool)>,
+    pub cursors: Vec<(String, String, bool, bool)>,
 }
 
 impl<'a> System<'a> {
@@ -699,13 +699,13 @@ impl SystemTables for System<'_> {
                 ]),
                 self.cursors
                     .iter()
-                    .map(|(name, statement, hold)| {
+                    .map(|(name, statement, hold, scroll)| {
                         vec![
                             text(name),
                             text(statement),
                             Value::Bool(*hold),
                             Value::Bool(false),
-                            Value::Bool(false),
+                            Value::Bool(*scroll),
                             Value::Null,
                         ]
                     })
