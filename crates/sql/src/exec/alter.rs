@@ -18,6 +18,7 @@ use crate::encoding::{decode_row, encode_key, encode_row};
 use crate::error::{code, Result, SqlError};
 use crate::exec::write::*;
 use crate::expr::{Ctx, Env};
+use crate::session::Output;
 use crate::types::{DataType, Value};
 
 /// A column name as written (quoted names keep their case).
@@ -70,6 +71,66 @@ fn rename_in_check(text: &str, old: &str, new: &str) -> Result<String> {
 }
 
 impl Writer<'_> {
+    /// `ALTER TABLE name RENAME TO new`: the table keeps its rows, OID, indexes and
+    /// constraints (their names too, as in PostgreSQL); the foreign keys on both sides and the
+    /// sequences it owns follow the new name.
+    pub(crate) fn rename_table(&mut self, table: &Table, new: &str) -> Result<Output> {
+        let (db, old) = (table.database.clone(), table.name.clone());
+        self.relation_taken(&db, new, false)?;
+        if let Some(v) = self.db.catalog.views_on(&mut self.ts.txn, &db, &old)?.first() {
+            return Err(SqlError::unsupported(format!(
+                "renaming table \"{old}\", which view \"{}\" reads (views keep their query's text)",
+                v.name
+            )));
+        }
+        let mut t = table.clone();
+        if !t.primary_key.is_empty() && t.primary_key_name.is_none() {
+            t.primary_key_name = Some(format!("{old}_pkey"));
+        }
+        t.name = new.to_string();
+        let rename = |n: &mut String| {
+            if *n == old {
+                *n = new.to_string();
+            }
+        };
+        for fk in &mut t.foreign_keys {
+            rename(&mut fk.table);
+        }
+        for r in &mut t.referenced_by {
+            rename(&mut r.table);
+        }
+        // The other side of each foreign key, in the tables it joins this one to.
+        let mut others: Vec<String> = t.foreign_keys.iter().map(|f| f.table.clone()).collect();
+        others.extend(t.referenced_by.iter().map(|r| r.table.clone()));
+        others.sort();
+        others.dedup();
+        self.db.catalog.delete_table(&mut self.ts.txn, table)?;
+        self.db.catalog.put_table(&mut self.ts.txn, &t)?;
+        for name in others.iter().filter(|n| **n != t.name) {
+            let Some(other) = self.db.catalog.table(&mut self.ts.txn, &db, name)? else {
+                continue;
+            };
+            let mut other = (*other).clone();
+            for fk in &mut other.foreign_keys {
+                rename(&mut fk.table);
+            }
+            for r in &mut other.referenced_by {
+                rename(&mut r.table);
+            }
+            self.db.catalog.put_table(&mut self.ts.txn, &other)?;
+        }
+        for seq in self.db.catalog.sequences(&mut self.ts.txn, &db)? {
+            if seq.owned_by.as_ref().is_some_and(|(tn, _)| *tn == old) {
+                let mut seq = (*seq).clone();
+                if let Some((tn, _)) = &mut seq.owned_by {
+                    *tn = new.to_string();
+                }
+                self.db.catalog.put_sequence(&mut self.ts.txn, &seq)?;
+            }
+        }
+        Ok(Output::Command("ALTER TABLE".into()))
+    }
+
     /// Writes every row of `old` again into `new` (which gets a new keyspace and new index
     /// keyspaces), changed by `f`; then builds `new`'s indexes and clears `old`'s keyspaces.
     pub(crate) fn rewrite_table(

@@ -620,6 +620,11 @@ impl Writer<'_> {
     ) -> Result<Output> {
         let tname = object_name(&at.name)?;
         let table = self.db.catalog.table_or_err(&mut self.ts.txn, database, &tname)?;
+        if let [ast::AlterTableOperation::RenameTable { table_name }] = at.operations.as_slice() {
+            let (ast::RenameTableNameKind::To(new) | ast::RenameTableNameKind::As(new)) =
+                table_name;
+            return self.rename_table(&table, &object_name(new)?);
+        }
         let mut t = (*table).clone();
         for op in &at.operations {
             match op {
