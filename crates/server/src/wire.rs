@@ -88,6 +88,13 @@ pub fn decode_param(raw: Option<&Bytes>, format: i16, ty: DataType) -> Result<Va
         }
         DataType::Bytea => Value::Bytea(b.to_vec()),
         DataType::Uuid => Value::Uuid(b.try_into().map_err(|_| bad_binary(ty))?),
+        DataType::Time => {
+            let t = i64::from_sql(&Type::INT8, b).map_err(|_| bad_binary(ty))?;
+            if !(0..=kiln_sql::types::MICROS_PER_DAY).contains(&t) {
+                return Err(bad_binary(ty));
+            }
+            Value::Time(t)
+        }
         DataType::Date => {
             Value::Date(from_pg_days(i32::from_sql(&Type::INT4, b).map_err(|_| bad_binary(ty))?))
         }
@@ -238,6 +245,7 @@ pub fn encode_value(v: &Value, format: i16, ty: DataType) -> Result<Option<Bytes
         (Value::Text(_), _) => return Ok(v.to_text(ty).map(Bytes::from)),
         (Value::Bytea(b), _) => return Ok(Some(Bytes::from(b.clone()))),
         (Value::Uuid(u), _) => return Ok(Some(Bytes::copy_from_slice(u))),
+        (Value::Time(t), _) => t.to_sql(&Type::INT8, &mut buf).map_err(err)?,
         (Value::Date(d), _) => to_pg_days(*d).to_sql(&Type::INT4, &mut buf).map_err(err)?,
         (Value::Timestamp(t) | Value::TimestampTz(t), _) => {
             to_pg_micros(*t).to_sql(&Type::INT8, &mut buf).map_err(err)?
@@ -272,6 +280,7 @@ mod tests {
                 kiln_sql::array::array_of(DataType::Uuid).unwrap(),
             ),
             (Value::Date(19_000), DataType::Date),
+            (Value::Time(45_296_123_456), DataType::Time),
             (Value::Timestamp(1_700_000_000_000_000), DataType::Timestamp),
             (Value::TimestampTz(-5), DataType::TimestampTz),
             (Value::TimestampTz(i64::MAX), DataType::TimestampTz),

@@ -37,6 +37,7 @@ static DATE: DataType = DataType::Date;
 static TIMESTAMP: DataType = DataType::Timestamp;
 static TIMESTAMPTZ: DataType = DataType::TimestampTz;
 static UUID: DataType = DataType::Uuid;
+static TIME: DataType = DataType::Time;
 
 /// The static element type for `t`, when it has no modifier.
 fn plain(t: DataType) -> Option<&'static DataType> {
@@ -56,6 +57,7 @@ fn plain(t: DataType) -> Option<&'static DataType> {
         DataType::Timestamp => &TIMESTAMP,
         DataType::TimestampTz => &TIMESTAMPTZ,
         DataType::Uuid => &UUID,
+        DataType::Time => &TIME,
         _ => return None,
     })
 }
@@ -250,6 +252,7 @@ pub fn array_oid(elem: DataType) -> u32 {
         DataType::TimestampTz => 1185,
         DataType::Numeric(_) => 1231,
         DataType::Uuid => 2951,
+        DataType::Time => 1183,
         _ => 0,
     }
 }
@@ -272,6 +275,7 @@ pub fn from_array_oid(oid: u32) -> Option<DataType> {
         1185 => DataType::TimestampTz,
         1231 => DataType::Numeric(None),
         2951 => DataType::Uuid,
+        1183 => DataType::Time,
         _ => return None,
     };
     Some(array_of_plain(elem))

@@ -3,7 +3,7 @@
 //! **Keys** (primary keys and index entries) use an order-preserving encoding, so the
 //! engine's byte order is SQL order and a range of values is a range of keys: each value is a
 //! tag byte (`0x01` not NULL, `0x02` NULL — NULLs sort last, as in PostgreSQL's default)
-//! followed by the value: integers, dates and timestamps as 8 big-endian bytes with the sign
+//! followed by the value: integers, dates, times and timestamps as 8 big-endian bytes with the sign
 //! bit flipped; doubles with the usual sign trick; booleans as one byte; uuids as their 16
 //! bytes; strings and bytea with `0x00` escaped as `0x00 0xFF` and terminated by `0x00 0x00`.
 //!
@@ -23,7 +23,7 @@ pub fn encode_key_value(out: &mut Vec<u8>, v: &Value) -> Result<()> {
             out.push(0x01);
             out.push(*b as u8);
         }
-        Value::Int(i) | Value::Timestamp(i) | Value::TimestampTz(i) => {
+        Value::Int(i) | Value::Timestamp(i) | Value::TimestampTz(i) | Value::Time(i) => {
             out.push(0x01);
             out.extend_from_slice(&((*i as u64) ^ (1 << 63)).to_be_bytes());
         }
@@ -146,6 +146,7 @@ const T_TIMESTAMP: u8 = 9;
 const T_TIMESTAMPTZ: u8 = 10;
 const T_ARRAY: u8 = 11;
 const T_UUID: u8 = 12;
+const T_TIME: u8 = 13;
 
 /// Encodes a row.
 pub fn encode_row(values: &[Value]) -> Vec<u8> {
@@ -187,6 +188,10 @@ fn encode_value(out: &mut Vec<u8>, v: &Value) {
             Value::Uuid(u) => {
                 out.push(T_UUID);
                 out.extend_from_slice(u);
+            }
+            Value::Time(t) => {
+                out.push(T_TIME);
+                out.extend_from_slice(&t.to_le_bytes());
             }
             Value::Date(d) => {
                 out.push(T_DATE);
@@ -265,6 +270,7 @@ impl Reader<'_> {
             T_FLOAT => Value::Float(f64::from_le_bytes(r.array()?)),
             T_NUMERIC => Value::Numeric(Decimal::deserialize(r.array()?)),
             T_UUID => Value::Uuid(r.array()?),
+            T_TIME => Value::Time(i64::from_le_bytes(r.array()?)),
             T_TEXT | T_BYTEA => {
                 let len = u32::from_le_bytes(r.array()?) as usize;
                 let bytes = r.take(len)?;
@@ -375,6 +381,7 @@ mod tests {
             Value::Array(vec![Value::Int(1), Value::Null, Value::Text("x".into())]),
             Value::Array(vec![]),
             Value::Uuid([7; 16]),
+            Value::Time(45_296_000_001),
         ];
         let bytes = encode_row(&row);
         assert_eq!(decode_row(&bytes, row.len()).unwrap(), row);

@@ -42,6 +42,8 @@ pub enum DataType {
     TimestampTz,
     /// uuid
     Uuid,
+    /// time without time zone
+    Time,
     /// A string literal or parameter whose type the context has not fixed yet.
     Unknown,
     /// An array of the element type (one dimension; see [`crate::array`]).
@@ -94,6 +96,7 @@ impl DataType {
             DataType::TimestampTz => 1184,
             DataType::Numeric(_) => 1700,
             DataType::Uuid => 2950,
+            DataType::Time => 1083,
             DataType::Array(e) => crate::array::array_oid(*e),
             DataType::Int2Vector => 22,
             DataType::OidVector => 30,
@@ -130,6 +133,7 @@ impl DataType {
             1184 => DataType::TimestampTz,
             1700 => DataType::Numeric(None),
             2950 => DataType::Uuid,
+            1083 => DataType::Time,
             26 => DataType::Int8,
             22 => DataType::Int2Vector,
             30 => DataType::OidVector,
@@ -143,7 +147,11 @@ impl DataType {
             DataType::Bool => 1,
             DataType::Int2 => 2,
             DataType::Int4 | DataType::Float4 | DataType::Date => 4,
-            DataType::Int8 | DataType::Float8 | DataType::Timestamp | DataType::TimestampTz => 8,
+            DataType::Int8
+            | DataType::Float8
+            | DataType::Timestamp
+            | DataType::TimestampTz
+            | DataType::Time => 8,
             DataType::Uuid => 16,
             _ => -1,
         }
@@ -179,6 +187,7 @@ impl DataType {
             DataType::Timestamp => "timestamp without time zone".into(),
             DataType::TimestampTz => "timestamp with time zone".into(),
             DataType::Uuid => "uuid".into(),
+            DataType::Time => "time without time zone".into(),
             DataType::Array(e) => format!("{}[]", e.sql_name()),
             DataType::Int2Vector => "int2vector".into(),
             DataType::OidVector => "oidvector".into(),
@@ -204,6 +213,7 @@ impl DataType {
             DataType::Timestamp => "timestamp".into(),
             DataType::TimestampTz => "timestamptz".into(),
             DataType::Uuid => "uuid".into(),
+            DataType::Time => "time".into(),
             DataType::Array(e) => format!("_{}", e.type_name()),
             DataType::Int2Vector => "int2vector".into(),
             DataType::OidVector => "oidvector".into(),
@@ -273,6 +283,8 @@ pub enum Value {
     Bytea(Vec<u8>),
     /// uuid: its 16 bytes
     Uuid([u8; 16]),
+    /// time: microseconds since midnight (0 to 24:00:00 inclusive, as PostgreSQL allows)
+    Time(i64),
     /// date: days since 1970-01-01
     Date(i32),
     /// timestamp: microseconds since 1970-01-01 00:00:00
@@ -317,6 +329,7 @@ impl Value {
             Value::Text(_) => "text",
             Value::Bytea(_) => "bytea",
             Value::Uuid(_) => "uuid",
+            Value::Time(_) => "time",
             Value::Date(_) => "date",
             Value::Timestamp(_) => "timestamp",
             Value::TimestampTz(_) => "timestamptz",
@@ -373,6 +386,14 @@ impl Value {
             DataType::Char(n) => Value::Text(fit_string(text, Some(n), true)?),
             DataType::Bytea => Value::Bytea(parse_bytea(text)?),
             DataType::Uuid => Value::Uuid(parse_uuid(t).ok_or_else(|| bad("uuid"))?),
+            DataType::Time => Value::Time(parse_time(t).map_err(|in_range| match in_range {
+                false => {
+                    SqlError::new("22008", format!("date/time field value out of range: \"{t}\""))
+                }
+                true => {
+                    SqlError::new("22007", format!("invalid input syntax for type time: \"{t}\""))
+                }
+            })?),
             DataType::Date => Value::Date(parse_date(t).ok_or_else(|| datetime_error(t, "date"))?),
             DataType::Timestamp | DataType::TimestampTz => {
                 let micros = parse_timestamp(t, ty == DataType::TimestampTz)
@@ -424,6 +445,7 @@ impl Value {
                 out
             }
             Value::Uuid(u) => uuid::Uuid::from_bytes(*u).hyphenated().to_string(),
+            Value::Time(us) => format_time(*us),
             Value::Date(d) => format_date(*d),
             Value::Timestamp(us) => format_timestamp(*us),
             Value::TimestampTz(us @ (TIMESTAMP_INFINITY | TIMESTAMP_NEG_INFINITY)) => {
@@ -533,6 +555,12 @@ impl Value {
             (Value::Bool(b), DataType::Int4) => Value::Int(b as i64),
             (Value::Bytea(b), DataType::Bytea) => Value::Bytea(b),
             (Value::Uuid(u), DataType::Uuid) => Value::Uuid(u),
+            (Value::Time(t), DataType::Time) => Value::Time(t),
+            (Value::Timestamp(t) | Value::TimestampTz(t), DataType::Time)
+                if t != TIMESTAMP_INFINITY && t != TIMESTAMP_NEG_INFINITY =>
+            {
+                Value::Time(t.rem_euclid(MICROS_PER_DAY))
+            }
             (Value::Date(d), DataType::Date) => Value::Date(d),
             (Value::Date(d), DataType::Timestamp) => Value::Timestamp(date_micros(d)),
             (Value::Date(d), DataType::TimestampTz) => Value::TimestampTz(date_micros(d)),
@@ -568,6 +596,7 @@ impl Value {
             Value::Text(_) => 2,
             Value::Bytea(_) => 3,
             Value::Uuid(_) => 6,
+            Value::Time(_) => 7,
             Value::Date(_) | Value::Timestamp(_) | Value::TimestampTz(_) => 4,
             Value::Array(_) => 5,
         }
@@ -593,6 +622,7 @@ impl Value {
             (Value::Text(a), Value::Text(b)) => a.as_str().cmp(b.as_str()),
             (Value::Bytea(a), Value::Bytea(b)) => a.cmp(b),
             (Value::Uuid(a), Value::Uuid(b)) => a.cmp(b),
+            (Value::Time(a), Value::Time(b)) => a.cmp(b),
             (Value::Date(a), Value::Date(b)) => a.cmp(b),
             (Value::Date(a), Value::Timestamp(b) | Value::TimestampTz(b)) => date_micros(*a).cmp(b),
             (Value::Timestamp(a) | Value::TimestampTz(a), Value::Date(b)) => {
@@ -640,6 +670,7 @@ impl Value {
             Value::Text(_) => DataType::Text,
             Value::Bytea(_) => DataType::Bytea,
             Value::Uuid(_) => DataType::Uuid,
+            Value::Time(_) => DataType::Time,
             Value::Date(_) => DataType::Date,
             Value::Timestamp(_) => DataType::Timestamp,
             Value::TimestampTz(_) => DataType::TimestampTz,
@@ -924,6 +955,68 @@ fn parse_datetime(s: &str) -> Option<(NaiveDate, Option<NaiveTime>, Option<i32>)
     Some((date, time, Some(zone)))
 }
 
+/// A time of day as PostgreSQL reads it: `HH:MM[:SS[.ffffff]]` (up to `24:00:00`), `allballs`,
+/// a zone after it read and dropped; microseconds since midnight. The error says whether the
+/// fields were in range (a syntax error) or not.
+fn parse_time(s: &str) -> std::result::Result<i64, bool> {
+    let fields = time_fields(s).ok_or(true)?;
+    let (h, m, sec, frac) = fields;
+    let micros = ((h * 60 + m) * 60 + sec) * 1_000_000 + frac;
+    if m > 59 || sec > 60 || !(0..=MICROS_PER_DAY).contains(&micros) {
+        return Err(false);
+    }
+    Ok(micros)
+}
+
+/// Hours, minutes, seconds and microseconds of a time's text.
+fn time_fields(s: &str) -> Option<(i64, i64, i64, i64)> {
+    let s = s.trim();
+    if s.eq_ignore_ascii_case("allballs") {
+        return Some((0, 0, 0, 0));
+    }
+    let end = s.find(|c: char| !(c.is_ascii_digit() || c == ':' || c == '.')).unwrap_or(s.len());
+    let (t, zone) = s.split_at(end);
+    let zone = zone.trim();
+    if !zone.is_empty()
+        && !zone.starts_with(['+', '-'])
+        && !zone.eq_ignore_ascii_case("utc")
+        && !zone.eq_ignore_ascii_case("z")
+    {
+        return None;
+    }
+    let mut parts = t.split(':');
+    let h: i64 = parts.next()?.parse().ok()?;
+    let m: i64 = parts.next()?.parse().ok()?;
+    let (sec, frac) = match parts.next() {
+        None => (0, 0),
+        Some(sp) => {
+            let (whole, frac) = sp.split_once('.').unwrap_or((sp, ""));
+            let sec: i64 = whole.parse().ok()?;
+            if !frac.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            // Rounded to microseconds, as PostgreSQL does.
+            let digits: String = frac.chars().chain(std::iter::repeat('0')).take(7).collect();
+            let tenths: i64 = digits.parse().ok()?;
+            (sec, (tenths + 5) / 10)
+        }
+    };
+    if parts.next().is_some() || h < 0 || m < 0 || sec < 0 || h > 1_000_000 {
+        return None;
+    }
+    Some((h, m, sec, frac))
+}
+
+fn format_time(micros: i64) -> String {
+    let (secs, frac) = (micros / 1_000_000, micros % 1_000_000);
+    let mut out = format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60);
+    if frac != 0 {
+        let f = format!(".{frac:06}");
+        out.push_str(f.trim_end_matches('0'));
+    }
+    out
+}
+
 fn parse_date(s: &str) -> Option<i32> {
     match s.trim().to_ascii_lowercase().as_str() {
         "infinity" | "+infinity" => return Some(DATE_INFINITY),
@@ -1059,5 +1152,22 @@ mod tests {
         }
         let v = Value::parse(canonical, DataType::Uuid).unwrap();
         assert_eq!(v.to_text(DataType::Uuid).as_deref(), Some(canonical));
+    }
+
+    #[test]
+    fn time_text_forms() {
+        let t = |s: &str| Value::parse(s, DataType::Time).map(|v| v.to_text(DataType::Time));
+        assert_eq!(t("13:04:05.123456").unwrap().as_deref(), Some("13:04:05.123456"));
+        assert_eq!(t("7:5").unwrap().as_deref(), Some("07:05:00"));
+        assert_eq!(t("24:00:00").unwrap().as_deref(), Some("24:00:00"));
+        assert_eq!(t("allballs").unwrap().as_deref(), Some("00:00:00"));
+        assert_eq!(t("12:30:00+02").unwrap().as_deref(), Some("12:30:00"));
+        assert_eq!(t("1:02:03.4567891").unwrap().as_deref(), Some("01:02:03.456789"));
+        assert_eq!(t("25:00").unwrap_err().code, "22008");
+        assert_eq!(t("12:61").unwrap_err().code, "22008");
+        assert_eq!(t("24:00:01").unwrap_err().code, "22008");
+        assert_eq!(t("noon").unwrap_err().code, "22007");
+        assert_eq!(t("12").unwrap_err().code, "22007");
+        assert_eq!(t("-1:00").unwrap_err().code, "22007");
     }
 }

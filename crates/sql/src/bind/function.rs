@@ -41,6 +41,10 @@ impl<'a> Planner<'a> {
                 )
                 .hint("Could not choose a best candidate function. You might need to add explicit type casts."))
             }
+            DataType::Time if func != Func::DateTrunc => match func {
+                Func::Extract => DataType::Numeric(None),
+                _ => DataType::Float8,
+            },
             DataType::Date | DataType::Timestamp | DataType::TimestampTz => match func {
                 Func::Extract => DataType::Numeric(None),
                 Func::DatePart => DataType::Float8,

@@ -230,6 +230,12 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
         D::Bytea => DataType::Bytea,
         D::Uuid => DataType::Uuid,
         D::Date => DataType::Date,
+        D::Time(_, tz) => match tz {
+            ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => {
+                return Err(SqlError::unsupported("time with time zone"))
+            }
+            _ => DataType::Time,
+        },
         D::Timestamp(_, tz) => match tz {
             ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => DataType::TimestampTz,
             _ => DataType::Timestamp,
@@ -466,6 +472,7 @@ fn named(e: &ast::Expr) -> (String, u8) {
             strong => strong,
         },
         ast::Expr::Nested(inner) => named(inner),
+        ast::Expr::TypedString(ts) => (data_type_output_name(&ts.data_type), 1),
         other => match plain_name(other) {
             n if n == "?column?" => (n, 0),
             n if n == "case" => (n, 1),

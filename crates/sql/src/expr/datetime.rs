@@ -128,6 +128,18 @@ pub fn extract(field: &str, v: &Value, float: bool) -> Result<Value> {
         Value::Date(DATE_INFINITY | DATE_NEG_INFINITY) => Ok(Value::Null),
         Value::Timestamp(TIMESTAMP_INFINITY | TIMESTAMP_NEG_INFINITY)
         | Value::TimestampTz(TIMESTAMP_INFINITY | TIMESTAMP_NEG_INFINITY) => Ok(Value::Null),
+        Value::Time(us) => {
+            let in_minute = us % 60_000_000;
+            Ok(match f {
+                "microseconds" => int(in_minute),
+                "milliseconds" => number(in_minute as i128, 3),
+                "second" => number(in_minute as i128, 6),
+                "minute" => int(us / 60_000_000 % 60),
+                "hour" => int(us / 3_600_000_000),
+                "epoch" => number(*us as i128, 6),
+                _ => return Err(unit_error(field, "time without time zone")),
+            })
+        }
         Value::Date(days) => {
             let d = datetime(date_micros(*days)).map(|t| t.date()).ok_or_else(out_of_range)?;
             if f == "epoch" {

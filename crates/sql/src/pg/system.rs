@@ -429,6 +429,7 @@ impl SystemTables for System<'_> {
                     DataType::TimestampTz,
                     DataType::Numeric(None),
                     DataType::Uuid,
+                    DataType::Time,
                 ];
                 let mut types: Vec<DataType> = scalars.to_vec();
                 types.extend(scalars.iter().map(|t| crate::array::array_of_plain(*t)));
@@ -445,7 +446,10 @@ impl SystemTables for System<'_> {
                     let category = match t {
                         _ if elem.is_some() => "A",
                         DataType::Bool => "B",
-                        DataType::Date | DataType::Timestamp | DataType::TimestampTz => "D",
+                        DataType::Date
+                        | DataType::Timestamp
+                        | DataType::TimestampTz
+                        | DataType::Time => "D",
                         t if t.is_numeric() => "N",
                         _ if collatable => "S",
                         _ => "U",
