@@ -42,6 +42,13 @@ pub struct Column {
     pub number: i16,
 }
 
+impl Column {
+    /// A nullable column with no default, numbered when its table takes it.
+    pub fn new(name: String, ty: DataType) -> Column {
+        Column { name, ty, nullable: true, default: None, identity: None, number: 0 }
+    }
+}
+
 fn is_zero(n: &i16) -> bool {
     *n == 0
 }
@@ -307,13 +314,51 @@ fn database_key(db: &str) -> Vec<u8> {
 /// A cached definition: the bytes it was decoded from, and the definition.
 type Cached<T> = (Vec<u8>, Arc<T>);
 
+/// Definitions of one kind, by catalog key.
+type DefinitionCache<T> = Mutex<HashMap<Vec<u8>, Cached<T>>>;
+
+/// The definition stored as `raw` under `key`: decoded once per change of the bytes.
+fn decoded<T: serde::de::DeserializeOwned>(
+    cache: &DefinitionCache<T>,
+    key: Vec<u8>,
+    raw: Vec<u8>,
+    name: &str,
+) -> Result<Arc<T>> {
+    if let Some((cached, def)) = cache.lock().get(&key) {
+        if *cached == raw {
+            return Ok(def.clone());
+        }
+    }
+    let def: Arc<T> = Arc::new(serde_json::from_slice(&raw).map_err(|e| {
+        SqlError::new(code::DATA_CORRUPTED, format!("catalog entry for {name} is damaged: {e}"))
+    })?);
+    cache.lock().insert(key, (raw, def.clone()));
+    Ok(def)
+}
+
+/// Every definition of one kind stored under `prefix`, by name.
+fn all_decoded<T: serde::de::DeserializeOwned>(
+    txn: &mut Transaction,
+    cache: &DefinitionCache<T>,
+    prefix: Vec<u8>,
+) -> Result<Vec<Arc<T>>> {
+    let end = crate::encoding::prefix_end(&prefix).expect("prefix ends");
+    let rows = txn.scan(CATALOG, Scan::range(&prefix, &end))?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (key, raw) in rows {
+        let name = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+        out.push(decoded(cache, key, raw, &name)?);
+    }
+    Ok(out)
+}
+
 /// Decoded-definition cache: the raw bytes read through the transaction are compared with the
 /// cached bytes, so a definition is parsed once per change, and reads stay transactional.
 #[derive(Default)]
 pub struct Catalog {
-    cache: Mutex<HashMap<Vec<u8>, Cached<Table>>>,
-    sequence_cache: Mutex<HashMap<Vec<u8>, Cached<Sequence>>>,
-    view_cache: Mutex<HashMap<Vec<u8>, Cached<View>>>,
+    cache: DefinitionCache<Table>,
+    sequence_cache: DefinitionCache<Sequence>,
+    view_cache: DefinitionCache<View>,
     rowids: Mutex<HashMap<u64, u64>>,
     /// CHECK constraints bound once per definition, by table id.
     check_cache: Mutex<HashMap<u64, CachedChecks>>,
@@ -349,16 +394,7 @@ impl Catalog {
     pub fn table(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<Option<Arc<Table>>> {
         let key = table_key(db, name);
         let Some(raw) = txn.get(CATALOG, &key)? else { return Ok(None) };
-        if let Some((cached, table)) = self.cache.lock().get(&key) {
-            if *cached == raw {
-                return Ok(Some(table.clone()));
-            }
-        }
-        let table: Arc<Table> = Arc::new(serde_json::from_slice(&raw).map_err(|e| {
-            SqlError::new(code::DATA_CORRUPTED, format!("catalog entry for {name} is damaged: {e}"))
-        })?);
-        self.cache.lock().insert(key, (raw, table.clone()));
-        Ok(Some(table))
+        decoded(&self.cache, key, raw, name).map(Some)
     }
 
     /// Reads a table definition or answers 42P01 (42809 for a view: views are only read).
@@ -416,20 +452,7 @@ impl Catalog {
     pub fn view(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<Option<Arc<View>>> {
         let key = view_key(db, name);
         let Some(raw) = txn.get(CATALOG, &key)? else { return Ok(None) };
-        self.decode_view(key, raw, name).map(Some)
-    }
-
-    fn decode_view(&self, key: Vec<u8>, raw: Vec<u8>, name: &str) -> Result<Arc<View>> {
-        if let Some((cached, view)) = self.view_cache.lock().get(&key) {
-            if *cached == raw {
-                return Ok(view.clone());
-            }
-        }
-        let view: Arc<View> = Arc::new(serde_json::from_slice(&raw).map_err(|e| {
-            SqlError::new(code::DATA_CORRUPTED, format!("catalog entry for {name} is damaged: {e}"))
-        })?);
-        self.view_cache.lock().insert(key, (raw, view.clone()));
-        Ok(view)
+        decoded(&self.view_cache, key, raw, name).map(Some)
     }
 
     /// Writes a view definition (create or replace).
@@ -447,15 +470,7 @@ impl Catalog {
 
     /// All views of a database, by name.
     pub fn views(&self, txn: &mut Transaction, db: &str) -> Result<Vec<Arc<View>>> {
-        let prefix = view_key(db, "");
-        let end = crate::encoding::prefix_end(&prefix).expect("prefix ends");
-        let rows = txn.scan(CATALOG, Scan::range(&prefix, &end))?;
-        let mut out = Vec::with_capacity(rows.len());
-        for (key, raw) in rows {
-            let name = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
-            out.push(self.decode_view(key, raw, &name)?);
-        }
-        Ok(out)
+        all_decoded(txn, &self.view_cache, view_key(db, ""))
     }
 
     /// The views that read relation `name` directly.
@@ -474,20 +489,7 @@ impl Catalog {
     ) -> Result<Option<Arc<Sequence>>> {
         let key = sequence_key(db, name);
         let Some(raw) = txn.get(CATALOG, &key)? else { return Ok(None) };
-        self.decode_sequence(key, raw, name).map(Some)
-    }
-
-    fn decode_sequence(&self, key: Vec<u8>, raw: Vec<u8>, name: &str) -> Result<Arc<Sequence>> {
-        if let Some((cached, seq)) = self.sequence_cache.lock().get(&key) {
-            if *cached == raw {
-                return Ok(seq.clone());
-            }
-        }
-        let seq: Arc<Sequence> = Arc::new(serde_json::from_slice(&raw).map_err(|e| {
-            SqlError::new(code::DATA_CORRUPTED, format!("catalog entry for {name} is damaged: {e}"))
-        })?);
-        self.sequence_cache.lock().insert(key, (raw, seq.clone()));
-        Ok(seq)
+        decoded(&self.sequence_cache, key, raw, name).map(Some)
     }
 
     /// Reads a sequence definition or answers 42P01.
@@ -518,30 +520,12 @@ impl Catalog {
 
     /// All sequences of a database, by name.
     pub fn sequences(&self, txn: &mut Transaction, db: &str) -> Result<Vec<Arc<Sequence>>> {
-        let prefix = sequence_key(db, "");
-        let end = crate::encoding::prefix_end(&prefix).expect("prefix ends");
-        let rows = txn.scan(CATALOG, Scan::range(&prefix, &end))?;
-        let mut out = Vec::with_capacity(rows.len());
-        for (key, raw) in rows {
-            let name = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
-            out.push(self.decode_sequence(key, raw, &name)?);
-        }
-        Ok(out)
+        all_decoded(txn, &self.sequence_cache, sequence_key(db, ""))
     }
 
     /// All tables of a database, by name.
     pub fn tables(&self, txn: &mut Transaction, db: &str) -> Result<Vec<Arc<Table>>> {
-        let prefix = table_key(db, "");
-        let end = crate::encoding::prefix_end(&prefix).expect("prefix ends");
-        let rows = txn.scan(CATALOG, Scan::range(&prefix, &end))?;
-        let mut out = Vec::with_capacity(rows.len());
-        for (key, _) in rows {
-            let name = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
-            if let Some(t) = self.table(txn, db, &name)? {
-                out.push(t);
-            }
-        }
-        Ok(out)
+        all_decoded(txn, &self.cache, table_key(db, ""))
     }
 
     /// Allocates a table or index id.

@@ -187,6 +187,36 @@ macro_rules! session_env {
 
 pub(crate) use session_env;
 
+/// The statement limits of session `$s`.
+macro_rules! session_limits {
+    ($s:ident) => {
+        crate::exec::select::ExecLimits {
+            rows_max: $s.db.config.rows_max,
+            activity: Some($s.activity.clone()),
+        }
+    };
+}
+
+pub(crate) use session_limits;
+
+/// A writer of session `$s` over its transaction `$ts`, waiting at most `$lock_timeout` for a
+/// row lock (a macro, so that it borrows only the fields it names).
+macro_rules! session_writer {
+    ($s:ident, $ts:expr, $lock_timeout:expr) => {
+        crate::exec::write::Writer {
+            db: &$s.db,
+            ts: $ts,
+            lock_timeout: $lock_timeout,
+            interrupt: &$s.interrupt,
+            activity: &$s.activity,
+            limits: crate::session::session_limits!($s),
+            constraints: Default::default(),
+        }
+    };
+}
+
+pub(crate) use session_writer;
+
 impl Drop for Session {
     fn drop(&mut self) {
         // Whatever ends the session, its transaction is rolled back (releasing its row

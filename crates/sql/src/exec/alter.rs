@@ -205,14 +205,7 @@ impl Writer<'_> {
             return Err(SqlError::unsupported("ADD COLUMN of a serial column"));
         }
         let ty = data_type(&def.data_type)?;
-        let mut col = Column {
-            name: name.clone(),
-            ty,
-            nullable: true,
-            default: None,
-            identity: None,
-            number: 0,
-        };
+        let mut col = Column::new(name.clone(), ty);
         let mut constraints = Vec::new();
         let key = || ast::IndexColumn::from(def.name.clone());
         for opt in &def.options {

@@ -39,7 +39,7 @@ use crate::locks::LockMode;
 use crate::plan::access::choose_access;
 use crate::plan::Relation;
 use crate::plan::*;
-use crate::session::{session_env, Output, Session, TxnState};
+use crate::session::{session_env, session_writer, Output, Session, TxnState};
 use crate::types::{now_micros, DataType, Value};
 
 /// No system tables: a CHECK condition reads only its row.
@@ -155,11 +155,8 @@ pub(crate) struct ConstraintModes {
 impl ConstraintModes {
     /// Whether foreign key `fk`'s checks wait for the commit.
     pub(crate) fn deferred(&self, fk: &ForeignKey) -> bool {
-        self.deferred_name(&fk.name, fk.deferrable, fk.initially_deferred)
-    }
-
-    fn deferred_name(&self, name: &str, deferrable: bool, initially: bool) -> bool {
-        deferrable && self.named.get(name).copied().or(self.all).unwrap_or(initially)
+        fk.deferrable
+            && self.named.get(&fk.name).copied().or(self.all).unwrap_or(fk.initially_deferred)
     }
 
     /// SET CONSTRAINTS {ALL | names} {DEFERRED | IMMEDIATE}.
@@ -1014,19 +1011,7 @@ impl Session {
     pub(crate) fn check_pending(&self, ts: &mut TxnState, immediate: bool) -> Result<()> {
         let env = session_env!(self);
         let ctx = Ctx::new(&[], &env);
-        let mut w = Writer {
-            db: &self.db,
-            ts,
-            lock_timeout: None,
-            interrupt: &self.interrupt,
-            activity: &self.activity,
-            limits: ExecLimits {
-                rows_max: self.db.config.rows_max,
-                activity: Some(self.activity.clone()),
-            },
-            constraints: Default::default(),
-        };
-        w.run_pending(immediate, &ctx)
+        session_writer!(self, ts, None).run_pending(immediate, &ctx)
     }
 
     /// SET CONSTRAINTS {ALL | names} {DEFERRED | IMMEDIATE}: for the rest of the transaction

@@ -11,7 +11,6 @@ use crate::expr::Ctx;
 use crate::types::{now_micros, DataType, Value};
 
 use crate::ed::*;
-use crate::exec::write::*;
 use crate::session::*;
 
 /// COPY FROM STDIN is inserted in chunks of about this many bytes.
@@ -303,18 +302,7 @@ impl Session {
         let env = session_env!(self);
         let ctx = Ctx::new(&[], &env);
         let ts = self.txn.as_mut().expect("copy runs in a transaction");
-        let mut w = Writer {
-            db: &self.db,
-            ts,
-            lock_timeout: None,
-            interrupt: &self.interrupt,
-            activity: &self.activity,
-            limits: crate::exec::select::ExecLimits {
-                rows_max: self.db.config.rows_max,
-                activity: Some(self.activity.clone()),
-            },
-            constraints: Default::default(),
-        };
+        let mut w = session_writer!(self, ts, None);
         let defaults = w.defaults(&table, &env)?;
         for row in rows {
             self.activity.check_interrupt()?;

@@ -67,14 +67,7 @@ impl Writer<'_> {
             if matches!(ty, DataType::ExpandedElement(_)) {
                 return Err(SqlError::unsupported(format!("a column of type {}", ty.sql_name())));
             }
-            cols.push(Column {
-                name: cname,
-                ty,
-                nullable: true,
-                default: None,
-                identity: None,
-                number: 0,
-            });
+            cols.push(Column::new(cname, ty));
         }
         let table = Table {
             id: self.db.catalog.next_id(&mut self.ts.txn)?,
@@ -142,14 +135,7 @@ impl Writer<'_> {
                 Some(t) => t,
                 None => data_type(&c.data_type)?,
             };
-            let mut col = Column {
-                name: cname,
-                ty,
-                nullable: true,
-                default: None,
-                identity: None,
-                number: 0,
-            };
+            let mut col = Column::new(cname, ty);
             if serial.is_some() {
                 col.nullable = false;
                 generated.push((i, None));

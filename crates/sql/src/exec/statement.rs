@@ -20,7 +20,6 @@ use crate::bind::dml::*;
 use crate::ed::*;
 use crate::exec::copy::*;
 use crate::exec::init::InitPlans;
-use crate::exec::write::*;
 use crate::prepared::{PlanSlot, StatementPlan};
 use crate::session::*;
 
@@ -40,8 +39,7 @@ impl Session {
         }
         let env = session_env!(self);
         let system = System::new(&self.db, &self.database, &self.settings, &self.cursors);
-        let limits =
-            ExecLimits { rows_max: self.db.config.rows_max, activity: Some(self.activity.clone()) };
+        let limits = session_limits!(self);
         let ctx = Ctx::new(params, &env);
         let lock_timeout = self
             .settings
@@ -49,15 +47,7 @@ impl Session {
             .and_then(|v| v.parse::<u64>().ok())
             .filter(|v| *v > 0)
             .map(Duration::from_millis);
-        let mut w = Writer {
-            db: &self.db,
-            ts,
-            lock_timeout,
-            interrupt: &self.interrupt,
-            activity: &self.activity,
-            limits: limits.clone(),
-            constraints: Default::default(),
-        };
+        let mut w = session_writer!(self, ts, lock_timeout);
         let types = match slot {
             Some(slot) => slot.params.clone(),
             None => param_types(params),
@@ -80,6 +70,15 @@ impl Session {
             ($method:ident, $plan:expr) => {
                 InitPlans::with(&mut w.ts.txn, &ctx, &limits, |init| init.$method($plan))?
             };
+        }
+        // Runs a planned query (its subqueries already run) in the statement's transaction.
+        macro_rules! select_rows {
+            ($plan:expr) => {{
+                let cell = RefCell::new(&mut w.ts.txn);
+                let exec = Exec::new(&cell, &limits);
+                let ctx = Ctx { runner: Some(&exec), ..ctx };
+                execute_select($plan, &cell, &ctx, &limits)?
+            }};
         }
         // The plan: the prepared statement's kept one while it is valid, else bound now
         // (and kept, for a prepared statement).
@@ -110,10 +109,7 @@ impl Session {
                 let rows = if let Some(mode) = plan.lock {
                     w.select_for_update(&plan, mode, &ctx, &limits)?
                 } else {
-                    let cell = RefCell::new(&mut w.ts.txn);
-                    let exec = Exec::new(&cell, &limits);
-                    let ctx = Ctx { runner: Some(&exec), ..ctx };
-                    execute_select(&plan, &cell, &ctx, &limits)?
+                    select_rows!(&plan)
                 };
                 let tag = format!("SELECT {}", rows.len());
                 Ok(Output::Rows { columns: plan.columns, origins: plan.origins, rows, tag })
@@ -189,12 +185,7 @@ impl Session {
                     return Ok(Output::Command("CREATE TABLE AS".into()));
                 }
                 let plan = init!(select, plan);
-                let rows = {
-                    let cell = RefCell::new(&mut w.ts.txn);
-                    let exec = Exec::new(&cell, &limits);
-                    let ctx = Ctx { runner: Some(&exec), ..ctx };
-                    execute_select(&plan, &cell, &ctx, &limits)?
-                };
+                let rows = select_rows!(&plan);
                 w.create_table_as(&name, columns, rows, &self.database, &ctx)
             }
             S::CreateTable(ct) => w.create_table(ct, &self.database, &env),
@@ -206,12 +197,12 @@ impl Session {
                 let aliases = cv.columns.iter().map(|c| ident(&c.name)).collect();
                 let view = crate::exec::views::plan_new_view(
                     &mut planner!(),
+                    &self.database,
                     &name,
-                    cv.or_replace,
                     aliases,
                     &cv.query,
                 )?;
-                w.create_view(view, &self.database)
+                w.create_view(view, cv.or_replace)
             }
             S::Drop {
                 object_type: ast::ObjectType::Sequence, if_exists, names, cascade, ..
@@ -375,12 +366,7 @@ impl Session {
                             }
                         };
                         let plan = init!(select, plan);
-                        let rows = {
-                            let cell = RefCell::new(&mut w.ts.txn);
-                            let exec = Exec::new(&cell, &limits);
-                            let ctx = Ctx { runner: Some(&exec), ..ctx };
-                            execute_select(&plan, &cell, &ctx, &limits)?
-                        };
+                        let rows = select_rows!(&plan);
                         let lines = rows
                             .iter()
                             .map(|r| format_copy_line(r, &plan.columns, csv))

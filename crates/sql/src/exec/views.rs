@@ -10,44 +10,22 @@ use crate::catalog::View;
 use crate::error::{code, Result, SqlError};
 use crate::exec::write::Writer;
 use crate::session::Output;
-use crate::types::DataType;
 
-/// A view definition planned by the statement that creates it.
-pub(crate) struct NewView {
-    pub(crate) name: String,
-    pub(crate) or_replace: bool,
-    pub(crate) query: String,
-    pub(crate) columns: Vec<(String, DataType)>,
-    pub(crate) aliases: Vec<String>,
-    pub(crate) depends_on: Vec<String>,
-}
-
-/// Plans `query` as the query of a new view `name`: its columns and what it reads.
+/// Plans `query` as the query of a new view `name` in `database`: its columns and what it
+/// reads. The view's id is given when it is stored.
 pub(crate) fn plan_new_view(
     planner: &mut Planner,
+    database: &str,
     name: &str,
-    or_replace: bool,
     aliases: Vec<String>,
     query: &sqlparser::ast::Query,
-) -> Result<NewView> {
+) -> Result<View> {
     let plan = planner.plan_view_query(name, query)?;
     if !planner.params.is_empty() {
         return Err(SqlError::new(code::UNDEFINED_PARAMETER, "there is no parameter $1"));
     }
     if aliases.len() > plan.columns.len() {
         return Err(SqlError::syntax("CREATE VIEW specifies more column names than columns"));
-    }
-    let mut names: Vec<String> = plan.columns.iter().map(|(n, _)| n.clone()).collect();
-    for (i, a) in aliases.iter().enumerate() {
-        names[i] = a.clone();
-    }
-    for (i, n) in names.iter().enumerate() {
-        if names[..i].contains(n) {
-            return Err(SqlError::new(
-                code::DUPLICATE_COLUMN,
-                format!("column \"{n}\" specified more than once"),
-            ));
-        }
     }
     let mut depends_on: Vec<String> = planner.tables.iter().map(|t| t.name.clone()).collect();
     depends_on.extend(planner.views.iter().map(|v| v.name.clone()));
@@ -59,14 +37,25 @@ pub(crate) fn plan_new_view(
             format!("infinite recursion detected in rules for relation \"{name}\""),
         ));
     }
-    Ok(NewView {
+    let view = View {
+        id: 0,
+        database: database.to_string(),
         name: name.to_string(),
-        or_replace,
         query: query.to_string(),
         columns: plan.columns,
         aliases,
         depends_on,
-    })
+    };
+    let names = view.column_names();
+    for (i, n) in names.iter().enumerate() {
+        if names[..i].contains(n) {
+            return Err(SqlError::new(
+                code::DUPLICATE_COLUMN,
+                format!("column \"{n}\" specified more than once"),
+            ));
+        }
+    }
+    Ok(view)
 }
 
 /// Every view that reads relation `name`, directly or through other views, each once, the
@@ -92,18 +81,13 @@ fn dependents(w: &mut Writer, database: &str, name: &str) -> Result<Vec<Arc<View
 
 impl Writer<'_> {
     /// CREATE [OR REPLACE] VIEW.
-    pub(crate) fn create_view(&mut self, v: NewView, database: &str) -> Result<Output> {
-        let old = self.db.catalog.view(&mut self.ts.txn, database, &v.name)?;
-        let id = match &old {
-            Some(old) if v.or_replace => {
-                let names = |view: &View| view.column_names();
-                let (was, now) = (names(old), {
-                    let mut n: Vec<String> = v.columns.iter().map(|(n, _)| n.clone()).collect();
-                    for (i, a) in v.aliases.iter().enumerate() {
-                        n[i] = a.clone();
-                    }
-                    n
-                });
+    pub(crate) fn create_view(&mut self, mut view: View, or_replace: bool) -> Result<Output> {
+        let database = view.database.clone();
+        let old = self.db.catalog.view(&mut self.ts.txn, &database, &view.name)?;
+        view.id = match &old {
+            Some(old) if or_replace => {
+                // The new query may only add columns after the old ones.
+                let (was, now) = (old.column_names(), view.column_names());
                 if now.len() < was.len() {
                     return Err(SqlError::new(
                         code::INVALID_TABLE_DEFINITION,
@@ -118,7 +102,7 @@ impl Writer<'_> {
                         )
                         .hint("Use ALTER VIEW ... RENAME COLUMN ... to change name of view column instead."));
                     }
-                    let (a, b) = (old.columns[i].1, v.columns[i].1);
+                    let (a, b) = (old.columns[i].1, view.columns[i].1);
                     if a != b {
                         return Err(SqlError::new(
                             code::INVALID_TABLE_DEFINITION,
@@ -134,18 +118,9 @@ impl Writer<'_> {
             }
             _ => {
                 // 42P07 when the name is taken (by this view too, without OR REPLACE).
-                self.relation_taken(database, &v.name, false)?;
+                self.relation_taken(&database, &view.name, false)?;
                 self.db.catalog.next_id(&mut self.ts.txn)?
             }
-        };
-        let view = View {
-            id,
-            database: database.to_string(),
-            name: v.name,
-            query: v.query,
-            columns: v.columns,
-            aliases: v.aliases,
-            depends_on: v.depends_on,
         };
         self.db.catalog.put_view(&mut self.ts.txn, &view)?;
         Ok(Output::Command("CREATE VIEW".into()))
