@@ -55,6 +55,9 @@ const FUNCTIONS: &[&str] = &[
     "max",
     "avg",
     "string_agg",
+    "age",
+    "justify_interval",
+    "make_interval",
 ];
 
 const BINARY: &[&str] = &[
@@ -106,6 +109,11 @@ const LITERALS: &[&str] = &[
     "'0001-01-01'::date",
     "'294276-12-31'::date",
     "'2024-01-01 00:00:00'::timestamp",
+    "interval '1 day 02:03:04.5'",
+    "'-178000000 years'::interval",
+    "interval 'P1Y2M3DT4H'",
+    "'@ 1 mon ago'::interval hour",
+    "time '23:59:59'",
     "32767::smallint",
     "'héllo wörld'",
     "'\u{1F600}'",

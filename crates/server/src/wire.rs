@@ -95,6 +95,17 @@ pub fn decode_param(raw: Option<&Bytes>, format: i16, ty: DataType) -> Result<Va
             }
             Value::Time(t)
         }
+        // Microseconds, days, months, each big-endian.
+        DataType::Interval(_) => {
+            let b: &[u8; 16] = b.try_into().map_err(|_| bad_binary(ty))?;
+            let (micros, rest) = b.split_at(8);
+            let (days, months) = rest.split_at(4);
+            Value::Interval(kiln_sql::interval::Interval {
+                micros: i64::from_be_bytes(micros.try_into().map_err(|_| bad_binary(ty))?),
+                days: i32::from_be_bytes(days.try_into().map_err(|_| bad_binary(ty))?),
+                months: i32::from_be_bytes(months.try_into().map_err(|_| bad_binary(ty))?),
+            })
+        }
         DataType::Date => {
             Value::Date(from_pg_days(i32::from_sql(&Type::INT4, b).map_err(|_| bad_binary(ty))?))
         }
@@ -246,6 +257,12 @@ pub fn encode_value(v: &Value, format: i16, ty: DataType) -> Result<Option<Bytes
         (Value::Bytea(b), _) => return Ok(Some(Bytes::from(b.clone()))),
         (Value::Uuid(u), _) => return Ok(Some(Bytes::copy_from_slice(u))),
         (Value::Time(t), _) => t.to_sql(&Type::INT8, &mut buf).map_err(err)?,
+        (Value::Interval(iv), _) => {
+            buf.extend_from_slice(&iv.micros.to_be_bytes());
+            buf.extend_from_slice(&iv.days.to_be_bytes());
+            buf.extend_from_slice(&iv.months.to_be_bytes());
+            postgres_types::IsNull::No
+        }
         (Value::Date(d), _) => to_pg_days(*d).to_sql(&Type::INT4, &mut buf).map_err(err)?,
         (Value::Timestamp(t) | Value::TimestampTz(t), _) => {
             to_pg_micros(*t).to_sql(&Type::INT8, &mut buf).map_err(err)?
@@ -281,6 +298,10 @@ mod tests {
             ),
             (Value::Date(19_000), DataType::Date),
             (Value::Time(45_296_123_456), DataType::Time),
+            (
+                Value::Interval(kiln_sql::interval::Interval { months: -14, days: 3, micros: -7 }),
+                DataType::Interval(None),
+            ),
             (Value::Timestamp(1_700_000_000_000_000), DataType::Timestamp),
             (Value::TimestampTz(-5), DataType::TimestampTz),
             (Value::TimestampTz(i64::MAX), DataType::TimestampTz),

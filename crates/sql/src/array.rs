@@ -38,6 +38,7 @@ static TIMESTAMP: DataType = DataType::Timestamp;
 static TIMESTAMPTZ: DataType = DataType::TimestampTz;
 static UUID: DataType = DataType::Uuid;
 static TIME: DataType = DataType::Time;
+static INTERVAL: DataType = DataType::Interval(None);
 
 /// The static element type for `t`, when it has no modifier.
 fn plain(t: DataType) -> Option<&'static DataType> {
@@ -58,6 +59,7 @@ fn plain(t: DataType) -> Option<&'static DataType> {
         DataType::TimestampTz => &TIMESTAMPTZ,
         DataType::Uuid => &UUID,
         DataType::Time => &TIME,
+        DataType::Interval(None) => &INTERVAL,
         _ => return None,
     })
 }
@@ -253,6 +255,7 @@ pub fn array_oid(elem: DataType) -> u32 {
         DataType::Numeric(_) => 1231,
         DataType::Uuid => 2951,
         DataType::Time => 1183,
+        DataType::Interval(_) => 1187,
         _ => 0,
     }
 }
@@ -276,6 +279,7 @@ pub fn from_array_oid(oid: u32) -> Option<DataType> {
         1231 => DataType::Numeric(None),
         2951 => DataType::Uuid,
         1183 => DataType::Time,
+        1187 => DataType::Interval(None),
         _ => return None,
     };
     Some(array_of_plain(elem))

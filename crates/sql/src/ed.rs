@@ -614,6 +614,9 @@ impl Env for SessionEnv<'_> {
                         DataType::Varchar(Some(typmod as u32 - 4))
                     }
                     Some(DataType::Char(_)) if typmod >= 4 => DataType::Char(typmod as u32 - 4),
+                    Some(DataType::Interval(_)) if typmod >= 0 => {
+                        DataType::Interval(Some(typmod as u32))
+                    }
                     Some(DataType::Numeric(_)) if typmod >= 4 => {
                         let m = (typmod - 4) as u32;
                         DataType::Numeric(Some((m >> 16, m & 0xffff)))

@@ -5,7 +5,7 @@
 //! tag byte (`0x01` not NULL, `0x02` NULL — NULLs sort last, as in PostgreSQL's default)
 //! followed by the value: integers, dates, times and timestamps as 8 big-endian bytes with the sign
 //! bit flipped; doubles with the usual sign trick; booleans as one byte; uuids as their 16
-//! bytes; strings and bytea with `0x00` escaped as `0x00 0xFF` and terminated by `0x00 0x00`.
+//! bytes; intervals as their span in microseconds (16 bytes, sign bit flipped); strings and bytea with `0x00` escaped as `0x00 0xFF` and terminated by `0x00 0x00`.
 //!
 //! **Rows** are a column count (u16 LE) and one tagged value per column; see
 //! `docs/storage-format.md`.
@@ -49,6 +49,11 @@ pub fn encode_key_value(out: &mut Vec<u8>, v: &Value) -> Result<()> {
         Value::Uuid(u) => {
             out.push(0x01);
             out.extend_from_slice(u);
+        }
+        Value::Interval(iv) => {
+            // Its span (a month as 30 days), as PostgreSQL compares: '1 mon' = '30 days'.
+            out.push(0x01);
+            out.extend_from_slice(&((iv.span() as u128) ^ (1 << 127)).to_be_bytes());
         }
         Value::Numeric(d) => {
             out.push(0x01);
@@ -147,6 +152,7 @@ const T_TIMESTAMPTZ: u8 = 10;
 const T_ARRAY: u8 = 11;
 const T_UUID: u8 = 12;
 const T_TIME: u8 = 13;
+const T_INTERVAL: u8 = 14;
 
 /// Encodes a row.
 pub fn encode_row(values: &[Value]) -> Vec<u8> {
@@ -192,6 +198,12 @@ fn encode_value(out: &mut Vec<u8>, v: &Value) {
             Value::Time(t) => {
                 out.push(T_TIME);
                 out.extend_from_slice(&t.to_le_bytes());
+            }
+            Value::Interval(iv) => {
+                out.push(T_INTERVAL);
+                out.extend_from_slice(&iv.months.to_le_bytes());
+                out.extend_from_slice(&iv.days.to_le_bytes());
+                out.extend_from_slice(&iv.micros.to_le_bytes());
             }
             Value::Date(d) => {
                 out.push(T_DATE);
@@ -271,6 +283,11 @@ impl Reader<'_> {
             T_NUMERIC => Value::Numeric(Decimal::deserialize(r.array()?)),
             T_UUID => Value::Uuid(r.array()?),
             T_TIME => Value::Time(i64::from_le_bytes(r.array()?)),
+            T_INTERVAL => Value::Interval(crate::interval::Interval {
+                months: i32::from_le_bytes(r.array()?),
+                days: i32::from_le_bytes(r.array()?),
+                micros: i64::from_le_bytes(r.array()?),
+            }),
             T_TEXT | T_BYTEA => {
                 let len = u32::from_le_bytes(r.array()?) as usize;
                 let bytes = r.take(len)?;
@@ -382,6 +399,7 @@ mod tests {
             Value::Array(vec![]),
             Value::Uuid([7; 16]),
             Value::Time(45_296_000_001),
+            Value::Interval(crate::interval::Interval { months: -14, days: 3, micros: i64::MIN }),
         ];
         let bytes = encode_row(&row);
         assert_eq!(decode_row(&bytes, row.len()).unwrap(), row);

@@ -23,6 +23,10 @@ pub enum Arg {
     Float8,
     /// numeric
     Numeric,
+    /// timestamp (a date or a timestamp with time zone converts to it)
+    Timestamp,
+    /// interval
+    Interval,
     /// As it is (catalog functions take what clients send).
     Any,
     /// The function's result type (CASE-like functions: their branches are unified).
@@ -314,6 +318,48 @@ pub static FUNCTIONS: &[FuncDef] = &[
     f(&[], Func::Extract, 2, 2, &[A::Text, A::Any], Type(T::Numeric(None)), STRICT, IMMUTABLE),
     f(&[], Func::DatePart, 2, 2, &[A::Text, A::Any], Type(T::Float8), STRICT, IMMUTABLE),
     f(&[], Func::DateTrunc, 2, 2, &[A::Text, A::Any], Type(T::Timestamp), STRICT, IMMUTABLE),
+    f(&["age"], Func::Age, 1, 2, &[A::Timestamp], Type(T::Interval(None)), STRICT, VOLATILE),
+    f(
+        &["justify_days"],
+        Func::JustifyDays,
+        1,
+        1,
+        &[A::Interval],
+        Type(T::Interval(None)),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["justify_hours"],
+        Func::JustifyHours,
+        1,
+        1,
+        &[A::Interval],
+        Type(T::Interval(None)),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["justify_interval"],
+        Func::JustifyInterval,
+        1,
+        1,
+        &[A::Interval],
+        Type(T::Interval(None)),
+        STRICT,
+        IMMUTABLE,
+    ),
+    // Bound by `Planner::make_interval` (its arguments may be named).
+    f(
+        &[],
+        Func::MakeInterval,
+        7,
+        7,
+        &[A::Int4, A::Int4, A::Int4, A::Int4, A::Int4, A::Int4, A::Float8],
+        Type(T::Interval(None)),
+        STRICT,
+        IMMUTABLE,
+    ),
     f(&["gen_random_uuid"], Func::GenRandomUuid, 0, 0, &[], Type(T::Uuid), STRICT, VOLATILE),
     f(&["version"], Func::Version, 0, 0, &[], Type(T::Text), STRICT, VOLATILE),
     f(

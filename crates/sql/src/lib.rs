@@ -51,6 +51,7 @@ pub mod error;
 pub mod exec;
 pub mod expr;
 pub mod functions;
+pub mod interval;
 pub mod locks;
 pub mod parse;
 pub mod pg;

@@ -56,6 +56,9 @@ pub enum DataType {
     /// The record `information_schema._pg_expandarray` returns, `(x, n)`: an element of
     /// this type and its position. Its value is a two-element `Value::Array`.
     ExpandedElement(#[serde(with = "element_serde")] &'static DataType),
+    /// interval, with PostgreSQL's type modifier (fields and precision; see
+    /// [`crate::interval`]). Last among the variants, so stored catalogs keep their meaning.
+    Interval(Option<u32>),
 }
 
 /// Array element types are stored as the type itself and interned again when read.
@@ -97,6 +100,7 @@ impl DataType {
             DataType::Numeric(_) => 1700,
             DataType::Uuid => 2950,
             DataType::Time => 1083,
+            DataType::Interval(_) => 1186,
             DataType::Array(e) => crate::array::array_oid(*e),
             DataType::Int2Vector => 22,
             DataType::OidVector => 30,
@@ -134,6 +138,7 @@ impl DataType {
             1700 => DataType::Numeric(None),
             2950 => DataType::Uuid,
             1083 => DataType::Time,
+            1186 => DataType::Interval(None),
             26 => DataType::Int8,
             22 => DataType::Int2Vector,
             30 => DataType::OidVector,
@@ -152,7 +157,7 @@ impl DataType {
             | DataType::Timestamp
             | DataType::TimestampTz
             | DataType::Time => 8,
-            DataType::Uuid => 16,
+            DataType::Uuid | DataType::Interval(_) => 16,
             _ => -1,
         }
     }
@@ -163,6 +168,7 @@ impl DataType {
             DataType::Varchar(Some(n)) | DataType::Char(n) => n as i32 + 4,
             DataType::Numeric(Some((p, s))) => (((p << 16) | s) + 4) as i32,
             DataType::Array(e) => e.modifier(),
+            DataType::Interval(Some(t)) => t as i32,
             _ => -1,
         }
     }
@@ -188,6 +194,8 @@ impl DataType {
             DataType::TimestampTz => "timestamp with time zone".into(),
             DataType::Uuid => "uuid".into(),
             DataType::Time => "time without time zone".into(),
+            DataType::Interval(None) => "interval".into(),
+            DataType::Interval(Some(t)) => format!("interval{}", crate::interval::typmod_text(t)),
             DataType::Array(e) => format!("{}[]", e.sql_name()),
             DataType::Int2Vector => "int2vector".into(),
             DataType::OidVector => "oidvector".into(),
@@ -214,6 +222,7 @@ impl DataType {
             DataType::TimestampTz => "timestamptz".into(),
             DataType::Uuid => "uuid".into(),
             DataType::Time => "time".into(),
+            DataType::Interval(_) => "interval".into(),
             DataType::Array(e) => format!("_{}", e.type_name()),
             DataType::Int2Vector => "int2vector".into(),
             DataType::OidVector => "oidvector".into(),
@@ -247,6 +256,7 @@ impl DataType {
         match (a, b) {
             (Unknown, t) | (t, Unknown) => t,
             (x, y) if x == y => x,
+            (Interval(_), Interval(_)) => Interval(None),
             (Float8, _) | (_, Float8) | (Float4, _) | (_, Float4)
                 if a.is_numeric() && b.is_numeric() =>
             {
@@ -285,6 +295,8 @@ pub enum Value {
     Uuid([u8; 16]),
     /// time: microseconds since midnight (0 to 24:00:00 inclusive, as PostgreSQL allows)
     Time(i64),
+    /// interval: months, days and microseconds
+    Interval(crate::interval::Interval),
     /// date: days since 1970-01-01
     Date(i32),
     /// timestamp: microseconds since 1970-01-01 00:00:00
@@ -330,6 +342,7 @@ impl Value {
             Value::Bytea(_) => "bytea",
             Value::Uuid(_) => "uuid",
             Value::Time(_) => "time",
+            Value::Interval(_) => "interval",
             Value::Date(_) => "date",
             Value::Timestamp(_) => "timestamp",
             Value::TimestampTz(_) => "timestamptz",
@@ -394,6 +407,7 @@ impl Value {
                     SqlError::new("22007", format!("invalid input syntax for type time: \"{t}\""))
                 }
             })?),
+            DataType::Interval(m) => Value::Interval(crate::interval::parse(text, m)?),
             DataType::Date => Value::Date(parse_date(t).ok_or_else(|| datetime_error(t, "date"))?),
             DataType::Timestamp | DataType::TimestampTz => {
                 let micros = parse_timestamp(t, ty == DataType::TimestampTz)
@@ -446,6 +460,7 @@ impl Value {
             }
             Value::Uuid(u) => uuid::Uuid::from_bytes(*u).hyphenated().to_string(),
             Value::Time(us) => format_time(*us),
+            Value::Interval(iv) => crate::interval::format(iv),
             Value::Date(d) => format_date(*d),
             Value::Timestamp(us) => format_timestamp(*us),
             Value::TimestampTz(us @ (TIMESTAMP_INFINITY | TIMESTAMP_NEG_INFINITY)) => {
@@ -556,6 +571,19 @@ impl Value {
             (Value::Bytea(b), DataType::Bytea) => Value::Bytea(b),
             (Value::Uuid(u), DataType::Uuid) => Value::Uuid(u),
             (Value::Time(t), DataType::Time) => Value::Time(t),
+            (Value::Interval(iv), DataType::Interval(m)) => {
+                Value::Interval(crate::interval::apply_typmod(iv, m)?)
+            }
+            // A time of day is the span since midnight, and back.
+            (Value::Time(t), DataType::Interval(m)) => {
+                Value::Interval(crate::interval::apply_typmod(
+                    crate::interval::Interval { micros: t, ..Default::default() },
+                    m,
+                )?)
+            }
+            (Value::Interval(iv), DataType::Time) => {
+                Value::Time(crate::interval::add_to_time(0, iv))
+            }
             (Value::Timestamp(t) | Value::TimestampTz(t), DataType::Time)
                 if t != TIMESTAMP_INFINITY && t != TIMESTAMP_NEG_INFINITY =>
             {
@@ -597,6 +625,7 @@ impl Value {
             Value::Bytea(_) => 3,
             Value::Uuid(_) => 6,
             Value::Time(_) => 7,
+            Value::Interval(_) => 8,
             Value::Date(_) | Value::Timestamp(_) | Value::TimestampTz(_) => 4,
             Value::Array(_) => 5,
         }
@@ -623,6 +652,7 @@ impl Value {
             (Value::Bytea(a), Value::Bytea(b)) => a.cmp(b),
             (Value::Uuid(a), Value::Uuid(b)) => a.cmp(b),
             (Value::Time(a), Value::Time(b)) => a.cmp(b),
+            (Value::Interval(a), Value::Interval(b)) => a.cmp_span(b),
             (Value::Date(a), Value::Date(b)) => a.cmp(b),
             (Value::Date(a), Value::Timestamp(b) | Value::TimestampTz(b)) => date_micros(*a).cmp(b),
             (Value::Timestamp(a) | Value::TimestampTz(a), Value::Date(b)) => {
@@ -671,6 +701,7 @@ impl Value {
             Value::Bytea(_) => DataType::Bytea,
             Value::Uuid(_) => DataType::Uuid,
             Value::Time(_) => DataType::Time,
+            Value::Interval(_) => DataType::Interval(None),
             Value::Date(_) => DataType::Date,
             Value::Timestamp(_) => DataType::Timestamp,
             Value::TimestampTz(_) => DataType::TimestampTz,

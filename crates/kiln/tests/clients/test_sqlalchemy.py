@@ -6,14 +6,17 @@ expectation here is PostgreSQL's behaviour; the ED checks run on Kiln only.
 
 import os
 import uuid
+from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy import (
     ARRAY,
     any_,
     CheckConstraint,
+    DateTime,
     ForeignKey,
     Integer,
+    Interval,
     String,
     UniqueConstraint,
     Uuid,
@@ -22,6 +25,7 @@ from sqlalchemy import (
     func,
     insert,
     inspect,
+    literal,
     select,
     text,
     update,
@@ -59,6 +63,7 @@ class Book(Base):
     title: Mapped[str] = mapped_column(String(100), index=True)
     pages: Mapped[int] = mapped_column(default=1)
     author_id: Mapped[int] = mapped_column(ForeignKey("sa_author.id", ondelete="CASCADE"))
+    loan: Mapped[timedelta | None] = mapped_column(Interval)
     author: Mapped[Author] = relationship(back_populates="books")
 
 
@@ -82,7 +87,8 @@ def test_inspect_reflects_the_schema(engine):
     insp = inspect(engine)
     assert {"sa_author", "sa_book"} <= set(insp.get_table_names())
     cols = {c["name"]: c for c in insp.get_columns("sa_book")}
-    assert list(cols) == ["id", "title", "pages", "author_id"]
+    assert list(cols) == ["id", "title", "pages", "author_id", "loan"]
+    assert str(cols["loan"]["type"]) == "INTERVAL"
     assert str(cols["title"]["type"]) == "VARCHAR(100)"
     assert cols["id"]["autoincrement"] is True
     assert cols["id"]["default"].startswith("nextval(")
@@ -129,7 +135,16 @@ def test_session_crud(engine):
         got.name = "ada l"
         got.tags = got.tags + [3]
         got.books[1].pages = 7
+        got.books[0].loan = timedelta(days=14)
+        got.books[1].loan = timedelta(days=1, hours=6)
         s.commit()
+        # Interval columns: compared, summed, and added to a timestamp in SQL.
+        long = s.scalars(select(Book.title).where(Book.loan > timedelta(days=2))).all()
+        assert long == ["notes"]
+        assert s.scalar(select(func.sum(Book.loan))) == timedelta(days=15, hours=6)
+        start = literal(datetime(2024, 1, 31, 10, 0), DateTime)
+        due = s.scalar(select(start + Book.loan).where(Book.title == "more"))
+        assert due == datetime(2024, 2, 1, 16, 0), due
     with Session(engine) as s:
         got = s.scalars(select(Author)).one()
         assert got.name == "ada l" and got.tags == [1, 2, 3]

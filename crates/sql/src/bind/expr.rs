@@ -379,6 +379,25 @@ impl<'a> Planner<'a> {
                     }
                 }
             }
+            E::Interval(iv) => {
+                let text = match iv.value.as_ref() {
+                    E::Value(v) => match &v.value {
+                        ast::Value::SingleQuotedString(s) => s.clone(),
+                        _ => {
+                            return Err(SqlError::unsupported(format!(
+                                "{e} (an interval literal is a quoted string)"
+                            )))
+                        }
+                    },
+                    _ => {
+                        return Err(SqlError::unsupported(format!(
+                            "{e} (an interval literal is a quoted string)"
+                        )))
+                    }
+                };
+                let ty = DataType::Interval(interval_qualifier(iv)?);
+                (Expr::Const(Value::parse(&text, ty)?), ty)
+            }
             E::TypedString(ts) => {
                 let ty = data_type(&ts.data_type)?;
                 let text = match &ts.value.value {
@@ -596,6 +615,29 @@ impl<'a> Planner<'a> {
         };
         let (a, at) = self.expr(left, scope, aggs)?;
         let (b, bt) = self.expr(right, scope, aggs)?;
+        if let Some(types) = datetime_operator(bop, at, bt) {
+            let (left_ty, right_ty, ty) = types?;
+            let (a, _) = self.coerce(a, at, left_ty)?;
+            let (b, _) = self.coerce(b, bt, right_ty)?;
+            // An integer or numeric factor of an interval is a double, as in PostgreSQL.
+            let widen = |x: Expr, from: DataType, to: DataType| match x {
+                Expr::Const(v) if from != to && from != DataType::Unknown => {
+                    v.cast(to).map(Expr::Const)
+                }
+                x if from != to && from != DataType::Unknown => Ok(Expr::Cast(Box::new(x), to)),
+                x => Ok(x),
+            };
+            let a = widen(a, at, left_ty)?;
+            let b = widen(b, bt, right_ty)?;
+            if let (Expr::Const(x), Expr::Const(y)) = (&a, &b) {
+                match crate::expr::binary(bop, x.clone(), y.clone()) {
+                    Ok(v) => return Ok((Expr::Const(v), ty)),
+                    Err(e) if !self.dead_arm => return Err(e),
+                    Err(_) => {}
+                }
+            }
+            return Ok((Expr::Binary(bop, Box::new(a), Box::new(b)), ty));
+        }
         let ty = match bop {
             BinOp::Concat => {
                 if at.element().is_some() || bt.element().is_some() {
@@ -680,4 +722,147 @@ pub(crate) fn fold_constant_logic(e: Expr, env: &dyn crate::expr::Env) -> Result
         return Ok(e);
     }
     Ok(Expr::Const(e.eval(&[], &crate::expr::Ctx::new(&[], env))?))
+}
+
+/// The type modifier of `INTERVAL '…' <fields>`: a leading field, optionally `TO` a last one.
+fn interval_qualifier(iv: &ast::Interval) -> Result<Option<u32>> {
+    use crate::interval::{DAY, HOUR, MINUTE, MONTH, SECOND, YEAR};
+    use ast::DateTimeField as F;
+    let mask = |f: &F| -> Result<u32> {
+        Ok(match f {
+            F::Year | F::Years => YEAR,
+            F::Month | F::Months => MONTH,
+            F::Day | F::Days => DAY,
+            F::Hour | F::Hours => HOUR,
+            F::Minute | F::Minutes => MINUTE,
+            F::Second | F::Seconds => SECOND,
+            other => {
+                return Err(SqlError::new(
+                    code::SYNTAX,
+                    format!("syntax error at or near \"{other}\""),
+                ))
+            }
+        })
+    };
+    let Some(lead) = &iv.leading_field else {
+        return crate::bind::interval_typmod(None, iv.fractional_seconds_precision);
+    };
+    // `SECOND(p)` alone: its precision.
+    if iv.last_field.is_none() && mask(lead)? == SECOND {
+        let precision = iv.fractional_seconds_precision.or(iv.leading_precision);
+        return crate::bind::interval_typmod(Some(SECOND), precision);
+    }
+    let first = mask(lead)?;
+    let range = match &iv.last_field {
+        None => first,
+        Some(last) => {
+            let last = mask(last)?;
+            // Every field from the first to the last, as PostgreSQL allows them.
+            let allowed = [
+                (YEAR, MONTH),
+                (DAY, HOUR),
+                (DAY, MINUTE),
+                (DAY, SECOND),
+                (HOUR, MINUTE),
+                (HOUR, SECOND),
+                (MINUTE, SECOND),
+            ];
+            if !allowed.contains(&(first, last)) {
+                return Err(SqlError::new(
+                    code::SYNTAX,
+                    format!("syntax error in interval qualifier {lead} TO {last}"),
+                ));
+            }
+            let order = [YEAR, MONTH, DAY, HOUR, MINUTE, SECOND];
+            let (a, b) =
+                (order.iter().position(|m| *m == first), order.iter().position(|m| *m == last));
+            match (a, b) {
+                (Some(a), Some(b)) => order[a..=b].iter().fold(0, |acc, m| acc | m),
+                _ => first | last,
+            }
+        }
+    };
+    crate::bind::interval_typmod(Some(range), iv.fractional_seconds_precision)
+}
+
+/// The operand and result types of arithmetic on dates, times, timestamps and intervals,
+/// PostgreSQL's operators (`timestamp - timestamp` is an interval, `date + interval` a
+/// timestamp …); `None` when neither operand is one of those types, or the operator is not
+/// arithmetic. An untyped operand takes the type PostgreSQL would pick for it: the other
+/// operand's own type when that type has the operator with itself, else an interval (or a
+/// double as an interval's factor).
+fn datetime_operator(
+    op: BinOp,
+    a: DataType,
+    b: DataType,
+) -> Option<Result<(DataType, DataType, DataType)>> {
+    use DataType::{Date, Float8, Int4, Time, Timestamp, TimestampTz, Unknown};
+    const IV: DataType = DataType::Interval(None);
+    let iv = |t: DataType| matches!(t, DataType::Interval(_));
+    let temporal = |t: DataType| matches!(t, Date | Time | Timestamp | TimestampTz) || iv(t);
+    if !matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div)
+        || !(temporal(a) || temporal(b))
+    {
+        return None;
+    }
+    let no_operator = || {
+        Some(Err(SqlError::new(
+            code::UNDEFINED_FUNCTION,
+            format!(
+                "operator does not exist: {} {} {}",
+                a.sql_name(),
+                crate::expr::op_name(op),
+                b.sql_name()
+            ),
+        )
+        .hint("No operator matches the given name and argument types. You might need to add explicit type casts.")))
+    };
+    let ok = |l: DataType, r: DataType, res: DataType| Some(Ok((l, r, res)));
+    let number = |t: DataType| t.is_numeric() || t == Unknown;
+    match op {
+        BinOp::Add => match (a, b) {
+            (Date, t) if t.is_integer() => ok(Date, Int4, Date),
+            (t, Date) if t.is_integer() => ok(Int4, Date, Date),
+            (Date, Unknown) | (Unknown, Date) => Some(Err(SqlError::new(
+                "42725",
+                format!("operator is not unique: {} + {}", if a == Date { "date" } else { "unknown" }, if b == Date { "date" } else { "unknown" }),
+            )
+            .hint("Could not choose a best candidate operator. You might need to add explicit type casts."))),
+            (Date, t) if iv(t) => ok(Date, IV, Timestamp),
+            (t, Date) if iv(t) => ok(IV, Date, Timestamp),
+            (Date, Time) => ok(Date, Time, Timestamp),
+            (Time, Date) => ok(Time, Date, Timestamp),
+            (Timestamp | TimestampTz | Time, t) if iv(t) || t == Unknown => ok(a, IV, a),
+            (t, Timestamp | TimestampTz | Time) if iv(t) || t == Unknown => ok(IV, b, b),
+            (x, y) if (iv(x) || x == Unknown) && (iv(y) || y == Unknown) => ok(IV, IV, IV),
+            _ => no_operator(),
+        },
+        BinOp::Sub => match (a, b) {
+            (Date, t) if t.is_integer() => ok(Date, Int4, Date),
+            (Date, Date | Unknown) | (Unknown, Date) => ok(Date, Date, Int4),
+            (Date, t) if iv(t) => ok(Date, IV, Timestamp),
+            (Time, Time | Unknown) | (Unknown, Time) => ok(Time, Time, IV),
+            (Time, t) if iv(t) => ok(Time, IV, Time),
+            (Timestamp | TimestampTz | Date, t) if iv(t) => ok(a, IV, if a == Date { Timestamp } else { a }),
+            (Timestamp | TimestampTz | Date, Timestamp | TimestampTz | Date | Unknown)
+            | (Unknown, Timestamp | TimestampTz) => {
+                let common = match (a, b) {
+                    (TimestampTz, _) | (_, TimestampTz) => TimestampTz,
+                    _ => Timestamp,
+                };
+                ok(common, common, IV)
+            }
+            (x, y) if (iv(x) || x == Unknown) && (iv(y) || y == Unknown) => ok(IV, IV, IV),
+            _ => no_operator(),
+        },
+        BinOp::Mul => match (a, b) {
+            (x, y) if iv(x) && number(y) => ok(IV, Float8, IV),
+            (x, y) if number(x) && iv(y) => ok(Float8, IV, IV),
+            _ => no_operator(),
+        },
+        _ => match (a, b) {
+            (x, y) if iv(x) && number(y) => ok(IV, Float8, IV),
+            _ => no_operator(),
+        },
+    }
 }

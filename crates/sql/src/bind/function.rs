@@ -23,6 +23,78 @@ pub(crate) fn check_arity(name: &str, given: usize, lo: usize, hi: usize) -> Res
 }
 
 impl<'a> Planner<'a> {
+    /// `make_interval(years, months, weeks, days, hours, mins, secs)`, each argument
+    /// positional or named (`make_interval(days => 10)`), missing ones zero.
+    fn make_interval(
+        &mut self,
+        list: &ast::FunctionArgumentList,
+        scope: &Scope,
+        aggs: bool,
+    ) -> Result<(Expr, DataType)> {
+        const NAMES: [&str; 7] = ["years", "months", "weeks", "days", "hours", "mins", "secs"];
+        let mut given: [Option<&ast::Expr>; 7] = [None; 7];
+        let mut named = false;
+        let bad = |why: String| {
+            SqlError::new(code::UNDEFINED_FUNCTION, why)
+                .hint("make_interval takes years, months, weeks, days, hours, mins and secs.")
+        };
+        for (i, a) in list.args.iter().enumerate() {
+            let (slot, x) = match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) if !named => (i, x),
+                ast::FunctionArg::Named { name, arg: ast::FunctionArgExpr::Expr(x), .. }
+                | ast::FunctionArg::ExprNamed {
+                    name: ast::Expr::Identifier(name),
+                    arg: ast::FunctionArgExpr::Expr(x),
+                    ..
+                } => {
+                    named = true;
+                    let n = name.value.to_lowercase();
+                    let slot = NAMES.iter().position(|k| *k == n).ok_or_else(|| {
+                        bad(format!("function make_interval({n} => …) does not exist"))
+                    })?;
+                    (slot, x)
+                }
+                _ => {
+                    return Err(bad(
+                        "positional arguments of make_interval come before named ones".into()
+                    ))
+                }
+            };
+            if slot >= NAMES.len() || given[slot].is_some() {
+                return Err(bad(format!(
+                    "function make_interval with {} arguments does not exist",
+                    list.args.len()
+                )));
+            }
+            given[slot] = Some(x);
+        }
+        let mut args = Vec::with_capacity(7);
+        for (i, g) in given.iter().enumerate() {
+            let want = if i == 6 { DataType::Float8 } else { DataType::Int4 };
+            let (x, t) = match g {
+                Some(x) => self.expr(x, scope, aggs)?,
+                None if i == 6 => (Expr::Const(Value::Float(0.0)), DataType::Float8),
+                None => (Expr::Const(Value::Int(0)), DataType::Int4),
+            };
+            let ok =
+                if i == 6 { t.is_numeric() } else { matches!(t, DataType::Int2 | DataType::Int4) };
+            if !ok && t != DataType::Unknown {
+                return Err(bad(format!(
+                    "function make_interval(…, {} …) does not exist",
+                    t.sql_name()
+                )));
+            }
+            let (x, t) = self.coerce(x, t, want)?;
+            args.push(if t != want { Expr::Cast(Box::new(x), want) } else { x });
+        }
+        let ty = DataType::Interval(None);
+        if args.iter().all(|a| matches!(a, Expr::Const(_))) {
+            let ctx = crate::expr::Ctx::new(&[], self.env);
+            return Ok((Expr::Const(Expr::Func(Func::MakeInterval, args).eval(&[], &ctx)?), ty));
+        }
+        Ok((Expr::Func(Func::MakeInterval, args), ty))
+    }
+
     /// EXTRACT / date_part / date_trunc over `source` of type `st`: a date or a timestamp
     /// (an untyped literal is ambiguous, 42725, as in PostgreSQL).
     pub(crate) fn datetime_call(
@@ -44,6 +116,11 @@ impl<'a> Planner<'a> {
             DataType::Time if func != Func::DateTrunc => match func {
                 Func::Extract => DataType::Numeric(None),
                 _ => DataType::Float8,
+            },
+            DataType::Interval(_) => match func {
+                Func::Extract => DataType::Numeric(None),
+                Func::DatePart => DataType::Float8,
+                _ => DataType::Interval(None),
             },
             DataType::Date | DataType::Timestamp | DataType::TimestampTz => match func {
                 Func::Extract => DataType::Numeric(None),
@@ -72,6 +149,9 @@ impl<'a> Planner<'a> {
         let mut order_by: &[ast::OrderByExpr] = &[];
         let (args, distinct, star) = match &f.args {
             ast::FunctionArguments::None => (vec![], false, false),
+            ast::FunctionArguments::List(list) if name == "make_interval" => {
+                return self.make_interval(list, scope, aggs);
+            }
             ast::FunctionArguments::List(list) => {
                 let distinct =
                     matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
@@ -196,62 +276,7 @@ impl<'a> Planner<'a> {
                 ));
             };
             let (x, ty) = self.expr(arg, scope, false)?;
-            let out = match agg {
-                AggFunc::StringAgg(..) => DataType::Text,
-                AggFunc::ArrayAgg(_) => {
-                    if ty.element().is_some() {
-                        return Err(SqlError::unsupported("array_agg of arrays"));
-                    }
-                    crate::array::array_of(if ty == DataType::Unknown {
-                        DataType::Text
-                    } else {
-                        ty
-                    })?
-                }
-                AggFunc::BoolAnd | AggFunc::BoolOr => {
-                    if !matches!(ty, DataType::Bool | DataType::Unknown) {
-                        return Err(SqlError::new(
-                            code::UNDEFINED_FUNCTION,
-                            format!("function {name}({}) does not exist", ty.sql_name()),
-                        ));
-                    }
-                    DataType::Bool
-                }
-                AggFunc::Count => DataType::Int8,
-                AggFunc::Sum => match ty {
-                    DataType::Int2 | DataType::Int4 => DataType::Int8,
-                    DataType::Int8 | DataType::Numeric(_) | DataType::Unknown => {
-                        DataType::Numeric(None)
-                    }
-                    DataType::Float4 | DataType::Float8 => DataType::Float8,
-                    t => {
-                        return Err(SqlError::new(
-                            code::UNDEFINED_FUNCTION,
-                            format!("function sum({}) does not exist", t.sql_name()),
-                        ))
-                    }
-                },
-                AggFunc::Avg => match ty {
-                    DataType::Float4 | DataType::Float8 => DataType::Float8,
-                    t if t.is_numeric() || t == DataType::Unknown => DataType::Numeric(None),
-                    t => {
-                        return Err(SqlError::new(
-                            code::UNDEFINED_FUNCTION,
-                            format!("function avg({}) does not exist", t.sql_name()),
-                        ))
-                    }
-                },
-                // PostgreSQL has no min or max of these types.
-                AggFunc::Min | AggFunc::Max => match ty {
-                    DataType::Bool | DataType::Bytea | DataType::Uuid => {
-                        return Err(SqlError::new(
-                            code::UNDEFINED_FUNCTION,
-                            format!("function {name}({}) does not exist", ty.sql_name()),
-                        ))
-                    }
-                    t => t,
-                },
-            };
+            let out = aggregate_type(&name, &agg, ty)?;
             let x = match agg {
                 AggFunc::BoolAnd | AggFunc::BoolOr => self.coerce(x, ty, DataType::Bool)?.0,
                 _ => x,
@@ -363,6 +388,12 @@ impl<'a> Planner<'a> {
             .hint("No function matches the given name and argument types."));
         }
         let (func, ty) = (def.func, def.result_type(&types));
+        // age(timestamp) and age(timestamptz) both take an untyped literal.
+        if func == Func::Age && types.iter().all(|t| *t == DataType::Unknown) {
+            let unknowns = vec!["unknown"; types.len()].join(", ");
+            return Err(SqlError::new("42725", format!("function age({unknowns}) is not unique"))
+                .hint("Could not choose a best candidate function. You might need to add explicit type casts."));
+        }
         // Untyped arguments take the type the function wants; CASE-like functions unify
         // their arguments with the result.
         let mut fixed = Vec::with_capacity(bound.len());
@@ -377,9 +408,32 @@ impl<'a> Planner<'a> {
                 Arg::Int8 => DataType::Int8,
                 Arg::Float8 => DataType::Float8,
                 Arg::Numeric => DataType::Numeric(None),
+                Arg::Timestamp => DataType::Timestamp,
+                Arg::Interval => DataType::Interval(None),
                 Arg::Any => DataType::Unknown,
             };
-            fixed.push(self.coerce(x, t, want)?.0);
+            // Arguments of a date/time type must be of it or convert to it implicitly.
+            let converts = match want {
+                DataType::Timestamp => {
+                    matches!(t, DataType::Date | DataType::Timestamp | DataType::TimestampTz)
+                }
+                DataType::Interval(_) => matches!(t, DataType::Interval(_)),
+                _ => true,
+            };
+            if !converts && t != DataType::Unknown {
+                return Err(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    format!("function {name}({}) does not exist", t.sql_name()),
+                )
+                .hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+            }
+            let (x, t) = self.coerce(x, t, want)?;
+            fixed.push(match (want, t) {
+                (DataType::Timestamp, DataType::Date | DataType::TimestampTz) => {
+                    Expr::Cast(Box::new(x), want)
+                }
+                _ => x,
+            });
         }
         // COALESCE stops at its first non-null constant (so `coalesce(1, x)` is the constant
         // 1, which may fold further, as in PostgreSQL).
@@ -585,4 +639,62 @@ impl<'a> Planner<'a> {
             DataType::Text,
         ))
     }
+}
+
+/// The result type of aggregate `agg` (named `name`) over an argument of type `ty`, as
+/// PostgreSQL types it (`sum(integer)` is bigint, `avg(interval)` an interval); 42883 for an
+/// argument type it does not take.
+pub(crate) fn aggregate_type(name: &str, agg: &AggFunc, ty: DataType) -> Result<DataType> {
+    Ok(match agg {
+        AggFunc::StringAgg(..) => DataType::Text,
+        AggFunc::ArrayAgg(_) => {
+            if ty.element().is_some() {
+                return Err(SqlError::unsupported("array_agg of arrays"));
+            }
+            crate::array::array_of(if ty == DataType::Unknown { DataType::Text } else { ty })?
+        }
+        AggFunc::BoolAnd | AggFunc::BoolOr => {
+            if !matches!(ty, DataType::Bool | DataType::Unknown) {
+                return Err(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    format!("function {name}({}) does not exist", ty.sql_name()),
+                ));
+            }
+            DataType::Bool
+        }
+        AggFunc::Count => DataType::Int8,
+        AggFunc::Sum => match ty {
+            DataType::Int2 | DataType::Int4 => DataType::Int8,
+            DataType::Int8 | DataType::Numeric(_) | DataType::Unknown => DataType::Numeric(None),
+            DataType::Float4 | DataType::Float8 => DataType::Float8,
+            DataType::Interval(_) => DataType::Interval(None),
+            t => {
+                return Err(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    format!("function sum({}) does not exist", t.sql_name()),
+                ))
+            }
+        },
+        AggFunc::Avg => match ty {
+            DataType::Float4 | DataType::Float8 => DataType::Float8,
+            t if t.is_numeric() || t == DataType::Unknown => DataType::Numeric(None),
+            DataType::Interval(_) => DataType::Interval(None),
+            t => {
+                return Err(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    format!("function avg({}) does not exist", t.sql_name()),
+                ))
+            }
+        },
+        // PostgreSQL has no min or max of these types.
+        AggFunc::Min | AggFunc::Max => match ty {
+            DataType::Bool | DataType::Bytea | DataType::Uuid => {
+                return Err(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    format!("function {name}({}) does not exist", ty.sql_name()),
+                ))
+            }
+            t => t,
+        },
+    })
 }

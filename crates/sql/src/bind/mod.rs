@@ -195,6 +195,24 @@ pub fn object_name(name: &ast::ObjectName) -> Result<String> {
     }
 }
 
+/// The type modifier of `interval [fields] [(precision)]`: `None` for a plain interval.
+pub(crate) fn interval_typmod(range: Option<u32>, precision: Option<u64>) -> Result<Option<u32>> {
+    use crate::interval::{typmod, FULL_RANGE, MAX_PRECISION, SECOND};
+    if range.is_none() && precision.is_none() {
+        return Ok(None);
+    }
+    let range = range.unwrap_or(FULL_RANGE);
+    if precision.is_some() && range != FULL_RANGE && range & SECOND == 0 {
+        return Err(SqlError::new(
+            code::SYNTAX,
+            "interval precision can only be given for fields that end in SECOND",
+        ));
+    }
+    // PostgreSQL reduces a larger precision to the most it keeps, with a warning.
+    let precision = precision.map(|p| (p as u32).min(MAX_PRECISION));
+    Ok(Some(typmod(range, precision)))
+}
+
 /// Converts an SQL type name.
 pub fn data_type(t: &ast::DataType) -> Result<DataType> {
     use ast::DataType as D;
@@ -236,6 +254,26 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
             }
             _ => DataType::Time,
         },
+        D::Interval { fields, precision } => {
+            use crate::interval::{DAY, HOUR, MINUTE, MONTH, SECOND, YEAR};
+            use ast::IntervalFields as F;
+            let range = fields.map(|f| match f {
+                F::Year => YEAR,
+                F::Month => MONTH,
+                F::Day => DAY,
+                F::Hour => HOUR,
+                F::Minute => MINUTE,
+                F::Second => SECOND,
+                F::YearToMonth => YEAR | MONTH,
+                F::DayToHour => DAY | HOUR,
+                F::DayToMinute => DAY | HOUR | MINUTE,
+                F::DayToSecond => DAY | HOUR | MINUTE | SECOND,
+                F::HourToMinute => HOUR | MINUTE,
+                F::HourToSecond => HOUR | MINUTE | SECOND,
+                F::MinuteToSecond => MINUTE | SECOND,
+            });
+            DataType::Interval(interval_typmod(range, *precision)?)
+        }
         D::Timestamp(_, tz) => match tz {
             ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => DataType::TimestampTz,
             _ => DataType::Timestamp,
@@ -473,6 +511,7 @@ fn named(e: &ast::Expr) -> (String, u8) {
         },
         ast::Expr::Nested(inner) => named(inner),
         ast::Expr::TypedString(ts) => (data_type_output_name(&ts.data_type), 1),
+        ast::Expr::Interval(_) => ("interval".into(), 1),
         other => match plain_name(other) {
             n if n == "?column?" => (n, 0),
             n if n == "case" => (n, 1),

@@ -70,8 +70,9 @@ impl<'a> Planner<'a> {
             bound_args.push((x, t));
         }
         let arity = |lo, hi| crate::bind::function::check_arity(name, args.len(), lo, hi);
-        let first_type = bound_args.first().map_or(DataType::Unknown, |(_, t)| *t);
-        let first_type = if first_type == DataType::Unknown { DataType::Text } else { first_type };
+        let raw_first_type = bound_args.first().map_or(DataType::Unknown, |(_, t)| *t);
+        let first_type =
+            if raw_first_type == DataType::Unknown { DataType::Text } else { raw_first_type };
         let (func, ty) = match name {
             "row_number" => (WindowFunc::RowNumber, DataType::Int8),
             "rank" => (WindowFunc::Rank, DataType::Int8),
@@ -85,25 +86,21 @@ impl<'a> Planner<'a> {
             "last_value" => (WindowFunc::LastValue, first_type),
             "nth_value" => (WindowFunc::NthValue, first_type),
             "count" => (WindowFunc::Agg(AggFunc::Count), DataType::Int8),
-            "sum" => (
-                WindowFunc::Agg(AggFunc::Sum),
-                match first_type {
-                    DataType::Int2 | DataType::Int4 => DataType::Int8,
-                    DataType::Float4 | DataType::Float8 => DataType::Float8,
-                    _ => DataType::Numeric(None),
-                },
-            ),
-            "avg" => (
-                WindowFunc::Agg(AggFunc::Avg),
-                match first_type {
-                    DataType::Float4 | DataType::Float8 => DataType::Float8,
-                    _ => DataType::Numeric(None),
-                },
-            ),
-            "min" => (WindowFunc::Agg(AggFunc::Min), first_type),
-            "max" => (WindowFunc::Agg(AggFunc::Max), first_type),
-            "bool_and" | "every" => (WindowFunc::Agg(AggFunc::BoolAnd), DataType::Bool),
-            "bool_or" => (WindowFunc::Agg(AggFunc::BoolOr), DataType::Bool),
+            "sum" | "avg" | "min" | "max" | "bool_and" | "every" | "bool_or" => {
+                let agg = match name {
+                    "sum" => AggFunc::Sum,
+                    "avg" => AggFunc::Avg,
+                    "min" => AggFunc::Min,
+                    "max" => AggFunc::Max,
+                    "bool_or" => AggFunc::BoolOr,
+                    _ => AggFunc::BoolAnd,
+                };
+                let ty = match crate::bind::function::aggregate_type(name, &agg, raw_first_type)? {
+                    DataType::Unknown => DataType::Text,
+                    t => t,
+                };
+                (WindowFunc::Agg(agg), ty)
+            }
             other => return Err(SqlError::unsupported(format!("{other}() as a window function"))),
         };
         match &func {

@@ -399,7 +399,7 @@ pub(crate) fn aggregate(
         for k in &g.keys {
             key.push(k.eval(r, ctx)?);
         }
-        let hkey = format!("{key:?}");
+        let hkey = group_key(&key);
         let gi = match index.get(&hkey) {
             Some(i) => *i,
             None => {
@@ -484,6 +484,7 @@ pub(crate) fn aggregate(
                 Acc::Avg(None, _) => Value::Null,
                 Acc::Avg(Some(s), n) => match s {
                     Value::Float(f) => Value::Float(f / n as f64),
+                    Value::Interval(iv) => Value::Interval(iv.checked_div(n as f64)?),
                     s => {
                         let d = match s {
                             Value::Numeric(d) => d,
@@ -552,6 +553,25 @@ fn collected(f: &AggFunc, mut items: Vec<Vec<Value>>, limits: &ExecLimits) -> Re
 
 /// Sums of integers are numeric (bigint for small integers would do, but numeric never
 /// overflows).
+/// The text a group's key values are found by: their debug form, except where values of
+/// different forms are equal, which PostgreSQL puts in one group: intervals by their span
+/// ('1 mon' = '30 days'), numerics by their normalized value (1.0 = 1.00), and the zeros of
+/// double precision (0 = -0).
+fn group_key(key: &[Value]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    for v in key {
+        let _ = match v {
+            Value::Interval(iv) => write!(out, "I{},", iv.span()),
+            // 1.0 = 1.00 and 0 = -0, as in PostgreSQL.
+            Value::Numeric(d) => write!(out, "N{},", d.normalize()),
+            Value::Float(f) if *f == 0.0 => write!(out, "F0,"),
+            v => write!(out, "{v:?},"),
+        };
+    }
+    out
+}
+
 pub(crate) fn widen(v: Value) -> Value {
     match v {
         Value::Int(i) => Value::Numeric(rust_decimal::Decimal::from(i)),

@@ -97,6 +97,9 @@ impl Acc {
             (AggFunc::Count, _) => Value::Int(self.count),
             (_, None) => Value::Null,
             (AggFunc::Avg, Some(Value::Float(f))) => Value::Float(f / self.count as f64),
+            (AggFunc::Avg, Some(Value::Interval(iv))) => {
+                Value::Interval(iv.checked_div(self.count as f64)?)
+            }
             (AggFunc::Avg, Some(s)) => binary(
                 BinOp::Div,
                 s.clone().cast(DataType::Numeric(None))?,

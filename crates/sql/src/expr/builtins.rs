@@ -247,6 +247,54 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
                 _ => super::datetime::extract(field, source, f == Func::DatePart)?,
             }
         }
+        Func::Age => {
+            let ts = |v: &Value| match v {
+                Value::Timestamp(t) | Value::TimestampTz(t) => Ok(*t),
+                Value::Date(d) => Ok(crate::types::date_micros(*d)),
+                other => Err(type_error("age", other)),
+            };
+            match args.as_slice() {
+                [a, b] => Value::Interval(crate::interval::age(ts(a)?, ts(b)?)?),
+                [a] => {
+                    let midnight = ctx.env.now().div_euclid(crate::types::MICROS_PER_DAY)
+                        * crate::types::MICROS_PER_DAY;
+                    Value::Interval(crate::interval::age(midnight, ts(a)?)?)
+                }
+                _ => return Err(type_error("age", &Value::Null)),
+            }
+        }
+        Func::JustifyDays | Func::JustifyHours | Func::JustifyInterval => match args.first() {
+            Some(Value::Interval(iv)) => Value::Interval(match f {
+                Func::JustifyDays => iv.justify_days()?,
+                Func::JustifyHours => iv.justify_hours()?,
+                _ => iv.justify()?,
+            }),
+            other => return Err(type_error("justify_interval", other.unwrap_or(&Value::Null))),
+        },
+        Func::MakeInterval => {
+            let int = |i: usize| match args.get(i) {
+                Some(Value::Int(n)) => Ok(*n as i128),
+                other => Err(type_error("make_interval", other.unwrap_or(&Value::Null))),
+            };
+            let secs = match args.get(6) {
+                Some(Value::Float(f)) => *f,
+                other => return Err(type_error("make_interval", other.unwrap_or(&Value::Null))),
+            };
+            let micros = (secs * 1e6).round_ties_even();
+            if !micros.is_finite() {
+                return Err(crate::interval::out_of_range());
+            }
+            let months = int(0)? * 12 + int(1)?;
+            let days = int(2)? * 7 + int(3)?;
+            let micros = int(4)? * crate::interval::MICROS_PER_HOUR as i128
+                + int(5)? * crate::interval::MICROS_PER_MINUTE as i128
+                + micros as i128;
+            Value::Interval(crate::interval::Interval {
+                months: i32::try_from(months).map_err(|_| crate::interval::out_of_range())?,
+                days: i32::try_from(days).map_err(|_| crate::interval::out_of_range())?,
+                micros: i64::try_from(micros).map_err(|_| crate::interval::out_of_range())?,
+            })
+        }
         Func::CurrentDate => {
             Value::Date(ctx.env.now().div_euclid(crate::types::MICROS_PER_DAY) as i32)
         }

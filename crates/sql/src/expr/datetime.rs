@@ -111,6 +111,8 @@ pub fn extract(field: &str, v: &Value, float: bool) -> Result<Value> {
         let ty = match v {
             Value::Date(_) => "date",
             Value::TimestampTz(_) => "timestamp with time zone",
+            Value::Time(_) => "time without time zone",
+            Value::Interval(_) => "interval",
             _ => "timestamp without time zone",
         };
         return Err(unit_error(field, ty));
@@ -138,6 +140,26 @@ pub fn extract(field: &str, v: &Value, float: bool) -> Result<Value> {
                 "hour" => int(us / 3_600_000_000),
                 "epoch" => number(*us as i128, 6),
                 _ => return Err(unit_error(field, "time without time zone")),
+            })
+        }
+        Value::Interval(iv) => {
+            let [year, mon, day, hour, min, sec, usec] = iv.fields();
+            let in_minute = sec * 1_000_000 + usec;
+            Ok(match f {
+                "microseconds" => int(in_minute),
+                "milliseconds" => number(in_minute as i128, 3),
+                "second" => number(in_minute as i128, 6),
+                "minute" => int(min),
+                "hour" => int(hour),
+                "day" => int(day),
+                "month" => int(mon),
+                "quarter" => int(mon / 3 + 1),
+                "year" => int(year),
+                "decade" => int(year / 10),
+                "century" => int(year / 100),
+                "millennium" => int(year / 1000),
+                "epoch" => number(iv.epoch_micros(), 6),
+                _ => return Err(unit_error(field, "interval")),
             })
         }
         Value::Date(days) => {
@@ -200,6 +222,17 @@ pub fn date_trunc(unit: &str, v: &Value) -> Result<Value> {
         Value::Date(d) => (date_micros(*d), true),
         Value::Timestamp(us) => (*us, false),
         Value::TimestampTz(us) => (*us, true),
+        Value::Interval(iv) => {
+            let f = canonical(unit).ok_or_else(|| unit_error(unit, "interval"))?;
+            if f == "week" {
+                return Err(
+                    unit_error(unit, "interval").detail("Months usually have fractional weeks.")
+                );
+            }
+            return crate::interval::trunc(f, *iv)
+                .map(Value::Interval)
+                .ok_or_else(|| unit_error(unit, "interval"));
+        }
         _ => {
             return Err(SqlError::new(
                 code::UNDEFINED_FUNCTION,

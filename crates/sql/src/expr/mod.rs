@@ -137,6 +137,15 @@ pub enum Func {
     DatePart,
     /// date_trunc(unit, date or timestamp)
     DateTrunc,
+    /// age(timestamp [, timestamp]): the calendar difference (from today's midnight with one
+    /// argument)
+    Age,
+    /// justify_days / justify_hours / justify_interval
+    JustifyDays,
+    JustifyHours,
+    JustifyInterval,
+    /// make_interval(years, months, weeks, days, hours, mins, secs)
+    MakeInterval,
     /// random()
     Random,
     /// gen_random_uuid(): a version 4 uuid from the operating system's random source
@@ -629,6 +638,7 @@ impl Expr {
                 Value::Int(i) => Value::Int(i.checked_neg().ok_or_else(|| overflow("bigint"))?),
                 Value::Float(f) => Value::Float(-f),
                 Value::Numeric(d) => Value::Numeric(-d),
+                Value::Interval(iv) => Value::Interval(iv.checked_neg()?),
                 Value::Text(s) => match Value::parse(&s, DataType::Numeric(None))? {
                     Value::Numeric(d) => Value::Numeric(-d),
                     v => v,

@@ -203,7 +203,58 @@ pub(crate) fn arithmetic(op: BinOp, a: Value, b: Value) -> Result<Value> {
         }
         (Int(n), Date(d)) if op == BinOp::Add => Date(crate::types::check_date(d as i64 + n)?),
         (Date(x), Date(y)) if op == BinOp::Sub => Int(x as i64 - y as i64),
+        (a @ (Interval(_) | Timestamp(_) | TimestampTz(_) | Date(_) | Time(_)), b)
+        | (a, b @ (Interval(_) | Timestamp(_) | TimestampTz(_) | Date(_) | Time(_))) => {
+            datetime_arithmetic(op, a, b)?
+        }
         (a, b) => return Err(no_operator(op, &a, &b)),
+    })
+}
+
+/// Arithmetic with intervals, and between timestamps, dates and times.
+fn datetime_arithmetic(op: BinOp, a: Value, b: Value) -> Result<Value> {
+    use crate::interval::{self as iv, Interval as Span};
+    use crate::types::date_micros;
+    use Value::*;
+    let factor = |v: &Value| match v {
+        Float(f) => Some(*f),
+        Int(i) => Some(*i as f64),
+        Numeric(d) => f64::try_from(*d).ok(),
+        _ => None,
+    };
+    let negate = |x: Span| if op == BinOp::Sub { x.checked_neg() } else { Ok(x) };
+    Ok(match (op, &a, &b) {
+        (BinOp::Add | BinOp::Sub, Interval(x), Interval(y)) => {
+            Interval(if op == BinOp::Add { x.checked_add(*y)? } else { x.checked_sub(*y)? })
+        }
+        (BinOp::Add | BinOp::Sub, Timestamp(t), Interval(x)) => {
+            Timestamp(iv::add_to_timestamp(*t, negate(*x)?)?)
+        }
+        (BinOp::Add | BinOp::Sub, TimestampTz(t), Interval(x)) => {
+            TimestampTz(iv::add_to_timestamp(*t, negate(*x)?)?)
+        }
+        (BinOp::Add | BinOp::Sub, Date(d), Interval(x)) => {
+            Timestamp(iv::add_to_timestamp(date_micros(*d), negate(*x)?)?)
+        }
+        (BinOp::Add, Interval(x), Timestamp(t)) => Timestamp(iv::add_to_timestamp(*t, *x)?),
+        (BinOp::Add, Interval(x), TimestampTz(t)) => TimestampTz(iv::add_to_timestamp(*t, *x)?),
+        (BinOp::Add, Interval(x), Date(d)) => Timestamp(iv::add_to_timestamp(date_micros(*d), *x)?),
+        (BinOp::Add | BinOp::Sub, Time(t), Interval(x)) => Time(iv::add_to_time(*t, negate(*x)?)),
+        (BinOp::Add, Interval(x), Time(t)) => Time(iv::add_to_time(*t, *x)),
+        (BinOp::Add, Date(d), Time(t)) | (BinOp::Add, Time(t), Date(d)) => {
+            Timestamp(iv::add_to_timestamp(date_micros(*d), Span { micros: *t, ..Span::ZERO })?)
+        }
+        (BinOp::Sub, Time(x), Time(y)) => Interval(Span { micros: x - y, ..Span::ZERO }),
+        (BinOp::Sub, Timestamp(x) | TimestampTz(x), Timestamp(y) | TimestampTz(y)) => {
+            Interval(iv::timestamp_diff(*x, *y)?)
+        }
+        (BinOp::Mul, Interval(x), f) | (BinOp::Mul, f, Interval(x)) if factor(f).is_some() => {
+            Interval(x.checked_mul(factor(f).unwrap_or(f64::NAN))?)
+        }
+        (BinOp::Div, Interval(x), f) if factor(f).is_some() => {
+            Interval(x.checked_div(factor(f).unwrap_or(f64::NAN))?)
+        }
+        _ => return Err(no_operator(op, &a, &b)),
     })
 }
 

@@ -315,6 +315,21 @@ impl Session {
                 }
                 "UTC".into()
             }
+            "intervalstyle" => match value.to_lowercase().as_str() {
+                "postgres" => "postgres".into(),
+                "postgres_verbose" | "sql_standard" | "iso_8601" => {
+                    return Err(SqlError::unsupported(format!(
+                        "IntervalStyle {value} (Kiln writes intervals in the postgres style)"
+                    )))
+                }
+                _ => {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        format!("invalid value for parameter \"IntervalStyle\": \"{value}\""),
+                    )
+                    .hint("Available values: postgres, postgres_verbose, sql_standard, iso_8601."))
+                }
+            },
             "kiln.read_after" => {
                 if value.is_empty() {
                     String::new()
@@ -348,7 +363,6 @@ impl Session {
             | "application_name"
             | "extra_float_digits"
             | "datestyle"
-            | "intervalstyle"
             | "client_min_messages"
             | "work_mem"
             | "jit"

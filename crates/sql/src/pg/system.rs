@@ -430,6 +430,7 @@ impl SystemTables for System<'_> {
                     DataType::Numeric(None),
                     DataType::Uuid,
                     DataType::Time,
+                    DataType::Interval(None),
                 ];
                 let mut types: Vec<DataType> = scalars.to_vec();
                 types.extend(scalars.iter().map(|t| crate::array::array_of_plain(*t)));
@@ -450,6 +451,7 @@ impl SystemTables for System<'_> {
                         | DataType::Timestamp
                         | DataType::TimestampTz
                         | DataType::Time => "D",
+                        DataType::Interval(_) => "T",
                         t if t.is_numeric() => "N",
                         _ if collatable => "S",
                         _ => "U",
@@ -463,11 +465,22 @@ impl SystemTables for System<'_> {
                             "array_send".into(),
                         )
                     } else {
+                        // PostgreSQL's newer types name their I/O functions with an underscore.
+                        let sep = match t {
+                            DataType::Date
+                            | DataType::Time
+                            | DataType::Timestamp
+                            | DataType::TimestampTz
+                            | DataType::Interval(_)
+                            | DataType::Uuid
+                            | DataType::Numeric(_) => "_",
+                            _ => "",
+                        };
                         (
-                            format!("{io}in"),
-                            format!("{io}out"),
-                            format!("{io}recv"),
-                            format!("{io}send"),
+                            format!("{io}{sep}in"),
+                            format!("{io}{sep}out"),
+                            format!("{io}{sep}recv"),
+                            format!("{io}{sep}send"),
                         )
                     };
                     vec![
@@ -486,6 +499,7 @@ impl SystemTables for System<'_> {
                                 | DataType::Float8
                                 | DataType::TimestampTz
                                 | DataType::Numeric(_)
+                                | DataType::Interval(_)
                         )),
                         Value::Bool(true),
                         text(","),
@@ -502,7 +516,7 @@ impl SystemTables for System<'_> {
                         text(&output),
                         text(&receive),
                         text(&send),
-                        text(if t.size() == 8 {
+                        text(if t.size() == 8 || matches!(t, DataType::Interval(_)) {
                             "d"
                         } else if t.size() == 2 {
                             "s"

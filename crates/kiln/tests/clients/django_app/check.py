@@ -6,6 +6,7 @@ Prints "django ok" when every check passed; any failure raises."""
 
 import os
 import sys
+from datetime import timedelta
 from decimal import Decimal
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -17,7 +18,7 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 from django.db import IntegrityError, connection, transaction  # noqa: E402
-from django.db.models import Count, F, Sum  # noqa: E402
+from django.db.models import Count, DateTimeField, ExpressionWrapper, F, Sum  # noqa: E402
 
 from shop.models import Category, Product  # noqa: E402
 
@@ -47,7 +48,24 @@ columns = [r[0] for r in sql(
 )]
 assert "title" not in columns and {"name", "stock"} <= set(columns), columns
 applied = sql("SELECT count(*) FROM django_migrations WHERE app = 'shop'")[0][0]
-assert applied == 3, applied
+assert applied == 4, applied
+
+# DurationField is an interval: stored, compared, summed and added to a timestamp.
+garden = Category.objects.create(name="tools")
+Product.objects.create(category=garden, name="saw", price=Decimal("20"), warranty=timedelta(days=365))
+Product.objects.create(category=garden, name="axe", price=Decimal("30"), warranty=timedelta(days=30, hours=12))
+assert Product.objects.get(name="axe").warranty == timedelta(days=30, hours=12)
+assert list(Product.objects.filter(warranty__gt=timedelta(days=31)).values_list("name", flat=True)) == ["saw"]
+total = Product.objects.filter(category=garden).aggregate(s=Sum("warranty"))["s"]
+assert total == timedelta(days=395, hours=12), total
+ends = Product.objects.filter(name="saw").annotate(
+    ends=ExpressionWrapper(F("created") + F("warranty"), output_field=DateTimeField())
+).get()
+assert ends.ends - ends.created == timedelta(days=365), ends.ends
+Product.objects.filter(category=garden).update(warranty=F("warranty") * 2)
+assert Product.objects.get(name="axe").warranty == timedelta(days=61)
+Product.objects.filter(category=garden).delete()
+garden.delete()
 
 # CRUD with a foreign key.
 books = Category.objects.create(name="books")

@@ -114,6 +114,19 @@ public class Check {
             try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT count(DISTINCT uid), count(*) FROM jd_item")) {
                 check(r.next() && r.getLong(1) == r.getLong(2), "distinct generated uuids");
             }
+            // An interval parameter and result (PGInterval), and a timestamp moved by one.
+            try (PreparedStatement p = c.prepareStatement("SELECT ? * 2, CAST(? AS timestamp) + ?")) {
+                p.setObject(1, new org.postgresql.util.PGInterval("1 day 02:00:00.5"));
+                p.setTimestamp(2, at);
+                p.setObject(3, new org.postgresql.util.PGInterval(0, 1, 0, 0, 0, 0));
+                try (ResultSet r = p.executeQuery()) {
+                    check(r.next(), "the interval row");
+                    org.postgresql.util.PGInterval got = (org.postgresql.util.PGInterval) r.getObject(1);
+                    check(got.getDays() == 2 && got.getHours() == 4 && got.getSeconds() == 1.0, "interval " + r.getString(1));
+                    check(r.getTimestamp(2).equals(Timestamp.valueOf(LocalDateTime.of(2024, 2, 2, 3, 4, 5, 123_000_000))),
+                        "timestamp + interval " + r.getString(2));
+                }
+            }
             // DatabaseMetaData, as SQL tools use it.
             DatabaseMetaData md = c.getMetaData();
             List<String> tables = new ArrayList<>();

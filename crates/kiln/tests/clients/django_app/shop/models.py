@@ -15,6 +15,8 @@ class Product(models.Model):
     tags = ArrayField(models.CharField(max_length=20), default=list, blank=True)
     # Added by 0002 to a table that already has rows.
     stock = models.IntegerField(default=0)
+    # Added by 0004: an interval column.
+    warranty = models.DurationField(null=True, blank=True)
 
     class Meta:
         constraints = [models.CheckConstraint(condition=models.Q(price__gte=0), name="price_not_negative")]
