@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures::{FutureExt, SinkExt, StreamExt};
+use kiln_sql::session::{CopyFormat, CopyOutData};
 use kiln_sql::{code, Output, Prepared, Session, SqlError, Value};
 use pgwire::api::auth::{
     save_startup_parameters_to_metadata, ServerParameterProvider, StartupHandler,
@@ -147,6 +148,8 @@ struct Conn {
     /// Sync, which answers ReadyForQuery.
     copy_extended: bool,
     copy_bytes: usize,
+    /// The reader of binary COPY FROM STDIN data, when the COPY is binary.
+    copy_binary: Option<crate::copy_binary::BinaryCopyIn>,
     reported: HashMap<&'static str, String>,
     notify: Arc<tokio::sync::Notify>,
     /// A handle on the socket for the watchdog that notices a client gone mid-statement.
@@ -309,6 +312,7 @@ pub(crate) async fn serve(
         copy_in: false,
         copy_extended: false,
         copy_bytes: 0,
+        copy_binary: None,
         reported: HashMap::new(),
         notify,
         watch,
@@ -894,13 +898,18 @@ impl Conn {
                     .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
                     .await?;
             }
-            Output::CopyIn { columns, .. } => {
+            Output::CopyIn { columns, format } => {
                 let n = columns.len() as i16;
+                let binary = format == CopyFormat::Binary;
+                self.copy_binary = binary.then(|| {
+                    crate::copy_binary::BinaryCopyIn::new(columns.iter().map(|c| c.1).collect())
+                });
+                let f = i16::from(binary);
                 self.socket
                     .feed(PgWireBackendMessage::CopyInResponse(CopyInResponse::new(
-                        0,
+                        f as i8,
                         n,
-                        vec![0; n as usize],
+                        vec![f; n as usize],
                     )))
                     .await?;
                 self.copy_in = true;
@@ -909,19 +918,47 @@ impl Conn {
                 // The client waits for this before it sends any data.
                 self.socket.flush().await?;
             }
-            Output::CopyOut { columns, lines, tag } => {
+            Output::CopyOut { columns, data, tag } => {
                 let n = columns.len() as i16;
+                let f = i16::from(matches!(data, CopyOutData::Rows(_)));
                 self.socket
                     .feed(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
-                        0,
+                        f as i8,
                         n,
-                        vec![0; n as usize],
+                        vec![f; n as usize],
                     )))
                     .await?;
-                for l in lines {
-                    self.socket
-                        .feed(PgWireBackendMessage::CopyData(CopyData::new(Bytes::from(l))))
-                        .await?;
+                match data {
+                    CopyOutData::Lines(lines) => {
+                        for l in lines {
+                            self.socket
+                                .feed(PgWireBackendMessage::CopyData(CopyData::new(Bytes::from(l))))
+                                .await?;
+                        }
+                    }
+                    CopyOutData::Rows(rows) => {
+                        let types: Vec<_> = columns.iter().map(|c| c.1).collect();
+                        // The rows were read already; a value that cannot be encoded ends the
+                        // data early, and the error follows it.
+                        // As PostgreSQL sends it (and clients read it): the header in the
+                        // first message, with the first row or the end marker.
+                        let mut encoded = Vec::with_capacity(rows.len() + 1);
+                        for r in &rows {
+                            match crate::copy_binary::row(r, &types) {
+                                Ok(b) => encoded.push(b),
+                                Err(e) => return self.send_error(&e).await,
+                            }
+                        }
+                        encoded.push(crate::copy_binary::trailer());
+                        let mut first = crate::copy_binary::header().to_vec();
+                        first.extend_from_slice(&encoded[0]);
+                        encoded[0] = Bytes::from(first);
+                        for b in encoded {
+                            self.socket
+                                .feed(PgWireBackendMessage::CopyData(CopyData::new(b)))
+                                .await?;
+                        }
+                    }
                 }
                 self.socket.feed(PgWireBackendMessage::CopyDone(CopyDone::new())).await?;
                 self.socket
@@ -949,13 +986,27 @@ impl Conn {
         match msg {
             F::CopyData(d) => {
                 self.copy_bytes += d.data.len();
-                if let Err(e) = self.session.copy_data(&d.data) {
+                let result = match &mut self.copy_binary {
+                    Some(reader) => match reader.feed(&d.data) {
+                        Ok(rows) => self.session.copy_rows(rows, d.data.len()),
+                        Err(e) => Err(self.session.copy_abort(e)),
+                    },
+                    None => self.session.copy_data(&d.data),
+                };
+                if let Err(e) = result {
                     self.copy_in = false;
+                    self.copy_binary = None;
                     return self.copy_error(e).await;
                 }
             }
             F::CopyDone(_) => {
                 self.copy_in = false;
+                if let Some(reader) = self.copy_binary.take() {
+                    if let Err(e) = reader.finish() {
+                        let e = self.session.copy_abort(e);
+                        return self.copy_error(e).await;
+                    }
+                }
                 match self.session.copy_done() {
                     Ok(o) => self.send_output(o, &[], None).await?,
                     Err(e) => return self.copy_error(e).await,
@@ -968,12 +1019,14 @@ impl Conn {
             }
             F::CopyFail(f) => {
                 self.copy_in = false;
+                self.copy_binary = None;
                 let e = self.session.copy_fail(&f.message);
                 return self.copy_error(e).await;
             }
             F::Flush(_) | F::Sync(_) => {}
             _ => {
                 self.copy_in = false;
+                self.copy_binary = None;
                 let e = self.session.copy_fail("unexpected message type during COPY");
                 self.send_error(&SqlError::new(code::PROTOCOL_VIOLATION, e.message)).await?;
                 self.ready().await?;

@@ -10,6 +10,7 @@ mod cluster;
 mod codec;
 pub mod config;
 mod connection;
+mod copy_binary;
 mod metrics;
 mod wire;
 

@@ -34,6 +34,26 @@ use crate::database::*;
 /// How long a transaction waits for `kiln.read_after` by default, in milliseconds.
 const READ_AFTER_TIMEOUT_MS: u64 = 5_000;
 
+/// The format of COPY data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyFormat {
+    /// Tab-separated text with backslash escapes.
+    Text,
+    /// Comma-separated values.
+    Csv,
+    /// PostgreSQL's binary COPY format (its values in their binary wire forms).
+    Binary,
+}
+
+/// What COPY … TO STDOUT sends.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CopyOutData {
+    /// Text or CSV lines, each ending with a newline.
+    Lines(Vec<String>),
+    /// Rows of values, to be written in the binary format.
+    Rows(Vec<crate::types::Row>),
+}
+
 /// The result of one statement.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Output {
@@ -57,15 +77,16 @@ pub enum Output {
     CopyIn {
         /// The columns the data holds.
         columns: Vec<(String, DataType)>,
-        /// CSV (true) or text.
-        csv: bool,
+        /// The data's format. Binary data is read by the protocol layer, which hands the
+        /// rows to [`Session::copy_rows`].
+        format: CopyFormat,
     },
-    /// COPY … TO STDOUT: the data, already formatted, one line per row.
+    /// COPY … TO STDOUT: the data, one line or row per row.
     CopyOut {
         /// The columns.
         columns: Vec<(String, DataType)>,
-        /// Formatted lines (each ends with a newline).
-        lines: Vec<String>,
+        /// The rows: formatted lines, or values for the protocol layer to write in binary.
+        data: CopyOutData,
         /// The command tag.
         tag: String,
     },

@@ -178,9 +178,15 @@ fn render(out: &mut String, o: &Output, header: bool) {
         Output::CopyIn { .. } => {
             writeln!(out, "COPY IN").ok();
         }
-        Output::CopyOut { lines, tag, .. } => {
+        Output::CopyOut { data: kiln_sql::session::CopyOutData::Lines(lines), tag, .. } => {
             for l in lines {
                 out.push_str(l);
+            }
+            writeln!(out, "{tag}").ok();
+        }
+        Output::CopyOut { data: kiln_sql::session::CopyOutData::Rows(rows), tag, .. } => {
+            for r in rows {
+                writeln!(out, "binary {r:?}").ok();
             }
             writeln!(out, "{tag}").ok();
         }

@@ -14,10 +14,10 @@ use crate::ed::*;
 use crate::session::*;
 
 /// COPY FROM STDIN is inserted in chunks of about this many bytes.
-pub(crate) const COPY_CHUNK_BYTES: usize = 1 << 20;
+pub const COPY_CHUNK_BYTES: usize = 1 << 20;
 
 /// The longest COPY row (a record without its line end past this is refused: 54000).
-pub(crate) const COPY_ROW_BYTES_MAX: usize = 64 << 20;
+pub const COPY_ROW_BYTES_MAX: usize = 64 << 20;
 
 /// The most data one COPY FROM STDIN may send (it is one transaction, held in memory until
 /// its commit).
@@ -50,23 +50,23 @@ pub(crate) struct CopyState {
     pub(crate) scanned: (usize, bool),
     pub(crate) table: Arc<Table>,
     pub(crate) columns: Vec<usize>,
-    pub(crate) csv: bool,
+    pub(crate) format: CopyFormat,
     pub(crate) buffer: Vec<u8>,
     pub(crate) rows: u64,
     pub(crate) implicit: bool,
 }
 
-pub(crate) fn copy_csv(
+pub(crate) fn copy_format(
     options: &[ast::CopyOption],
     legacy: &[ast::CopyLegacyOption],
-) -> Result<bool> {
-    let mut csv = false;
+) -> Result<CopyFormat> {
+    let mut format = CopyFormat::Text;
     for o in options {
         match o {
             ast::CopyOption::Format(f) => match f.value.to_lowercase().as_str() {
-                "csv" => csv = true,
-                "text" => csv = false,
-                "binary" => return Err(SqlError::unsupported("COPY … (FORMAT binary)")),
+                "csv" => format = CopyFormat::Csv,
+                "text" => format = CopyFormat::Text,
+                "binary" => format = CopyFormat::Binary,
                 other => {
                     return Err(SqlError::new(
                         code::INVALID_PARAMETER_VALUE,
@@ -80,11 +80,12 @@ pub(crate) fn copy_csv(
     }
     for o in legacy {
         match o {
-            ast::CopyLegacyOption::Csv(_) => csv = true,
+            ast::CopyLegacyOption::Csv(_) => format = CopyFormat::Csv,
+            ast::CopyLegacyOption::Binary => format = CopyFormat::Binary,
             other => return Err(SqlError::unsupported(format!("the COPY option {other}"))),
         }
     }
-    Ok(csv)
+    Ok(format)
 }
 
 pub(crate) fn parse_copy_text_line(line: &str) -> Result<Vec<Option<String>>> {
@@ -222,24 +223,22 @@ pub(crate) fn format_copy_line(row: &[Value], columns: &[(String, DataType)], cs
 impl Session {
     /// COPY FROM STDIN data (any chunking).
     pub fn copy_data(&mut self, data: &[u8]) -> Result<()> {
+        self.count_copy_bytes(data.len())?;
         let Some(copy) = &mut self.copy else {
             return Err(SqlError::new(code::PROTOCOL_VIOLATION, "unexpected COPY data"));
         };
-        copy.bytes += data.len() as u64;
-        if copy.bytes > COPY_BYTES_MAX {
-            let e = SqlError::new(
-                code::PROGRAM_LIMIT,
-                format!("COPY data is over the limit of {COPY_BYTES_MAX} bytes per statement"),
-            )
-            .hint("Split the data into several COPY statements (each is one transaction).");
-            self.fail();
-            return Err(e);
+        if copy.format == CopyFormat::Binary {
+            return Err(SqlError::new(
+                code::PROTOCOL_VIOLATION,
+                "binary COPY data is read by the protocol layer (Session::copy_rows)",
+            ));
         }
         copy.buffer.extend_from_slice(data);
         // Insert complete records as they arrive, so memory stays bounded: everything up to
         // the last line end that is not inside a quoted CSV field.
         if copy.buffer.len() > COPY_CHUNK_BYTES {
-            let cut = last_record_end(&copy.buffer, copy.csv, &mut copy.scanned);
+            let csv = copy.format == CopyFormat::Csv;
+            let cut = last_record_end(&copy.buffer, csv, &mut copy.scanned);
             if cut == 0 {
                 if copy.buffer.len() > COPY_ROW_BYTES_MAX {
                     let e = SqlError::new(
@@ -262,6 +261,44 @@ impl Session {
         Ok(())
     }
 
+    /// Counts COPY data against the per-statement limit (54000 past it, failing the COPY).
+    fn count_copy_bytes(&mut self, n: usize) -> Result<()> {
+        let Some(copy) = &mut self.copy else {
+            return Err(SqlError::new(code::PROTOCOL_VIOLATION, "unexpected COPY data"));
+        };
+        copy.bytes += n as u64;
+        if copy.bytes > COPY_BYTES_MAX {
+            let e = SqlError::new(
+                code::PROGRAM_LIMIT,
+                format!("COPY data is over the limit of {COPY_BYTES_MAX} bytes per statement"),
+            )
+            .hint("Split the data into several COPY statements (each is one transaction).");
+            self.fail();
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Rows of binary COPY FROM STDIN, decoded by the protocol layer: one value per COPY
+    /// column, in the columns' types; `bytes` is how much data they came in.
+    pub fn copy_rows(&mut self, rows: Vec<Vec<Value>>, bytes: usize) -> Result<()> {
+        self.count_copy_bytes(bytes)?;
+        let result =
+            self.insert_copy_rows(rows.into_iter().map(|r| r.into_iter().map(Some).collect()));
+        if result.is_err() {
+            self.fail();
+        }
+        result
+    }
+
+    /// Ends a COPY FROM STDIN that failed outside the session (malformed binary data): the
+    /// transaction fails, and `e` is the error to report.
+    pub fn copy_abort(&mut self, e: SqlError) -> SqlError {
+        self.copy = None;
+        self.fail();
+        e
+    }
+
     pub(crate) fn copy_lines(&mut self, chunk: &[u8]) -> Result<()> {
         let copy = self.copy.as_mut().expect("copy in progress");
         let text = std::str::from_utf8(chunk).map_err(|_| {
@@ -272,11 +309,13 @@ impl Session {
         })?;
         let table = copy.table.clone();
         let columns = copy.columns.clone();
-        let csv = copy.csv;
-        let records = if csv {
-            parse_csv(text)?
-        } else {
-            text.lines().map(|l| Ok(Some(parse_copy_text_line(l)?))).collect::<Result<Vec<_>>>()?
+        let records = match copy.format {
+            CopyFormat::Csv => parse_csv(text)?,
+            CopyFormat::Text => text
+                .lines()
+                .map(|l| Ok(Some(parse_copy_text_line(l)?)))
+                .collect::<Result<Vec<_>>>()?,
+            CopyFormat::Binary => Vec::new(),
         };
         let mut rows = Vec::with_capacity(records.len());
         for rec in records.into_iter().flatten() {
@@ -289,12 +328,38 @@ impl Session {
                     format!("COPY row has {} fields, expected {}", rec.len(), columns.len()),
                 ));
             }
-            let mut row = vec![None; table.columns.len()];
+            let mut row = Vec::with_capacity(rec.len());
             for (field, &c) in rec.into_iter().zip(&columns) {
-                row[c] = Some(match field {
+                row.push(Some(match field {
                     None => Value::Null,
                     Some(s) => Value::parse(&s, table.columns[c].ty)?,
-                });
+                }));
+            }
+            rows.push(row);
+        }
+        self.insert_copy_rows(rows.into_iter())
+    }
+
+    /// Inserts COPY rows (one value per COPY column; a short row is refused, 22P04), the
+    /// table's defaults filling the columns COPY does not name.
+    fn insert_copy_rows(
+        &mut self,
+        records: impl Iterator<Item = Vec<Option<Value>>>,
+    ) -> Result<()> {
+        let copy = self.copy.as_mut().expect("copy in progress");
+        let table = copy.table.clone();
+        let columns = copy.columns.clone();
+        let mut rows = Vec::new();
+        for rec in records {
+            if rec.len() != columns.len() {
+                return Err(SqlError::new(
+                    code::BAD_COPY_FORMAT,
+                    format!("COPY row has {} fields, expected {}", rec.len(), columns.len()),
+                ));
+            }
+            let mut row = vec![None; table.columns.len()];
+            for (v, &c) in rec.into_iter().zip(&columns) {
+                row[c] = v;
             }
             rows.push(row);
         }

@@ -301,7 +301,8 @@ impl Session {
                 Ok(Output::Command("CREATE DATABASE".into()))
             }
             S::Copy { source, to, target, options, legacy_options, .. } => {
-                let csv = copy_csv(options, legacy_options)?;
+                let format = copy_format(options, legacy_options)?;
+                let csv = format == CopyFormat::Csv;
                 match (source, to, target) {
                     (
                         ast::CopySource::Table { table_name, columns },
@@ -330,12 +331,12 @@ impl Session {
                             scanned: (0, false),
                             table,
                             columns: cols,
-                            csv,
+                            format,
                             buffer: Vec::new(),
                             rows: 0,
                             implicit: false,
                         });
-                        Ok(Output::CopyIn { columns: out_cols, csv })
+                        Ok(Output::CopyIn { columns: out_cols, format })
                     }
                     (source, true, ast::CopyTarget::Stdout) => {
                         let mut planner = Planner::new(
@@ -367,12 +368,17 @@ impl Session {
                         };
                         let plan = init!(select, plan);
                         let rows = select_rows!(&plan);
-                        let lines = rows
-                            .iter()
-                            .map(|r| format_copy_line(r, &plan.columns, csv))
-                            .collect::<Vec<_>>();
                         let tag = format!("COPY {}", rows.len());
-                        Ok(Output::CopyOut { columns: plan.columns, lines, tag })
+                        let data = if format == CopyFormat::Binary {
+                            CopyOutData::Rows(rows)
+                        } else {
+                            CopyOutData::Lines(
+                                rows.iter()
+                                    .map(|r| format_copy_line(r, &plan.columns, csv))
+                                    .collect(),
+                            )
+                        };
+                        Ok(Output::CopyOut { columns: plan.columns, data, tag })
                     }
                     _ => Err(SqlError::unsupported(
                         "COPY to or from a file or program (use STDIN/STDOUT)",
