@@ -818,32 +818,24 @@ pub fn age(a: i64, b: i64) -> Result<Interval> {
     }
     let [mut year, mut mon, mut day, mut hour, mut min, mut sec, mut usec] =
         [d[0], d[1], d[2], d[3], d[4], d[5], d[6]];
-    while usec < 0 {
-        usec += 1_000_000;
-        sec -= 1;
+    // Negative fields borrow from the next larger one.
+    fn borrow(low: &mut i64, high: &mut i64, unit: i64) {
+        while *low < 0 {
+            *low += unit;
+            *high -= 1;
+        }
     }
-    while sec < 0 {
-        sec += 60;
-        min -= 1;
-    }
-    while min < 0 {
-        min += 60;
-        hour -= 1;
-    }
-    while hour < 0 {
-        hour += 24;
-        day -= 1;
-    }
+    borrow(&mut usec, &mut sec, 1_000_000);
+    borrow(&mut sec, &mut min, 60);
+    borrow(&mut min, &mut hour, 60);
+    borrow(&mut hour, &mut day, 24);
     while day < 0 {
         // Borrow the length of the earlier operand's month.
         let t = if flip { &x } else { &y };
         day += days_in_month(t.year(), t.month());
         mon -= 1;
     }
-    while mon < 0 {
-        mon += 12;
-        year -= 1;
-    }
+    borrow(&mut mon, &mut year, 12);
     let sign = if flip { -1 } else { 1 };
     let months = (year * 12 + mon) * sign;
     let micros = (((hour * 60 + min) * 60 + sec) * 1_000_000 + usec) * sign;
@@ -852,7 +844,7 @@ pub fn age(a: i64, b: i64) -> Result<Interval> {
 
 /// `date_trunc(unit, interval)`.
 pub fn trunc(unit: &str, iv: Interval) -> Option<Interval> {
-    let [year, mon, day, hour, min, sec, usec] = iv.fields();
+    let [year, mon, day, hour, min, _, usec] = iv.fields();
     let (months, days, micros) = match unit {
         "millennium" => (year / 1000 * 1000 * 12, 0, 0),
         "century" => (year / 100 * 100 * 12, 0, 0),
@@ -868,7 +860,6 @@ pub fn trunc(unit: &str, iv: Interval) -> Option<Interval> {
         "microseconds" => (year * 12 + mon, day, iv.micros),
         _ => return None,
     };
-    let _ = sec;
     Some(Interval { months: months as i32, days: days as i32, micros })
 }
 
