@@ -120,7 +120,7 @@ async fn leader(cluster: &Cluster, candidates: &[usize]) -> usize {
 }
 
 async fn status(client: &Client, id: &str) -> String {
-    client.query_one("SELECT kiln_txn_status($1)", &[&id]).await.unwrap().get(0)
+    common::read_one(client, "SELECT kiln_txn_status($1)", &[&id]).await.get(0)
 }
 
 /// Polls `check` until it holds, for at most `secs` seconds.
@@ -354,7 +354,7 @@ async fn a_cluster_of_processes_fails_over_and_loses_only_an_unreplicated_suffix
     }
     let count = "SELECT count(*) FROM acc";
     let on_leader: i64 = new_leader.query_one(count, &[]).await.unwrap().get(0);
-    let on_back: i64 = back.query_one(count, &[]).await.unwrap().get(0);
+    let on_back: i64 = common::read_one(&back, count, &[]).await.get(0);
     assert_eq!(on_leader, on_back);
     for node in cluster.nodes.iter_mut().flatten() {
         assert!(node.stop(), "a node did not stop cleanly");

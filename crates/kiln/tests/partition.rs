@@ -163,7 +163,7 @@ async fn leader_among(sql: &[u16], candidates: &[usize]) -> usize {
 }
 
 async fn status(client: &Client, id: &str) -> String {
-    client.query_one("SELECT kiln_txn_status($1)", &[&id]).await.unwrap().get(0)
+    common::read_one(client, "SELECT kiln_txn_status($1)", &[&id]).await.get(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -288,7 +288,7 @@ async fn a_partitioned_leader_loses_exactly_its_stranded_commits_once_healed() {
             let c = &c;
             async move {
                 let q = "SELECT count(*) FROM p WHERE id = $1";
-                c.query_one(q, &[&k]).await.unwrap().get::<_, i64>(0) == 1
+                common::read_one(c, q, &[&k]).await.get::<_, i64>(0) == 1
             }
         };
         for (k, id) in &safe {

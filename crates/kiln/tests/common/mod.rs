@@ -267,3 +267,29 @@ pub async fn connect(conninfo: &str) -> tokio_postgres::Client {
     });
     client
 }
+
+/// One row of a read-only query, retried while it fails with 40001. A node that has not yet
+/// learned that some of its commits were lost (a partitioned or restarted leader catching
+/// up) gives its statements snapshots that include them; when it learns, such a statement
+/// cannot commit and is answered 40001, which a client retries like any serialization
+/// failure. Any other error fails the test.
+pub async fn read_one(
+    client: &tokio_postgres::Client,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> tokio_postgres::Row {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match client.query_one(sql, params).await {
+            Ok(row) => return row,
+            Err(e)
+                if e.code()
+                    == Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE) =>
+            {
+                assert!(Instant::now() < deadline, "{sql} kept failing: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("{sql}: {e}"),
+        }
+    }
+}
