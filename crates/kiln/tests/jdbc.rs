@@ -43,17 +43,19 @@ fn pgjdbc_on_postgresql_and_kiln() {
     );
     let classpath = format!("{}:{}/*", classes.display(), lib.display());
     let pg = common::Postgres::start();
-    let url = format!("jdbc:postgresql://127.0.0.1:{}/postgres", pg.port);
-    let out = run(
-        Command::new("java").args(["-cp", &classpath, "Check", &url, "postgres", "false"]),
-        "pgJDBC on PostgreSQL",
-    );
-    assert!(out.contains("jdbc ok"), "{out}");
     let kiln = common::Kiln::start(&[]);
-    let url = format!("jdbc:postgresql://127.0.0.1:{}/kiln", kiln.port());
-    let out = run(
-        Command::new("java").args(["-cp", &classpath, "Check", &url, "kiln", "true"]),
-        "pgJDBC on Kiln",
-    );
-    assert!(out.contains("jdbc ok"), "{out}");
+    let pg_url = format!("jdbc:postgresql://127.0.0.1:{}/postgres", pg.port);
+    let kiln_url = format!("jdbc:postgresql://127.0.0.1:{}/kiln", kiln.port());
+    // Once in UTC, once in a JVM whose zone has daylight saving: pgJDBC sends the JVM's zone
+    // as the TimeZone startup parameter, and timestamps with its offsets.
+    for zone in ["UTC", "America/New_York"] {
+        let jvm_zone = format!("-Duser.timezone={zone}");
+        for (url, server, ed) in [(&pg_url, "postgres", "false"), (&kiln_url, "kiln", "true")] {
+            let out = run(
+                Command::new("java").args([&jvm_zone, "-cp", &classpath, "Check", url, server, ed]),
+                &format!("pgJDBC on {server} in {zone}"),
+            );
+            assert!(out.contains("jdbc ok"), "{out}");
+        }
+    }
 }

@@ -665,9 +665,10 @@ impl Conn {
                     return self.extended_error(e).await;
                 }
                 let mut params = Vec::with_capacity(b.parameters.len());
+                let zone = self.session.zone();
                 for (i, raw) in b.parameters.iter().enumerate() {
                     let format = format_for(&b.parameter_format_codes, i);
-                    match decode_param(raw.as_ref(), format, prepared.param_types[i]) {
+                    match decode_param(raw.as_ref(), format, prepared.param_types[i], zone) {
                         Ok(v) => params.push(v),
                         Err(e) => return self.extended_error(e).await,
                     }
@@ -848,10 +849,11 @@ impl Conn {
             Some(m) if rows.len() > m => Some(rows.split_off(m)),
             _ => None,
         };
+        let zone = self.session.zone();
         for row in rows {
             let mut data = BytesMut::new();
             for (i, (v, (_, ty))) in row.iter().zip(columns).enumerate() {
-                match encode_value(v, format_for(formats, i), *ty) {
+                match encode_value(v, format_for(formats, i), *ty, zone) {
                     Ok(Some(b)) => {
                         data.extend_from_slice(&(b.len() as i32).to_be_bytes());
                         data.extend_from_slice(&b);

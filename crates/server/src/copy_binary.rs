@@ -7,6 +7,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use kiln_sql::error::{code, SqlError};
 use kiln_sql::exec::copy::COPY_ROW_BYTES_MAX;
 use kiln_sql::types::{DataType, Value};
+use kiln_sql::zone::Zone;
 
 use crate::wire::{decode_param, encode_value};
 
@@ -146,7 +147,9 @@ impl BinaryCopyIn {
             }
             let Some(field) = b.get(pos..pos + len as usize) else { return Ok(Row::Incomplete) };
             pos += len as usize;
-            values.push(decode_param(Some(&Bytes::copy_from_slice(field)), 1, *ty)?);
+            // Binary forms are instants: no zone reads them.
+            let raw = Bytes::copy_from_slice(field);
+            values.push(decode_param(Some(&raw), 1, *ty, Zone::UTC)?);
         }
         Ok(Row::Values(values, pos))
     }
@@ -172,7 +175,8 @@ pub fn row(values: &[Value], types: &[DataType]) -> Result<Bytes, SqlError> {
     let mut b = BytesMut::new();
     b.put_i16(values.len() as i16);
     for (v, ty) in values.iter().zip(types) {
-        match encode_value(v, 1, *ty)? {
+        // Binary forms are instants: no zone writes them.
+        match encode_value(v, 1, *ty, Zone::UTC)? {
             None => b.put_i32(-1),
             Some(bytes) => {
                 b.put_i32(bytes.len() as i32);

@@ -1,6 +1,7 @@
 //! Values on the wire: PostgreSQL's text and binary formats of each type.
 
 use bytes::{Bytes, BytesMut};
+use kiln_sql::zone::Zone;
 use kiln_sql::{code, DataType, SqlError, Value};
 use postgres_types::{FromSql, ToSql, Type};
 use rust_decimal::Decimal;
@@ -52,14 +53,21 @@ fn bad_binary(ty: DataType) -> SqlError {
     )
 }
 
-/// Decodes a parameter sent in `format` (0 text, 1 binary) as type `ty`.
-pub fn decode_param(raw: Option<&Bytes>, format: i16, ty: DataType) -> Result<Value, SqlError> {
+/// Decodes a parameter sent in `format` (0 text, 1 binary) as type `ty`; a timestamp with
+/// time zone in text without an offset is a local time in `zone` (binary forms are
+/// instants).
+pub fn decode_param(
+    raw: Option<&Bytes>,
+    format: i16,
+    ty: DataType,
+    zone: Zone,
+) -> Result<Value, SqlError> {
     let Some(raw) = raw else { return Ok(Value::Null) };
     if format == 0 {
         let text = std::str::from_utf8(raw).map_err(|_| {
             SqlError::new(code::BAD_ENCODING, "invalid byte sequence for encoding \"UTF8\"")
         })?;
-        return Value::parse(text, ty);
+        return Value::parse_in(text, ty, zone);
     }
     let b = raw.as_ref();
     let v = match ty {
@@ -123,7 +131,7 @@ pub fn decode_param(raw: Option<&Bytes>, format: i16, ty: DataType) -> Result<Va
         }
     };
     // Values arrive typed; fit them to the parameter's type (e.g. varchar(n)).
-    v.cast(ty)
+    v.cast_in(ty, zone)
 }
 
 /// PostgreSQL's binary array: dimensions, a has-NULL flag, the element type OID, then per
@@ -170,7 +178,7 @@ fn decode_array(b: &[u8], ty: DataType) -> Option<Result<Value, SqlError>> {
         r = &r[n..];
         // oids are 4 bytes (Kiln holds them as bigint).
         let elem = if ty == DataType::OidVector { DataType::Int4 } else { elem };
-        match decode_param(Some(&raw), 1, elem) {
+        match decode_param(Some(&raw), 1, elem, Zone::UTC) {
             Ok(v) => items.push(v),
             Err(e) => return Some(Err(e)),
         }
@@ -181,13 +189,19 @@ fn decode_array(b: &[u8], ty: DataType) -> Option<Result<Value, SqlError>> {
     Some(Ok(Value::Array(items)))
 }
 
-/// Encodes a result value in `format` (0 text, 1 binary) as type `ty`; `None` is NULL.
-pub fn encode_value(v: &Value, format: i16, ty: DataType) -> Result<Option<Bytes>, SqlError> {
+/// Encodes a result value in `format` (0 text, 1 binary) as type `ty`; `None` is NULL. In
+/// text a timestamp with time zone is written in `zone` (binary forms are instants).
+pub fn encode_value(
+    v: &Value,
+    format: i16,
+    ty: DataType,
+    zone: Zone,
+) -> Result<Option<Bytes>, SqlError> {
     if v.is_null() {
         return Ok(None);
     }
     if format == 0 {
-        return Ok(v.to_text(ty).map(Bytes::from));
+        return Ok(v.to_text_in(ty, zone).map(Bytes::from));
     }
     let mut buf = BytesMut::new();
     let err = |_| {
@@ -197,7 +211,7 @@ pub fn encode_value(v: &Value, format: i16, ty: DataType) -> Result<Option<Bytes
         )
     };
     // Convert to the declared type first (an integer column computed as i64, say).
-    let v = match v.clone().cast(ty) {
+    let v = match v.clone().cast_in(ty, zone) {
         Ok(v) => v,
         Err(_) => v.clone(),
     };
@@ -228,7 +242,7 @@ pub fn encode_value(v: &Value, format: i16, ty: DataType) -> Result<Option<Bytes
                     (Value::Int(i), DataType::OidVector) => {
                         Some(Bytes::copy_from_slice(&(*i as u32).to_be_bytes()))
                     }
-                    _ => encode_value(item, 1, elem)?,
+                    _ => encode_value(item, 1, elem, zone)?,
                 };
                 match bytes {
                     None => buf.extend_from_slice(&(-1i32).to_be_bytes()),
@@ -253,7 +267,7 @@ pub fn encode_value(v: &Value, format: i16, ty: DataType) -> Result<Option<Bytes
         }
         (Value::Float(f), _) => f.to_sql(&Type::FLOAT8, &mut buf).map_err(err)?,
         (Value::Numeric(d), _) => d.to_sql(&Type::NUMERIC, &mut buf).map_err(err)?,
-        (Value::Text(_), _) => return Ok(v.to_text(ty).map(Bytes::from)),
+        (Value::Text(_), _) => return Ok(v.to_text_in(ty, zone).map(Bytes::from)),
         (Value::Bytea(b), _) => return Ok(Some(Bytes::from(b.clone()))),
         (Value::Uuid(u), _) => return Ok(Some(Bytes::copy_from_slice(u))),
         (Value::Time(t), _) => t.to_sql(&Type::INT8, &mut buf).map_err(err)?,
@@ -320,13 +334,15 @@ mod tests {
             (Value::Array(vec![Value::Int(23), Value::Int(25)]), DataType::OidVector),
         ];
         for (v, ty) in cases {
-            let bytes = encode_value(&v, 1, ty).unwrap().unwrap();
-            assert_eq!(decode_param(Some(&bytes), 1, ty).unwrap(), v, "{ty:?}");
-            let text = encode_value(&v, 0, ty).unwrap().unwrap();
-            assert_eq!(decode_param(Some(&text), 0, ty).unwrap(), v, "{ty:?} as text");
+            let bytes = encode_value(&v, 1, ty, Zone::UTC).unwrap().unwrap();
+            assert_eq!(decode_param(Some(&bytes), 1, ty, Zone::UTC).unwrap(), v, "{ty:?}");
+            let text = encode_value(&v, 0, ty, Zone::UTC).unwrap().unwrap();
+            assert_eq!(decode_param(Some(&text), 0, ty, Zone::UTC).unwrap(), v, "{ty:?} as text");
         }
-        assert_eq!(decode_param(None, 1, DataType::Int4).unwrap(), Value::Null);
-        assert!(decode_param(Some(&Bytes::from_static(&[1, 2, 3])), 1, DataType::Int4).is_err());
-        assert!(decode_param(Some(&Bytes::from_static(&[1; 15])), 1, DataType::Uuid).is_err());
+        assert_eq!(decode_param(None, 1, DataType::Int4, Zone::UTC).unwrap(), Value::Null);
+        assert!(decode_param(Some(&Bytes::from_static(&[1, 2, 3])), 1, DataType::Int4, Zone::UTC)
+            .is_err());
+        assert!(decode_param(Some(&Bytes::from_static(&[1; 15])), 1, DataType::Uuid, Zone::UTC)
+            .is_err());
     }
 }

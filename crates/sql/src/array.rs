@@ -14,6 +14,7 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::error::{code, Result, SqlError};
 use crate::types::{DataType, Value};
+use crate::zone::Zone;
 
 /// Most elements one array may hold (PostgreSQL's limit is about 134 million): an array is
 /// built in memory, so this bounds what one value of a statement may take (about 128 MiB).
@@ -181,20 +182,21 @@ pub fn parse_text(s: &str) -> Result<Vec<Option<String>>> {
     Ok(out)
 }
 
-/// Parses an array's text form with elements of type `elem`.
-pub fn parse(s: &str, elem: DataType) -> Result<Vec<Value>> {
+/// Parses an array's text form with elements of type `elem` (timestamps with time zone
+/// without an offset in `zone`).
+pub fn parse(s: &str, elem: DataType, zone: Zone) -> Result<Vec<Value>> {
     parse_text(s)?
         .into_iter()
         .map(|item| match item {
             None => Ok(Value::Null),
-            Some(t) => Value::parse(&t, elem),
+            Some(t) => Value::parse_in(&t, elem, zone),
         })
         .collect()
 }
 
 /// One element in an array's text form: quoted when it must be.
-pub fn format_item(out: &mut String, v: &Value, elem: DataType) {
-    match v.to_text(elem) {
+pub fn format_item(out: &mut String, v: &Value, elem: DataType, zone: Zone) {
+    match v.to_text_in(elem, zone) {
         None => out.push_str("NULL"),
         Some(s) => {
             if s.is_empty()
@@ -217,14 +219,14 @@ pub fn format_item(out: &mut String, v: &Value, elem: DataType) {
     }
 }
 
-/// An array's text form (`{…}`).
-pub fn format(items: &[Value], elem: DataType) -> String {
+/// An array's text form (`{…}`), timestamps with time zone written in `zone`.
+pub fn format(items: &[Value], elem: DataType, zone: Zone) -> String {
     let mut out = String::from("{");
     for (i, v) in items.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        format_item(&mut out, v, elem);
+        format_item(&mut out, v, elem, zone);
     }
     out.push('}');
     out
@@ -299,23 +301,27 @@ mod tests {
             Value::Text("x\"y\\z".into()),
             Value::Text("plain".into()),
         ];
-        let text = format(&items, DataType::Text);
+        let text = format(&items, DataType::Text, Zone::UTC);
         assert_eq!(text, r#"{"a b",NULL,"NULL","","x\"y\\z",plain}"#);
-        assert_eq!(parse(&text, DataType::Text).unwrap(), items);
+        assert_eq!(parse(&text, DataType::Text, Zone::UTC).unwrap(), items);
         assert_eq!(
-            parse(" { 1 , 2,NULL } ", DataType::Int4).unwrap(),
+            parse(" { 1 , 2,NULL } ", DataType::Int4, Zone::UTC).unwrap(),
             vec![Value::Int(1), Value::Int(2), Value::Null]
         );
-        assert_eq!(parse("{}", DataType::Int4).unwrap(), vec![]);
+        assert_eq!(parse("{}", DataType::Int4, Zone::UTC).unwrap(), vec![]);
         for bad in ["1,2", "{1,,2}", "{1,2", "{\"a}", "{a\"b}", "{1} x"] {
-            assert_eq!(parse(bad, DataType::Text).unwrap_err().code, code::INVALID_TEXT, "{bad}");
+            assert_eq!(
+                parse(bad, DataType::Text, Zone::UTC).unwrap_err().code,
+                code::INVALID_TEXT,
+                "{bad}"
+            );
         }
         assert_eq!(
-            parse("{{1},{2}}", DataType::Int4).unwrap_err().code,
+            parse("{{1},{2}}", DataType::Int4, Zone::UTC).unwrap_err().code,
             code::FEATURE_NOT_SUPPORTED
         );
         assert_eq!(
-            parse("[0:1]={1,2}", DataType::Int4).unwrap_err().code,
+            parse("[0:1]={1,2}", DataType::Int4, Zone::UTC).unwrap_err().code,
             code::FEATURE_NOT_SUPPORTED
         );
     }

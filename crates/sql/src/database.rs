@@ -367,6 +367,7 @@ impl Database {
             pid,
             txn: None,
             settings,
+            startup: BTreeMap::new(),
             prepared: HashMap::new(),
             inbox: Arc::new(Inbox {
                 queue: Mutex::new(VecDeque::new()),

@@ -199,6 +199,8 @@ pub(crate) struct SessionEnv<'a> {
     pub(crate) database: &'a str,
     pub(crate) pid: i32,
     pub(crate) now: i64,
+    /// The session's time zone.
+    pub(crate) zone: crate::zone::Zone,
     pub(crate) activity: &'a Activity,
     pub(crate) sequence_values: &'a parking_lot::Mutex<crate::sequence::SessionValues>,
 }
@@ -278,6 +280,9 @@ impl SessionEnv<'_> {
 impl Env for SessionEnv<'_> {
     fn now(&self) -> i64 {
         self.now
+    }
+    fn zone(&self) -> crate::zone::Zone {
+        self.zone
     }
     fn database(&self) -> String {
         self.database.to_string()

@@ -297,13 +297,7 @@ pub static FUNCTIONS: &[FuncDef] = &[
     f(&["pg_size_pretty"], Func::SizePretty, 1, 1, &[A::Numeric], Type(T::Text), STRICT, IMMUTABLE),
     f(&["quote_ident"], Func::QuoteIdent, 1, 1, &[A::Text], Type(T::Text), STRICT, IMMUTABLE),
     f(
-        &[
-            "now",
-            "transaction_timestamp",
-            "statement_timestamp",
-            "current_timestamp",
-            "localtimestamp",
-        ],
+        &["now", "transaction_timestamp", "statement_timestamp", "current_timestamp"],
         Func::Now,
         0,
         0,
@@ -313,6 +307,10 @@ pub static FUNCTIONS: &[FuncDef] = &[
         VOLATILE,
     ),
     f(&["current_date"], Func::CurrentDate, 0, 0, &[], Type(T::Date), STRICT, VOLATILE),
+    f(&["localtimestamp"], Func::LocalTimestamp, 0, 0, &[], Type(T::Timestamp), STRICT, VOLATILE),
+    f(&["localtime"], Func::LocalTime, 0, 0, &[], Type(T::Time), STRICT, VOLATILE),
+    // Bound by `Planner::at_time_zone` (its result type follows the argument's).
+    f(&[], Func::Timezone, 2, 2, &[A::Any, A::Any], Type(T::Timestamp), STRICT, IMMUTABLE),
     f(&["random"], Func::Random, 0, 0, &[], Type(T::Float8), STRICT, VOLATILE),
     // Bound by `Planner::datetime_call` (their result type follows the argument's).
     f(&[], Func::Extract, 2, 2, &[A::Text, A::Any], Type(T::Numeric(None)), STRICT, IMMUTABLE),

@@ -730,8 +730,8 @@ fn read_iso(s: &str) -> std::result::Result<Sum, Bad> {
     Ok(sum)
 }
 
-// Arithmetic with timestamps (microseconds since 1970-01-01; `timestamptz` in UTC, the
-// session's zone) and times.
+// Arithmetic with timestamps (microseconds since 1970-01-01; a `timestamptz` is an instant,
+// whose calendar arithmetic happens in a zone's local time) and times.
 
 fn naive(micros: i64) -> Option<chrono::NaiveDateTime> {
     chrono::DateTime::from_timestamp_micros(micros).map(|d| d.naive_utc())
@@ -760,6 +760,23 @@ pub fn add_to_timestamp(ts: i64, iv: Interval) -> Result<i64> {
     }
     let delta = iv.days as i64 as i128 * MICROS_PER_DAY as i128 + iv.micros as i128;
     let t = i64::try_from(t as i128 + delta).map_err(|_| timestamp_out_of_range())?;
+    check_timestamp(t)
+}
+
+/// `timestamptz + interval` in time zone `zone`: months and days move the local time (so a
+/// day across a daylight-saving change is 23 or 25 hours, and noon stays noon), then the
+/// time part moves the instant, as PostgreSQL does.
+pub fn add_to_timestamptz(ts: i64, iv: Interval, zone: crate::zone::Zone) -> Result<i64> {
+    if ts == TIMESTAMP_INFINITY || ts == TIMESTAMP_NEG_INFINITY {
+        return Ok(ts);
+    }
+    let mut t = ts;
+    if iv.months != 0 || iv.days != 0 {
+        let calendar = Interval { micros: 0, ..iv };
+        let local = add_to_timestamp(zone.to_local(t), calendar)?;
+        t = zone.from_local(local);
+    }
+    let t = i64::try_from(t as i128 + iv.micros as i128).map_err(|_| timestamp_out_of_range())?;
     check_timestamp(t)
 }
 

@@ -60,6 +60,7 @@ pub mod prepared;
 pub mod sequence;
 pub mod session;
 pub mod types;
+pub mod zone;
 
 pub use database::{
     ClusterAdmin, ClusterChangeError, ClusterMember, ClusterView, Database, SessionConfig,

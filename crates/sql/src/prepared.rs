@@ -82,7 +82,7 @@ impl Session {
                             ("name".to_string(), DataType::Text),
                             ("setting".to_string(), DataType::Text),
                         ],
-                        n => vec![(n, DataType::Text)],
+                        n => vec![(crate::pg::settings::show_column(&n), DataType::Text)],
                     }),
                     vec![],
                 ),
@@ -114,6 +114,7 @@ impl Session {
         if failed {
             return Err(in_failed());
         }
+        let zone = self.zone();
         let mut own = None;
         let txn = match &mut self.txn {
             Some(t) => &mut t.txn,
@@ -124,7 +125,7 @@ impl Session {
                 own.as_mut().expect("just set")
             }
         };
-        let env = session_env!(self);
+        let env = session_env!(self, zone);
         let system = System::new(&self.db, &self.database, &self.settings, &self.cursors);
         let mut planner =
             Planner::new(txn, &self.db.catalog, &self.database, declared.to_vec(), &system, &env);
@@ -216,6 +217,9 @@ pub(crate) struct CachedPlan {
     tables: Vec<Arc<Table>>,
     sequences: Vec<Arc<crate::sequence::Sequence>>,
     views: Vec<Arc<crate::catalog::View>>,
+    /// The time zone its constants were read in (a timestamp with time zone literal without
+    /// an offset is a local time in it).
+    zone: crate::zone::Zone,
     plan: StatementPlan,
 }
 
@@ -245,14 +249,19 @@ impl PlanSlot {
         PlanSlot { params, described, plan: Mutex::new(None) }
     }
 
-    /// The kept plan, when it is still valid in `txn`.
+    /// The kept plan, when it is still valid in `txn` and time zone `zone`.
     pub(crate) fn get(
         &self,
         txn: &mut Transaction,
         catalog: &Catalog,
         db: &str,
+        zone: crate::zone::Zone,
     ) -> Result<Option<StatementPlan>> {
         let Some(cached) = self.plan.lock().clone() else { return Ok(None) };
+        if cached.zone != zone {
+            *self.plan.lock() = None;
+            return Ok(None);
+        }
         for t in &cached.tables {
             match catalog.table(txn, db, &t.name)? {
                 Some(now) if Arc::ptr_eq(&now, t) || now == *t => {}
@@ -302,6 +311,7 @@ impl PlanSlot {
                 tables: planner.tables.clone(),
                 sequences: planner.sequences.clone(),
                 views: planner.views.clone(),
+                zone: planner.env.zone(),
                 plan,
             })
         });

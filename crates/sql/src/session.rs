@@ -127,6 +127,9 @@ pub(crate) struct TxnState {
     pub(crate) pending: Vec<crate::exec::constraints::PendingCheck>,
     /// SET CONSTRAINTS in this transaction.
     pub(crate) modes: crate::exec::constraints::ConstraintModes,
+    /// The session's settings before this transaction's first SET: a rollback restores them,
+    /// as PostgreSQL undoes a rolled-back transaction's SETs.
+    pub(crate) settings_before: Option<BTreeMap<String, String>>,
 }
 
 /// A savepoint: what ROLLBACK TO restores.
@@ -138,6 +141,9 @@ pub(crate) struct SavepointMark {
     locks: usize,
     /// SET CONSTRAINTS as it was then.
     modes: crate::exec::constraints::ConstraintModes,
+    /// The session's settings and the transaction's SET LOCAL values then.
+    settings: BTreeMap<String, String>,
+    local: HashMap<String, String>,
 }
 
 impl TxnState {
@@ -160,6 +166,9 @@ pub struct Session {
     pub(crate) pid: i32,
     pub(crate) txn: Option<TxnState>,
     pub(crate) settings: BTreeMap<String, String>,
+    /// The settings the client gave at startup: what RESET and DISCARD ALL return to
+    /// (PostgreSQL's reset values), before the server's defaults.
+    pub(crate) startup: BTreeMap<String, String>,
     /// Prepared statements by name (the protocol's Parse and SQL PREPARE share them).
     pub(crate) prepared: HashMap<String, Arc<Prepared>>,
     pub(crate) inbox: Arc<Inbox>,
@@ -188,10 +197,10 @@ pub(crate) fn with_stack<R>(f: impl FnOnce() -> R) -> R {
     stacker::maybe_grow(STATEMENT_STACK_BYTES, STATEMENT_STACK_BYTES + (1 << 20), f)
 }
 
-/// The evaluation environment of a statement of session `$s` (a macro, so that it borrows
-/// only the fields it names).
+/// The evaluation environment of a statement of session `$s` in time zone `$zone` (a macro,
+/// so that it borrows only the fields it names).
 macro_rules! session_env {
-    ($s:ident) => {
+    ($s:ident, $zone:expr) => {
         SessionEnv {
             db: &$s.db,
             last_write: $s.last_write,
@@ -201,6 +210,7 @@ macro_rules! session_env {
             database: &$s.database,
             pid: $s.pid,
             now: now_micros(),
+            zone: $zone,
             activity: &$s.activity,
         }
     };
@@ -313,6 +323,9 @@ impl Session {
     }
 
     pub(crate) fn finish(&mut self, mut ts: TxnState, _committed: bool) {
+        if let Some(before) = ts.settings_before.take() {
+            self.settings = before;
+        }
         self.cursors.rolled_back(self.txn_serial);
         ts.locks.release_all();
         ts.txn.abort();
@@ -542,6 +555,7 @@ impl Session {
             savepoints: Vec::new(),
             pending: Vec::new(),
             modes: Default::default(),
+            settings_before: None,
         });
         Ok(())
     }
@@ -598,7 +612,7 @@ impl Session {
         // the transaction back.
         if !ts.pending.is_empty() {
             if let Err(e) = self.check_pending(&mut ts, false) {
-                drop(ts);
+                self.finish(ts, false);
                 return Err(e);
             }
         }
@@ -606,12 +620,19 @@ impl Session {
             Ok(choice) => choice,
             Err(e) => {
                 // Nothing was committed: the transaction rolls back with its locks.
-                drop(ts);
+                self.finish(ts, false);
                 return Err(e);
             }
         };
+        let settings_before = ts.settings_before.take();
         let TxnState { txn, mut locks, .. } = ts;
         let committed = txn.commit_point(mode).map(|c| c.at_level(level));
+        if committed.is_err() {
+            // Not committed: its SETs are undone.
+            if let Some(before) = settings_before {
+                self.settings = before;
+            }
+        }
         // Row locks go at the commit point, before any wait for durability (G9). The classic
         // model, the control experiment, keeps them until the acknowledgement instead: there
         // a commit is visible only once durable, and so is the row a waiter would re-read.
@@ -755,12 +776,15 @@ impl Session {
             }
             S::Savepoint { name } => {
                 let name = name.value.to_lowercase();
+                let settings = self.settings.clone();
                 let ts = self.block("SAVEPOINT")?;
                 let mark = SavepointMark {
                     name,
                     engine: ts.txn.savepoint(),
                     locks: ts.locks.len(),
                     modes: ts.modes.clone(),
+                    settings,
+                    local: ts.local.clone(),
                 };
                 ts.savepoints.push(mark);
                 Ok(Output::Command("SAVEPOINT".into()))
@@ -772,12 +796,16 @@ impl Session {
                 let mark = &ts.savepoints[pos];
                 let (sp, locks) = (mark.engine, mark.locks);
                 ts.modes = mark.modes.clone();
+                ts.local = mark.local.clone();
+                let settings = mark.settings.clone();
                 ts.txn.rollback_to(sp)?;
                 // As in PostgreSQL, the row locks taken after the savepoint go with it. The
                 // deferred checks stay: each looks at the rows as they are at the commit.
                 ts.locks.release_since(locks);
                 // The block is usable again (PostgreSQL's subtransaction abort).
                 ts.failed = false;
+                // SETs since the savepoint are undone with it.
+                self.settings = settings;
                 Ok(Output::Command("ROLLBACK".into()))
             }
             S::ReleaseSavepoint { name } => {
@@ -824,7 +852,7 @@ impl Session {
                     )
                 })?;
                 Ok(Output::Rows {
-                    columns: vec![(name, DataType::Text)],
+                    columns: vec![(crate::pg::settings::show_column(&name), DataType::Text)],
                     origins: vec![],
                     rows: vec![vec![Value::Text(v)]],
                     tag: "SHOW".into(),
@@ -832,20 +860,10 @@ impl Session {
             }
             S::Reset(r) => {
                 match &r.reset {
-                    ast::Reset::ALL => {
-                        let defaults = default_settings(&self.db.config);
-                        for (k, v) in defaults {
-                            self.settings.insert(k.to_string(), v);
-                        }
-                    }
+                    ast::Reset::ALL => self.reset_all(),
                     ast::Reset::ConfigurationParameter(p) => {
                         let name = crate::pg::settings::setting_name(p)?;
-                        let default = default_settings(&self.db.config)
-                            .into_iter()
-                            .find(|(k, _)| *k == name)
-                            .map(|(_, v)| v)
-                            .unwrap_or_default();
-                        self.settings.insert(name, default);
+                        self.reset(&name);
                     }
                     ast::Reset::SessionAuthorization => {}
                 }
@@ -893,14 +911,25 @@ impl Session {
                 let mut values = Vec::with_capacity(parameters.len());
                 for (p, ty) in parameters.iter().zip(&prepared.param_types) {
                     let (e, _) = bind_free(p)?;
-                    let env = session_env!(self);
-                    values.push(e.eval(&[], &Ctx::new(params, &env))?.cast(*ty)?);
+                    let zone = self.zone();
+                    let env = session_env!(self, zone);
+                    values.push(e.eval(&[], &Ctx::new(params, &env))?.cast_in(*ty, zone)?);
                 }
                 self.execute_prepared_inner(&prepared, &values)
             }
-            S::Discard { .. } => {
+            S::Discard { object_type } => {
+                if *object_type == ast::DiscardObject::ALL {
+                    if self.txn.as_ref().is_some_and(|t| t.explicit) {
+                        return Err(SqlError::new(
+                            code::ACTIVE_TXN,
+                            "DISCARD ALL cannot run inside a transaction block",
+                        ));
+                    }
+                    // As RESET ALL and DEALLOCATE ALL.
+                    self.reset_all();
+                }
                 self.prepared.clear();
-                Ok(Output::Command("DISCARD ALL".into()))
+                Ok(Output::Command(format!("DISCARD {object_type}")))
             }
             S::LISTEN { channel } => {
                 self.db.start_notifier()?;

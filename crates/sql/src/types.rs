@@ -8,6 +8,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{code, Result, SqlError};
+use crate::zone::Zone;
 
 /// A column or expression type. OIDs are PostgreSQL's, so clients decode values unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -38,7 +39,7 @@ pub enum DataType {
     Date,
     /// timestamp without time zone
     Timestamp,
-    /// timestamp with time zone (kept in UTC)
+    /// timestamp with time zone (an instant, kept as microseconds since 1970-01-01 UTC)
     TimestampTz,
     /// uuid
     Uuid,
@@ -352,6 +353,12 @@ impl Value {
 
     /// Parses PostgreSQL's text form of a value of type `ty`.
     pub fn parse(text: &str, ty: DataType) -> Result<Value> {
+        Value::parse_in(text, ty, Zone::UTC)
+    }
+
+    /// [`Value::parse`] in the session's time `zone`: a `timestamp with time zone` given
+    /// without an offset is a local time there.
+    pub fn parse_in(text: &str, ty: DataType, zone: Zone) -> Result<Value> {
         let bad = |what: &str| {
             SqlError::new(
                 code::INVALID_TEXT,
@@ -408,9 +415,11 @@ impl Value {
                 }
             })?),
             DataType::Interval(m) => Value::Interval(crate::interval::parse(text, m)?),
-            DataType::Date => Value::Date(parse_date(t).ok_or_else(|| datetime_error(t, "date"))?),
+            DataType::Date => {
+                Value::Date(parse_date(t, zone).ok_or_else(|| datetime_error(t, "date"))?)
+            }
             DataType::Timestamp | DataType::TimestampTz => {
-                let micros = parse_timestamp(t, ty == DataType::TimestampTz)
+                let micros = parse_timestamp(t, ty == DataType::TimestampTz, zone)
                     .ok_or_else(|| datetime_error(t, &ty.sql_name()))?;
                 if ty == DataType::Timestamp {
                     Value::Timestamp(micros)
@@ -418,7 +427,7 @@ impl Value {
                     Value::TimestampTz(micros)
                 }
             }
-            DataType::Array(e) => Value::Array(crate::array::parse(text, *e)?),
+            DataType::Array(e) => Value::Array(crate::array::parse(text, *e, zone)?),
             DataType::ExpandedElement(_) => {
                 return Err(SqlError::unsupported("input of a record value"))
             }
@@ -435,6 +444,12 @@ impl Value {
 
     /// PostgreSQL's text output of the value as type `ty` (`None` for NULL).
     pub fn to_text(&self, ty: DataType) -> Option<String> {
+        self.to_text_in(ty, Zone::UTC)
+    }
+
+    /// [`Value::to_text`] in the session's time `zone`: a `timestamp with time zone` is
+    /// written as the local time there and its offset.
+    pub fn to_text_in(&self, ty: DataType, zone: Zone) -> Option<String> {
         Some(match self {
             Value::Null => return None,
             Value::Bool(b) => if *b { "t" } else { "f" }.to_string(),
@@ -466,7 +481,11 @@ impl Value {
             Value::TimestampTz(us @ (TIMESTAMP_INFINITY | TIMESTAMP_NEG_INFINITY)) => {
                 format_timestamp(*us)
             }
-            Value::TimestampTz(us) => format!("{}+00", format_timestamp(*us)),
+            Value::TimestampTz(us) => format!(
+                "{}{}",
+                format_timestamp(zone.to_local(*us)),
+                crate::zone::format_offset(zone.offset_at(*us))
+            ),
             Value::Array(items) => match ty {
                 DataType::ExpandedElement(e) => format!(
                     "({},{})",
@@ -481,6 +500,7 @@ impl Value {
                 _ => crate::array::format(
                     items,
                     ty.element().unwrap_or_else(|| crate::array::natural_element(items)),
+                    zone,
                 ),
             },
         })
@@ -488,20 +508,28 @@ impl Value {
 
     /// An explicit cast (`CAST`, `::`): like [`Value::cast`], but a string too long for
     /// varchar(n) or char(n) is cut to n characters, as PostgreSQL does.
-    pub fn cast_explicit(self, ty: DataType) -> Result<Value> {
+    pub fn cast_explicit(self, ty: DataType, zone: Zone) -> Result<Value> {
         match (&self, ty) {
             (Value::Null, _) => Ok(Value::Null),
             (_, DataType::Varchar(Some(n)) | DataType::Char(n)) => {
-                let s = self.to_text(DataType::Text).unwrap_or_default();
+                let s = self.to_text_in(DataType::Text, zone).unwrap_or_default();
                 let cut: String = s.chars().take(n as usize).collect();
                 Value::Text(cut).cast(ty)
             }
-            _ => self.cast(ty),
+            _ => self.cast_in(ty, zone),
         }
     }
 
-    /// Converts the value to type `ty` (an assignment cast: too-long strings are errors).
+    /// Converts the value to type `ty` (an assignment cast: too-long strings are errors), as
+    /// in UTC: for values that are not `timestamp with time zone`, or conversions that do
+    /// not read one as a local time.
     pub fn cast(self, ty: DataType) -> Result<Value> {
+        self.cast_in(ty, Zone::UTC)
+    }
+
+    /// [`Value::cast`] in the session's time `zone`, which converts between `timestamp with
+    /// time zone` and text, `timestamp`, `date` and `time` (local times there).
+    pub fn cast_in(self, ty: DataType, zone: Zone) -> Result<Value> {
         if self.is_null() {
             return Ok(Value::Null);
         }
@@ -512,19 +540,23 @@ impl Value {
             )
         };
         Ok(match (self, ty) {
-            (Value::Text(s), ty) => Value::parse(&s, ty)?,
+            (Value::Text(s), ty) => Value::parse_in(&s, ty, zone)?,
             (Value::Array(items), ty) if ty.element().is_some() => {
                 let elem = ty.element().unwrap_or(DataType::Text);
-                Value::Array(items.into_iter().map(|v| v.cast(elem)).collect::<Result<_>>()?)
+                Value::Array(
+                    items.into_iter().map(|v| v.cast_in(elem, zone)).collect::<Result<_>>()?,
+                )
             }
             (v, DataType::Text | DataType::Unknown) => {
-                Value::Text(v.to_text(DataType::Text).unwrap_or_default())
+                Value::Text(v.to_text_in(DataType::Text, zone).unwrap_or_default())
             }
-            (v, DataType::Varchar(n)) => {
-                Value::Text(fit_string(&v.to_text(DataType::Text).unwrap_or_default(), n, false)?)
-            }
+            (v, DataType::Varchar(n)) => Value::Text(fit_string(
+                &v.to_text_in(DataType::Text, zone).unwrap_or_default(),
+                n,
+                false,
+            )?),
             (v, DataType::Char(n)) => Value::Text(fit_string(
-                &v.to_text(DataType::Text).unwrap_or_default(),
+                &v.to_text_in(DataType::Text, zone).unwrap_or_default(),
                 Some(n),
                 true,
             )?),
@@ -584,23 +616,24 @@ impl Value {
             (Value::Interval(iv), DataType::Time) => {
                 Value::Time(crate::interval::add_to_time(0, iv))
             }
-            (Value::Timestamp(t) | Value::TimestampTz(t), DataType::Time)
+            // A timestamp with time zone reads as its local time in the zone.
+            (Value::TimestampTz(t), DataType::Time | DataType::Date | DataType::Timestamp) => {
+                Value::Timestamp(zone.to_local(t)).cast_in(ty, zone)?
+            }
+            (Value::Timestamp(t), DataType::Time)
                 if t != TIMESTAMP_INFINITY && t != TIMESTAMP_NEG_INFINITY =>
             {
                 Value::Time(t.rem_euclid(MICROS_PER_DAY))
             }
             (Value::Date(d), DataType::Date) => Value::Date(d),
             (Value::Date(d), DataType::Timestamp) => Value::Timestamp(date_micros(d)),
-            (Value::Date(d), DataType::TimestampTz) => Value::TimestampTz(date_micros(d)),
-            (Value::Timestamp(t) | Value::TimestampTz(t), DataType::Date) => {
-                Value::Date(micros_date(t))
+            (Value::Date(d), DataType::TimestampTz) => {
+                Value::TimestampTz(zone.from_local(date_micros(d)))
             }
-            (Value::Timestamp(t) | Value::TimestampTz(t), DataType::Timestamp) => {
-                Value::Timestamp(t)
-            }
-            (Value::Timestamp(t) | Value::TimestampTz(t), DataType::TimestampTz) => {
-                Value::TimestampTz(t)
-            }
+            (Value::Timestamp(t), DataType::Date) => Value::Date(micros_date(t)),
+            (Value::Timestamp(t), DataType::Timestamp) => Value::Timestamp(t),
+            (Value::Timestamp(t), DataType::TimestampTz) => Value::TimestampTz(zone.from_local(t)),
+            (Value::TimestampTz(t), DataType::TimestampTz) => Value::TimestampTz(t),
             (v, _) => return Err(bad(&v)),
         })
     }
@@ -847,7 +880,10 @@ fn datetime_error(t: &str, what: &str) -> SqlError {
         && t.as_bytes()[4] == b'-'
         && t.as_bytes()[7] == b'-'
         && t.as_bytes()[..10].iter().copied().filter(|b| *b != b'-').all(|b| b.is_ascii_digit());
-    if shaped {
+    // A word after the date that is no zone is a syntax error, not a field out of range.
+    let word = shaped
+        && t[10..].trim_start_matches([' ', 'T', 't']).contains(|c: char| c.is_ascii_alphabetic());
+    if shaped && !word {
         SqlError::new("22008", format!("date/time field value out of range: \"{t}\""))
     } else {
         SqlError::new(
@@ -928,9 +964,10 @@ pub const TIMESTAMP_INFINITY: i64 = i64::MAX;
 pub const TIMESTAMP_NEG_INFINITY: i64 = i64::MIN;
 
 /// A date and time as PostgreSQL reads them: `YYYY-MM-DD`, then optionally a time
-/// (`HH:MM[:SS[.fraction]]`, after a space or `T`), then optionally a zone (`Z`, `UTC`, `GMT`,
-/// `+HH`, `+HH:MM`, `+HHMM`, with or without a space before it). The zone is in seconds east.
-fn parse_datetime(s: &str) -> Option<(NaiveDate, Option<NaiveTime>, Option<i32>)> {
+/// (`HH:MM[:SS[.fraction]]`, after a space or `T`), then optionally a zone (`Z`, an offset
+/// `+HH`, `+HH:MM`, `+HHMM`, an abbreviation or a tz database name, with or without a space
+/// before it).
+fn parse_datetime(s: &str) -> Option<(NaiveDate, Option<NaiveTime>, Option<Zone>)> {
     let s = s.trim();
     let date_len = s.find([' ', 'T', 't']).unwrap_or(s.len());
     // A zone straight after the date ('2024-01-02+02') is not PostgreSQL's form either.
@@ -952,37 +989,7 @@ fn parse_datetime(s: &str) -> Option<(NaiveDate, Option<NaiveTime>, Option<i32>)
     if rest.is_empty() {
         return Some((date, time, None));
     }
-    let zone = match rest.to_ascii_uppercase().as_str() {
-        "Z" | "UTC" | "GMT" | "ETC/UTC" | "ZULU" => 0,
-        z => {
-            let sign = match z.as_bytes()[0] {
-                b'+' => 1,
-                b'-' => -1,
-                _ => return None,
-            };
-            let digits: String = z[1..].chars().filter(|c| *c != ':').collect();
-            if digits.is_empty() || digits.len() > 6 || !digits.bytes().all(|b| b.is_ascii_digit())
-            {
-                return None;
-            }
-            let num = |r: std::ops::Range<usize>| {
-                digits.get(r).map_or(Some(0), |d| d.parse::<i32>().ok())
-            };
-            let (h, m, sec) = match digits.len() {
-                1 | 2 => (digits.parse().ok()?, 0, 0),
-                3 | 4 => (num(0..digits.len() - 2)?, num(digits.len() - 2..digits.len())?, 0),
-                _ => (
-                    num(0..digits.len() - 4)?,
-                    num(digits.len() - 4..digits.len() - 2)?,
-                    num(digits.len() - 2..digits.len())?,
-                ),
-            };
-            if h > 15 || m > 59 || sec > 59 {
-                return None;
-            }
-            sign * (h * 3600 + m * 60 + sec)
-        }
-    };
+    let zone = crate::zone::parse_input(rest)?;
     Some((date, time, Some(zone)))
 }
 
@@ -1048,12 +1055,35 @@ fn format_time(micros: i64) -> String {
     out
 }
 
-fn parse_date(s: &str) -> Option<i32> {
-    match s.trim().to_ascii_lowercase().as_str() {
+/// The local midnight of today (`days` 0), tomorrow (1) or yesterday (-1) in `zone`, as
+/// microseconds of local time.
+fn local_midnight(zone: Zone, days: i64) -> i64 {
+    let today = zone.to_local(now_micros()).div_euclid(MICROS_PER_DAY);
+    (today + days) * MICROS_PER_DAY
+}
+
+/// The words PostgreSQL reads as dates relative to now: their offset from today in days.
+fn relative_day(s: &str) -> Option<i64> {
+    match s {
+        "today" => Some(0),
+        "tomorrow" => Some(1),
+        "yesterday" => Some(-1),
+        _ => None,
+    }
+}
+
+fn parse_date(s: &str, zone: Zone) -> Option<i32> {
+    let lower = s.trim().to_ascii_lowercase();
+    match lower.as_str() {
         "infinity" | "+infinity" => return Some(DATE_INFINITY),
         "-infinity" => return Some(DATE_NEG_INFINITY),
         "epoch" => return Some(0),
-        _ => {}
+        "now" => return Some(local_midnight(zone, 0).div_euclid(MICROS_PER_DAY) as i32),
+        word => {
+            if let Some(days) = relative_day(word) {
+                return Some(local_midnight(zone, days).div_euclid(MICROS_PER_DAY) as i32);
+            }
+        }
     }
     // A time and zone after the date are read and dropped, as PostgreSQL does.
     let (d, _, _) = parse_datetime(s)?;
@@ -1069,21 +1099,28 @@ pub fn check_date(days: i64) -> Result<i32> {
     ok.ok_or_else(|| SqlError::new("22008", "date out of range"))
 }
 
-fn parse_timestamp(s: &str, tz: bool) -> Option<i64> {
+fn parse_timestamp(s: &str, tz: bool, session: Zone) -> Option<i64> {
     let s = s.trim();
     match s.to_ascii_lowercase().as_str() {
         "epoch" => return Some(0),
-        "now" => return Some(now_micros()),
+        "now" if tz => return Some(now_micros()),
+        "now" => return Some(session.to_local(now_micros())),
         "infinity" | "+infinity" => return Some(TIMESTAMP_INFINITY),
         "-infinity" => return Some(TIMESTAMP_NEG_INFINITY),
-        _ => {}
+        word => {
+            if let Some(days) = relative_day(word) {
+                let local = local_midnight(session, days);
+                return Some(if tz { session.from_local(local) } else { local });
+            }
+        }
     }
     let (date, time, zone) = parse_datetime(s)?;
     let local = date.and_time(time.unwrap_or(NaiveTime::MIN)).and_utc().timestamp_micros();
-    // timestamp without time zone ignores a zone, as PostgreSQL does; timestamptz converts
-    // to UTC (a value without a zone is in the session's zone, which is UTC).
+    // timestamp without time zone ignores a zone, as PostgreSQL does; timestamptz is the
+    // instant of the local time in the zone given, or else in the session's.
     Some(match (tz, zone) {
-        (true, Some(z)) => local - z as i64 * 1_000_000,
+        (true, Some(z)) => z.from_local(local),
+        (true, None) => session.from_local(local),
         _ => local,
     })
 }

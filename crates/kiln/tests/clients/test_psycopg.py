@@ -42,6 +42,51 @@ def test_parameters_and_types(conn):
     assert conn.execute("SELECT t IS NULL FROM p WHERE id = 2").fetchone() == (True,)
 
 
+def test_time_zones():
+    """The session's zone (a startup option here) reads and writes timestamps with time zone:
+    aware datetimes round-trip as instants in text and binary, and local times, day
+    boundaries and SET TIME ZONE follow the zone."""
+    from datetime import datetime, timedelta, timezone
+    from zoneinfo import ZoneInfo
+
+    with psycopg.connect(DSN, autocommit=True, options="-c TimeZone=Asia/Tokyo") as c:
+        assert c.execute("SHOW TimeZone").fetchone() == ("Asia/Tokyo",)
+        assert c.info.parameter_status("TimeZone") == "Asia/Tokyo"
+        c.execute("DROP TABLE IF EXISTS tz")
+        c.execute("CREATE TABLE tz (id int PRIMARY KEY, at timestamptz, local timestamp)")
+        at = datetime(2024, 3, 10, 1, 30, tzinfo=timezone.utc)
+        c.execute("INSERT INTO tz VALUES (1, %s, %s)", (at, datetime(2024, 3, 10, 1, 30)))
+        c.execute("INSERT INTO tz VALUES (2, '2024-03-10 09:00', '2024-03-10 09:00')")
+        tokyo = ZoneInfo("Asia/Tokyo")
+        for binary in (False, True):
+            with c.cursor(binary=binary) as cur:
+                rows = cur.execute("SELECT id, at, at::text, at::date, local::timestamptz FROM tz ORDER BY id").fetchall()
+            assert rows[0][1] == at and rows[0][1].utcoffset() == timedelta(hours=9)
+            assert rows[0][2] == "2024-03-10 10:30:00+09"
+            assert rows[0][3].isoformat() == "2024-03-10"
+            assert rows[0][4] == datetime(2024, 3, 10, 1, 30, tzinfo=tokyo)
+            assert rows[1][1] == datetime(2024, 3, 10, 9, 0, tzinfo=tokyo)
+        # A day boundary is local: both rows fall on 10 March in Tokyo.
+        assert c.execute("SELECT count(*) FROM tz WHERE at >= '2024-03-10' AND at < '2024-03-11'").fetchone() == (2,)
+        c.execute("SET TIME ZONE 'America/New_York'")
+        assert c.info.parameter_status("TimeZone") == "America/New_York"
+        assert c.execute("SELECT at::text FROM tz WHERE id = 1").fetchone() == ("2024-03-09 20:30:00-05",)
+        # 10 March 2024 is 23 hours long in New York: a day of calendar is not 24 hours.
+        assert c.execute(
+            "SELECT ('2024-03-10 00:00'::timestamptz + interval '1 day')::text"
+        ).fetchone() == ("2024-03-11 00:00:00-04",)
+        with pytest.raises(errors.InvalidParameterValue):
+            c.execute("SET TIME ZONE 'Nowhere/Else'")
+        c.execute("DROP TABLE tz")
+        # RESET and DISCARD ALL (a pool's reset) return to the zone given at startup.
+        c.execute("RESET TimeZone")
+        assert c.execute("SHOW TimeZone").fetchone() == ("Asia/Tokyo",)
+        c.execute("SET TIME ZONE 'UTC'")
+        c.execute("DISCARD ALL")
+        assert c.execute("SHOW TimeZone").fetchone() == ("Asia/Tokyo",)
+        assert c.info.parameter_status("TimeZone") == "Asia/Tokyo"
+
+
 def test_prepared_after_five_executions(conn):
     conn.execute("DROP TABLE IF EXISTS kv")
     conn.execute("CREATE TABLE kv (k int PRIMARY KEY, v int)")

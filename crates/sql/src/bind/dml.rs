@@ -459,13 +459,14 @@ pub(crate) fn bind_free(e: &ast::Expr) -> Result<(Expr, DataType)> {
             let (x, _) = bind_free(expr)?;
             (Expr::Cast(Box::new(x), ty), ty)
         }
-        E::Identifier(i)
-            if matches!(
-                i.value.to_lowercase().as_str(),
-                "current_timestamp" | "localtimestamp"
-            ) =>
-        {
+        E::Identifier(i) if i.value.eq_ignore_ascii_case("current_timestamp") => {
             (Expr::Func(Func::Now, vec![]), DataType::TimestampTz)
+        }
+        E::Identifier(i) if i.value.eq_ignore_ascii_case("localtimestamp") => {
+            (Expr::Func(Func::LocalTimestamp, vec![]), DataType::Timestamp)
+        }
+        E::Identifier(i) if i.value.eq_ignore_ascii_case("localtime") => {
+            (Expr::Func(Func::LocalTime, vec![]), DataType::Time)
         }
         E::Identifier(i) if i.value.eq_ignore_ascii_case("current_date") => {
             (Expr::Func(Func::CurrentDate, vec![]), DataType::Date)

@@ -24,9 +24,13 @@ impl<'a> Planner<'a> {
                 {
                     Ok(found) => found,
                     Err(err) => match name.as_str() {
-                        "current_timestamp" | "localtimestamp" | "now" => {
+                        "current_timestamp" | "now" => {
                             (Expr::Func(Func::Now, vec![]), DataType::TimestampTz)
                         }
+                        "localtimestamp" => {
+                            (Expr::Func(Func::LocalTimestamp, vec![]), DataType::Timestamp)
+                        }
+                        "localtime" => (Expr::Func(Func::LocalTime, vec![]), DataType::Time),
                         "current_date" => (Expr::Func(Func::CurrentDate, vec![]), DataType::Date),
                         "current_user" | "session_user" | "user" => {
                             (Expr::Func(Func::CurrentUser, vec![]), DataType::Text)
@@ -284,57 +288,9 @@ impl<'a> Planner<'a> {
                 }
             }
             E::AtTimeZone { timestamp, time_zone } => {
-                // Sessions are in UTC, the only zone Kiln has: AT TIME ZONE 'UTC' turns a
-                // timestamp with time zone into the same instant without one, and back.
-                let zone = match time_zone.as_ref() {
-                    E::Value(v) => match &v.value {
-                        ast::Value::SingleQuotedString(s) => s.clone(),
-                        ast::Value::Number(..) => {
-                            return Err(SqlError::new(
-                                code::UNDEFINED_FUNCTION,
-                                "function timezone(integer, timestamp) does not exist",
-                            ))
-                        }
-                        _ => String::new(),
-                    },
-                    _ => String::new(),
-                };
-                let utc = [
-                    "utc",
-                    "gmt",
-                    "z",
-                    "zulu",
-                    "uct",
-                    "universal",
-                    "etc/utc",
-                    "etc/gmt",
-                    "+00",
-                    "+00:00",
-                    "-00",
-                    "00:00",
-                ];
-                if !utc.contains(&zone.trim().to_ascii_lowercase().as_str()) {
-                    return Err(SqlError::unsupported(format!(
-                        "AT TIME ZONE {time_zone} (time zones other than UTC)"
-                    )));
-                }
+                let (zone, zt) = self.expr(time_zone, scope, aggs)?;
                 let (x, t) = self.expr(timestamp, scope, aggs)?;
-                let (to, from) = match t {
-                    DataType::TimestampTz | DataType::Date => (DataType::Timestamp, t),
-                    DataType::Timestamp => (DataType::TimestampTz, t),
-                    DataType::Unknown => (DataType::Timestamp, DataType::TimestampTz),
-                    other => {
-                        return Err(SqlError::new(
-                            code::UNDEFINED_FUNCTION,
-                            format!(
-                                "function timezone(unknown, {}) does not exist",
-                                other.sql_name()
-                            ),
-                        ))
-                    }
-                };
-                let (x, _) = self.coerce(x, t, from)?;
-                return Ok((Expr::Cast(Box::new(x), to), to));
+                return self.at_time_zone(zone, zt, x, t);
             }
             E::Extract { field, expr, .. } => {
                 let name = field.to_string().trim_matches('\'').to_lowercase();
@@ -360,7 +316,9 @@ impl<'a> Planner<'a> {
                         if let Some(kind) = crate::bind::reg::reg_kind(idt) {
                             let (e, _) = self.reg_name(kind, x, scope, aggs)?;
                             return Ok(match e {
-                                Expr::Const(v) => (Expr::Const(v.cast_explicit(ty)?), ty),
+                                Expr::Const(v) => {
+                                    (Expr::Const(v.cast_explicit(ty, self.env.zone())?), ty)
+                                }
                                 e if ty == DataType::Text => (e, ty),
                                 e => (Expr::Cast(Box::new(e), ty), ty),
                             });
@@ -369,7 +327,7 @@ impl<'a> Planner<'a> {
                 }
                 let (x, xty) = self.expr(expr, scope, aggs)?;
                 match x {
-                    Expr::Const(v) => (Expr::Const(v.cast_explicit(ty)?), ty),
+                    Expr::Const(v) => (Expr::Const(v.cast_explicit(ty, self.env.zone())?), ty),
                     // A cast to the type it has already changes nothing (and a column so
                     // cast still shows that column).
                     x if xty == ty => (x, ty),
@@ -404,7 +362,7 @@ impl<'a> Planner<'a> {
                     ast::Value::SingleQuotedString(s) => s.clone(),
                     other => other.to_string(),
                 };
-                (Expr::Const(Value::parse(&text, ty)?), ty)
+                (Expr::Const(Value::parse_in(&text, ty, self.env.zone())?), ty)
             }
             E::Function(f) => self.function(f, scope, aggs)?,
             E::Ceil { expr, .. } | E::Floor { expr, .. } => {
@@ -619,10 +577,11 @@ impl<'a> Planner<'a> {
             let (left_ty, right_ty, ty) = types?;
             let (a, _) = self.coerce(a, at, left_ty)?;
             let (b, _) = self.coerce(b, bt, right_ty)?;
+            let zone = self.env.zone();
             // An integer or numeric factor of an interval is a double, as in PostgreSQL.
             let widen = |x: Expr, from: DataType, to: DataType| match x {
                 Expr::Const(v) if from != to && from != DataType::Unknown => {
-                    v.cast(to).map(Expr::Const)
+                    v.cast_in(to, zone).map(Expr::Const)
                 }
                 x if from != to && from != DataType::Unknown => Ok(Expr::Cast(Box::new(x), to)),
                 x => Ok(x),
@@ -630,7 +589,7 @@ impl<'a> Planner<'a> {
             let a = widen(a, at, left_ty)?;
             let b = widen(b, bt, right_ty)?;
             if let (Expr::Const(x), Expr::Const(y)) = (&a, &b) {
-                match crate::expr::binary(bop, x.clone(), y.clone()) {
+                match crate::expr::binary(bop, x.clone(), y.clone(), self.env.zone()) {
                     Ok(v) => return Ok((Expr::Const(v), ty)),
                     Err(e) if !self.dead_arm => return Err(e),
                     Err(_) => {}
@@ -666,17 +625,29 @@ impl<'a> Planner<'a> {
             }
         };
         let (a, at2) = self.coerce(a, at, bt)?;
-        let (b, _) = self.coerce(b, bt, at2)?;
+        let (b, bt2) = self.coerce(b, bt, at2)?;
+        // A timestamp or date compared with a timestamp with time zone is read as a local
+        // time in the session's zone first, as PostgreSQL's implicit cast does.
+        let (a, b) = match (at2, bt2) {
+            (DataType::Date | DataType::Timestamp, DataType::TimestampTz) => {
+                (self.to_timestamptz(a)?, b)
+            }
+            (DataType::TimestampTz, DataType::Date | DataType::Timestamp) => {
+                (a, self.to_timestamptz(b)?)
+            }
+            _ => (a, b),
+        };
         let ty = if ty == DataType::Bool { ty } else { DataType::common(ty, DataType::Unknown) };
         // Fold constants so a key lookup sees a plain value. As in PostgreSQL, a constant
         // expression that fails (overflow, division by zero) fails the statement when it is
         // planned, whether or not a row would have evaluated it.
         if let (Expr::Const(x), Expr::Const(y)) = (&a, &b) {
-            let folded =
-                crate::expr::binary(bop, x.clone(), y.clone()).and_then(|v| match (&v, ty) {
+            let folded = crate::expr::binary(bop, x.clone(), y.clone(), self.env.zone()).and_then(
+                |v| match (&v, ty) {
                     (Value::Int(_), DataType::Int4 | DataType::Int2) => v.cast(ty),
                     _ => Ok(v),
-                });
+                },
+            );
             match folded {
                 Ok(v) => return Ok((Expr::Const(v), ty)),
                 Err(e) if !self.dead_arm => return Err(e),
@@ -694,6 +665,16 @@ impl<'a> Planner<'a> {
             return Ok((Expr::Cast(Box::new(e), ty), ty));
         }
         Ok((e, ty))
+    }
+}
+
+impl Planner<'_> {
+    /// `x` (a date or timestamp) as a timestamp with time zone in the session's zone.
+    fn to_timestamptz(&self, x: Expr) -> Result<Expr> {
+        Ok(match x {
+            Expr::Const(v) => Expr::Const(v.cast_in(DataType::TimestampTz, self.env.zone())?),
+            x => Expr::Cast(Box::new(x), DataType::TimestampTz),
+        })
     }
 }
 

@@ -138,6 +138,57 @@ impl<'a> Planner<'a> {
         Ok((Expr::Func(func, vec![unit, source]), out))
     }
 
+    /// `ts AT TIME ZONE zone` / `timezone(zone, ts)`: a timestamp with time zone (or a date,
+    /// or an untyped literal, read as one) becomes the local time in `zone`; a timestamp
+    /// without one becomes the instant of that local time there. The zone is text (a tz
+    /// database name, an abbreviation, a POSIX offset) or an interval east of UTC.
+    pub(crate) fn at_time_zone(
+        &mut self,
+        zone: Expr,
+        zt: DataType,
+        x: Expr,
+        t: DataType,
+    ) -> Result<(Expr, DataType)> {
+        let no_function = |zt: DataType, t: DataType| {
+            let name = |t: DataType| {
+                if t == DataType::Unknown {
+                    "unknown".to_string()
+                } else {
+                    t.sql_name()
+                }
+            };
+            SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!("function timezone({}, {}) does not exist", name(zt), name(t)),
+            )
+            .hint("No function matches the given name and argument types. You might need to add explicit type casts.")
+        };
+        let zone = match zt {
+            DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Interval(_) => {
+                zone
+            }
+            DataType::Unknown => self.coerce(zone, zt, DataType::Text)?.0,
+            other => return Err(no_function(other, t)),
+        };
+        let (x, to) = match t {
+            DataType::TimestampTz => (x, DataType::Timestamp),
+            DataType::Timestamp => (x, DataType::TimestampTz),
+            DataType::Unknown => (self.coerce(x, t, DataType::TimestampTz)?.0, DataType::Timestamp),
+            DataType::Date => (Expr::Cast(Box::new(x), DataType::TimestampTz), DataType::Timestamp),
+            other => return Err(no_function(zt, other)),
+        };
+        let args = vec![zone, x];
+        if args.iter().all(|a| matches!(a, Expr::Const(_))) {
+            let ctx = crate::expr::Ctx::new(&[], self.env);
+            match Expr::Func(Func::Timezone, args.clone()).eval(&[], &ctx) {
+                Ok(v) => return Ok((Expr::Const(v), to)),
+                Err(e) if !self.dead_arm => return Err(e),
+                Err(_) => {}
+            }
+        }
+        Ok((Expr::Func(Func::Timezone, args), to))
+    }
+
     pub(crate) fn function(
         &mut self,
         f: &ast::Function,
@@ -338,6 +389,38 @@ impl<'a> Planner<'a> {
         if name == "current_setting" {
             return self.current_setting(&args, scope);
         }
+        if name == "timezone" {
+            check_arity(&name, args.len(), 2, 2)?;
+            let (zone, zt) = self.expr(&args[0], scope, aggs)?;
+            let (x, t) = self.expr(&args[1], scope, aggs)?;
+            return self.at_time_zone(zone, zt, x, t);
+        }
+        if name == "date_trunc" && args.len() == 3 {
+            // date_trunc(unit, timestamptz, zone): cut down in that zone.
+            let (unit, ut) = self.expr(&args[0], scope, aggs)?;
+            let (unit, _) = self.coerce(unit, ut, DataType::Text)?;
+            let (source, st) = self.expr(&args[1], scope, aggs)?;
+            let (source, st) = self.coerce(source, st, DataType::TimestampTz)?;
+            let source = match st {
+                DataType::TimestampTz => source,
+                DataType::Date | DataType::Timestamp => {
+                    Expr::Cast(Box::new(source), DataType::TimestampTz)
+                }
+                other => {
+                    return Err(SqlError::new(
+                        code::UNDEFINED_FUNCTION,
+                        format!(
+                            "function date_trunc(text, {}, text) does not exist",
+                            other.sql_name()
+                        ),
+                    ))
+                }
+            };
+            let (zone, zt) = self.expr(&args[2], scope, aggs)?;
+            let (zone, _) = self.coerce(zone, zt, DataType::Text)?;
+            let args = vec![unit, source, zone];
+            return Ok((Expr::Func(Func::DateTrunc, args), DataType::TimestampTz));
+        }
         if name == "date_part" || name == "date_trunc" {
             check_arity(&name, args.len(), 2, 2)?;
             let (unit, ut) = self.expr(&args[0], scope, aggs)?;
@@ -396,8 +479,17 @@ impl<'a> Planner<'a> {
         }
         // Untyped arguments take the type the function wants; CASE-like functions unify
         // their arguments with the result.
+        // Beside a timestamp with time zone an untyped timestamp argument is one too (read
+        // with its offset), then taken as a local time, as PostgreSQL's age(timestamptz,
+        // timestamptz) reads both.
+        let zoned = types.contains(&DataType::TimestampTz);
         let mut fixed = Vec::with_capacity(bound.len());
         for (i, (x, t)) in bound.into_iter().zip(types).enumerate() {
+            if zoned && t == DataType::Unknown && def.arg(i) == Arg::Timestamp {
+                let (x, _) = self.coerce(x, t, DataType::TimestampTz)?;
+                fixed.push(Expr::Cast(Box::new(x), DataType::Timestamp));
+                continue;
+            }
             let want = match def.arg(i) {
                 Arg::Result => {
                     fixed.push(self.unify(x, t, ty)?);

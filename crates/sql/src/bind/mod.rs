@@ -420,7 +420,9 @@ impl<'a> Planner<'a> {
                 }
                 Ok((Expr::Param(i), target))
             }
-            Expr::Const(Value::Text(s)) => Ok((Expr::Const(Value::parse(&s, target)?), target)),
+            Expr::Const(Value::Text(s)) => {
+                Ok((Expr::Const(Value::parse_in(&s, target, self.env.zone())?), target))
+            }
             e => Ok((e, ty)),
         }
     }

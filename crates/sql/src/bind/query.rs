@@ -409,17 +409,36 @@ impl<'a> Planner<'a> {
                     if tname != "generate_series" {
                         return Err(SqlError::unsupported(format!("the table function {tname}")));
                     }
-                    let mut exprs = Vec::new();
+                    let mut bound = Vec::new();
+                    let mut asts = Vec::new();
                     for a in &args.args {
                         match a {
                             ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => {
-                                let (e, t) = self.expr(x, &Scope::default(), false)?;
-                                exprs.push(self.coerce(e, t, DataType::Int8)?.0);
+                                bound.push(self.expr(x, &Scope::default(), false)?);
+                                asts.push(x);
                             }
                             other => {
                                 return Err(SqlError::unsupported(format!("the argument {other}")))
                             }
                         }
+                    }
+                    // A series of timestamps is the set-returning call's (its step an
+                    // interval); integers stream from `Source::Series`.
+                    let temporal = bound.iter().take(2).any(|(_, t)| {
+                        matches!(t, DataType::Date | DataType::Timestamp | DataType::TimestampTz)
+                    });
+                    if temporal {
+                        return self.srf_from_item(
+                            &tname,
+                            &asts,
+                            alias.as_ref(),
+                            *with_ordinality,
+                            offset,
+                        );
+                    }
+                    let mut exprs = Vec::new();
+                    for (e, t) in bound {
+                        exprs.push(self.coerce(e, t, DataType::Int8)?.0);
                     }
                     if !(2..=3).contains(&exprs.len()) {
                         return Err(SqlError::new(

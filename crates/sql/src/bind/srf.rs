@@ -110,6 +110,63 @@ impl<'a> Planner<'a> {
             }
             _ => {
                 arity(2, 3)?;
+                // generate_series(start, stop, interval) of timestamps: the typed bound's
+                // type (a date's is timestamptz, as PostgreSQL resolves it).
+                let mut typed = Vec::with_capacity(args.len());
+                for a in args.iter().take(2) {
+                    typed.push(self.expr(a, scope, false)?);
+                }
+                let temporal = typed.iter().map(|(_, t)| *t).find(|t| {
+                    matches!(t, DataType::Timestamp | DataType::TimestampTz | DataType::Date)
+                });
+                if let Some(t) = temporal {
+                    let ty = if t == DataType::Timestamp {
+                        DataType::Timestamp
+                    } else {
+                        DataType::TimestampTz
+                    };
+                    let Some(step) = args.get(2) else {
+                        return Err(SqlError::new(
+                            code::UNDEFINED_FUNCTION,
+                            format!("function generate_series({0}, {0}) does not exist", t.sql_name()),
+                        )
+                        .hint("A series of timestamps takes a step: generate_series(start, stop, interval)."));
+                    };
+                    let mut bound = Vec::with_capacity(3);
+                    for (x, xt) in typed {
+                        let (x, xt) = self.coerce(x, xt, ty)?;
+                        bound.push(match xt {
+                            _ if xt == ty => x,
+                            DataType::Date | DataType::Timestamp | DataType::TimestampTz => {
+                                Expr::Cast(Box::new(x), ty)
+                            }
+                            other => {
+                                return Err(SqlError::new(
+                                    code::UNDEFINED_FUNCTION,
+                                    format!(
+                                        "function generate_series({}, {}, interval) does not exist",
+                                        t.sql_name(),
+                                        other.sql_name()
+                                    ),
+                                ))
+                            }
+                        });
+                    }
+                    let (x, xt) = self.expr(step, scope, false)?;
+                    let (x, xt) = self.coerce(x, xt, DataType::Interval(None))?;
+                    if !matches!(xt, DataType::Interval(_)) {
+                        return Err(SqlError::new(
+                            code::UNDEFINED_FUNCTION,
+                            format!(
+                                "function generate_series({0}, {0}, {1}) does not exist",
+                                t.sql_name(),
+                                xt.sql_name()
+                            ),
+                        ));
+                    }
+                    bound.push(x);
+                    return Ok((Expr::Func(Func::GenerateSeries, bound), ty));
+                }
                 let mut bound = Vec::with_capacity(args.len());
                 let mut ty = DataType::Int4;
                 for a in args {

@@ -263,7 +263,7 @@ impl Writer<'_> {
             let ctx = Ctx::new(&[], env);
             self.rewrite_table(&old, t, |_, mut row| {
                 let value = match &fill {
-                    Some(e) => e.eval(&[], &ctx)?.cast(ty)?,
+                    Some(e) => e.eval(&[], &ctx)?.cast_in(ty, env.zone())?,
                     None => Value::Null,
                 };
                 if value.is_null() && !nullable {
@@ -596,7 +596,7 @@ impl Writer<'_> {
                 Some(x) => x.eval(&row, &Ctx::new(&[], env))?,
                 None => std::mem::replace(&mut row[p], Value::Null),
             };
-            row[p] = v.cast(ty).map_err(|e| {
+            row[p] = v.cast_in(ty, env.zone()).map_err(|e| {
                 if e.code == code::DATATYPE_MISMATCH {
                     SqlError::new(
                         code::DATATYPE_MISMATCH,

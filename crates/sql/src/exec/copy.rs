@@ -181,13 +181,18 @@ pub(crate) fn parse_csv(text: &str) -> Result<Vec<Option<Vec<Option<String>>>>> 
     Ok(records)
 }
 
-pub(crate) fn format_copy_line(row: &[Value], columns: &[(String, DataType)], csv: bool) -> String {
+pub(crate) fn format_copy_line(
+    row: &[Value],
+    columns: &[(String, DataType)],
+    csv: bool,
+    zone: crate::zone::Zone,
+) -> String {
     let mut line = String::new();
     for (i, (v, (_, ty))) in row.iter().zip(columns).enumerate() {
         if i > 0 {
             line.push(if csv { ',' } else { '\t' });
         }
-        match v.to_text(*ty) {
+        match v.to_text_in(*ty, zone) {
             None => {
                 if !csv {
                     line.push_str("\\N");
@@ -300,6 +305,7 @@ impl Session {
     }
 
     pub(crate) fn copy_lines(&mut self, chunk: &[u8]) -> Result<()> {
+        let zone = self.zone();
         let copy = self.copy.as_mut().expect("copy in progress");
         let text = std::str::from_utf8(chunk).map_err(|_| {
             SqlError::new(
@@ -332,7 +338,7 @@ impl Session {
             for (field, &c) in rec.into_iter().zip(&columns) {
                 row.push(Some(match field {
                     None => Value::Null,
-                    Some(s) => Value::parse(&s, table.columns[c].ty)?,
+                    Some(s) => Value::parse_in(&s, table.columns[c].ty, zone)?,
                 }));
             }
             rows.push(row);
@@ -364,7 +370,8 @@ impl Session {
             rows.push(row);
         }
         let n = rows.len() as u64;
-        let env = session_env!(self);
+        let zone = self.zone();
+        let env = session_env!(self, zone);
         let ctx = Ctx::new(&[], &env);
         let ts = self.txn.as_mut().expect("copy runs in a transaction");
         let mut w = session_writer!(self, ts, None);

@@ -734,9 +734,10 @@ impl Writer<'_> {
                 }
                 if !not_valid {
                     let checked = t.clone();
+                    let zone = env.zone();
                     self.each_row(&t.keyspace(), |w, _, raw| {
                         let row = decode_row(&raw, checked.columns.len())?;
-                        w.check_references(&checked, &row, None)
+                        w.check_references(&checked, &row, None, zone)
                     })?;
                 }
             }

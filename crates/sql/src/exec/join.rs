@@ -126,7 +126,12 @@ fn recursive_rows(
     let types: Vec<DataType> = anchor.columns.iter().map(|c| c.1).collect();
     let fit = |rows: Vec<Row>| -> Result<Vec<Row>> {
         rows.into_iter()
-            .map(|r| r.into_iter().zip(&types).map(|(v, t)| v.cast(*t)).collect::<Result<Row>>())
+            .map(|r| {
+                r.into_iter()
+                    .zip(&types)
+                    .map(|(v, t)| v.cast_in(*t, ctx.env.zone()))
+                    .collect::<Result<Row>>()
+            })
             .collect()
     };
     let mut seen: std::collections::BTreeSet<Vec<Ordered>> = Default::default();

@@ -424,7 +424,7 @@ pub(crate) fn aggregate(
                 (Acc::Count(n), _) => Acc::Count(n + 1),
                 (Acc::Sum(s), _) => Acc::Sum(Some(match s {
                     None => widen(v),
-                    Some(s) => crate::expr::binary(BinOp::Add, s, widen(v))?,
+                    Some(s) => crate::expr::binary(BinOp::Add, s, widen(v), NUMBERS)?,
                 })),
                 (Acc::MinMax(m), f) => Acc::MinMax(Some(match m {
                     None => v,
@@ -454,7 +454,7 @@ pub(crate) fn aggregate(
                 (Acc::Avg(s, n), _) => Acc::Avg(
                     Some(match s {
                         None => widen(v),
-                        Some(s) => crate::expr::binary(BinOp::Add, s, widen(v))?,
+                        Some(s) => crate::expr::binary(BinOp::Add, s, widen(v), NUMBERS)?,
                     }),
                     n + 1,
                 ),
@@ -495,6 +495,7 @@ pub(crate) fn aggregate(
                             BinOp::Div,
                             Value::Numeric(d),
                             Value::Numeric(rust_decimal::Decimal::from(n)),
+                            NUMBERS,
                         )?
                     }
                 },
@@ -571,6 +572,10 @@ fn group_key(key: &[Value]) -> String {
     }
     out
 }
+
+/// The time zone of aggregates' arithmetic: sums and averages add numbers and intervals
+/// only, which no zone changes.
+pub(crate) const NUMBERS: crate::zone::Zone = crate::zone::Zone::UTC;
 
 pub(crate) fn widen(v: Value) -> Value {
     match v {

@@ -32,12 +32,13 @@ impl Session {
         slot: Option<&PlanSlot>,
     ) -> Result<Output> {
         use ast::Statement as S;
+        let zone = self.zone();
         let ts = self.txn.as_mut().expect("a transaction is open");
         if ts.isolation == IsolationLevel::ReadCommitted {
             // READ COMMITTED: each statement sees what committed before it began.
             ts.txn.refresh_snapshot()?;
         }
-        let env = session_env!(self);
+        let env = session_env!(self, zone);
         let system = System::new(&self.db, &self.database, &self.settings, &self.cursors);
         let limits = session_limits!(self);
         let ctx = Ctx::new(params, &env);
@@ -83,7 +84,7 @@ impl Session {
         // The plan: the prepared statement's kept one while it is valid, else bound now
         // (and kept, for a prepared statement).
         let kept = match slot {
-            Some(slot) => slot.get(&mut w.ts.txn, &self.db.catalog, &self.database)?,
+            Some(slot) => slot.get(&mut w.ts.txn, &self.db.catalog, &self.database, zone)?,
             None => None,
         };
         macro_rules! plan {
@@ -374,7 +375,7 @@ impl Session {
                         } else {
                             CopyOutData::Lines(
                                 rows.iter()
-                                    .map(|r| format_copy_line(r, &plan.columns, csv))
+                                    .map(|r| format_copy_line(r, &plan.columns, csv, zone))
                                     .collect(),
                             )
                         };

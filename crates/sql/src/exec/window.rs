@@ -64,9 +64,12 @@ impl Acc {
         self.value = Some(match (self.value.take(), &self.func) {
             (None, AggFunc::Sum | AggFunc::Avg) => crate::exec::select::widen(v.clone()),
             (None, _) => v.clone(),
-            (Some(s), AggFunc::Sum | AggFunc::Avg) => {
-                binary(BinOp::Add, s, crate::exec::select::widen(v.clone()))?
-            }
+            (Some(s), AggFunc::Sum | AggFunc::Avg) => binary(
+                BinOp::Add,
+                s,
+                crate::exec::select::widen(v.clone()),
+                crate::exec::select::NUMBERS,
+            )?,
             (Some(m), AggFunc::Min) => {
                 if v.total_cmp(&m) == Ordering::Less {
                     v.clone()
@@ -104,6 +107,7 @@ impl Acc {
                 BinOp::Div,
                 s.clone().cast(DataType::Numeric(None))?,
                 Value::Numeric(rust_decimal::Decimal::from(self.count)),
+                crate::exec::select::NUMBERS,
             )?,
             (AggFunc::Sum, Some(s)) => s.clone().cast(ty)?,
             (_, Some(v)) => v.clone(),

@@ -17,6 +17,7 @@ use crate::locks::LockMode;
 use crate::pg::activity::{Activity, Wait};
 use crate::plan::*;
 use crate::types::Value;
+use crate::zone::Zone;
 
 use crate::bind::dml::*;
 use crate::database::*;
@@ -164,10 +165,10 @@ impl Writer<'_> {
     }
 
     /// Checks types, NOT NULL, and fits values to their columns.
-    pub(crate) fn fit_row(table: &Table, row: Vec<Value>) -> Result<Vec<Value>> {
+    pub(crate) fn fit_row(table: &Table, row: Vec<Value>, zone: Zone) -> Result<Vec<Value>> {
         let mut out = Vec::with_capacity(row.len());
         for (v, c) in row.into_iter().zip(&table.columns) {
-            let v = assign(v, c.ty).map_err(|e| {
+            let v = assign(v, c.ty, zone).map_err(|e| {
                 if e.code == code::DATATYPE_MISMATCH {
                     SqlError::new(
                         code::DATATYPE_MISMATCH,
@@ -205,7 +206,7 @@ impl Writer<'_> {
         skip_existing: bool,
         ctx: &Ctx,
     ) -> Result<Option<Vec<u8>>> {
-        let row = Self::fit_row(table, row)?;
+        let row = Self::fit_row(table, row, ctx.env.zone())?;
         self.check_row(table, &row, ctx)?;
         let pk = self.primary_key(table, &row)?;
         let ks = table.keyspace();
@@ -255,7 +256,7 @@ impl Writer<'_> {
             self.ts.txn.put(&ks, &pk, &encode_row(&row))?;
         }
         if !table.foreign_keys.is_empty() {
-            self.check_references(table, &row, None)?;
+            self.check_references(table, &row, None, ctx.env.zone())?;
         }
         Ok(Some(pk))
     }
@@ -277,7 +278,7 @@ impl Writer<'_> {
         new: Vec<Value>,
         ctx: &Ctx,
     ) -> Result<Vec<Value>> {
-        let new = Self::fit_row(table, new)?;
+        let new = Self::fit_row(table, new, ctx.env.zone())?;
         self.check_row(table, &new, ctx)?;
         let pk_changed = table
             .primary_key
@@ -286,7 +287,7 @@ impl Writer<'_> {
         if pk_changed {
             self.delete_row(table, pk, old)?;
             // The new key is checked and written as an insert's, its references too.
-            let row = Self::fit_row(table, new.clone())?;
+            let row = Self::fit_row(table, new.clone(), ctx.env.zone())?;
             self.insert_row(table, row, false, ctx)?;
         } else {
             for index in &table.indexes {
@@ -318,7 +319,7 @@ impl Writer<'_> {
             }
             self.ts.txn.put(&table.keyspace(), pk, &encode_row(&new))?;
             if !table.foreign_keys.is_empty() {
-                self.check_references(table, &new, Some(old))?;
+                self.check_references(table, &new, Some(old), ctx.env.zone())?;
             }
         }
         if !table.referenced_by.is_empty() {
@@ -498,7 +499,7 @@ impl Writer<'_> {
                     match self.insert_row(&table, full.clone(), true, ctx)? {
                         Some(_) => Some(full),
                         None => {
-                            let fitted = Self::fit_row(&table, full.clone())?;
+                            let fitted = Self::fit_row(&table, full.clone(), ctx.env.zone())?;
                             let pk = self.primary_key(&table, &fitted)?;
                             let Some(raw) = self.ts.txn.get(&table.keyspace(), &pk)? else {
                                 return Err(SqlError::unsupported("ON CONFLICT DO UPDATE on a unique index other than the primary key"));

@@ -15,7 +15,7 @@ pub fn array_items(v: Value) -> Result<Vec<Value>> {
     match v {
         Value::Array(items) => Ok(items),
         Value::Null => Ok(vec![]),
-        Value::Text(s) => crate::array::parse(&s, DataType::Text),
+        Value::Text(s) => crate::array::parse(&s, DataType::Text, crate::zone::Zone::UTC),
         other => Err(SqlError::new(
             code::DATATYPE_MISMATCH,
             format!("{} is not an array", other.to_text(DataType::Text).unwrap_or_default()),
@@ -33,9 +33,10 @@ fn contains(items: &[Value], x: &Value) -> bool {
     !x.is_null() && items.iter().any(|i| !i.is_null() && i.sql_cmp(x) == Some(Ordering::Equal))
 }
 
-/// A value in JSON: numbers and booleans as themselves, arrays as JSON arrays, the rest as
+/// A value in JSON: numbers and booleans as themselves, arrays as JSON arrays, timestamps in
+/// ISO 8601 (`2024-01-02T03:04:05+05:30`, a timestamp with time zone in `zone`), the rest as
 /// strings of their text form.
-fn json_value(out: &mut String, v: &Value) {
+fn json_value(out: &mut String, v: &Value, zone: crate::zone::Zone) {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -47,9 +48,28 @@ fn json_value(out: &mut String, v: &Value) {
                 if i > 0 {
                     out.push(',');
                 }
-                json_value(out, item);
+                json_value(out, item, zone);
             }
             out.push(']');
+        }
+        Value::Timestamp(t) | Value::TimestampTz(t)
+            if *t != crate::types::TIMESTAMP_INFINITY
+                && *t != crate::types::TIMESTAMP_NEG_INFINITY =>
+        {
+            let local = match v {
+                Value::TimestampTz(_) => zone.to_local(*t),
+                _ => *t,
+            };
+            let mut text = Value::Timestamp(local).to_text(DataType::Timestamp).unwrap_or_default();
+            text = text.replacen(' ', "T", 1);
+            if let Value::TimestampTz(_) = v {
+                let offset = crate::zone::format_offset(zone.offset_at(*t));
+                text.push_str(&offset);
+                if offset.len() == 3 {
+                    text.push_str(":00");
+                }
+            }
+            out.push_str(&serde_json::to_string(&text).unwrap_or_default());
         }
         other => out.push_str(&serde_json::to_string(&text_arg(other)).unwrap_or_default()),
     }
@@ -216,9 +236,9 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
                 .to_string(),
             )
         }
-        Func::Concat => {
-            Value::Text(args.iter().filter_map(|v| v.to_text(DataType::Text)).collect())
-        }
+        Func::Concat => Value::Text(
+            args.iter().filter_map(|v| v.to_text_in(DataType::Text, ctx.env.zone())).collect(),
+        ),
         Func::Repeat => match (&args[0], &args[1]) {
             (Value::Null, _) | (_, Value::Null) => Value::Null,
             (s, Value::Int(n)) => {
@@ -232,19 +252,40 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             (_, n) => return Err(type_error("repeat", n)),
         },
         Func::Now => Value::TimestampTz(ctx.env.now()),
+        Func::LocalTimestamp => Value::Timestamp(ctx.env.zone().to_local(ctx.env.now())),
+        Func::LocalTime => Value::Time(
+            ctx.env.zone().to_local(ctx.env.now()).rem_euclid(crate::types::MICROS_PER_DAY),
+        ),
+        Func::Timezone => {
+            let [zone, source] = args.as_slice() else {
+                return Err(type_error("timezone", &Value::Null));
+            };
+            let zone = super::datetime::zone_arg(zone)?;
+            match source {
+                Value::TimestampTz(t) => Value::Timestamp(zone.to_local(*t)),
+                Value::Timestamp(t) => Value::TimestampTz(zone.from_local(*t)),
+                other => return Err(type_error("timezone", other)),
+            }
+        }
         Func::Extract | Func::DatePart | Func::DateTrunc => {
-            let [field, source] = args.as_slice() else {
-                return Err(SqlError::new(
-                    code::UNDEFINED_FUNCTION,
-                    "date_part takes two arguments",
-                ));
+            let (field, source, zone) = match args.as_slice() {
+                [field, source] => (field, source, ctx.env.zone()),
+                [field, source, zone] if f == Func::DateTrunc => {
+                    (field, source, super::datetime::zone_arg(zone)?)
+                }
+                _ => {
+                    return Err(SqlError::new(
+                        code::UNDEFINED_FUNCTION,
+                        "date_part takes two arguments",
+                    ))
+                }
             };
             let Value::Text(field) = field else {
                 return Ok(Value::Null); // a NULL field
             };
             match f {
-                Func::DateTrunc => super::datetime::date_trunc(field, source)?,
-                _ => super::datetime::extract(field, source, f == Func::DatePart)?,
+                Func::DateTrunc => super::datetime::date_trunc(field, source, zone)?,
+                _ => super::datetime::extract(field, source, f == Func::DatePart, zone)?,
             }
         }
         Func::Age => {
@@ -256,7 +297,9 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             match args.as_slice() {
                 [a, b] => Value::Interval(crate::interval::age(ts(a)?, ts(b)?)?),
                 [a] => {
-                    let midnight = ctx.env.now().div_euclid(crate::types::MICROS_PER_DAY)
+                    // From today's local midnight (the argument is a local time already).
+                    let today = ctx.env.zone().to_local(ctx.env.now());
+                    let midnight = today.div_euclid(crate::types::MICROS_PER_DAY)
                         * crate::types::MICROS_PER_DAY;
                     Value::Interval(crate::interval::age(midnight, ts(a)?)?)
                 }
@@ -296,7 +339,8 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             })
         }
         Func::CurrentDate => {
-            Value::Date(ctx.env.now().div_euclid(crate::types::MICROS_PER_DAY) as i32)
+            let today = ctx.env.zone().to_local(ctx.env.now());
+            Value::Date(today.div_euclid(crate::types::MICROS_PER_DAY) as i32)
         }
         Func::Random => Value::Float(pseudo_random()),
         Func::GenRandomUuid => {
@@ -331,7 +375,7 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             let mut out = String::new();
             let mut first = true;
             for item in &items {
-                let text = match (item.to_text(DataType::Text), &null) {
+                let text = match (item.to_text_in(DataType::Text, ctx.env.zone()), &null) {
                     (Some(t), _) => t,
                     (None, Some(n)) => n.clone(),
                     (None, None) => continue,
@@ -503,6 +547,9 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         Func::GenerateSeries => {
             let (start, stop) = (arg(0), arg(1));
             let step = if args.len() > 2 { arg(2) } else { Value::Int(1) };
+            if let Value::Interval(step) = step {
+                return timestamp_series(start, stop, step, ctx.env.zone());
+            }
             let (Value::Int(a), Value::Int(b), Value::Int(st)) = (start, stop, step) else {
                 return Err(SqlError::unsupported("generate_series of non-integers"));
             };
@@ -548,9 +595,9 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                json_value(&mut out, &Value::Text(text_arg(&pair[0])));
+                json_value(&mut out, &Value::Text(text_arg(&pair[0])), ctx.env.zone());
                 out.push_str(" : ");
-                json_value(&mut out, &pair[1]);
+                json_value(&mut out, &pair[1], ctx.env.zone());
                 if out.len() > TEXT_BYTES_MAX {
                     return Err(too_long());
                 }
@@ -599,15 +646,57 @@ pub(crate) fn pseudo_random() -> f64 {
     })
 }
 
-/// Checks an integer result against a column type (used on assignment).
-pub fn assign(v: Value, ty: DataType) -> Result<Value> {
+/// Converts a value to a column's type on assignment (integers range-checked; a timestamp
+/// with time zone and a local time converted in `zone`).
+pub fn assign(v: Value, ty: DataType, zone: crate::zone::Zone) -> Result<Value> {
     match (&v, ty) {
         (Value::Int(i), t) if t.is_integer() => {
             check_int_range(*i, t)?;
             Ok(v)
         }
-        _ => v.cast(ty),
+        _ => v.cast_in(ty, zone),
     }
+}
+
+/// generate_series(start, stop, step) of timestamps (with time zone: the step's months and
+/// days move the local time in `zone`), each the one before plus the step, as PostgreSQL
+/// adds them.
+fn timestamp_series(
+    start: Value,
+    stop: Value,
+    step: crate::interval::Interval,
+    zone: crate::zone::Zone,
+) -> Result<Value> {
+    use crate::interval::{add_to_timestamp, add_to_timestamptz};
+    let (a, b, tz) = match (start, stop) {
+        (Value::Timestamp(a), Value::Timestamp(b)) => (a, b, false),
+        (Value::TimestampTz(a), Value::TimestampTz(b)) => (a, b, true),
+        (a, _) => return Err(type_error("generate_series", &a)),
+    };
+    let direction = step.span().cmp(&0);
+    if direction == Ordering::Equal {
+        return Err(SqlError::new(code::INVALID_PARAMETER_VALUE, "step size cannot equal zero"));
+    }
+    let mut out = Vec::new();
+    let mut t = a;
+    while (direction == Ordering::Greater && t <= b) || (direction == Ordering::Less && t >= b) {
+        if out.len() >= crate::array::ELEMENTS_MAX {
+            return Err(SqlError::new(
+                code::PROGRAM_LIMIT,
+                format!(
+                    "generate_series in a select list yields at most {} rows per input row",
+                    crate::array::ELEMENTS_MAX
+                ),
+            ));
+        }
+        out.push(if tz { Value::TimestampTz(t) } else { Value::Timestamp(t) });
+        let next = if tz { add_to_timestamptz(t, step, zone) } else { add_to_timestamp(t, step) };
+        match next {
+            Ok(n) if n != t => t = n,
+            _ => break, // past the end of time, or stuck at an infinity
+        }
+    }
+    Ok(Value::Array(out))
 }
 
 /// power(x, y): numeric when either operand is numeric (and neither is a float), else

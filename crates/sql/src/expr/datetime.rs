@@ -1,5 +1,6 @@
 //! Fields and truncation of dates and timestamps: `EXTRACT` / `date_part` and `date_trunc`,
-//! as PostgreSQL computes them (timestamps with time zone in UTC, the only zone Kiln has).
+//! as PostgreSQL computes them (a timestamp with time zone by its local time in the
+//! session's zone, or the zone date_trunc is given).
 
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Timelike};
 use rust_decimal::Decimal;
@@ -9,6 +10,7 @@ use crate::types::{
     date_micros, micros_date, Value, DATE_INFINITY, DATE_NEG_INFINITY, MICROS_PER_DAY,
     TIMESTAMP_INFINITY, TIMESTAMP_NEG_INFINITY,
 };
+use crate::zone::Zone;
 
 /// A field name as PostgreSQL reads it (singular, plural and abbreviated forms).
 fn canonical(field: &str) -> Option<&'static str> {
@@ -104,9 +106,48 @@ fn date_field(field: &str, d: NaiveDate) -> Option<i64> {
     })
 }
 
+/// The zone `AT TIME ZONE`, `timezone()` and `date_trunc(…, zone)` are given: text (a tz
+/// database name, an abbreviation, a POSIX offset) or an interval east of UTC.
+pub fn zone_arg(v: &Value) -> Result<Zone> {
+    match v {
+        Value::Text(name) => crate::zone::parse_at(name).ok_or_else(|| {
+            SqlError::new(
+                code::INVALID_PARAMETER_VALUE,
+                format!("time zone \"{name}\" not recognized"),
+            )
+        }),
+        Value::Interval(iv) => {
+            let secs = iv.micros / 1_000_000;
+            if iv.months != 0 || iv.days != 0 {
+                return Err(SqlError::new(
+                    code::INVALID_PARAMETER_VALUE,
+                    format!(
+                        "interval time zone \"{}\" must not include months or days",
+                        crate::interval::format(iv)
+                    ),
+                ));
+            }
+            if secs.abs() > crate::zone::SETTING_OFFSET_SECONDS_MAX as i64 {
+                return Err(SqlError::new(
+                    code::INVALID_PARAMETER_VALUE,
+                    format!(
+                        "interval time zone \"{}\" is out of range",
+                        crate::interval::format(iv)
+                    ),
+                ));
+            }
+            Ok(Zone::Fixed(secs as i32))
+        }
+        other => Err(SqlError::new(
+            code::UNDEFINED_FUNCTION,
+            format!("function timezone({}, …) does not exist", other.natural_type().sql_name()),
+        )),
+    }
+}
+
 /// `EXTRACT(field FROM v)` (numeric) or, with `float`, `date_part(field, v)` (double
-/// precision). Infinite inputs give NULL.
-pub fn extract(field: &str, v: &Value, float: bool) -> Result<Value> {
+/// precision), a timestamp with time zone read in `zone`. Infinite inputs give NULL.
+pub fn extract(field: &str, v: &Value, float: bool, zone: Zone) -> Result<Value> {
     let Some(f) = canonical(field) else {
         let ty = match v {
             Value::Date(_) => "date",
@@ -169,8 +210,11 @@ pub fn extract(field: &str, v: &Value, float: bool) -> Result<Value> {
             }
             date_field(f, d).map(int).ok_or_else(|| unit_error(field, "date"))
         }
-        Value::Timestamp(us) | Value::TimestampTz(us) => {
+        Value::Timestamp(utc) | Value::TimestampTz(utc) => {
             let tz = matches!(v, Value::TimestampTz(_));
+            // The fields of the local time; the epoch is the instant's.
+            let offset = if tz { zone.offset_at(*utc) } else { 0 };
+            let us = &utc.saturating_add(offset as i64 * 1_000_000);
             let t = datetime(*us).ok_or_else(out_of_range)?;
             let in_minute = (t.second() as i64) * 1_000_000 + (t.nanosecond() / 1000) as i64;
             Ok(match f {
@@ -179,7 +223,7 @@ pub fn extract(field: &str, v: &Value, float: bool) -> Result<Value> {
                 "second" => number(in_minute as i128, 6),
                 "minute" => int(t.minute() as i64),
                 "hour" => int(t.hour() as i64),
-                "epoch" => number(*us as i128, 6),
+                "epoch" => number(*utc as i128, 6),
                 "julian" => {
                     // The day number plus the fraction of the day gone.
                     let day = date_field("julian", t.date()).unwrap_or(0) as i128;
@@ -193,7 +237,9 @@ pub fn extract(field: &str, v: &Value, float: bool) -> Result<Value> {
                         Value::Numeric(d.round_dp(20).normalize())
                     }
                 }
-                "timezone" | "timezone_hour" | "timezone_minute" if tz => int(0),
+                "timezone" if tz => int(offset as i64),
+                "timezone_hour" if tz => int(offset as i64 / 3600),
+                "timezone_minute" if tz => int(offset as i64 / 60 % 60),
                 "timezone" | "timezone_hour" | "timezone_minute" => {
                     return Err(unit_error(field, "timestamp without time zone"))
                 }
@@ -215,13 +261,46 @@ fn out_of_range() -> SqlError {
 }
 
 /// `date_trunc(unit, v)`: the timestamp (a date is taken as midnight, giving a timestamp with
-/// time zone) cut down to the unit.
-pub fn date_trunc(unit: &str, v: &Value) -> Result<Value> {
+/// time zone) cut down to the unit; a timestamp with time zone is cut in `zone`'s local
+/// time (a unit of a day or more starts at local midnight, whatever its offset; a smaller
+/// one keeps the instant's offset, as PostgreSQL does).
+pub fn date_trunc(unit: &str, v: &Value, zone: Zone) -> Result<Value> {
+    let instant = match v {
+        Value::Date(d) => Some(zone.from_local(date_micros(*d))),
+        Value::TimestampTz(utc) => Some(*utc),
+        _ => None,
+    };
+    if let Some(utc) = instant {
+        if utc == TIMESTAMP_INFINITY || utc == TIMESTAMP_NEG_INFINITY {
+            return Ok(Value::TimestampTz(utc));
+        }
+        let offset = zone.offset_at(utc) as i64 * 1_000_000;
+        let local = Value::Timestamp(utc.saturating_add(offset));
+        let Value::Timestamp(cut) = date_trunc(unit, &local, zone).map_err(|e| {
+            if e.message.contains("timestamp without time zone") {
+                unit_error(unit, "timestamp with time zone")
+            } else {
+                e
+            }
+        })?
+        else {
+            return Err(out_of_range());
+        };
+        let whole_days = matches!(
+            canonical(unit),
+            Some(
+                "day" | "week" | "month" | "quarter" | "year" | "decade" | "century" | "millennium"
+            )
+        );
+        return Ok(Value::TimestampTz(if whole_days {
+            zone.from_local(cut)
+        } else {
+            cut - offset
+        }));
+    }
     let (us, tz) = match v {
         Value::Null => return Ok(Value::Null),
-        Value::Date(d) => (date_micros(*d), true),
         Value::Timestamp(us) => (*us, false),
-        Value::TimestampTz(us) => (*us, true),
         Value::Interval(iv) => {
             let f = canonical(unit).ok_or_else(|| unit_error(unit, "interval"))?;
             if f == "week" {
@@ -300,7 +379,8 @@ mod tests {
     #[test]
     fn fields_of_a_timestamp() {
         let t = ts("2024-02-29 13:04:05.123456");
-        let n = |f: &str| extract(f, &t, false).unwrap().to_text(DataType::Text).unwrap();
+        let n =
+            |f: &str| extract(f, &t, false, Zone::UTC).unwrap().to_text(DataType::Text).unwrap();
         assert_eq!(n("year"), "2024");
         assert_eq!(n("quarter"), "1");
         assert_eq!(n("doy"), "60");
@@ -314,14 +394,15 @@ mod tests {
         assert_eq!(n("millennium"), "3");
         assert_eq!(n("decade"), "202");
         assert_eq!(n("epoch"), "1709211845.123456");
-        assert!(extract("timezone", &t, false).is_err());
-        assert!(extract("fortnight", &t, false).is_err());
+        assert!(extract("timezone", &t, false, Zone::UTC).is_err());
+        assert!(extract("fortnight", &t, false, Zone::UTC).is_err());
     }
 
     #[test]
     fn truncation() {
         let t = ts("2024-05-17 13:04:05.5");
-        let cut = |u: &str| date_trunc(u, &t).unwrap().to_text(DataType::Timestamp).unwrap();
+        let cut =
+            |u: &str| date_trunc(u, &t, Zone::UTC).unwrap().to_text(DataType::Timestamp).unwrap();
         assert_eq!(cut("second"), "2024-05-17 13:04:05");
         assert_eq!(cut("hour"), "2024-05-17 13:00:00");
         assert_eq!(cut("day"), "2024-05-17 00:00:00");
@@ -333,7 +414,8 @@ mod tests {
         assert_eq!(cut("century"), "2001-01-01 00:00:00");
         assert_eq!(cut("millennium"), "2001-01-01 00:00:00");
         let before = ts("1969-12-31 23:59:59.5");
-        let s = date_trunc("second", &before).unwrap().to_text(DataType::Timestamp).unwrap();
+        let s =
+            date_trunc("second", &before, Zone::UTC).unwrap().to_text(DataType::Timestamp).unwrap();
         assert_eq!(s, "1969-12-31 23:59:59");
     }
 }

@@ -140,6 +140,12 @@ pub enum Func {
     /// age(timestamp [, timestamp]): the calendar difference (from today's midnight with one
     /// argument)
     Age,
+    /// timezone(zone, ts) / `ts AT TIME ZONE zone` (bound by `Planner::at_time_zone`).
+    Timezone,
+    /// localtimestamp: the statement's timestamp as a local time in the session's zone.
+    LocalTimestamp,
+    /// localtime / current_time: the statement's time of day in the session's zone.
+    LocalTime,
     /// justify_days / justify_hours / justify_interval
     JustifyDays,
     JustifyHours,
@@ -528,6 +534,8 @@ pub enum Expr {
 pub trait Env {
     /// The statement's timestamp (now()).
     fn now(&self) -> i64;
+    /// The session's time zone (the `TimeZone` setting).
+    fn zone(&self) -> crate::zone::Zone;
     /// current_database()
     fn database(&self) -> String;
     /// current_user
@@ -617,7 +625,7 @@ impl Expr {
                 // a comparison was NULL.
                 let mut saw_null = false;
                 for item in items {
-                    match binary(*op, v.clone(), item)?.as_bool()? {
+                    match binary(*op, v.clone(), item, ctx.env.zone())?.as_bool()? {
                         None => saw_null = true,
                         Some(b) if b != *all => return Ok(Value::Bool(b)),
                         Some(_) => {}
@@ -645,7 +653,9 @@ impl Expr {
                 },
                 v => return Err(type_error("-", &v)),
             },
-            Expr::Binary(op, a, b) => binary(*op, a.eval(row, ctx)?, b.eval(row, ctx)?)?,
+            Expr::Binary(op, a, b) => {
+                binary(*op, a.eval(row, ctx)?, b.eval(row, ctx)?, ctx.env.zone())?
+            }
             Expr::And(a, b) => {
                 let a = a.eval(row, ctx)?.as_bool()?;
                 if a == Some(false) {
@@ -725,7 +735,7 @@ impl Expr {
                     None => Value::Null,
                 }
             }
-            Expr::Cast(e, ty) => e.eval(row, ctx)?.cast_explicit(*ty)?,
+            Expr::Cast(e, ty) => e.eval(row, ctx)?.cast_explicit(*ty, ctx.env.zone())?,
             Expr::Func(f, args) => {
                 let mut values = Vec::with_capacity(args.len());
                 // coalesce is lazy.

@@ -8,6 +8,7 @@ use rust_decimal::Decimal;
 
 use crate::error::{code, Result, SqlError};
 use crate::types::{DataType, Value};
+use crate::zone::Zone;
 
 use crate::expr::*;
 
@@ -73,8 +74,9 @@ pub(crate) fn numeric_operand(v: Value) -> Result<Value> {
     }
 }
 
-/// Applies a binary operator (NULL in, NULL out).
-pub fn binary(op: BinOp, a: Value, b: Value) -> Result<Value> {
+/// Applies a binary operator (NULL in, NULL out) in time zone `zone` (which writes a
+/// timestamp with time zone concatenated to text, and places calendar arithmetic on one).
+pub fn binary(op: BinOp, a: Value, b: Value, zone: Zone) -> Result<Value> {
     if a.is_null() || b.is_null() {
         return Ok(Value::Null);
     }
@@ -87,8 +89,8 @@ pub fn binary(op: BinOp, a: Value, b: Value) -> Result<Value> {
         BinOp::Gt => Value::Bool(cmp(&a, &b)? == Ordering::Greater),
         BinOp::GtEq => Value::Bool(cmp(&a, &b)? != Ordering::Less),
         BinOp::Concat => {
-            let mut s = a.to_text(DataType::Text).unwrap_or_default();
-            let t = b.to_text(DataType::Text).unwrap_or_default();
+            let mut s = a.to_text_in(DataType::Text, zone).unwrap_or_default();
+            let t = b.to_text_in(DataType::Text, zone).unwrap_or_default();
             if s.len() + t.len() > TEXT_BYTES_MAX {
                 return Err(too_long());
             }
@@ -110,7 +112,7 @@ pub fn binary(op: BinOp, a: Value, b: Value) -> Result<Value> {
             }),
             (a, b) => return Err(no_operator(op, &a, &b)),
         },
-        _ => arithmetic(op, numeric_operand(a)?, numeric_operand(b)?)?,
+        _ => arithmetic(op, numeric_operand(a)?, numeric_operand(b)?, zone)?,
     })
 }
 
@@ -167,7 +169,7 @@ pub(crate) fn div_zero() -> SqlError {
     SqlError::new(code::DIVISION_BY_ZERO, "division by zero")
 }
 
-pub(crate) fn arithmetic(op: BinOp, a: Value, b: Value) -> Result<Value> {
+pub(crate) fn arithmetic(op: BinOp, a: Value, b: Value, zone: Zone) -> Result<Value> {
     use Value::*;
     Ok(match (a, b) {
         (Int(x), Int(y)) => Int(match op {
@@ -205,14 +207,14 @@ pub(crate) fn arithmetic(op: BinOp, a: Value, b: Value) -> Result<Value> {
         (Date(x), Date(y)) if op == BinOp::Sub => Int(x as i64 - y as i64),
         (a @ (Interval(_) | Timestamp(_) | TimestampTz(_) | Date(_) | Time(_)), b)
         | (a, b @ (Interval(_) | Timestamp(_) | TimestampTz(_) | Date(_) | Time(_))) => {
-            datetime_arithmetic(op, a, b)?
+            datetime_arithmetic(op, a, b, zone)?
         }
         (a, b) => return Err(no_operator(op, &a, &b)),
     })
 }
 
 /// Arithmetic with intervals, and between timestamps, dates and times.
-fn datetime_arithmetic(op: BinOp, a: Value, b: Value) -> Result<Value> {
+fn datetime_arithmetic(op: BinOp, a: Value, b: Value, zone: Zone) -> Result<Value> {
     use crate::interval::{self as iv, Interval as Span};
     use crate::types::date_micros;
     use Value::*;
@@ -231,13 +233,15 @@ fn datetime_arithmetic(op: BinOp, a: Value, b: Value) -> Result<Value> {
             Timestamp(iv::add_to_timestamp(*t, negate(*x)?)?)
         }
         (BinOp::Add | BinOp::Sub, TimestampTz(t), Interval(x)) => {
-            TimestampTz(iv::add_to_timestamp(*t, negate(*x)?)?)
+            TimestampTz(iv::add_to_timestamptz(*t, negate(*x)?, zone)?)
         }
         (BinOp::Add | BinOp::Sub, Date(d), Interval(x)) => {
             Timestamp(iv::add_to_timestamp(date_micros(*d), negate(*x)?)?)
         }
         (BinOp::Add, Interval(x), Timestamp(t)) => Timestamp(iv::add_to_timestamp(*t, *x)?),
-        (BinOp::Add, Interval(x), TimestampTz(t)) => TimestampTz(iv::add_to_timestamp(*t, *x)?),
+        (BinOp::Add, Interval(x), TimestampTz(t)) => {
+            TimestampTz(iv::add_to_timestamptz(*t, *x, zone)?)
+        }
         (BinOp::Add, Interval(x), Date(d)) => Timestamp(iv::add_to_timestamp(date_micros(*d), *x)?),
         (BinOp::Add | BinOp::Sub, Time(t), Interval(x)) => Time(iv::add_to_time(*t, negate(*x)?)),
         (BinOp::Add, Interval(x), Time(t)) => Time(iv::add_to_time(*t, *x)),

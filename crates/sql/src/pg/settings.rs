@@ -97,6 +97,16 @@ pub(crate) fn show_name(variable: &[ast::Ident]) -> String {
     }
 }
 
+/// The column `SHOW name` answers in: the setting's name as PostgreSQL spells it.
+pub(crate) fn show_column(name: &str) -> String {
+    match name {
+        "timezone" => "TimeZone".into(),
+        "datestyle" => "DateStyle".into(),
+        "intervalstyle" => "IntervalStyle".into(),
+        n => n.into(),
+    }
+}
+
 /// A setting's name as `SET` and `RESET` give it: `name`, or a custom one with a prefix
 /// (`kiln.read_after`, `myapp.tenant`), as PostgreSQL allows.
 /// `SELECT set_config(name, value, is_local)` alone, with constant or parameter arguments:
@@ -243,6 +253,17 @@ pub(crate) fn txn_modes(
     Ok((isolation, read_only))
 }
 
+/// The time zone the `TimeZone` setting in force names: a transaction's `SET LOCAL` value,
+/// else the session's.
+pub(crate) fn zone_setting(
+    local: Option<&std::collections::HashMap<String, String>>,
+    settings: &std::collections::BTreeMap<String, String>,
+) -> crate::zone::Zone {
+    let value = local.and_then(|l| l.get("timezone")).or_else(|| settings.get("timezone"));
+    // The setting holds only values that parsed when they were set.
+    value.and_then(|v| crate::zone::parse_setting(v)).map_or(crate::zone::Zone::UTC, |z| z.0)
+}
+
 impl Session {
     /// A setting's current value.
     pub fn setting(&self, name: &str) -> Option<String> {
@@ -263,9 +284,58 @@ impl Session {
         self.settings.get(name).cloned()
     }
 
-    /// Applies a startup parameter (from the StartupMessage or `-c name=value` options).
+    /// The session's time zone: the `TimeZone` setting in force.
+    pub fn zone(&self) -> crate::zone::Zone {
+        zone_setting(self.txn.as_ref().map(|t| &t.local), &self.settings)
+    }
+
+    /// Applies a startup parameter (from the StartupMessage or `-c name=value` options); it
+    /// becomes the value RESET returns to.
     pub fn set_startup_parameter(&mut self, name: &str, value: &str) -> Result<()> {
-        self.set(name, value, false)
+        self.set(name, value, false)?;
+        let name = name.to_lowercase();
+        if let Some(v) = self.settings.get(&name).cloned() {
+            self.startup.insert(name, v);
+        }
+        Ok(())
+    }
+
+    /// Keeps the session's settings as they are before a transaction's first change to them,
+    /// for its rollback to restore.
+    fn remember_settings(&mut self) {
+        if self.txn.as_ref().is_some_and(|t| t.settings_before.is_none()) {
+            let before = self.settings.clone();
+            if let Some(t) = &mut self.txn {
+                t.settings_before = Some(before);
+            }
+        }
+    }
+
+    /// RESET name: back to the value the client gave at startup, else the default.
+    pub(crate) fn reset(&mut self, name: &str) {
+        self.remember_settings();
+        let value = self.startup.get(name).cloned().or_else(|| {
+            default_settings(&self.db.config).into_iter().find(|(k, _)| *k == name).map(|(_, v)| v)
+        });
+        if let Some(t) = &mut self.txn {
+            // The transaction's own characteristics stay what it began with.
+            if !name.starts_with("transaction_") {
+                t.local.remove(name);
+            }
+        }
+        self.settings.insert(name.to_string(), value.unwrap_or_default());
+    }
+
+    /// RESET ALL: every setting back to its startup value or default.
+    pub(crate) fn reset_all(&mut self) {
+        self.remember_settings();
+        for (k, v) in default_settings(&self.db.config) {
+            let v = self.startup.get(k).cloned().unwrap_or(v);
+            self.settings.insert(k.to_string(), v);
+        }
+        for (k, v) in self.startup.clone() {
+            self.settings.insert(k, v);
+        }
     }
 
     pub(crate) fn set(&mut self, name: &str, value: &str, local: bool) -> Result<()> {
@@ -304,17 +374,19 @@ impl Session {
                 }
                 "UTF8".into()
             }
-            "timezone" => {
-                if !matches!(
-                    value.to_uppercase().as_str(),
-                    "UTC" | "GMT" | "ETC/UTC" | "Z" | "+00" | "0"
-                ) {
-                    return Err(SqlError::unsupported(format!(
-                        "time zone {value} (Kiln keeps UTC)"
-                    )));
+            "timezone" => match crate::zone::parse_setting(&value) {
+                Some((_, shown)) => shown,
+                None if value.eq_ignore_ascii_case("default") || value.eq_ignore_ascii_case("local") => {
+                    "UTC".into()
                 }
-                "UTC".into()
-            }
+                None => {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        format!("invalid value for parameter \"TimeZone\": \"{value}\""),
+                    )
+                    .hint("Give a zone of the tz database (Europe/Berlin, America/New_York, UTC), hours east of UTC (5.5), or a POSIX offset (UTC+3 is three hours west)."))
+                }
+            },
             "intervalstyle" => match value.to_lowercase().as_str() {
                 "postgres" => "postgres".into(),
                 "postgres_verbose" | "sql_standard" | "iso_8601" => {
@@ -407,6 +479,7 @@ impl Session {
             // SET LOCAL outside a transaction block has no effect (PostgreSQL warns).
             return Ok(());
         }
+        self.remember_settings();
         if let Some(t) = &mut self.txn {
             t.local.remove(&name);
         }
@@ -451,8 +524,45 @@ impl Session {
                     }
                 }
             }
-            ast::Set::SetTimeZone { value, .. } => {
-                self.set("timezone", &set_value(value), false)?;
+            ast::Set::SetTimeZone { local, value } => {
+                let value = match value {
+                    // `INTERVAL '+02:00' HOUR TO MINUTE`: an offset east of UTC.
+                    ast::Expr::Interval(iv) => {
+                        let text = match iv.value.as_ref() {
+                            ast::Expr::Value(v) => match &v.value {
+                                ast::Value::SingleQuotedString(s) => s.clone(),
+                                _ => String::new(),
+                            },
+                            _ => String::new(),
+                        };
+                        let invalid = |detail: &str| {
+                            SqlError::new(
+                                code::INVALID_PARAMETER_VALUE,
+                                format!("invalid value for parameter \"TimeZone\": \"{value}\""),
+                            )
+                            .detail(detail.to_string())
+                        };
+                        let span = crate::interval::parse(&text, None)
+                            .map_err(|_| invalid("The interval is not valid."))?;
+                        if span.months != 0 {
+                            return Err(invalid("Cannot specify months in time zone interval."));
+                        }
+                        if span.days != 0 {
+                            return Err(invalid("Cannot specify days in time zone interval."));
+                        }
+                        let secs = span.micros / 1_000_000;
+                        if secs.abs() > crate::zone::SETTING_OFFSET_SECONDS_MAX as i64 {
+                            return Err(invalid("The offset is more than a day."));
+                        }
+                        crate::zone::fixed_setting(secs as i32).1
+                    }
+                    // `SET TIME ZONE -7`: hours east of UTC.
+                    ast::Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => {
+                        format!("-{}", set_value(expr))
+                    }
+                    other => set_value(other),
+                };
+                self.set("timezone", &value, *local)?;
             }
             ast::Set::SetNames { charset_name, .. } => {
                 self.set("client_encoding", &charset_name.value, false)?;

@@ -25,6 +25,22 @@ public class Check {
                     + " ok boolean, day date, at timestamp, at_tz timestamptz, data bytea, tags text[], nums int[], uid uuid DEFAULT gen_random_uuid())");
                 s.execute("CREATE INDEX jd_item_label ON jd_item (label)");
             }
+            // The session runs in the JVM's zone (pgJDBC sends it at startup): a timestamp
+            // with time zone reads as the local time there, with its offset.
+            try (Statement s = c.createStatement();
+                 ResultSet r = s.executeQuery("SELECT current_setting('TimeZone'), '2024-07-01 12:00+00'::timestamptz::text,"
+                     + " extract(hour from '2024-01-01 12:00+00'::timestamptz), '2024-07-01 12:00'::timestamptz")) {
+                check(r.next(), "a zone row");
+                ZoneId zone = ZoneId.systemDefault();
+                check(r.getString(1).equals(zone.getId()), "session zone " + r.getString(1) + ", JVM " + zone);
+                String local = Instant.parse("2024-07-01T12:00:00Z").atZone(zone)
+                    .format(java.time.format.DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ssx"));
+                check(r.getString(2).equals(local), "timestamptz text " + r.getString(2) + ", expected " + local);
+                int hour = Instant.parse("2024-01-01T12:00:00Z").atZone(zone).getHour();
+                check(r.getInt(3) == hour, "local hour " + r.getInt(3) + ", expected " + hour);
+                Instant noon = LocalDateTime.of(2024, 7, 1, 12, 0).atZone(zone).toInstant();
+                check(r.getObject(4, OffsetDateTime.class).toInstant().equals(noon), "local noon " + r.getString(4));
+            }
             // Generated keys through RETURNING.
             long owner;
             try (PreparedStatement p = c.prepareStatement("INSERT INTO jd_owner (name) VALUES (?)", Statement.RETURN_GENERATED_KEYS)) {
