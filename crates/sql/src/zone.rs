@@ -313,6 +313,50 @@ mod tests {
         let _ = ny.offset_at(i64::MIN + 1);
     }
 
+    const ZONES: [&str; 6] = [
+        "UTC",
+        "America/New_York",
+        "Europe/London",
+        "Australia/Lord_Howe",
+        "Asia/Kathmandu",
+        "<+05:30>-05:30",
+    ];
+
+    proptest::proptest! {
+        /// Any text: the parsers answer, never panic.
+        #[test]
+        fn parsers_take_any_text(s in "\\PC{0,40}") {
+            let _ = parse_setting(&s);
+            let _ = parse_input(&s);
+            let _ = parse_at(&s);
+            for z in ZONES {
+                let zone = parse_setting(z).unwrap().0;
+                let _ = crate::types::Value::parse_in(&s, crate::types::DataType::TimestampTz, zone);
+                let _ = crate::types::Value::parse_in(&format!("2024-03-10 02:30 {s}"), crate::types::DataType::TimestampTz, zone);
+            }
+        }
+
+        /// A timestamp with time zone written in any zone reads back as the same instant
+        /// (the text carries its offset), and its local time maps back to it unless a
+        /// daylight-saving change repeats that local time.
+        #[test]
+        fn instants_round_trip_through_local_time(
+            t in -59_000_000_000_000_000i64..200_000_000_000_000_000i64,
+            z in 0usize..ZONES.len(),
+        ) {
+            let zone = parse_setting(ZONES[z]).unwrap().0;
+            let v = crate::types::Value::TimestampTz(t);
+            let text = v.to_text_in(crate::types::DataType::TimestampTz, zone).unwrap();
+            let back = crate::types::Value::parse_in(&text, crate::types::DataType::TimestampTz, zone);
+            proptest::prop_assert_eq!(back.unwrap(), v, "{}", text);
+            let local = zone.to_local(t);
+            let again = zone.from_local(local);
+            let offset_before = zone.offset_at(t - 86_400_000_000);
+            let offset_after = zone.offset_at(t + 86_400_000_000);
+            proptest::prop_assert!(again == t || offset_before != offset_after, "{} {}", t, again);
+        }
+    }
+
     #[test]
     fn settings_and_offsets_read_as_postgresql_reads_them() {
         assert_eq!(parse_setting("europe/berlin").unwrap().1, "Europe/Berlin");
