@@ -62,6 +62,11 @@ const FUNCTIONS: &[&str] = &[
     "date_part",
     "timezone",
     "generate_series",
+    "jsonb_set",
+    "jsonb_build_object",
+    "to_jsonb",
+    "jsonb_array_elements",
+    "jsonb_pretty",
 ];
 
 const BINARY: &[&str] = &[
@@ -83,6 +88,12 @@ const BINARY: &[&str] = &[
     "!~*",
     "IS DISTINCT FROM",
     "IS NOT DISTINCT FROM",
+    "->",
+    "->>",
+    "#>",
+    "@>",
+    "?",
+    "#-",
 ];
 
 const LITERALS: &[&str] = &[
@@ -118,6 +129,10 @@ const LITERALS: &[&str] = &[
     "'1850-01-01 00:00+05:53:28'::timestamptz",
     "'294276-12-31 23:59:59+15:59'::timestamptz",
     "'infinity'::timestamptz",
+    "'{\"a\": [1, {\"b\": null}], \"c\": 1e3}'::jsonb",
+    "'[1, \"x\", 2.50]'::json",
+    "'\"s\"'::jsonb",
+    "'{a,0}'",
     "'Europe/Berlin'",
     "'UTC+25'",
     "'day'",
@@ -151,6 +166,7 @@ const TYPES: &[&str] = &[
     "bytea",
     "char(2)",
     "json",
+    "jsonb",
     "interval",
 ];
 

@@ -94,6 +94,18 @@ pub fn decode_param(
             })?;
             Value::parse(s, ty)?
         }
+        // json's binary form is its text; jsonb's a version byte (1) and its text.
+        DataType::Json | DataType::Jsonb => {
+            let text = match (ty, b.split_first()) {
+                (DataType::Json, _) => b,
+                (_, Some((1, rest))) => rest,
+                _ => return Err(bad_binary(ty)),
+            };
+            let s = std::str::from_utf8(text).map_err(|_| {
+                SqlError::new(code::BAD_ENCODING, "invalid byte sequence for encoding \"UTF8\"")
+            })?;
+            Value::parse(s, ty)?
+        }
         DataType::Bytea => Value::Bytea(b.to_vec()),
         DataType::Uuid => Value::Uuid(b.try_into().map_err(|_| bad_binary(ty))?),
         DataType::Time => {
@@ -267,6 +279,12 @@ pub fn encode_value(
         }
         (Value::Float(f), _) => f.to_sql(&Type::FLOAT8, &mut buf).map_err(err)?,
         (Value::Numeric(d), _) => d.to_sql(&Type::NUMERIC, &mut buf).map_err(err)?,
+        (Value::Text(s), DataType::Jsonb) => {
+            let mut out = Vec::with_capacity(s.len() + 1);
+            out.push(1);
+            out.extend_from_slice(s.as_bytes());
+            return Ok(Some(Bytes::from(out)));
+        }
         (Value::Text(_), _) => return Ok(v.to_text_in(ty, zone).map(Bytes::from)),
         (Value::Bytea(b), _) => return Ok(Some(Bytes::from(b.clone()))),
         (Value::Uuid(u), _) => return Ok(Some(Bytes::copy_from_slice(u))),

@@ -40,6 +40,8 @@ static TIMESTAMPTZ: DataType = DataType::TimestampTz;
 static UUID: DataType = DataType::Uuid;
 static TIME: DataType = DataType::Time;
 static INTERVAL: DataType = DataType::Interval(None);
+static JSON: DataType = DataType::Json;
+static JSONB: DataType = DataType::Jsonb;
 
 /// The static element type for `t`, when it has no modifier.
 fn plain(t: DataType) -> Option<&'static DataType> {
@@ -61,6 +63,8 @@ fn plain(t: DataType) -> Option<&'static DataType> {
         DataType::Uuid => &UUID,
         DataType::Time => &TIME,
         DataType::Interval(None) => &INTERVAL,
+        DataType::Json => &JSON,
+        DataType::Jsonb => &JSONB,
         _ => return None,
     })
 }
@@ -258,6 +262,8 @@ pub fn array_oid(elem: DataType) -> u32 {
         DataType::Uuid => 2951,
         DataType::Time => 1183,
         DataType::Interval(_) => 1187,
+        DataType::Json => 199,
+        DataType::Jsonb => 3807,
         _ => 0,
     }
 }
@@ -282,6 +288,8 @@ pub fn from_array_oid(oid: u32) -> Option<DataType> {
         2951 => DataType::Uuid,
         1183 => DataType::Time,
         1187 => DataType::Interval(None),
+        199 => DataType::Json,
+        3807 => DataType::Jsonb,
         _ => return None,
     };
     Some(array_of_plain(elem))

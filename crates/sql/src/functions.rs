@@ -274,16 +274,8 @@ pub static FUNCTIONS: &[FuncDef] = &[
         STRICT,
         VOLATILE,
     ),
-    f(
-        &["json_build_object"],
-        Func::JsonBuildObject,
-        0,
-        MANY,
-        &[A::Any],
-        Type(T::Text),
-        LENIENT,
-        IMMUTABLE,
-    ),
+    // Bound by `Planner::json_function` (their arguments' types decide their JSON).
+    f(&[], Func::JsonBuildObject(false), 0, MANY, &[A::Any], Type(T::Json), LENIENT, IMMUTABLE),
     f(
         &["pg_table_size", "pg_total_relation_size", "pg_relation_size", "pg_indexes_size"],
         Func::Catalog(CatalogFunc::Description),

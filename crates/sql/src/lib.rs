@@ -52,6 +52,7 @@ pub mod exec;
 pub mod expr;
 pub mod functions;
 pub mod interval;
+pub mod json;
 pub mod locks;
 pub mod parse;
 pub mod pg;

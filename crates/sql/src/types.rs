@@ -60,6 +60,10 @@ pub enum DataType {
     /// interval, with PostgreSQL's type modifier (fields and precision; see
     /// [`crate::interval`]). Last among the variants, so stored catalogs keep their meaning.
     Interval(Option<u32>),
+    /// json: its text as written, validated (see [`crate::json`]).
+    Json,
+    /// jsonb: its canonical text (see [`crate::json`]).
+    Jsonb,
 }
 
 /// Array element types are stored as the type itself and interned again when read.
@@ -102,6 +106,8 @@ impl DataType {
             DataType::Uuid => 2950,
             DataType::Time => 1083,
             DataType::Interval(_) => 1186,
+            DataType::Json => 114,
+            DataType::Jsonb => 3802,
             DataType::Array(e) => crate::array::array_oid(*e),
             DataType::Int2Vector => 22,
             DataType::OidVector => 30,
@@ -140,6 +146,8 @@ impl DataType {
             2950 => DataType::Uuid,
             1083 => DataType::Time,
             1186 => DataType::Interval(None),
+            114 => DataType::Json,
+            3802 => DataType::Jsonb,
             26 => DataType::Int8,
             22 => DataType::Int2Vector,
             30 => DataType::OidVector,
@@ -197,6 +205,8 @@ impl DataType {
             DataType::Time => "time without time zone".into(),
             DataType::Interval(None) => "interval".into(),
             DataType::Interval(Some(t)) => format!("interval{}", crate::interval::typmod_text(t)),
+            DataType::Json => "json".into(),
+            DataType::Jsonb => "jsonb".into(),
             DataType::Array(e) => format!("{}[]", e.sql_name()),
             DataType::Int2Vector => "int2vector".into(),
             DataType::OidVector => "oidvector".into(),
@@ -224,6 +234,8 @@ impl DataType {
             DataType::Uuid => "uuid".into(),
             DataType::Time => "time".into(),
             DataType::Interval(_) => "interval".into(),
+            DataType::Json => "json".into(),
+            DataType::Jsonb => "jsonb".into(),
             DataType::Array(e) => format!("_{}", e.type_name()),
             DataType::Int2Vector => "int2vector".into(),
             DataType::OidVector => "oidvector".into(),
@@ -415,6 +427,8 @@ impl Value {
                 }
             })?),
             DataType::Interval(m) => Value::Interval(crate::interval::parse(text, m)?),
+            DataType::Json => Value::Text(crate::json::json_in(text)?),
+            DataType::Jsonb => Value::Text(crate::json::jsonb_in(text)?),
             DataType::Date => {
                 Value::Date(parse_date(t, zone).ok_or_else(|| datetime_error(t, "date"))?)
             }

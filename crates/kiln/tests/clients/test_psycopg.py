@@ -87,6 +87,29 @@ def test_time_zones():
         assert c.info.parameter_status("TimeZone") == "Asia/Tokyo"
 
 
+def test_json_and_jsonb(conn):
+    """json and jsonb columns: psycopg's Json/Jsonb adapters in text and binary, documents
+    loaded back as Python objects, the operators in WHERE, and bad documents refused."""
+    from psycopg.types.json import Json, Jsonb
+
+    conn.execute("DROP TABLE IF EXISTS js")
+    conn.execute("CREATE TABLE js (id int PRIMARY KEY, doc jsonb, raw json)")
+    doc = {"name": "ada", "tags": ["x", "y"], "n": 1.5, "nested": {"ok": True, "none": None}}
+    conn.execute("INSERT INTO js VALUES (%s, %s, %s)", (1, Jsonb(doc), Json(doc)))
+    with conn.cursor(binary=True) as cur:
+        cur.execute("INSERT INTO js VALUES (%s, %s, %s)", (2, Jsonb([1, "two"]), Json({"b": 1, "a": 2})))
+        assert cur.execute("SELECT doc, raw FROM js WHERE id = 1").fetchone() == (doc, doc)
+    assert conn.execute("SELECT doc, raw FROM js WHERE id = 2").fetchone() == ([1, "two"], {"b": 1, "a": 2})
+    assert conn.execute("SELECT id FROM js WHERE doc @> %s", (Jsonb({"tags": ["y"]}),)).fetchall() == [(1,)]
+    assert conn.execute("SELECT doc ->> 'name', doc #> '{nested,ok}', raw -> 'tags' -> 0 FROM js WHERE id = 1").fetchone() == ("ada", True, "x")
+    assert conn.execute("SELECT count(*) FROM js WHERE doc ? 'name'").fetchone() == (1,)
+    assert conn.execute("SELECT jsonb_typeof(doc) FROM js ORDER BY id").fetchall() == [("object",), ("array",)]
+    with pytest.raises(errors.InvalidTextRepresentation):
+        conn.execute("INSERT INTO js VALUES (3, %s::jsonb, null)", ('{"a":',))
+    assert conn.execute("SELECT count(*) FROM js").fetchone() == (2,)
+    conn.execute("DROP TABLE js")
+
+
 def test_prepared_after_five_executions(conn):
     conn.execute("DROP TABLE IF EXISTS kv")
     conn.execute("CREATE TABLE kv (k int PRIMARY KEY, v int)")

@@ -17,6 +17,7 @@ from sqlalchemy import (
     ForeignKey,
     Integer,
     Interval,
+    JSON,
     String,
     UniqueConstraint,
     Uuid,
@@ -30,6 +31,7 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 
@@ -48,6 +50,8 @@ class Author(Base):
     key: Mapped[uuid.UUID] = mapped_column(
         Uuid, server_default=text("gen_random_uuid()"), unique=True
     )
+    profile: Mapped[dict] = mapped_column(JSONB, default=dict)
+    notes: Mapped[dict | None] = mapped_column(JSON)
     books: Mapped[list["Book"]] = relationship(
         back_populates="author", cascade="all, delete-orphan", order_by="Book.id"
     )
@@ -118,6 +122,8 @@ def test_inspect_reflects_the_schema(engine):
     author_uniques = {u["name"]: u["column_names"] for u in insp.get_unique_constraints("sa_author")}
     assert author_uniques == {"sa_author_name_key": ["name"], "sa_author_key_key": ["key"]}
     assert str(author_cols["key"]["type"]) == "UUID"
+    assert str(author_cols["profile"]["type"]) == "JSONB"
+    assert str(author_cols["notes"]["type"]) == "JSON"
     assert author_cols["key"]["default"] == "gen_random_uuid()"
 
 
@@ -132,6 +138,17 @@ def test_session_crud(engine):
         assert s.scalars(select(Author.name).where(Author.key == got.key)).one() == "ada"
         assert [b.title for b in got.books] == ["notes", "more"]
         assert got.tags == [1, 2]
+        # JSONB and JSON columns: documents in and out, key access, containment, has_key.
+        got.profile = {"lang": "en", "langs": ["en", "fr"], "age": 36}
+        got.notes = {"b": 1, "a": [True, None]}
+        s.commit()
+        assert s.scalar(select(Author.profile)) == {"lang": "en", "langs": ["en", "fr"], "age": 36}
+        assert s.scalar(select(Author.notes)) == {"b": 1, "a": [True, None]}
+        assert s.scalar(select(Author.name).where(Author.profile["lang"].astext == "en")) == "ada"
+        assert s.scalar(select(Author.name).where(Author.profile.contains({"langs": ["fr"]}))) == "ada"
+        assert s.scalar(select(Author.name).where(Author.profile.has_key("age"))) == "ada"
+        assert s.scalar(select(Author.profile["age"].as_integer())) == 36
+        assert s.scalar(select(Author.notes["a"][0].as_boolean())) is True
         got.name = "ada l"
         got.tags = got.tags + [3]
         got.books[1].pages = 7

@@ -236,6 +236,18 @@ impl<'a> Planner<'a> {
     ) -> Result<(Expr, DataType)> {
         let (a, at) = self.expr(left, scope, aggs)?;
         let (b, bt) = self.expr(right, scope, aggs)?;
+        self.array_predicate_bound(a, at, func, b, bt)
+    }
+
+    /// [`Planner::array_predicate`] of operands already bound.
+    pub(crate) fn array_predicate_bound(
+        &mut self,
+        a: Expr,
+        at: DataType,
+        func: Func,
+        b: Expr,
+        bt: DataType,
+    ) -> Result<(Expr, DataType)> {
         let (a, at) = if at == DataType::Unknown { self.coerce(a, at, bt)? } else { (a, at) };
         let (b, bt) = self.coerce(b, bt, at)?;
         if at.element().is_none() {

@@ -502,7 +502,23 @@ impl<'a> Planner<'a> {
             _ => None,
         };
         if let Some(func) = array_op {
-            return self.array_predicate(left, func, right, scope, aggs);
+            if func == Func::ArrayOverlap {
+                return self.array_predicate(left, func, right, scope, aggs);
+            }
+            // @> and <@ contain arrays, or jsonb documents.
+            let (a, at) = self.expr(left, scope, aggs)?;
+            let (b, bt) = self.expr(right, scope, aggs)?;
+            if let Some(op) = crate::bind::json::JsonOp::of(op, at, bt) {
+                return self.json_binary(op, a, at, b, bt);
+            }
+            return self.array_predicate_bound(a, at, func, b, bt);
+        }
+        if let Some(op) = crate::bind::json::JsonOp::of(op, DataType::Jsonb, DataType::Jsonb)
+            .filter(|o| o.json_only())
+        {
+            let (a, at) = self.expr(left, scope, aggs)?;
+            let (b, bt) = self.expr(right, scope, aggs)?;
+            return self.json_binary(op, a, at, b, bt);
         }
         let bop = match op {
             O::And | O::Or => {
@@ -573,6 +589,10 @@ impl<'a> Planner<'a> {
         };
         let (a, at) = self.expr(left, scope, aggs)?;
         let (b, bt) = self.expr(right, scope, aggs)?;
+        // jsonb || jsonb and jsonb - key.
+        if let Some(json) = crate::bind::json::JsonOp::of(op, at, bt) {
+            return self.json_binary(json, a, at, b, bt);
+        }
         if let Some(types) = datetime_operator(bop, at, bt) {
             let (left_ty, right_ty, ty) = types?;
             let (a, _) = self.coerce(a, at, left_ty)?;
@@ -637,6 +657,29 @@ impl<'a> Planner<'a> {
             }
             _ => (a, b),
         };
+        // jsonb equality compares documents (numbers by value), not their text.
+        if at2 == DataType::Jsonb
+            && bt2 == DataType::Jsonb
+            && matches!(bop, BinOp::Eq | BinOp::NotEq)
+        {
+            let func = Func::Json(crate::expr::JsonFunc::Equal, true);
+            let eq = match (a, b) {
+                (Expr::Const(x), Expr::Const(y)) => {
+                    Expr::Const(crate::expr::call(func, vec![x, y], &Ctx::new(&[], self.env))?)
+                }
+                (a, b) => Expr::Func(func, vec![a, b]),
+            };
+            let e = if bop == BinOp::NotEq { Expr::Not(Box::new(eq)) } else { eq };
+            return Ok((fold_constant_logic(e, self.env)?, DataType::Bool));
+        }
+        if at2 == DataType::Jsonb
+            && bt2 == DataType::Jsonb
+            && matches!(bop, BinOp::Lt | BinOp::LtEq | BinOp::Gt | BinOp::GtEq)
+        {
+            let cmp = Expr::Func(Func::Json(crate::expr::JsonFunc::Compare, true), vec![a, b]);
+            let e = Expr::Binary(bop, Box::new(cmp), Box::new(Expr::Const(Value::Int(0))));
+            return Ok((fold_constant_logic(e, self.env)?, DataType::Bool));
+        }
         let ty = if ty == DataType::Bool { ty } else { DataType::common(ty, DataType::Unknown) };
         // Fold constants so a key lookup sees a plain value. As in PostgreSQL, a constant
         // expression that fails (overflow, division by zero) fails the statement when it is

@@ -389,6 +389,9 @@ impl<'a> Planner<'a> {
         if name == "current_setting" {
             return self.current_setting(&args, scope);
         }
+        if let Some(bound) = self.json_function(&name, &args, scope, aggs)? {
+            return Ok(bound);
+        }
         if name == "timezone" {
             check_arity(&name, args.len(), 2, 2)?;
             let (zone, zt) = self.expr(&args[0], scope, aggs)?;

@@ -7,6 +7,7 @@ pub mod array;
 pub mod dml;
 pub mod expr;
 pub mod function;
+pub mod json;
 pub mod query;
 pub mod reg;
 pub mod srf;
@@ -278,8 +279,12 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
             ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => DataType::TimestampTz,
             _ => DataType::Timestamp,
         },
+        D::JSON => DataType::Json,
+        D::JSONB => DataType::Jsonb,
         D::Custom(name, _) => match object_name(name)?.as_str() {
             "timestamptz" => DataType::TimestampTz,
+            "json" => DataType::Json,
+            "jsonb" => DataType::Jsonb,
             "bpchar" => DataType::Char(1),
             "name" | "regclass" | "regtype" | "regnamespace" | "regproc" | "regrole" | "text" => {
                 DataType::Text

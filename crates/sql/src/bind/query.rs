@@ -387,7 +387,8 @@ impl<'a> Planner<'a> {
                     if matches!(
                         tname.as_str(),
                         "unnest" | "generate_subscripts" | "pg_partition_ancestors"
-                    ) {
+                    ) || crate::bind::json::is_json_srf(&tname)
+                    {
                         let exprs: Vec<&ast::Expr> = args
                             .args
                             .iter()

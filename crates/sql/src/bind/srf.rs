@@ -41,7 +41,7 @@ pub(crate) fn is_srf(name: &str) -> bool {
             | "generate_series"
             | "pg_partition_ancestors"
             | "_pg_expandarray"
-    )
+    ) || crate::bind::json::is_json_srf(name)
 }
 
 impl<'a> Planner<'a> {
@@ -53,6 +53,9 @@ impl<'a> Planner<'a> {
         args: &[&ast::Expr],
         scope: &Scope,
     ) -> Result<(Expr, DataType)> {
+        if let Some(bound) = self.json_srf(name, args, scope)? {
+            return Ok(bound);
+        }
         let arity = |lo, hi| crate::bind::function::check_arity(name, args.len(), lo, hi);
         match name {
             "unnest" => {
@@ -236,8 +239,18 @@ impl<'a> Planner<'a> {
         }
         let mut cols = Vec::with_capacity(width);
         for (i, t) in types.iter().enumerate() {
-            // One array under an alias takes the alias as its column name.
-            let default = if types.len() == 1 && alias.is_some() {
+            // A function's named result column keeps its name; otherwise one array under an
+            // alias takes the alias as its column name.
+            let out_name = matches!(
+                name,
+                "jsonb_array_elements"
+                    | "json_array_elements"
+                    | "jsonb_array_elements_text"
+                    | "json_array_elements_text"
+            );
+            let default = if out_name {
+                "value".to_string()
+            } else if types.len() == 1 && alias.is_some() {
                 alias_name.clone()
             } else {
                 name.to_string()

@@ -243,7 +243,10 @@ impl Writer<'_> {
             if cond.eval(row, ctx)?.as_bool()? == Some(false) {
                 let vals = row
                     .iter()
-                    .map(|v| v.to_text(DataType::Text).unwrap_or_else(|| "null".into()))
+                    .map(|v| {
+                        v.to_text_in(DataType::Text, ctx.env.zone())
+                            .unwrap_or_else(|| "null".into())
+                    })
                     .collect::<Vec<_>>();
                 return Err(SqlError::new(
                     code::CHECK,

@@ -33,48 +33,6 @@ fn contains(items: &[Value], x: &Value) -> bool {
     !x.is_null() && items.iter().any(|i| !i.is_null() && i.sql_cmp(x) == Some(Ordering::Equal))
 }
 
-/// A value in JSON: numbers and booleans as themselves, arrays as JSON arrays, timestamps in
-/// ISO 8601 (`2024-01-02T03:04:05+05:30`, a timestamp with time zone in `zone`), the rest as
-/// strings of their text form.
-fn json_value(out: &mut String, v: &Value, zone: crate::zone::Zone) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Int(_) | Value::Numeric(_) => out.push_str(&text_arg(v)),
-        Value::Float(f) if f.is_finite() => out.push_str(&text_arg(v)),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                json_value(out, item, zone);
-            }
-            out.push(']');
-        }
-        Value::Timestamp(t) | Value::TimestampTz(t)
-            if *t != crate::types::TIMESTAMP_INFINITY
-                && *t != crate::types::TIMESTAMP_NEG_INFINITY =>
-        {
-            let local = match v {
-                Value::TimestampTz(_) => zone.to_local(*t),
-                _ => *t,
-            };
-            let mut text = Value::Timestamp(local).to_text(DataType::Timestamp).unwrap_or_default();
-            text = text.replacen(' ', "T", 1);
-            if let Value::TimestampTz(_) = v {
-                let offset = crate::zone::format_offset(zone.offset_at(*t));
-                text.push_str(&offset);
-                if offset.len() == 3 {
-                    text.push_str(":00");
-                }
-            }
-            out.push_str(&serde_json::to_string(&text).unwrap_or_default());
-        }
-        other => out.push_str(&serde_json::to_string(&text_arg(other)).unwrap_or_default()),
-    }
-}
-
 /// PostgreSQL's pg_size_pretty: bytes below 10 kB, then kB, MB, GB, TB, PB, each rounded
 /// half away from zero.
 fn size_pretty(size: i128) -> String {
@@ -575,36 +533,16 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             }
             Value::Array((0..count as i64).map(|k| Value::Int(a + k * st)).collect())
         }
-        Func::JsonBuildObject => {
-            if !args.len().is_multiple_of(2) {
-                return Err(SqlError::new(
-                    code::INVALID_PARAMETER_VALUE,
-                    "argument list must have even number of elements",
-                )
-                .hint("The arguments of json_build_object() must consist of alternating keys and values."));
+        Func::JsonBuildObject(jsonb) => crate::json::build_object(&args, jsonb)?,
+        Func::JsonBuildArray(jsonb) => crate::json::build_array(&args, jsonb)?,
+        Func::ToJson(ty, jsonb) => match arg(0) {
+            Value::Null => Value::Null,
+            v => {
+                let text = crate::json::to_json(&v, ty, ctx.env.zone())?;
+                Value::Text(if jsonb { crate::json::jsonb_in(&text)? } else { text })
             }
-            let mut out = String::from("{");
-            for (i, pair) in args.chunks(2).enumerate() {
-                if pair[0].is_null() {
-                    return Err(SqlError::new(
-                        code::INVALID_PARAMETER_VALUE,
-                        format!("argument {} cannot be null", i * 2 + 1),
-                    )
-                    .hint("Object keys should be text."));
-                }
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                json_value(&mut out, &Value::Text(text_arg(&pair[0])), ctx.env.zone());
-                out.push_str(" : ");
-                json_value(&mut out, &pair[1], ctx.env.zone());
-                if out.len() > TEXT_BYTES_MAX {
-                    return Err(too_long());
-                }
-            }
-            out.push('}');
-            Value::Text(out)
-        }
+        },
+        Func::Json(f, jsonb) => crate::json::call(f, jsonb, &args)?,
         Func::SizePretty => {
             let size: i128 = match numeric_operand(arg(0))? {
                 Value::Int(i) => i as i128,

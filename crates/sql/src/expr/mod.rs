@@ -243,8 +243,63 @@ pub enum Func {
     QuoteIdent,
     /// pg_size_pretty(bytes)
     SizePretty,
-    /// json_build_object(key, value, …): the object's JSON text (Kiln has no json type yet)
-    JsonBuildObject,
+    /// json_build_object(key, value, …), jsonb_build_object with `true`: keys and the
+    /// values' JSON texts (the binder wraps each value in `ToJson`).
+    JsonBuildObject(bool),
+    /// json_build_array(value, …), jsonb_build_array with `true`: the values' JSON texts.
+    JsonBuildArray(bool),
+    /// to_json(x) / to_jsonb(x) (`true`) of a value of the type given.
+    ToJson(DataType, bool),
+    /// A json (`false`) or jsonb (`true`) operator or function; the document is the first
+    /// argument.
+    Json(JsonFunc, bool),
+}
+
+/// The json and jsonb operators and functions (see [`crate::json`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonFunc {
+    /// `->` a key or index
+    Field,
+    /// `->>` a key or index
+    FieldText,
+    /// `#>` a path (text[]), json_extract_path
+    Path,
+    /// `#>>` a path, json_extract_path_text
+    PathText,
+    /// `@>` (`<@` swaps the operands)
+    Contains,
+    /// `?` a key
+    Exists,
+    /// `?|` any of the keys
+    ExistsAny,
+    /// `?&` all of the keys
+    ExistsAll,
+    /// `||`
+    Concat,
+    /// `-` a key or an index
+    Delete,
+    /// `#-` a path
+    DeletePath,
+    /// jsonb_typeof
+    Typeof,
+    /// jsonb `=`: equal as jsonb compares (numbers by value)
+    Equal,
+    /// jsonb `<`, `>` …: -1, 0 or 1 in jsonb's order
+    Compare,
+    /// jsonb_array_length
+    ArrayLength,
+    /// jsonb_strip_nulls
+    StripNulls,
+    /// jsonb_set(doc, path, new [, create_missing])
+    Set,
+    /// jsonb_pretty
+    Pretty,
+    /// jsonb_array_elements (set-returning: the array of the elements)
+    ArrayElements,
+    /// jsonb_array_elements_text
+    ArrayElementsText,
+    /// jsonb_object_keys
+    ObjectKeys,
 }
 
 /// What a window function computes.

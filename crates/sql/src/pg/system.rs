@@ -431,6 +431,8 @@ impl SystemTables for System<'_> {
                     DataType::Uuid,
                     DataType::Time,
                     DataType::Interval(None),
+                    DataType::Json,
+                    DataType::Jsonb,
                 ];
                 let mut types: Vec<DataType> = scalars.to_vec();
                 types.extend(scalars.iter().map(|t| crate::array::array_of_plain(*t)));
@@ -452,6 +454,7 @@ impl SystemTables for System<'_> {
                         | DataType::TimestampTz
                         | DataType::Time => "D",
                         DataType::Interval(_) => "T",
+                        DataType::Json | DataType::Jsonb => "U",
                         t if t.is_numeric() => "N",
                         _ if collatable => "S",
                         _ => "U",
@@ -473,6 +476,7 @@ impl SystemTables for System<'_> {
                             | DataType::TimestampTz
                             | DataType::Interval(_)
                             | DataType::Uuid
+                            | DataType::Json
                             | DataType::Numeric(_) => "_",
                             _ => "",
                         };

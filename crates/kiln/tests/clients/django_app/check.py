@@ -48,7 +48,7 @@ columns = [r[0] for r in sql(
 )]
 assert "title" not in columns and {"name", "stock"} <= set(columns), columns
 applied = sql("SELECT count(*) FROM django_migrations WHERE app = 'shop'")[0][0]
-assert applied == 4, applied
+assert applied == 5, applied
 
 # DurationField is an interval: stored, compared, summed and added to a timestamp.
 garden = Category.objects.create(name="tools")
@@ -64,6 +64,19 @@ ends = Product.objects.filter(name="saw").annotate(
 assert ends.ends - ends.created == timedelta(days=365), ends.ends
 Product.objects.filter(category=garden).update(warranty=F("warranty") * 2)
 assert Product.objects.get(name="axe").warranty == timedelta(days=61)
+# A JSONField (jsonb): key lookups (->, ->>), containment (@>), has_key (?), and numbers
+# compared as numbers.
+Product.objects.create(category=garden, name="rake", price=Decimal("5"), attrs={"color": "red", "size": 10, "dims": {"w": 2}})
+Product.objects.create(category=garden, name="hoe", price=Decimal("6"), attrs={"color": "green", "size": 9, "tags": ["steel"]})
+assert Product.objects.get(name="rake").attrs == {"color": "red", "size": 10, "dims": {"w": 2}}
+assert list(Product.objects.filter(attrs__color="red").values_list("name", flat=True)) == ["rake"]
+assert list(Product.objects.filter(attrs__size__gt=9).values_list("name", flat=True)) == ["rake"]
+assert list(Product.objects.filter(attrs__contains={"tags": ["steel"]}).values_list("name", flat=True)) == ["hoe"]
+assert list(Product.objects.filter(attrs__has_key="dims").values_list("name", flat=True)) == ["rake"]
+assert list(Product.objects.filter(attrs__dims__w=2).values_list("name", flat=True)) == ["rake"]
+assert list(Product.objects.filter(attrs__color__icontains="EE").values_list("name", flat=True)) == ["hoe"]
+Product.objects.filter(name="hoe").update(attrs={"color": "blue"})
+assert Product.objects.get(name="hoe").attrs == {"color": "blue"}
 Product.objects.filter(category=garden).delete()
 garden.delete()
 

@@ -98,6 +98,34 @@ public class Check {
                     check(!r.next(), "one item");
                 }
             }
+            // jsonb through PGobject, its operators with parameters, and getObject's type.
+            try (Statement s = c.createStatement()) {
+                s.execute("DROP TABLE IF EXISTS jd_doc");
+                s.execute("CREATE TABLE jd_doc (id int PRIMARY KEY, doc jsonb NOT NULL)");
+            }
+            org.postgresql.util.PGobject json = new org.postgresql.util.PGobject();
+            json.setType("jsonb");
+            json.setValue("{\"b\":\"x\", \"a\":[1, 2]}");
+            try (PreparedStatement p = c.prepareStatement("INSERT INTO jd_doc VALUES (?, ?)")) {
+                p.setInt(1, 1);
+                p.setObject(2, json);
+                check(p.executeUpdate() == 1, "insert jsonb");
+            }
+            try (PreparedStatement p = c.prepareStatement("SELECT doc, doc ->> ?, doc @> ?::jsonb FROM jd_doc WHERE id = ?")) {
+                p.setString(1, "b");
+                p.setString(2, "{\"a\":[2]}");
+                p.setInt(3, 1);
+                try (ResultSet r = p.executeQuery()) {
+                    check(r.next(), "a jsonb row");
+                    check(r.getString(1).equals("{\"a\": [1, 2], \"b\": \"x\"}"), "jsonb text " + r.getString(1));
+                    Object o = r.getObject(1);
+                    check(o instanceof org.postgresql.util.PGobject && ((org.postgresql.util.PGobject) o).getType().equals("jsonb"), "jsonb object " + o);
+                    check(r.getString(2).equals("x") && r.getBoolean(3), "jsonb operators");
+                }
+            }
+            try (Statement s = c.createStatement()) {
+                s.execute("DROP TABLE jd_doc");
+            }
             // Batch inserts (rewritten into multi-row INSERTs by the driver).
             c.setAutoCommit(false);
             try (PreparedStatement p = c.prepareStatement("INSERT INTO jd_item (owner_id, label, qty) VALUES (?, ?, ?)")) {

@@ -17,6 +17,8 @@ class Product(models.Model):
     stock = models.IntegerField(default=0)
     # Added by 0004: an interval column.
     warranty = models.DurationField(null=True, blank=True)
+    # Added by 0005: a jsonb column.
+    attrs = models.JSONField(default=dict, blank=True)
 
     class Meta:
         constraints = [models.CheckConstraint(condition=models.Q(price__gte=0), name="price_not_negative")]
