@@ -84,6 +84,9 @@ def test_time_zones():
         c.execute("SET TIME ZONE 'UTC'")
         c.execute("DISCARD ALL")
         assert c.execute("SHOW TimeZone").fetchone() == ("Asia/Tokyo",)
+        c.execute("SET TIME ZONE 'UTC'")
+        c.execute("SET TIME ZONE LOCAL")
+        assert c.execute("SHOW TimeZone").fetchone() == ("Asia/Tokyo",)
         assert c.info.parameter_status("TimeZone") == "Asia/Tokyo"
 
 

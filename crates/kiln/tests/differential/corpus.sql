@@ -885,3 +885,14 @@ select '{"a":1'::jsonb;
 select '{"a":1} x'::json;
 select '[[[[1]]]]'::jsonb #> '{0,0,0}', '{"a":[1,2]}'::jsonb -> 'a' -> 5, '[]'::jsonb ->> 0;
 select array['{"a":1}'::jsonb, '[2]'], '{"x":"\\u00e9\\t"}'::jsonb;
+-- Function calls in FROM see the earlier items' columns (LATERAL).
+create table latf (id int primary key, doc jsonb, arr int[], n int);
+insert into latf values (1, '{"items":[{"k":"a"},{"k":"b"}]}', '{1,2}', 2), (2, '{"items":[]}', '{}', 0), (3, '{"items":[{"k":"c"}]}', '{3}', 1);
+select latf.id, e ->> 'k' from latf, jsonb_array_elements(latf.doc -> 'items') e order by 1, 2;
+select id, x from latf cross join unnest(arr) as x order by 1, 2;
+select id, g from latf join generate_series(1, latf.n) g on true order by 1, 2;
+select id, e.value from latf left join jsonb_array_elements(doc -> 'items') e on true order by 1, 2;
+select id, k from latf, jsonb_object_keys(doc) k order by 1;
+select id, x, o from latf, unnest(arr) with ordinality as u(x, o) order by 1, 2;
+select id from latf right join unnest(latf.arr) x on true;
+drop table latf;

@@ -86,6 +86,17 @@ impl Scope {
                 found = Some((i, c.ty));
             }
         }
+        if found.is_none() && table.is_none() {
+            // A function's alias names its one column too (`FROM jsonb_array_elements(…) e`
+            // … `e ->> 'k'`): PostgreSQL's whole-row reference of a scalar function.
+            let mut of_alias =
+                self.cols.iter().enumerate().filter(|(_, c)| c.table.as_deref() == Some(name));
+            if let (Some((i, c)), None) = (of_alias.next(), of_alias.next()) {
+                if c.origin.is_none() {
+                    found = Some((i, c.ty));
+                }
+            }
+        }
         found.ok_or_else(|| match table {
             Some(t) if !self.cols.iter().any(|c| c.table.as_deref() == Some(t)) => SqlError::new(
                 code::UNDEFINED_TABLE,

@@ -356,11 +356,13 @@ impl<'a> Planner<'a> {
         ))
     }
 
-    /// Adds a FROM item for a table factor; returns its scope columns.
+    /// Adds a FROM item for a table factor; returns its scope columns. A function call sees
+    /// the `earlier` items' columns (PostgreSQL's function calls in FROM are LATERAL).
     pub(crate) fn bind_from_item(
         &mut self,
         f: &ast::TableFactor,
         offset: usize,
+        earlier: &Scope,
     ) -> Result<(FromItem, Vec<ScopeCol>)> {
         match f {
             ast::TableFactor::UNNEST {
@@ -371,7 +373,8 @@ impl<'a> Planner<'a> {
                 ..
             } => {
                 let exprs: Vec<&ast::Expr> = array_exprs.iter().collect();
-                self.srf_from_item("unnest", &exprs, alias.as_ref(), *with_ordinality, offset)
+                let ordinality = *with_ordinality;
+                self.srf_from_item("unnest", &exprs, alias.as_ref(), ordinality, offset, earlier)
             }
             ast::TableFactor::Table { name, alias, args, with_ordinality, .. } => {
                 let tname = object_name(name)?;
@@ -405,6 +408,7 @@ impl<'a> Planner<'a> {
                             alias.as_ref(),
                             *with_ordinality,
                             offset,
+                            earlier,
                         );
                     }
                     if tname != "generate_series" {
@@ -415,7 +419,7 @@ impl<'a> Planner<'a> {
                     for a in &args.args {
                         match a {
                             ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => {
-                                bound.push(self.expr(x, &Scope::default(), false)?);
+                                bound.push(self.expr(x, earlier, false)?);
                                 asts.push(x);
                             }
                             other => {
@@ -435,6 +439,7 @@ impl<'a> Planner<'a> {
                             alias.as_ref(),
                             *with_ordinality,
                             offset,
+                            earlier,
                         );
                     }
                     let mut exprs = Vec::new();
@@ -583,7 +588,7 @@ impl<'a> Planner<'a> {
             Ok(())
         };
         for twj in list {
-            let (item, cols) = self.bind_from_item(&twj.relation, scope.cols.len())?;
+            let (item, cols) = self.bind_from_item(&twj.relation, scope.cols.len(), scope)?;
             named(&cols)?;
             scope.cols.extend(cols);
             from.push(item);
@@ -613,7 +618,7 @@ impl<'a> Planner<'a> {
                 if let ast::TableFactor::Derived { lateral: true, .. } = &j.relation {
                     return Err(SqlError::unsupported("LATERAL"));
                 }
-                let (mut item, cols) = self.bind_from_item(&j.relation, scope.cols.len())?;
+                let (mut item, cols) = self.bind_from_item(&j.relation, scope.cols.len(), scope)?;
                 named(&cols)?;
                 let start = scope.cols.len();
                 scope.cols.extend(cols);
@@ -638,9 +643,11 @@ impl<'a> Planner<'a> {
                         _ => {}
                     }
                     if lateral {
-                        return Err(SqlError::unsupported(
-                            "a RIGHT or FULL join to a function of earlier FROM items",
-                        ));
+                        return Err(SqlError::new(
+                            "42P10",
+                            "invalid reference to FROM-clause entry: a function on the right of a RIGHT or FULL join reads an earlier FROM item's columns",
+                        )
+                        .detail("The combining JOIN type must be INNER or LEFT for a LATERAL reference."));
                     }
                 }
                 match constraint {

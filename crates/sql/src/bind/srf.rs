@@ -201,10 +201,11 @@ impl<'a> Planner<'a> {
         alias: Option<&ast::TableAlias>,
         ordinality: bool,
         offset: usize,
+        earlier: &Scope,
     ) -> Result<(FromItem, Vec<ScopeCol>)> {
-        // FROM items see no columns of the query (earlier items' columns would need LATERAL
-        // binding); parameters and constants are what clients pass.
-        let scope = Scope::default();
+        // The call sees the earlier FROM items' columns (it is LATERAL, as in PostgreSQL):
+        // the executor evaluates it again for each of their rows.
+        let scope = earlier;
         let mut exprs = Vec::new();
         let mut types = Vec::new();
         if name == "unnest" {
@@ -215,12 +216,12 @@ impl<'a> Planner<'a> {
                 ));
             }
             for a in args {
-                let (e, t) = self.srf_call("unnest", &[*a], &scope)?;
+                let (e, t) = self.srf_call("unnest", &[*a], scope)?;
                 exprs.push(e);
                 types.push(t);
             }
         } else {
-            let (e, t) = self.srf_call(name, args, &scope)?;
+            let (e, t) = self.srf_call(name, args, scope)?;
             exprs.push(e);
             types.push(t);
         }

@@ -376,8 +376,11 @@ impl Session {
             }
             "timezone" => match crate::zone::parse_setting(&value) {
                 Some((_, shown)) => shown,
-                None if value.eq_ignore_ascii_case("default") || value.eq_ignore_ascii_case("local") => {
-                    "UTC".into()
+                // SET TIME ZONE LOCAL / DEFAULT: the zone the session started with.
+                None if value.eq_ignore_ascii_case("default")
+                    || value.eq_ignore_ascii_case("local") =>
+                {
+                    self.startup.get("timezone").cloned().unwrap_or_else(|| "UTC".into())
                 }
                 None => {
                     return Err(SqlError::new(
