@@ -1045,6 +1045,19 @@ pub fn build_object(args: &[Value], jsonb: bool) -> Result<Value> {
     Ok(Value::Text(if jsonb { jsonb_in(&out)? } else { out }))
 }
 
+/// json_agg / jsonb_agg: the collected values of type `elem` as a JSON array.
+pub fn aggregate(items: &[Value], elem: DataType, jsonb: bool, zone: Zone) -> Result<Value> {
+    let mut out = String::from("[");
+    for (i, v) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_value(&mut out, v, elem, zone)?;
+    }
+    out.push(']');
+    Ok(Value::Text(if jsonb { jsonb_in(&out)? } else { out }))
+}
+
 /// json_build_array / jsonb_build_array of values' JSON texts (NULL: null).
 pub fn build_array(args: &[Value], jsonb: bool) -> Result<Value> {
     let mut out = String::from("[");

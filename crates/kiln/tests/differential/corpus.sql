@@ -896,3 +896,12 @@ select id, k from latf, jsonb_object_keys(doc) k order by 1;
 select id, x, o from latf, unnest(arr) with ordinality as u(x, o) order by 1, 2;
 select id from latf right join unnest(latf.arr) x on true;
 drop table latf;
+-- json_agg / jsonb_agg; DISTINCT aggregates collect in sorted order.
+select json_agg(x), jsonb_agg(x), json_agg(x order by x desc) from (values (1), (2), (null)) v(x);
+select json_agg(j) from (values ('{"a": 1}'::json), ('[2]')) v(j);
+select json_agg(x) from (select 1 where false) v(x);
+select k, jsonb_agg(v order by v) from (values ('a', 'x'), ('a', 'y'), ('b', 'z')) t(k, v) group by k order by k;
+select json_agg(distinct x) from (values (3), (1), (3)) v(x);
+select jsonb_agg(x) filter (where x > 1) from (values (1), (2), (3)) v(x);
+select json_agg(t) from (values ('2024-01-01 10:00'::timestamp)) v(t);
+select array_agg(distinct x), string_agg(distinct y, ',') from (values (3, 'b'), (1, 'a'), (3, 'b'), (null, null)) v(x, y);

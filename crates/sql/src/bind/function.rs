@@ -282,7 +282,8 @@ impl<'a> Planner<'a> {
                 };
                 Some(AggFunc::StringAgg(sep, vec![]))
             }
-            "array_agg" => Some(AggFunc::ArrayAgg(vec![])),
+            // json_agg collects as array_agg does; its result is then written as JSON.
+            "array_agg" | "json_agg" | "jsonb_agg" => Some(AggFunc::ArrayAgg(vec![])),
             "bool_and" | "every" => Some(AggFunc::BoolAnd),
             "bool_or" => Some(AggFunc::BoolOr),
             _ => None,
@@ -375,7 +376,17 @@ impl<'a> Planner<'a> {
                 }
                 None => x,
             };
-            return Ok((Expr::Agg(agg, distinct, Some(Box::new(x)), out), out));
+            let agg = Expr::Agg(agg, distinct, Some(Box::new(x)), out);
+            if let Some(jsonb) = match name.as_str() {
+                "json_agg" => Some(false),
+                "jsonb_agg" => Some(true),
+                _ => None,
+            } {
+                let elem = out.element().unwrap_or(DataType::Text);
+                let ty = if jsonb { DataType::Jsonb } else { DataType::Json };
+                return Ok((Expr::Func(Func::JsonAgg(elem, jsonb), vec![agg]), ty));
+            }
+            return Ok((agg, out));
         }
         let seq_func = match name.as_str() {
             "nextval" => Some(SeqFunc::NextVal),

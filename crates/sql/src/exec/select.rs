@@ -467,7 +467,7 @@ pub(crate) fn aggregate(
     let mut out = Vec::with_capacity(groups.len());
     for (key, accs, _) in groups {
         let mut row = key;
-        for (a, (f, _, _, ty)) in accs.into_iter().zip(&g.aggs) {
+        for (a, (f, distinct, _, ty)) in accs.into_iter().zip(&g.aggs) {
             row.push(match a {
                 Acc::Count(n) => Value::Int(n),
                 Acc::Sum(s) => match (s, ty) {
@@ -479,7 +479,7 @@ pub(crate) fn aggregate(
                     (Some(v), _) => v,
                 },
                 Acc::MinMax(m) => m.unwrap_or(Value::Null),
-                Acc::Collect(items) => collected(f, items, limits)?,
+                Acc::Collect(items) => collected(f, *distinct, items, limits)?,
                 Acc::Bool(b) => b.map(Value::Bool).unwrap_or(Value::Null),
                 Acc::Avg(None, _) => Value::Null,
                 Acc::Avg(Some(s), n) => match s {
@@ -507,8 +507,14 @@ pub(crate) fn aggregate(
 }
 
 /// The result of string_agg or array_agg over its packed inputs (`[value, key…]`): sorted
-/// by the keys (stably, so equal keys keep input order), then joined or collected.
-fn collected(f: &AggFunc, mut items: Vec<Vec<Value>>, limits: &ExecLimits) -> Result<Value> {
+/// by the keys (stably, so equal keys keep input order), then joined or collected. With
+/// DISTINCT and no keys the values come sorted, as PostgreSQL's DISTINCT sorts them.
+fn collected(
+    f: &AggFunc,
+    distinct: bool,
+    mut items: Vec<Vec<Value>>,
+    limits: &ExecLimits,
+) -> Result<Value> {
     if items.is_empty() {
         return Ok(Value::Null);
     }
@@ -520,6 +526,8 @@ fn collected(f: &AggFunc, mut items: Vec<Vec<Value>>, limits: &ExecLimits) -> Re
         let keys: Vec<(usize, bool, bool)> =
             order.iter().enumerate().map(|(i, &(desc, nf))| (i + 1, desc, nf)).collect();
         sort_rows(&mut items, &keys, limits)?;
+    } else if distinct {
+        sort_rows(&mut items, &[(0, false, false)], limits)?;
     }
     let values =
         items.into_iter().map(|mut p| if p.is_empty() { Value::Null } else { p.swap_remove(0) });

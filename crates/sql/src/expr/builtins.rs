@@ -543,6 +543,10 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             }
         },
         Func::Json(f, jsonb) => crate::json::call(f, jsonb, &args)?,
+        Func::JsonAgg(elem, jsonb) => match arg(0) {
+            Value::Array(items) => crate::json::aggregate(&items, elem, jsonb, ctx.env.zone())?,
+            _ => Value::Null, // no rows
+        },
         Func::SizePretty => {
             let size: i128 = match numeric_operand(arg(0))? {
                 Value::Int(i) => i as i128,

@@ -250,6 +250,9 @@ pub enum Func {
     JsonBuildArray(bool),
     /// to_json(x) / to_jsonb(x) (`true`) of a value of the type given.
     ToJson(DataType, bool),
+    /// json_agg / jsonb_agg (`true`): the array its array_agg collected, of values of the
+    /// type given, as a JSON array.
+    JsonAgg(DataType, bool),
     /// A json (`false`) or jsonb (`true`) operator or function; the document is the first
     /// argument.
     Json(JsonFunc, bool),
