@@ -1205,6 +1205,20 @@ pub fn call(func: JsonFunc, jsonb: bool, args: &[Value]) -> Result<Value> {
             }
             Value::Array(out)
         }
+        JsonFunc::EachKeys => Value::Array(
+            each_members(&doc, jsonb)?
+                .into_iter()
+                .map(|(k, _, _)| Value::Text(k.to_string()))
+                .collect(),
+        ),
+        JsonFunc::EachValues | JsonFunc::EachValuesText => {
+            let text = func == JsonFunc::EachValuesText;
+            let mut out = Vec::new();
+            for (_, v, span) in each_members(&doc, jsonb)? {
+                out.push(found(Some((v, span)), text)?);
+            }
+            Value::Array(out)
+        }
         JsonFunc::ObjectKeys => {
             let Json::Object(members) = &doc else {
                 return Err(SqlError::new(
@@ -1228,6 +1242,25 @@ pub fn call(func: JsonFunc, jsonb: bool, args: &[Value]) -> Result<Value> {
             crate::array::check_len(keys.len())?;
             Value::Array(keys)
         }
+    })
+}
+
+/// The members json(b)_each answers: jsonb's kept ones in its order, json's all as written.
+fn each_members(doc: &Json, jsonb: bool) -> Result<Vec<(&str, &Json, Span)>> {
+    let Json::Object(members) = doc else {
+        return Err(SqlError::new(
+            code::INVALID_PARAMETER_VALUE,
+            format!(
+                "cannot call {} on a non-object",
+                if jsonb { "jsonb_each" } else { "json_each" }
+            ),
+        ));
+    };
+    crate::array::check_len(members.len())?;
+    Ok(if jsonb {
+        jsonb_members(members).into_iter().map(|(k, v)| (k, v, (0, 0))).collect()
+    } else {
+        members.iter().map(|(k, v, s)| (k.as_str(), v, *s)).collect()
     })
 }
 

@@ -905,3 +905,10 @@ select json_agg(distinct x) from (values (3), (1), (3)) v(x);
 select jsonb_agg(x) filter (where x > 1) from (values (1), (2), (3)) v(x);
 select json_agg(t) from (values ('2024-01-01 10:00'::timestamp)) v(t);
 select array_agg(distinct x), string_agg(distinct y, ',') from (values (3, 'b'), (1, 'a'), (3, 'b'), (null, null)) v(x, y);
+-- json(b)_each(_text) in FROM.
+select * from jsonb_each('{"b":1, "a":{"x":[1]}, "b":2}');
+select * from json_each('{"b":1, "a":{"x": [1]}, "b":2}');
+select key, value from jsonb_each_text('{"s":"str", "n":null, "o":{"k":1}}') order by key;
+select e.key, e.value from json_each_text('{"a":"x"}') as e;
+select t.id, e.key, e.value from (values (1, '{"p":1,"q":2}'::jsonb), (2, '{}')) t(id, d), jsonb_each(t.d) e order by 1, 2;
+select * from jsonb_each('[1]');

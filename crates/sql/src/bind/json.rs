@@ -380,6 +380,11 @@ impl Planner<'_> {
             "json_array_elements_text" => (JsonFunc::ArrayElementsText, false),
             "jsonb_object_keys" => (JsonFunc::ObjectKeys, true),
             "json_object_keys" => (JsonFunc::ObjectKeys, false),
+            "jsonb_each" | "json_each" | "jsonb_each_text" | "json_each_text" => {
+                return Err(SqlError::unsupported(format!(
+                    "{name}() in a select list (its rows are records; call it in FROM)"
+                )))
+            }
             _ => return Ok(None),
         };
         crate::bind::function::check_arity(name, args.len(), 1, 1)?;
@@ -389,6 +394,35 @@ impl Planner<'_> {
         let row = if func == JsonFunc::ArrayElements { doc_type } else { DataType::Text };
         let (e, _) = self.json_call(func, jsonb, vec![x], crate::array::array_of_plain(row))?;
         Ok(Some((e, row)))
+    }
+}
+
+impl Planner<'_> {
+    /// `json(b)_each(_text)(doc)` in FROM: the expressions of its key and value columns
+    /// (arrays of the members' keys and values) and the value type; `None` for any other
+    /// name.
+    pub(crate) fn json_each(
+        &mut self,
+        name: &str,
+        args: &[&ast::Expr],
+        scope: &Scope,
+    ) -> Result<Option<(Expr, Expr, DataType)>> {
+        let (jsonb, text) = match name {
+            "jsonb_each" => (true, false),
+            "json_each" => (false, false),
+            "jsonb_each_text" => (true, true),
+            "json_each_text" => (false, true),
+            _ => return Ok(None),
+        };
+        crate::bind::function::check_arity(name, args.len(), 1, 1)?;
+        let doc_type = if jsonb { DataType::Jsonb } else { DataType::Json };
+        let (x, t) = self.expr(args[0], scope, false)?;
+        let x = self.document(name, x, t, doc_type)?;
+        let value_type = if text { DataType::Text } else { doc_type };
+        let values = if text { JsonFunc::EachValuesText } else { JsonFunc::EachValues };
+        let (keys, _) = self.json_call(JsonFunc::EachKeys, jsonb, vec![x.clone()], value_type)?;
+        let (values, _) = self.json_call(values, jsonb, vec![x], value_type)?;
+        Ok(Some((keys, values, value_type)))
     }
 }
 
@@ -402,5 +436,9 @@ pub(crate) fn is_json_srf(name: &str) -> bool {
             | "json_array_elements_text"
             | "jsonb_object_keys"
             | "json_object_keys"
+            | "jsonb_each"
+            | "json_each"
+            | "jsonb_each_text"
+            | "json_each_text"
     )
 }

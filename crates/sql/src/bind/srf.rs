@@ -208,7 +208,13 @@ impl<'a> Planner<'a> {
         let scope = earlier;
         let mut exprs = Vec::new();
         let mut types = Vec::new();
-        if name == "unnest" {
+        let mut names: Vec<&str> = Vec::new();
+        if let Some((keys, values, value_type)) = self.json_each(name, args, scope)? {
+            // json(b)_each(_text): a key column and a value column.
+            exprs = vec![keys, values];
+            types = vec![DataType::Text, value_type];
+            names = vec!["key", "value"];
+        } else if name == "unnest" {
             if args.is_empty() {
                 return Err(SqlError::new(
                     code::UNDEFINED_FUNCTION,
@@ -249,7 +255,9 @@ impl<'a> Planner<'a> {
                     | "jsonb_array_elements_text"
                     | "json_array_elements_text"
             );
-            let default = if out_name {
+            let default = if let Some(n) = names.get(i) {
+                n.to_string()
+            } else if out_name {
                 "value".to_string()
             } else if types.len() == 1 && alias.is_some() {
                 alias_name.clone()

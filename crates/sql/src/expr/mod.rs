@@ -303,6 +303,12 @@ pub enum JsonFunc {
     ArrayElementsText,
     /// jsonb_object_keys
     ObjectKeys,
+    /// jsonb_each's key column: every member's key (jsonb: the kept ones, in its order)
+    EachKeys,
+    /// jsonb_each's value column
+    EachValues,
+    /// jsonb_each_text's value column
+    EachValuesText,
 }
 
 /// What a window function computes.
