@@ -426,6 +426,8 @@ impl<'r> Gen<'r> {
             "DISCARD ALL",
             "RESET ALL",
             "EXPLAIN SELECT * FROM f0 WHERE k = 1",
+            "SELECT rank() OVER w, sum(k) OVER (w ROWS 2 PRECEDING) FROM f0 WINDOW w AS (ORDER BY k)",
+            "SELECT * FROM f0, jsonb_each(jsonb_build_object('k', f0.k)) e",
             "SELECT * FROM pg_stat_activity",
             "SELECT * FROM kiln_stat",
             "SELECT kiln_sync()",

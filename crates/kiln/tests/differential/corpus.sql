@@ -912,3 +912,16 @@ select key, value from jsonb_each_text('{"s":"str", "n":null, "o":{"k":1}}') ord
 select e.key, e.value from json_each_text('{"a":"x"}') as e;
 select t.id, e.key, e.value from (values (1, '{"p":1,"q":2}'::jsonb), (2, '{}')) t(id, d), jsonb_each(t.d) e order by 1, 2;
 select * from jsonb_each('[1]');
+-- Named windows (WINDOW w AS …).
+create table nwt (id int primary key, g int, x int);
+insert into nwt values (1, 1, 10), (2, 1, 20), (3, 2, 30), (4, 2, 5), (5, 1, 15);
+select id, rank() over w, sum(x) over w, lag(x) over w from nwt window w as (partition by g order by x) order by id;
+select id, sum(x) over (w rows between 1 preceding and current row), count(*) over w2 from nwt window w as (partition by g), w2 as (w order by id) order by id;
+select id, row_number() over w from nwt window w as (order by x desc) order by row_number() over w;
+select id, (select count(*) from nwt n2 where n2.g = nwt.g), avg(x) over w from nwt window w as (partition by g) order by id;
+select id, rank() over nope from nwt window w as (order by x);
+select id, rank() over (w partition by id) from nwt window w as (order by x);
+select id, rank() over (w order by id) from nwt window w as (order by x);
+select id from nwt window w as (order by x), w as (order by id);
+select sum(x) over w from nwt window w as (order by id rows 1 preceding), w2 as (w order by x);
+drop table nwt;

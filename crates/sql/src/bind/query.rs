@@ -20,6 +20,13 @@ impl<'a> Planner<'a> {
         if q.fetch.is_some() {
             return Err(SqlError::unsupported("FETCH FIRST"));
         }
+        if let ast::SetExpr::Select(s) = q.body.as_ref() {
+            if !s.named_window.is_empty() {
+                // WINDOW w AS (…): the query again with each reference to w spelled out.
+                let q = crate::bind::window::inline_named_windows(q)?;
+                return self.query(&q, expected);
+            }
+        }
         let mut plan = match q.body.as_ref() {
             ast::SetExpr::Select(s) => self.select(s, Some(q))?,
             ast::SetExpr::Values(v) => self.values(v, expected, None)?,

@@ -224,3 +224,125 @@ pub(crate) fn take_windows(plan: &mut crate::plan::SelectPlan, base: usize) -> R
     plan.windows = windows;
     Ok(())
 }
+
+/// A query whose SELECT has a `WINDOW` clause, with every `OVER w` and `OVER (w …)` in its
+/// select list and ORDER BY (not in its subqueries, which have their own) replaced by the
+/// window it names, as PostgreSQL resolves them: a reference may add an ORDER BY the named
+/// window lacks and a frame, but not a PARTITION BY, and not copy a window with a frame.
+pub(crate) fn inline_named_windows(q: &ast::Query) -> Result<ast::Query> {
+    use std::ops::ControlFlow;
+
+    use sqlparser::ast::{VisitMut, VisitorMut};
+
+    let mut q = q.clone();
+    let ast::SetExpr::Select(select) = q.body.as_mut() else { return Ok(q) };
+    // The definitions in order; each may build on an earlier one.
+    let mut defined: Vec<(String, ast::WindowSpec)> = Vec::new();
+    for ast::NamedWindowDefinition(name, expr) in std::mem::take(&mut select.named_window) {
+        let spec = match expr {
+            ast::NamedWindowExpr::NamedWindow(base) => lookup(&defined, &base)?.clone(),
+            ast::NamedWindowExpr::WindowSpec(spec) => resolve(&defined, spec)?,
+        };
+        let name = ident(&name);
+        if defined.iter().any(|(n, _)| *n == name) {
+            return Err(SqlError::new("42P20", format!("window \"{name}\" is already defined")));
+        }
+        defined.push((name, spec));
+    }
+
+    struct Inline<'a> {
+        defined: &'a [(String, ast::WindowSpec)],
+        depth: usize,
+        error: Option<SqlError>,
+    }
+    impl VisitorMut for Inline<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, e: &mut ast::Expr) -> ControlFlow<()> {
+            let ast::Expr::Function(f) = e else { return ControlFlow::Continue(()) };
+            if self.depth > 0 {
+                return ControlFlow::Continue(());
+            }
+            let resolved = match f.over.take() {
+                Some(ast::WindowType::NamedWindow(name)) => {
+                    lookup(self.defined, &name).cloned().map(ast::WindowType::WindowSpec)
+                }
+                Some(ast::WindowType::WindowSpec(spec)) => {
+                    resolve(self.defined, spec).map(ast::WindowType::WindowSpec)
+                }
+                None => return ControlFlow::Continue(()),
+            };
+            match resolved {
+                Ok(w) => f.over = Some(w),
+                Err(e) => {
+                    self.error = Some(e);
+                    return ControlFlow::Break(());
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut inline = Inline { defined: &defined, depth: 0, error: None };
+    let _ = select.projection.visit(&mut inline);
+    if let Some(e) = inline.error.take() {
+        return Err(e);
+    }
+    if let Some(order_by) = q.order_by.as_mut() {
+        let _ = order_by.visit(&mut inline);
+        if let Some(e) = inline.error.take() {
+            return Err(e);
+        }
+    }
+    Ok(q)
+}
+
+fn lookup<'a>(
+    defined: &'a [(String, ast::WindowSpec)],
+    name: &ast::Ident,
+) -> Result<&'a ast::WindowSpec> {
+    let name = ident(name);
+    defined.iter().find(|(n, _)| *n == name).map(|(_, s)| s).ok_or_else(|| {
+        SqlError::new(code::UNDEFINED_OBJECT, format!("window \"{name}\" does not exist"))
+    })
+}
+
+/// A window spec that may name a window to build on (`(w ORDER BY x)`), spelled out.
+fn resolve(
+    defined: &[(String, ast::WindowSpec)],
+    spec: ast::WindowSpec,
+) -> Result<ast::WindowSpec> {
+    let Some(base_name) = &spec.window_name else { return Ok(spec) };
+    let base = lookup(defined, base_name)?;
+    let name = ident(base_name);
+    if !spec.partition_by.is_empty() {
+        return Err(SqlError::new(
+            "42P20",
+            format!("cannot override PARTITION BY clause of window \"{name}\""),
+        ));
+    }
+    if !spec.order_by.is_empty() && !base.order_by.is_empty() {
+        return Err(SqlError::new(
+            "42P20",
+            format!("cannot override ORDER BY clause of window \"{name}\""),
+        ));
+    }
+    if base.window_frame.is_some() {
+        return Err(SqlError::new(
+            "42P20",
+            format!("cannot copy window \"{name}\" because it has a frame clause"),
+        ));
+    }
+    Ok(ast::WindowSpec {
+        window_name: None,
+        partition_by: base.partition_by.clone(),
+        order_by: if spec.order_by.is_empty() { base.order_by.clone() } else { spec.order_by },
+        window_frame: spec.window_frame,
+    })
+}
