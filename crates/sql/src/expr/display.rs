@@ -89,6 +89,33 @@ impl std::fmt::Display for Expr {
                 f.write_str(" END")
             }
             Expr::Cast(x, ty) => write!(f, "{x}::{}", ty.sql_name()),
+            Expr::Func(Func::Json(json, jsonb), args) => {
+                use crate::expr::JsonFunc as J;
+                let op = match json {
+                    J::Field => Some("->"),
+                    J::FieldText => Some("->>"),
+                    J::Path => Some("#>"),
+                    J::PathText => Some("#>>"),
+                    J::Contains => Some("@>"),
+                    J::Exists => Some("?"),
+                    J::ExistsAny => Some("?|"),
+                    J::ExistsAll => Some("?&"),
+                    J::Concat => Some("||"),
+                    J::Delete => Some("-"),
+                    J::DeletePath => Some("#-"),
+                    J::Equal => Some("="),
+                    _ => None,
+                };
+                match (op, args.as_slice()) {
+                    (Some(op), [a, b]) => write!(f, "({a} {op} {b})"),
+                    _ => {
+                        let prefix = if *jsonb { "jsonb_" } else { "json_" };
+                        write!(f, "{prefix}{}(", snake_name(&format!("{json:?}")))?;
+                        list(f, args)?;
+                        f.write_str(")")
+                    }
+                }
+            }
             Expr::Func(func, args) => {
                 write!(f, "{}(", snake_name(&format!("{func:?}")))?;
                 list(f, args)?;
