@@ -82,6 +82,7 @@ pub(crate) fn table_scope(table: &Table, alias: &str) -> Scope {
                 origin: Some(table_origin(table, i)),
             })
             .collect(),
+        ..Default::default()
     }
 }
 

@@ -59,6 +59,12 @@ pub struct ScopeCol {
 pub struct Scope {
     /// Columns in row order.
     pub cols: Vec<ScopeCol>,
+    /// Columns a `JOIN … USING` / NATURAL join merged into the other side's: reachable by
+    /// their table's name only, and not in `*`.
+    pub hidden: Vec<usize>,
+    /// The columns `*` lists, in order, when a join merged some (the merged ones first, as
+    /// PostgreSQL lists them); `None`: every column in row order.
+    pub star: Option<Vec<usize>>,
 }
 
 impl Scope {
@@ -73,9 +79,20 @@ impl Scope {
             .collect()
     }
 
+    /// The columns `*` lists.
+    pub(crate) fn star_columns(&self) -> Vec<usize> {
+        match &self.star {
+            Some(order) => order.clone(),
+            None => (0..self.cols.len()).filter(|i| !self.hidden.contains(i)).collect(),
+        }
+    }
+
     pub(crate) fn resolve(&self, table: Option<&str>, name: &str) -> Result<(usize, DataType)> {
         let mut found = None;
         for (i, c) in self.cols.iter().enumerate() {
+            if table.is_none() && self.hidden.contains(&i) {
+                continue;
+            }
             if c.name == name && (table.is_none() || c.table.as_deref() == table) {
                 if found.is_some() {
                     return Err(SqlError::new(

@@ -45,6 +45,7 @@ impl<'a> Planner<'a> {
                             origin: None,
                         })
                         .collect(),
+                    ..Default::default()
                 };
                 self.order_limit(q, &mut plan, Some(&scope))?;
                 return Ok(plan);
@@ -594,11 +595,18 @@ impl<'a> Planner<'a> {
             }
             Ok(())
         };
+        // What `*` lists: the earlier columns, then each item's (a USING join's merged
+        // columns first).
+        let mut star = scope.star_columns();
+        let mut merged_any = false;
         for twj in list {
+            let chain_start = scope.cols.len();
             let (item, cols) = self.bind_from_item(&twj.relation, scope.cols.len(), scope)?;
             named(&cols)?;
             scope.cols.extend(cols);
             from.push(item);
+            // The columns `*` lists of the joins so far in this chain.
+            let mut chain: Vec<usize> = (chain_start..scope.cols.len()).collect();
             for j in &twj.joins {
                 let (kind, constraint) = match &j.join_operator {
                     ast::JoinOperator::Join(c) | ast::JoinOperator::Inner(c) => {
@@ -657,33 +665,93 @@ impl<'a> Planner<'a> {
                         .detail("The combining JOIN type must be INNER or LEFT for a LATERAL reference."));
                     }
                 }
-                match constraint {
+                let right: Vec<usize> = (start..scope.cols.len()).collect();
+                let using: Vec<String> = match constraint {
                     Some(ast::JoinConstraint::On(on)) => {
                         let (e, t) = self.expr(on, scope, false)?;
                         let (e, _) = self.coerce(e, t, DataType::Bool)?;
                         split_and(e, &mut item.on);
+                        vec![]
                     }
                     Some(ast::JoinConstraint::Using(cols)) => {
-                        for c in cols {
-                            let name = object_name(c)?;
-                            let left = scope.cols[..start].iter().position(|x| x.name == name);
-                            let right = scope.cols[start..]
-                                .iter()
-                                .position(|x| x.name == name)
-                                .map(|i| i + start);
-                            match (left, right) {
-                                (Some(l), Some(r)) => item.on.push(Expr::Binary(BinOp::Eq, Box::new(Expr::Column(l)), Box::new(Expr::Column(r)))),
-                                _ => return Err(SqlError::new(code::UNDEFINED_COLUMN, format!("column \"{name}\" specified in USING clause does not exist"))),
+                        cols.iter().map(object_name).collect::<Result<_>>()?
+                    }
+                    // NATURAL: every name both sides show.
+                    Some(ast::JoinConstraint::Natural) => {
+                        let mut names: Vec<String> = Vec::new();
+                        for &l in &chain {
+                            let n = &scope.cols[l].name;
+                            if right.iter().any(|&r| scope.cols[r].name == *n) && !names.contains(n)
+                            {
+                                names.push(n.clone());
                             }
                         }
+                        names
                     }
-                    Some(ast::JoinConstraint::None) | None => {}
-                    Some(ast::JoinConstraint::Natural) => {
-                        return Err(SqlError::unsupported("NATURAL JOIN"))
+                    Some(ast::JoinConstraint::None) | None => vec![],
+                };
+                // Each USING column pairs the left side's one column of the name with the
+                // right's; the pair becomes one column (the right's for a RIGHT join, the
+                // left's otherwise), listed first by `*`. A FULL join's merged column would
+                // be COALESCE(left, right): there both stay.
+                let mut merged = Vec::with_capacity(using.len());
+                for name in &using {
+                    let find = |side: &[usize], what: &str| -> Result<usize> {
+                        let mut hits = side.iter().filter(|&&i| {
+                            scope.cols[i].name == *name && !scope.hidden.contains(&i)
+                        });
+                        match (hits.next(), hits.next()) {
+                            (Some(&i), None) => Ok(i),
+                            (Some(_), Some(_)) => Err(SqlError::new(
+                                code::AMBIGUOUS_COLUMN,
+                                format!("common column name \"{name}\" appears more than once in {what} table"),
+                            )),
+                            (None, _) => Err(SqlError::new(
+                                code::UNDEFINED_COLUMN,
+                                format!("column \"{name}\" specified in USING clause does not exist in {what} table"),
+                            )),
+                        }
+                    };
+                    let (l, r) = (find(&chain, "left")?, find(&right, "right")?);
+                    if merged.iter().any(|&(ml, _)| ml == l) {
+                        return Err(SqlError::new(
+                            "42701",
+                            format!(
+                                "column name \"{name}\" appears more than once in USING clause"
+                            ),
+                        ));
                     }
+                    item.on.push(Expr::Binary(
+                        BinOp::Eq,
+                        Box::new(Expr::Column(l)),
+                        Box::new(Expr::Column(r)),
+                    ));
+                    merged.push((l, r));
+                }
+                if merged.is_empty() || kind == JoinKind::Full {
+                    chain.extend(right);
+                } else {
+                    merged_any = true;
+                    let keep =
+                        |&(l, r): &(usize, usize)| if kind == JoinKind::Right { r } else { l };
+                    let drop =
+                        |&(l, r): &(usize, usize)| if kind == JoinKind::Right { l } else { r };
+                    let kept: Vec<usize> = merged.iter().map(keep).collect();
+                    let dropped: Vec<usize> = merged.iter().map(drop).collect();
+                    scope.hidden.extend(&dropped);
+                    let rest = chain
+                        .iter()
+                        .chain(&right)
+                        .copied()
+                        .filter(|i| !kept.contains(i) && !dropped.contains(i));
+                    chain = kept.iter().copied().chain(rest).collect();
                 }
                 from.push(item);
             }
+            star.extend(chain);
+        }
+        if merged_any {
+            scope.star = Some(star);
         }
         Ok(())
     }
@@ -834,7 +902,8 @@ impl<'a> Planner<'a> {
             }
             match item {
                 ast::SelectItem::Wildcard(_) => {
-                    for (i, c) in scope.cols.iter().enumerate() {
+                    for i in scope.star_columns() {
+                        let c = &scope.cols[i];
                         projection.push(Expr::Column(i));
                         columns.push((c.name.clone(), c.ty));
                     }

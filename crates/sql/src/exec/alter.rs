@@ -576,6 +576,7 @@ impl Writer<'_> {
                             origin: None,
                         })
                         .collect(),
+                    ..Default::default()
                 };
                 let (x, xty) = planner.expr(e, &scope, false)?;
                 let (x, _) = planner.coerce(x, xty, ty)?;
