@@ -86,58 +86,30 @@ impl Parser<'_> {
         let v = match self.bytes.get(self.at) {
             None => return Err(invalid("The input string ended unexpectedly.", self.text)),
             Some(b'{') => {
-                self.at += 1;
                 let mut members = Vec::new();
-                self.skip_ws();
-                if self.bytes.get(self.at) == Some(&b'}') {
-                    self.at += 1;
-                } else {
-                    loop {
-                        self.skip_ws();
-                        if self.bytes.get(self.at) != Some(&b'"') {
-                            return Err(self.expected("string"));
-                        }
-                        let key = self.string()?;
-                        self.skip_ws();
-                        if self.bytes.get(self.at) != Some(&b':') {
-                            return Err(self.expected("\":\""));
-                        }
-                        self.at += 1;
-                        let (v, span) = self.value(depth + 1)?;
-                        members.push((key, v, span));
-                        self.skip_ws();
-                        match self.bytes.get(self.at) {
-                            Some(b',') => self.at += 1,
-                            Some(b'}') => {
-                                self.at += 1;
-                                break;
-                            }
-                            _ => return Err(self.expected("\",\" or \"}\"")),
-                        }
+                self.list(b'}', |p| {
+                    p.skip_ws();
+                    if p.bytes.get(p.at) != Some(&b'"') {
+                        return Err(p.expected("string"));
                     }
-                }
+                    let key = p.string()?;
+                    p.skip_ws();
+                    if p.bytes.get(p.at) != Some(&b':') {
+                        return Err(p.expected("\":\""));
+                    }
+                    p.at += 1;
+                    let (v, span) = p.value(depth + 1)?;
+                    members.push((key, v, span));
+                    Ok(())
+                })?;
                 Json::Object(members)
             }
             Some(b'[') => {
-                self.at += 1;
                 let mut items = Vec::new();
-                self.skip_ws();
-                if self.bytes.get(self.at) == Some(&b']') {
-                    self.at += 1;
-                } else {
-                    loop {
-                        items.push(self.value(depth + 1)?);
-                        self.skip_ws();
-                        match self.bytes.get(self.at) {
-                            Some(b',') => self.at += 1,
-                            Some(b']') => {
-                                self.at += 1;
-                                break;
-                            }
-                            _ => return Err(self.expected("\",\" or \"]\"")),
-                        }
-                    }
-                }
+                self.list(b']', |p| {
+                    items.push(p.value(depth + 1)?);
+                    Ok(())
+                })?;
                 Json::Array(items)
             }
             Some(b'"') => Json::String(self.string()?),
@@ -161,6 +133,29 @@ impl Parser<'_> {
             }
         };
         Ok((v, (start, self.at)))
+    }
+
+    /// The items of an array or object after its opening bracket, each read by `item`,
+    /// separated by commas, up to `close`.
+    fn list(&mut self, close: u8, mut item: impl FnMut(&mut Self) -> Result<()>) -> Result<()> {
+        self.at += 1;
+        self.skip_ws();
+        if self.bytes.get(self.at) == Some(&close) {
+            self.at += 1;
+            return Ok(());
+        }
+        loop {
+            item(self)?;
+            self.skip_ws();
+            match self.bytes.get(self.at) {
+                Some(b',') => self.at += 1,
+                Some(&c) if c == close => {
+                    self.at += 1;
+                    return Ok(());
+                }
+                _ => return Err(self.expected(&format!("\",\" or \"{}\"", char::from(close)))),
+            }
+        }
     }
 
     fn expected(&self, what: &str) -> SqlError {

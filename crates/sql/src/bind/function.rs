@@ -177,16 +177,26 @@ impl<'a> Planner<'a> {
             DataType::Date => (Expr::Cast(Box::new(x), DataType::TimestampTz), DataType::Timestamp),
             other => return Err(no_function(zt, other)),
         };
-        let args = vec![zone, x];
+        self.fold(Func::Timezone, vec![zone, x], to)
+    }
+
+    /// A call of an immutable function, evaluated now when every argument is a constant
+    /// (its error fails the statement at planning, except in a CASE arm PostgreSQL drops).
+    pub(crate) fn fold(
+        &mut self,
+        func: Func,
+        args: Vec<Expr>,
+        ty: DataType,
+    ) -> Result<(Expr, DataType)> {
         if args.iter().all(|a| matches!(a, Expr::Const(_))) {
             let ctx = crate::expr::Ctx::new(&[], self.env);
-            match Expr::Func(Func::Timezone, args.clone()).eval(&[], &ctx) {
-                Ok(v) => return Ok((Expr::Const(v), to)),
+            match Expr::Func(func, args.clone()).eval(&[], &ctx) {
+                Ok(v) => return Ok((Expr::Const(v), ty)),
                 Err(e) if !self.dead_arm => return Err(e),
                 Err(_) => {}
             }
         }
-        Ok((Expr::Func(Func::Timezone, args), to))
+        Ok((Expr::Func(func, args), ty))
     }
 
     pub(crate) fn function(

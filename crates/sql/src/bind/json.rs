@@ -191,18 +191,6 @@ impl Planner<'_> {
         self.fold(Func::Json(func, jsonb), args, ty)
     }
 
-    fn fold(&mut self, func: Func, args: Vec<Expr>, ty: DataType) -> Result<(Expr, DataType)> {
-        if args.iter().all(|a| matches!(a, Expr::Const(_))) {
-            let ctx = Ctx::new(&[], self.env);
-            match Expr::Func(func, args.clone()).eval(&[], &ctx) {
-                Ok(v) => return Ok((Expr::Const(v), ty)),
-                Err(e) if !self.dead_arm => return Err(e),
-                Err(_) => {}
-            }
-        }
-        Ok((Expr::Func(func, args), ty))
-    }
-
     /// The json and jsonb functions; `None` for any other name.
     pub(crate) fn json_function(
         &mut self,

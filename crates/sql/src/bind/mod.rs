@@ -65,6 +65,10 @@ pub struct Scope {
     /// The columns `*` lists, in order, when a join merged some (the merged ones first, as
     /// PostgreSQL lists them); `None`: every column in row order.
     pub star: Option<Vec<usize>>,
+    /// The one column of each scalar function in FROM, which the function's alias also names
+    /// (PostgreSQL's whole-row reference of a scalar function: `jsonb_array_elements(…) e`
+    /// … `e ->> 'k'`).
+    pub function_columns: Vec<usize>,
 }
 
 impl Scope {
@@ -104,15 +108,11 @@ impl Scope {
             }
         }
         if found.is_none() && table.is_none() {
-            // A function's alias names its one column too (`FROM jsonb_array_elements(…) e`
-            // … `e ->> 'k'`): PostgreSQL's whole-row reference of a scalar function.
-            let mut of_alias =
-                self.cols.iter().enumerate().filter(|(_, c)| c.table.as_deref() == Some(name));
-            if let (Some((i, c)), None) = (of_alias.next(), of_alias.next()) {
-                if c.origin.is_none() {
-                    found = Some((i, c.ty));
-                }
-            }
+            found = self
+                .function_columns
+                .iter()
+                .find(|&&i| self.cols[i].table.as_deref() == Some(name))
+                .map(|&i| (i, self.cols[i].ty));
         }
         found.ok_or_else(|| match table {
             Some(t) if !self.cols.iter().any(|c| c.table.as_deref() == Some(t)) => SqlError::new(

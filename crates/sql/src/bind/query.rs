@@ -603,6 +603,7 @@ impl<'a> Planner<'a> {
             let chain_start = scope.cols.len();
             let (item, cols) = self.bind_from_item(&twj.relation, scope.cols.len(), scope)?;
             named(&cols)?;
+            mark_function_column(scope, &item, &cols);
             scope.cols.extend(cols);
             from.push(item);
             // The columns `*` lists of the joins so far in this chain.
@@ -635,6 +636,7 @@ impl<'a> Planner<'a> {
                 }
                 let (mut item, cols) = self.bind_from_item(&j.relation, scope.cols.len(), scope)?;
                 named(&cols)?;
+                mark_function_column(scope, &item, &cols);
                 let start = scope.cols.len();
                 scope.cols.extend(cols);
                 item.join = kind;
@@ -1230,4 +1232,12 @@ fn add_dependent_columns(from: &[FromItem], keys: &mut Vec<Expr>) {
 /// Whether an expression is the bare keyword `DEFAULT` (in INSERT VALUES and UPDATE SET).
 pub(crate) fn is_default_keyword(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default"))
+}
+
+/// Records the column of a FROM item that is a scalar function (one column, from a
+/// set-returning call), which its alias names too.
+fn mark_function_column(scope: &mut Scope, item: &FromItem, cols: &[ScopeCol]) {
+    if cols.len() == 1 && matches!(item.source, Source::Unnest(..) | Source::Series(..)) {
+        scope.function_columns.push(scope.cols.len());
+    }
 }
