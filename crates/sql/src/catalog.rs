@@ -40,12 +40,15 @@ pub struct Column {
     /// 0 until the table's columns first change ([`Table::attnum`]: its position + 1).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub number: i16,
+    /// Its `COMMENT ON` text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
 }
 
 impl Column {
     /// A nullable column with no default, numbered when its table takes it.
     pub fn new(name: String, ty: DataType) -> Column {
-        Column { name, ty, nullable: true, default: None, identity: None, number: 0 }
+        Column { name, ty, nullable: true, default: None, identity: None, number: 0, comment: None }
     }
 }
 
@@ -77,6 +80,9 @@ pub struct Index {
     /// Whether it implements a UNIQUE constraint (not only CREATE UNIQUE INDEX).
     #[serde(default)]
     pub constraint: bool,
+    /// Its `COMMENT ON` text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
 }
 
 impl Index {
@@ -123,6 +129,9 @@ pub struct Table {
     /// were dropped; a new column is numbered after it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub last_attnum: i16,
+    /// Its `COMMENT ON` text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
 }
 
 /// What a foreign key does to referencing rows when the referenced row is deleted or its
@@ -289,6 +298,9 @@ pub struct View {
     /// The tables and views its query reads, by name: none of them can be dropped or have
     /// their columns changed while it exists.
     pub depends_on: Vec<String>,
+    /// Its `COMMENT ON` text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
 }
 
 fn table_key(db: &str, name: &str) -> Vec<u8> {

@@ -70,6 +70,8 @@ pub mod code {
     pub const GROUPING: &str = "42803";
     /// datatype_mismatch
     pub const DATATYPE_MISMATCH: &str = "42804";
+    /// "cannot cast type x to y".
+    pub const CANNOT_COERCE: &str = "42846";
     /// invalid_table_definition
     pub const INVALID_TABLE_DEFINITION: &str = "42P16";
     /// undefined_parameter

@@ -558,11 +558,10 @@ pub static FUNCTIONS: &[FuncDef] = &[
         VOLATILE,
     ),
     f(
+        // shobj_description: Kiln keeps no comments on databases or roles.
         // pg_get_triggerdef and the function ones: Kiln has no triggers and no pg_proc rows.
         // The sizes: Kiln does not account storage per relation, so they are unknown.
         &[
-            "obj_description",
-            "col_description",
             "shobj_description",
             "pg_get_triggerdef",
             "pg_get_function_result",

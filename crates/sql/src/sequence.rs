@@ -73,6 +73,9 @@ pub struct Sequence {
     /// The column that owns it (`serial`, identity, `OWNED BY`): dropped with that column's
     /// table.
     pub owned_by: Option<(String, String)>,
+    /// Its `COMMENT ON` text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
 }
 
 impl Sequence {
@@ -144,8 +147,11 @@ struct Runtime {
     /// The last value handed out and whether it was (PostgreSQL's last_value, is_called);
     /// None: none yet, the next is START.
     last: Option<(i64, bool)>,
-    /// Values of the current durable block not handed out yet.
-    remaining: i64,
+    /// The current durable block, lowest and highest value: a value is handed out only from
+    /// within it. A range rather than a count, so that a value computed with another
+    /// INCREMENT (an ALTER SEQUENCE, committed or not, shares this runtime) never passes the
+    /// recorded end.
+    reserved: Option<(i64, i64)>,
     /// The size of the next block.
     block: i64,
     /// When the last block was reserved.
@@ -233,21 +239,20 @@ impl Sequences {
         let epoch = engine.epoch();
         if rt.epoch != Some(epoch) {
             rt.last = read_record(engine, seq.key)?;
-            rt.remaining = 0;
+            rt.reserved = None;
             rt.epoch = Some(epoch);
         }
         let value = seq.next_after(rt.last)?;
-        if rt.remaining == 0 {
+        if !rt.reserved.is_some_and(|(lo, hi)| lo <= value && value <= hi) {
             let busy = rt.reserved_at.is_some_and(|t| t.elapsed() < BUSY_WITHIN);
             let floor = seq.cache.clamp(BLOCK_MIN, BLOCK_MAX);
             let block = if busy { (rt.block * 2).clamp(floor, BLOCK_MAX) } else { floor };
-            let (end, n) = seq.block_from(value, block);
+            let (end, _) = seq.block_from(value, block);
             write_durably(engine, seq.key, end, true, wait)?;
             rt.block = block;
-            rt.remaining = n;
+            rt.reserved = Some((value.min(end), value.max(end)));
             rt.reserved_at = Some(Instant::now());
         }
-        rt.remaining -= 1;
         rt.last = Some((value, true));
         Ok(value)
     }
@@ -278,7 +283,7 @@ impl Sequences {
         write_durably(engine, seq.key, value, called, wait)?;
         rt.epoch = Some(engine.epoch());
         rt.last = Some((value, called));
-        rt.remaining = 0;
+        rt.reserved = None;
         rt.reserved_at = None;
         Ok(())
     }
@@ -366,6 +371,7 @@ mod tests {
             cache: 1,
             cycle,
             owned_by: None,
+            comment: None,
         }
     }
 

@@ -377,7 +377,11 @@ impl Session {
             let (text, hint) = (&statement.text, statement.hint.clone());
             let result = (|| -> Result<Output> {
                 if let Some(u) = utility(text)? {
-                    return self.utility(u);
+                    if u.is_transactional() && implicit && self.txn.is_none() && !implicit_open {
+                        self.begin_txn(false, None, None, None)?;
+                        implicit_open = true;
+                    }
+                    return self.utility(u, hint, implicit_open);
                 }
                 let mut statements = parse_statement(statement)?;
                 let Some(statement) = statements.pop() else { return Ok(Output::Empty) };
@@ -461,7 +465,11 @@ impl Session {
         params: &[Value],
     ) -> Result<Output> {
         if let Some(u) = utility(&prepared.sql)? {
-            return self.utility(u);
+            let r = self.utility(u, prepared.hint.clone(), false);
+            if r.is_err() {
+                self.fail();
+            }
+            return r.map_err(|e| e.resolve_position(&prepared.sql));
         }
         let Some(stmt) = &prepared.statement else { return Ok(Output::Empty) };
         let r = self.execute_statement(
@@ -692,8 +700,21 @@ impl Session {
     }
 
     /// Runs a statement sqlparser does not read ([`Utility`]).
-    fn utility(&mut self, u: Utility) -> Result<Output> {
+    fn utility(
+        &mut self,
+        u: Utility,
+        hint: Option<CommitHint>,
+        in_implicit: bool,
+    ) -> Result<Output> {
+        if u.is_transactional() && self.txn.as_ref().is_some_and(|t| t.failed) {
+            return Err(in_failed());
+        }
         match u {
+            Utility::AlterSequence(a) => self.in_transaction_with(hint, in_implicit, |s| {
+                let ts = s.txn.as_mut().expect("a transaction is open");
+                let mut w = session_writer!(s, ts, None);
+                w.alter_sequence(&a, &s.database)
+            }),
             Utility::Vacuum(tables) => self.vacuum(&tables),
             Utility::SetConstraints(names, deferred) => {
                 self.set_constraints(names.as_deref(), deferred)
@@ -966,12 +987,23 @@ impl Session {
         in_implicit: bool,
         slot: Option<&PlanSlot>,
     ) -> Result<Output> {
+        self.in_transaction_with(hint, in_implicit, |s| s.run(stmt, params, slot))
+    }
+
+    /// Runs `f` in the session's transaction, or in one of its own committed (with `hint`)
+    /// when it succeeds, unless it belongs to a multi-statement query's implicit one.
+    pub(crate) fn in_transaction_with(
+        &mut self,
+        hint: Option<CommitHint>,
+        in_implicit: bool,
+        f: impl FnOnce(&mut Self) -> Result<Output>,
+    ) -> Result<Output> {
         let autocommit = self.txn.is_none();
         if autocommit {
             self.begin_txn(false, None, None, None)?;
         }
         let before = self.txn.as_ref().map(|t| t.txn.operations()).unwrap_or_default();
-        let result = self.run(stmt, params, slot);
+        let result = f(self);
         if let Some(t) = &self.txn {
             self.last_operations = Some(t.txn.operations().since(before));
         }

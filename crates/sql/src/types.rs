@@ -549,7 +549,7 @@ impl Value {
         }
         let bad = |v: &Value| {
             SqlError::new(
-                code::DATATYPE_MISMATCH,
+                code::CANNOT_COERCE,
                 format!("cannot cast type {} to {}", v.kind(), ty.sql_name()),
             )
         };
@@ -851,11 +851,18 @@ pub fn check_int_range(v: i64, ty: DataType) -> Result<()> {
     }
 }
 
-fn fit_numeric(d: Decimal, m: Option<(u32, u32)>) -> Result<Decimal> {
+fn fit_numeric(mut d: Decimal, m: Option<(u32, u32)>) -> Result<Decimal> {
+    // numeric has no negative zero: `-0.00` and `-0.001::numeric(3,2)` are `0.00`.
+    if d.is_zero() {
+        d.set_sign_positive(true);
+    }
     let Some((p, s)) = m else { return Ok(d) };
     let r = d.round_dp_with_strategy(s, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
     let mut r = r;
     r.rescale(s);
+    if r.is_zero() {
+        r.set_sign_positive(true);
+    }
     let int_digits = r.trunc().abs().to_string().trim_start_matches('0').len() as u32;
     if int_digits > p.saturating_sub(s) {
         return Err(SqlError::new(code::NUMERIC_OUT_OF_RANGE, "numeric field overflow").detail(

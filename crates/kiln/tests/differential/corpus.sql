@@ -844,9 +844,12 @@ begin; set timezone = 'Asia/Tokyo'; commit;
 show timezone;
 begin; set timezone = 'Europe/Paris'; savepoint a; set timezone = 'Asia/Kolkata'; set local datestyle = 'ISO, DMY'; rollback to a; show timezone; show datestyle; commit;
 show timezone;
+-- An error ends a query string's run: the block stays open (and failed) until ROLLBACK.
 begin; set timezone = 'UTC'; select 1/0; rollback;
+rollback;
 show timezone;
 begin; discard all; rollback;
+rollback;
 set timezone = 'UTC';
 -- json and jsonb: text forms, operators, functions, set-returning functions.
 create table jsd (id int primary key, j json, b jsonb);
@@ -947,3 +950,44 @@ select * from jua join jub using (id, id);
 select * from jua join jub using (id), juc where juc.id = jua.id;
 select count(*) from jua natural join juc;
 drop table jua; drop table jub; drop table juc;
+-- Parenthesized joins (pg_dump writes every view's joins so).
+create table nja (id int, x int); create table njb (id int, y int); create table njc (id int, z int);
+insert into nja values (1, 10), (2, 20), (3, 30); insert into njb values (1, 100), (2, 200); insert into njc values (1, 1000), (3, 3000);
+select * from ((nja join njb on nja.id = njb.id) join njc on njc.id = nja.id);
+select * from ((nja left join njb on nja.id = njb.id) left join njc on njc.id = nja.id) order by 1;
+select nja.id, njb.y, njc.z from nja left join (njb join njc on njb.id = njc.id) on nja.id = njb.id order by 1;
+select * from nja left join (njb join njc using (id)) on nja.id = njb.id order by 1;
+select j.* from nja left join (njb join njc using (id)) as j on nja.id = j.id order by 1;
+select count(*) from (nja join njb using (id)) join njc using (id);
+select * from (nja natural join njb);
+select * from nja join (nja join njb on true) on true;
+select njb.* from nja full join (njb cross join njc) on nja.id = njb.id order by 1, 2;
+drop table nja; drop table njb; drop table njc;
+-- Numeric keeps its scale through arithmetic on zero, and has no negative zero.
+select 10 * 0.00::numeric(10,2), 0.00 * 3, 0 * 1.5, 0.00 + 0, 1.50 - 1.50, -0.00, 0.00 * -1, 5.0 % 5;
+select -0.001::numeric(3,2), (-0.001)::numeric(3,2), sum(x * 2) from (values (0.00::numeric(10,2)), (0.000)) v(x);
+-- Sequence options in any order, ALTER SEQUENCE.
+create sequence dseq as integer start with 3 increment by 2 no minvalue maxvalue 50 cache 1;
+select nextval('dseq'), nextval('dseq');
+alter sequence dseq increment by 10 restart with 20;
+select nextval('dseq'), nextval('dseq');
+alter sequence dseq maxvalue 35;
+select nextval('dseq');
+alter sequence dseq start 1 minvalue 1;
+alter sequence dseq restart;
+select nextval('dseq');
+select seqstart, seqincrement, seqmax, seqmin, seqcache, seqcycle from pg_sequence where seqrelid = 'dseq'::regclass;
+create sequence dseq2 cycle cycle;
+alter sequence dseq restart with 99;
+drop sequence dseq;
+-- Comments.
+create table cmt (id int primary key, v text);
+comment on table cmt is 'the table';
+comment on column cmt.v is 'a value';
+select obj_description('cmt'::regclass, 'pg_class'), col_description('cmt'::regclass, 2), col_description('cmt'::regclass, 1);
+comment on column cmt.v is '';
+comment on table cmt is null;
+select obj_description('cmt'::regclass), col_description('cmt'::regclass, 2);
+comment on table nope is 'x';
+comment on column cmt.nope is 'x';
+drop table cmt;

@@ -77,7 +77,9 @@ impl<'a> Planner<'a> {
                         {
                             (Expr::Const(Value::Int(-i)), ty)
                         }
-                        Expr::Const(Value::Numeric(d)) => (Expr::Const(Value::Numeric(-d)), ty),
+                        Expr::Const(Value::Numeric(d)) => {
+                            (Expr::Const(Value::Numeric(crate::expr::negate(d))), ty)
+                        }
                         // Negation is done in 64 bits (22003 past them); a narrower result
                         // is range-checked, as for the other arithmetic operators.
                         x if matches!(ty, DataType::Int2 | DataType::Int4) => {

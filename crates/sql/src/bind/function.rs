@@ -463,6 +463,10 @@ impl<'a> Planner<'a> {
         if name == "pg_get_serial_sequence" {
             return self.serial_sequence(&args, scope);
         }
+        if let Some(query) = description_query(&name, &args)? {
+            // As PostgreSQL defines them: a lookup in pg_description.
+            return self.expr(&crate::parse::parse_expr(&query)?, scope, aggs);
+        }
         if let Some(bound) = self.array_function(&name, &args, scope, aggs)? {
             return Ok(bound);
         }
@@ -812,5 +816,27 @@ pub(crate) fn aggregate_type(name: &str, agg: &AggFunc, ty: DataType) -> Result<
             }
             t => t,
         },
+    })
+}
+
+/// `obj_description(oid [, catalog])` and `col_description(table, column)` as the queries of
+/// pg_description PostgreSQL defines them by (`None` for another function).
+fn description_query(name: &str, args: &[ast::Expr]) -> Result<Option<String>> {
+    let lookup = |objoid: &ast::Expr, class: Option<String>, sub: String| {
+        let class = class.map(|c| format!(" AND d.classoid = ({c})::regclass")).unwrap_or_default();
+        format!(
+            "(SELECT d.description FROM pg_catalog.pg_description d WHERE d.objoid = ({objoid}){class} AND d.objsubid = {sub} LIMIT 1)"
+        )
+    };
+    Ok(match name {
+        "obj_description" => {
+            check_arity(name, args.len(), 1, 2)?;
+            Some(lookup(&args[0], args.get(1).map(|c| c.to_string()), "0".into()))
+        }
+        "col_description" => {
+            check_arity(name, args.len(), 2, 2)?;
+            Some(lookup(&args[0], Some("'pg_class'".into()), format!("({})", args[1])))
+        }
+        _ => None,
     })
 }

@@ -568,8 +568,45 @@ impl<'a> Planner<'a> {
                     .unwrap_or_default();
                 Ok(derived_item(plan, alias_name, &rename, offset))
             }
+            ast::TableFactor::NestedJoin { table_with_joins, alias } => {
+                self.nested_join_item(table_with_joins, alias.as_ref(), offset)
+            }
             other => Err(SqlError::unsupported(format!("the FROM item {other}"))),
         }
+    }
+
+    /// A parenthesized join that cannot be spliced into the chain around it (it is joined
+    /// to earlier items, or named): run as `SELECT *` of the join, its columns keeping their
+    /// tables' names (or all taking the alias, which hides those names, as in PostgreSQL).
+    fn nested_join_item(
+        &mut self,
+        twj: &ast::TableWithJoins,
+        alias: Option<&ast::TableAlias>,
+        offset: usize,
+    ) -> Result<(FromItem, Vec<ScopeCol>)> {
+        // The tables each column of `*` comes from.
+        let mut inner = Scope::default();
+        self.bind_from(std::slice::from_ref(twj), &mut inner, &mut Vec::new())?;
+        let tables: Vec<Option<String>> =
+            inner.star_columns().into_iter().map(|i| inner.cols[i].table.clone()).collect();
+        let mut query = match crate::parse::parse("SELECT *")?.pop() {
+            Some(ast::Statement::Query(q)) => q,
+            _ => unreachable!("SELECT * parses as a query"),
+        };
+        if let ast::SetExpr::Select(select) = query.body.as_mut() {
+            select.from = vec![twj.clone()];
+        }
+        let plan = self.query(&query, None)?;
+        let alias_name = alias.map(|a| ident(&a.name));
+        let rename: Vec<String> =
+            alias.map(|a| a.columns.iter().map(|c| ident(&c.name)).collect()).unwrap_or_default();
+        let (item, mut cols) = derived_item(plan, alias_name.clone(), &rename, offset);
+        if alias_name.is_none() {
+            for (c, t) in cols.iter_mut().zip(tables) {
+                c.table = t;
+            }
+        }
+        Ok((item, cols))
     }
 
     /// Binds FROM items (`list`, each with its joins) after those already in `from`: their
@@ -583,15 +620,18 @@ impl<'a> Planner<'a> {
     ) -> Result<()> {
         let mut names: Vec<String> = scope.cols.iter().filter_map(|c| c.table.clone()).collect();
         names.dedup();
+        // Each item's table names (a parenthesized join brings several).
         let mut named = |cols: &[ScopeCol]| -> Result<()> {
-            if let Some(n) = cols.first().and_then(|c| c.table.clone()) {
-                if names.contains(&n) {
+            let mut own: Vec<&String> = cols.iter().filter_map(|c| c.table.as_ref()).collect();
+            own.dedup();
+            for n in own {
+                if names.contains(n) {
                     return Err(SqlError::new(
                         "42712",
                         format!("table name \"{n}\" specified more than once"),
                     ));
                 }
-                names.push(n);
+                names.push(n.clone());
             }
             Ok(())
         };
@@ -600,6 +640,8 @@ impl<'a> Planner<'a> {
         let mut star = scope.star_columns();
         let mut merged_any = false;
         for twj in list {
+            // `(a JOIN b ON …) JOIN c …` is `a JOIN b ON … JOIN c …`: joins group to the left.
+            let twj = &splice_leading_joins(twj);
             let chain_start = scope.cols.len();
             let (item, cols) = self.bind_from_item(&twj.relation, scope.cols.len(), scope)?;
             named(&cols)?;
@@ -1175,6 +1217,17 @@ impl<'a> Planner<'a> {
 
 /// A FROM item over a planned query (a derived table or a common table expression), its
 /// columns named by `rename` where given.
+/// `twj` with its leading unnamed parenthesized joins spliced into its chain.
+fn splice_leading_joins(twj: &ast::TableWithJoins) -> std::borrow::Cow<'_, ast::TableWithJoins> {
+    let ast::TableFactor::NestedJoin { table_with_joins: inner, alias: None } = &twj.relation
+    else {
+        return std::borrow::Cow::Borrowed(twj);
+    };
+    let mut spliced = splice_leading_joins(inner).into_owned();
+    spliced.joins.extend(twj.joins.iter().cloned());
+    std::borrow::Cow::Owned(spliced)
+}
+
 pub(crate) fn derived_item(
     plan: SelectPlan,
     alias_name: Option<String>,

@@ -515,8 +515,48 @@ impl Writer<'_> {
                 let ty = data_type(dt)?;
                 self.change_type(t, p, ty, using.as_ref(), env)?;
             }
-            other => {
-                return Err(SqlError::unsupported(format!("ALTER COLUMN … {other}")));
+            ast::AlterColumnOperation::AddGenerated { generated_as, sequence_options } => {
+                let state = |m: String| SqlError::new(code::NOT_IN_PREREQUISITE_STATE, m);
+                let column = &t.columns[p];
+                let ty = column.ty;
+                if !matches!(ty, DataType::Int2 | DataType::Int4 | DataType::Int8) {
+                    return Err(SqlError::new(
+                        code::DATATYPE_MISMATCH,
+                        format!(
+                            "identity column type must be smallint, integer, or bigint, not {}",
+                            ty.sql_name()
+                        ),
+                    ));
+                }
+                if column.nullable {
+                    return Err(state(format!(
+                        "column \"{name}\" of relation \"{}\" must be declared NOT NULL before identity can be added",
+                        t.name
+                    )));
+                }
+                if column.identity.is_some() {
+                    return Err(state(format!(
+                        "column \"{name}\" of relation \"{}\" is already an identity column",
+                        t.name
+                    )));
+                }
+                if column.default.is_some() {
+                    return Err(state(format!(
+                        "column \"{name}\" of relation \"{}\" already has a default value",
+                        t.name
+                    )));
+                }
+                let always = match generated_as {
+                    Some(ast::GeneratedAs::Always) | None => true,
+                    Some(ast::GeneratedAs::ByDefault) => false,
+                    Some(ast::GeneratedAs::ExpStored) => {
+                        return Err(SqlError::syntax("ADD GENERATED takes ALWAYS or BY DEFAULT"))
+                    }
+                };
+                let options = sequence_options.as_deref().unwrap_or(&[]);
+                let (database, table) = (t.database.clone(), t.name.clone());
+                let sequence = self.create_owned_sequence(&database, &table, name, ty, options)?;
+                t.columns[p].identity = Some(crate::catalog::Identity { always, sequence });
             }
         }
         Ok(())

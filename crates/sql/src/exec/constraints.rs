@@ -959,7 +959,14 @@ impl Writer<'_> {
         }
         let name = constraint_name(table, given, columns_base(table, &cols, "key"))?;
         let id = self.db.catalog.next_id(&mut self.ts.txn)?;
-        Ok(crate::catalog::Index { name, id, columns: cols, unique: true, constraint: true })
+        Ok(crate::catalog::Index {
+            name,
+            id,
+            columns: cols,
+            unique: true,
+            constraint: true,
+            comment: None,
+        })
     }
 
     /// Before `table` is dropped: the foreign keys of other tables that reference it fail

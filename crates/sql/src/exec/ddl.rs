@@ -82,6 +82,7 @@ impl Writer<'_> {
             referenced_by: vec![],
             checks: vec![],
             last_attnum: 0,
+            comment: None,
         };
         self.db.catalog.put_table(&mut self.ts.txn, &table)?;
         let n = rows.len();
@@ -314,6 +315,7 @@ impl Writer<'_> {
             referenced_by: vec![],
             checks: vec![],
             last_attnum: 0,
+            comment: None,
         };
         if !table.primary_key.is_empty() {
             table.primary_key_name =
@@ -565,7 +567,8 @@ impl Writer<'_> {
             return Ok(Output::Command("CREATE INDEX".into()));
         }
         let id = self.db.catalog.next_id(&mut self.ts.txn)?;
-        let index = Index { name, id, columns, unique: ci.unique, constraint: false };
+        let index =
+            Index { name, id, columns, unique: ci.unique, constraint: false, comment: None };
         self.build_index(&table, &index)?;
         let mut t = (*table).clone();
         t.indexes.push(index);
@@ -605,6 +608,17 @@ impl Writer<'_> {
         env: &dyn Env,
     ) -> Result<Output> {
         let tname = object_name(&at.name)?;
+        // OWNER TO: Kiln has one role, which owns every relation (pg_dump's scripts say
+        // this of tables, views and sequences alike).
+        if at.operations.iter().all(|op| matches!(op, ast::AlterTableOperation::OwnerTo { .. })) {
+            if !self.db.catalog.relation_exists(&mut self.ts.txn, database, &tname)? {
+                return Err(SqlError::new(
+                    code::UNDEFINED_TABLE,
+                    format!("relation \"{tname}\" does not exist"),
+                ));
+            }
+            return Ok(Output::Command("ALTER TABLE".into()));
+        }
         let table = self.db.catalog.table_or_err(&mut self.ts.txn, database, &tname)?;
         if let [ast::AlterTableOperation::RenameTable { table_name }] = at.operations.as_slice() {
             let (ast::RenameTableNameKind::To(new) | ast::RenameTableNameKind::As(new)) =

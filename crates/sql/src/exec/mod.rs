@@ -1,6 +1,7 @@
 //! Step 4 of a statement: execution.
 
 pub mod alter;
+pub mod comments;
 pub mod constraints;
 pub mod copy;
 pub mod ddl;

@@ -9,6 +9,7 @@ use crate::bind::*;
 use crate::catalog::Table;
 use crate::error::{code, Result, SqlError};
 use crate::exec::write::*;
+use crate::parse::sequence::{AlterSequence, AlterSequenceAction};
 use crate::sequence::{type_max, Sequence};
 use crate::session::*;
 use crate::types::DataType;
@@ -48,6 +49,49 @@ fn option_value(e: &ast::Expr, what: &str) -> Result<i64> {
     }
 }
 
+/// The options a statement gave (`Some(None)`: NO MINVALUE / NO MAXVALUE).
+#[derive(Default)]
+struct Given {
+    increment: Option<i64>,
+    min: Option<Option<i64>>,
+    max: Option<Option<i64>>,
+    start: Option<i64>,
+    cache: Option<i64>,
+    cycle: Option<bool>,
+}
+
+fn given(options: &[ast::SequenceOptions]) -> Result<Given> {
+    let mut g = Given::default();
+    for o in options {
+        match o {
+            ast::SequenceOptions::IncrementBy(e, _) => {
+                g.increment = Some(option_value(e, "INCREMENT")?)
+            }
+            ast::SequenceOptions::MinValue(e) => {
+                g.min = Some(e.as_ref().map(|e| option_value(e, "MINVALUE")).transpose()?)
+            }
+            ast::SequenceOptions::MaxValue(e) => {
+                g.max = Some(e.as_ref().map(|e| option_value(e, "MAXVALUE")).transpose()?)
+            }
+            ast::SequenceOptions::StartWith(e, _) => g.start = Some(option_value(e, "START")?),
+            ast::SequenceOptions::Cache(e) => g.cache = Some(option_value(e, "CACHE")?),
+            ast::SequenceOptions::Cycle(no) => g.cycle = Some(!no),
+        }
+    }
+    Ok(g)
+}
+
+fn invalid(m: String) -> SqlError {
+    SqlError::new(code::INVALID_PARAMETER_VALUE, m)
+}
+
+fn check_type(ty: DataType) -> Result<()> {
+    if !matches!(ty, DataType::Int2 | DataType::Int4 | DataType::Int8) {
+        return Err(invalid("sequence type must be smallint, integer, or bigint".into()));
+    }
+    Ok(())
+}
+
 /// A sequence definition from its options, checked as PostgreSQL checks them.
 pub(crate) fn sequence_def(
     id: u64,
@@ -57,33 +101,68 @@ pub(crate) fn sequence_def(
     options: &[ast::SequenceOptions],
     owned_by: Option<(String, String)>,
 ) -> Result<Sequence> {
-    let invalid = |m: String| SqlError::new(code::INVALID_PARAMETER_VALUE, m);
-    if !matches!(ty, DataType::Int2 | DataType::Int4 | DataType::Int8) {
-        return Err(invalid("sequence type must be smallint, integer, or bigint".into()));
-    }
-    let (mut increment, mut min, mut max, mut start, mut cache, mut cycle) =
-        (1, None, None, None, 1, false);
-    for o in options {
-        match o {
-            ast::SequenceOptions::IncrementBy(e, _) => increment = option_value(e, "INCREMENT")?,
-            ast::SequenceOptions::MinValue(e) => {
-                min = e.as_ref().map(|e| option_value(e, "MINVALUE")).transpose()?
-            }
-            ast::SequenceOptions::MaxValue(e) => {
-                max = e.as_ref().map(|e| option_value(e, "MAXVALUE")).transpose()?
-            }
-            ast::SequenceOptions::StartWith(e, _) => start = Some(option_value(e, "START")?),
-            ast::SequenceOptions::Cache(e) => cache = option_value(e, "CACHE")?,
-            ast::SequenceOptions::Cycle(no) => cycle = !no,
-        }
-    }
+    check_type(ty)?;
+    let g = given(options)?;
+    let increment = g.increment.unwrap_or(1);
+    let (dmin, dmax) = Sequence::default_bounds(ty, increment);
+    let (min, max) = (g.min.flatten().unwrap_or(dmin), g.max.flatten().unwrap_or(dmax));
+    let seq = Sequence {
+        id,
+        key: rand::random(),
+        database: database.to_string(),
+        name: name.to_string(),
+        ty,
+        start: g.start.unwrap_or(if increment > 0 { min } else { max }),
+        increment,
+        min,
+        max,
+        cache: g.cache.unwrap_or(1),
+        cycle: g.cycle.unwrap_or(false),
+        owned_by,
+        comment: None,
+    };
+    checked(seq)
+}
+
+/// `seq` altered by `options` (and `AS ty`), as PostgreSQL's ALTER SEQUENCE alters it: a
+/// bound not given stays, unless it was the old type's limit and the type changes.
+fn altered_def(seq: &Sequence, ty: DataType, options: &[ast::SequenceOptions]) -> Result<Sequence> {
+    check_type(ty)?;
+    let g = given(options)?;
+    let increment = g.increment.unwrap_or(seq.increment);
+    let (dmin, dmax) = Sequence::default_bounds(ty, increment);
+    let old_top = type_max(seq.ty);
+    let retyped = ty != seq.ty;
+    let min = match g.min {
+        Some(given) => given.unwrap_or(dmin),
+        None if retyped && seq.min == -old_top - 1 => dmin,
+        None => seq.min,
+    };
+    let max = match g.max {
+        Some(given) => given.unwrap_or(dmax),
+        None if retyped && seq.max == old_top => dmax,
+        None => seq.max,
+    };
+    checked(Sequence {
+        ty,
+        start: g.start.unwrap_or(seq.start),
+        increment,
+        min,
+        max,
+        cache: g.cache.unwrap_or(seq.cache),
+        cycle: g.cycle.unwrap_or(seq.cycle),
+        ..seq.clone()
+    })
+}
+
+/// A definition's checks: the bounds within the type and in order, START within them.
+fn checked(seq: Sequence) -> Result<Sequence> {
+    let Sequence { increment, min, max, start, cache, .. } = seq;
     if increment == 0 {
         return Err(invalid("INCREMENT must not be zero".into()));
     }
-    let (dmin, dmax) = Sequence::default_bounds(ty, increment);
-    let (min, max) = (min.unwrap_or(dmin), max.unwrap_or(dmax));
-    let top = type_max(ty);
-    let type_name = ty.sql_name();
+    let top = type_max(seq.ty);
+    let type_name = seq.ty.sql_name();
     if min < -top - 1 || min > top {
         return Err(invalid(format!(
             "MINVALUE ({min}) is out of range for sequence data type {type_name}"
@@ -97,7 +176,6 @@ pub(crate) fn sequence_def(
     if min >= max {
         return Err(invalid(format!("MINVALUE ({min}) must be less than MAXVALUE ({max})")));
     }
-    let start = start.unwrap_or(if increment > 0 { min } else { max });
     if start < min {
         return Err(invalid(format!("START value ({start}) cannot be less than MINVALUE ({min})")));
     }
@@ -109,20 +187,7 @@ pub(crate) fn sequence_def(
     if cache <= 0 {
         return Err(invalid(format!("CACHE ({cache}) must be greater than zero")));
     }
-    Ok(Sequence {
-        id,
-        key: rand::random(),
-        database: database.to_string(),
-        name: name.to_string(),
-        ty,
-        start,
-        increment,
-        min,
-        max,
-        cache,
-        cycle,
-        owned_by,
-    })
+    Ok(seq)
 }
 
 impl Writer<'_> {
@@ -186,6 +251,102 @@ impl Writer<'_> {
         let seq = sequence_def(id, database, &name, ty, options, owner)?;
         self.db.catalog.put_sequence(&mut self.ts.txn, &seq)?;
         Ok(Output::Command("CREATE SEQUENCE".into()))
+    }
+
+    /// `ALTER SEQUENCE`: options (a new definition in this transaction), `OWNER TO` (Kiln
+    /// has one role: nothing changes) or `RENAME TO` (the columns that draw from it follow).
+    pub(crate) fn alter_sequence(&mut self, a: &AlterSequence, database: &str) -> Result<Output> {
+        let done = || Ok(Output::Command("ALTER SEQUENCE".into()));
+        let name = object_name(&a.name)?;
+        let Some(seq) = self.db.catalog.sequence(&mut self.ts.txn, database, &name)? else {
+            if a.if_exists {
+                return done();
+            }
+            let code = if self.db.catalog.relation_exists(&mut self.ts.txn, database, &name)? {
+                code::WRONG_OBJECT_TYPE
+            } else {
+                code::UNDEFINED_TABLE
+            };
+            return Err(SqlError::new(
+                code,
+                if code == code::WRONG_OBJECT_TYPE {
+                    format!("\"{name}\" is not a sequence")
+                } else {
+                    format!("relation \"{name}\" does not exist")
+                },
+            ));
+        };
+        match &a.action {
+            AlterSequenceAction::OwnerTo => done(),
+            AlterSequenceAction::RenameTo(new) => {
+                self.rename_sequence(&seq, &object_name(new)?, database)?;
+                done()
+            }
+            AlterSequenceAction::Options(spec) => {
+                let ty = match &spec.data_type {
+                    Some(t) => data_type(t)?,
+                    None => seq.ty,
+                };
+                let mut new = altered_def(&seq, ty, &spec.options)?;
+                if let Some(o) = &spec.owned_by {
+                    new.owned_by = self.owner(o, database)?;
+                }
+                if let Some(restart) = &spec.restart {
+                    let value = match restart {
+                        Some(e) => option_value(e, "RESTART")?,
+                        None => new.start,
+                    };
+                    if value < new.min {
+                        return Err(invalid(format!(
+                            "RESTART value ({value}) cannot be less than MINVALUE ({})",
+                            new.min
+                        )));
+                    }
+                    if value > new.max {
+                        return Err(invalid(format!(
+                            "RESTART value ({value}) cannot be greater than MAXVALUE ({})",
+                            new.max
+                        )));
+                    }
+                    // As PostgreSQL gives a restarted sequence new storage, the definition
+                    // gets a new record key, written (durably) before this transaction
+                    // commits: the restart takes effect with the commit, and a rollback or a
+                    // loss leaves the old record, whose values are never handed out again.
+                    new.key = rand::random();
+                    let wait = |c| crate::ed::acknowledge(self.db, self.activity, c).map(|_| ());
+                    self.db.sequences.set(&self.db.engine, &new, value, false, &wait)?;
+                }
+                self.db.catalog.put_sequence(&mut self.ts.txn, &new)?;
+                done()
+            }
+        }
+    }
+
+    /// Renames a sequence: a new catalog entry (the same record key: its values go on), and
+    /// the identity columns and `nextval` defaults that name it name the new one.
+    fn rename_sequence(&mut self, seq: &Sequence, new: &str, database: &str) -> Result<()> {
+        if self.db.catalog.relation_exists(&mut self.ts.txn, database, new)? {
+            return Err(SqlError::new(
+                code::DUPLICATE_TABLE,
+                format!("relation \"{new}\" already exists"),
+            ));
+        }
+        for (table, col) in self.sequence_users(database, &seq.name)? {
+            let mut t =
+                (*self.db.catalog.table_or_err(&mut self.ts.txn, database, &table.name)?).clone();
+            let column = &mut t.columns[col];
+            if let Some(id) = &mut column.identity {
+                id.sequence = new.to_string();
+            }
+            if let Some(d) = &column.default {
+                column.default = Some(default_with_sequence(d, &seq.name, new));
+            }
+            self.db.catalog.put_table(&mut self.ts.txn, &t)?;
+        }
+        self.db.catalog.delete_sequence(&mut self.ts.txn, seq)?;
+        let renamed = Sequence { name: new.to_string(), ..seq.clone() };
+        self.db.catalog.put_sequence(&mut self.ts.txn, &renamed)?;
+        Ok(())
     }
 
     /// `OWNED BY table.column` (or `NONE`): the column must exist.
@@ -304,11 +465,17 @@ impl Writer<'_> {
 /// `nextval('<name>'::regclass)`, as PostgreSQL shows a `serial` column's default: the name
 /// quoted when case folding would change it.
 pub(crate) fn nextval_call(name: &str) -> String {
+    format!("nextval('{}'::regclass)", nextval_arg(name))
+}
+
+/// A sequence's name as the text of a regclass literal (quoted when case folding would change
+/// it), its quotes doubled for the SQL string.
+fn nextval_arg(name: &str) -> String {
     let plain = name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
         && !name.starts_with(|c: char| c.is_ascii_digit());
     let quoted =
         if plain { name.to_string() } else { format!("\"{}\"", name.replace('"', "\"\"")) };
-    format!("nextval('{}'::regclass)", quoted.replace('\'', "''"))
+    quoted.replace('\'', "''")
 }
 
 /// The sequence a DEFAULT that is exactly `nextval('s')` draws from (a `serial` column's).
@@ -345,6 +512,36 @@ pub(crate) fn default_uses_sequence(default: &str, name: &str) -> bool {
         std::ops::ControlFlow::<()>::Continue(())
     });
     found
+}
+
+/// A default with its `nextval` calls of sequence `old` calling `new` instead.
+fn default_with_sequence(default: &str, old: &str, new: &str) -> String {
+    let Ok(mut expr) = crate::parse::parse_expr(default) else { return default.to_string() };
+    if nextval_of(&expr).is_some_and(|s| s == old) {
+        // A serial column's default, written as PostgreSQL shows it.
+        return nextval_call(new);
+    }
+    let _ = ast::visit_expressions_mut(&mut expr, |e| {
+        if let ast::Expr::Function(f) = e {
+            if object_name(&f.name).is_ok_and(|n| n == "nextval") {
+                if let ast::FunctionArguments::List(list) = &mut f.args {
+                    if let Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))) =
+                        list.args.first_mut()
+                    {
+                        if sequence_literal(arg).is_some_and(|n| n == old) {
+                            *arg = crate::parse::parse_expr(&format!(
+                                "'{}'::regclass",
+                                nextval_arg(new)
+                            ))
+                            .expect("a quoted name parses");
+                        }
+                    }
+                }
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    expr.to_string()
 }
 
 /// The sequence a literal argument names (`'s'`, `'s'::regclass`).

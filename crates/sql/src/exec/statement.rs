@@ -231,6 +231,13 @@ impl Session {
                 &self.database,
             ),
             S::CreateIndex(ci) => w.create_index(ci, &self.database),
+            S::Comment { object_type, object_name, comment, if_exists } => w.comment_on(
+                object_type,
+                object_name,
+                comment.as_deref(),
+                *if_exists,
+                &self.database,
+            ),
             S::AlterTable(at) => {
                 let out = w.alter_table(at, &self.database, &env)?;
                 let name = object_name(&at.name)?;

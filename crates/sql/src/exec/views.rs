@@ -45,6 +45,7 @@ pub(crate) fn plan_new_view(
         columns: plan.columns,
         aliases,
         depends_on,
+        comment: None,
     };
     let names = view.column_names();
     for (i, n) in names.iter().enumerate() {
@@ -114,6 +115,8 @@ impl Writer<'_> {
                         ));
                     }
                 }
+                // A replaced view keeps its comment, as in PostgreSQL.
+                view.comment = old.comment.clone();
                 old.id
             }
             _ => {

@@ -283,11 +283,34 @@ pub(crate) fn float_op(op: BinOp, x: f64, y: f64) -> Result<f64> {
     })
 }
 
+/// `-d`; numeric has no negative zero (`-0.00` is `0.00`).
+pub(crate) fn negate(d: Decimal) -> Decimal {
+    if d.is_zero() {
+        d
+    } else {
+        -d
+    }
+}
+
+/// `r` with at least `scale` digits after the point (rust_decimal drops a zero's scale:
+/// PostgreSQL's `10 * 0.00` is `0.00`), and no negative zero.
+fn with_scale(mut r: Decimal, scale: u32) -> Decimal {
+    let scale = scale.min(28);
+    if r.scale() < scale {
+        r.rescale(scale);
+    }
+    if r.is_zero() {
+        r.set_sign_positive(true);
+    }
+    r
+}
+
 pub(crate) fn decimal_op(op: BinOp, x: Decimal, y: Decimal) -> Result<Decimal> {
+    let wider = x.scale().max(y.scale());
     let r = match op {
-        BinOp::Add => x.checked_add(y),
-        BinOp::Sub => x.checked_sub(y),
-        BinOp::Mul => x.checked_mul(y),
+        BinOp::Add => x.checked_add(y).map(|r| with_scale(r, wider)),
+        BinOp::Sub => x.checked_sub(y).map(|r| with_scale(r, wider)),
+        BinOp::Mul => x.checked_mul(y).map(|r| with_scale(r, x.scale() + y.scale())),
         BinOp::Div => {
             if y.is_zero() {
                 return Err(div_zero());
@@ -306,7 +329,7 @@ pub(crate) fn decimal_op(op: BinOp, x: Decimal, y: Decimal) -> Result<Decimal> {
             if y.is_zero() {
                 return Err(div_zero());
             }
-            x.checked_rem(y)
+            x.checked_rem(y).map(|r| with_scale(r, wider))
         }
         _ => unreachable!("comparison handled by binary"),
     };

@@ -44,6 +44,14 @@ pub(crate) fn default_settings(config: &SessionConfig) -> Vec<(&'static str, Str
         ("lc_time", "C".into()),
         ("work_mem", "4MB".into()),
         ("jit", "off".into()),
+        // Settings pg_dump's scripts set first; Kiln keeps the value and acts on none of them.
+        ("check_function_bodies", "on".into()),
+        ("xmloption", "content".into()),
+        ("default_tablespace", String::new()),
+        ("default_table_access_method", "heap".into()),
+        ("default_with_oids", "off".into()),
+        ("maintenance_work_mem", "64MB".into()),
+        ("synchronize_seqscans", "on".into()),
         // Compile-time limits PostgreSQL reports (pgJDBC reads max_index_keys).
         ("max_index_keys", "32".into()),
         ("max_identifier_length", "63".into()),

@@ -698,9 +698,7 @@ impl SystemTables for System<'_> {
                 ("partdefid", I8),
                 ("partattrs", DataType::Int2Vector),
             ]),
-            "pg_description" => {
-                empty(&[("objoid", I8), ("classoid", I8), ("objsubid", I4), ("description", T)])
-            }
+            "pg_description" => Some(self.descriptions(txn)?),
             "pg_trigger" => empty(&[
                 ("oid", I8),
                 ("tgrelid", I8),
@@ -947,6 +945,42 @@ impl System<'_> {
     /// pg_class, pg_attribute, pg_attrdef, pg_index, pg_constraint, pg_indexes, pg_tables
     /// from the catalog; index and constraint definitions are remembered for
     /// pg_get_indexdef / pg_get_constraintdef.
+    /// pg_description: the comments on relations (class pg_class; a column's sub-id is its
+    /// number).
+    fn descriptions(&self, txn: &mut Transaction) -> Result<Relation> {
+        const PG_CLASS: i64 = 1259;
+        let mut rows = Vec::new();
+        let mut row = |oid: i64, sub: i16, text: &Option<String>| {
+            if let Some(text) = text {
+                rows.push(vec![
+                    Value::Int(oid),
+                    Value::Int(PG_CLASS),
+                    Value::Int(sub.into()),
+                    Value::Text(text.clone()),
+                ]);
+            }
+        };
+        let catalog = self.db.catalog();
+        for t in catalog.tables(txn, self.database)? {
+            row(oid::object(t.id), 0, &t.comment);
+            for (i, c) in t.columns.iter().enumerate() {
+                row(oid::object(t.id), t.attnum(i), &c.comment);
+            }
+            for ix in &t.indexes {
+                row(oid::object(ix.id), 0, &ix.comment);
+            }
+        }
+        for v in catalog.views(txn, self.database)? {
+            row(oid::object(v.id), 0, &v.comment);
+        }
+        for seq in catalog.sequences(txn, self.database)? {
+            row(oid::object(seq.id), 0, &seq.comment);
+        }
+        let columns =
+            cols(&[("objoid", I8), ("classoid", I8), ("objsubid", I4), ("description", T)]);
+        Ok((columns, rows))
+    }
+
     fn relations(&self, txn: &mut Transaction, which: &str) -> Result<Relation> {
         let tables = self.db.catalog().tables(txn, self.database)?;
         let text = |s: &str| Value::Text(s.to_string());

@@ -24,6 +24,8 @@ use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
 use crate::error::{code, Result, SqlError};
 
+pub mod sequence;
+
 /// The deepest nesting of expressions and subqueries a statement may have.
 pub const EXPRESSION_DEPTH_MAX: usize = 4_000;
 
@@ -195,6 +197,15 @@ pub enum Utility {
     SetConstraints(Option<Vec<String>>, bool),
     /// `MOVE [direction] [FROM | IN] cursor`: FETCH's movement without its rows.
     Move(ast::Ident, ast::FetchDirection),
+    /// `ALTER SEQUENCE …` (runs in a transaction, as DDL does).
+    AlterSequence(Box<sequence::AlterSequence>),
+}
+
+impl Utility {
+    /// Whether it runs in the session's transaction (an implicit one when none is open).
+    pub fn is_transactional(&self) -> bool {
+        matches!(self, Utility::AlterSequence(_))
+    }
 }
 
 /// Recognises a utility statement (a malformed SET CONSTRAINTS is a syntax error).
@@ -204,6 +215,9 @@ pub fn utility(sql: &str) -> Result<Option<Utility>> {
         && head[3..].trim_start().get(..11).is_some_and(|w| w.eq_ignore_ascii_case("constraints"))
     {
         return set_constraints(sql);
+    }
+    if let Some(alter) = sequence::alter_sequence(sql)? {
+        return Ok(Some(Utility::AlterSequence(Box::new(alter))));
     }
     if let Some((true, name, direction)) = cursor_command(sql)? {
         return Ok(Some(Utility::Move(name, direction)));
@@ -354,6 +368,12 @@ fn parse_checked(sql: &str) -> Result<Vec<ast::Statement>> {
         let position = ast::FetchPosition::From;
         return Ok(vec![ast::Statement::Fetch { name, direction, position, into: None }]);
     }
+    // Sequence options in any order (`sequence`).
+    if let Some(create) = sequence::create_sequence(sql)? {
+        return Ok(vec![create]);
+    }
+    let reordered = sequence::identity_options_in_order(sql)?;
+    let sql = reordered.as_deref().unwrap_or(sql);
     let statements =
         Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| syntax_error(sql, e))?;
     for s in &statements {

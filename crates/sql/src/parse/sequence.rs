@@ -1,0 +1,344 @@
+//! Sequence options as PostgreSQL reads them: in any order, each at most once.
+//!
+//! sqlparser reads `CREATE SEQUENCE` options and an identity column's `( … )` options only
+//! in one fixed order, has no `RESTART`, `SEQUENCE NAME` or `ALTER SEQUENCE`, so a dump
+//! (`CREATE SEQUENCE s AS integer START WITH 1 INCREMENT BY 1 …`) did not parse. Here the
+//! options are read with sqlparser's own token-level parser, in any order: `CREATE
+//! SEQUENCE` becomes sqlparser's statement, `ALTER SEQUENCE` a [`super::Utility`], and an
+//! identity column's option list is written back in the order sqlparser reads.
+
+use sqlparser::ast;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Token, Tokenizer};
+
+use crate::error::{Result, SqlError};
+
+/// Options of `CREATE SEQUENCE`, `ALTER SEQUENCE` or an identity column, as written.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SequenceSpec {
+    /// `AS type`
+    pub data_type: Option<ast::DataType>,
+    /// INCREMENT, MINVALUE, MAXVALUE, START, CACHE and CYCLE.
+    pub options: Vec<ast::SequenceOptions>,
+    /// `RESTART [[WITH] n]` (ALTER SEQUENCE only): `Some(None)` restarts at START.
+    pub restart: Option<Option<ast::Expr>>,
+    /// `OWNED BY table.column | NONE`
+    pub owned_by: Option<ast::ObjectName>,
+    /// `SEQUENCE NAME name` (identity columns only).
+    pub sequence_name: Option<ast::ObjectName>,
+}
+
+/// `ALTER SEQUENCE [IF EXISTS] name …`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterSequence {
+    pub if_exists: bool,
+    pub name: ast::ObjectName,
+    pub action: AlterSequenceAction,
+}
+
+/// What an `ALTER SEQUENCE` does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlterSequenceAction {
+    /// Options (at least one).
+    Options(Box<SequenceSpec>),
+    /// `OWNER TO role`: Kiln has one role, which owns everything.
+    OwnerTo,
+    /// `RENAME TO name`
+    RenameTo(ast::ObjectName),
+}
+
+/// Where an option list is read: what it may hold.
+#[derive(Clone, Copy, PartialEq)]
+enum Context {
+    Create,
+    Alter,
+    Identity,
+}
+
+/// Reads options until none follows; each at most once (42601 otherwise).
+fn read_options(p: &mut Parser, context: Context) -> std::result::Result<SequenceSpec, String> {
+    let mut spec = SequenceSpec::default();
+    let mut seen: Vec<&str> = Vec::new();
+    let mut once = |name: &'static str| {
+        if seen.contains(&name) {
+            Err("conflicting or redundant options".to_string())
+        } else {
+            seen.push(name);
+            Ok(())
+        }
+    };
+    let e = |err: ParserError| err.to_string();
+    loop {
+        if context != Context::Identity && p.parse_keyword(Keyword::AS) {
+            once("as")?;
+            spec.data_type = Some(p.parse_data_type().map_err(e)?);
+        } else if p.parse_keyword(Keyword::INCREMENT) {
+            once("increment")?;
+            let by = p.parse_keyword(Keyword::BY);
+            spec.options.push(ast::SequenceOptions::IncrementBy(p.parse_number().map_err(e)?, by));
+        } else if p.parse_keyword(Keyword::MINVALUE) {
+            once("minvalue")?;
+            spec.options.push(ast::SequenceOptions::MinValue(Some(p.parse_number().map_err(e)?)));
+        } else if p.parse_keyword(Keyword::MAXVALUE) {
+            once("maxvalue")?;
+            spec.options.push(ast::SequenceOptions::MaxValue(Some(p.parse_number().map_err(e)?)));
+        } else if p.parse_keywords(&[Keyword::NO, Keyword::MINVALUE]) {
+            once("minvalue")?;
+            spec.options.push(ast::SequenceOptions::MinValue(None));
+        } else if p.parse_keywords(&[Keyword::NO, Keyword::MAXVALUE]) {
+            once("maxvalue")?;
+            spec.options.push(ast::SequenceOptions::MaxValue(None));
+        } else if p.parse_keywords(&[Keyword::NO, Keyword::CYCLE]) {
+            once("cycle")?;
+            spec.options.push(ast::SequenceOptions::Cycle(true));
+        } else if p.parse_keyword(Keyword::CYCLE) {
+            once("cycle")?;
+            spec.options.push(ast::SequenceOptions::Cycle(false));
+        } else if p.parse_keyword(Keyword::START) {
+            once("start")?;
+            let with = p.parse_keyword(Keyword::WITH);
+            spec.options.push(ast::SequenceOptions::StartWith(p.parse_number().map_err(e)?, with));
+        } else if p.parse_keyword(Keyword::CACHE) {
+            once("cache")?;
+            spec.options.push(ast::SequenceOptions::Cache(p.parse_number().map_err(e)?));
+        } else if context == Context::Alter && p.parse_keyword(Keyword::RESTART) {
+            once("restart")?;
+            let with = p.parse_keyword(Keyword::WITH);
+            let starts_number =
+                matches!(p.peek_token().token, Token::Number(..) | Token::Minus | Token::Plus);
+            spec.restart =
+                Some(if with || starts_number { Some(p.parse_number().map_err(e)?) } else { None });
+        } else if context != Context::Identity && p.parse_keywords(&[Keyword::OWNED, Keyword::BY]) {
+            once("owned")?;
+            spec.owned_by = Some(if p.parse_keyword(Keyword::NONE) {
+                ast::ObjectName::from(vec![ast::Ident::new("none")])
+            } else {
+                p.parse_object_name(false).map_err(e)?
+            });
+        } else if context == Context::Identity
+            && p.parse_keywords(&[Keyword::SEQUENCE, Keyword::NAME])
+        {
+            once("name")?;
+            spec.sequence_name = Some(p.parse_object_name(false).map_err(e)?);
+        } else {
+            return Ok(spec);
+        }
+    }
+}
+
+/// A syntax error at the token the parser stopped on.
+fn unexpected(p: &Parser, what: &str) -> SqlError {
+    let t = p.peek_token();
+    if t.token == Token::EOF {
+        SqlError::syntax("syntax error at end of input").detail(format!("Expected {what}."))
+    } else {
+        SqlError::syntax(format!("syntax error at or near \"{}\"", t.token))
+            .detail(format!("Expected {what}."))
+    }
+}
+
+/// A parser over `sql` positioned at its first token.
+fn parser_for(sql: &str) -> Option<Parser<'static>> {
+    static DIALECT: PostgreSqlDialect = PostgreSqlDialect {};
+    Parser::new(&DIALECT).try_with_sql(sql).ok()
+}
+
+/// `CREATE [TEMPORARY] SEQUENCE [IF NOT EXISTS] name [options]` as sqlparser's statement
+/// (`None`: another statement).
+pub(crate) fn create_sequence(sql: &str) -> Result<Option<ast::Statement>> {
+    if !starts_with_word(sql, "create") || !contains_word(sql, "sequence") {
+        return Ok(None);
+    }
+    let Some(mut p) = parser_for(sql) else { return Ok(None) };
+    if !p.parse_keyword(Keyword::CREATE) {
+        return Ok(None);
+    }
+    let temporary = p.parse_keyword(Keyword::TEMPORARY) || p.parse_keyword(Keyword::TEMP);
+    if !p.parse_keyword(Keyword::SEQUENCE) {
+        return Ok(None);
+    }
+    let if_not_exists = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+    let name = p.parse_object_name(false).map_err(|_| unexpected(&p, "a sequence name"))?;
+    let spec = read_options(&mut p, Context::Create).map_err(SqlError::syntax)?;
+    end(&mut p)?;
+    Ok(Some(ast::Statement::CreateSequence {
+        temporary,
+        if_not_exists,
+        name,
+        data_type: spec.data_type,
+        sequence_options: spec.options,
+        owned_by: spec.owned_by,
+    }))
+}
+
+/// The end of the statement (an optional semicolon).
+fn end(p: &mut Parser) -> Result<()> {
+    let _ = p.consume_token(&Token::SemiColon);
+    if p.peek_token().token == Token::EOF {
+        Ok(())
+    } else {
+        Err(unexpected(p, "another sequence option or the end of the statement"))
+    }
+}
+
+/// `ALTER SEQUENCE [IF EXISTS] name {options | OWNER TO role | RENAME TO name}` (`None`:
+/// another statement).
+pub(crate) fn alter_sequence(sql: &str) -> Result<Option<AlterSequence>> {
+    if !starts_with_word(sql, "alter") || !contains_word(sql, "sequence") {
+        return Ok(None);
+    }
+    let Some(mut p) = parser_for(sql) else { return Ok(None) };
+    if !p.parse_keywords(&[Keyword::ALTER, Keyword::SEQUENCE]) {
+        return Ok(None);
+    }
+    let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+    let name = p.parse_object_name(false).map_err(|_| unexpected(&p, "a sequence name"))?;
+    let action = if p.parse_keywords(&[Keyword::OWNER, Keyword::TO]) {
+        p.parse_identifier().map_err(|_| unexpected(&p, "a role name"))?;
+        AlterSequenceAction::OwnerTo
+    } else if p.parse_keywords(&[Keyword::RENAME, Keyword::TO]) {
+        AlterSequenceAction::RenameTo(
+            p.parse_object_name(false).map_err(|_| unexpected(&p, "a new name"))?,
+        )
+    } else {
+        let spec = read_options(&mut p, Context::Alter).map_err(SqlError::syntax)?;
+        if spec == SequenceSpec::default() {
+            return Err(unexpected(&p, "a sequence option, OWNER TO or RENAME TO"));
+        }
+        AlterSequenceAction::Options(Box::new(spec))
+    };
+    end(&mut p)?;
+    Ok(Some(AlterSequence { if_exists, name, action }))
+}
+
+/// The place of an option in the order sqlparser reads them.
+fn rank(o: &ast::SequenceOptions) -> u8 {
+    match o {
+        ast::SequenceOptions::IncrementBy(..) => 0,
+        ast::SequenceOptions::MinValue(_) => 1,
+        ast::SequenceOptions::MaxValue(_) => 2,
+        ast::SequenceOptions::StartWith(..) => 3,
+        ast::SequenceOptions::Cache(_) => 4,
+        ast::SequenceOptions::Cycle(_) => 5,
+    }
+}
+
+/// `sql` with each identity column's `AS IDENTITY ( … )` option list written in the order
+/// sqlparser reads, without `SEQUENCE NAME` (Kiln names an identity's sequence itself, as
+/// PostgreSQL does by default: `<table>_<column>_seq`). `None`: nothing to rewrite.
+pub(crate) fn identity_options_in_order(sql: &str) -> Result<Option<String>> {
+    if !contains_word(sql, "identity") {
+        return Ok(None);
+    }
+    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
+        return Ok(None);
+    };
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let significant: Vec<usize> =
+        (0..tokens.len()).filter(|&i| !matches!(tokens[i], Token::Whitespace(_))).collect();
+    let mut out = String::with_capacity(sql.len());
+    let mut copied = 0;
+    let mut changed = false;
+    for w in significant.windows(3) {
+        let [a, b, open] = [w[0], w[1], w[2]];
+        if !(word(&tokens[a], "as")
+            && word(&tokens[b], "identity")
+            && tokens[open] == Token::LParen)
+        {
+            continue;
+        }
+        let Some(close) = (open + 1..tokens.len()).find(|&i| tokens[i] == Token::RParen) else {
+            continue;
+        };
+        let list: String = tokens[open + 1..close].iter().map(|t| t.to_string()).collect();
+        let Some(mut p) = parser_for(&list) else { continue };
+        let mut spec = read_options(&mut p, Context::Identity).map_err(SqlError::syntax)?;
+        if p.peek_token().token != Token::EOF {
+            return Err(unexpected(&p, "an identity option or \")\""));
+        }
+        spec.options.sort_by_key(rank);
+        out.extend(tokens[copied..=open].iter().map(|t| t.to_string()));
+        out.extend(spec.options.iter().map(|o| o.to_string()));
+        copied = close;
+        changed = true;
+    }
+    if !changed {
+        return Ok(None);
+    }
+    out.extend(tokens[copied..].iter().map(|t| t.to_string()));
+    Ok(Some(out))
+}
+
+/// Whether `sql` starts with `w` (ASCII, any case), after white space.
+fn starts_with_word(sql: &str, w: &str) -> bool {
+    sql.trim_start().get(..w.len()).is_some_and(|x| x.eq_ignore_ascii_case(w))
+}
+
+/// Whether `sql` holds `w` (ASCII, any case) at all: a cheap test before tokenizing.
+fn contains_word(sql: &str, w: &str) -> bool {
+    sql.as_bytes().windows(w.len()).any(|x| x.eq_ignore_ascii_case(w.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(sql: &str) -> Vec<String> {
+        match create_sequence(sql).unwrap().unwrap() {
+            ast::Statement::CreateSequence { sequence_options, .. } => {
+                sequence_options.iter().map(|o| o.to_string().trim().to_string()).collect()
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn options_come_in_any_order() {
+        assert_eq!(
+            options("CREATE SEQUENCE s AS integer START WITH 1 INCREMENT BY 1 NO MINVALUE NO MAXVALUE CACHE 1"),
+            ["START WITH 1", "INCREMENT BY 1", "NO MINVALUE", "NO MAXVALUE", "CACHE 1"]
+        );
+        assert_eq!(options("create sequence s cycle increment -2"), ["CYCLE", "INCREMENT -2"]);
+        assert!(create_sequence("CREATE SEQUENCE s START 1 START 2").is_err());
+        assert!(create_sequence("CREATE SEQUENCE s START 1 bogus").is_err());
+        assert!(create_sequence("CREATE SEQUENCE s RESTART 1").is_err());
+        assert_eq!(create_sequence("CREATE TABLE t (a int)").unwrap(), None);
+    }
+
+    #[test]
+    fn alter_sequence_reads_restart_owner_and_rename() {
+        let a = alter_sequence("ALTER SEQUENCE s RESTART").unwrap().unwrap();
+        let AlterSequenceAction::Options(spec) = a.action else { unreachable!() };
+        assert_eq!(spec.restart, Some(None));
+        let a = alter_sequence("alter sequence if exists s restart with 5 increment by 2")
+            .unwrap()
+            .unwrap();
+        assert!(a.if_exists);
+        let AlterSequenceAction::Options(spec) = a.action else { unreachable!() };
+        assert_eq!(spec.restart.unwrap().unwrap().to_string(), "5");
+        assert_eq!(spec.options.len(), 1);
+        let a = alter_sequence("ALTER SEQUENCE public.s OWNED BY public.t.id").unwrap().unwrap();
+        let AlterSequenceAction::Options(spec) = a.action else { unreachable!() };
+        assert_eq!(spec.owned_by.unwrap().to_string(), "public.t.id");
+        assert!(alter_sequence("ALTER SEQUENCE s").is_err());
+        assert!(alter_sequence("ALTER SEQUENCE s OWNER TO postgres").unwrap().is_some());
+        assert_eq!(alter_sequence("ALTER TABLE s OWNER TO postgres").unwrap(), None);
+    }
+
+    #[test]
+    fn identity_options_are_put_in_order() {
+        let sql = "ALTER TABLE t ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (\n    SEQUENCE NAME public.t_id_seq\n    START WITH 1000\n    INCREMENT BY 1\n    NO MINVALUE\n    CACHE 1\n)";
+        let out = identity_options_in_order(sql).unwrap().unwrap();
+        assert_eq!(
+            out,
+            "ALTER TABLE t ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY ( INCREMENT BY 1 NO MINVALUE START WITH 1000 CACHE 1)"
+        );
+        assert_eq!(identity_options_in_order("SELECT 1").unwrap(), None);
+        assert!(identity_options_in_order(
+            "CREATE TABLE t (id int GENERATED ALWAYS AS IDENTITY (START 1 RESTART 2))"
+        )
+        .is_err());
+    }
+}
