@@ -6,7 +6,8 @@
 //! The dump holds what pg_dump writes for such a schema: its settings, `CREATE SEQUENCE` with
 //! options in its own order, `ALTER SEQUENCE … OWNED BY`, `ALTER TABLE … ADD GENERATED … AS
 //! IDENTITY (SEQUENCE NAME …)`, `OWNER TO`, `COMMENT ON`, a view over parenthesized joins,
-//! COPY data, `setval`, and the keys and constraints added after the data.
+//! COPY data, `setval`, and the keys, constraints and indexes (on expressions, partial)
+//! added after the data.
 
 mod common;
 
@@ -26,6 +27,8 @@ CREATE TABLE order_lines (order_id bigint REFERENCES orders (id) ON DELETE CASCA
     product_id bigint REFERENCES products (id), qty int NOT NULL DEFAULT 1,
     PRIMARY KEY (order_id, product_id));
 CREATE INDEX orders_by_customer ON orders (customer_id);
+CREATE UNIQUE INDEX products_sku ON products (lower(sku));
+CREATE UNIQUE INDEX one_open_order ON orders (customer_id) WHERE status = 'new';
 CREATE VIEW order_totals AS
     SELECT o.id, c.email, sum(l.qty * p.price) AS total
     FROM orders o JOIN customers c ON c.id = o.customer_id
@@ -66,6 +69,9 @@ SELECT pg_get_serial_sequence('orders', 'id'), pg_get_serial_sequence('customers
 DELETE FROM customers WHERE id = 1;
 SELECT count(*) FROM order_lines;
 INSERT INTO order_lines VALUES (999, 1, 1);
+INSERT INTO products (sku, price) VALUES ('a-1', 2);
+INSERT INTO orders (customer_id) VALUES (4);
+SELECT indexname, indexdef FROM pg_indexes WHERE indexname IN ('products_sku', 'one_open_order') ORDER BY 1;
 "#;
 
 fn run(cmd: &mut Command, what: &str) -> String {

@@ -73,7 +73,7 @@ pub struct Index {
     pub name: String,
     /// Its id: entries live in keyspace `i<id>`.
     pub id: u64,
-    /// Indexed columns, by position.
+    /// Indexed columns, by position (empty for an index on expressions).
     pub columns: Vec<usize>,
     /// Whether values must be unique.
     pub unique: bool,
@@ -83,6 +83,14 @@ pub struct Index {
     /// Its `COMMENT ON` text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    /// An index on expressions: every key part as SQL text over the table's columns (a
+    /// column part as its name); `columns` is then empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expressions: Vec<String>,
+    /// A partial index's `WHERE` condition (SQL text): rows for which it is not true have
+    /// no entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicate: Option<String>,
 }
 
 impl Index {
@@ -90,6 +98,30 @@ impl Index {
     pub fn keyspace(&self) -> String {
         format!("i{}", self.id)
     }
+
+    /// Whether it holds every row under its columns' values: what a lookup by columns, a
+    /// foreign key or an ON CONFLICT (columns) may use.
+    pub fn is_plain(&self) -> bool {
+        self.expressions.is_empty() && self.predicate.is_none()
+    }
+
+    /// Its key parts as text: the columns' names, or the expressions.
+    pub fn part_names(&self, table: &Table) -> Vec<String> {
+        if self.expressions.is_empty() {
+            self.columns.iter().map(|&c| table.columns[c].name.clone()).collect()
+        } else {
+            self.expressions.clone()
+        }
+    }
+}
+
+/// An index's key expressions and condition, bound over its table's row.
+#[derive(Debug)]
+pub struct BoundIndex {
+    /// One per key part.
+    pub parts: Vec<crate::expr::Expr>,
+    /// The partial index's condition.
+    pub predicate: Option<crate::expr::Expr>,
 }
 
 /// A table.
@@ -374,10 +406,21 @@ pub struct Catalog {
     rowids: Mutex<HashMap<u64, u64>>,
     /// CHECK constraints bound once per definition, by table id.
     check_cache: Mutex<HashMap<u64, CachedChecks>>,
+    /// Index expressions and conditions bound once per definition, by index id.
+    index_cache: Mutex<HashMap<u64, CachedIndex>>,
 }
 
-/// A table's bound CHECK constraints and what they were bound against.
-type CachedChecks = (Vec<Check>, Vec<DataType>, Arc<Vec<(String, crate::expr::Expr)>>);
+/// A table's bound CHECK constraints and what they were bound against: the columns'
+/// names and types (a dropped column moves the ones after it).
+type CachedChecks = (Vec<Check>, Vec<(String, DataType)>, Arc<Vec<(String, crate::expr::Expr)>>);
+
+/// An index's bound expressions and what they were bound against.
+type CachedIndex = (Vec<String>, Option<String>, Vec<(String, DataType)>, Arc<BoundIndex>);
+
+/// The columns a definition over `table` is bound against.
+fn row_shape(table: &Table) -> Vec<(String, DataType)> {
+    table.columns.iter().map(|c| (c.name.clone(), c.ty)).collect()
+}
 
 impl Catalog {
     /// The bound CHECK constraints of `table`, if bound for its current definition.
@@ -386,10 +429,22 @@ impl Catalog {
         table: &Table,
     ) -> Option<Arc<Vec<(String, crate::expr::Expr)>>> {
         let cache = self.check_cache.lock();
-        let (checks, types, bound) = cache.get(&table.id)?;
-        let same_types = types.len() == table.columns.len()
-            && types.iter().zip(&table.columns).all(|(t, c)| *t == c.ty);
-        (*checks == table.checks && same_types).then(|| bound.clone())
+        let (checks, shape, bound) = cache.get(&table.id)?;
+        (*checks == table.checks && *shape == row_shape(table)).then(|| bound.clone())
+    }
+
+    /// The bound expressions of `index` of `table`, if bound for their current definitions.
+    pub(crate) fn bound_index(&self, table: &Table, index: &Index) -> Option<Arc<BoundIndex>> {
+        let cache = self.index_cache.lock();
+        let (exprs, predicate, shape, bound) = cache.get(&index.id)?;
+        (*exprs == index.expressions && *predicate == index.predicate && *shape == row_shape(table))
+            .then(|| bound.clone())
+    }
+
+    /// Remembers the bound expressions of `index` of `table`.
+    pub(crate) fn remember_index(&self, table: &Table, index: &Index, bound: Arc<BoundIndex>) {
+        let entry = (index.expressions.clone(), index.predicate.clone(), row_shape(table), bound);
+        self.index_cache.lock().insert(index.id, entry);
     }
 
     /// Remembers the bound CHECK constraints of `table`.
@@ -398,8 +453,7 @@ impl Catalog {
         table: &Table,
         bound: Arc<Vec<(String, crate::expr::Expr)>>,
     ) {
-        let types = table.columns.iter().map(|c| c.ty).collect();
-        self.check_cache.lock().insert(table.id, (table.checks.clone(), types, bound));
+        self.check_cache.lock().insert(table.id, (table.checks.clone(), row_shape(table), bound));
     }
 
     /// Reads a table definition.

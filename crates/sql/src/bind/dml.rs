@@ -221,7 +221,7 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
                 let mut pk = table.primary_key.clone();
                 pk.sort_unstable();
                 let matches_unique = table.indexes.iter().any(|i| {
-                    i.unique && {
+                    i.unique && i.is_plain() && {
                         let mut c = i.columns.clone();
                         c.sort_unstable();
                         c == sorted

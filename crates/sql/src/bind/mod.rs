@@ -591,6 +591,31 @@ fn plain_name(e: &ast::Expr) -> String {
     }
 }
 
+/// An expression as Kiln stores it (a DEFAULT, a CHECK, an index's expressions and
+/// condition) and shows it back, in PostgreSQL's spelling: without outermost parentheses,
+/// cast types by their catalog names (`'x'::text`, `'a'::character varying`, not
+/// `'x'::TEXT`).
+pub(crate) fn stored_text(e: &ast::Expr) -> String {
+    let mut e = e.clone();
+    while let ast::Expr::Nested(inner) = e {
+        e = *inner;
+    }
+    let _ = ast::visit_expressions_mut(&mut e, |x| {
+        if let ast::Expr::Cast { data_type: t, .. } = x {
+            let name = match t {
+                ast::DataType::Custom(..) | ast::DataType::Regclass => t.to_string().to_lowercase(),
+                _ => match data_type(t) {
+                    Ok(ty) => ty.sql_name(),
+                    Err(_) => t.to_string().to_lowercase(),
+                },
+            };
+            *t = ast::DataType::Custom(ast::ObjectName::from(vec![ast::Ident::new(name)]), vec![]);
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    e.to_string()
+}
+
 pub(crate) fn data_type_output_name(t: &ast::DataType) -> String {
     // PostgreSQL names a cast column after the type's catalog name (an array cast after
     // its element type's).

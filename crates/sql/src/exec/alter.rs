@@ -44,6 +44,25 @@ fn shift(cols: &mut [usize], dropped: usize) {
 }
 
 /// A CHECK condition's text with column `old` renamed to `new`.
+/// Whether an expression stored as SQL text reads column `name`.
+fn reads_column(text: &str, name: &str) -> Result<bool> {
+    let expr = crate::parse::parse_expr(text)?;
+    let mut reads = false;
+    let _ = ast::visit_expressions(&expr, |e| {
+        match e {
+            ast::Expr::Identifier(i) if ident(i) == name => reads = true,
+            ast::Expr::CompoundIdentifier(parts)
+                if parts.last().is_some_and(|l| ident(l) == name) =>
+            {
+                reads = true
+            }
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    Ok(reads)
+}
+
 fn rename_in_check(text: &str, old: &str, new: &str) -> Result<String> {
     let mut expr = crate::parse::parse_expr(text)?;
     let quoted = |n: &str| {
@@ -155,7 +174,8 @@ impl Writer<'_> {
             if !w.ts.txn.insert(&target.keyspace(), &key, &encode_row(&row))? {
                 let vals: Vec<Value> = target.primary_key.iter().map(|&c| row[c].clone()).collect();
                 let name = target.primary_key_name.clone().unwrap_or_default();
-                return Err(index_build_violation(&target, &name, &vals, &target.primary_key));
+                let parts = crate::exec::constraints::names_of(&target, &target.primary_key);
+                return Err(index_build_violation(&target, &name, &vals, &parts));
             }
             Ok(())
         })?;
@@ -220,7 +240,7 @@ impl Writer<'_> {
                         )));
                     }
                     self.bind_default_expr(&t.database, e, ty, env)?;
-                    col.default = Some(e.to_string());
+                    col.default = Some(stored_text(e));
                 }
                 ast::ColumnOption::Unique(u) => {
                     let mut u = u.clone();
@@ -355,28 +375,25 @@ impl Writer<'_> {
         for n in uniques {
             self.drop_constraint(t, &n, true, cascade)?;
         }
-        for i in t.indexes.iter().filter(|i| i.columns.contains(&p)) {
-            self.ts.txn.clear(&i.keyspace())?;
+        // Indexes on the column, or whose expressions or condition read it, go with it (as
+        // in PostgreSQL).
+        let mut kept = Vec::with_capacity(t.indexes.len());
+        for i in std::mem::take(&mut t.indexes) {
+            let mut reads = i.columns.contains(&p);
+            for text in i.expressions.iter().chain(&i.predicate) {
+                reads |= reads_column(text, name)?;
+            }
+            if reads {
+                self.ts.txn.clear(&i.keyspace())?;
+            } else {
+                kept.push(i);
+            }
         }
-        t.indexes.retain(|i| !i.columns.contains(&p));
+        t.indexes = kept;
         // CHECKs that read the column.
         let mut kept = Vec::with_capacity(t.checks.len());
         for ck in std::mem::take(&mut t.checks) {
-            let expr = crate::parse::parse_expr(&ck.expr)?;
-            let mut reads = false;
-            let _ = ast::visit_expressions(&expr, |e| {
-                match e {
-                    ast::Expr::Identifier(i) if ident(i) == name => reads = true,
-                    ast::Expr::CompoundIdentifier(parts)
-                        if parts.last().is_some_and(|l| ident(l) == name) =>
-                    {
-                        reads = true
-                    }
-                    _ => {}
-                }
-                ControlFlow::<()>::Continue(())
-            });
-            if !reads {
+            if !reads_column(&ck.expr, name)? {
                 kept.push(ck);
             }
         }
@@ -434,6 +451,14 @@ impl Writer<'_> {
         t.columns[p].name = new.to_string();
         for ck in &mut t.checks {
             ck.expr = rename_in_check(&ck.expr, old, new)?;
+        }
+        for i in &mut t.indexes {
+            for e in &mut i.expressions {
+                *e = rename_in_check(e, old, new)?;
+            }
+            if let Some(pred) = &mut i.predicate {
+                *pred = rename_in_check(pred, old, new)?;
+            }
         }
         for seq in self.db.catalog.sequences(&mut self.ts.txn, &t.database)? {
             if seq.owned_by.as_ref().is_some_and(|(ot, oc)| *ot == t.name && oc == old) {
@@ -506,7 +531,7 @@ impl Writer<'_> {
                     None => {
                         let ty = t.columns[p].ty;
                         self.bind_default_expr(&t.database, value, ty, env)?;
-                        t.columns[p].default = Some(value.to_string());
+                        t.columns[p].default = Some(stored_text(value));
                     }
                 }
             }

@@ -84,7 +84,16 @@ pub(crate) fn bind_check(planner: &mut Planner, table: &Table, e: &ast::Expr) ->
 
 /// Renders key values as PostgreSQL's DETAIL does: `(a, b)=(1, x)`.
 pub(crate) fn key_text(table: &Table, cols: &[usize], values: &[Value]) -> String {
-    let names = cols.iter().map(|&c| table.columns[c].name.clone()).collect::<Vec<_>>();
+    key_text_named(&names_of(table, cols), values)
+}
+
+/// The names of columns `cols` of `table`.
+pub(crate) fn names_of(table: &Table, cols: &[usize]) -> Vec<String> {
+    cols.iter().map(|&c| table.columns[c].name.clone()).collect()
+}
+
+/// [`key_text`] of key parts by their names (an index's expressions).
+pub(crate) fn key_text_named(names: &[String], values: &[Value]) -> String {
     let vals = values
         .iter()
         .map(|v| v.to_text(DataType::Text).unwrap_or_else(|| "null".into()))
@@ -395,8 +404,11 @@ impl Writer<'_> {
             None
         } else {
             Some(
-                parent.indexes.iter().find(|i| i.unique && same_set(cols, &i.columns)).ok_or_else(
-                    || {
+                parent
+                    .indexes
+                    .iter()
+                    .find(|i| i.unique && i.is_plain() && same_set(cols, &i.columns))
+                    .ok_or_else(|| {
                         SqlError::new(
                             code::DATA_CORRUPTED,
                             format!(
@@ -404,8 +416,7 @@ impl Writer<'_> {
                                 parent.name
                             ),
                         )
-                    },
-                )?,
+                    })?,
             )
         };
         // Under READ COMMITTED a unique index may point elsewhere once the lock is granted:
@@ -648,7 +659,11 @@ impl Writer<'_> {
         let order: Vec<usize> = if same_set(cols, &parent.primary_key) {
             parent.primary_key.clone()
         } else {
-            match parent.indexes.iter().find(|i| i.unique && same_set(cols, &i.columns)) {
+            match parent
+                .indexes
+                .iter()
+                .find(|i| i.unique && i.is_plain() && same_set(cols, &i.columns))
+            {
                 Some(i) => i.columns.clone(),
                 None => return Ok(false),
             }
@@ -661,7 +676,11 @@ impl Writer<'_> {
         if order == parent.primary_key {
             return Ok(self.ts.txn.get(&parent.keyspace(), &key)?.is_some());
         }
-        let index = parent.indexes.iter().find(|i| i.columns == order).expect("found above");
+        let index = parent
+            .indexes
+            .iter()
+            .find(|i| i.is_plain() && i.columns == order)
+            .expect("found above");
         Ok(self.ts.txn.get(&index.keyspace(), &key)?.is_some())
     }
 }
@@ -800,7 +819,9 @@ impl Writer<'_> {
             ));
         }
         let keyed = same_set(&ref_cols, &p.primary_key)
-            || p.indexes.iter().any(|i| i.unique && same_set(&ref_cols, &i.columns));
+            || p.indexes
+                .iter()
+                .any(|i| i.unique && i.is_plain() && same_set(&ref_cols, &i.columns));
         if !keyed {
             return Err(SqlError::new(
                 code::INVALID_FOREIGN_KEY,
@@ -927,7 +948,7 @@ impl Writer<'_> {
             _ => format!("{}_check", table.name),
         };
         let name = constraint_name(table, name, base)?;
-        table.checks.push(crate::catalog::Check { name, expr: expr.to_string() });
+        table.checks.push(crate::catalog::Check { name, expr: crate::bind::stored_text(expr) });
         Ok(bound)
     }
 
@@ -966,6 +987,8 @@ impl Writer<'_> {
             unique: true,
             constraint: true,
             comment: None,
+            expressions: vec![],
+            predicate: None,
         })
     }
 

@@ -7,7 +7,7 @@ use kiln_engine::Scan;
 use sqlparser::ast;
 
 use crate::bind::*;
-use crate::catalog::{Column, Identity, Index, Table};
+use crate::catalog::{Column, Identity, Table};
 use crate::encoding::{decode_row, encode_key};
 use crate::error::{code, Result, SqlError};
 use crate::types::{DataType, Value};
@@ -161,7 +161,7 @@ impl Writer<'_> {
                         None => {
                             // Check now that it binds (no columns, no subqueries).
                             self.bind_default_expr(database, e, col.ty, env)?;
-                            col.default = Some(e.to_string());
+                            col.default = Some(stored_text(e));
                         }
                     },
                     ast::ColumnOption::Generated {
@@ -502,80 +502,6 @@ impl Writer<'_> {
         }
     }
 
-    pub(crate) fn build_index(&mut self, table: &Table, index: &Index) -> Result<()> {
-        self.each_row(&table.keyspace(), |w, pk, raw| w.index_row(table, index, pk, raw))
-    }
-
-    fn index_row(&mut self, table: &Table, index: &Index, pk: Vec<u8>, raw: Vec<u8>) -> Result<()> {
-        {
-            let row = decode_row(&raw, table.columns.len())?;
-            let (key, value, unique) = Self::index_entry(table, index, &row, &pk)?;
-            if unique && !self.ts.txn.insert(&index.keyspace(), &key, &value)? {
-                if let Some(existing) = self.ts.txn.get(&index.keyspace(), &key)? {
-                    if existing != pk {
-                        let vals: Vec<Value> =
-                            index.columns.iter().map(|&c| row[c].clone()).collect();
-                        return Err(index_build_violation(
-                            table,
-                            &index.name,
-                            &vals,
-                            &index.columns,
-                        ));
-                    }
-                }
-            } else if !unique {
-                self.ts.txn.put(&index.keyspace(), &key, &value)?;
-            }
-        }
-        Ok(())
-    }
-
-    pub(crate) fn create_index(&mut self, ci: &ast::CreateIndex, database: &str) -> Result<Output> {
-        if ci.predicate.is_some() {
-            return Err(SqlError::unsupported("partial indexes"));
-        }
-        let tname = object_name(&ci.table_name)?;
-        let table = self.db.catalog.table_or_err(&mut self.ts.txn, database, &tname)?;
-        let columns = ci
-            .columns
-            .iter()
-            .map(|ic| match &ic.column.expr {
-                ast::Expr::Identifier(id) => table.column_or_err(&id.value.to_lowercase()),
-                other => Err(SqlError::unsupported(format!("an index on the expression {other}"))),
-            })
-            .collect::<Result<Vec<_>>>()?;
-        for &c in &columns {
-            if !crate::encoding::key_type_supported(table.columns[c].ty) {
-                return Err(SqlError::unsupported(format!(
-                    "an index on a column of type {}",
-                    table.columns[c].ty.sql_name()
-                )));
-            }
-        }
-        let name = match &ci.name {
-            Some(n) => object_name(n)?,
-            None => format!(
-                "{tname}_{}_idx",
-                columns
-                    .iter()
-                    .map(|&c| table.columns[c].name.clone())
-                    .collect::<Vec<_>>()
-                    .join("_")
-            ),
-        };
-        if self.relation_taken(database, &name, ci.if_not_exists)? {
-            return Ok(Output::Command("CREATE INDEX".into()));
-        }
-        let id = self.db.catalog.next_id(&mut self.ts.txn)?;
-        let index =
-            Index { name, id, columns, unique: ci.unique, constraint: false, comment: None };
-        self.build_index(&table, &index)?;
-        let mut t = (*table).clone();
-        t.indexes.push(index);
-        self.db.catalog.put_table(&mut self.ts.txn, &t)?;
-        Ok(Output::Command("CREATE INDEX".into()))
-    }
-
     /// Writes one row of `old` under the primary key of `new` (ALTER TABLE … ADD PRIMARY KEY).
     fn rekey_row(&mut self, old: &Table, new: &Table, raw: Vec<u8>) -> Result<()> {
         let cols = &new.primary_key;
@@ -596,7 +522,8 @@ impl Writer<'_> {
         if !self.ts.txn.insert(&new.keyspace(), &key, &raw)? {
             let vals: Vec<Value> = cols.iter().map(|&c| row[c].clone()).collect();
             let name = new.primary_key_name.clone().unwrap_or_else(|| format!("{}_pkey", new.name));
-            return Err(index_build_violation(new, &name, &vals, cols));
+            let parts = crate::exec::constraints::names_of(new, cols);
+            return Err(index_build_violation(new, &name, &vals, &parts));
         }
         Ok(())
     }

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use kiln_engine::IsolationLevel;
 
-use crate::catalog::{Index, Table};
+use crate::catalog::Table;
 use crate::encoding::{decode_row, encode_key, encode_row};
 use crate::error::{code, Result, SqlError};
-use crate::exec::constraints::key_text;
+use crate::exec::constraints::{key_text_named, names_of};
 use crate::exec::select::*;
 use crate::expr::{assign, Ctx, Env, Expr};
 use crate::locks::LockMode;
@@ -36,30 +36,31 @@ pub(crate) struct Writer<'a> {
     pub(crate) constraints: crate::exec::constraints::Constraints,
 }
 
+/// 23505 for a new key `values` of the key parts named `parts` (columns or expressions).
 pub(crate) fn unique_violation(
     table: &Table,
     what: &str,
     values: &[Value],
-    cols: &[usize],
+    parts: &[String],
 ) -> SqlError {
     SqlError::new(
         code::UNIQUE,
         format!("duplicate key value violates unique constraint \"{what}\""),
     )
-    .detail(format!("Key {} already exists.", key_text(table, cols, values)))
+    .detail(format!("Key {} already exists.", key_text_named(parts, values)))
     .constraint(&table.name, what)
 }
 
-/// 23505 for building unique index (or primary key) `name` over rows whose `cols` repeat
-/// `values`.
+/// 23505 for building unique index (or primary key) `name` over rows whose key parts
+/// `parts` repeat `values`.
 pub(crate) fn index_build_violation(
     table: &Table,
     name: &str,
     values: &[Value],
-    cols: &[usize],
+    parts: &[String],
 ) -> SqlError {
     SqlError::new(code::UNIQUE, format!("could not create unique index \"{name}\""))
-        .detail(format!("Key {} is duplicated.", key_text(table, cols, values)))
+        .detail(format!("Key {} is duplicated.", key_text_named(parts, values)))
         .constraint(&table.name, name)
 }
 
@@ -146,24 +147,6 @@ impl Writer<'_> {
         encode_key(&vals)
     }
 
-    pub(crate) fn index_entry(
-        table: &Table,
-        index: &Index,
-        row: &[Value],
-        pk: &[u8],
-    ) -> Result<(Vec<u8>, Vec<u8>, bool)> {
-        let vals: Vec<&Value> = index.columns.iter().map(|&c| &row[c]).collect();
-        let mut key = encode_key(&vals)?;
-        let _ = table;
-        if index.unique && !vals.iter().any(|v| v.is_null()) {
-            Ok((key, pk.to_vec(), true))
-        } else {
-            key.extend_from_slice(pk);
-            key.extend_from_slice(&(pk.len() as u16).to_be_bytes());
-            Ok((key, Vec::new(), false))
-        }
-    }
-
     /// Checks types, NOT NULL, and fits values to their columns.
     pub(crate) fn fit_row(table: &Table, row: Vec<Value>, zone: Zone) -> Result<Vec<Value>> {
         let mut out = Vec::with_capacity(row.len());
@@ -233,24 +216,24 @@ impl Writer<'_> {
                     .primary_key_name
                     .clone()
                     .unwrap_or_else(|| format!("{}_pkey", table.name));
-                return Err(unique_violation(table, &name, &vals, &table.primary_key));
+                let parts = names_of(table, &table.primary_key);
+                return Err(unique_violation(table, &name, &vals, &parts));
             }
         }
         for index in &table.indexes {
-            let (key, value, unique) = Self::index_entry(table, index, &row, &pk)?;
-            if unique {
-                if let Some(existing) = self.ts.txn.get(&index.keyspace(), &key)? {
+            let Some(entry) = self.index_entry(table, index, &row, &pk)? else { continue };
+            if entry.unique {
+                if let Some(existing) = self.ts.txn.get(&index.keyspace(), &entry.key)? {
                     if existing != pk {
                         if skip_existing {
                             return Ok(None);
                         }
-                        let vals: Vec<Value> =
-                            index.columns.iter().map(|&c| row[c].clone()).collect();
-                        return Err(unique_violation(table, &index.name, &vals, &index.columns));
+                        let parts = index.part_names(table);
+                        return Err(unique_violation(table, &index.name, &entry.values, &parts));
                     }
                 }
             }
-            self.ts.txn.put(&index.keyspace(), &key, &value)?;
+            self.ts.txn.put(&index.keyspace(), &entry.key, &entry.value)?;
         }
         if table.primary_key.is_empty() || !written_early {
             self.ts.txn.put(&ks, &pk, &encode_row(&row))?;
@@ -263,8 +246,9 @@ impl Writer<'_> {
 
     pub(crate) fn delete_row(&mut self, table: &Table, pk: &[u8], row: &[Value]) -> Result<()> {
         for index in &table.indexes {
-            let (key, _, _) = Self::index_entry(table, index, row, pk)?;
-            self.ts.txn.delete(&index.keyspace(), &key)?;
+            if let Some(entry) = self.index_entry(table, index, row, pk)? {
+                self.ts.txn.delete(&index.keyspace(), &entry.key)?;
+            }
         }
         self.ts.txn.delete(&table.keyspace(), pk)?;
         Ok(())
@@ -291,31 +275,39 @@ impl Writer<'_> {
             self.insert_row(table, row, false, ctx)?;
         } else {
             for index in &table.indexes {
-                let changed = index
-                    .columns
-                    .iter()
-                    .any(|&c| old[c].total_cmp(&new[c]) != std::cmp::Ordering::Equal);
+                // An expression or a condition may read any column: its entries are
+                // compared below.
+                let changed = !index.is_plain()
+                    || index
+                        .columns
+                        .iter()
+                        .any(|&c| old[c].total_cmp(&new[c]) != std::cmp::Ordering::Equal);
                 if !changed {
                     continue;
                 }
-                let (old_key, _, _) = Self::index_entry(table, index, old, pk)?;
-                self.ts.txn.delete(&index.keyspace(), &old_key)?;
-                let (key, value, unique) = Self::index_entry(table, index, &new, pk)?;
-                if unique {
-                    if let Some(existing) = self.ts.txn.get(&index.keyspace(), &key)? {
+                let old_entry = self.index_entry(table, index, old, pk)?;
+                let entry = self.index_entry(table, index, &new, pk)?;
+                if let Some(old_entry) = &old_entry {
+                    if entry.as_ref().is_some_and(|e| e.key == old_entry.key) {
+                        continue; // an expression or condition whose value did not change
+                    }
+                    self.ts.txn.delete(&index.keyspace(), &old_entry.key)?;
+                }
+                let Some(entry) = entry else { continue };
+                if entry.unique {
+                    if let Some(existing) = self.ts.txn.get(&index.keyspace(), &entry.key)? {
                         if existing != pk {
-                            let vals: Vec<Value> =
-                                index.columns.iter().map(|&c| new[c].clone()).collect();
+                            let parts = index.part_names(table);
                             return Err(unique_violation(
                                 table,
                                 &index.name,
-                                &vals,
-                                &index.columns,
+                                &entry.values,
+                                &parts,
                             ));
                         }
                     }
                 }
-                self.ts.txn.put(&index.keyspace(), &key, &value)?;
+                self.ts.txn.put(&index.keyspace(), &entry.key, &entry.value)?;
             }
             self.ts.txn.put(&table.keyspace(), pk, &encode_row(&new))?;
             if !table.foreign_keys.is_empty() {

@@ -939,7 +939,11 @@ fn class_row(
 
 /// An index as the catalog tables show it: OID, name, columns, unique, primary, and the
 /// kind of constraint it implements ('p', 'u').
-type IndexRow = (i64, String, Vec<usize>, bool, bool, Option<char>);
+type IndexRow = (i64, String, Vec<usize>, bool, bool, Option<char>, IndexShape);
+
+/// An index on expressions' key parts (empty for one on columns) and a partial index's
+/// condition, as SQL text.
+type IndexShape = (Vec<String>, Option<String>);
 
 impl System<'_> {
     /// pg_class, pg_attribute, pg_attrdef, pg_index, pg_constraint, pg_indexes, pg_tables
@@ -1016,6 +1020,7 @@ impl System<'_> {
                     true,
                     true,
                     Some('p'),
+                    (vec![], None),
                 ));
             }
             for ix in &t.indexes {
@@ -1027,6 +1032,7 @@ impl System<'_> {
                     ix.unique,
                     false,
                     is_constraint.then_some('u'),
+                    (ix.expressions.clone(), ix.predicate.clone()),
                 ));
             }
             names.insert(toid, t.name.clone());
@@ -1041,16 +1047,17 @@ impl System<'_> {
             for (ioid, name, ..) in &indexes {
                 names.insert(*ioid, name.clone());
             }
-            for (ioid, name, c, unique, _, kind) in &indexes {
-                defs.push((
-                    *ioid,
-                    format!(
-                        "CREATE {}INDEX {name} ON public.{} USING btree ({})",
-                        if *unique { "UNIQUE " } else { "" },
-                        t.name,
-                        colnames(c)
-                    ),
-                ));
+            for (ioid, name, c, unique, _, kind, (exprs, predicate)) in &indexes {
+                let parts = if exprs.is_empty() { colnames(c) } else { exprs.join(", ") };
+                let mut def = format!(
+                    "CREATE {}INDEX {name} ON public.{} USING btree ({parts})",
+                    if *unique { "UNIQUE " } else { "" },
+                    t.name,
+                );
+                if let Some(p) = predicate {
+                    def.push_str(&format!(" WHERE ({p})"));
+                }
+                defs.push((*ioid, def));
                 if let Some(k) = kind {
                     let what = if *k == 'p' { "PRIMARY KEY" } else { "UNIQUE" };
                     defs.push((oid::constraint(*ioid), format!("{what} ({})", colnames(c))));
@@ -1105,8 +1112,9 @@ impl System<'_> {
                     row[17] = int(t.checks.len() as i64);
                     row[19] = boolean(!t.foreign_keys.is_empty() || !t.referenced_by.is_empty());
                     rows.push(row);
-                    for (ioid, name, c, ..) in &indexes {
-                        rows.push(class_row(*ioid, name, "i", c.len(), 403, false));
+                    for (ioid, name, c, .., (exprs, _)) in &indexes {
+                        let parts = if exprs.is_empty() { c.len() } else { exprs.len() };
+                        rows.push(class_row(*ioid, name, "i", parts, 403, false));
                     }
                 }
                 "pg_attribute" => {
@@ -1160,7 +1168,7 @@ impl System<'_> {
                     }
                 }
                 "pg_index" | "pg_indexes" => {
-                    for (ioid, name, c, unique, primary, _) in &indexes {
+                    for (ioid, name, c, unique, primary, _, (exprs, predicate)) in &indexes {
                         if which == "pg_indexes" {
                             let def = defs
                                 .iter()
@@ -1177,18 +1185,34 @@ impl System<'_> {
                             continue;
                         }
                         let zeros = |n: usize| Value::Array(vec![Value::Int(0); n]);
+                        // Each key part: its column, or none (0) for an expression.
+                        let parts: Vec<Option<usize>> = if exprs.is_empty() {
+                            c.iter().map(|&k| Some(k)).collect()
+                        } else {
+                            exprs.iter().map(|e| t.column(e.trim_matches('"'))).collect()
+                        };
+                        let n = parts.len();
                         let collations = Value::Array(
-                            c.iter()
-                                .map(|&k| {
-                                    Value::Int(if t.columns[k].ty.is_string() { 100 } else { 0 })
+                            parts
+                                .iter()
+                                .map(|k| {
+                                    let text = k.is_some_and(|k| t.columns[k].ty.is_string());
+                                    Value::Int(if text { 100 } else { 0 })
                                 })
                                 .collect(),
                         );
+                        let indkey = Value::Array(
+                            parts
+                                .iter()
+                                .map(|k| Value::Int(k.map_or(0, |k| t.attnum(k).into())))
+                                .collect(),
+                        );
+                        let exprs_text = (!exprs.is_empty()).then(|| text(&exprs.join(", ")));
                         rows.push(vec![
                             int(*ioid),
                             int(toid),
-                            int(c.len() as i64),
-                            int(c.len() as i64),
+                            int(n as i64),
+                            int(n as i64),
                             boolean(*unique),
                             boolean(*primary),
                             boolean(false),
@@ -1198,18 +1222,18 @@ impl System<'_> {
                             boolean(true),
                             boolean(true),
                             boolean(false),
-                            attnums(t, c),
+                            indkey,
                             collations,
-                            zeros(c.len()),
-                            zeros(c.len()),
-                            Value::Null,
-                            Value::Null,
+                            zeros(n),
+                            zeros(n),
+                            exprs_text.unwrap_or(Value::Null),
+                            predicate.as_deref().map_or(Value::Null, text),
                             boolean(false),
                         ]);
                     }
                 }
                 "pg_constraint" => {
-                    for (ioid, name, c, _, _, kind) in &indexes {
+                    for (ioid, name, c, _, _, kind, _) in &indexes {
                         let Some(k) = kind else { continue };
                         rows.push(vec![
                             int(oid::constraint(*ioid)),

@@ -35,6 +35,8 @@ pub fn choose_access(item: &mut FromItem) {
     let keys = std::iter::once(None).chain(table.indexes.iter().cloned().map(Some));
     for index in keys {
         let columns = match &index {
+            // A partial index lacks the rows its condition leaves out.
+            Some(ix) if ix.predicate.is_some() => continue,
             Some(ix) => ix.columns.clone(),
             None => table.primary_key.clone(),
         };

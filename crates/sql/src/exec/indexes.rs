@@ -1,0 +1,335 @@
+//! Secondary indexes: CREATE INDEX (on columns, on expressions, partial), building one over
+//! the rows already there, and each row's entry.
+//!
+//! An entry's key is the encoded key values, then — unless the index is unique and no value
+//! is NULL — the row's primary key, so equal values keep one entry per row. A unique entry's
+//! value is the primary key it points to. An index on expressions (`lower(email)`) keys
+//! each row by the expressions' values; a partial index (`WHERE NOT deleted`) has entries
+//! only for the rows its condition is true of. Both are bound once per definition
+//! ([`crate::catalog::Catalog::bound_index`]) and must be immutable, as PostgreSQL requires:
+//! an entry written today must be found with the same key tomorrow, in any session's time
+//! zone.
+
+use std::sync::Arc;
+
+use sqlparser::ast;
+
+use crate::bind::dml::table_scope;
+use crate::bind::*;
+use crate::catalog::{BoundIndex, Index, Table};
+use crate::encoding::{decode_row, encode_key};
+use crate::error::{code, Result, SqlError};
+use crate::exec::write::*;
+use crate::expr::{CatalogFunc, Ctx, Env, Expr, Func, SeqFunc};
+use crate::session::Output;
+use crate::types::{DataType, Value};
+use crate::zone::Zone;
+
+/// What an index expression may ask of the session: nothing that could differ between
+/// sessions or over time (the binder refuses such expressions; this answers the rest).
+struct IndexEnv;
+
+impl Env for IndexEnv {
+    fn now(&self) -> i64 {
+        0
+    }
+    fn zone(&self) -> Zone {
+        Zone::UTC
+    }
+    fn database(&self) -> String {
+        String::new()
+    }
+    fn user(&self) -> String {
+        String::new()
+    }
+    fn backend_pid(&self) -> i32 {
+        0
+    }
+    fn kiln(&self, _: Func, _: &[Value]) -> Result<Value> {
+        Err(not_immutable())
+    }
+    fn catalog(&self, _: CatalogFunc, _: &[Value]) -> Result<Value> {
+        Err(not_immutable())
+    }
+    fn sequence(&self, _: SeqFunc, _: &crate::sequence::Sequence, _: &[Value]) -> Result<Value> {
+        Err(not_immutable())
+    }
+}
+
+fn not_immutable() -> SqlError {
+    SqlError::new(
+        code::INVALID_OBJECT_DEFINITION,
+        "functions in index expression must be marked IMMUTABLE",
+    )
+}
+
+/// Refuses what could give another value for the same row: anything not immutable, and
+/// anything reading a `timestamp with time zone` column other than the column itself (its
+/// text, date or local time depend on the session's time zone).
+fn check_immutable(e: &Expr, table: &Table, what: &str) -> Result<()> {
+    if matches!(e, Expr::Column(_)) {
+        return Ok(());
+    }
+    let mut refused: Option<SqlError> = None;
+    e.walk(&mut |x| {
+        if refused.is_some() {
+            return;
+        }
+        refused = match x {
+            Expr::Subquery(..) | Expr::InValues(..) => Some(SqlError::new(
+                code::FEATURE_NOT_SUPPORTED,
+                format!("cannot use subquery in {what}"),
+            )),
+            Expr::Param(_) | Expr::Outer(_) => Some(SqlError::new(
+                code::FEATURE_NOT_SUPPORTED,
+                format!("there is no parameter in {what}"),
+            )),
+            Expr::Agg(..) | Expr::Window(..) => Some(SqlError::new(
+                code::GROUPING,
+                format!("aggregate and window functions are not allowed in {what}"),
+            )),
+            Expr::Sequence(..) => Some(not_immutable()),
+            Expr::Func(f, _) => match f {
+                Func::Json(..) => None,
+                f => match crate::functions::of(*f) {
+                    Some(def) if def.immutable => None,
+                    _ => Some(not_immutable()),
+                },
+            },
+            Expr::Column(c) if table.columns[*c].ty == DataType::TimestampTz => {
+                Some(not_immutable())
+            }
+            _ => None,
+        };
+    });
+    refused.map_or(Ok(()), Err)
+}
+
+impl Writer<'_> {
+    /// The bound expressions and condition of `index` (None for a plain index).
+    fn bound_index(&mut self, table: &Table, index: &Index) -> Result<Option<Arc<BoundIndex>>> {
+        if index.is_plain() {
+            return Ok(None);
+        }
+        if let Some(bound) = self.db.catalog.bound_index(table, index) {
+            return Ok(Some(bound));
+        }
+        let stored = |text: &str| {
+            crate::parse::parse_expr(text).map_err(|e| {
+                SqlError::new(
+                    code::DATA_CORRUPTED,
+                    format!("stored index expression {text} does not parse: {e}"),
+                )
+            })
+        };
+        let parts = index.expressions.iter().map(|t| stored(t)).collect::<Result<Vec<_>>>()?;
+        let predicate = index.predicate.as_deref().map(stored).transpose()?;
+        let bound = Arc::new(self.bind_index(table, &parts, predicate.as_ref())?.0);
+        self.db.catalog.remember_index(table, index, bound.clone());
+        Ok(Some(bound))
+    }
+
+    /// Binds key expressions and a condition over `table`'s row; also gives the parts'
+    /// types.
+    fn bind_index(
+        &mut self,
+        table: &Table,
+        parts: &[ast::Expr],
+        predicate: Option<&ast::Expr>,
+    ) -> Result<(BoundIndex, Vec<DataType>)> {
+        let database = table.database.clone();
+        let mut planner = self.definition_planner(&database, &IndexEnv);
+        let scope = table_scope(table, &table.name);
+        let mut bound = Vec::with_capacity(parts.len());
+        let mut types = Vec::with_capacity(parts.len());
+        for p in parts {
+            let (e, ty) = planner.expr(p, &scope, false)?;
+            check_immutable(&e, table, "index expressions")?;
+            bound.push(e);
+            types.push(ty);
+        }
+        let predicate = match predicate {
+            None => None,
+            Some(p) => {
+                let (e, ty) = planner.expr(p, &scope, false)?;
+                check_immutable(&e, table, "index predicate")?;
+                if !matches!(ty, DataType::Bool | DataType::Unknown) {
+                    return Err(SqlError::new(
+                        code::DATATYPE_MISMATCH,
+                        format!(
+                            "argument of WHERE must be type boolean, not type {}",
+                            ty.sql_name()
+                        ),
+                    ));
+                }
+                Some(planner.coerce(e, ty, DataType::Bool)?.0)
+            }
+        };
+        Ok((BoundIndex { parts: bound, predicate }, types))
+    }
+
+    /// The key values of `row` in `index`; None when a partial index leaves the row out.
+    pub(crate) fn index_values(
+        &mut self,
+        table: &Table,
+        index: &Index,
+        row: &[Value],
+    ) -> Result<Option<Vec<Value>>> {
+        let Some(bound) = self.bound_index(table, index)? else {
+            return Ok(Some(index.columns.iter().map(|&c| row[c].clone()).collect()));
+        };
+        let ctx = Ctx::new(&[], &IndexEnv);
+        if let Some(p) = &bound.predicate {
+            if p.eval(row, &ctx)?.as_bool()? != Some(true) {
+                return Ok(None);
+            }
+        }
+        if index.expressions.is_empty() {
+            return Ok(Some(index.columns.iter().map(|&c| row[c].clone()).collect()));
+        }
+        bound.parts.iter().map(|e| e.eval(row, &ctx)).collect::<Result<Vec<_>>>().map(Some)
+    }
+
+    /// The entry of `row` (primary key `pk`) in `index`: key, value and whether the key is
+    /// unique on its own (a unique index, no NULL); None when a partial index leaves the row
+    /// out. Also gives the key values.
+    pub(crate) fn index_entry(
+        &mut self,
+        table: &Table,
+        index: &Index,
+        row: &[Value],
+        pk: &[u8],
+    ) -> Result<Option<IndexEntry>> {
+        let Some(values) = self.index_values(table, index, row)? else { return Ok(None) };
+        let mut key = encode_key(&values.iter().collect::<Vec<_>>())?;
+        if index.unique && !values.iter().any(Value::is_null) {
+            Ok(Some(IndexEntry { key, value: pk.to_vec(), unique: true, values }))
+        } else {
+            key.extend_from_slice(pk);
+            key.extend_from_slice(&(pk.len() as u16).to_be_bytes());
+            Ok(Some(IndexEntry { key, value: Vec::new(), unique: false, values }))
+        }
+    }
+
+    pub(crate) fn build_index(&mut self, table: &Table, index: &Index) -> Result<()> {
+        self.each_row(&table.keyspace(), |w, pk, raw| w.index_row(table, index, pk, raw))
+    }
+
+    fn index_row(&mut self, table: &Table, index: &Index, pk: Vec<u8>, raw: Vec<u8>) -> Result<()> {
+        let row = decode_row(&raw, table.columns.len())?;
+        let Some(entry) = self.index_entry(table, index, &row, &pk)? else { return Ok(()) };
+        if entry.unique && !self.ts.txn.insert(&index.keyspace(), &entry.key, &entry.value)? {
+            if let Some(existing) = self.ts.txn.get(&index.keyspace(), &entry.key)? {
+                if existing != pk {
+                    return Err(index_build_violation(
+                        table,
+                        &index.name,
+                        &entry.values,
+                        &index.part_names(table),
+                    ));
+                }
+            }
+        } else if !entry.unique {
+            self.ts.txn.put(&index.keyspace(), &entry.key, &entry.value)?;
+        }
+        Ok(())
+    }
+
+    /// CREATE [UNIQUE] INDEX [name] ON table (column | expression, …) [WHERE condition].
+    pub(crate) fn create_index(&mut self, ci: &ast::CreateIndex, database: &str) -> Result<Output> {
+        let tname = object_name(&ci.table_name)?;
+        let table = self.db.catalog.table_or_err(&mut self.ts.txn, database, &tname)?;
+        if !ci.include.is_empty() || ci.nulls_distinct == Some(false) {
+            return Err(SqlError::unsupported("INCLUDE and NULLS NOT DISTINCT in an index"));
+        }
+        // Plain columns, or (any part an expression) every part as an expression.
+        let mut columns = Vec::new();
+        let mut on_expressions = false;
+        for ic in &ci.columns {
+            match &ic.column.expr {
+                ast::Expr::Identifier(id) => columns.push(table.column_or_err(&ident(id))?),
+                ast::Expr::Nested(inner) if matches!(**inner, ast::Expr::Identifier(_)) => {
+                    let ast::Expr::Identifier(id) = &**inner else { unreachable!() };
+                    columns.push(table.column_or_err(&ident(id))?)
+                }
+                _ => on_expressions = true,
+            }
+        }
+        let parts: Vec<ast::Expr> = ci.columns.iter().map(|ic| ic.column.expr.clone()).collect();
+        let (_, types) = self.bind_index(&table, &parts, ci.predicate.as_ref())?;
+        for ty in &types {
+            if !crate::encoding::key_type_supported(*ty) {
+                return Err(SqlError::unsupported(format!(
+                    "an index on a value of type {}",
+                    ty.sql_name()
+                )));
+            }
+        }
+        let expressions: Vec<String> =
+            if on_expressions { parts.iter().map(stored_text).collect() } else { vec![] };
+        if on_expressions {
+            columns.clear();
+        }
+        let name = match &ci.name {
+            Some(n) => object_name(n)?,
+            None => {
+                // PostgreSQL's choice: each part's column or function name, else "expr".
+                let mut base = format!("{tname}_");
+                let named: Vec<String> = parts.iter().map(part_name).collect();
+                base.push_str(&named.join("_"));
+                let base = format!("{base}_idx");
+                let mut name = base.clone();
+                let mut n = 0;
+                while self.db.catalog.relation_exists(&mut self.ts.txn, database, &name)? {
+                    n += 1;
+                    name = format!("{base}{n}");
+                }
+                name
+            }
+        };
+        if self.relation_taken(database, &name, ci.if_not_exists)? {
+            return Ok(Output::Command("CREATE INDEX".into()));
+        }
+        let id = self.db.catalog.next_id(&mut self.ts.txn)?;
+        let index = Index {
+            name,
+            id,
+            columns,
+            unique: ci.unique,
+            constraint: false,
+            comment: None,
+            expressions,
+            predicate: ci.predicate.as_ref().map(stored_text),
+        };
+        self.build_index(&table, &index)?;
+        let mut t = (*table).clone();
+        t.indexes.push(index);
+        self.db.catalog.put_table(&mut self.ts.txn, &t)?;
+        Ok(Output::Command("CREATE INDEX".into()))
+    }
+}
+
+/// A row's entry in an index.
+pub(crate) struct IndexEntry {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+    /// The key alone is unique (a unique index, no NULL in it).
+    pub unique: bool,
+    /// The key values, for a violation's message.
+    pub values: Vec<Value>,
+}
+
+/// The name a key part gives an index named after it (PostgreSQL's FigureColname): a
+/// column's name, a function's, a cast's argument's, else `expr`.
+fn part_name(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Identifier(i) => ident(i),
+        ast::Expr::CompoundIdentifier(parts) => parts.last().map(ident).unwrap_or_default(),
+        ast::Expr::Function(f) => {
+            f.name.0.last().and_then(|p| p.as_ident()).map(ident).unwrap_or_default()
+        }
+        ast::Expr::Cast { expr, .. } | ast::Expr::Nested(expr) => part_name(expr),
+        ast::Expr::Case { .. } => "case".into(),
+        _ => "expr".into(),
+    }
+}
