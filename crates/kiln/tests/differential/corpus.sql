@@ -1029,6 +1029,12 @@ insert into xi values (9, 'H@X.com', 9);
 delete from xi where id = 8;
 insert into xi values (9, 'H@X.com', 9);
 select * from xi order by id;
+select id from xi where lower(mail) = 'h@x.com';
+select id from xi where lower(mail) in ('h@x.com', 'zed@x.com', 'nobody') order by id;
+select id from xi where lower(mail) > 'c' and lower(mail) <= 'h@x.com' order by id;
+select a.id, b.id from xi a join xi b on lower(b.mail) = lower(a.mail) order by 1;
+delete from xi where lower(mail) = 'h@x.com';
+select count(*) from xi;
 drop table xi;
 -- Stored defaults read back in PostgreSQL's spelling of their casts.
 create table dsp (a text default 'x'::text, b varchar(5) default 'y'::varchar, d numeric default (1.5));

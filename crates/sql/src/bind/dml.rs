@@ -355,7 +355,8 @@ pub(crate) fn target_scan(
     }
     let constant_filters = Planner::place_filters(&mut from, conjuncts);
     for item in &mut from {
-        choose_access(item);
+        let keys = planner.expression_keys(item)?;
+        choose_access_with(item, &keys);
     }
     let width = scope.cols.len();
     let mut plan = SelectPlan::over(

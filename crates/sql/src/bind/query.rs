@@ -575,6 +575,33 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// The key parts of the indexes on expressions of `item`'s table, bound over the joined
+    /// row as the query's own expressions are, for [`choose_access_with`].
+    pub(crate) fn expression_keys(&mut self, item: &FromItem) -> Result<Vec<ExpressionKey>> {
+        let Source::Table(table, _) = &item.source else { return Ok(vec![]) };
+        let mut keys = Vec::new();
+        for index in table.indexes.iter().filter(|i| !i.expressions.is_empty()) {
+            if index.predicate.is_some() {
+                continue;
+            }
+            let scope = crate::bind::dml::table_scope(table, &table.name);
+            let mut parts = Vec::with_capacity(index.expressions.len());
+            for text in &index.expressions {
+                let (e, ty) = self.expr(&crate::parse::parse_expr(text)?, &scope, false)?;
+                // Over the joined row: this item's columns start at its offset.
+                let e = e.map(&mut |x| {
+                    Ok(match x {
+                        Expr::Column(c) => Expr::Column(c + item.offset),
+                        x => x,
+                    })
+                })?;
+                parts.push((e, ty));
+            }
+            keys.push((index.id, parts));
+        }
+        Ok(keys)
+    }
+
     /// A parenthesized join that cannot be spliced into the chain around it (it is joined
     /// to earlier items, or named): run as `SELECT *` of the join, its columns keeping their
     /// tables' names (or all taking the alias, which hides those names, as in PostgreSQL).
@@ -846,7 +873,8 @@ impl<'a> Planner<'a> {
         let constant_filters = Self::place_filters(&mut from, where_conjuncts);
         // Access paths.
         for item in &mut from {
-            choose_access(item);
+            let keys = self.expression_keys(item)?;
+            choose_access_with(item, &keys);
         }
         // Grouping and projection.
         let group_exprs: Vec<Expr> = match &s.group_by {

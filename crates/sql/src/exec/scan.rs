@@ -153,13 +153,12 @@ enum KeyRange {
 
 /// The keys and ranges of a key access, in key order, with its values evaluated.
 fn key_ranges(table: &Table, key: &KeyAccess, outer: &[Value], ctx: &Ctx) -> Result<Vec<KeyRange>> {
-    let columns = key.columns(table);
     // Each alternative's encoded prefix; one that no key can equal (a NULL) is dropped.
     let mut prefixes = Vec::with_capacity(key.prefixes.len());
     'alternatives: for values in &key.prefixes {
         let mut encoded = Vec::new();
-        for (e, &c) in values.iter().zip(columns) {
-            match key_value(e, table.columns[c].ty, outer, ctx)? {
+        for (e, &ty) in values.iter().zip(&key.types) {
+            match key_value(e, ty, outer, ctx)? {
                 Some(v) => crate::encoding::encode_key_value(&mut encoded, &v)?,
                 None => continue 'alternatives,
             }
@@ -173,7 +172,7 @@ fn key_ranges(table: &Table, key: &KeyAccess, outer: &[Value], ctx: &Ctx) -> Res
     }
     let bound = |b: &Option<(Expr, bool)>| -> Result<Option<Option<(Value, bool)>>> {
         let Some((e, inclusive)) = b else { return Ok(Some(None)) };
-        let ty = table.columns[columns[key.prefixes[0].len()]].ty;
+        let ty = key.types[key.prefixes[0].len()];
         Ok(key_value(e, ty, outer, ctx)?.map(|v| Some((v, *inclusive))))
     };
     let (Some(lower), Some(upper)) = (bound(&key.lower)?, bound(&key.upper)?) else {

@@ -1,6 +1,6 @@
 //! Access-path choice: which keys and indexes serve a FROM item's conditions.
 
-use crate::catalog::{Index, Table};
+use crate::catalog::Index;
 use crate::expr::*;
 use crate::plan::*;
 use crate::types::{DataType, Value};
@@ -20,6 +20,16 @@ pub const KEY_ALTERNATIVES_MAX: usize = 10_000;
 /// most columns wins; a primary key fixed entirely is a point lookup; ties go to the primary
 /// key. Nothing fixed and no range: a full scan.
 pub fn choose_access(item: &mut FromItem) {
+    choose_access_with(item, &[])
+}
+
+/// The key parts of an index on expressions: each expression over the joined row (as the
+/// query's conditions are bound) and its type.
+pub type ExpressionKey = (u64, Vec<(Expr, DataType)>);
+
+/// [`choose_access`], with the bound key parts of the table's indexes on expressions (by
+/// index id): a condition on the same expression (`lower(email) = $1`) reads through one.
+pub fn choose_access_with(item: &mut FromItem, expression_keys: &[ExpressionKey]) {
     let Source::Table(table, access) = &mut item.source else { return };
     if item.join.keeps_right() {
         return; // read whole: every row must be seen to find the unmatched ones
@@ -29,21 +39,27 @@ pub fn choose_access(item: &mut FromItem) {
     } else {
         item.on.iter().chain(item.filters.iter()).collect()
     };
-    let matcher =
-        KeyMatcher { table, conds: &conds, lo: item.offset, hi: item.offset + item.width };
+    let matcher = KeyMatcher { conds: &conds, lo: item.offset, hi: item.offset + item.width };
     let mut best: Option<(usize, bool, KeyAccess)> = None;
     let keys = std::iter::once(None).chain(table.indexes.iter().cloned().map(Some));
     for index in keys {
-        let columns = match &index {
+        let column = |c: usize| (Expr::Column(item.offset + c), table.columns[c].ty);
+        let parts: Vec<(Expr, DataType)> = match &index {
             // A partial index lacks the rows its condition leaves out.
             Some(ix) if ix.predicate.is_some() => continue,
-            Some(ix) => ix.columns.clone(),
-            None => table.primary_key.clone(),
+            Some(ix) if !ix.expressions.is_empty() => {
+                match expression_keys.iter().find(|(id, _)| *id == ix.id) {
+                    Some((_, parts)) => parts.clone(),
+                    None => continue,
+                }
+            }
+            Some(ix) => ix.columns.iter().map(|&c| column(c)).collect(),
+            None => table.primary_key.iter().map(|&c| column(c)).collect(),
         };
-        if columns.is_empty() {
+        if parts.is_empty() {
             continue;
         }
-        let Some((fixed, key)) = matcher.key_access(index, &columns) else { continue };
+        let Some((fixed, key)) = matcher.key_access(index, &parts) else { continue };
         let points = key.is_points(table);
         let better = match &best {
             None => true,
@@ -141,14 +157,17 @@ pub fn key_order(plan: &mut SelectPlan) {
             prefixes: vec![vec![]],
             lower: None,
             upper: None,
+            types: pk.iter().map(|&c| table.columns[c].ty).collect(),
         }));
     }
     plan.key_order = Some(descending);
 }
 
+/// A key part: its column or expression over the joined row, and its type.
+type Part = (Expr, DataType);
+
 /// Matches one FROM item's conditions against keys.
 struct KeyMatcher<'a> {
-    table: &'a Table,
     conds: &'a [&'a Expr],
     /// The item's columns in the joined row.
     lo: usize,
@@ -156,34 +175,35 @@ struct KeyMatcher<'a> {
 }
 
 impl KeyMatcher<'_> {
-    /// Whether `e` can serve as a key value of table column `col`: it reads none of this
-    /// item's or later items' columns and encodes as that column's key.
-    fn usable(&self, e: &Expr, col: usize) -> bool {
+    /// Whether `e` can serve as a key value of key part `part`: it reads none of this
+    /// item's or later items' columns and encodes as that part's key.
+    fn usable(&self, e: &Expr, part: &Part) -> bool {
         !e.uses_columns_in(self.lo..self.hi)
             && !e.uses_columns_from(self.hi)
-            && key_compatible(e, self.table.columns[col].ty)
+            && key_compatible(e, part.1)
     }
 
-    fn is_column(&self, e: &Expr, col: usize) -> bool {
-        *e == Expr::Column(self.lo + col)
+    /// Whether `e` is key part `part` (its column, or the same expression).
+    fn is_part(&self, e: &Expr, part: &Part) -> bool {
+        *e == part.0
     }
 
     /// `v` from a condition `col = v` (in either order) among `conds`.
-    fn equal(&self, conds: &[&Expr], col: usize) -> Option<Expr> {
+    fn equal(&self, conds: &[&Expr], col: &Part) -> Option<Expr> {
         conds.iter().find_map(|c| match c {
             Expr::Binary(BinOp::Eq, a, b) => [(a, b), (b, a)]
                 .into_iter()
-                .find(|(x, y)| self.is_column(x, col) && self.usable(y, col))
+                .find(|(x, y)| self.is_part(x, col) && self.usable(y, col))
                 .map(|(_, y)| (**y).clone()),
             _ => None,
         })
     }
 
     /// The list of `col IN (…)`.
-    fn in_list(&self, col: usize) -> Option<Vec<Expr>> {
+    fn in_list(&self, col: &Part) -> Option<Vec<Expr>> {
         self.conds.iter().find_map(|c| match c {
             Expr::InList(x, list, false)
-                if self.is_column(x, col) && list.iter().all(|v| self.usable(v, col)) =>
+                if self.is_part(x, col) && list.iter().all(|v| self.usable(v, col)) =>
             {
                 Some(list.clone())
             }
@@ -193,7 +213,7 @@ impl KeyMatcher<'_> {
 
     /// From an OR of conjunctions, each fixing `columns[0..m]` by equalities: the values of
     /// each alternative for the largest such m.
-    fn alternatives(&self, columns: &[usize]) -> Option<Vec<Vec<Expr>>> {
+    fn alternatives(&self, columns: &[Part]) -> Option<Vec<Vec<Expr>>> {
         let mut best: Option<Vec<Vec<Expr>>> = None;
         for c in self.conds {
             if !matches!(c, Expr::Or(..)) {
@@ -207,7 +227,7 @@ impl KeyMatcher<'_> {
                 let mut conj = Vec::new();
                 split_and_ref(d, &mut conj);
                 let mut values = Vec::new();
-                for &col in &columns[..width] {
+                for col in &columns[..width] {
                     match self.equal(&conj, col) {
                         Some(v) => values.push(v),
                         None => break,
@@ -233,12 +253,12 @@ impl KeyMatcher<'_> {
     }
 
     /// A range bound on column `col`: lower when `lower`, else upper.
-    fn bound(&self, col: usize, lower: bool) -> Option<(Expr, bool)> {
+    fn bound(&self, col: &Part, lower: bool) -> Option<(Expr, bool)> {
         self.conds.iter().find_map(|c| {
             let Expr::Binary(op, a, b) = c else { return None };
-            let (val, op) = if self.is_column(a, col) {
+            let (val, op) = if self.is_part(a, col) {
                 (b, *op)
-            } else if self.is_column(b, col) {
+            } else if self.is_part(b, col) {
                 (a, flip(*op))
             } else {
                 return None;
@@ -256,11 +276,11 @@ impl KeyMatcher<'_> {
 
     /// The access through the key over `columns`, with how many leading columns it fixes;
     /// `None` when it fixes none and bounds none.
-    fn key_access(&self, index: Option<Index>, columns: &[usize]) -> Option<(usize, KeyAccess)> {
+    fn key_access(&self, index: Option<Index>, columns: &[Part]) -> Option<(usize, KeyAccess)> {
         let mut prefixes: Vec<Vec<Expr>> = vec![Vec::new()];
         let mut fixed = 0;
         while fixed < columns.len() {
-            let col = columns[fixed];
+            let col = &columns[fixed];
             let (choices, width): (Vec<Vec<Expr>>, usize) =
                 if let Some(v) = self.equal(self.conds, col) {
                     (vec![vec![v]], 1)
@@ -282,13 +302,14 @@ impl KeyMatcher<'_> {
             fixed += width;
         }
         let (lower, upper) = match columns.get(fixed) {
-            Some(&next) => (self.bound(next, true), self.bound(next, false)),
+            Some(next) => (self.bound(next, true), self.bound(next, false)),
             None => (None, None),
         };
         if fixed == 0 && lower.is_none() && upper.is_none() {
             return None;
         }
-        Some((fixed, KeyAccess { index, prefixes, lower, upper }))
+        let types = columns.iter().map(|p| p.1).collect();
+        Some((fixed, KeyAccess { index, prefixes, lower, upper, types }))
     }
 }
 

@@ -36,17 +36,11 @@ pub struct KeyAccess {
     pub lower: Option<(Expr, bool)>,
     /// Upper bound on the next key column (value, inclusive).
     pub upper: Option<(Expr, bool)>,
+    /// The types of the key's parts (its columns', or its expressions').
+    pub types: Vec<DataType>,
 }
 
 impl KeyAccess {
-    /// The key columns (table positions) this access reads through.
-    pub fn columns<'a>(&'a self, table: &'a Table) -> &'a [usize] {
-        match &self.index {
-            Some(ix) => &ix.columns,
-            None => &table.primary_key,
-        }
-    }
-
     /// Whether every alternative names one primary key (a point lookup each).
     pub fn is_points(&self, table: &Table) -> bool {
         self.index.is_none()
@@ -258,6 +252,7 @@ impl SelectPlan {
                                 .upper
                                 .map(|(e, inc)| Ok::<_, SqlError>((f(e)?, inc)))
                                 .transpose()?,
+                            types: k.types,
                         })),
                     },
                 ),
