@@ -105,14 +105,93 @@ impl Index {
         self.expressions.is_empty() && self.predicate.is_none()
     }
 
-    /// Its key parts as text: the columns' names, or the expressions.
+    /// Its key parts as text: the columns' names, or the expressions as
+    /// [`shown_part`] writes them.
     pub fn part_names(&self, table: &Table) -> Vec<String> {
         if self.expressions.is_empty() {
             self.columns.iter().map(|&c| table.columns[c].name.clone()).collect()
         } else {
-            self.expressions.clone()
+            self.expressions.iter().map(|e| shown_part(e)).collect()
         }
     }
+}
+
+/// An index key part as PostgreSQL writes it alone (`pg_get_indexdef(index, n)`, a duplicate
+/// key's detail): a column, a function call or a cast as it is, an operator expression in
+/// parentheses (`(n * 2)`).
+pub fn shown_part(e: &str) -> String {
+    let mut e = e.trim();
+    while let Some(inner) = enclosed(e, '(') {
+        e = inner.trim();
+    }
+    if top_level_space(e) {
+        format!("({e})")
+    } else {
+        e.to_string()
+    }
+}
+
+/// An index key part as PostgreSQL writes it in the index's definition: a column or a
+/// function call as it is, any other expression (as [`shown_part`] writes it) in parentheses
+/// of its own (`((n * 2))`).
+pub fn defined_part(e: &str) -> String {
+    let e = shown_part(e);
+    let word = |s: &str| {
+        !s.is_empty()
+            && (s.chars().all(|c| c.is_alphanumeric() || c == '_') || enclosed(s, '"').is_some())
+    };
+    let call =
+        e.find('(').is_some_and(|open| word(&e[..open]) && enclosed(&e[open..], '(').is_some());
+    if word(&e) || call {
+        e
+    } else {
+        format!("({e})")
+    }
+}
+
+/// The text between `s`'s first character (an opening `(` or `"`) and its match, when that
+/// match is `s`'s last character.
+fn enclosed(s: &str, open: char) -> Option<&str> {
+    if !s.starts_with(open) || s.len() < 2 {
+        return None;
+    }
+    if open == '"' {
+        let inner = &s[1..s.len() - 1];
+        return (s.ends_with('"') && !inner.replace("\"\"", "").contains('"')).then_some(inner);
+    }
+    let (mut depth, mut quoted) = (0usize, false);
+    for (i, c) in s.char_indices() {
+        match c {
+            '\'' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => {
+                depth -= 1;
+                if depth == 0 {
+                    return (i == s.len() - 1).then(|| &s[1..i]);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether `s` has a space outside parentheses, string literals and quoted names: an
+/// operator expression.
+fn top_level_space(s: &str) -> bool {
+    let (mut depth, mut quote) = (0i32, None);
+    for c in s.chars() {
+        match (c, quote) {
+            ('\'' | '"', None) => quote = Some(c),
+            (_, Some(q)) if c == q => quote = None,
+            (_, Some(_)) => {}
+            ('(', None) => depth += 1,
+            (')', None) => depth -= 1,
+            (' ', None) if depth == 0 => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// An index's key expressions and condition, bound over its table's row.
@@ -650,5 +729,28 @@ impl Catalog {
         let next = rowids.entry(table.id).or_insert(seed);
         *next = (*next).max(seed) + 1;
         Ok(*next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn index_parts_are_written_as_pg_get_indexdef_writes_them() {
+        let cases = [
+            ("a", "a"),
+            ("\"Mixed Case\"", "\"Mixed Case\""),
+            ("lower(email)", "lower(email)"),
+            ("n * 2", "((n * 2))"),
+            ("(n * 2)", "((n * 2))"),
+            ("a::text", "(a::text)"),
+            ("lower(a) || 'x'", "((lower(a) || 'x'))"),
+            ("(a) + (b)", "(((a) + (b)))"),
+        ];
+        for (stored, shown) in cases {
+            assert_eq!(super::defined_part(stored), shown, "{stored}");
+        }
+        assert_eq!(super::shown_part("n % 2"), "(n % 2)");
+        assert_eq!(super::shown_part("((n % 2))"), "(n % 2)");
+        assert_eq!(super::shown_part("lower(a)"), "lower(a)");
     }
 }

@@ -694,12 +694,7 @@ impl Env for SessionEnv<'_> {
                     return Ok(Value::Null);
                 };
                 let def = self.db.definitions.lock().get(&oid).cloned();
-                let column = def.and_then(|d| {
-                    let open = d.rfind('(')?;
-                    let close = d.rfind(')')?;
-                    let list = d.get(open + 1..close)?;
-                    list.split(", ").nth(n as usize - 1).map(str::to_string)
-                });
+                let column = def.and_then(|d| index_parts(&d).into_iter().nth(n as usize - 1));
                 column.map_or(Value::Text(String::new()), Value::Text)
             }
             CatalogFunc::IndexDef | CatalogFunc::ConstraintDef | CatalogFunc::ViewDef => {
@@ -716,5 +711,50 @@ impl Env for SessionEnv<'_> {
                 }
             }
         })
+    }
+}
+
+/// The key parts of an index definition (`CREATE INDEX … USING btree (a, lower(b)) WHERE …`):
+/// the list after `USING btree`, split at its top-level commas (string literals and nested
+/// parentheses kept whole).
+fn index_parts(def: &str) -> Vec<String> {
+    let Some(start) = def.find("USING btree (") else { return vec![] };
+    let list = &def[start + "USING btree (".len()..];
+    let (mut parts, mut current, mut depth, mut quoted) = (Vec::new(), String::new(), 0, false);
+    for c in list.chars() {
+        match c {
+            '\'' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted && depth == 0 => break,
+            ')' if !quoted => depth -= 1,
+            ',' if !quoted && depth == 0 => {
+                parts.push(current.trim().to_string());
+                current.clear();
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    parts.push(current.trim().to_string());
+    // An expression part is written in parentheses of its own (`((n * 2))`); alone, without.
+    for part in &mut parts {
+        if part.starts_with('(') && part.ends_with(')') {
+            *part = part[1..part.len() - 1].to_string();
+        }
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn index_parts_split_at_top_level_commas() {
+        let def = "CREATE INDEX i ON public.t USING btree (((n * 2)), lower(a), b, replace(c, ',', ')')) WHERE (x > 1)";
+        assert_eq!(super::index_parts(def), ["(n * 2)", "lower(a)", "b", "replace(c, ',', ')')"]);
+        assert_eq!(
+            super::index_parts("CREATE UNIQUE INDEX k ON public.t USING btree (id)"),
+            ["id"]
+        );
     }
 }

@@ -15,6 +15,7 @@ from sqlalchemy import (
     CheckConstraint,
     DateTime,
     ForeignKey,
+    Index,
     Integer,
     Interval,
     JSON,
@@ -62,13 +63,19 @@ class Book(Base):
     __table_args__ = (
         UniqueConstraint("author_id", "title", name="sa_book_author_title"),
         CheckConstraint("pages > 0", name="sa_book_pages_positive"),
+        {"comment": "one row per book"},
     )
     id: Mapped[int] = mapped_column(primary_key=True)
-    title: Mapped[str] = mapped_column(String(100), index=True)
+    title: Mapped[str] = mapped_column(String(100), index=True, comment="as printed")
     pages: Mapped[int] = mapped_column(default=1)
     author_id: Mapped[int] = mapped_column(ForeignKey("sa_author.id", ondelete="CASCADE"))
     loan: Mapped[timedelta | None] = mapped_column(Interval)
     author: Mapped[Author] = relationship(back_populates="books")
+
+
+# An index on an expression and a partial one, declared as SQLAlchemy users do.
+Index("sa_book_pages_twice", Book.pages * 2)
+Index("sa_book_long", Book.pages, postgresql_where=Book.pages > 100)
 
 
 @pytest.fixture(params=SERVERS)
@@ -114,6 +121,12 @@ def test_inspect_reflects_the_schema(engine):
     indexes = {i["name"]: i for i in insp.get_indexes("sa_book")}
     assert indexes["ix_sa_book_title"]["column_names"] == ["title"]
     assert indexes["ix_sa_book_title"]["unique"] is False
+    assert indexes["sa_book_pages_twice"]["column_names"] == [None]
+    assert indexes["sa_book_pages_twice"]["expressions"] == ["(pages * 2)"]
+    assert indexes["sa_book_long"]["column_names"] == ["pages"]
+    assert indexes["sa_book_long"]["dialect_options"]["postgresql_where"] == "(pages > 100)"
+    assert insp.get_table_comment("sa_book") == {"text": "one row per book"}
+    assert cols["title"]["comment"] == "as printed"
     uniques = {u["name"]: u["column_names"] for u in insp.get_unique_constraints("sa_book")}
     assert uniques == {"sa_book_author_title": ["author_id", "title"]}
     checks = {c["name"]: c["sqltext"] for c in insp.get_check_constraints("sa_book")}

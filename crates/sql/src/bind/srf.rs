@@ -105,10 +105,16 @@ impl<'a> Planner<'a> {
                 }
                 let (d, dt) = self.expr(args[1], scope, false)?;
                 let mut bound = vec![a, self.coerce(d, dt, DataType::Int4)?.0];
-                if let Some(r) = args.get(2) {
-                    let (r, rt) = self.expr(r, scope, false)?;
-                    bound.push(self.coerce(r, rt, DataType::Bool)?.0);
+                match args.get(2) {
+                    Some(r) => {
+                        let (r, rt) = self.expr(r, scope, false)?;
+                        bound.push(self.coerce(r, rt, DataType::Bool)?.0);
+                    }
+                    None => bound.push(Expr::Const(Value::Bool(false))),
                 }
+                // int2vector and oidvector (pg_index.indkey, …) are subscripted from 0.
+                let from_zero = matches!(t, DataType::Int2Vector | DataType::OidVector);
+                bound.push(Expr::Const(Value::Bool(from_zero)));
                 Ok((Expr::Func(Func::GenerateSubscripts, bound), DataType::Int4))
             }
             _ => {
@@ -317,7 +323,13 @@ impl<'a> Planner<'a> {
                             let one = ast::Expr::value(ast::Value::Number("1".into(), false));
                             let mut with_dim = args.clone();
                             with_dim.push(&one);
-                            self.srf_call("generate_subscripts", &with_dim, scope)?
+                            let (mut e, t) =
+                                self.srf_call("generate_subscripts", &with_dim, scope)?;
+                            // Positions count from 1, even in a vector subscripted from 0.
+                            if let Expr::Func(Func::GenerateSubscripts, args) = &mut e {
+                                args[3] = Expr::Const(Value::Bool(false));
+                            }
+                            (e, t)
                         }
                         other => {
                             return Err(SqlError::new(

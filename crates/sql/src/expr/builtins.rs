@@ -495,11 +495,14 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
                 return Ok(Value::Array(vec![]));
             }
             let reverse = matches!(arg(2), Value::Bool(true));
+            // Vectors (int2vector, oidvector) count from 0, arrays from 1.
+            let first = if matches!(arg(3), Value::Bool(true)) { 0 } else { 1 };
             let n = items.len() as i64;
+            let subscripts = first..first + n;
             Value::Array(if reverse {
-                (1..=n).rev().map(Value::Int).collect()
+                subscripts.rev().map(Value::Int).collect()
             } else {
-                (1..=n).map(Value::Int).collect()
+                subscripts.map(Value::Int).collect()
             })
         }
         Func::GenerateSeries => {

@@ -1048,7 +1048,15 @@ impl System<'_> {
                 names.insert(*ioid, name.clone());
             }
             for (ioid, name, c, unique, _, kind, (exprs, predicate)) in &indexes {
-                let parts = if exprs.is_empty() { colnames(c) } else { exprs.join(", ") };
+                let parts = if exprs.is_empty() {
+                    colnames(c)
+                } else {
+                    exprs
+                        .iter()
+                        .map(|e| crate::catalog::defined_part(e))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
                 let mut def = format!(
                     "CREATE {}INDEX {name} ON public.{} USING btree ({parts})",
                     if *unique { "UNIQUE " } else { "" },
@@ -1227,7 +1235,8 @@ impl System<'_> {
                             zeros(n),
                             zeros(n),
                             exprs_text.unwrap_or(Value::Null),
-                            predicate.as_deref().map_or(Value::Null, text),
+                            // As pg_get_expr(indpred, indrelid) shows it.
+                            predicate.as_deref().map_or(Value::Null, |p| text(&format!("({p})"))),
                             boolean(false),
                         ]);
                     }
