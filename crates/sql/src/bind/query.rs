@@ -568,6 +568,23 @@ impl<'a> Planner<'a> {
                     .unwrap_or_default();
                 Ok(derived_item(plan, alias_name, &rename, offset))
             }
+            // LATERAL (SELECT …): it sees the earlier items' columns as a correlated
+            // subquery sees its enclosing row's; one that uses none is a derived table.
+            ast::TableFactor::Derived { lateral: true, subquery, alias, .. } => {
+                let (plan, refs) = self.plan_subquery(subquery, earlier)?;
+                let alias_name = alias.as_ref().map(|a| ident(&a.name));
+                let rename: Vec<String> = alias
+                    .as_ref()
+                    .map(|a| a.columns.iter().map(|c| ident(&c.name)).collect())
+                    .unwrap_or_default();
+                let (mut item, cols) = derived_item(plan, alias_name, &rename, offset);
+                if !refs.is_empty() {
+                    if let Source::Derived(plan) = item.source {
+                        item.source = Source::Lateral(plan);
+                    }
+                }
+                Ok((item, cols))
+            }
             ast::TableFactor::NestedJoin { table_with_joins, alias } => {
                 self.nested_join_item(table_with_joins, alias.as_ref(), offset)
             }
@@ -700,9 +717,6 @@ impl<'a> Planner<'a> {
                         ))
                     }
                 };
-                if let ast::TableFactor::Derived { lateral: true, .. } = &j.relation {
-                    return Err(SqlError::unsupported("LATERAL"));
-                }
                 let (mut item, cols) = self.bind_from_item(&j.relation, scope.cols.len(), scope)?;
                 named(&cols)?;
                 mark_function_column(scope, &item, &cols);
@@ -726,12 +740,13 @@ impl<'a> Planner<'a> {
                         Source::Values(rows) => {
                             lateral = rows.iter().flatten().any(|e| e.uses_columns_in(0..start))
                         }
+                        Source::Lateral(_) => lateral = true,
                         _ => {}
                     }
                     if lateral {
                         return Err(SqlError::new(
                             "42P10",
-                            "invalid reference to FROM-clause entry: a function on the right of a RIGHT or FULL join reads an earlier FROM item's columns",
+                            "invalid reference to FROM-clause entry: an item on the right of a RIGHT or FULL join reads an earlier FROM item's columns",
                         )
                         .detail("The combining JOIN type must be INNER or LEFT for a LATERAL reference."));
                     }

@@ -73,7 +73,9 @@ impl InitPlans<'_> {
                     kind,
                     all,
                 ),
+                // Run for each combination of earlier rows, by the join.
                 other @ (Source::Table(..)
+                | Source::Lateral(_)
                 | Source::Series(..)
                 | Source::Unnest(..)
                 | Source::Recursive(..)

@@ -230,6 +230,11 @@ impl Join<'_, '_, '_> {
             Source::Derived(sub) => {
                 execute_select(sub, txn, ctx, limits)?.into_iter().map(|r| (None, r)).collect()
             }
+            // Its `Expr::Outer` references read the joined row so far.
+            Source::Lateral(sub) => {
+                let inner = crate::expr::Ctx { outer: row, ..*ctx };
+                execute_select(sub, txn, &inner, limits)?.into_iter().map(|r| (None, r)).collect()
+            }
             Source::Recursive(anchor, step, id, all) => {
                 recursive_rows(anchor, step, *id, *all, txn, ctx, limits)?
                     .into_iter()

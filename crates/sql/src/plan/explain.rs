@@ -110,13 +110,14 @@ fn explain_into(plan: &SelectPlan, depth: usize, lines: &mut Vec<String>) {
             Source::Rows(_) => (format!("Scan of {}", item.label), None),
             Source::Values(_) => ("Values Scan".into(), None),
             Source::Derived(_) => (format!("Subquery Scan on {}", item.label), None),
+            Source::Lateral(_) => (format!("Lateral Subquery Scan on {}", item.label), None),
             Source::SetOp(..) => (format!("{} of two queries", item.label), None),
             Source::Recursive(..) => (format!("Recursive Union on {}", item.label), None),
             Source::WorkTable(_) => (format!("WorkTable Scan on {}", item.label), None),
         };
         lines.push(format!("{pad}{join}{access}"));
         match &item.source {
-            Source::Derived(p) => explain_into(p, depth + i + 2, lines),
+            Source::Derived(p) | Source::Lateral(p) => explain_into(p, depth + i + 2, lines),
             Source::SetOp(l, r, ..) | Source::Recursive(l, r, ..) => {
                 explain_into(l, depth + i + 2, lines);
                 explain_into(r, depth + i + 2, lines);

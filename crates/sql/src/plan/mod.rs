@@ -68,6 +68,9 @@ pub enum Source {
     Values(Vec<Vec<Expr>>),
     /// A derived table, `FROM (SELECT …) AS t`, run at execution.
     Derived(Box<SelectPlan>),
+    /// A LATERAL derived table that reads earlier FROM items' columns (as `Expr::Outer`,
+    /// over the joined row so far): run again for every combination of earlier rows.
+    Lateral(Box<SelectPlan>),
     /// UNION / INTERSECT / EXCEPT of two queries, run at execution.
     SetOp(Box<SelectPlan>, Box<SelectPlan>, SetOpKind, bool),
     /// A recursive common table expression: the non-recursive term, the recursive term
@@ -267,6 +270,7 @@ impl SelectPlan {
                     Source::Values(rows.into_iter().map(|r| all(r, f)).collect::<Result<Vec<_>>>()?)
                 }
                 Source::Derived(plan) => Source::Derived(plan),
+                Source::Lateral(plan) => Source::Lateral(plan),
                 Source::SetOp(l, r, kind, set_all) => Source::SetOp(
                     Box::new(l.try_map_exprs(f)?),
                     Box::new(r.try_map_exprs(f)?),
@@ -341,7 +345,7 @@ impl SelectPlan {
         match &item.source {
             Source::Table(_, Access::Full) | Source::Rows(_) | Source::Derived(_) => true,
             Source::SetOp(..) | Source::Recursive(..) => true,
-            Source::WorkTable(_) => false,
+            Source::WorkTable(_) | Source::Lateral(_) => false,
             Source::Values(rows) => !rows.iter().flatten().any(reads_earlier),
             Source::Table(_, Access::Key(k)) => {
                 !k.prefixes.iter().flatten().any(reads_earlier)
@@ -390,7 +394,7 @@ impl SelectPlan {
     pub fn reads_work_table(&self, id: usize) -> bool {
         self.from.iter().any(|item| match &item.source {
             Source::WorkTable(w) => *w == id,
-            Source::Derived(p) => p.reads_work_table(id),
+            Source::Derived(p) | Source::Lateral(p) => p.reads_work_table(id),
             Source::SetOp(l, r, ..) | Source::Recursive(l, r, ..) => {
                 l.reads_work_table(id) || r.reads_work_table(id)
             }
@@ -406,6 +410,7 @@ impl SelectPlan {
             item.source = match &item.source {
                 Source::WorkTable(w) if *w == id => Source::Rows(rows.clone()),
                 Source::Derived(p) => Source::Derived(Box::new(p.with_work_table(id, rows))),
+                Source::Lateral(p) => Source::Lateral(Box::new(p.with_work_table(id, rows))),
                 Source::SetOp(l, r, k, a) => Source::SetOp(
                     Box::new(l.with_work_table(id, rows)),
                     Box::new(r.with_work_table(id, rows)),
