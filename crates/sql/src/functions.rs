@@ -308,6 +308,7 @@ pub static FUNCTIONS: &[FuncDef] = &[
     f(&[], Func::Extract, 2, 2, &[A::Text, A::Any], Type(T::Numeric(None)), STRICT, IMMUTABLE),
     f(&[], Func::DatePart, 2, 2, &[A::Text, A::Any], Type(T::Float8), STRICT, IMMUTABLE),
     f(&[], Func::DateTrunc, 2, 2, &[A::Text, A::Any], Type(T::Timestamp), STRICT, IMMUTABLE),
+    f(&["to_char"], Func::ToChar, 2, 2, &[A::Any, A::Text], Type(T::Text), STRICT, IMMUTABLE),
     f(&["age"], Func::Age, 1, 2, &[A::Timestamp], Type(T::Interval(None)), STRICT, VOLATILE),
     f(
         &["justify_days"],

@@ -344,7 +344,7 @@ impl Value {
         }
     }
 
-    fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Value::Null => "null",
             Value::Bool(_) => "boolean",

@@ -246,6 +246,10 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
                 _ => super::datetime::extract(field, source, f == Func::DatePart, zone)?,
             }
         }
+        Func::ToChar => match (arg(0), arg(1)) {
+            (v, Value::Text(template)) => super::to_char::to_char(&v, &template, ctx.env.zone())?,
+            _ => Value::Null,
+        },
         Func::Age => {
             let ts = |v: &Value| match v {
                 Value::Timestamp(t) | Value::TimestampTz(t) => Ok(*t),

@@ -4,6 +4,7 @@ mod builtins;
 pub mod datetime;
 mod display;
 mod ops;
+pub mod to_char;
 
 pub use builtins::*;
 pub use ops::*;
@@ -137,6 +138,8 @@ pub enum Func {
     DatePart,
     /// date_trunc(unit, date or timestamp)
     DateTrunc,
+    /// to_char(value, template)
+    ToChar,
     /// age(timestamp [, timestamp]): the calendar difference (from today's midnight with one
     /// argument)
     Age,
