@@ -156,14 +156,14 @@ impl<'a> Planner<'a> {
             }
             E::InSubquery { expr, subquery, negated } => {
                 let (x, ty) = self.expr(expr, scope, aggs)?;
-                let (plan, refs) = self.plan_subquery(subquery, scope)?;
+                let (plan, refs, outer) = self.plan_subquery(subquery, scope)?;
                 if plan.columns.len() != 1 {
                     return Err(SqlError::syntax("subquery has too many columns"));
                 }
                 let (x, _) = self.coerce(x, ty, plan.columns[0].1)?;
                 (
                     Expr::Subquery(
-                        SubPlan(Arc::new(plan)),
+                        SubPlan(Arc::new(plan), outer),
                         SubqueryKind::In(Box::new(x), *negated),
                         refs,
                     ),
@@ -171,17 +171,21 @@ impl<'a> Planner<'a> {
                 )
             }
             E::Subquery(q) => {
-                let (plan, refs) = self.plan_subquery(q, scope)?;
+                let (plan, refs, outer) = self.plan_subquery(q, scope)?;
                 if plan.columns.len() != 1 {
                     return Err(SqlError::syntax("subquery must return only one column"));
                 }
                 let ty = plan.columns[0].1;
-                (Expr::Subquery(SubPlan(Arc::new(plan)), SubqueryKind::Scalar, refs), ty)
+                (Expr::Subquery(SubPlan(Arc::new(plan), outer), SubqueryKind::Scalar, refs), ty)
             }
             E::Exists { subquery, negated } => {
-                let (plan, refs) = self.plan_subquery(subquery, scope)?;
+                let (plan, refs, outer) = self.plan_subquery(subquery, scope)?;
                 (
-                    Expr::Subquery(SubPlan(Arc::new(plan)), SubqueryKind::Exists(*negated), refs),
+                    Expr::Subquery(
+                        SubPlan(Arc::new(plan), outer),
+                        SubqueryKind::Exists(*negated),
+                        refs,
+                    ),
                     DataType::Bool,
                 )
             }

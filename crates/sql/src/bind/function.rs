@@ -245,7 +245,7 @@ impl<'a> Planner<'a> {
                 if name != "array" {
                     return Err(SqlError::unsupported(format!("{name}(subquery)")));
                 }
-                let (plan, refs) = self.plan_subquery(q, scope)?;
+                let (plan, refs, outer) = self.plan_subquery(q, scope)?;
                 if plan.columns.len() != 1 {
                     return Err(SqlError::syntax("subquery must return only one column"));
                 }
@@ -255,7 +255,7 @@ impl<'a> Planner<'a> {
                 };
                 let ty = crate::array::array_of(elem)?;
                 return Ok((
-                    Expr::Subquery(SubPlan(Arc::new(plan)), SubqueryKind::Array, refs),
+                    Expr::Subquery(SubPlan(Arc::new(plan), outer), SubqueryKind::Array, refs),
                     ty,
                 ));
             }

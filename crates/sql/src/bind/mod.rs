@@ -141,6 +141,17 @@ pub trait SystemTables {
     }
 }
 
+/// A query enclosing the subquery being bound.
+#[derive(Debug, Clone)]
+pub struct Enclosing {
+    /// Its columns.
+    pub scope: Scope,
+    /// Those the subquery directly inside it reads (from it or any subquery of its own).
+    pub refs: Vec<usize>,
+    /// Whether the subquery directly inside it reads a query further out.
+    pub deep: bool,
+}
+
 /// The binder and planner for one statement.
 pub struct Planner<'a> {
     /// The transaction, for catalog reads only: binding executes nothing.
@@ -155,12 +166,9 @@ pub struct Planner<'a> {
     pub system: &'a dyn SystemTables,
     /// The session, for folding constant function calls.
     pub env: &'a dyn crate::expr::Env,
-    /// Scopes of enclosing queries (a subquery may refer to the innermost one).
-    pub outer: Vec<Scope>,
-    /// Set when binding referred to an enclosing query's column.
-    pub correlated: bool,
-    /// The enclosing query's columns referred to while binding the current subquery.
-    pub outer_refs: Vec<usize>,
+    /// The enclosing queries of the subquery being bound, outermost first: a subquery may
+    /// refer to any of them.
+    pub outer: Vec<Enclosing>,
     /// Set while binding a CASE arm whose condition is constantly false or NULL: PostgreSQL
     /// drops such an arm before folding it, so a folding error there (an overflow, a
     /// division by zero) must not fail the statement; the expression stays unfolded.
@@ -359,8 +367,6 @@ impl<'a> Planner<'a> {
             system,
             env,
             outer: Vec::new(),
-            correlated: false,
-            outer_refs: Vec::new(),
             dead_arm: false,
             tables: Vec::new(),
             sequences: Vec::new(),
@@ -395,40 +401,48 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// Resolves a name in the innermost enclosing query (a correlated reference).
+    /// Resolves a name in the enclosing queries, innermost first (a correlated reference):
+    /// an `Expr::Outer` into their rows laid end to end, outermost first. The subquery
+    /// directly inside the query that has the column records it among its references; the
+    /// subqueries between that one and this are marked as reading further out.
     pub(crate) fn resolve_outer(
         &mut self,
         table: Option<&str>,
         name: &str,
         err: SqlError,
     ) -> Result<(Expr, DataType)> {
-        let Some(outer) = self.outer.last() else { return Err(err) };
-        match outer.resolve(table, name) {
-            Ok((i, t)) => {
-                self.correlated = true;
-                if !self.outer_refs.contains(&i) {
-                    self.outer_refs.push(i);
+        for k in (0..self.outer.len()).rev() {
+            match self.outer[k].scope.resolve(table, name) {
+                Ok((i, t)) => {
+                    let base: usize = self.outer[..k].iter().map(|l| l.scope.cols.len()).sum();
+                    let level = &mut self.outer[k];
+                    if !level.refs.contains(&i) {
+                        level.refs.push(i);
+                    }
+                    for inner in &mut self.outer[k + 1..] {
+                        inner.deep = true;
+                    }
+                    return Ok((Expr::Outer(base + i), t));
                 }
-                Ok((Expr::Outer(i), t))
+                Err(e) if e.code == code::AMBIGUOUS_COLUMN => return Err(e),
+                Err(_) => {}
             }
-            Err(_) => Err(err),
         }
+        Err(err)
     }
 
-    /// Plans a subquery that may refer to `scope`; returns the plan and whether it did.
+    /// Plans a subquery that may refer to `scope` (and the queries enclosing it); returns
+    /// the plan, the columns of `scope` it reads, and how it reads enclosing rows.
     pub(crate) fn plan_subquery(
         &mut self,
         q: &ast::Query,
         scope: &Scope,
-    ) -> Result<(SelectPlan, Vec<usize>)> {
-        self.outer.push(scope.clone());
-        let saved = std::mem::replace(&mut self.correlated, false);
-        let saved_refs = std::mem::take(&mut self.outer_refs);
+    ) -> Result<(SelectPlan, Vec<usize>, crate::expr::OuterRow)> {
+        self.outer.push(Enclosing { scope: scope.clone(), refs: Vec::new(), deep: false });
         let plan = self.query(q, None);
-        let refs = std::mem::replace(&mut self.outer_refs, saved_refs);
-        self.correlated = saved;
-        self.outer.pop();
-        Ok((plan?, refs))
+        let level = self.outer.pop().expect("pushed above");
+        let shape = crate::expr::OuterRow { width: level.scope.cols.len(), deep: level.deep };
+        Ok((plan?, level.refs, shape))
     }
 
     pub(crate) fn param(&mut self, n: usize) -> DataType {

@@ -571,14 +571,14 @@ impl<'a> Planner<'a> {
             // LATERAL (SELECT …): it sees the earlier items' columns as a correlated
             // subquery sees its enclosing row's; one that uses none is a derived table.
             ast::TableFactor::Derived { lateral: true, subquery, alias, .. } => {
-                let (plan, refs) = self.plan_subquery(subquery, earlier)?;
+                let (plan, refs, outer) = self.plan_subquery(subquery, earlier)?;
                 let alias_name = alias.as_ref().map(|a| ident(&a.name));
                 let rename: Vec<String> = alias
                     .as_ref()
                     .map(|a| a.columns.iter().map(|c| ident(&c.name)).collect())
                     .unwrap_or_default();
                 let (mut item, cols) = derived_item(plan, alias_name, &rename, offset);
-                if !refs.is_empty() {
+                if !refs.is_empty() || outer.deep {
                     if let Source::Derived(plan) = item.source {
                         item.source = Source::Lateral(plan);
                     }

@@ -46,7 +46,7 @@ impl InitPlans<'_> {
     /// Replaces every uncorrelated subquery in `e` by its result.
     fn expr(&self, e: Expr) -> Result<Expr> {
         e.map(&mut |node| match node {
-            Expr::Subquery(plan, kind, refs) if refs.is_empty() => {
+            Expr::Subquery(plan, kind, refs) if refs.is_empty() && !plan.1.deep => {
                 self.exec.limits.check()?;
                 kind.resolve(self.exec.run_once(&plan, self.ctx)?)
             }

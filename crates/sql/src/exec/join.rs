@@ -232,7 +232,9 @@ impl Join<'_, '_, '_> {
             }
             // Its `Expr::Outer` references read the joined row so far.
             Source::Lateral(sub) => {
-                let inner = crate::expr::Ctx { outer: row, ..*ctx };
+                let shape = crate::expr::OuterRow { width: item.offset, deep: false };
+                let outer = shape.of(ctx.outer, row);
+                let inner = crate::expr::Ctx { outer: &outer, ..*ctx };
                 execute_select(sub, txn, &inner, limits)?.into_iter().map(|r| (None, r)).collect()
             }
             Source::Recursive(anchor, step, id, all) => {

@@ -502,9 +502,36 @@ impl SubqueryKind {
     }
 }
 
-/// A planned subquery, shared by clones of the expression that holds it.
+/// A planned subquery, shared by clones of the expression that holds it, and how it reads
+/// the rows of the queries enclosing it.
 #[derive(Clone)]
-pub struct SubPlan(pub std::sync::Arc<crate::plan::SelectPlan>);
+pub struct SubPlan(pub std::sync::Arc<crate::plan::SelectPlan>, pub OuterRow);
+
+/// How a subquery sees the rows of the queries enclosing it: as one row, the enclosing
+/// queries' rows laid end to end (outermost first), `Expr::Outer` indexing into it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OuterRow {
+    /// The width of the directly enclosing query's row, as bound.
+    pub width: usize,
+    /// Whether it (or a subquery of its own) reads a query further out than the directly
+    /// enclosing one: it must run again for each of that query's rows.
+    pub deep: bool,
+}
+
+impl OuterRow {
+    /// The row a subquery run from `row` sees: `outer` (the enclosing queries' rows) then
+    /// the first `width` values of `row`.
+    pub fn of<'r>(&self, outer: &'r [Value], row: &'r [Value]) -> std::borrow::Cow<'r, [Value]> {
+        if outer.is_empty() && row.len() >= self.width {
+            return std::borrow::Cow::Borrowed(&row[..self.width]);
+        }
+        let mut v = Vec::with_capacity(outer.len() + self.width);
+        v.extend_from_slice(outer);
+        v.extend(row.iter().take(self.width).cloned());
+        v.resize(outer.len() + self.width, Value::Null);
+        std::borrow::Cow::Owned(v)
+    }
+}
 
 impl PartialEq for SubPlan {
     fn eq(&self, other: &Self) -> bool {
@@ -665,11 +692,12 @@ impl Expr {
                     SubqueryKind::In(x, _) => x.eval(row, ctx)?,
                     _ => Value::Null,
                 };
-                let values = if refs.is_empty() {
+                let values = if refs.is_empty() && !plan.1.deep {
                     // Uncorrelated: runs on first use, once per statement.
                     runner.run_once(plan, ctx)?
                 } else {
-                    let inner = Ctx { outer: row, ..*ctx };
+                    let outer = plan.1.of(ctx.outer, row);
+                    let inner = Ctx { outer: &outer, ..*ctx };
                     subquery_values(runner.run(&plan.0, &inner)?)
                 };
                 kind.value(&values, &left)?

@@ -17,7 +17,7 @@ fn subplans<'e>(exprs: impl Iterator<Item = &'e Expr>, depth: usize, lines: &mut
     for e in exprs {
         e.walk(&mut |e| {
             if let Expr::Subquery(plan, _, refs) = e {
-                let what = if refs.is_empty() { "InitPlan" } else { "SubPlan" };
+                let what = if refs.is_empty() && !plan.1.deep { "InitPlan" } else { "SubPlan" };
                 lines.push(format!("{}{what}", "  ".repeat(depth)));
                 explain_into(&plan.0, depth + 1, lines);
             }
