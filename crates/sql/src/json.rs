@@ -1053,6 +1053,37 @@ pub fn aggregate(items: &[Value], elem: DataType, jsonb: bool, zone: Zone) -> Re
     Ok(Value::Text(if jsonb { jsonb_in(&out)? } else { out }))
 }
 
+/// json_object_agg / jsonb_object_agg: an object of the collected `[key, value]` pairs, the
+/// keys as text, the values (of type `value_ty`) as to_json writes them. A NULL key is an
+/// error, as in PostgreSQL.
+pub fn object_aggregate(
+    pairs: &[Value],
+    key_ty: DataType,
+    value_ty: DataType,
+    jsonb: bool,
+    zone: Zone,
+) -> Result<Value> {
+    let mut out = String::from("{ ");
+    for (i, pair) in pairs.iter().enumerate() {
+        let Value::Array(kv) = pair else { continue };
+        let (key, value) = (kv.first().unwrap_or(&Value::Null), kv.get(1).unwrap_or(&Value::Null));
+        if key.is_null() {
+            return Err(SqlError::new(
+                code::INVALID_PARAMETER_VALUE,
+                "field name must not be null",
+            ));
+        }
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_string(&mut out, &key.to_text_in(key_ty, zone).unwrap_or_default());
+        out.push_str(" : ");
+        write_value(&mut out, value, value_ty, zone)?;
+    }
+    out.push_str(" }");
+    Ok(Value::Text(if jsonb { jsonb_in(&out)? } else { out }))
+}
+
 /// json_build_array / jsonb_build_array of values' JSON texts (NULL: null).
 pub fn build_array(args: &[Value], jsonb: bool) -> Result<Value> {
     let mut out = String::from("[");

@@ -1201,3 +1201,20 @@ prepare mlp(int) as select id from ma where exists (select 1 from mb where mb.a_
 execute mlp(0);
 execute mlp(100);
 drop table ma, mb, mc;
+-- json_object_agg / jsonb_object_agg.
+create table oa (id int primary key, k text, v int, g int, d date);
+insert into oa values (1, 'a', 1, 1, '2024-01-02'), (2, 'b', null, 1, null), (3, 'c', 3, 2, '2024-03-04'), (4, 'a', 4, 2, null);
+select json_object_agg(k, v) from oa;
+select jsonb_object_agg(k, v) from oa;
+select g, json_object_agg(k, v order by k desc) from oa group by g order by g;
+select g, jsonb_object_agg(k, d) filter (where v is not null) from oa group by g order by g;
+select json_object_agg(id, d) from oa;
+select json_object_agg(k, v) from oa where false;
+select jsonb_object_agg(k, v) from oa where id > 10;
+select json_object_agg(null::text, v) from oa;
+select json_object_agg(k) from oa;
+select json_object_agg(k, v) from oa group by json_object_agg(k, v);
+select jsonb_object_agg(k, jsonb_build_object('v', v, 'd', d)) from oa;
+select json_object_agg(k, array[v, g]) from oa;
+select json_object_agg('x', 'y');
+drop table oa;

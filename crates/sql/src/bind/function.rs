@@ -266,6 +266,9 @@ impl<'a> Planner<'a> {
             }
             return self.window_call(f, &name, &args, star, scope);
         }
+        if matches!(name.as_str(), "json_object_agg" | "jsonb_object_agg") {
+            return self.json_object_agg(f, &name, &args, distinct, order_by, scope, aggs);
+        }
         let agg = match name.as_str() {
             "count" => Some(AggFunc::Count),
             "sum" => Some(AggFunc::Sum),
@@ -758,6 +761,58 @@ impl<'a> Planner<'a> {
             Expr::Const(owned.map_or(Value::Null, |n| Value::Text(format!("public.{n}")))),
             DataType::Text,
         ))
+    }
+}
+
+impl Planner<'_> {
+    /// `json_object_agg(key, value [ORDER BY …]) [FILTER (WHERE …)]`: the pairs collected as
+    /// array_agg collects (a pair with a NULL value too), then written as one object.
+    #[allow(clippy::too_many_arguments)]
+    fn json_object_agg(
+        &mut self,
+        f: &ast::Function,
+        name: &str,
+        args: &[ast::Expr],
+        distinct: bool,
+        order_by: &[ast::OrderByExpr],
+        scope: &Scope,
+        aggs: bool,
+    ) -> Result<(Expr, DataType)> {
+        if !aggs {
+            return Err(SqlError::new(code::GROUPING, "aggregate functions are not allowed here"));
+        }
+        let [k, v] = args else {
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!("function {name} takes exactly two arguments"),
+            ));
+        };
+        let (k, kt) = self.expr(k, scope, false)?;
+        let (k, kt) = self.coerce(k, kt, DataType::Text)?;
+        let (v, vt) = self.expr(v, scope, false)?;
+        let (v, vt) = self.coerce(v, vt, DataType::Text)?;
+        let pair = Expr::Func(Func::MakeArray, vec![k, v]);
+        let mut packed = vec![pair];
+        let mut order = Vec::with_capacity(order_by.len());
+        for o in order_by {
+            packed.push(self.expr(&o.expr, scope, false)?.0);
+            let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+            order.push((desc, o.options.nulls_first.unwrap_or(desc)));
+        }
+        // Packed with its sort keys, as every collecting aggregate's input is.
+        let x = Expr::Func(Func::MakeArray, packed);
+        let x = match &f.filter {
+            Some(cond) => {
+                let (c, cty) = self.expr(cond, scope, false)?;
+                let (c, _) = self.coerce(c, cty, DataType::Bool)?;
+                Expr::Case { operand: None, whens: vec![(c, x)], otherwise: None }
+            }
+            None => x,
+        };
+        let agg = Expr::Agg(AggFunc::ArrayAgg(order), distinct, Some(Box::new(x)), DataType::Text);
+        let jsonb = name == "jsonb_object_agg";
+        let ty = if jsonb { DataType::Jsonb } else { DataType::Json };
+        Ok((Expr::Func(Func::JsonObjectAgg(kt, vt, jsonb), vec![agg]), ty))
     }
 }
 

@@ -550,6 +550,12 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             }
         },
         Func::Json(f, jsonb) => crate::json::call(f, jsonb, &args)?,
+        Func::JsonObjectAgg(key, value, jsonb) => match arg(0) {
+            Value::Array(pairs) => {
+                crate::json::object_aggregate(&pairs, key, value, jsonb, ctx.env.zone())?
+            }
+            _ => Value::Null, // no rows
+        },
         Func::JsonAgg(elem, jsonb) => match arg(0) {
             Value::Array(items) => crate::json::aggregate(&items, elem, jsonb, ctx.env.zone())?,
             _ => Value::Null, // no rows

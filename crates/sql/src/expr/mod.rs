@@ -256,6 +256,9 @@ pub enum Func {
     /// json_agg / jsonb_agg (`true`): the array its array_agg collected, of values of the
     /// type given, as a JSON array.
     JsonAgg(DataType, bool),
+    /// json_object_agg / jsonb_object_agg (true) over collected `[key, value]` pairs of
+    /// these types.
+    JsonObjectAgg(DataType, DataType, bool),
     /// A json (`false`) or jsonb (`true`) operator or function; the document is the first
     /// argument.
     Json(JsonFunc, bool),
