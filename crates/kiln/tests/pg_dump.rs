@@ -115,55 +115,65 @@ fn a_pg_dump_script_restores_into_kiln() {
     std::fs::write(&schema, SCHEMA).unwrap();
     run(pg_psql(&pg, "shop").arg("-q").arg("-f").arg(&schema), "the schema on PostgreSQL");
 
-    let dump = run(
-        Command::new(common::require("pg_dump")).env_remove("PGOPTIONS").args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &pg.port.to_string(),
-            "-U",
-            "postgres",
-            "shop",
-        ]),
-        "pg_dump",
-    );
-    for expected in
-        ["CREATE SEQUENCE", "OWNED BY", "ADD GENERATED", "SEQUENCE NAME", "OWNER TO", "COMMENT ON"]
-    {
-        assert!(dump.contains(expected), "the dump has no {expected}:\n{dump}");
-    }
-    let dump_file = tmp.path().join("shop.sql");
-    std::fs::write(&dump_file, &dump).unwrap();
-
     let kiln = common::Kiln::start(&[]);
-    kiln.psql(&["-c", "CREATE DATABASE shop"]);
-    let mut restore = Command::new(common::require("psql"));
-    kiln.pg_env(&mut restore);
-    restore
-        .env("PGDATABASE", "shop")
-        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-f"])
-        .arg(&dump_file);
-    run(&mut restore, "the dump restored into Kiln");
+    // The default dump (data as COPY) and one with INSERTs (GENERATED ALWAYS identity
+    // columns then take their values through OVERRIDING SYSTEM VALUE).
+    for (database, extra) in [("shop", None), ("shop_inserts", Some("--inserts"))] {
+        let dump = run(
+            Command::new(common::require("pg_dump"))
+                .env_remove("PGOPTIONS")
+                .args(["-h", "127.0.0.1", "-p", &pg.port.to_string(), "-U", "postgres"])
+                .args(extra)
+                .arg("shop"),
+            "pg_dump",
+        );
+        let mut expected = vec![
+            "CREATE SEQUENCE",
+            "OWNED BY",
+            "ADD GENERATED",
+            "SEQUENCE NAME",
+            "OWNER TO",
+            "COMMENT ON",
+        ];
+        if extra.is_some() {
+            expected.push("OVERRIDING SYSTEM VALUE");
+        }
+        for expected in expected {
+            assert!(dump.contains(expected), "the dump has no {expected}:\n{dump}");
+        }
+        let dump_file = tmp.path().join(format!("{database}.sql"));
+        std::fs::write(&dump_file, &dump).unwrap();
+        kiln.psql(&["-c", &format!("CREATE DATABASE {database}")]);
+        let mut restore = Command::new(common::require("psql"));
+        kiln.pg_env(&mut restore);
+        restore
+            .env("PGDATABASE", database)
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-f"])
+            .arg(&dump_file);
+        run(&mut restore, &format!("the dump {database} restored into Kiln"));
+    }
 
     let queries = tmp.path().join("queries.sql");
     std::fs::write(&queries, QUERIES).unwrap();
     let on_pg = answers(pg_psql(&pg, "shop"), &queries);
-    let mut on_kiln = Command::new(common::require("psql"));
-    kiln.pg_env(&mut on_kiln);
-    on_kiln.env("PGDATABASE", "shop").arg("-X");
-    let on_kiln = answers(on_kiln, &queries);
     // The generated keys continue where PostgreSQL's would, the cycle of invoice_no included.
     assert!(on_pg.contains("1015"), "PostgreSQL's next order id:\n{on_pg}");
     assert!(on_pg.contains("people who buy"), "{on_pg}");
-    if on_pg != on_kiln {
-        let diff = on_pg
-            .lines()
-            .zip(on_kiln.lines())
-            .enumerate()
-            .filter(|(_, (a, b))| a != b)
-            .map(|(i, (a, b))| format!("line {i}:\n  PostgreSQL: {a}\n  Kiln:       {b}"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        panic!("Kiln answers differently after the restore:\n{diff}\n\nKiln:\n{on_kiln}");
+    for database in ["shop", "shop_inserts"] {
+        let mut on_kiln = Command::new(common::require("psql"));
+        kiln.pg_env(&mut on_kiln);
+        on_kiln.env("PGDATABASE", database).arg("-X");
+        let on_kiln = answers(on_kiln, &queries);
+        if on_pg != on_kiln {
+            let diff = on_pg
+                .lines()
+                .zip(on_kiln.lines())
+                .enumerate()
+                .filter(|(_, (a, b))| a != b)
+                .map(|(i, (a, b))| format!("line {i}:\n  PostgreSQL: {a}\n  Kiln:       {b}"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            panic!("Kiln ({database}) answers differently after the restore:\n{diff}\n\nKiln:\n{on_kiln}");
+        }
     }
 }

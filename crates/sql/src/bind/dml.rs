@@ -97,8 +97,9 @@ pub(crate) type ConflictUpdate = (Vec<(usize, Expr)>, Option<Expr>);
 #[derive(Clone)]
 pub(crate) struct InsertPlan {
     pub(crate) table: Arc<Table>,
-    /// Target column of each source column.
-    pub(crate) targets: Vec<usize>,
+    /// Target column of each source column (`None`: its value is ignored, the column takes
+    /// its default — an identity column under OVERRIDING USER VALUE).
+    pub(crate) targets: Vec<Option<usize>>,
     pub(crate) source: SelectPlan,
     pub(crate) defaults: Vec<Option<Expr>>,
     pub(crate) on_conflict: Option<(Vec<usize>, Option<ConflictUpdate>)>,
@@ -131,6 +132,20 @@ pub(crate) fn bind_default(planner: &mut Planner, text: &str) -> Result<Expr> {
 pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<InsertPlan> {
     let name = object_name(&table_object(&ins.table)?)?;
     let table = planner.table_or_err(&name)?;
+    // OVERRIDING SYSTEM VALUE: identity columns take the values given, even GENERATED
+    // ALWAYS ones; OVERRIDING USER VALUE: they ignore them and take their sequence's next.
+    let mut overriding = None;
+    for s in ins.settings.iter().flatten() {
+        match (&s.value, s.key.value.as_str()) {
+            (ast::Expr::Value(v), crate::parse::OVERRIDING) => {
+                overriding = match &v.value {
+                    ast::Value::SingleQuotedString(m) if m == "system" => Some(true),
+                    _ => Some(false),
+                }
+            }
+            _ => return Err(SqlError::unsupported(format!("the INSERT setting {}", s.key))),
+        }
+    }
     let targets: Vec<usize> = if ins.columns.is_empty() {
         (0..table.columns.len()).collect()
     } else {
@@ -192,12 +207,12 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
         let c = &table.columns[t];
         let all_default = plain_values
             .is_some_and(|v| v.rows.iter().all(|r| r.get(i).is_some_and(is_default_keyword)));
-        if c.identity.as_ref().is_some_and(|i| i.always) && !all_default {
+        if c.identity.as_ref().is_some_and(|i| i.always) && !all_default && overriding.is_none() {
             return Err(generated_always(
                 c,
                 format!("cannot insert a non-DEFAULT value into column \"{}\"", c.name),
             )
-            .hint("Leave the column out of the INSERT's column list, or give it DEFAULT."));
+            .hint("Use OVERRIDING SYSTEM VALUE to override."));
         }
     }
     let alias = table.name.clone();
@@ -272,6 +287,10 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
         Some(_) => return Err(SqlError::unsupported("ON DUPLICATE KEY")),
     };
     let returning = plan_returning(planner, &ins.returning, &scope)?;
+    let targets = targets
+        .into_iter()
+        .map(|t| (overriding != Some(false) || table.columns[t].identity.is_none()).then_some(t))
+        .collect();
     Ok(InsertPlan { table, targets, source, defaults, on_conflict, returning })
 }
 

@@ -471,8 +471,10 @@ impl Writer<'_> {
         for src in source_rows {
             limits.check()?;
             let mut row: Vec<Option<Value>> = vec![None; table.columns.len()];
-            for (v, &t) in src.into_iter().zip(&plan.targets) {
-                row[t] = Some(v);
+            for (v, t) in src.into_iter().zip(&plan.targets) {
+                if let Some(t) = *t {
+                    row[t] = Some(v);
+                }
             }
             let mut full = Vec::with_capacity(row.len());
             for (i, v) in row.into_iter().enumerate() {

@@ -374,12 +374,71 @@ fn parse_checked(sql: &str) -> Result<Vec<ast::Statement>> {
     }
     let reordered = sequence::identity_options_in_order(sql)?;
     let sql = reordered.as_deref().unwrap_or(sql);
-    let statements =
+    let (without, overriding) = match overriding_clause(sql) {
+        Some((text, mode)) => (Some(text), Some(mode)),
+        None => (None, None),
+    };
+    let sql = without.as_deref().unwrap_or(sql);
+    let mut statements =
         Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| syntax_error(sql, e))?;
+    if let (Some(mode), [ast::Statement::Insert(insert)]) = (overriding, statements.as_mut_slice())
+    {
+        insert.settings = Some(vec![ast::Setting {
+            key: ast::Ident::new(OVERRIDING),
+            value: ast::Expr::value(ast::Value::SingleQuotedString(mode.into())),
+        }]);
+    }
     for s in &statements {
         check_depth(s)?;
     }
     Ok(statements)
+}
+
+/// The INSERT setting that carries `OVERRIDING {SYSTEM | USER} VALUE` (which the SQL parser
+/// does not read) from [`parse`] to the binder: `system` or `user`.
+pub const OVERRIDING: &str = "overriding";
+
+/// An INSERT's `OVERRIDING {SYSTEM | USER} VALUE` (before its VALUES or query, outside any
+/// parentheses): the statement without it, and `system` or `user`.
+fn overriding_clause(sql: &str) -> Option<(String, &'static str)> {
+    let head = sql.trim_start().get(..6)?;
+    if !head.eq_ignore_ascii_case("insert") {
+        return None;
+    }
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    let words: Vec<(usize, &Token)> =
+        tokens.iter().enumerate().filter(|(_, t)| !matches!(t, Token::Whitespace(_))).collect();
+    let mut depth = 0i32;
+    for (n, (i, t)) in words.iter().enumerate() {
+        match t {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            Token::Word(w)
+                if depth == 0
+                    && w.quote_style.is_none()
+                    && w.value.eq_ignore_ascii_case("overriding") =>
+            {
+                let mode = match words.get(n + 1) {
+                    Some((_, Token::Word(m))) if m.keyword == Keyword::SYSTEM => "system",
+                    Some((_, Token::Word(m))) if m.keyword == Keyword::USER => "user",
+                    _ => return None,
+                };
+                let Some((end, Token::Word(v))) = words.get(n + 2) else { return None };
+                if v.keyword != Keyword::VALUE {
+                    return None;
+                }
+                let mut text = String::with_capacity(sql.len());
+                for (j, t) in tokens.iter().enumerate() {
+                    if j < *i || j > *end {
+                        text.push_str(&t.to_string());
+                    }
+                }
+                return Some((text, mode));
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `FETCH` / `MOVE` `[direction] [FROM | IN] cursor`, read from its tokens: whether it is
