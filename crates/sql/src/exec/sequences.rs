@@ -9,7 +9,9 @@ use crate::bind::*;
 use crate::catalog::Table;
 use crate::error::{code, Result, SqlError};
 use crate::exec::write::*;
-use crate::parse::sequence::{AlterSequence, AlterSequenceAction};
+use crate::parse::sequence::{
+    AlterIdentity, AlterSequence, AlterSequenceAction, IdentityAction, SequenceSpec,
+};
 use crate::sequence::{type_max, Sequence};
 use crate::session::*;
 use crate::types::DataType;
@@ -251,6 +253,71 @@ impl Writer<'_> {
         let seq = sequence_def(id, database, &name, ty, options, owner)?;
         self.db.catalog.put_sequence(&mut self.ts.txn, &seq)?;
         Ok(Output::Command("CREATE SEQUENCE".into()))
+    }
+
+    /// `ALTER TABLE … ALTER COLUMN c` of an identity: `DROP IDENTITY` (the column keeps its
+    /// values, loses its default; its sequence is dropped, as in PostgreSQL), `SET GENERATED
+    /// {ALWAYS | BY DEFAULT}`, and sequence options or `RESTART` (an `ALTER SEQUENCE` of its
+    /// sequence). All in this transaction.
+    pub(crate) fn alter_identity(&mut self, a: &AlterIdentity, database: &str) -> Result<Output> {
+        let done = || Ok(Output::Command("ALTER TABLE".into()));
+        let tname = object_name(&a.table)?;
+        let Some(table) = self.db.catalog.table(&mut self.ts.txn, database, &tname)? else {
+            if a.if_exists {
+                return done();
+            }
+            return Err(SqlError::new(
+                code::UNDEFINED_TABLE,
+                format!("relation \"{tname}\" does not exist"),
+            ));
+        };
+        let cname = ident(&a.column);
+        let Some(p) = table.column(&cname) else {
+            return Err(SqlError::new(
+                code::UNDEFINED_COLUMN,
+                format!("column \"{cname}\" of relation \"{tname}\" does not exist"),
+            ));
+        };
+        let not_identity = || {
+            SqlError::new(
+                code::NOT_IN_PREREQUISITE_STATE,
+                format!("column \"{cname}\" of relation \"{tname}\" is not an identity column"),
+            )
+        };
+        let mut t = (*table).clone();
+        match &a.action {
+            IdentityAction::Drop { if_exists } => {
+                let Some(identity) = t.columns[p].identity.take() else {
+                    return if *if_exists { done() } else { Err(not_identity()) };
+                };
+                self.db.catalog.put_table(&mut self.ts.txn, &t)?;
+                if let Some(seq) =
+                    self.db.catalog.sequence(&mut self.ts.txn, database, &identity.sequence)?
+                {
+                    self.db.catalog.delete_sequence(&mut self.ts.txn, &seq)?;
+                    self.db.sequences.forget(seq.key);
+                }
+            }
+            IdentityAction::Change { always, spec } => {
+                let Some(identity) = t.columns[p].identity.as_mut() else {
+                    return Err(not_identity());
+                };
+                if let Some(always) = always {
+                    identity.always = *always;
+                }
+                let sequence = identity.sequence.clone();
+                self.db.catalog.put_table(&mut self.ts.txn, &t)?;
+                if **spec != SequenceSpec::default() {
+                    let alter = AlterSequence {
+                        if_exists: false,
+                        name: ast::ObjectName::from(vec![ast::Ident::with_quote('"', sequence)]),
+                        action: AlterSequenceAction::Options(spec.clone()),
+                    };
+                    self.alter_sequence(&alter, database)?;
+                }
+            }
+        }
+        done()
     }
 
     /// `ALTER SEQUENCE`: options (a new definition in this transaction), `OWNER TO` (Kiln

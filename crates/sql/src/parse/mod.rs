@@ -199,12 +199,15 @@ pub enum Utility {
     Move(ast::Ident, ast::FetchDirection),
     /// `ALTER SEQUENCE …` (runs in a transaction, as DDL does).
     AlterSequence(Box<sequence::AlterSequence>),
+    /// `ALTER TABLE … ALTER COLUMN …` of an identity column (DROP IDENTITY, SET GENERATED,
+    /// SET option, RESTART), transactional too.
+    AlterIdentity(Box<sequence::AlterIdentity>),
 }
 
 impl Utility {
     /// Whether it runs in the session's transaction (an implicit one when none is open).
     pub fn is_transactional(&self) -> bool {
-        matches!(self, Utility::AlterSequence(_))
+        matches!(self, Utility::AlterSequence(_) | Utility::AlterIdentity(_))
     }
 }
 
@@ -218,6 +221,9 @@ pub fn utility(sql: &str) -> Result<Option<Utility>> {
     }
     if let Some(alter) = sequence::alter_sequence(sql)? {
         return Ok(Some(Utility::AlterSequence(Box::new(alter))));
+    }
+    if let Some(alter) = sequence::alter_identity(sql)? {
+        return Ok(Some(Utility::AlterIdentity(Box::new(alter))));
     }
     if let Some((true, name, direction)) = cursor_command(sql)? {
         return Ok(Some(Utility::Move(name, direction)));

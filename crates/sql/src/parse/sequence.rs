@@ -213,6 +213,128 @@ pub(crate) fn alter_sequence(sql: &str) -> Result<Option<AlterSequence>> {
     Ok(Some(AlterSequence { if_exists, name, action }))
 }
 
+/// `ALTER TABLE [IF EXISTS] [ONLY] t ALTER [COLUMN] c` and an identity action, which
+/// sqlparser does not read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterIdentity {
+    pub if_exists: bool,
+    pub table: ast::ObjectName,
+    pub column: ast::Ident,
+    pub action: IdentityAction,
+}
+
+/// What an identity ALTER does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IdentityAction {
+    /// `DROP IDENTITY [IF EXISTS]`: the column keeps its values, its sequence goes.
+    Drop { if_exists: bool },
+    /// Any of `SET GENERATED {ALWAYS | BY DEFAULT}`, `SET option`, `RESTART [[WITH] n]`.
+    Change { always: Option<bool>, spec: Box<SequenceSpec> },
+}
+
+/// `ALTER TABLE … ALTER [COLUMN] c {DROP IDENTITY [IF EXISTS] | SET GENERATED … | SET
+/// sequence option | RESTART …}…` (`None`: another statement).
+pub(crate) fn alter_identity(sql: &str) -> Result<Option<AlterIdentity>> {
+    if !starts_with_word(sql, "alter")
+        || !(contains_word(sql, "identity")
+            || contains_word(sql, "generated")
+            || contains_word(sql, "restart")
+            || contains_word(sql, "increment")
+            || contains_word(sql, "start"))
+    {
+        return Ok(None);
+    }
+    let Some(mut p) = parser_for(sql) else { return Ok(None) };
+    if !p.parse_keywords(&[Keyword::ALTER, Keyword::TABLE]) {
+        return Ok(None);
+    }
+    let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+    let _ = p.parse_keyword(Keyword::ONLY);
+    let Ok(table) = p.parse_object_name(false) else { return Ok(None) };
+    if !p.parse_keyword(Keyword::ALTER) {
+        return Ok(None);
+    }
+    let _ = p.parse_keyword(Keyword::COLUMN);
+    let Ok(column) = p.parse_identifier() else { return Ok(None) };
+    let action = if p.parse_keywords(&[Keyword::DROP, Keyword::IDENTITY]) {
+        IdentityAction::Drop { if_exists: p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]) }
+    } else {
+        let (mut always, mut spec) = (None, SequenceSpec::default());
+        loop {
+            if p.parse_keywords(&[Keyword::SET, Keyword::GENERATED]) {
+                always = Some(if p.parse_keyword(Keyword::ALWAYS) {
+                    true
+                } else if p.parse_keywords(&[Keyword::BY, Keyword::DEFAULT]) {
+                    false
+                } else {
+                    return Err(unexpected(&p, "ALWAYS or BY DEFAULT"));
+                });
+                continue;
+            }
+            let set = p.parse_keyword(Keyword::SET);
+            let restart =
+                matches!(&p.peek_token().token, Token::Word(w) if w.keyword == Keyword::RESTART);
+            if !set && !restart {
+                break;
+            }
+            // One option: SET takes any sequence option but RESTART, which comes alone.
+            let Some(mut one) = parser_for(&next_option_text(&mut p)) else { break };
+            let mut got = read_options(&mut one, Context::Alter).map_err(SqlError::syntax)?;
+            if got == SequenceSpec::default() {
+                // SET DEFAULT, SET NOT NULL …: another ALTER COLUMN form, sqlparser's.
+                return Ok(None);
+            }
+            match one.peek_token().token {
+                Token::EOF => {}
+                Token::Comma => {
+                    return Err(SqlError::unsupported(
+                        "an identity change together with other ALTER TABLE actions",
+                    ))
+                }
+                _ => return Err(unexpected(&one, "an identity option")),
+            }
+            if (set && got.restart.is_some()) || got.owned_by.is_some() || got.data_type.is_some() {
+                return Err(SqlError::syntax("syntax error in an identity option"));
+            }
+            if got.restart.is_some() {
+                if spec.restart.is_some() {
+                    return Err(SqlError::syntax("conflicting or redundant options"));
+                }
+                spec.restart = got.restart.take();
+            }
+            spec.options.append(&mut got.options);
+        }
+        if always.is_none() && spec == SequenceSpec::default() {
+            return Ok(None);
+        }
+        IdentityAction::Change { always, spec: Box::new(spec) }
+    };
+    end(&mut p)?;
+    Ok(Some(AlterIdentity { if_exists, table, column, action }))
+}
+
+/// The text of one sequence option at `p` (up to the next SET, RESTART or the end),
+/// consumed.
+fn next_option_text(p: &mut Parser) -> String {
+    let mut text = String::new();
+    let mut first = true;
+    loop {
+        let t = p.peek_token().token;
+        let stop = match &t {
+            Token::EOF | Token::SemiColon => true,
+            Token::Word(w) => !first && matches!(w.keyword, Keyword::SET | Keyword::RESTART),
+            _ => false,
+        };
+        if stop {
+            return text;
+        }
+        text.push_str(&t.to_string());
+        text.push(' ');
+        p.next_token();
+        first = false;
+    }
+}
+
 /// The place of an option in the order sqlparser reads them.
 fn rank(o: &ast::SequenceOptions) -> u8 {
     match o {
@@ -325,6 +447,37 @@ mod tests {
         assert!(alter_sequence("ALTER SEQUENCE s").is_err());
         assert!(alter_sequence("ALTER SEQUENCE s OWNER TO postgres").unwrap().is_some());
         assert_eq!(alter_sequence("ALTER TABLE s OWNER TO postgres").unwrap(), None);
+    }
+
+    #[test]
+    fn identity_alters_are_read() {
+        let a = alter_identity("ALTER TABLE ONLY t ALTER COLUMN id DROP IDENTITY IF EXISTS")
+            .unwrap()
+            .unwrap();
+        assert_eq!((a.table.to_string(), a.column.value.as_str()), ("t".into(), "id"));
+        assert_eq!(a.action, IdentityAction::Drop { if_exists: true });
+        let a = alter_identity(
+            "alter table t alter id set generated by default set increment by 3 restart with 9",
+        )
+        .unwrap()
+        .unwrap();
+        let IdentityAction::Change { always, spec } = a.action else { unreachable!() };
+        assert_eq!(always, Some(false));
+        assert_eq!(spec.options.len(), 1);
+        assert_eq!(spec.restart.unwrap().unwrap().to_string(), "9");
+        let a = alter_identity("ALTER TABLE t ALTER COLUMN id RESTART").unwrap().unwrap();
+        let IdentityAction::Change { always: None, spec } = a.action else { unreachable!() };
+        assert_eq!(spec.restart, Some(None));
+        // Other ALTER COLUMN forms are sqlparser's.
+        assert_eq!(alter_identity("ALTER TABLE t ALTER COLUMN id SET NOT NULL").unwrap(), None);
+        assert_eq!(alter_identity("ALTER TABLE t ALTER COLUMN start SET DEFAULT 1").unwrap(), None);
+        assert!(alter_identity("ALTER TABLE t ALTER COLUMN id SET GENERATED").is_err());
+        assert!(alter_identity("ALTER TABLE t ALTER COLUMN id SET RESTART").is_err());
+        let both = "ALTER TABLE t ALTER COLUMN id SET INCREMENT BY 2, ADD COLUMN x int";
+        assert_eq!(
+            alter_identity(both).unwrap_err().code,
+            crate::error::code::FEATURE_NOT_SUPPORTED
+        );
     }
 
     #[test]

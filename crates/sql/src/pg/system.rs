@@ -805,10 +805,11 @@ impl SystemTables for System<'_> {
             }
             "information_schema.columns" => {
                 let tables = self.db.catalog().tables(txn, self.database)?;
+                let sequences = self.db.catalog().sequences(txn, self.database)?;
                 let mut rows = Vec::new();
                 for t in &tables {
                     for (i, c) in t.columns.iter().enumerate() {
-                        rows.push(vec![
+                        let mut row = vec![
                             text(self.database),
                             text("public"),
                             text(&t.name),
@@ -816,14 +817,46 @@ impl SystemTables for System<'_> {
                             Value::Int(t.attnum(i).into()),
                             c.default.clone().map(Value::Text).unwrap_or(Value::Null),
                             text(if c.nullable { "YES" } else { "NO" }),
-                            text(&c.ty.sql_name()),
+                            text(&column_data_type(c.ty)),
+                        ];
+                        row.extend(type_facts(c.ty));
+                        row.extend([
+                            text(self.database),
+                            text("pg_catalog"),
+                            text(&c.ty.type_name()),
                         ]);
+                        // The identity's generation and its sequence's options.
+                        let identity = c.identity.as_ref();
+                        let seq = identity
+                            .and_then(|id| sequences.iter().find(|s| s.name == id.sequence));
+                        let seq_text = |f: fn(&crate::sequence::Sequence) -> String| {
+                            seq.map_or(Value::Null, |s| Value::Text(f(s)))
+                        };
+                        row.extend([
+                            text(if identity.is_some() { "YES" } else { "NO" }),
+                            identity.map_or(Value::Null, |id| {
+                                text(if id.always { "ALWAYS" } else { "BY DEFAULT" })
+                            }),
+                            seq_text(|s| s.start.to_string()),
+                            seq_text(|s| s.increment.to_string()),
+                            seq_text(|s| s.max.to_string()),
+                            seq_text(|s| s.min.to_string()),
+                            if identity.is_some() {
+                                text(if seq.is_some_and(|s| s.cycle) { "YES" } else { "NO" })
+                            } else {
+                                text("NO")
+                            },
+                            text("NEVER"),
+                            Value::Null,
+                            text("YES"),
+                        ]);
+                        rows.push(row);
                     }
                 }
                 for v in self.db.catalog().views(txn, self.database)? {
                     for (i, (name, (_, ty))) in v.column_names().iter().zip(&v.columns).enumerate()
                     {
-                        rows.push(vec![
+                        let mut row = vec![
                             text(self.database),
                             text("public"),
                             text(&v.name),
@@ -831,8 +864,18 @@ impl SystemTables for System<'_> {
                             Value::Int(i as i64 + 1),
                             Value::Null,
                             text("YES"),
-                            text(&ty.sql_name()),
+                            text(&column_data_type(*ty)),
+                        ];
+                        row.extend(type_facts(*ty));
+                        row.extend([
+                            text(self.database),
+                            text("pg_catalog"),
+                            text(&ty.type_name()),
                         ]);
+                        row.extend([text("NO"), Value::Null, Value::Null, Value::Null]);
+                        row.extend([Value::Null, Value::Null, text("NO"), text("NEVER")]);
+                        row.extend([Value::Null, text("NO")]);
+                        rows.push(row);
                     }
                 }
                 Some((
@@ -845,12 +888,73 @@ impl SystemTables for System<'_> {
                         ("column_default", T),
                         ("is_nullable", T),
                         ("data_type", T),
+                        ("character_maximum_length", I4),
+                        ("character_octet_length", I4),
+                        ("numeric_precision", I4),
+                        ("numeric_precision_radix", I4),
+                        ("numeric_scale", I4),
+                        ("datetime_precision", I4),
+                        ("udt_catalog", T),
+                        ("udt_schema", T),
+                        ("udt_name", T),
+                        ("is_identity", T),
+                        ("identity_generation", T),
+                        ("identity_start", T),
+                        ("identity_increment", T),
+                        ("identity_maximum", T),
+                        ("identity_minimum", T),
+                        ("identity_cycle", T),
+                        ("is_generated", T),
+                        ("generation_expression", T),
+                        ("is_updatable", T),
                     ]),
                     rows,
                 ))
             }
             _ => None,
         })
+    }
+}
+
+/// `information_schema.columns.data_type`: the SQL name without modifiers, `ARRAY` for
+/// arrays, as PostgreSQL writes it.
+fn column_data_type(ty: DataType) -> String {
+    match ty {
+        DataType::Array(_) => "ARRAY".into(),
+        DataType::Varchar(_) => "character varying".into(),
+        DataType::Char(_) => "character".into(),
+        DataType::Numeric(_) => "numeric".into(),
+        DataType::Interval(_) => "interval".into(),
+        t => t.sql_name(),
+    }
+}
+
+/// `information_schema.columns`' character_maximum_length, character_octet_length,
+/// numeric_precision, numeric_precision_radix, numeric_scale and datetime_precision.
+fn type_facts(ty: DataType) -> [Value; 6] {
+    let n = |v: i64| Value::Int(v);
+    let null = || Value::Null;
+    match ty {
+        DataType::Varchar(Some(len)) | DataType::Char(len) => {
+            [n(len.into()), n(i64::from(len) * 4), null(), null(), null(), null()]
+        }
+        DataType::Varchar(None) | DataType::Text => {
+            [null(), n(1_073_741_824), null(), null(), null(), null()]
+        }
+        DataType::Int2 => [null(), null(), n(16), n(2), n(0), null()],
+        DataType::Int4 => [null(), null(), n(32), n(2), n(0), null()],
+        DataType::Int8 => [null(), null(), n(64), n(2), n(0), null()],
+        DataType::Float4 => [null(), null(), n(24), n(2), null(), null()],
+        DataType::Float8 => [null(), null(), n(53), n(2), null(), null()],
+        DataType::Numeric(Some((p, s))) => {
+            [null(), null(), n(p.into()), n(10), n(s.into()), null()]
+        }
+        DataType::Numeric(None) => [null(), null(), null(), n(10), null(), null()],
+        DataType::Date => [null(), null(), null(), null(), null(), n(0)],
+        DataType::Timestamp | DataType::TimestampTz | DataType::Time | DataType::Interval(_) => {
+            [null(), null(), null(), null(), null(), n(6)]
+        }
+        _ => [null(), null(), null(), null(), null(), null()],
     }
 }
 
