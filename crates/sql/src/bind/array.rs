@@ -147,14 +147,46 @@ impl<'a> Planner<'a> {
         if access.is_empty() {
             return self.expr(&root, scope, aggs);
         }
+        // `doc['a'][0]`: jsonb subscripts, each a `->` (a key, or an element by position).
+        let (arr, aty) = self.expr(&root, scope, aggs)?;
+        if aty == DataType::Jsonb {
+            let mut doc = arr;
+            for a in access {
+                let ast::AccessExpr::Subscript(ast::Subscript::Index { index }) = a else {
+                    return Err(SqlError::new(
+                        code::DATATYPE_MISMATCH,
+                        "jsonb subscript does not support slices",
+                    ));
+                };
+                let (i, ity) = self.expr(index, scope, aggs)?;
+                let (i, ity) = self.coerce(i, ity, DataType::Text)?;
+                let (i, ity) = match ity {
+                    DataType::Int2 | DataType::Int4 | DataType::Int8 | DataType::Text => (i, ity),
+                    DataType::Varchar(_) | DataType::Char(_) => (i, DataType::Text),
+                    other => {
+                        return Err(SqlError::new(
+                            code::DATATYPE_MISMATCH,
+                            format!("subscript type {} is not supported", other.sql_name()),
+                        )
+                        .hint("jsonb subscript must be coercible to either integer or text."))
+                    }
+                };
+                doc = self
+                    .json_binary(crate::bind::json::JsonOp::Field, doc, DataType::Jsonb, i, ity)?
+                    .0;
+            }
+            return Ok((doc, DataType::Jsonb));
+        }
         let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] = access else {
             return Err(SqlError::unsupported("array slices and multi-dimensional subscripts"));
         };
-        let (arr, aty) = self.expr(&root, scope, aggs)?;
         let Some(elem) = aty.element() else {
             return Err(SqlError::new(
                 code::DATATYPE_MISMATCH,
-                format!("cannot subscript type {} because it is not an array", aty.sql_name()),
+                format!(
+                    "cannot subscript type {} because it does not support subscripting",
+                    aty.sql_name()
+                ),
             ));
         };
         let (i, ity) = self.expr(index, scope, aggs)?;
