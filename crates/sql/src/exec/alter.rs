@@ -221,11 +221,26 @@ impl Writer<'_> {
         if t.columns.len() >= 1600 {
             return Err(SqlError::new(code::PROGRAM_LIMIT, "tables can have at most 1600 columns"));
         }
-        if crate::exec::sequences::serial_type(&def.data_type).is_some() {
-            return Err(SqlError::unsupported("ADD COLUMN of a serial column"));
-        }
-        let ty = data_type(&def.data_type)?;
+        let serial = crate::exec::sequences::serial_type(&def.data_type);
+        let ty = match serial {
+            Some(t) => t,
+            None => data_type(&def.data_type)?,
+        };
         let mut col = Column::new(name.clone(), ty);
+        if serial.is_some() {
+            // A sequence of its own; the existing rows take its values in turn, as in
+            // PostgreSQL.
+            if def.options.iter().any(|o| matches!(o.option, ast::ColumnOption::Default(_))) {
+                return Err(SqlError::syntax(format!(
+                    "multiple default values specified for column \"{name}\" of table \"{}\"",
+                    t.name
+                )));
+            }
+            let (database, table) = (t.database.clone(), t.name.clone());
+            let seq = self.create_owned_sequence(&database, &table, &name, ty, &[])?;
+            col.default = Some(crate::exec::sequences::nextval_call(&seq));
+            col.nullable = false;
+        }
         let mut constraints = Vec::new();
         let key = || ast::IndexColumn::from(def.name.clone());
         for opt in &def.options {
@@ -233,15 +248,18 @@ impl Writer<'_> {
             match &opt.option {
                 ast::ColumnOption::NotNull => col.nullable = false,
                 ast::ColumnOption::Null => col.nullable = true,
-                ast::ColumnOption::Default(e) => {
-                    if let Some(seq) = crate::exec::sequences::nextval_of(e) {
-                        return Err(SqlError::unsupported(format!(
-                            "ADD COLUMN with a DEFAULT from sequence {seq}"
-                        )));
+                ast::ColumnOption::Default(e) => match crate::exec::sequences::nextval_of(e) {
+                    // nextval('s'): stored as PostgreSQL shows it; each existing row takes
+                    // the sequence's next value.
+                    Some(seq) => {
+                        self.db.catalog.sequence_or_err(&mut self.ts.txn, &t.database, &seq)?;
+                        col.default = Some(crate::exec::sequences::nextval_call(&seq));
                     }
-                    self.bind_default_expr(&t.database, e, ty, env)?;
-                    col.default = Some(stored_text(e));
-                }
+                    None => {
+                        self.bind_default_expr(&t.database, e, ty, env)?;
+                        col.default = Some(stored_text(e));
+                    }
+                },
                 ast::ColumnOption::Unique(u) => {
                     let mut u = u.clone();
                     u.name = u.name.or(given);
