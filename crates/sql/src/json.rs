@@ -1084,6 +1084,47 @@ pub fn object_aggregate(
     Ok(Value::Text(if jsonb { jsonb_in(&out)? } else { out }))
 }
 
+/// A row as row_to_json writes it: `{"name":value,…}` without spaces, from the columns' JSON
+/// texts (NULL: null).
+pub fn row_object(names: &[Value], values: &[Value]) -> Result<Value> {
+    let mut out = String::from("{");
+    for (i, (name, v)) in names.iter().zip(values).enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(&mut out, &name.to_text(DataType::Text).unwrap_or_default());
+        out.push(':');
+        match v {
+            Value::Null => out.push_str("null"),
+            v => out.push_str(doc_of(v)?),
+        }
+        if out.len() > crate::expr::TEXT_BYTES_MAX {
+            return Err(crate::expr::too_long());
+        }
+    }
+    out.push('}');
+    Ok(Value::Text(out))
+}
+
+/// json_agg of rows' objects: `[{…}, \n {…}]`, as PostgreSQL writes an array of records.
+pub fn aggregate_rows(items: &[Value]) -> Result<Value> {
+    let mut out = String::from("[");
+    for (i, v) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", \n ");
+        }
+        match v {
+            Value::Null => out.push_str("null"),
+            v => out.push_str(doc_of(v)?),
+        }
+        if out.len() > crate::expr::TEXT_BYTES_MAX {
+            return Err(crate::expr::too_long());
+        }
+    }
+    out.push(']');
+    Ok(Value::Text(out))
+}
+
 /// json_build_array / jsonb_build_array of values' JSON texts (NULL: null).
 pub fn build_array(args: &[Value], jsonb: bool) -> Result<Value> {
     let mut out = String::from("[");

@@ -1309,3 +1309,20 @@ select column_default from information_schema.columns where table_name = 'sr2' a
 alter table sr2 add column m int default nextval('nope_s');
 drop table sr2;
 drop sequence sr2_s;
+-- Whole rows as JSON: row_to_json, to_json(b), json(b)_agg of a FROM item.
+create table rj (id int primary key, name text, tags int[], d date, doc jsonb, ts timestamptz);
+insert into rj values (1, 'a', '{1,2}', '2024-01-02', '{"k": [1, 2]}', '2024-01-02 03:04:05+00'), (2, null, null, null, null, null);
+select row_to_json(rj) from rj order by id;
+select to_json(rj), to_jsonb(rj) from rj order by id;
+select json_agg(rj order by id) from rj;
+select jsonb_agg(rj order by id) from rj;
+select row_to_json(x) from (select id, name as n from rj) x order by 1::text;
+select json_agg(x order by id desc) from (select id from rj) x;
+select json_agg(r) filter (where r.id > 1) from rj r;
+select json_agg(rj) from rj where false;
+select r.id, (select json_agg(o) from (select * from rj o where o.id <= r.id order by o.id) o) from rj r order by 1;
+select row_to_json(nope) from rj;
+select json_build_object('n', name) from rj order by id;
+select to_json(name) from rj order by id;
+select json_agg(name order by id) from rj;
+drop table rj;

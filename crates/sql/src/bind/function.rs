@@ -266,6 +266,16 @@ impl<'a> Planner<'a> {
             }
             return self.window_call(f, &name, &args, star, scope);
         }
+        if matches!(
+            name.as_str(),
+            "row_to_json" | "to_json" | "to_jsonb" | "json_agg" | "jsonb_agg"
+        ) {
+            if let Some(bound) =
+                self.row_json_call(f, &name, &args, distinct, order_by, scope, aggs)?
+            {
+                return Ok(bound);
+            }
+        }
         if matches!(name.as_str(), "json_object_agg" | "jsonb_object_agg") {
             return self.json_object_agg(f, &name, &args, distinct, order_by, scope, aggs);
         }
@@ -792,7 +802,23 @@ impl Planner<'_> {
         let (v, vt) = self.expr(v, scope, false)?;
         let (v, vt) = self.coerce(v, vt, DataType::Text)?;
         let pair = Expr::Func(Func::MakeArray, vec![k, v]);
-        let mut packed = vec![pair];
+        let agg = self.collecting_agg(f, pair, distinct, order_by, scope)?;
+        let jsonb = name == "jsonb_object_agg";
+        let ty = if jsonb { DataType::Jsonb } else { DataType::Json };
+        Ok((Expr::Func(Func::JsonObjectAgg(kt, vt, jsonb), vec![agg]), ty))
+    }
+
+    /// An aggregate that collects `x` (as array_agg does, NULLs skipped), in the order of
+    /// `order_by`, over the rows `f`'s FILTER keeps.
+    fn collecting_agg(
+        &mut self,
+        f: &ast::Function,
+        x: Expr,
+        distinct: bool,
+        order_by: &[ast::OrderByExpr],
+        scope: &Scope,
+    ) -> Result<Expr> {
+        let mut packed = vec![x];
         let mut order = Vec::with_capacity(order_by.len());
         for o in order_by {
             packed.push(self.expr(&o.expr, scope, false)?.0);
@@ -809,10 +835,71 @@ impl Planner<'_> {
             }
             None => x,
         };
-        let agg = Expr::Agg(AggFunc::ArrayAgg(order), distinct, Some(Box::new(x)), DataType::Text);
-        let jsonb = name == "jsonb_object_agg";
-        let ty = if jsonb { DataType::Jsonb } else { DataType::Json };
-        Ok((Expr::Func(Func::JsonObjectAgg(kt, vt, jsonb), vec![agg]), ty))
+        Ok(Expr::Agg(AggFunc::ArrayAgg(order), distinct, Some(Box::new(x)), DataType::Text))
+    }
+
+    /// A whole-row reference (`t`, a FROM item's name where no column of that name is in
+    /// scope) as the row's JSON object, `{"a":1,"b":"x"}`: `None` when `arg` is not one.
+    fn whole_row_json(&mut self, arg: Option<&ast::Expr>, scope: &Scope) -> Option<Expr> {
+        let Some(ast::Expr::Identifier(i)) = arg else { return None };
+        let name = ident(i);
+        if scope.resolve(None, &name).is_ok() {
+            return None;
+        }
+        let (mut names, mut parts) = (Vec::new(), vec![Expr::Const(Value::Null)]);
+        for (n, c) in scope.cols.iter().enumerate() {
+            if c.table.as_deref() != Some(name.as_str()) {
+                continue;
+            }
+            names.push(Value::Text(c.name.clone()));
+            parts.push(match c.ty {
+                DataType::Json | DataType::Jsonb => Expr::Column(n),
+                ty => Expr::Func(Func::ToJson(ty, false), vec![Expr::Column(n)]),
+            });
+        }
+        if names.is_empty() {
+            return None;
+        }
+        parts[0] = Expr::Const(Value::Array(names));
+        Some(Expr::Func(Func::RowJson, parts))
+    }
+
+    /// `row_to_json(t)`, `to_json(t)`, `to_jsonb(t)`, `json_agg(t)`, `jsonb_agg(t)` of a whole
+    /// row (`None`: the argument is not one).
+    #[allow(clippy::too_many_arguments)]
+    fn row_json_call(
+        &mut self,
+        f: &ast::Function,
+        name: &str,
+        args: &[ast::Expr],
+        distinct: bool,
+        order_by: &[ast::OrderByExpr],
+        scope: &Scope,
+        aggs: bool,
+    ) -> Result<Option<(Expr, DataType)>> {
+        let Some(row) = self.whole_row_json(args.first(), scope) else { return Ok(None) };
+        if args.len() != 1 {
+            return Err(SqlError::unsupported(format!("{name} with more than one argument")));
+        }
+        Ok(Some(match name {
+            "row_to_json" | "to_json" => (row, DataType::Json),
+            "to_jsonb" => {
+                (Expr::Func(Func::ToJson(DataType::Json, true), vec![row]), DataType::Jsonb)
+            }
+            _ => {
+                if !aggs {
+                    return Err(SqlError::new(
+                        code::GROUPING,
+                        "aggregate functions are not allowed here",
+                    ));
+                }
+                let jsonb = name == "jsonb_agg";
+                let agg = self.collecting_agg(f, row, distinct, order_by, scope)?;
+                let func =
+                    if jsonb { Func::JsonAgg(DataType::Json, true) } else { Func::JsonAggRows };
+                (Expr::Func(func, vec![agg]), if jsonb { DataType::Jsonb } else { DataType::Json })
+            }
+        }))
     }
 }
 

@@ -556,6 +556,14 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             }
             _ => Value::Null, // no rows
         },
+        Func::RowJson => match args.split_first() {
+            Some((Value::Array(names), values)) => crate::json::row_object(names, values)?,
+            _ => Value::Null,
+        },
+        Func::JsonAggRows => match arg(0) {
+            Value::Array(items) => crate::json::aggregate_rows(&items)?,
+            _ => Value::Null, // no rows
+        },
         Func::JsonAgg(elem, jsonb) => match arg(0) {
             Value::Array(items) => crate::json::aggregate(&items, elem, jsonb, ctx.env.zone())?,
             _ => Value::Null, // no rows

@@ -259,6 +259,11 @@ pub enum Func {
     /// json_object_agg / jsonb_object_agg (true) over collected `[key, value]` pairs of
     /// these types.
     JsonObjectAgg(DataType, DataType, bool),
+    /// json_agg of whole rows: their objects written as PostgreSQL writes them, one per line.
+    JsonAggRows,
+    /// A whole row as a JSON object: the first argument the columns' names (a text array),
+    /// the others their JSON texts.
+    RowJson,
     /// A json (`false`) or jsonb (`true`) operator or function; the document is the first
     /// argument.
     Json(JsonFunc, bool),
