@@ -1326,3 +1326,18 @@ select json_build_object('n', name) from rj order by id;
 select to_json(name) from rj order by id;
 select json_agg(name order by id) from rj;
 drop table rj;
+-- CREATE TABLE t (a, b) AS query: names for the query's columns.
+create table ct1 (a, b) as select 1, 'x';
+select * from ct1;
+create table ct2 (n) as select id, name from (values (1, 'p'), (2, 'q')) v (id, name) order by id desc;
+select * from ct2 order by n;
+create table if not exists ct2 (z) as select 1;
+create temp table ct3 (k) as select 5 with no data;
+select count(*) from ct3;
+create table ct4 ( "Mixed", lower ) as with w as (select 7 as x, 8 as y) select * from w;
+select * from ct4;
+create table ct5 (a, b, c) as select 1, 2;
+create table ct6 (a int, b text);
+select column_name from information_schema.columns where table_name = 'ct2' order by ordinal_position;
+drop table ct1, ct2, ct3, ct4, ct6;
+select * from (select 1) x (a, b);

@@ -566,6 +566,7 @@ impl<'a> Planner<'a> {
                     .as_ref()
                     .map(|a| a.columns.iter().map(|c| ident(&c.name)).collect())
                     .unwrap_or_default();
+                check_rename(alias_name.as_deref(), rename.len(), plan.columns.len())?;
                 Ok(derived_item(plan, alias_name, &rename, offset))
             }
             // LATERAL (SELECT …): it sees the earlier items' columns as a correlated
@@ -577,6 +578,7 @@ impl<'a> Planner<'a> {
                     .as_ref()
                     .map(|a| a.columns.iter().map(|c| ident(&c.name)).collect())
                     .unwrap_or_default();
+                check_rename(alias_name.as_deref(), rename.len(), plan.columns.len())?;
                 let (mut item, cols) = derived_item(plan, alias_name, &rename, offset);
                 if !refs.is_empty() || outer.deep {
                     if let Source::Derived(plan) = item.source {
@@ -644,6 +646,7 @@ impl<'a> Planner<'a> {
         let alias_name = alias.map(|a| ident(&a.name));
         let rename: Vec<String> =
             alias.map(|a| a.columns.iter().map(|c| ident(&c.name)).collect()).unwrap_or_default();
+        check_rename(alias_name.as_deref(), rename.len(), plan.columns.len())?;
         let (item, mut cols) = derived_item(plan, alias_name.clone(), &rename, offset);
         if alias_name.is_none() {
             for (c, t) in cols.iter_mut().zip(tables) {
@@ -1269,6 +1272,24 @@ fn splice_leading_joins(twj: &ast::TableWithJoins) -> std::borrow::Cow<'_, ast::
     let mut spliced = splice_leading_joins(inner).into_owned();
     spliced.joins.extend(twj.joins.iter().cloned());
     std::borrow::Cow::Owned(spliced)
+}
+
+/// 42P10 for an alias that names more columns than its item has (42601 for the names of
+/// `CREATE TABLE t (a, b) AS …`, which arrive as such an alias).
+fn check_rename(alias: Option<&str>, names: usize, columns: usize) -> Result<()> {
+    if names <= columns {
+        return Ok(());
+    }
+    if alias == Some(crate::parse::CREATED_AS) {
+        return Err(SqlError::syntax("too many column names were specified"));
+    }
+    Err(SqlError::new(
+        code::INVALID_COLUMN_REFERENCE,
+        format!(
+            "table \"{}\" has {columns} columns available but {names} columns specified",
+            alias.unwrap_or("subquery")
+        ),
+    ))
 }
 
 pub(crate) fn derived_item(

@@ -380,6 +380,8 @@ fn parse_checked(sql: &str) -> Result<Vec<ast::Statement>> {
     }
     let reordered = sequence::identity_options_in_order(sql)?;
     let sql = reordered.as_deref().unwrap_or(sql);
+    let named = create_table_as_named(sql);
+    let sql = named.as_deref().unwrap_or(sql);
     let (without, overriding) = match overriding_clause(sql) {
         Some((text, mode)) => (Some(text), Some(mode)),
         None => (None, None),
@@ -398,6 +400,92 @@ fn parse_checked(sql: &str) -> Result<Vec<ast::Statement>> {
         check_depth(s)?;
     }
     Ok(statements)
+}
+
+/// The name of the derived table [`create_table_as_named`] reads the query through.
+pub const CREATED_AS: &str = "kiln_created_as";
+
+/// `CREATE TABLE t (a, b) AS query [WITH [NO] DATA]` (column names without types, which the
+/// SQL parser does not read) as `CREATE TABLE t AS SELECT * FROM (query) AS t (a, b) …`: the
+/// names rename the query's first columns, as in PostgreSQL.
+fn create_table_as_named(sql: &str) -> Option<String> {
+    if !sql.trim_start().get(..6)?.eq_ignore_ascii_case("create") {
+        return None;
+    }
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    let sig: Vec<usize> =
+        (0..tokens.len()).filter(|&i| !matches!(tokens[i], Token::Whitespace(_))).collect();
+    let word = |n: usize, w: Keyword| matches!(sig.get(n).map(|&i| &tokens[i]), Some(Token::Word(x)) if x.keyword == w);
+    // CREATE [TEMP | TEMPORARY] TABLE [IF NOT EXISTS] name ( …
+    let mut n = 1;
+    if word(n, Keyword::TEMP) || word(n, Keyword::TEMPORARY) {
+        n += 1;
+    }
+    if !word(0, Keyword::CREATE) || !word(n, Keyword::TABLE) {
+        return None;
+    }
+    n += 1;
+    if word(n, Keyword::IF) && word(n + 1, Keyword::NOT) && word(n + 2, Keyword::EXISTS) {
+        n += 3;
+    }
+    // The name: words joined by dots.
+    while matches!(sig.get(n).map(|&i| &tokens[i]), Some(Token::Word(_)))
+        && matches!(sig.get(n + 1).map(|&i| &tokens[i]), Some(Token::Period))
+    {
+        n += 2;
+    }
+    if !matches!(sig.get(n).map(|&i| &tokens[i]), Some(Token::Word(_))) {
+        return None;
+    }
+    let open = *sig.get(n + 1)?;
+    if tokens[open] != Token::LParen {
+        return None;
+    }
+    // Names only, separated by commas, then `) AS`.
+    let mut m = n + 2;
+    loop {
+        if !matches!(sig.get(m).map(|&i| &tokens[i]), Some(Token::Word(_))) {
+            return None;
+        }
+        match sig.get(m + 1).map(|&i| &tokens[i]) {
+            Some(Token::Comma) => m += 2,
+            Some(Token::RParen) => break,
+            _ => return None,
+        }
+    }
+    let close = sig[m + 1];
+    if !word(m + 2, Keyword::AS) {
+        return None;
+    }
+    let query_start = sig.get(m + 3).copied()?;
+    // A trailing WITH [NO] DATA stays outside the derived table.
+    let last = sig.len();
+    let tail_from = if last >= 2 && word(last - 1, Keyword::DATA) && word(last - 2, Keyword::WITH) {
+        last - 2
+    } else if last >= 3
+        && word(last - 1, Keyword::DATA)
+        && word(last - 2, Keyword::NO)
+        && word(last - 3, Keyword::WITH)
+    {
+        last - 3
+    } else {
+        last
+    };
+    // Without a trailing semicolon.
+    let mut query_end = sig.get(tail_from).copied().unwrap_or(tokens.len());
+    if tail_from == last {
+        if let Some(&semi) = sig.last().filter(|&&i| tokens[i] == Token::SemiColon) {
+            query_end = semi;
+        }
+    }
+    let text = |range: std::ops::Range<usize>| -> String {
+        tokens[range].iter().map(|t| t.to_string()).collect()
+    };
+    let head = text(0..open);
+    let names = text(open..close + 1);
+    let query = text(query_start..query_end);
+    let rest = text(query_end..tokens.len());
+    Some(format!("{head} AS SELECT * FROM ({query}) AS {CREATED_AS} {names} {rest}"))
 }
 
 /// The INSERT setting that carries `OVERRIDING {SYSTEM | USER} VALUE` (which the SQL parser
