@@ -1341,3 +1341,17 @@ create table ct6 (a int, b text);
 select column_name from information_schema.columns where table_name = 'ct2' order by ordinal_position;
 drop table ct1, ct2, ct3, ct4, ct6;
 select * from (select 1) x (a, b);
+-- GROUPS frames.
+create table gw (id int primary key, g int, v int);
+insert into gw values (1, 1, 10), (2, 1, 20), (3, 2, 30), (4, 3, 40), (5, 3, 50), (6, 3, 60), (7, 5, 70), (8, null, 80);
+select id, g, sum(v) over (order by g groups between 1 preceding and current row) from gw order by id;
+select id, g, sum(v) over (order by g groups between current row and 1 following) from gw order by id;
+select id, g, count(*) over (order by g groups between 1 preceding and 1 following) from gw order by id;
+select id, g, first_value(v) over (order by g groups between 2 preceding and 1 preceding), last_value(v) over (order by g groups between 1 following and 2 following) from gw order by id;
+select id, g, sum(v) over (order by g groups unbounded preceding) from gw order by id;
+select id, g, sum(v) over (order by g desc groups between unbounded preceding and 1 following) from gw order by id;
+select id, g, sum(v) over (partition by id % 2 order by g groups between 1 preceding and current row) from gw order by id;
+select id, g, count(*) over (order by g groups between 0 preceding and 0 following) from gw order by id;
+select id, sum(v) over (groups between 1 preceding and current row) from gw;
+select id, nth_value(v, 2) over (order by g groups between current row and unbounded following) from gw order by id;
+drop table gw;

@@ -153,13 +153,19 @@ impl<'a> Planner<'a> {
         }
         // PostgreSQL's default frame: RANGE UNBOUNDED PRECEDING to the current row's last peer.
         let frame = match &spec.window_frame {
-            None => (false, FrameBound::UnboundedPreceding, FrameBound::CurrentRow),
+            None => (FrameUnits::Range, FrameBound::UnboundedPreceding, FrameBound::CurrentRow),
             Some(wf) => {
-                let rows = match wf.units {
-                    ast::WindowFrameUnits::Rows => true,
-                    ast::WindowFrameUnits::Range => false,
+                let units = match wf.units {
+                    ast::WindowFrameUnits::Rows => FrameUnits::Rows,
+                    ast::WindowFrameUnits::Range => FrameUnits::Range,
                     ast::WindowFrameUnits::Groups => {
-                        return Err(SqlError::unsupported("GROUPS frames"))
+                        if order.is_empty() {
+                            return Err(SqlError::new(
+                                "42P20",
+                                "GROUPS mode requires an ORDER BY clause",
+                            ));
+                        }
+                        FrameUnits::Groups
                     }
                 };
                 let start = bound(&wf.start_bound)?;
@@ -167,7 +173,7 @@ impl<'a> Planner<'a> {
                     Some(b) => bound(b)?,
                     None => FrameBound::CurrentRow,
                 };
-                if !rows
+                if units == FrameUnits::Range
                     && [start, end]
                         .iter()
                         .any(|b| matches!(b, FrameBound::Preceding(_) | FrameBound::Following(_)))
@@ -183,7 +189,7 @@ impl<'a> Planner<'a> {
                 if end == FrameBound::UnboundedPreceding {
                     return Err(SqlError::new("42P20", "frame end cannot be UNBOUNDED PRECEDING"));
                 }
-                (rows, start, end)
+                (units, start, end)
             }
         };
         let call = WindowCall { func, args: fixed, partition, order, directions, frame, ty };

@@ -184,9 +184,11 @@ fn partition(
     let peers = |a: usize, b: usize| {
         cmp_keys(&keyed[part[a]].1, &keyed[part[b]].1, &w.directions) == Ordering::Equal
     };
-    // Each position's peer group: [first, last].
+    // Each position's peer group: [first, last], and its number; each group's bounds.
     let mut group_first = vec![0; n];
     let mut group_last = vec![0; n];
+    let mut group_of = vec![0usize; n];
+    let mut groups: Vec<(usize, usize)> = Vec::new();
     let mut g = 0;
     while g < n {
         let mut e = g + 1;
@@ -196,7 +198,9 @@ fn partition(
         for k in g..e {
             group_first[k] = g;
             group_last[k] = e - 1;
+            group_of[k] = groups.len();
         }
+        groups.push((g, e - 1));
         g = e;
     }
     let arg = |pos: usize, i: usize| keyed[part[pos]].2.get(i).cloned().unwrap_or(Value::Null);
@@ -215,22 +219,41 @@ fn partition(
         }
     };
     // The frame of position `p`: [lo, hi] (empty when lo > hi).
-    let (rows_mode, fs, fe) = w.frame;
+    let (units, fs, fe) = w.frame;
+    let rows_mode = units == FrameUnits::Rows;
+    let offset = |k: u64| k.min(i64::MAX as u64) as i64;
+    // GROUPS: the group `k` groups before or after position `p`'s (None: past the ends).
+    let group_at = |p: usize, k: i64| -> Option<(usize, usize)> {
+        let target = (group_of[p] as i64).checked_add(k)?;
+        usize::try_from(target).ok().and_then(|t| groups.get(t).copied())
+    };
     let frame = |p: usize| -> (i64, i64) {
         let lo = match fs {
             FrameBound::UnboundedPreceding => 0,
-            FrameBound::Preceding(k) => p as i64 - k.min(i64::MAX as u64) as i64,
+            FrameBound::Preceding(k) if units == FrameUnits::Groups => {
+                group_at(p, -offset(k)).map_or(0, |(first, _)| first as i64)
+            }
+            FrameBound::Following(k) if units == FrameUnits::Groups => {
+                group_at(p, offset(k)).map_or(n as i64, |(first, _)| first as i64)
+            }
+            FrameBound::Preceding(k) => p as i64 - offset(k),
             FrameBound::CurrentRow if rows_mode => p as i64,
             FrameBound::CurrentRow => group_first[p] as i64,
-            FrameBound::Following(k) => (p as i64).saturating_add(k.min(i64::MAX as u64) as i64),
+            FrameBound::Following(k) => (p as i64).saturating_add(offset(k)),
             FrameBound::UnboundedFollowing => n as i64,
         };
         let hi = match fe {
             FrameBound::UnboundedFollowing => n as i64 - 1,
-            FrameBound::Following(k) => (p as i64).saturating_add(k.min(i64::MAX as u64) as i64),
+            FrameBound::Following(k) if units == FrameUnits::Groups => {
+                group_at(p, offset(k)).map_or(n as i64 - 1, |(_, last)| last as i64)
+            }
+            FrameBound::Preceding(k) if units == FrameUnits::Groups => {
+                group_at(p, -offset(k)).map_or(-1, |(_, last)| last as i64)
+            }
+            FrameBound::Following(k) => (p as i64).saturating_add(offset(k)),
             FrameBound::CurrentRow if rows_mode => p as i64,
             FrameBound::CurrentRow => group_last[p] as i64,
-            FrameBound::Preceding(k) => p as i64 - k.min(i64::MAX as u64) as i64,
+            FrameBound::Preceding(k) => p as i64 - offset(k),
             FrameBound::UnboundedPreceding => -1,
         };
         (lo.max(0), hi.min(n as i64 - 1))

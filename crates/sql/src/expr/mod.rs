@@ -352,6 +352,17 @@ pub enum WindowFunc {
     Agg(AggFunc),
 }
 
+/// What a window frame's offsets count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameUnits {
+    /// ROWS: rows.
+    Rows,
+    /// RANGE: values of the ORDER BY key (offsets refused); CURRENT ROW takes its peers.
+    Range,
+    /// GROUPS: peer groups (rows equal in the ORDER BY keys).
+    Groups,
+}
+
 /// One end of a window frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FrameBound {
@@ -380,8 +391,8 @@ pub struct WindowCall {
     pub order: Vec<Expr>,
     /// Per ORDER BY key: descending, nulls first.
     pub directions: Vec<(bool, bool)>,
-    /// The frame: ROWS (true) or RANGE, start, end.
-    pub frame: (bool, FrameBound, FrameBound),
+    /// The frame: its units, start, end.
+    pub frame: (FrameUnits, FrameBound, FrameBound),
     /// The result type.
     pub ty: DataType,
 }
