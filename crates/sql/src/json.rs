@@ -1108,29 +1108,21 @@ pub fn row_object(names: &[Value], values: &[Value]) -> Result<Value> {
 
 /// json_agg of rows' objects: `[{…}, \n {…}]`, as PostgreSQL writes an array of records.
 pub fn aggregate_rows(items: &[Value]) -> Result<Value> {
-    let mut out = String::from("[");
-    for (i, v) in items.iter().enumerate() {
-        if i > 0 {
-            out.push_str(", \n ");
-        }
-        match v {
-            Value::Null => out.push_str("null"),
-            v => out.push_str(doc_of(v)?),
-        }
-        if out.len() > crate::expr::TEXT_BYTES_MAX {
-            return Err(crate::expr::too_long());
-        }
-    }
-    out.push(']');
-    Ok(Value::Text(out))
+    Ok(Value::Text(array_of_docs(items, ", \n ")?))
 }
 
 /// json_build_array / jsonb_build_array of values' JSON texts (NULL: null).
 pub fn build_array(args: &[Value], jsonb: bool) -> Result<Value> {
+    let out = array_of_docs(args, ", ")?;
+    Ok(Value::Text(if jsonb { jsonb_in(&out)? } else { out }))
+}
+
+/// A JSON array of values' JSON texts (NULL: null), `separator` between them.
+fn array_of_docs(values: &[Value], separator: &str) -> Result<String> {
     let mut out = String::from("[");
-    for (i, v) in args.iter().enumerate() {
+    for (i, v) in values.iter().enumerate() {
         if i > 0 {
-            out.push_str(", ");
+            out.push_str(separator);
         }
         match v {
             Value::Null => out.push_str("null"),
@@ -1141,7 +1133,7 @@ pub fn build_array(args: &[Value], jsonb: bool) -> Result<Value> {
         }
     }
     out.push(']');
-    Ok(Value::Text(if jsonb { jsonb_in(&out)? } else { out }))
+    Ok(out)
 }
 
 fn jsonb_value(v: &Json) -> Result<Value> {

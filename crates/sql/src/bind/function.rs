@@ -788,9 +788,6 @@ impl Planner<'_> {
         scope: &Scope,
         aggs: bool,
     ) -> Result<(Expr, DataType)> {
-        if !aggs {
-            return Err(SqlError::new(code::GROUPING, "aggregate functions are not allowed here"));
-        }
         let [k, v] = args else {
             return Err(SqlError::new(
                 code::UNDEFINED_FUNCTION,
@@ -802,14 +799,14 @@ impl Planner<'_> {
         let (v, vt) = self.expr(v, scope, false)?;
         let (v, vt) = self.coerce(v, vt, DataType::Text)?;
         let pair = Expr::Func(Func::MakeArray, vec![k, v]);
-        let agg = self.collecting_agg(f, pair, distinct, order_by, scope)?;
+        let agg = self.collecting_agg(f, pair, distinct, order_by, scope, aggs)?;
         let jsonb = name == "jsonb_object_agg";
         let ty = if jsonb { DataType::Jsonb } else { DataType::Json };
         Ok((Expr::Func(Func::JsonObjectAgg(kt, vt, jsonb), vec![agg]), ty))
     }
 
     /// An aggregate that collects `x` (as array_agg does, NULLs skipped), in the order of
-    /// `order_by`, over the rows `f`'s FILTER keeps.
+    /// `order_by`, over the rows `f`'s FILTER keeps; 42803 where aggregates are not allowed.
     fn collecting_agg(
         &mut self,
         f: &ast::Function,
@@ -817,7 +814,11 @@ impl Planner<'_> {
         distinct: bool,
         order_by: &[ast::OrderByExpr],
         scope: &Scope,
+        aggs: bool,
     ) -> Result<Expr> {
+        if !aggs {
+            return Err(SqlError::new(code::GROUPING, "aggregate functions are not allowed here"));
+        }
         let mut packed = vec![x];
         let mut order = Vec::with_capacity(order_by.len());
         for o in order_by {
@@ -887,14 +888,8 @@ impl Planner<'_> {
                 (Expr::Func(Func::ToJson(DataType::Json, true), vec![row]), DataType::Jsonb)
             }
             _ => {
-                if !aggs {
-                    return Err(SqlError::new(
-                        code::GROUPING,
-                        "aggregate functions are not allowed here",
-                    ));
-                }
                 let jsonb = name == "jsonb_agg";
-                let agg = self.collecting_agg(f, row, distinct, order_by, scope)?;
+                let agg = self.collecting_agg(f, row, distinct, order_by, scope, aggs)?;
                 let func =
                     if jsonb { Func::JsonAgg(DataType::Json, true) } else { Func::JsonAggRows };
                 (Expr::Func(func, vec![agg]), if jsonb { DataType::Jsonb } else { DataType::Json })

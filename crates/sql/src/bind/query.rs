@@ -559,20 +559,15 @@ impl<'a> Planner<'a> {
                 };
                 Ok((item, scope))
             }
-            ast::TableFactor::Derived { lateral: false, subquery, alias, .. } => {
-                let plan = self.query(subquery, None)?;
-                let alias_name = alias.as_ref().map(|a| ident(&a.name));
-                let rename: Vec<String> = alias
-                    .as_ref()
-                    .map(|a| a.columns.iter().map(|c| ident(&c.name)).collect())
-                    .unwrap_or_default();
-                check_rename(alias_name.as_deref(), rename.len(), plan.columns.len())?;
-                Ok(derived_item(plan, alias_name, &rename, offset))
-            }
-            // LATERAL (SELECT …): it sees the earlier items' columns as a correlated
-            // subquery sees its enclosing row's; one that uses none is a derived table.
-            ast::TableFactor::Derived { lateral: true, subquery, alias, .. } => {
-                let (plan, refs, outer) = self.plan_subquery(subquery, earlier)?;
+            // LATERAL (SELECT …) sees the earlier items' columns as a correlated subquery
+            // sees its enclosing row's; one that uses none is a plain derived table.
+            ast::TableFactor::Derived { lateral, subquery, alias, .. } => {
+                let (plan, reads_earlier) = if *lateral {
+                    let (plan, refs, outer) = self.plan_subquery(subquery, earlier)?;
+                    (plan, !refs.is_empty() || outer.deep)
+                } else {
+                    (self.query(subquery, None)?, false)
+                };
                 let alias_name = alias.as_ref().map(|a| ident(&a.name));
                 let rename: Vec<String> = alias
                     .as_ref()
@@ -580,7 +575,7 @@ impl<'a> Planner<'a> {
                     .unwrap_or_default();
                 check_rename(alias_name.as_deref(), rename.len(), plan.columns.len())?;
                 let (mut item, cols) = derived_item(plan, alias_name, &rename, offset);
-                if !refs.is_empty() || outer.deep {
+                if reads_earlier {
                     if let Source::Derived(plan) = item.source {
                         item.source = Source::Lateral(plan);
                     }

@@ -547,7 +547,22 @@ fn format_number(value: Decimal, template: &str) -> Result<String> {
     // The sign, when not placed by the template: just before the first digit written.
     let mut sign_pending = !explicit_sign || matches!(t.parts.first(), Some(NumPart::Sign));
     let sign_char = |neg: bool| if neg { '-' } else { '+' };
-    let default_sign = |neg: bool| if neg { '-' } else { ' ' };
+    // What the first digit or point written comes after: the sign, unless the template
+    // places it (without FM a positive number keeps a space for it).
+    let lead_sign = if explicit_sign {
+        Some(sign_char(negative))
+    } else if negative || !t.fill {
+        Some(if negative { '-' } else { ' ' })
+    } else {
+        None
+    };
+    let begin = |out: &mut String, sign_pending: &mut bool, started: &mut bool| {
+        if *sign_pending && !*started {
+            out.extend(lead_sign);
+            *sign_pending = false;
+        }
+        *started = true;
+    };
     let (mut int_seen, mut frac_seen, mut started) = (0usize, 0usize, false);
     let mut after_point = false;
     for part in &t.parts {
@@ -557,35 +572,13 @@ fn format_number(value: Decimal, template: &str) -> Result<String> {
                 int_seen += 1;
                 if place < lead {
                     if place >= first_zero {
-                        if sign_pending && !started {
-                            push_sign(
-                                &mut out,
-                                explicit_sign,
-                                negative,
-                                sign_char,
-                                default_sign,
-                                t.fill,
-                            );
-                            sign_pending = false;
-                        }
-                        started = true;
+                        begin(&mut out, &mut sign_pending, &mut started);
                         out.push('0');
                     } else if !t.fill {
                         out.push(' ');
                     }
                 } else {
-                    if sign_pending && !started {
-                        push_sign(
-                            &mut out,
-                            explicit_sign,
-                            negative,
-                            sign_char,
-                            default_sign,
-                            t.fill,
-                        );
-                        sign_pending = false;
-                    }
-                    started = true;
+                    begin(&mut out, &mut sign_pending, &mut started);
                     out.push_str(&int_digits[place - lead..place - lead + 1]);
                 }
             }
@@ -594,11 +587,7 @@ fn format_number(value: Decimal, template: &str) -> Result<String> {
                 frac_seen += 1;
             }
             NumPart::Point => {
-                if sign_pending && !started {
-                    push_sign(&mut out, explicit_sign, negative, sign_char, default_sign, t.fill);
-                    sign_pending = false;
-                }
-                started = true;
+                begin(&mut out, &mut sign_pending, &mut started);
                 after_point = true;
                 out.push('.');
             }
@@ -660,21 +649,6 @@ fn format_number(value: Decimal, template: &str) -> Result<String> {
         out.push_str(ordinal(n, upper));
     }
     Ok(out)
-}
-
-fn push_sign(
-    out: &mut String,
-    explicit: bool,
-    negative: bool,
-    sign_char: impl Fn(bool) -> char,
-    default_sign: impl Fn(bool) -> char,
-    fill: bool,
-) {
-    if explicit {
-        out.push(sign_char(negative));
-    } else if negative || !fill {
-        out.push(default_sign(negative));
-    }
 }
 
 /// The template with `#` in every digit place: a number too large for it.
