@@ -199,6 +199,22 @@ impl<'a> Planner<'a> {
         Ok((Expr::Func(func, args), ty))
     }
 
+    /// An aggregate's argument (or FILTER condition, or sort key): no aggregate in it,
+    /// unless the aggregate is a window call's, whose argument may use the query's own
+    /// aggregates (`sum(count(*)) OVER ()`); the aggregates inside it may not nest again.
+    fn agg_arg(&mut self, e: &ast::Expr, scope: &Scope) -> Result<(Expr, DataType)> {
+        let window = std::mem::take(&mut self.window_aggregate);
+        let bound = self.expr(e, scope, window);
+        self.window_aggregate = window;
+        bound.map_err(|e| {
+            if e.code == code::GROUPING && e.message == "aggregate functions are not allowed here" {
+                SqlError::new(code::GROUPING, "aggregate function calls cannot be nested")
+            } else {
+                e
+            }
+        })
+    }
+
     pub(crate) fn function(
         &mut self,
         f: &ast::Function,
@@ -264,7 +280,7 @@ impl<'a> Planner<'a> {
             if !aggs && !self.windows_here {
                 return Err(SqlError::new("42P20", "window functions are not allowed here"));
             }
-            return self.window_call(f, &name, &args, star, scope);
+            return self.window_call(f, &name, &args, scope);
         }
         if matches!(
             name.as_str(),
@@ -331,7 +347,7 @@ impl<'a> Planner<'a> {
                 let arg = match &f.filter {
                     // count(*) FILTER (WHERE c) counts the rows where c is true.
                     Some(cond) => {
-                        let (c, cty) = self.expr(cond, scope, false)?;
+                        let (c, cty) = self.agg_arg(cond, scope)?;
                         let (c, _) = self.coerce(c, cty, DataType::Bool)?;
                         Some(Box::new(Expr::Case {
                             operand: None,
@@ -350,7 +366,7 @@ impl<'a> Planner<'a> {
                     format!("function {name} takes exactly one argument"),
                 ));
             };
-            let (x, ty) = self.expr(arg, scope, false)?;
+            let (x, ty) = self.agg_arg(arg, scope)?;
             let out = aggregate_type(&name, &agg, ty)?;
             let x = match agg {
                 AggFunc::BoolAnd | AggFunc::BoolOr => self.coerce(x, ty, DataType::Bool)?.0,
@@ -362,7 +378,7 @@ impl<'a> Planner<'a> {
                     let mut packed = vec![x];
                     let mut order = Vec::with_capacity(order_by.len());
                     for o in order_by {
-                        let key = self.expr(&o.expr, scope, false)?.0;
+                        let key = self.agg_arg(&o.expr, scope)?.0;
                         // DISTINCT compares the packed values: sorting by anything but the
                         // argument would keep duplicates (PostgreSQL refuses it too).
                         if distinct && key != packed[0] {
@@ -385,7 +401,7 @@ impl<'a> Planner<'a> {
                     if !order_by.is_empty() {
                         // The order of the input does not change these results.
                         for o in order_by {
-                            self.expr(&o.expr, scope, false)?;
+                            self.agg_arg(&o.expr, scope)?;
                         }
                     }
                     (agg, x)
@@ -393,7 +409,7 @@ impl<'a> Planner<'a> {
             };
             let x = match &f.filter {
                 Some(cond) => {
-                    let (c, cty) = self.expr(cond, scope, false)?;
+                    let (c, cty) = self.agg_arg(cond, scope)?;
                     let (c, _) = self.coerce(c, cty, DataType::Bool)?;
                     Expr::Case { operand: None, whens: vec![(c, x)], otherwise: None }
                 }
@@ -794,9 +810,9 @@ impl Planner<'_> {
                 format!("function {name} takes exactly two arguments"),
             ));
         };
-        let (k, kt) = self.expr(k, scope, false)?;
+        let (k, kt) = self.agg_arg(k, scope)?;
         let (k, kt) = self.coerce(k, kt, DataType::Text)?;
-        let (v, vt) = self.expr(v, scope, false)?;
+        let (v, vt) = self.agg_arg(v, scope)?;
         let (v, vt) = self.coerce(v, vt, DataType::Text)?;
         let pair = Expr::Func(Func::MakeArray, vec![k, v]);
         let agg = self.collecting_agg(f, pair, distinct, order_by, scope, aggs)?;
@@ -822,7 +838,7 @@ impl Planner<'_> {
         let mut packed = vec![x];
         let mut order = Vec::with_capacity(order_by.len());
         for o in order_by {
-            packed.push(self.expr(&o.expr, scope, false)?.0);
+            packed.push(self.agg_arg(&o.expr, scope)?.0);
             let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
             order.push((desc, o.options.nulls_first.unwrap_or(desc)));
         }
@@ -830,7 +846,7 @@ impl Planner<'_> {
         let x = Expr::Func(Func::MakeArray, packed);
         let x = match &f.filter {
             Some(cond) => {
-                let (c, cty) = self.expr(cond, scope, false)?;
+                let (c, cty) = self.agg_arg(cond, scope)?;
                 let (c, _) = self.coerce(c, cty, DataType::Bool)?;
                 Expr::Case { operand: None, whens: vec![(c, x)], otherwise: None }
             }
@@ -901,6 +917,27 @@ impl Planner<'_> {
 /// The result type of aggregate `agg` (named `name`) over an argument of type `ty`, as
 /// PostgreSQL types it (`sum(integer)` is bigint, `avg(interval)` an interval); 42883 for an
 /// argument type it does not take.
+/// Whether `name` is an aggregate function.
+pub(crate) fn is_aggregate(name: &str) -> bool {
+    matches!(
+        name,
+        "count"
+            | "sum"
+            | "min"
+            | "max"
+            | "avg"
+            | "string_agg"
+            | "array_agg"
+            | "json_agg"
+            | "jsonb_agg"
+            | "json_object_agg"
+            | "jsonb_object_agg"
+            | "bool_and"
+            | "every"
+            | "bool_or"
+    )
+}
+
 pub(crate) fn aggregate_type(name: &str, agg: &AggFunc, ty: DataType) -> Result<DataType> {
     Ok(match agg {
         AggFunc::StringAgg(..) => DataType::Text,

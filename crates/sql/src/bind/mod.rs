@@ -191,6 +191,8 @@ pub struct Planner<'a> {
     /// Whether window functions may appear where aggregates may not (ORDER BY of a query
     /// that does not group).
     pub(crate) windows_here: bool,
+    /// Binding the aggregate of a window call (see `agg_arg`).
+    pub(crate) window_aggregate: bool,
     /// Common table expressions in scope (WITH): name, query, column names, and for a
     /// recursive one being planned the work table id and columns its recursive term reads.
     pub(crate) ctes: Vec<Cte>,
@@ -375,6 +377,7 @@ impl<'a> Planner<'a> {
             expansions: 0,
             reusable: true,
             windows_here: false,
+            window_aggregate: false,
             ctes: Vec::new(),
             work_tables: 0,
         }

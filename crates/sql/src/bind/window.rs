@@ -8,34 +8,40 @@ use sqlparser::ast;
 use crate::bind::*;
 use crate::error::{Result, SqlError};
 use crate::expr::*;
-use crate::types::DataType;
+use crate::types::{DataType, Value};
 
-/// A frame offset: a non-negative integer constant.
-fn offset(e: &Option<Box<ast::Expr>>) -> Result<Option<u64>> {
-    let Some(e) = e else { return Ok(None) };
-    match e.as_ref() {
-        ast::Expr::Value(v) => match &v.value {
-            ast::Value::Number(n, _) => n.parse::<u64>().map(Some).map_err(|_| {
-                SqlError::new("22013", "frame starting or ending offset must not be negative")
-            }),
-            _ => Err(SqlError::unsupported("a frame offset that is not an integer constant")),
-        },
-        _ => Err(SqlError::unsupported("a frame offset that is not an integer constant")),
-    }
+/// The functions that only exist as window functions; any other name with OVER is an
+/// aggregate over the frame.
+fn window_only(name: &str) -> Option<WindowFunc> {
+    Some(match name {
+        "row_number" => WindowFunc::RowNumber,
+        "rank" => WindowFunc::Rank,
+        "dense_rank" => WindowFunc::DenseRank,
+        "percent_rank" => WindowFunc::PercentRank,
+        "cume_dist" => WindowFunc::CumeDist,
+        "ntile" => WindowFunc::Ntile,
+        "lag" => WindowFunc::Lag,
+        "lead" => WindowFunc::Lead,
+        "first_value" => WindowFunc::FirstValue,
+        "last_value" => WindowFunc::LastValue,
+        "nth_value" => WindowFunc::NthValue,
+        _ => return None,
+    })
 }
 
-fn bound(b: &ast::WindowFrameBound) -> Result<FrameBound> {
-    Ok(match b {
-        ast::WindowFrameBound::CurrentRow => FrameBound::CurrentRow,
-        ast::WindowFrameBound::Preceding(e) => match offset(e)? {
-            None => FrameBound::UnboundedPreceding,
-            Some(n) => FrameBound::Preceding(n),
-        },
-        ast::WindowFrameBound::Following(e) => match offset(e)? {
-            None => FrameBound::UnboundedFollowing,
-            Some(n) => FrameBound::Following(n),
-        },
-    })
+/// Takes the outermost aggregate out of a bound aggregate call (`json_agg(x)` binds as a
+/// function of `array_agg(x)`), leaving column 0 in its place.
+fn take_agg(e: Expr, found: &mut Option<(AggFunc, Option<Box<Expr>>, DataType)>) -> Result<Expr> {
+    if found.is_some() {
+        return Ok(e);
+    }
+    match e {
+        Expr::Agg(func, _, arg, ty) => {
+            *found = Some((func, arg, ty));
+            Ok(Expr::Column(0))
+        }
+        e => e.try_map_children(&mut |c| take_agg(c, found)),
+    }
 }
 
 impl<'a> Planner<'a> {
@@ -45,7 +51,6 @@ impl<'a> Planner<'a> {
         f: &ast::Function,
         name: &str,
         args: &[ast::Expr],
-        star: bool,
         scope: &Scope,
     ) -> Result<(Expr, DataType)> {
         let spec = match f.over.as_ref() {
@@ -58,93 +63,21 @@ impl<'a> Planner<'a> {
         if spec.window_name.is_some() {
             return Err(SqlError::unsupported("named windows (WINDOW w AS …)"));
         }
-        if f.filter.is_some() {
-            return Err(SqlError::unsupported("FILTER on a window function"));
-        }
-        let mut bound_args = Vec::with_capacity(args.len());
-        for a in args {
-            let (x, t) = self.expr(a, scope, true)?;
-            if x.has_window() {
-                return Err(SqlError::new("42P20", "window function calls cannot be nested"));
-            }
-            bound_args.push((x, t));
-        }
-        let arity = |lo, hi| crate::bind::function::check_arity(name, args.len(), lo, hi);
-        let raw_first_type = bound_args.first().map_or(DataType::Unknown, |(_, t)| *t);
-        let first_type =
-            if raw_first_type == DataType::Unknown { DataType::Text } else { raw_first_type };
-        let (func, ty) = match name {
-            "row_number" => (WindowFunc::RowNumber, DataType::Int8),
-            "rank" => (WindowFunc::Rank, DataType::Int8),
-            "dense_rank" => (WindowFunc::DenseRank, DataType::Int8),
-            "percent_rank" => (WindowFunc::PercentRank, DataType::Float8),
-            "cume_dist" => (WindowFunc::CumeDist, DataType::Float8),
-            "ntile" => (WindowFunc::Ntile, DataType::Int4),
-            "lag" => (WindowFunc::Lag, first_type),
-            "lead" => (WindowFunc::Lead, first_type),
-            "first_value" => (WindowFunc::FirstValue, first_type),
-            "last_value" => (WindowFunc::LastValue, first_type),
-            "nth_value" => (WindowFunc::NthValue, first_type),
-            "count" => (WindowFunc::Agg(AggFunc::Count), DataType::Int8),
-            "sum" | "avg" | "min" | "max" | "bool_and" | "every" | "bool_or" => {
-                let agg = match name {
-                    "sum" => AggFunc::Sum,
-                    "avg" => AggFunc::Avg,
-                    "min" => AggFunc::Min,
-                    "max" => AggFunc::Max,
-                    "bool_or" => AggFunc::BoolOr,
-                    _ => AggFunc::BoolAnd,
-                };
-                let ty = match crate::bind::function::aggregate_type(name, &agg, raw_first_type)? {
-                    DataType::Unknown => DataType::Text,
-                    t => t,
-                };
-                (WindowFunc::Agg(agg), ty)
-            }
-            other => return Err(SqlError::unsupported(format!("{other}() as a window function"))),
+        let (func, fixed, ty) = match window_only(name) {
+            Some(func) => self.window_function(f, func, name, args, scope)?,
+            None => self.window_aggregate(f, name, scope)?,
         };
-        match &func {
-            WindowFunc::RowNumber
-            | WindowFunc::Rank
-            | WindowFunc::DenseRank
-            | WindowFunc::PercentRank
-            | WindowFunc::CumeDist => arity(0, 0)?,
-            WindowFunc::Ntile => arity(1, 1)?,
-            WindowFunc::Lag | WindowFunc::Lead => arity(1, 3)?,
-            WindowFunc::FirstValue | WindowFunc::LastValue => arity(1, 1)?,
-            WindowFunc::NthValue => arity(2, 2)?,
-            WindowFunc::Agg(AggFunc::Count) if star => arity(0, 0)?,
-            WindowFunc::Agg(_) => arity(1, 1)?,
-        }
-        if matches!(f.args, ast::FunctionArguments::List(ref l) if l.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct))
-        {
-            return Err(SqlError::unsupported("DISTINCT in a window function"));
-        }
-        // Arguments take the types the function wants.
-        let mut fixed = Vec::with_capacity(bound_args.len());
-        for (i, (x, t)) in bound_args.into_iter().enumerate() {
-            let want = match (&func, i) {
-                (WindowFunc::Ntile, _) | (WindowFunc::NthValue, 1) => DataType::Int8,
-                (WindowFunc::Lag | WindowFunc::Lead, 1) => DataType::Int8,
-                (WindowFunc::Lag | WindowFunc::Lead, 2) => ty,
-                (WindowFunc::Agg(AggFunc::BoolAnd | AggFunc::BoolOr), _) => DataType::Bool,
-                _ => t,
-            };
-            let (x, xt) = self.coerce(x, t, want)?;
-            fixed.push(if xt != want && want != DataType::Unknown && xt != DataType::Unknown {
-                Expr::Cast(Box::new(x), want)
-            } else {
-                x
-            });
-        }
         let mut partition = Vec::with_capacity(spec.partition_by.len());
         for p in &spec.partition_by {
             partition.push(self.expr(p, scope, true)?.0);
         }
         let mut order = Vec::with_capacity(spec.order_by.len());
+        let mut order_types = Vec::with_capacity(spec.order_by.len());
         let mut directions = Vec::with_capacity(spec.order_by.len());
         for o in &spec.order_by {
-            order.push(self.expr(&o.expr, scope, true)?.0);
+            let (x, t) = self.expr(&o.expr, scope, true)?;
+            order.push(x);
+            order_types.push(t);
             let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
             directions.push((desc, o.options.nulls_first.unwrap_or(desc)));
         }
@@ -168,18 +101,57 @@ impl<'a> Planner<'a> {
                         FrameUnits::Groups
                     }
                 };
-                let start = bound(&wf.start_bound)?;
+                // RANGE offsets are distances in the one ORDER BY key's terms.
+                let has_offset = |b: &ast::WindowFrameBound| {
+                    matches!(
+                        b,
+                        ast::WindowFrameBound::Preceding(Some(_))
+                            | ast::WindowFrameBound::Following(Some(_))
+                    )
+                };
+                let mut offset_type = DataType::Int8;
+                if units == FrameUnits::Range
+                    && (has_offset(&wf.start_bound)
+                        || wf.end_bound.as_ref().is_some_and(has_offset))
+                {
+                    if order.len() != 1 {
+                        return Err(SqlError::new(
+                            "42P20",
+                            "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column",
+                        ));
+                    }
+                    offset_type = match order_types[0] {
+                        DataType::Int2 | DataType::Int4 | DataType::Int8 => DataType::Int8,
+                        DataType::Numeric(_) => DataType::Numeric(None),
+                        DataType::Float4 | DataType::Float8 => DataType::Float8,
+                        DataType::Date => {
+                            // Compared as timestamps: date ± interval is one.
+                            let key = order.pop().unwrap_or(Expr::Const(Value::Null));
+                            order.push(Expr::Cast(Box::new(key), DataType::Timestamp));
+                            DataType::Interval(None)
+                        }
+                        DataType::Timestamp
+                        | DataType::TimestampTz
+                        | DataType::Time
+                        | DataType::Interval(_) => DataType::Interval(None),
+                        t => {
+                            return Err(SqlError::new(
+                                code::FEATURE_NOT_SUPPORTED,
+                                format!(
+                                    "RANGE with offset PRECEDING/FOLLOWING is not supported for column type {}",
+                                    t.sql_name()
+                                ),
+                            ))
+                        }
+                    };
+                }
+                let ctx =
+                    FrameContext { units, offset_type, key_type: order_types.first().copied() };
+                let start = self.frame_bound(&wf.start_bound, &ctx, scope)?;
                 let end = match &wf.end_bound {
-                    Some(b) => bound(b)?,
+                    Some(b) => self.frame_bound(b, &ctx, scope)?,
                     None => FrameBound::CurrentRow,
                 };
-                if units == FrameUnits::Range
-                    && [start, end]
-                        .iter()
-                        .any(|b| matches!(b, FrameBound::Preceding(_) | FrameBound::Following(_)))
-                {
-                    return Err(SqlError::unsupported("RANGE frames with an offset"));
-                }
                 if start == FrameBound::UnboundedFollowing {
                     return Err(SqlError::new(
                         "42P20",
@@ -189,12 +161,274 @@ impl<'a> Planner<'a> {
                 if end == FrameBound::UnboundedPreceding {
                     return Err(SqlError::new("42P20", "frame end cannot be UNBOUNDED PRECEDING"));
                 }
+                // A start after the current row cannot end before it (PostgreSQL's checks).
+                match (&start, &end) {
+                    (FrameBound::CurrentRow, FrameBound::Preceding(_)) => {
+                        return Err(SqlError::new(
+                            "42P20",
+                            "frame starting from current row cannot have preceding rows",
+                        ))
+                    }
+                    (
+                        FrameBound::Following(_),
+                        FrameBound::Preceding(_) | FrameBound::CurrentRow,
+                    ) => {
+                        return Err(SqlError::new(
+                            "42P20",
+                            "frame starting from following row cannot have preceding rows",
+                        ))
+                    }
+                    _ => {}
+                }
                 (units, start, end)
             }
         };
         let call = WindowCall { func, args: fixed, partition, order, directions, frame, ty };
         Ok((Expr::Window(Box::new(call)), ty))
     }
+
+    /// A window-only function's call: its kind, its arguments (typed as it wants them),
+    /// its result type.
+    fn window_function(
+        &mut self,
+        f: &ast::Function,
+        func: WindowFunc,
+        name: &str,
+        args: &[ast::Expr],
+        scope: &Scope,
+    ) -> Result<(WindowFunc, Vec<Expr>, DataType)> {
+        if f.filter.is_some() {
+            return Err(SqlError::new(
+                code::FEATURE_NOT_SUPPORTED,
+                "FILTER is not implemented for non-aggregate window functions",
+            ));
+        }
+        if matches!(f.args, ast::FunctionArguments::List(ref l) if l.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct))
+        {
+            return Err(SqlError::new(
+                code::FEATURE_NOT_SUPPORTED,
+                "DISTINCT is not implemented for window functions",
+            ));
+        }
+        let mut bound_args = Vec::with_capacity(args.len());
+        for a in args {
+            let (x, t) = self.expr(a, scope, true)?;
+            if x.has_window() {
+                return Err(SqlError::new("42P20", "window function calls cannot be nested"));
+            }
+            bound_args.push((x, t));
+        }
+        let arity = |lo, hi| crate::bind::function::check_arity(name, args.len(), lo, hi);
+        let first_type = match bound_args.first().map_or(DataType::Unknown, |(_, t)| *t) {
+            DataType::Unknown => DataType::Text,
+            t => t,
+        };
+        let ty = match func {
+            WindowFunc::RowNumber | WindowFunc::Rank | WindowFunc::DenseRank => DataType::Int8,
+            WindowFunc::PercentRank | WindowFunc::CumeDist => DataType::Float8,
+            WindowFunc::Ntile => DataType::Int4,
+            _ => first_type,
+        };
+        match &func {
+            WindowFunc::RowNumber
+            | WindowFunc::Rank
+            | WindowFunc::DenseRank
+            | WindowFunc::PercentRank
+            | WindowFunc::CumeDist => arity(0, 0)?,
+            WindowFunc::Ntile => arity(1, 1)?,
+            WindowFunc::Lag | WindowFunc::Lead => arity(1, 3)?,
+            WindowFunc::FirstValue | WindowFunc::LastValue => arity(1, 1)?,
+            WindowFunc::NthValue => arity(2, 2)?,
+            WindowFunc::Agg { .. } => {}
+        }
+        // Arguments take the types the function wants.
+        let mut fixed = Vec::with_capacity(bound_args.len());
+        for (i, (x, t)) in bound_args.into_iter().enumerate() {
+            let want = match (&func, i) {
+                (WindowFunc::Ntile, _) | (WindowFunc::NthValue, 1) => DataType::Int8,
+                (WindowFunc::Lag | WindowFunc::Lead, 1) => DataType::Int8,
+                (WindowFunc::Lag | WindowFunc::Lead, 2) => ty,
+                _ => t,
+            };
+            let (x, xt) = self.coerce(x, t, want)?;
+            fixed.push(if xt != want && want != DataType::Unknown && xt != DataType::Unknown {
+                Expr::Cast(Box::new(x), want)
+            } else {
+                x
+            });
+        }
+        Ok((func, fixed, ty))
+    }
+
+    /// An aggregate with OVER: bound as the aggregate it is (so every aggregate, its FILTER
+    /// and whatever the function makes of the aggregate's value work as they do with GROUP
+    /// BY), then computed over each row's frame.
+    fn window_aggregate(
+        &mut self,
+        f: &ast::Function,
+        name: &str,
+        scope: &Scope,
+    ) -> Result<(WindowFunc, Vec<Expr>, DataType)> {
+        if let ast::FunctionArguments::List(l) = &f.args {
+            if l.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct) {
+                return Err(SqlError::new(
+                    code::FEATURE_NOT_SUPPORTED,
+                    "DISTINCT is not implemented for window functions",
+                ));
+            }
+            if l.clauses.iter().any(|c| matches!(c, ast::FunctionArgumentClause::OrderBy(_))) {
+                return Err(SqlError::new(
+                    code::FEATURE_NOT_SUPPORTED,
+                    "aggregate ORDER BY is not implemented for window functions",
+                ));
+            }
+        }
+        if !crate::bind::function::is_aggregate(name) {
+            return Err(SqlError::new(
+                code::WRONG_OBJECT_TYPE,
+                format!(
+                    "OVER specified, but {name} is not a window function nor an aggregate function"
+                ),
+            ));
+        }
+        let mut plain = f.clone();
+        plain.over = None;
+        let outer = std::mem::replace(&mut self.window_aggregate, true);
+        let bound = self.expr(&ast::Expr::Function(plain), scope, true);
+        self.window_aggregate = outer;
+        let (bound, ty) = bound?;
+        let mut found = None;
+        let finish = take_agg(bound, &mut found)?;
+        let Some((func, arg, agg_ty)) = found else {
+            return Err(SqlError::new(
+                code::WRONG_OBJECT_TYPE,
+                format!(
+                    "OVER specified, but {name} is not a window function nor an aggregate function"
+                ),
+            ));
+        };
+        if arg.as_deref().is_some_and(Expr::has_window) {
+            return Err(SqlError::new("42P20", "window function calls cannot be nested"));
+        }
+        let ty = if ty == DataType::Unknown { DataType::Text } else { ty };
+        let finish = match finish {
+            Expr::Column(0) => None,
+            e => Some(Box::new(e)),
+        };
+        let args = arg.map(|a| vec![*a]).unwrap_or_default();
+        Ok((WindowFunc::Agg { func, ty: agg_ty, finish }, args, ty))
+    }
+
+    /// One end of a frame; an offset is bound as an expression of no column, typed as the
+    /// frame's units want it.
+    fn frame_bound(
+        &mut self,
+        b: &ast::WindowFrameBound,
+        frame: &FrameContext,
+        scope: &Scope,
+    ) -> Result<FrameBound> {
+        let (e, preceding) = match b {
+            ast::WindowFrameBound::CurrentRow => return Ok(FrameBound::CurrentRow),
+            ast::WindowFrameBound::Preceding(None) => return Ok(FrameBound::UnboundedPreceding),
+            ast::WindowFrameBound::Following(None) => return Ok(FrameBound::UnboundedFollowing),
+            ast::WindowFrameBound::Preceding(Some(e)) => (e, true),
+            ast::WindowFrameBound::Following(Some(e)) => (e, false),
+        };
+        let units = match frame.units {
+            FrameUnits::Rows => "ROWS",
+            FrameUnits::Range => "RANGE",
+            FrameUnits::Groups => "GROUPS",
+        };
+        // The SQL parser reads a string before PRECEDING/FOLLOWING as an interval; in
+        // PostgreSQL it is a literal of the type the offset takes.
+        let e = match e.as_ref() {
+            ast::Expr::Interval(ast::Interval {
+                value,
+                leading_field: None,
+                leading_precision: None,
+                last_field: None,
+                fractional_seconds_precision: None,
+            }) if matches!(value.as_ref(), ast::Expr::Value(_)) => value.as_ref(),
+            e => e,
+        };
+        let (x, t) = self.expr(e, scope, false)?;
+        let mut variables = false;
+        x.walk(&mut |n| {
+            variables |= matches!(n, Expr::Column(_) | Expr::Outer(_) | Expr::Subquery(..))
+        });
+        if variables {
+            return Err(SqlError::new(
+                code::INVALID_COLUMN_REFERENCE,
+                format!("argument of {units} must not contain variables"),
+            ));
+        }
+        let want = frame.offset_type;
+        let fits = match (t, want) {
+            (DataType::Unknown, _) => true,
+            // ROWS and GROUPS counts take any number, as an assignment would (1.5 is 2).
+            (
+                DataType::Int2
+                | DataType::Int4
+                | DataType::Int8
+                | DataType::Numeric(_)
+                | DataType::Float4
+                | DataType::Float8,
+                DataType::Int8,
+            ) if frame.units != FrameUnits::Range => true,
+            (DataType::Int2 | DataType::Int4 | DataType::Int8, DataType::Int8) => true,
+            (_, DataType::Int8) => false,
+            (
+                DataType::Int2 | DataType::Int4 | DataType::Int8 | DataType::Numeric(_),
+                DataType::Numeric(_),
+            ) => true,
+            (
+                DataType::Int2
+                | DataType::Int4
+                | DataType::Int8
+                | DataType::Numeric(_)
+                | DataType::Float4
+                | DataType::Float8,
+                DataType::Float8,
+            ) => true,
+            (DataType::Interval(_), DataType::Interval(_)) => true,
+            _ => false,
+        };
+        if !fits {
+            let message = match (frame.units, frame.key_type) {
+                (FrameUnits::Range, Some(key)) => format!(
+                    "RANGE with offset PRECEDING/FOLLOWING is not supported for column type {} and offset type {}",
+                    key.sql_name(),
+                    t.sql_name()
+                ),
+                _ => format!(
+                    "argument of {units} must be type bigint, not type {}",
+                    t.sql_name()
+                ),
+            };
+            let code = if frame.units == FrameUnits::Range {
+                code::FEATURE_NOT_SUPPORTED
+            } else {
+                code::DATATYPE_MISMATCH
+            };
+            return Err(SqlError::new(code, message));
+        }
+        let (x, xt) = self.coerce(x, t, want)?;
+        let x = if xt != want { Expr::Cast(Box::new(x), want) } else { x };
+        Ok(if preceding {
+            FrameBound::Preceding(Box::new(x))
+        } else {
+            FrameBound::Following(Box::new(x))
+        })
+    }
+}
+
+/// What binding a frame's offsets needs to know.
+struct FrameContext {
+    units: FrameUnits,
+    /// The type offsets take.
+    offset_type: DataType,
+    /// The first ORDER BY key's type.
+    key_type: Option<DataType>,
 }
 
 /// Moves every window call out of the plan's output expressions into `plan.windows`,

@@ -346,6 +346,107 @@ pub(crate) enum Acc {
     Bool(Option<bool>),
 }
 
+impl Acc {
+    /// The state of `f` before any input.
+    pub(crate) fn new(f: &AggFunc) -> Acc {
+        match f {
+            AggFunc::Count => Acc::Count(0),
+            AggFunc::Sum => Acc::Sum(None),
+            AggFunc::Min | AggFunc::Max => Acc::MinMax(None),
+            AggFunc::Avg => Acc::Avg(None, 0),
+            AggFunc::StringAgg(..) | AggFunc::ArrayAgg(_) => Acc::Collect(Vec::new()),
+            AggFunc::BoolAnd | AggFunc::BoolOr => Acc::Bool(None),
+        }
+    }
+
+    /// Takes one input of `f` (never NULL: aggregates skip NULL inputs; the collecting ones
+    /// see each value packed in an array, which is not).
+    pub(crate) fn add(&mut self, f: &AggFunc, v: Value) -> Result<()> {
+        *self = match (std::mem::replace(self, Acc::Count(0)), f) {
+            (Acc::Count(n), _) => Acc::Count(n + 1),
+            (Acc::Sum(s), _) => Acc::Sum(Some(match s {
+                None => widen(v),
+                Some(s) => crate::expr::binary(BinOp::Add, s, widen(v), NUMBERS)?,
+            })),
+            (Acc::MinMax(m), f) => Acc::MinMax(Some(match m {
+                None => v,
+                Some(m) => {
+                    let o = v.total_cmp(&m);
+                    if (*f == AggFunc::Min && o == Ordering::Less)
+                        || (*f == AggFunc::Max && o == Ordering::Greater)
+                    {
+                        v
+                    } else {
+                        m
+                    }
+                }
+            })),
+            (Acc::Collect(mut items), _) => {
+                items.push(crate::expr::array_items(v)?);
+                Acc::Collect(items)
+            }
+            (Acc::Bool(b), f) => {
+                let x = v.as_bool()?.unwrap_or(*f == AggFunc::BoolAnd);
+                Acc::Bool(Some(match (b, f) {
+                    (None, _) => x,
+                    (Some(b), AggFunc::BoolAnd) => b && x,
+                    (Some(b), _) => b || x,
+                }))
+            }
+            (Acc::Avg(s, n), _) => Acc::Avg(
+                Some(match s {
+                    None => widen(v),
+                    Some(s) => crate::expr::binary(BinOp::Add, s, widen(v), NUMBERS)?,
+                }),
+                n + 1,
+            ),
+        };
+        Ok(())
+    }
+
+    /// The aggregate's value (`ty`: its result type).
+    pub(crate) fn finish(
+        self,
+        f: &AggFunc,
+        distinct: bool,
+        ty: DataType,
+        limits: &ExecLimits,
+    ) -> Result<Value> {
+        Ok(match self {
+            Acc::Count(n) => Value::Int(n),
+            Acc::Sum(s) => match (s, ty) {
+                (None, _) => Value::Null,
+                // sum of smallint/integer is bigint.
+                (Some(Value::Numeric(d)), DataType::Int8) => Value::Int(
+                    i64::try_from(d).map_err(|_| crate::types::out_of_range(DataType::Int8))?,
+                ),
+                (Some(v), _) => v,
+            },
+            Acc::MinMax(m) => m.unwrap_or(Value::Null),
+            Acc::Collect(items) => collected(f, distinct, items, limits)?,
+            Acc::Bool(b) => b.map(Value::Bool).unwrap_or(Value::Null),
+            Acc::Avg(None, _) => Value::Null,
+            Acc::Avg(Some(s), n) => match s {
+                Value::Float(f) => Value::Float(f / n as f64),
+                Value::Interval(iv) => Value::Interval(iv.checked_div(n as f64)?),
+                s => {
+                    let d = match s {
+                        Value::Numeric(d) => d,
+                        Value::Int(i) => rust_decimal::Decimal::from(i),
+                        _ => rust_decimal::Decimal::ZERO,
+                    };
+                    crate::expr::binary(
+                        BinOp::Div,
+                        Value::Numeric(d),
+                        Value::Numeric(rust_decimal::Decimal::from(n)),
+                        NUMBERS,
+                    )?
+                }
+            },
+        })
+    }
+}
+
 /// A value ordered by [`Value::total_cmp`], for the sets DISTINCT aggregates keep.
 #[derive(Debug, Clone)]
 pub(crate) struct Ordered(pub(crate) Value);
@@ -376,18 +477,7 @@ pub(crate) fn aggregate(
     ctx: &Ctx,
     limits: &ExecLimits,
 ) -> Result<Vec<Vec<Value>>> {
-    let init: Vec<Acc> = g
-        .aggs
-        .iter()
-        .map(|(f, _, _, _)| match f {
-            AggFunc::Count => Acc::Count(0),
-            AggFunc::Sum => Acc::Sum(None),
-            AggFunc::Min | AggFunc::Max => Acc::MinMax(None),
-            AggFunc::Avg => Acc::Avg(None, 0),
-            AggFunc::StringAgg(..) | AggFunc::ArrayAgg(_) => Acc::Collect(Vec::new()),
-            AggFunc::BoolAnd | AggFunc::BoolOr => Acc::Bool(None),
-        })
-        .collect();
+    let init: Vec<Acc> = g.aggs.iter().map(|(f, _, _, _)| Acc::new(f)).collect();
     // Groups in first-seen order; keys compared by value.
     // Per group: key values, accumulators, values seen by each DISTINCT aggregate.
     type Group = (Row, Vec<Acc>, Vec<std::collections::BTreeSet<Ordered>>);
@@ -420,45 +510,7 @@ pub(crate) fn aggregate(
             if *distinct && !seen[ai].insert(Ordered(v.clone())) {
                 continue;
             }
-            accs[ai] = match (std::mem::replace(&mut accs[ai], Acc::Count(0)), f) {
-                (Acc::Count(n), _) => Acc::Count(n + 1),
-                (Acc::Sum(s), _) => Acc::Sum(Some(match s {
-                    None => widen(v),
-                    Some(s) => crate::expr::binary(BinOp::Add, s, widen(v), NUMBERS)?,
-                })),
-                (Acc::MinMax(m), f) => Acc::MinMax(Some(match m {
-                    None => v,
-                    Some(m) => {
-                        let o = v.total_cmp(&m);
-                        if (*f == AggFunc::Min && o == Ordering::Less)
-                            || (*f == AggFunc::Max && o == Ordering::Greater)
-                        {
-                            v
-                        } else {
-                            m
-                        }
-                    }
-                })),
-                (Acc::Collect(mut items), _) => {
-                    items.push(crate::expr::array_items(v)?);
-                    Acc::Collect(items)
-                }
-                (Acc::Bool(b), f) => {
-                    let x = v.as_bool()?.unwrap_or(*f == AggFunc::BoolAnd);
-                    Acc::Bool(Some(match (b, f) {
-                        (None, _) => x,
-                        (Some(b), AggFunc::BoolAnd) => b && x,
-                        (Some(b), _) => b || x,
-                    }))
-                }
-                (Acc::Avg(s, n), _) => Acc::Avg(
-                    Some(match s {
-                        None => widen(v),
-                        Some(s) => crate::expr::binary(BinOp::Add, s, widen(v), NUMBERS)?,
-                    }),
-                    n + 1,
-                ),
-            };
+            accs[ai].add(f, v)?;
         }
     }
     if groups.is_empty() && g.keys.is_empty() {
@@ -468,38 +520,7 @@ pub(crate) fn aggregate(
     for (key, accs, _) in groups {
         let mut row = key;
         for (a, (f, distinct, _, ty)) in accs.into_iter().zip(&g.aggs) {
-            row.push(match a {
-                Acc::Count(n) => Value::Int(n),
-                Acc::Sum(s) => match (s, ty) {
-                    (None, _) => Value::Null,
-                    // sum of smallint/integer is bigint.
-                    (Some(Value::Numeric(d)), DataType::Int8) => Value::Int(
-                        i64::try_from(d).map_err(|_| crate::types::out_of_range(DataType::Int8))?,
-                    ),
-                    (Some(v), _) => v,
-                },
-                Acc::MinMax(m) => m.unwrap_or(Value::Null),
-                Acc::Collect(items) => collected(f, *distinct, items, limits)?,
-                Acc::Bool(b) => b.map(Value::Bool).unwrap_or(Value::Null),
-                Acc::Avg(None, _) => Value::Null,
-                Acc::Avg(Some(s), n) => match s {
-                    Value::Float(f) => Value::Float(f / n as f64),
-                    Value::Interval(iv) => Value::Interval(iv.checked_div(n as f64)?),
-                    s => {
-                        let d = match s {
-                            Value::Numeric(d) => d,
-                            Value::Int(i) => rust_decimal::Decimal::from(i),
-                            _ => rust_decimal::Decimal::ZERO,
-                        };
-                        crate::expr::binary(
-                            BinOp::Div,
-                            Value::Numeric(d),
-                            Value::Numeric(rust_decimal::Decimal::from(n)),
-                            NUMBERS,
-                        )?
-                    }
-                },
-            });
+            row.push(a.finish(f, *distinct, *ty, limits)?);
         }
         out.push(row);
     }

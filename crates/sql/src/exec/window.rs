@@ -44,74 +44,103 @@ fn cmp_keys(a: &[Value], b: &[Value], dirs: &[(bool, bool)]) -> Ordering {
     Ordering::Equal
 }
 
-/// A running aggregate over a frame.
-struct Acc {
-    func: AggFunc,
-    count: i64,
-    value: Option<Value>,
+/// The most values the results of one window aggregate may hold between them (an
+/// array_agg over a growing frame repeats every earlier value in each row's result).
+const WINDOW_VALUES_MAX: usize = 16 << 20;
+
+/// One end of a frame, its offset evaluated.
+enum Edge {
+    UnboundedPreceding,
+    /// ROWS and GROUPS: a count; RANGE: a distance in the ORDER BY key's terms.
+    Preceding(Value),
+    CurrentRow,
+    Following(Value),
+    UnboundedFollowing,
 }
 
-impl Acc {
-    fn new(func: &AggFunc) -> Acc {
-        Acc { func: func.clone(), count: 0, value: None }
-    }
-
-    fn add(&mut self, v: &Value) -> Result<()> {
-        if v.is_null() {
-            return Ok(());
+/// Evaluates a bound's offset: not NULL, not negative.
+fn edge(b: &FrameBound, units: FrameUnits, start: bool, ctx: &Ctx) -> Result<Edge> {
+    let (x, preceding) = match b {
+        FrameBound::UnboundedPreceding => return Ok(Edge::UnboundedPreceding),
+        FrameBound::CurrentRow => return Ok(Edge::CurrentRow),
+        FrameBound::UnboundedFollowing => return Ok(Edge::UnboundedFollowing),
+        FrameBound::Preceding(x) => (x, true),
+        FrameBound::Following(x) => (x, false),
+    };
+    let which = if start { "starting" } else { "ending" };
+    let v = x.eval(&[], ctx)?;
+    let negative = match &v {
+        Value::Null => {
+            return Err(SqlError::new("22004", format!("frame {which} offset must not be null")))
         }
-        self.count += 1;
-        self.value = Some(match (self.value.take(), &self.func) {
-            (None, AggFunc::Sum | AggFunc::Avg) => crate::exec::select::widen(v.clone()),
-            (None, _) => v.clone(),
-            (Some(s), AggFunc::Sum | AggFunc::Avg) => binary(
-                BinOp::Add,
-                s,
-                crate::exec::select::widen(v.clone()),
-                crate::exec::select::NUMBERS,
-            )?,
-            (Some(m), AggFunc::Min) => {
-                if v.total_cmp(&m) == Ordering::Less {
-                    v.clone()
-                } else {
-                    m
-                }
-            }
-            (Some(m), AggFunc::Max) => {
-                if v.total_cmp(&m) == Ordering::Greater {
-                    v.clone()
-                } else {
-                    m
-                }
-            }
-            (Some(b), AggFunc::BoolAnd) => {
-                Value::Bool(b.as_bool()? == Some(true) && v.as_bool()? == Some(true))
-            }
-            (Some(b), AggFunc::BoolOr) => {
-                Value::Bool(b.as_bool()? == Some(true) || v.as_bool()? == Some(true))
-            }
-            (Some(s), _) => s,
+        Value::Int(k) => *k < 0,
+        Value::Numeric(d) => d.is_sign_negative() && !d.is_zero(),
+        Value::Float(f) => *f < 0.0 || f.is_nan(),
+        Value::Interval(iv) => iv.span() < 0,
+        _ => false,
+    };
+    if negative {
+        return Err(if units == FrameUnits::Range {
+            SqlError::new("22013", "invalid preceding or following size in window function")
+        } else {
+            SqlError::new("22013", format!("frame {which} offset must not be negative"))
         });
-        Ok(())
     }
+    Ok(if preceding { Edge::Preceding(v) } else { Edge::Following(v) })
+}
 
-    fn result(&self, ty: DataType) -> Result<Value> {
-        Ok(match (&self.func, &self.value) {
-            (AggFunc::Count, _) => Value::Int(self.count),
-            (_, None) => Value::Null,
-            (AggFunc::Avg, Some(Value::Float(f))) => Value::Float(f / self.count as f64),
-            (AggFunc::Avg, Some(Value::Interval(iv))) => {
-                Value::Interval(iv.checked_div(self.count as f64)?)
+/// Where `key ± offset` falls among the values of the key's type.
+enum Target {
+    /// Below every value (the arithmetic went below the type's range).
+    Below,
+    At(Value),
+    /// Above every value.
+    Above,
+}
+
+impl Target {
+    /// How `x` compares with the target.
+    fn cmp(&self, x: &Value) -> Ordering {
+        match self {
+            Target::Below => Ordering::Greater,
+            Target::At(t) => x.total_cmp(t),
+            Target::Above => Ordering::Less,
+        }
+    }
+}
+
+/// `key + offset` (`add`) or `key - offset`, for a RANGE offset bound; a result past the
+/// type's range is below or above every value, as PostgreSQL's in_range functions treat it.
+fn range_target(key: &Value, offset: &Value, add: bool, ctx: &Ctx) -> Target {
+    let past = if add { Target::Above } else { Target::Below };
+    match (key, offset) {
+        (Value::Int(a), Value::Int(k)) => {
+            let r = if add { *a as i128 + *k as i128 } else { *a as i128 - *k as i128 };
+            i64::try_from(r).map(|r| Target::At(Value::Int(r))).unwrap_or(past)
+        }
+        (Value::Float(a), Value::Float(k)) => {
+            let r = if add { a + k } else { a - k };
+            // An infinite key less an infinite offset (+inf - inf, -inf + inf): PostgreSQL
+            // takes every row to lie within the bound, as though the arithmetic ran past
+            // the end.
+            if r.is_nan() && !a.is_nan() {
+                past
+            } else {
+                Target::At(Value::Float(r))
             }
-            (AggFunc::Avg, Some(s)) => binary(
-                BinOp::Div,
-                s.clone().cast(DataType::Numeric(None))?,
-                Value::Numeric(rust_decimal::Decimal::from(self.count)),
-                crate::exec::select::NUMBERS,
-            )?,
-            (AggFunc::Sum, Some(s)) => s.clone().cast(ty)?,
-            (_, Some(v)) => v.clone(),
-        })
+        }
+        (Value::Time(a), Value::Interval(k)) => {
+            // time ± interval without wrapping around midnight (the interval's time part).
+            let r = if add { a.checked_add(k.micros) } else { a.checked_sub(k.micros) };
+            r.map(|r| Target::At(Value::Time(r))).unwrap_or(past)
+        }
+        (key, offset) => {
+            let op = if add { BinOp::Add } else { BinOp::Sub };
+            match binary(op, key.clone(), offset.clone(), ctx.env.zone()) {
+                Ok(v) => Target::At(v),
+                Err(_) => past,
+            }
+        }
     }
 }
 
@@ -142,6 +171,8 @@ fn window_values(
     limits: &ExecLimits,
 ) -> Result<Vec<Value>> {
     let n = rows.len();
+    let (units, fs, fe) = &w.frame;
+    let edges = (edge(fs, *units, true, ctx)?, edge(fe, *units, false, ctx)?);
     // Per row: partition keys, order keys, arguments.
     let mut keyed = Vec::with_capacity(n);
     for (i, r) in rows.iter().enumerate() {
@@ -157,6 +188,7 @@ fn window_values(
             .then_with(|| cmp_keys(&keyed[a].1, &keyed[b].1, &w.directions))
     });
     let mut out = vec![Value::Null; n];
+    let mut budget = WINDOW_VALUES_MAX;
     let mut start = 0;
     while start < n {
         let mut end = start + 1;
@@ -164,7 +196,8 @@ fn window_values(
         {
             end += 1;
         }
-        partition(w, &idx[start..end], &keyed, &mut out, limits)?;
+        let part = Partition { w, part: &idx[start..end], keyed: &keyed, edges: &edges };
+        part.compute(&mut out, &mut budget, ctx, limits)?;
         start = end;
     }
     Ok(out)
@@ -172,189 +205,317 @@ fn window_values(
 
 type Keyed = (Vec<Value>, Vec<Value>, Vec<Value>);
 
-/// One partition (`part` holds row indexes in window order).
-fn partition(
-    w: &WindowCall,
-    part: &[usize],
-    keyed: &[Keyed],
-    out: &mut [Value],
-    limits: &ExecLimits,
-) -> Result<()> {
-    let n = part.len();
-    let peers = |a: usize, b: usize| {
-        cmp_keys(&keyed[part[a]].1, &keyed[part[b]].1, &w.directions) == Ordering::Equal
-    };
-    // Each position's peer group: [first, last], and its number; each group's bounds.
-    let mut group_first = vec![0; n];
-    let mut group_last = vec![0; n];
-    let mut group_of = vec![0usize; n];
-    let mut groups: Vec<(usize, usize)> = Vec::new();
-    let mut g = 0;
-    while g < n {
-        let mut e = g + 1;
-        while e < n && peers(g, e) {
-            e += 1;
-        }
-        for k in g..e {
-            group_first[k] = g;
-            group_last[k] = e - 1;
-            group_of[k] = groups.len();
-        }
-        groups.push((g, e - 1));
-        g = e;
-    }
-    let arg = |pos: usize, i: usize| keyed[part[pos]].2.get(i).cloned().unwrap_or(Value::Null);
-    let int_arg = |pos: usize, i: usize, default: i64| -> Result<Option<i64>> {
-        match keyed[part[pos]].2.get(i) {
-            None => Ok(Some(default)),
-            Some(Value::Null) => Ok(None),
-            Some(Value::Int(v)) => Ok(Some(*v)),
-            Some(v) => Err(SqlError::new(
-                code::DATATYPE_MISMATCH,
-                format!(
-                    "an integer argument, not {}",
-                    v.to_text(DataType::Text).unwrap_or_default()
-                ),
-            )),
-        }
-    };
-    // The frame of position `p`: [lo, hi] (empty when lo > hi).
-    let (units, fs, fe) = w.frame;
-    let rows_mode = units == FrameUnits::Rows;
-    let offset = |k: u64| k.min(i64::MAX as u64) as i64;
-    // GROUPS: the group `k` groups before or after position `p`'s (None: past the ends).
-    let group_at = |p: usize, k: i64| -> Option<(usize, usize)> {
-        let target = (group_of[p] as i64).checked_add(k)?;
-        usize::try_from(target).ok().and_then(|t| groups.get(t).copied())
-    };
-    let frame = |p: usize| -> (i64, i64) {
-        let lo = match fs {
-            FrameBound::UnboundedPreceding => 0,
-            FrameBound::Preceding(k) if units == FrameUnits::Groups => {
-                group_at(p, -offset(k)).map_or(0, |(first, _)| first as i64)
+/// One partition of a window call: `part` holds row indexes in window order.
+struct Partition<'p> {
+    w: &'p WindowCall,
+    part: &'p [usize],
+    keyed: &'p [Keyed],
+    edges: &'p (Edge, Edge),
+}
+
+impl Partition<'_> {
+    fn compute(
+        &self,
+        out: &mut [Value],
+        budget: &mut usize,
+        ctx: &Ctx,
+        limits: &ExecLimits,
+    ) -> Result<()> {
+        let (w, part, keyed) = (self.w, self.part, self.keyed);
+        let n = part.len();
+        let peers = Peers::of(w, part, keyed);
+        let (group_first, group_last) = (&peers.first, &peers.last);
+        let arg = |pos: usize, i: usize| keyed[part[pos]].2.get(i).cloned().unwrap_or(Value::Null);
+        let int_arg = |pos: usize, i: usize, default: i64| -> Result<Option<i64>> {
+            match keyed[part[pos]].2.get(i) {
+                None => Ok(Some(default)),
+                Some(Value::Null) => Ok(None),
+                Some(Value::Int(v)) => Ok(Some(*v)),
+                Some(v) => Err(SqlError::new(
+                    code::DATATYPE_MISMATCH,
+                    format!(
+                        "an integer argument, not {}",
+                        v.to_text(DataType::Text).unwrap_or_default()
+                    ),
+                )),
             }
-            FrameBound::Following(k) if units == FrameUnits::Groups => {
-                group_at(p, offset(k)).map_or(n as i64, |(first, _)| first as i64)
-            }
-            FrameBound::Preceding(k) => p as i64 - offset(k),
-            FrameBound::CurrentRow if rows_mode => p as i64,
-            FrameBound::CurrentRow => group_first[p] as i64,
-            FrameBound::Following(k) => (p as i64).saturating_add(offset(k)),
-            FrameBound::UnboundedFollowing => n as i64,
         };
-        let hi = match fe {
-            FrameBound::UnboundedFollowing => n as i64 - 1,
-            FrameBound::Following(k) if units == FrameUnits::Groups => {
-                group_at(p, offset(k)).map_or(n as i64 - 1, |(_, last)| last as i64)
+        let frame = |p: usize, ctx: &Ctx| self.frame(p, &peers, ctx);
+        let mut dense = 0i64;
+        let mut running: Option<(crate::exec::select::Acc, i64)> = None;
+        for p in 0..n {
+            if p % 1024 == 1023 {
+                limits.check()?;
             }
-            FrameBound::Preceding(k) if units == FrameUnits::Groups => {
-                group_at(p, -offset(k)).map_or(-1, |(_, last)| last as i64)
-            }
-            FrameBound::Following(k) => (p as i64).saturating_add(offset(k)),
-            FrameBound::CurrentRow if rows_mode => p as i64,
-            FrameBound::CurrentRow => group_last[p] as i64,
-            FrameBound::Preceding(k) => p as i64 - offset(k),
-            FrameBound::UnboundedPreceding => -1,
-        };
-        (lo.max(0), hi.min(n as i64 - 1))
-    };
-    // Without ORDER BY every row is a peer of every other: the whole partition.
-    let mut dense = 0i64;
-    let mut running: Option<(Acc, i64)> = None;
-    for p in 0..n {
-        if p % 1024 == 1023 {
-            limits.check()?;
-        }
-        let v = match &w.func {
-            WindowFunc::RowNumber => Value::Int(p as i64 + 1),
-            WindowFunc::Rank => Value::Int(group_first[p] as i64 + 1),
-            WindowFunc::DenseRank => {
-                if group_first[p] == p {
-                    dense += 1;
+            let v = match &w.func {
+                WindowFunc::RowNumber => Value::Int(p as i64 + 1),
+                WindowFunc::Rank => Value::Int(group_first[p] as i64 + 1),
+                WindowFunc::DenseRank => {
+                    if group_first[p] == p {
+                        dense += 1;
+                    }
+                    Value::Int(dense)
                 }
-                Value::Int(dense)
-            }
-            WindowFunc::PercentRank => {
-                Value::Float(if n > 1 { group_first[p] as f64 / (n - 1) as f64 } else { 0.0 })
-            }
-            WindowFunc::CumeDist => Value::Float((group_last[p] + 1) as f64 / n as f64),
-            WindowFunc::Ntile => match int_arg(p, 0, 1)? {
-                None => Value::Null,
-                Some(b) if b <= 0 => {
-                    return Err(SqlError::new(
-                        "22014",
-                        "argument of ntile must be greater than zero",
-                    ))
+                WindowFunc::PercentRank => {
+                    Value::Float(if n > 1 { group_first[p] as f64 / (n - 1) as f64 } else { 0.0 })
                 }
-                Some(b) => {
-                    let b = (b as usize).min(n.max(1));
-                    let (size, extra) = (n / b, n % b);
-                    // The first `extra` buckets hold one row more.
-                    let big = extra * (size + 1);
-                    let bucket =
-                        if p < big { p / (size + 1) } else { extra + (p - big) / size.max(1) };
-                    Value::Int(bucket as i64 + 1)
-                }
-            },
-            WindowFunc::Lag | WindowFunc::Lead => match int_arg(p, 1, 1)? {
-                None => Value::Null,
-                Some(k) => {
-                    let target =
-                        if w.func == WindowFunc::Lag { p as i64 - k } else { p as i64 + k };
-                    if (0..n as i64).contains(&target) {
-                        arg(target as usize, 0)
-                    } else {
-                        arg(p, 2)
+                WindowFunc::CumeDist => Value::Float((group_last[p] + 1) as f64 / n as f64),
+                WindowFunc::Ntile => match int_arg(p, 0, 1)? {
+                    None => Value::Null,
+                    Some(b) if b <= 0 => {
+                        return Err(SqlError::new(
+                            "22014",
+                            "argument of ntile must be greater than zero",
+                        ))
+                    }
+                    Some(b) => {
+                        let b = (b as usize).min(n.max(1));
+                        let (size, extra) = (n / b, n % b);
+                        // The first `extra` buckets hold one row more.
+                        let big = extra * (size + 1);
+                        let bucket =
+                            if p < big { p / (size + 1) } else { extra + (p - big) / size.max(1) };
+                        Value::Int(bucket as i64 + 1)
+                    }
+                },
+                WindowFunc::Lag | WindowFunc::Lead => match int_arg(p, 1, 1)? {
+                    None => Value::Null,
+                    Some(k) => {
+                        let target =
+                            if w.func == WindowFunc::Lag { p as i64 - k } else { p as i64 + k };
+                        if (0..n as i64).contains(&target) {
+                            arg(target as usize, 0)
+                        } else {
+                            arg(p, 2)
+                        }
+                    }
+                },
+                WindowFunc::FirstValue | WindowFunc::LastValue | WindowFunc::NthValue => {
+                    let (lo, hi) = frame(p, ctx);
+                    let pos = match w.func {
+                        WindowFunc::FirstValue => Some(lo),
+                        WindowFunc::LastValue => Some(hi),
+                        _ => match int_arg(p, 1, 1)? {
+                            None => None,
+                            Some(k) if k <= 0 => {
+                                return Err(SqlError::new(
+                                    "22016",
+                                    "argument of nth_value must be greater than zero",
+                                ))
+                            }
+                            Some(k) => Some(lo.saturating_add(k - 1)),
+                        },
+                    };
+                    match pos {
+                        Some(q) if lo <= hi && q <= hi => arg(q as usize, 0),
+                        _ => Value::Null,
                     }
                 }
-            },
-            WindowFunc::FirstValue | WindowFunc::LastValue | WindowFunc::NthValue => {
-                let (lo, hi) = frame(p);
-                let pos = match w.func {
-                    WindowFunc::FirstValue => Some(lo),
-                    WindowFunc::LastValue => Some(hi),
-                    _ => match int_arg(p, 1, 1)? {
-                        None => None,
-                        Some(k) if k <= 0 => {
-                            return Err(SqlError::new(
-                                "22016",
-                                "argument of nth_value must be greater than zero",
-                            ))
+                WindowFunc::Agg { func, ty, finish } => {
+                    use crate::exec::select::Acc;
+                    let (lo, hi) = frame(p, ctx);
+                    let value =
+                        |q: usize| if w.args.is_empty() { Value::Bool(true) } else { arg(q, 0) };
+                    let add = |acc: &mut Acc, q: usize| -> Result<()> {
+                        if q % 4096 == 4095 {
+                            limits.check()?;
                         }
-                        Some(k) => Some(lo.saturating_add(k - 1)),
-                    },
-                };
-                match pos {
-                    Some(q) if lo <= hi && q <= hi => arg(q as usize, 0),
-                    _ => Value::Null,
-                }
-            }
-            WindowFunc::Agg(f) => {
-                let (lo, hi) = frame(p);
-                let value =
-                    |q: usize| if w.args.is_empty() { Value::Bool(true) } else { arg(q, 0) };
-                if fs == FrameBound::UnboundedPreceding {
-                    // Running: extend the previous row's accumulator to this frame's end.
-                    let (mut acc, mut done) = running.take().unwrap_or((Acc::new(f), -1));
+                        let v = value(q);
+                        if v.is_null() {
+                            return Ok(());
+                        }
+                        acc.add(func, v)
+                    };
+                    // A frame that starts at the partition's first row and never ends
+                    // earlier than the previous row's extends that row's accumulator.
+                    let reuse = matches!(self.edges.0, Edge::UnboundedPreceding)
+                        && running.as_ref().is_some_and(|(_, done)| *done <= hi);
+                    let (mut acc, mut done) = match running.take() {
+                        Some(r) if reuse => r,
+                        _ => (Acc::new(func), lo - 1),
+                    };
                     while done < hi {
                         done += 1;
-                        acc.add(&value(done as usize))?;
+                        add(&mut acc, done as usize)?;
                     }
-                    let r = acc.result(w.ty)?;
-                    running = Some((acc, done));
-                    r
-                } else {
-                    let mut acc = Acc::new(f);
-                    let mut q = lo;
-                    while q <= hi {
-                        acc.add(&value(q as usize))?;
-                        q += 1;
+                    if let Acc::Collect(items) = &acc {
+                        *budget = budget.checked_sub(items.len()).ok_or_else(|| {
+                            SqlError::new(
+                                code::PROGRAM_LIMIT,
+                                "window function results too large",
+                            )
+                            .detail(format!(
+                                "The results of one window aggregate may hold at most {WINDOW_VALUES_MAX} values between them."
+                            ))
+                        })?;
                     }
-                    acc.result(w.ty)?
+                    let value = acc.clone().finish(func, false, *ty, limits)?;
+                    if matches!(self.edges.0, Edge::UnboundedPreceding) {
+                        running = Some((acc, done));
+                    }
+                    match finish {
+                        Some(f) => f.eval(&[value], ctx)?,
+                        None => value,
+                    }
+                }
+            };
+            out[part[p]] = v;
+        }
+        Ok(())
+    }
+
+    /// The frame of position `p`: [lo, hi] (empty when lo > hi).
+    fn frame(&self, p: usize, peers: &Peers, ctx: &Ctx) -> (i64, i64) {
+        let n = self.part.len() as i64;
+        let units = self.w.frame.0;
+        let count = |k: &Value| match k {
+            Value::Int(k) => *k,
+            _ => 0,
+        };
+        // GROUPS: the group `k` groups before or after position `p`'s (None: past the ends).
+        let group_at = |k: i64| -> Option<(usize, usize)> {
+            let target = (peers.of[p] as i64).checked_add(k)?;
+            usize::try_from(target).ok().and_then(|t| peers.groups.get(t).copied())
+        };
+        let lo = match &self.edges.0 {
+            Edge::UnboundedPreceding => 0,
+            Edge::UnboundedFollowing => n,
+            Edge::CurrentRow if units == FrameUnits::Rows => p as i64,
+            Edge::CurrentRow => peers.first[p] as i64,
+            Edge::Preceding(k) | Edge::Following(k) => {
+                let preceding = matches!(self.edges.0, Edge::Preceding(_));
+                match units {
+                    FrameUnits::Rows if preceding => p as i64 - count(k),
+                    FrameUnits::Rows => (p as i64).saturating_add(count(k)),
+                    FrameUnits::Groups if preceding => {
+                        group_at(-count(k)).map_or(0, |(first, _)| first as i64)
+                    }
+                    FrameUnits::Groups => group_at(count(k)).map_or(n, |(first, _)| first as i64),
+                    FrameUnits::Range => self.range_edge(p, peers, k, preceding, true, ctx),
                 }
             }
         };
-        out[part[p]] = v;
+        let hi = match &self.edges.1 {
+            Edge::UnboundedFollowing => n - 1,
+            Edge::UnboundedPreceding => -1,
+            Edge::CurrentRow if units == FrameUnits::Rows => p as i64,
+            Edge::CurrentRow => peers.last[p] as i64,
+            Edge::Preceding(k) | Edge::Following(k) => {
+                let preceding = matches!(self.edges.1, Edge::Preceding(_));
+                match units {
+                    FrameUnits::Rows if preceding => p as i64 - count(k),
+                    FrameUnits::Rows => (p as i64).saturating_add(count(k)),
+                    FrameUnits::Groups if preceding => {
+                        group_at(-count(k)).map_or(-1, |(_, last)| last as i64)
+                    }
+                    FrameUnits::Groups => group_at(count(k)).map_or(n - 1, |(_, last)| last as i64),
+                    FrameUnits::Range => self.range_edge(p, peers, k, preceding, false, ctx),
+                }
+            }
+        };
+        (lo.max(0), hi.min(n - 1))
     }
-    Ok(())
+
+    /// A RANGE offset bound of position `p`: the first position (for a frame's start) or
+    /// the last (for its end) whose ORDER BY key lies within `offset` of p's, on the side
+    /// the bound names. A NULL key's frame edge is its peers (the other NULLs); a
+    /// non-NULL key's offset bound never takes a NULL.
+    fn range_edge(
+        &self,
+        p: usize,
+        peers: &Peers,
+        offset: &Value,
+        preceding: bool,
+        start: bool,
+        ctx: &Ctx,
+    ) -> i64 {
+        let key = |q: usize| self.keyed[self.part[q]].1.first().unwrap_or(&Value::Null);
+        let v = key(p);
+        if v.is_null() {
+            return if start { peers.first[p] as i64 } else { peers.last[p] as i64 };
+        }
+        let desc = self.w.directions.first().is_some_and(|d| d.0);
+        // Preceding values are smaller in ascending order, larger in descending order.
+        let target = range_target(v, offset, preceding == desc, ctx);
+        let (a, b) = peers.non_null;
+        // How a key compares with the target when it comes after it in window order.
+        let ahead = if desc { Ordering::Less } else { Ordering::Greater };
+        // Positions come in window order: those before the target, then those at it, then
+        // those after it. A start is the first not before it; an end, the last not after.
+        let edge = if start {
+            partition_point(a, b, |q| target.cmp(key(q)) == ahead.reverse())
+        } else {
+            partition_point(a, b, |q| target.cmp(key(q)) != ahead)
+        } as i64;
+        if start {
+            edge
+        } else {
+            edge - 1
+        }
+    }
+}
+
+/// The first position in [a, b) where `pred` stops holding (it holds for a prefix).
+fn partition_point(mut a: usize, mut b: usize, pred: impl Fn(usize) -> bool) -> usize {
+    while a < b {
+        let mid = a + (b - a) / 2;
+        if pred(mid) {
+            a = mid + 1;
+        } else {
+            b = mid;
+        }
+    }
+    a
+}
+
+/// A partition's peer groups (rows equal in the ORDER BY keys).
+struct Peers {
+    /// Per position: the first and last position of its group, and the group's number.
+    first: Vec<usize>,
+    last: Vec<usize>,
+    of: Vec<usize>,
+    /// Per group: its first and last position.
+    groups: Vec<(usize, usize)>,
+    /// The positions [a, b) whose first ORDER BY key is not NULL (NULLs sort to one end).
+    non_null: (usize, usize),
+}
+
+impl Peers {
+    fn of(w: &WindowCall, part: &[usize], keyed: &[Keyed]) -> Peers {
+        let n = part.len();
+        let same = |a: usize, b: usize| {
+            cmp_keys(&keyed[part[a]].1, &keyed[part[b]].1, &w.directions) == Ordering::Equal
+        };
+        let mut peers = Peers {
+            first: vec![0; n],
+            last: vec![0; n],
+            of: vec![0; n],
+            groups: Vec::new(),
+            non_null: (0, n),
+        };
+        let mut g = 0;
+        while g < n {
+            let mut e = g + 1;
+            while e < n && same(g, e) {
+                e += 1;
+            }
+            for k in g..e {
+                peers.first[k] = g;
+                peers.last[k] = e - 1;
+                peers.of[k] = peers.groups.len();
+            }
+            peers.groups.push((g, e - 1));
+            g = e;
+        }
+        let null = |q: usize| keyed[part[q]].1.first().is_some_and(Value::is_null);
+        let (mut a, mut b) = (0, n);
+        while a < b && null(a) {
+            a += 1;
+        }
+        while b > a && null(b - 1) {
+            b -= 1;
+        }
+        peers.non_null = (a, b);
+        peers
+    }
 }

@@ -323,7 +323,7 @@ pub enum JsonFunc {
 }
 
 /// What a window function computes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum WindowFunc {
     /// row_number()
     RowNumber,
@@ -347,9 +347,19 @@ pub enum WindowFunc {
     LastValue,
     /// nth_value(x, n)
     NthValue,
-    /// An aggregate over the frame: count (no argument: count(*)), sum, avg, min, max,
-    /// bool_and, bool_or.
-    Agg(AggFunc),
+    /// An aggregate over the frame, computed as a GROUP BY computes it (its one argument
+    /// packed as that aggregate wants it; none for count(*)); `ty` is the aggregate's own
+    /// result type, and `finish`, over that value as column 0, turns it into the call's
+    /// result where the function is more than the aggregate (json_agg writes the values
+    /// array_agg collects as JSON).
+    Agg {
+        /// The aggregate.
+        func: AggFunc,
+        /// Its result type.
+        ty: DataType,
+        /// What the call makes of the aggregate's value (column 0).
+        finish: Option<Box<Expr>>,
+    },
 }
 
 /// What a window frame's offsets count.
@@ -357,23 +367,26 @@ pub enum WindowFunc {
 pub enum FrameUnits {
     /// ROWS: rows.
     Rows,
-    /// RANGE: values of the ORDER BY key (offsets refused); CURRENT ROW takes its peers.
+    /// RANGE: values of the one ORDER BY key (an offset is a distance from the current
+    /// row's value); CURRENT ROW takes its peers.
     Range,
     /// GROUPS: peer groups (rows equal in the ORDER BY keys).
     Groups,
 }
 
-/// One end of a window frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One end of a window frame. An offset is an expression of no column (a constant or a
+/// parameter), evaluated once per execution: a row or group count (bigint) for ROWS and
+/// GROUPS, a distance in the ORDER BY key's terms for RANGE.
+#[derive(Debug, Clone, PartialEq)]
 pub enum FrameBound {
     /// UNBOUNDED PRECEDING
     UnboundedPreceding,
-    /// n PRECEDING (ROWS)
-    Preceding(u64),
-    /// CURRENT ROW (with RANGE: the row and its peers)
+    /// offset PRECEDING
+    Preceding(Box<Expr>),
+    /// CURRENT ROW (with RANGE and GROUPS: the row and its peers)
     CurrentRow,
-    /// n FOLLOWING (ROWS)
-    Following(u64),
+    /// offset FOLLOWING
+    Following(Box<Expr>),
     /// UNBOUNDED FOLLOWING
     UnboundedFollowing,
 }
@@ -975,7 +988,12 @@ impl Expr {
                 }
             }
             Expr::Window(w) => {
-                w.args.iter().chain(&w.partition).chain(&w.order).for_each(f);
+                w.args.iter().chain(&w.partition).chain(&w.order).for_each(&mut *f);
+                for b in [&w.frame.1, &w.frame.2] {
+                    if let FrameBound::Preceding(x) | FrameBound::Following(x) = b {
+                        f(x);
+                    }
+                }
             }
         }
     }
@@ -1053,6 +1071,14 @@ impl Expr {
                 let args = args.into_iter().map(&mut *f).collect::<Result<_>>()?;
                 let partition = partition.into_iter().map(&mut *f).collect::<Result<_>>()?;
                 let order = order.into_iter().map(&mut *f).collect::<Result<_>>()?;
+                let mut bound = |b: FrameBound| -> Result<FrameBound> {
+                    Ok(match b {
+                        FrameBound::Preceding(x) => FrameBound::Preceding(Box::new(f(*x)?)),
+                        FrameBound::Following(x) => FrameBound::Following(Box::new(f(*x)?)),
+                        b => b,
+                    })
+                };
+                let frame = (frame.0, bound(frame.1)?, bound(frame.2)?);
                 Expr::Window(Box::new(WindowCall {
                     func,
                     args,
