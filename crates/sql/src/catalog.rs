@@ -91,6 +91,14 @@ pub struct Index {
     /// no entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicate: Option<String>,
+    /// `INCLUDE (…)` columns, by position: carried by the index in PostgreSQL, not part of
+    /// its key (Kiln's entries hold the key and the row's primary key; these columns only
+    /// tie the index to them, so dropping one drops the index).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<usize>,
+    /// `NULLS NOT DISTINCT`: a unique index on which NULLs are equal to one another.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nulls_not_distinct: bool,
 }
 
 impl Index {

@@ -698,15 +698,20 @@ impl Env for SessionEnv<'_> {
                 column.map_or(Value::Text(String::new()), Value::Text)
             }
             CatalogFunc::IndexDef | CatalogFunc::ConstraintDef | CatalogFunc::ViewDef => {
-                match arg_int(0) {
-                    Some(oid) => self
-                        .db
-                        .definitions
-                        .lock()
-                        .get(&oid)
-                        .cloned()
-                        .map(Value::Text)
-                        .unwrap_or(Value::Null),
+                let def = arg_int(0).and_then(|oid| self.db.definitions.lock().get(&oid).cloned());
+                // pg_get_indexdef(oid, 0, true), as psql's \d asks: the table not qualified
+                // (public is on the search path), a partial index's condition without its
+                // outer parentheses.
+                let pretty =
+                    func == CatalogFunc::IndexDef && args.get(2) == Some(&Value::Bool(true));
+                match def.map(|d| if pretty { d.replacen(" ON public.", " ON ", 1) } else { d }) {
+                    Some(d) if pretty => Value::Text(match d.split_once(" WHERE (") {
+                        Some((head, cond)) if cond.ends_with(')') => {
+                            format!("{head} WHERE {}", &cond[..cond.len() - 1])
+                        }
+                        _ => d,
+                    }),
+                    Some(d) => Value::Text(d),
                     None => Value::Null,
                 }
             }
@@ -719,13 +724,28 @@ impl Env for SessionEnv<'_> {
 /// parentheses kept whole).
 fn index_parts(def: &str) -> Vec<String> {
     let Some(start) = def.find("USING btree (") else { return vec![] };
-    let list = &def[start + "USING btree (".len()..];
+    let (mut parts, used) = part_list(&def[start + "USING btree (".len()..]);
+    // Its INCLUDE columns follow, numbered after the key parts.
+    let rest = &def[start + "USING btree (".len() + used..];
+    if let Some(include) = rest.strip_prefix(" INCLUDE (") {
+        parts.extend(part_list(include).0);
+    }
+    parts
+}
+
+/// A parenthesized list's parts (the text after its opening parenthesis), and the length
+/// of the text through its closing one.
+fn part_list(list: &str) -> (Vec<String>, usize) {
     let (mut parts, mut current, mut depth, mut quoted) = (Vec::new(), String::new(), 0, false);
-    for c in list.chars() {
+    let mut used = list.len();
+    for (i, c) in list.char_indices() {
         match c {
             '\'' => quoted = !quoted,
             '(' if !quoted => depth += 1,
-            ')' if !quoted && depth == 0 => break,
+            ')' if !quoted && depth == 0 => {
+                used = i + 1;
+                break;
+            }
             ')' if !quoted => depth -= 1,
             ',' if !quoted && depth == 0 => {
                 parts.push(current.trim().to_string());
@@ -743,7 +763,7 @@ fn index_parts(def: &str) -> Vec<String> {
             *part = part[1..part.len() - 1].to_string();
         }
     }
-    parts
+    (parts, used)
 }
 
 #[cfg(test)]
@@ -755,6 +775,12 @@ mod tests {
         assert_eq!(
             super::index_parts("CREATE UNIQUE INDEX k ON public.t USING btree (id)"),
             ["id"]
+        );
+        assert_eq!(
+            super::index_parts(
+                "CREATE UNIQUE INDEX k ON public.t USING btree (a, (b + 1)) INCLUDE (c, d) NULLS NOT DISTINCT WHERE (a > 0)"
+            ),
+            ["a", "b + 1", "c", "d"]
         );
     }
 }

@@ -387,7 +387,9 @@ impl Writer<'_> {
         let uniques: Vec<String> = t
             .indexes
             .iter()
-            .filter(|i| i.columns.contains(&p) && i.unique && i.constraint)
+            .filter(|i| {
+                (i.columns.contains(&p) || i.include.contains(&p)) && i.unique && i.constraint
+            })
             .map(|i| i.name.clone())
             .collect();
         for n in uniques {
@@ -397,7 +399,7 @@ impl Writer<'_> {
         // in PostgreSQL).
         let mut kept = Vec::with_capacity(t.indexes.len());
         for i in std::mem::take(&mut t.indexes) {
-            let mut reads = i.columns.contains(&p);
+            let mut reads = i.columns.contains(&p) || i.include.contains(&p);
             for text in i.expressions.iter().chain(&i.predicate) {
                 reads |= reads_column(text, name)?;
             }
@@ -431,6 +433,7 @@ impl Writer<'_> {
         shift(&mut t.primary_key, p);
         for i in &mut t.indexes {
             shift(&mut i.columns, p);
+            shift(&mut i.include, p);
         }
         let tname = t.name.clone();
         for f in &mut t.foreign_keys {

@@ -959,6 +959,7 @@ impl Writer<'_> {
         table: &Table,
         given: Option<String>,
         cols: Vec<usize>,
+        u: Option<&ast::UniqueConstraint>,
     ) -> Result<crate::catalog::Index> {
         for &c in &cols {
             if !crate::encoding::key_type_supported(table.columns[c].ty) {
@@ -978,7 +979,15 @@ impl Writer<'_> {
                 ));
             }
         }
-        let name = constraint_name(table, given, columns_base(table, &cols, "key"))?;
+        let include = match u {
+            Some(u) => crate::exec::indexes::included_columns(table, &u.include)?,
+            None => vec![],
+        };
+        let nulls_not_distinct =
+            u.is_some_and(|u| u.nulls_distinct == ast::NullsDistinctOption::NotDistinct);
+        // PostgreSQL names it after its key and INCLUDE columns.
+        let named: Vec<usize> = cols.iter().chain(&include).copied().collect();
+        let name = constraint_name(table, given, columns_base(table, &named, "key"))?;
         let id = self.db.catalog.next_id(&mut self.ts.txn)?;
         Ok(crate::catalog::Index {
             name,
@@ -989,6 +998,8 @@ impl Writer<'_> {
             comment: None,
             expressions: vec![],
             predicate: None,
+            include,
+            nulls_not_distinct,
         })
     }
 

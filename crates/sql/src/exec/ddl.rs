@@ -112,7 +112,7 @@ impl Writer<'_> {
         let mut columns: Vec<Column> = Vec::new();
         let mut primary_key: Vec<usize> = Vec::new();
         let mut primary_key_name: Option<String> = None;
-        let mut uniques: Vec<(Option<String>, Vec<usize>)> = Vec::new();
+        let mut uniques: Vec<(Option<String>, Vec<usize>, &ast::UniqueConstraint)> = Vec::new();
         // FOREIGN KEY and CHECK constraints, defined once the columns are known.
         let mut foreign_keys: Vec<(Option<String>, Vec<usize>, &ast::ForeignKeyConstraint)> =
             Vec::new();
@@ -198,7 +198,10 @@ impl Writer<'_> {
                             "generated columns (GENERATED ALWAYS AS (expression) STORED)",
                         ));
                     }
-                    ast::ColumnOption::PrimaryKey(_) => {
+                    ast::ColumnOption::PrimaryKey(pk) => {
+                        if !pk.include.is_empty() {
+                            return Err(SqlError::unsupported("INCLUDE on a primary key"));
+                        }
                         if !primary_key.is_empty() {
                             return Err(SqlError::new(
                                 code::INVALID_TABLE_DEFINITION,
@@ -211,7 +214,7 @@ impl Writer<'_> {
                         primary_key_name = cname;
                         col.nullable = false;
                     }
-                    ast::ColumnOption::Unique(_) => uniques.push((cname, vec![i])),
+                    ast::ColumnOption::Unique(u) => uniques.push((cname, vec![i], u)),
                     ast::ColumnOption::ForeignKey(fk) => {
                         foreign_keys.push((cname.or(fk.name.as_ref().map(ident)), vec![i], fk))
                     }
@@ -250,6 +253,9 @@ impl Writer<'_> {
                             format!("multiple primary keys for table \"{name}\" are not allowed"),
                         ));
                     }
+                    if !pk.include.is_empty() {
+                        return Err(SqlError::unsupported("INCLUDE on a primary key"));
+                    }
                     primary_key = find(&pk.columns, &columns)?;
                     primary_key_name = pk.name.as_ref().map(ident);
                     for &c in &primary_key {
@@ -257,7 +263,7 @@ impl Writer<'_> {
                     }
                 }
                 ast::TableConstraint::Unique(u) => {
-                    uniques.push((u.name.as_ref().map(ident), find(&u.columns, &columns)?))
+                    uniques.push((u.name.as_ref().map(ident), find(&u.columns, &columns)?, u))
                 }
                 ast::TableConstraint::ForeignKey(fk) => {
                     let cols = fk
@@ -338,8 +344,8 @@ impl Writer<'_> {
                 None => table.columns[i].default = Some(nextval_call(&seq)),
             }
         }
-        for (given, cols) in uniques {
-            let index = self.unique_constraint(&table, given, cols)?;
+        for (given, cols, u) in uniques {
+            let index = self.unique_constraint(&table, given, cols, Some(u))?;
             table.indexes.push(index);
         }
         for (given, expr) in checks {
@@ -559,6 +565,9 @@ impl Writer<'_> {
                     constraint: ast::TableConstraint::PrimaryKey(pk),
                     ..
                 } => {
+                    if !pk.include.is_empty() {
+                        return Err(SqlError::unsupported("INCLUDE on a primary key"));
+                    }
                     if !t.primary_key.is_empty() {
                         return Err(SqlError::new(
                             code::INVALID_TABLE_DEFINITION,
@@ -715,7 +724,7 @@ impl Writer<'_> {
                         }
                     })
                     .collect::<Result<Vec<_>>>()?;
-                let index = self.unique_constraint(t, u.name.as_ref().map(ident), cols)?;
+                let index = self.unique_constraint(t, u.name.as_ref().map(ident), cols, Some(u))?;
                 self.build_index(t, &index)?;
                 t.indexes.push(index);
             }

@@ -202,7 +202,7 @@ impl Writer<'_> {
     ) -> Result<Option<IndexEntry>> {
         let Some(values) = self.index_values(table, index, row)? else { return Ok(None) };
         let mut key = encode_key(&values.iter().collect::<Vec<_>>())?;
-        if index.unique && !values.iter().any(Value::is_null) {
+        if index.unique && (index.nulls_not_distinct || !values.iter().any(Value::is_null)) {
             Ok(Some(IndexEntry { key, value: pk.to_vec(), unique: true, values }))
         } else {
             key.extend_from_slice(pk);
@@ -239,9 +239,7 @@ impl Writer<'_> {
     pub(crate) fn create_index(&mut self, ci: &ast::CreateIndex, database: &str) -> Result<Output> {
         let tname = object_name(&ci.table_name)?;
         let table = self.db.catalog.table_or_err(&mut self.ts.txn, database, &tname)?;
-        if !ci.include.is_empty() || ci.nulls_distinct == Some(false) {
-            return Err(SqlError::unsupported("INCLUDE and NULLS NOT DISTINCT in an index"));
-        }
+        let include = included_columns(&table, &ci.include)?;
         // Plain columns, or (any part an expression) every part as an expression.
         let mut columns = Vec::new();
         let mut on_expressions = false;
@@ -275,7 +273,11 @@ impl Writer<'_> {
             None => {
                 // PostgreSQL's choice: each part's column or function name, else "expr".
                 let mut base = format!("{tname}_");
-                let named: Vec<String> = parts.iter().map(part_name).collect();
+                let named: Vec<String> = parts
+                    .iter()
+                    .map(part_name)
+                    .chain(include.iter().map(|&c| table.columns[c].name.clone()))
+                    .collect();
                 base.push_str(&named.join("_"));
                 let base = format!("{base}_idx");
                 let mut name = base.clone();
@@ -300,6 +302,8 @@ impl Writer<'_> {
             comment: None,
             expressions,
             predicate: ci.predicate.as_ref().map(stored_text),
+            include,
+            nulls_not_distinct: ci.nulls_distinct == Some(false),
         };
         self.build_index(&table, &index)?;
         let mut t = (*table).clone();
@@ -307,6 +311,11 @@ impl Writer<'_> {
         self.db.catalog.put_table(&mut self.ts.txn, &t)?;
         Ok(Output::Command("CREATE INDEX".into()))
     }
+}
+
+/// The columns of an `INCLUDE (…)` list, by position.
+pub(crate) fn included_columns(table: &Table, names: &[ast::Ident]) -> Result<Vec<usize>> {
+    names.iter().map(|n| table.column_or_err(&ident(n))).collect()
 }
 
 /// A row's entry in an index.

@@ -1046,8 +1046,8 @@ fn class_row(
 type IndexRow = (i64, String, Vec<usize>, bool, bool, Option<char>, IndexShape);
 
 /// An index on expressions' key parts (empty for one on columns) and a partial index's
-/// condition, as SQL text.
-type IndexShape = (Vec<String>, Option<String>);
+/// condition, as SQL text; its INCLUDE columns; whether it is NULLS NOT DISTINCT.
+type IndexShape = (Vec<String>, Option<String>, Vec<usize>, bool);
 
 impl System<'_> {
     /// pg_class, pg_attribute, pg_attrdef, pg_index, pg_constraint, pg_indexes, pg_tables
@@ -1124,7 +1124,7 @@ impl System<'_> {
                     true,
                     true,
                     Some('p'),
-                    (vec![], None),
+                    (vec![], None, vec![], false),
                 ));
             }
             for ix in &t.indexes {
@@ -1136,7 +1136,12 @@ impl System<'_> {
                     ix.unique,
                     false,
                     is_constraint.then_some('u'),
-                    (ix.expressions.clone(), ix.predicate.clone()),
+                    (
+                        ix.expressions.clone(),
+                        ix.predicate.clone(),
+                        ix.include.clone(),
+                        ix.nulls_not_distinct,
+                    ),
                 ));
             }
             names.insert(toid, t.name.clone());
@@ -1151,7 +1156,7 @@ impl System<'_> {
             for (ioid, name, ..) in &indexes {
                 names.insert(*ioid, name.clone());
             }
-            for (ioid, name, c, unique, _, kind, (exprs, predicate)) in &indexes {
+            for (ioid, name, c, unique, _, kind, (exprs, predicate, include, nnd)) in &indexes {
                 let parts = if exprs.is_empty() {
                     colnames(c)
                 } else {
@@ -1166,13 +1171,24 @@ impl System<'_> {
                     if *unique { "UNIQUE " } else { "" },
                     t.name,
                 );
+                let included = if include.is_empty() {
+                    String::new()
+                } else {
+                    format!(" INCLUDE ({})", colnames(include))
+                };
+                let nulls = if *nnd { " NULLS NOT DISTINCT" } else { "" };
+                def.push_str(&included);
+                def.push_str(nulls);
                 if let Some(p) = predicate {
                     def.push_str(&format!(" WHERE ({p})"));
                 }
                 defs.push((*ioid, def));
                 if let Some(k) = kind {
                     let what = if *k == 'p' { "PRIMARY KEY" } else { "UNIQUE" };
-                    defs.push((oid::constraint(*ioid), format!("{what} ({})", colnames(c))));
+                    defs.push((
+                        oid::constraint(*ioid),
+                        format!("{what}{nulls} ({}){included}", colnames(c)),
+                    ));
                 }
             }
             for (n, fk) in t.foreign_keys.iter().enumerate() {
@@ -1224,8 +1240,9 @@ impl System<'_> {
                     row[17] = int(t.checks.len() as i64);
                     row[19] = boolean(!t.foreign_keys.is_empty() || !t.referenced_by.is_empty());
                     rows.push(row);
-                    for (ioid, name, c, .., (exprs, _)) in &indexes {
+                    for (ioid, name, c, .., (exprs, _, include, _)) in &indexes {
                         let parts = if exprs.is_empty() { c.len() } else { exprs.len() };
+                        let parts = parts + include.len();
                         rows.push(class_row(*ioid, name, "i", parts, 403, false));
                     }
                 }
@@ -1280,7 +1297,9 @@ impl System<'_> {
                     }
                 }
                 "pg_index" | "pg_indexes" => {
-                    for (ioid, name, c, unique, primary, _, (exprs, predicate)) in &indexes {
+                    for (ioid, name, c, unique, primary, _, (exprs, predicate, include, nnd)) in
+                        &indexes
+                    {
                         if which == "pg_indexes" {
                             let def = defs
                                 .iter()
@@ -1313,17 +1332,19 @@ impl System<'_> {
                                 })
                                 .collect(),
                         );
+                        // The key parts, then the INCLUDE columns.
                         let indkey = Value::Array(
                             parts
                                 .iter()
                                 .map(|k| Value::Int(k.map_or(0, |k| t.attnum(k).into())))
+                                .chain(include.iter().map(|&k| Value::Int(t.attnum(k).into())))
                                 .collect(),
                         );
                         let exprs_text = (!exprs.is_empty()).then(|| text(&exprs.join(", ")));
                         rows.push(vec![
                             int(*ioid),
                             int(toid),
-                            int(n as i64),
+                            int((n + include.len()) as i64),
                             int(n as i64),
                             boolean(*unique),
                             boolean(*primary),
@@ -1341,7 +1362,7 @@ impl System<'_> {
                             exprs_text.unwrap_or(Value::Null),
                             // As pg_get_expr(indpred, indrelid) shows it.
                             predicate.as_deref().map_or(Value::Null, |p| text(&format!("({p})"))),
-                            boolean(false),
+                            boolean(*nnd),
                         ]);
                     }
                 }
