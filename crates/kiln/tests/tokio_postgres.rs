@@ -137,3 +137,68 @@ async fn tokio_postgres_client() {
     assert_eq!(n.channel(), "kiln_durable");
     assert_eq!(n.payload(), id);
 }
+
+/// Upserts on a unique column that is not the primary key, from several sessions at once:
+/// each one either inserts the row or updates the one in the way (a session waits for the
+/// one that inserted the key, then sees its row), so every increment counts and none fails;
+/// a row skipped by DO NOTHING leaves no index entry behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_upserts_on_a_unique_column_count_every_one() {
+    let kiln = common::Kiln::start(&[]);
+    let (setup, _) = connect(&kiln).await;
+    setup
+        .batch_execute(
+            "CREATE TABLE hits (id serial PRIMARY KEY, page text UNIQUE, n int NOT NULL);
+             CREATE TABLE two (id int PRIMARY KEY, a int UNIQUE, b int UNIQUE);
+             INSERT INTO two VALUES (1, 1, 1);",
+        )
+        .await
+        .expect("schema");
+    const SESSIONS: usize = 6;
+    const EACH: usize = 40;
+    let mut tasks = Vec::new();
+    for s in 0..SESSIONS {
+        let kiln_conninfo = kiln.conninfo();
+        tasks.push(tokio::spawn(async move {
+            let (client, connection) =
+                tokio_postgres::connect(&kiln_conninfo, NoTls).await.expect("connects");
+            tokio::spawn(connection);
+            let upsert = client
+                .prepare(
+                    "INSERT INTO hits (page, n) VALUES ($1, 1)
+                     ON CONFLICT (page) DO UPDATE SET n = hits.n + 1 RETURNING n",
+                )
+                .await
+                .expect("prepares");
+            for i in 0..EACH {
+                // Every session hits the shared page; each also has a page of its own.
+                let page = if i % 2 == 0 { "shared".to_string() } else { format!("own{s}") };
+                client.query_one(&upsert, &[&page]).await.expect("an upsert never fails");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("session");
+    }
+    let rows = setup.query("SELECT page, n FROM hits ORDER BY page", &[]).await.expect("reads");
+    let counts: Vec<(String, i32)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let mut expected = vec![("shared".to_string(), (SESSIONS * EACH / 2) as i32)];
+    for s in 0..SESSIONS {
+        expected.push((format!("own{s}"), (EACH / 2) as i32));
+    }
+    expected.sort();
+    assert_eq!(counts, expected);
+
+    // A row DO NOTHING skips for its second unique key leaves no entry under its first.
+    let skipped = setup
+        .execute("INSERT INTO two VALUES (2, 2, 1) ON CONFLICT DO NOTHING", &[])
+        .await
+        .expect("skips");
+    assert_eq!(skipped, 0);
+    setup.execute("INSERT INTO two VALUES (3, 2, 3)", &[]).await.expect("a = 2 is free");
+    let err = setup
+        .execute("INSERT INTO two VALUES (4, 2, 4) ON CONFLICT (b) DO NOTHING", &[])
+        .await
+        .expect_err("a conflict on a key that is not the arbiter fails");
+    assert_eq!(err.code(), Some(&SqlState::UNIQUE_VIOLATION));
+}

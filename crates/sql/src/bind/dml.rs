@@ -94,6 +94,35 @@ pub(crate) fn table_origin(table: &Table, i: usize) -> (u32, i16) {
 /// ON CONFLICT DO UPDATE: assignments and the optional WHERE.
 pub(crate) type ConflictUpdate = (Vec<(usize, Expr)>, Option<Expr>);
 
+/// The unique keys whose conflicts an ON CONFLICT clause handles; a conflict on any other
+/// key fails the INSERT (23505), as in PostgreSQL.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Arbiters {
+    /// Every unique key (`ON CONFLICT DO NOTHING` without a target).
+    Any,
+    /// The keys the target infers (`(columns)`: every unique key on exactly those columns)
+    /// or names (`ON CONSTRAINT name`): the primary key, unique indexes by id.
+    Keys { primary: bool, indexes: Vec<u64> },
+}
+
+impl Arbiters {
+    /// Whether a conflict on the primary key is handled.
+    pub(crate) fn primary(&self) -> bool {
+        match self {
+            Arbiters::Any => true,
+            Arbiters::Keys { primary, .. } => *primary,
+        }
+    }
+
+    /// Whether a conflict on the unique index `id` is handled.
+    pub(crate) fn index(&self, id: u64) -> bool {
+        match self {
+            Arbiters::Any => true,
+            Arbiters::Keys { indexes, .. } => indexes.contains(&id),
+        }
+    }
+}
+
 #[derive(Clone)]
 pub(crate) struct InsertPlan {
     pub(crate) table: Arc<Table>,
@@ -102,7 +131,7 @@ pub(crate) struct InsertPlan {
     pub(crate) targets: Vec<Option<usize>>,
     pub(crate) source: SelectPlan,
     pub(crate) defaults: Vec<Option<Expr>>,
-    pub(crate) on_conflict: Option<(Vec<usize>, Option<ConflictUpdate>)>,
+    pub(crate) on_conflict: Option<(Arbiters, Option<ConflictUpdate>)>,
     pub(crate) returning: Option<Returning>,
 }
 
@@ -220,36 +249,60 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
     let on_conflict = match &ins.on {
         None => None,
         Some(ast::OnInsert::OnConflict(oc)) => {
-            let cols = match &oc.conflict_target {
-                Some(ast::ConflictTarget::Columns(cols)) => cols
-                    .iter()
-                    .map(|c| table.column_or_err(&c.value.to_lowercase()))
-                    .collect::<Result<Vec<_>>>()?,
-                None => vec![],
-                Some(ast::ConflictTarget::OnConstraint(_)) => {
-                    return Err(SqlError::unsupported("ON CONFLICT ON CONSTRAINT"))
+            let arbiters = match &oc.conflict_target {
+                None => Arbiters::Any,
+                Some(ast::ConflictTarget::Columns(cols)) => {
+                    let mut cols = cols
+                        .iter()
+                        .map(|c| table.column_or_err(&ident(c)))
+                        .collect::<Result<Vec<_>>>()?;
+                    cols.sort_unstable();
+                    cols.dedup();
+                    let same = |key: &[usize]| {
+                        let mut key = key.to_vec();
+                        key.sort_unstable();
+                        key.dedup();
+                        key == cols
+                    };
+                    let primary = !table.primary_key.is_empty() && same(&table.primary_key);
+                    let indexes: Vec<u64> = table
+                        .indexes
+                        .iter()
+                        .filter(|i| i.unique && i.is_plain() && same(&i.columns))
+                        .map(|i| i.id)
+                        .collect();
+                    if !primary && indexes.is_empty() {
+                        return Err(SqlError::new(code::INVALID_COLUMN_REFERENCE, "there is no unique or exclusion constraint matching the ON CONFLICT specification"));
+                    }
+                    Arbiters::Keys { primary, indexes }
+                }
+                Some(ast::ConflictTarget::OnConstraint(name)) => {
+                    let name = object_name(name)?;
+                    let pk_name = table
+                        .primary_key_name
+                        .clone()
+                        .unwrap_or_else(|| format!("{}_pkey", table.name));
+                    if !table.primary_key.is_empty() && name == pk_name {
+                        Arbiters::Keys { primary: true, indexes: vec![] }
+                    } else if let Some(i) =
+                        table.indexes.iter().find(|i| i.name == name && i.unique && i.constraint)
+                    {
+                        Arbiters::Keys { primary: false, indexes: vec![i.id] }
+                    } else {
+                        return Err(SqlError::new(
+                            code::UNDEFINED_OBJECT,
+                            format!(
+                                "constraint \"{name}\" for table \"{}\" does not exist",
+                                table.name
+                            ),
+                        ));
+                    }
                 }
             };
-            if !cols.is_empty() {
-                let mut sorted = cols.clone();
-                sorted.sort_unstable();
-                let mut pk = table.primary_key.clone();
-                pk.sort_unstable();
-                let matches_unique = table.indexes.iter().any(|i| {
-                    i.unique && i.is_plain() && {
-                        let mut c = i.columns.clone();
-                        c.sort_unstable();
-                        c == sorted
-                    }
-                });
-                if sorted != pk && !matches_unique {
-                    return Err(SqlError::new(code::INVALID_COLUMN_REFERENCE, "there is no unique or exclusion constraint matching the ON CONFLICT specification"));
-                }
-            }
             let action = match &oc.action {
                 ast::OnConflictAction::DoNothing => None,
                 ast::OnConflictAction::DoUpdate(du) => {
-                    if cols.is_empty() {
+                    if arbiters == Arbiters::Any {
                         return Err(SqlError::syntax("ON CONFLICT DO UPDATE requires inference specification or constraint name").hint("For example, ON CONFLICT (column_name)."));
                     }
                     // The row scope is the existing row, then `excluded`.
@@ -282,7 +335,7 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
                     Some((sets, cond))
                 }
             };
-            Some((cols, action))
+            Some((arbiters, action))
         }
         Some(_) => return Err(SqlError::unsupported("ON DUPLICATE KEY")),
     };

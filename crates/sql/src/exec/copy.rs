@@ -389,7 +389,7 @@ impl Session {
                     },
                 })
                 .collect::<Result<Vec<_>>>()?;
-            w.insert_row(&table, full, false, &ctx)?;
+            w.insert_row(&table, full, None, &ctx)?;
         }
         if let Some(c) = &mut self.copy {
             c.rows += n;

@@ -88,7 +88,7 @@ impl Writer<'_> {
         let n = rows.len();
         for row in rows {
             self.interrupted()?;
-            self.insert_row(&table, row, false, ctx)?;
+            self.insert_row(&table, row, None, ctx)?;
         }
         Ok(Output::Command(format!("SELECT {n}")))
     }

@@ -98,8 +98,8 @@ impl InitPlans<'_> {
     /// INSERT: its source query, ON CONFLICT and RETURNING.
     pub(crate) fn insert(&self, plan: InsertPlan) -> Result<InsertPlan> {
         let on_conflict = match plan.on_conflict {
-            Some((cols, Some((sets, filter)))) => Some((
-                cols,
+            Some((arbiters, Some((sets, filter)))) => Some((
+                arbiters,
                 Some((self.assignments(sets)?, filter.map(|f| self.expr(f)).transpose()?)),
             )),
             other => other,

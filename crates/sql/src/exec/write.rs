@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use kiln_engine::IsolationLevel;
 
+use crate::bind::dml::Arbiters;
 use crate::catalog::Table;
 use crate::encoding::{decode_row, encode_key, encode_row};
 use crate::error::{code, Result, SqlError};
@@ -180,15 +181,16 @@ impl Writer<'_> {
         Ok(out)
     }
 
-    /// Inserts a row; with `skip_existing` returns `Ok(None)` instead of 23505 when the key
-    /// exists (and returns the existing key for ON CONFLICT DO UPDATE via `Err`).
+    /// Inserts a row. A key that holds another row already fails with 23505, unless it is
+    /// one of `arbiters` (ON CONFLICT): then nothing is written and the other row's primary
+    /// key is returned.
     pub(crate) fn insert_row(
         &mut self,
         table: &Table,
         row: Vec<Value>,
-        skip_existing: bool,
+        arbiters: Option<&Arbiters>,
         ctx: &Ctx,
-    ) -> Result<Option<Vec<u8>>> {
+    ) -> Result<Inserted> {
         let row = Self::fit_row(table, row, ctx.env.zone())?;
         self.check_row(table, &row, ctx)?;
         let pk = self.primary_key(table, &row)?;
@@ -196,7 +198,28 @@ impl Writer<'_> {
         // The row is written with its key check in one step when nothing after the check can
         // make the statement skip this row: a failure past this point fails the statement
         // (and its transaction); only ON CONFLICT on a unique index must leave no trace.
-        let written_early = !skip_existing || !table.indexes.iter().any(|i| i.unique);
+        let written_early = arbiters.is_none() || !table.indexes.iter().any(|i| i.unique);
+        // Arbiter indexes first: a conflict there decides, whatever other key the row would
+        // also violate, as in PostgreSQL. A session inserting the same key waits here for
+        // the one that did until it ends; under READ COMMITTED it then sees that row, as an
+        // upsert in PostgreSQL does.
+        for index in &table.indexes {
+            if !(index.unique && arbiters.is_some_and(|a| a.index(index.id))) {
+                continue;
+            }
+            let Some(entry) = self.index_entry(table, index, &row, &pk)? else { continue };
+            if !entry.unique {
+                continue;
+            }
+            self.lock(index.id, &entry.key)?;
+            if self.ts.isolation == IsolationLevel::ReadCommitted {
+                self.ts.txn.refresh_snapshot()?;
+            }
+            // (The row in the way may even have this row's primary key.)
+            if let Some(existing) = self.ts.txn.get(&index.keyspace(), &entry.key)? {
+                return Ok(Inserted::Conflict(existing));
+            }
+        }
         if !table.primary_key.is_empty() {
             self.lock(table.id, &pk)?;
             if self.ts.isolation == IsolationLevel::ReadCommitted {
@@ -208,8 +231,8 @@ impl Writer<'_> {
                 self.ts.txn.get(&ks, &pk)?.is_some()
             };
             if exists {
-                if skip_existing {
-                    return Ok(None);
+                if arbiters.is_some_and(Arbiters::primary) {
+                    return Ok(Inserted::Conflict(pk));
                 }
                 let vals: Vec<Value> = table.primary_key.iter().map(|&c| row[c].clone()).collect();
                 let name = table
@@ -220,19 +243,26 @@ impl Writer<'_> {
                 return Err(unique_violation(table, &name, &vals, &parts));
             }
         }
+        // Every unique entry is checked before any entry is written, so a row skipped for a
+        // conflict leaves nothing behind.
+        let mut entries = Vec::with_capacity(table.indexes.len());
         for index in &table.indexes {
             let Some(entry) = self.index_entry(table, index, &row, &pk)? else { continue };
             if entry.unique {
+                let arbiter = arbiters.is_some_and(|a| a.index(index.id));
                 if let Some(existing) = self.ts.txn.get(&index.keyspace(), &entry.key)? {
                     if existing != pk {
-                        if skip_existing {
-                            return Ok(None);
+                        if arbiter {
+                            return Ok(Inserted::Conflict(existing));
                         }
                         let parts = index.part_names(table);
                         return Err(unique_violation(table, &index.name, &entry.values, &parts));
                     }
                 }
             }
+            entries.push((index, entry));
+        }
+        for (index, entry) in entries {
             self.ts.txn.put(&index.keyspace(), &entry.key, &entry.value)?;
         }
         if table.primary_key.is_empty() || !written_early {
@@ -241,7 +271,7 @@ impl Writer<'_> {
         if !table.foreign_keys.is_empty() {
             self.check_references(table, &row, None, ctx.env.zone())?;
         }
-        Ok(Some(pk))
+        Ok(Inserted::Row(pk))
     }
 
     pub(crate) fn delete_row(&mut self, table: &Table, pk: &[u8], row: &[Value]) -> Result<()> {
@@ -272,7 +302,7 @@ impl Writer<'_> {
             self.delete_row(table, pk, old)?;
             // The new key is checked and written as an insert's, its references too.
             let row = Self::fit_row(table, new.clone(), ctx.env.zone())?;
-            self.insert_row(table, row, false, ctx)?;
+            self.insert_row(table, row, None, ctx)?;
         } else {
             for index in &table.indexes {
                 // An expression or a condition may read any column: its entries are
@@ -468,6 +498,8 @@ impl Writer<'_> {
             execute_select(&plan.source, &cell, &ctx, limits)?
         };
         let mut written_rows = Vec::new();
+        // The rows this statement inserted or changed: DO UPDATE may not change one again.
+        let mut touched: std::collections::HashSet<Vec<u8>> = Default::default();
         for src in source_rows {
             limits.check()?;
             let mut row: Vec<Option<Value>> = vec![None; table.columns.len()];
@@ -487,17 +519,38 @@ impl Writer<'_> {
                 });
             }
             let written = match &plan.on_conflict {
-                None => self.insert_row(&table, full.clone(), false, ctx)?.map(|_| full),
-                Some((_, None)) => self.insert_row(&table, full.clone(), true, ctx)?.map(|_| full),
-                Some((_, Some((sets, cond)))) => {
-                    match self.insert_row(&table, full.clone(), true, ctx)? {
-                        Some(_) => Some(full),
-                        None => {
-                            let fitted = Self::fit_row(&table, full.clone(), ctx.env.zone())?;
-                            let pk = self.primary_key(&table, &fitted)?;
+                None => {
+                    self.insert_row(&table, full.clone(), None, ctx)?;
+                    Some(full)
+                }
+                Some((arbiters, action)) => {
+                    match self.insert_row(&table, full.clone(), Some(arbiters), ctx)? {
+                        Inserted::Row(pk) => {
+                            touched.insert(pk);
+                            Some(full)
+                        }
+                        Inserted::Conflict(_) if action.is_none() => None,
+                        Inserted::Conflict(pk) => {
+                            let (sets, cond) = action.as_ref().expect("DO UPDATE");
+                            if touched.contains(&pk) {
+                                return Err(SqlError::new(
+                                    code::CARDINALITY,
+                                    "ON CONFLICT DO UPDATE command cannot affect row a second time",
+                                )
+                                .hint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values."));
+                            }
+                            // The row in the way, locked and read in its newest version.
+                            self.lock(table.id, &pk)?;
+                            if self.ts.isolation == IsolationLevel::ReadCommitted {
+                                self.ts.txn.refresh_snapshot()?;
+                            }
                             let Some(raw) = self.ts.txn.get(&table.keyspace(), &pk)? else {
-                                return Err(SqlError::unsupported("ON CONFLICT DO UPDATE on a unique index other than the primary key"));
+                                return Err(SqlError::new(
+                                    code::SERIALIZATION,
+                                    "could not serialize access due to concurrent delete",
+                                ));
                             };
+                            let fitted = Self::fit_row(&table, full.clone(), ctx.env.zone())?;
                             let existing = decode_row(&raw, table.columns.len())?;
                             let mut both = existing.clone();
                             both.extend(fitted);
@@ -510,7 +563,9 @@ impl Writer<'_> {
                                 for (c, e) in sets {
                                     new[*c] = e.eval(&both, ctx)?;
                                 }
-                                Some(self.update_row(&table, &pk, &existing, new, ctx)?)
+                                let new = self.update_row(&table, &pk, &existing, new, ctx)?;
+                                touched.insert(self.primary_key(&table, &new)?);
+                                Some(new)
                             } else {
                                 None
                             }
@@ -627,4 +682,13 @@ impl Writer<'_> {
         }
         Ok(())
     }
+}
+
+/// What inserting a row did.
+pub(crate) enum Inserted {
+    /// The row is written, under this primary key.
+    Row(Vec<u8>),
+    /// An ON CONFLICT arbiter key holds another row, whose primary key this is; nothing
+    /// was written.
+    Conflict(Vec<u8>),
 }
