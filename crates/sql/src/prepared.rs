@@ -129,18 +129,26 @@ impl Session {
         let system = System::new(&self.db, &self.database, &self.settings, &self.cursors);
         let mut planner =
             Planner::new(txn, &self.db.catalog, &self.database, declared.to_vec(), &system, &env);
+        planner.describing = true;
         let returning = |r: Option<Returning>| match r {
             Some(r) => (Some(r.columns), r.origins),
             None => (None, vec![]),
         };
+        let (with, stmt) = crate::bind::split_with(stmt);
         let (columns, origins) = match stmt {
             ast::Statement::Query(q) => {
                 let plan = planner.query(q, None)?;
                 (Some(plan.columns), plan.origins)
             }
-            ast::Statement::Insert(ins) => returning(plan_insert(&mut planner, ins)?.returning),
-            ast::Statement::Update(u) => returning(plan_update(&mut planner, u)?.returning),
-            ast::Statement::Delete(d) => returning(plan_delete(&mut planner, d)?.returning),
+            ast::Statement::Insert(ins) => {
+                returning(planner.with_ctes(with, |p| plan_insert(p, ins))?.returning)
+            }
+            ast::Statement::Update(u) => {
+                returning(planner.with_ctes(with, |p| plan_update(p, u))?.returning)
+            }
+            ast::Statement::Delete(d) => {
+                returning(planner.with_ctes(with, |p| plan_delete(p, d))?.returning)
+            }
             _ => (None, vec![]),
         };
         let params = planner

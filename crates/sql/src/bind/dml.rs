@@ -62,6 +62,26 @@ pub(crate) fn plan_returning(
                     if t == DataType::Unknown { DataType::Text } else { t },
                 ));
             }
+            // RETURNING t.*: the columns of the target or of a FROM / USING item.
+            ast::SelectItem::QualifiedWildcard(
+                ast::SelectItemQualifiedWildcardKind::ObjectName(n),
+                _,
+            ) => {
+                let name = object_name(n)?;
+                let before = exprs.len();
+                for (i, c) in scope.cols.iter().enumerate() {
+                    if c.table.as_deref() == Some(name.as_str()) {
+                        exprs.push(Expr::Column(i));
+                        columns.push((c.name.clone(), c.ty));
+                    }
+                }
+                if exprs.len() == before {
+                    return Err(SqlError::new(
+                        code::UNDEFINED_TABLE,
+                        format!("missing FROM-clause entry for table \"{name}\""),
+                    ));
+                }
+            }
             other => return Err(SqlError::unsupported(format!("RETURNING {other}"))),
         }
     }

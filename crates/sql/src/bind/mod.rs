@@ -13,6 +13,7 @@ pub mod reg;
 pub mod srf;
 pub mod view;
 pub mod window;
+pub mod with;
 
 use kiln_engine::Transaction;
 use sqlparser::ast;
@@ -38,6 +39,18 @@ pub(crate) struct Cte {
     pub recursive: bool,
     /// While its recursive term is planned: the work table id and its columns.
     pub work_table: Option<(usize, crate::types::Columns)>,
+    /// A data-modifying CTE, already run: what reading it gives.
+    pub ran: Option<Ran>,
+}
+
+/// What a data-modifying CTE that already ran gives a reader (see [`with`]).
+#[derive(Debug, Clone)]
+pub(crate) enum Ran {
+    /// Its RETURNING columns, the table columns they show (as RowDescription reports
+    /// them), and its rows.
+    Returned(Arc<crate::types::Columns>, crate::types::Origins, Arc<Vec<Vec<crate::types::Value>>>),
+    /// It has no RETURNING: it cannot be read.
+    Nothing,
 }
 
 /// A column of the scope expressions are bound in.
@@ -193,6 +206,9 @@ pub struct Planner<'a> {
     pub(crate) windows_here: bool,
     /// Binding the aggregate of a window call (see `agg_arg`).
     pub(crate) window_aggregate: bool,
+    /// Only describing the statement (its parameters and columns), not running it: a
+    /// data-modifying CTE is then planned for its RETURNING columns, not refused.
+    pub(crate) describing: bool,
     /// Common table expressions in scope (WITH): name, query, column names, and for a
     /// recursive one being planned the work table id and columns its recursive term reads.
     pub(crate) ctes: Vec<Cte>,
@@ -378,6 +394,7 @@ impl<'a> Planner<'a> {
             reusable: true,
             windows_here: false,
             window_aggregate: false,
+            describing: false,
             ctes: Vec::new(),
             work_tables: 0,
         }
@@ -681,4 +698,20 @@ pub(crate) fn post_agg(e: Expr, g: &mut Grouping, scope: &Scope) -> Result<Expr>
         )),
         other => other.try_map_children(&mut |c| post_agg(c, g, scope)),
     }
+}
+
+/// `WITH … INSERT | UPDATE | DELETE …`, which the SQL parser reads as a query whose body is
+/// the statement: that statement, and the common table expressions it sees. Any other
+/// statement is itself, without any.
+pub(crate) fn split_with(stmt: &ast::Statement) -> (Option<&ast::With>, &ast::Statement) {
+    if let ast::Statement::Query(q) = stmt {
+        if let Some(with) = &q.with {
+            if let ast::SetExpr::Insert(s) | ast::SetExpr::Update(s) | ast::SetExpr::Delete(s) =
+                q.body.as_ref()
+            {
+                return (Some(with), s);
+            }
+        }
+    }
+    (None, stmt)
 }

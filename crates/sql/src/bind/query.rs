@@ -67,6 +67,19 @@ impl<'a> Planner<'a> {
         q: &ast::Query,
         expected: Option<&[DataType]>,
     ) -> Result<SelectPlan> {
+        let mut body = q.clone();
+        body.with = None;
+        self.with_ctes(Some(with), |p| p.query(&body, expected))
+    }
+
+    /// Plans `f` with the common table expressions of `with` in scope (a query's, or an
+    /// INSERT's, UPDATE's or DELETE's: `WITH c AS (…) UPDATE …`).
+    pub(crate) fn with_ctes<T>(
+        &mut self,
+        with: Option<&ast::With>,
+        f: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<T> {
+        let Some(with) = with else { return f(self) };
         let depth = self.ctes.len();
         for cte in &with.cte_tables {
             let name = ident(&cte.alias.name);
@@ -77,19 +90,39 @@ impl<'a> Planner<'a> {
                     format!("WITH query name \"{name}\" specified more than once"),
                 ));
             }
+            // A data-modifying CTE runs before the statement (`exec::statement`), which
+            // plans it then; here it is only described, or misplaced.
+            let ran = match crate::bind::with::modifying(&cte.query) {
+                None => None,
+                Some(stmt) if self.describing && depth == 0 => {
+                    match self.described_returning(stmt) {
+                        Ok(ran) => Some(ran),
+                        Err(e) => {
+                            self.ctes.truncate(depth);
+                            return Err(e);
+                        }
+                    }
+                }
+                Some(_) => {
+                    self.ctes.truncate(depth);
+                    return Err(SqlError::new(
+                        code::FEATURE_NOT_SUPPORTED,
+                        "WITH clause containing a data-modifying statement must be at the top level",
+                    ));
+                }
+            };
             self.ctes.push(Cte {
                 name,
                 query: Arc::new((*cte.query).clone()),
                 columns: cte.alias.columns.iter().map(|c| ident(&c.name)).collect(),
                 recursive: with.recursive,
                 work_table: None,
+                ran,
             });
         }
-        let mut body = q.clone();
-        body.with = None;
-        let plan = self.query(&body, expected);
+        let planned = f(self);
         self.ctes.truncate(depth);
-        plan
+        planned
     }
 
     /// A FROM item reading common table expression `i`: its query planned as a derived
@@ -122,6 +155,39 @@ impl<'a> Planner<'a> {
                 .map(|(k, (n, _))| given.get(k).cloned().unwrap_or_else(|| n.clone()))
                 .collect())
         };
+        match &cte.ran {
+            Some(Ran::Nothing) => {
+                return Err(SqlError::new(
+                    code::FEATURE_NOT_SUPPORTED,
+                    format!("WITH query \"{}\" does not have a RETURNING clause", cte.name),
+                ))
+            }
+            Some(Ran::Returned(columns, origins, rows)) => {
+                let names = names(columns, if rename.is_empty() { &cte.columns } else { rename })?;
+                let cols: Vec<ScopeCol> = columns
+                    .iter()
+                    .zip(names)
+                    .enumerate()
+                    .map(|(k, ((_, ty), name))| ScopeCol {
+                        table: Some(alias.clone()),
+                        name,
+                        ty: *ty,
+                        origin: origins.get(k).copied().flatten(),
+                    })
+                    .collect();
+                let item = FromItem {
+                    source: Source::Rows(rows.clone()),
+                    offset,
+                    width: cols.len(),
+                    join: JoinKind::Inner,
+                    on: vec![],
+                    filters: vec![],
+                    label: alias,
+                };
+                return Ok((item, cols));
+            }
+            None => {}
+        }
         if let Some((id, columns)) = &cte.work_table {
             let names = names(columns, if rename.is_empty() { &cte.columns } else { rename })?;
             let cols: Vec<ScopeCol> = columns

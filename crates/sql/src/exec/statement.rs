@@ -81,6 +81,121 @@ impl Session {
                 execute_select($plan, &cell, &ctx, &limits)?
             }};
         }
+        // WITH with data-modifying CTEs (`bind::with`): each of those runs first, in order,
+        // its RETURNING rows kept for the parts after it; then the statement. Planned anew
+        // at every execution (the rows are part of the plan).
+        if let Some((with, main)) = crate::bind::with::modifying_with(stmt) {
+            use crate::bind::with::{modifying, Main};
+            use crate::bind::{Cte, Ran};
+            use std::sync::Arc;
+            planner!().check_disjoint(with, &main)?;
+            let mut ctes: Vec<Cte> = Vec::new();
+            for cte in &with.cte_tables {
+                let name = ident(&cte.alias.name);
+                if ctes.iter().any(|c| c.name == name) {
+                    return Err(SqlError::new(
+                        "42712",
+                        format!("WITH query name \"{name}\" specified more than once"),
+                    ));
+                }
+                let ran = match modifying(&cte.query) {
+                    None => None,
+                    Some(inner) => {
+                        macro_rules! bound {
+                            ($bind:expr) => {{
+                                let mut planner = planner!();
+                                planner.ctes = ctes.clone();
+                                #[allow(clippy::redundant_closure_call)]
+                                let p = ($bind)(&mut planner)?;
+                                p
+                            }};
+                        }
+                        let out = match inner {
+                            S::Insert(ins) => {
+                                let plan = bound!(|p: &mut Planner| plan_insert(p, ins));
+                                {
+                                    let plan = init!(insert, plan);
+                                    w.insert(plan, &ctx, &limits)
+                                }?
+                            }
+                            S::Update(u) => {
+                                let plan = bound!(|p: &mut Planner| plan_update(p, u));
+                                {
+                                    let plan = init!(update, plan);
+                                    w.update(plan, &ctx, &limits)
+                                }?
+                            }
+                            S::Delete(d) => {
+                                let plan = bound!(|p: &mut Planner| plan_delete(p, d));
+                                {
+                                    let plan = init!(delete, plan);
+                                    w.delete(plan, &ctx, &limits)
+                                }?
+                            }
+                            _ => unreachable!("modifying() gives INSERT, UPDATE or DELETE"),
+                        };
+                        Some(match out {
+                            Output::Rows { columns, origins, rows, .. } => {
+                                Ran::Returned(Arc::new(columns), origins, Arc::new(rows))
+                            }
+                            _ => Ran::Nothing,
+                        })
+                    }
+                };
+                ctes.push(Cte {
+                    name,
+                    query: Arc::new((*cte.query).clone()),
+                    columns: cte.alias.columns.iter().map(|c| ident(&c.name)).collect(),
+                    recursive: with.recursive,
+                    work_table: None,
+                    ran,
+                });
+            }
+            macro_rules! bound {
+                ($bind:expr) => {{
+                    let mut planner = planner!();
+                    planner.ctes = ctes;
+                    #[allow(clippy::redundant_closure_call)]
+                    let p = ($bind)(&mut planner)?;
+                    p
+                }};
+            }
+            return match main {
+                Main::Query(q) => {
+                    let plan = bound!(|p: &mut Planner| p.query(&q, None));
+                    let plan = init!(select, plan);
+                    let rows = if let Some(mode) = plan.lock {
+                        w.select_for_update(&plan, mode, &ctx, &limits)?
+                    } else {
+                        select_rows!(&plan)
+                    };
+                    let tag = format!("SELECT {}", rows.len());
+                    Ok(Output::Rows { columns: plan.columns, origins: plan.origins, rows, tag })
+                }
+                Main::Dml(S::Insert(ins)) => {
+                    let plan = bound!(|p: &mut Planner| plan_insert(p, ins));
+                    {
+                        let plan = init!(insert, plan);
+                        w.insert(plan, &ctx, &limits)
+                    }
+                }
+                Main::Dml(S::Update(u)) => {
+                    let plan = bound!(|p: &mut Planner| plan_update(p, u));
+                    {
+                        let plan = init!(update, plan);
+                        w.update(plan, &ctx, &limits)
+                    }
+                }
+                Main::Dml(S::Delete(d)) => {
+                    let plan = bound!(|p: &mut Planner| plan_delete(p, d));
+                    {
+                        let plan = init!(delete, plan);
+                        w.delete(plan, &ctx, &limits)
+                    }
+                }
+                Main::Dml(_) => unreachable!("modifying_with gives INSERT, UPDATE or DELETE"),
+            };
+        }
         // The plan: the prepared statement's kept one while it is valid, else bound now
         // (and kept, for a prepared statement).
         let kept = match slot {
@@ -103,6 +218,7 @@ impl Session {
                 }
             };
         }
+        let (with, stmt) = crate::bind::split_with(stmt);
         match stmt {
             S::Query(q) => {
                 let plan = plan!(Select, |p: &mut Planner| p.query(q, None));
@@ -116,17 +232,20 @@ impl Session {
                 Ok(Output::Rows { columns: plan.columns, origins: plan.origins, rows, tag })
             }
             S::Insert(ins) => {
-                let plan = plan!(Insert, |p: &mut Planner| plan_insert(p, ins));
+                let plan =
+                    plan!(Insert, |p: &mut Planner| p.with_ctes(with, |p| plan_insert(p, ins)));
                 let plan = init!(insert, plan);
                 w.insert(plan, &ctx, &limits)
             }
             S::Update(u) => {
-                let plan = plan!(Update, |p: &mut Planner| plan_update(p, u));
+                let plan =
+                    plan!(Update, |p: &mut Planner| p.with_ctes(with, |p| plan_update(p, u)));
                 let plan = init!(update, plan);
                 w.update(plan, &ctx, &limits)
             }
             S::Delete(d) => {
-                let plan = plan!(Delete, |p: &mut Planner| plan_delete(p, d));
+                let plan =
+                    plan!(Delete, |p: &mut Planner| p.with_ctes(with, |p| plan_delete(p, d)));
                 let plan = init!(delete, plan);
                 w.delete(plan, &ctx, &limits)
             }
@@ -405,22 +524,23 @@ impl Session {
 /// reads (its target's scan, an INSERT's source query).
 fn explain_statement(planner: &mut Planner, stmt: &ast::Statement) -> Result<Vec<String>> {
     use ast::Statement as S;
+    let (with, stmt) = crate::bind::split_with(stmt);
     Ok(match stmt {
         S::Query(q) => explain(&planner.query(q, None)?),
         S::Update(u) => {
-            let p = plan_update(planner, u)?;
+            let p = planner.with_ctes(with, |p| plan_update(p, u))?;
             let mut l = vec![format!("Update on {}", p.table.name)];
             l.extend(explain(&p.scan));
             l
         }
         S::Delete(d) => {
-            let p = plan_delete(planner, d)?;
+            let p = planner.with_ctes(with, |p| plan_delete(p, d))?;
             let mut l = vec![format!("Delete on {}", p.table.name)];
             l.extend(explain(&p.scan));
             l
         }
         S::Insert(i) => {
-            let p = plan_insert(planner, i)?;
+            let p = planner.with_ctes(with, |p| plan_insert(p, i))?;
             let mut l = vec![format!("Insert on {}", p.table.name)];
             l.extend(explain(&p.source));
             l
