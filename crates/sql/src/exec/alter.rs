@@ -96,11 +96,24 @@ impl Writer<'_> {
     pub(crate) fn rename_table(&mut self, table: &Table, new: &str) -> Result<Output> {
         let (db, old) = (table.database.clone(), table.name.clone());
         self.relation_taken(&db, new, false)?;
-        if let Some(v) = self.db.catalog.views_on(&mut self.ts.txn, &db, &old)?.first() {
-            return Err(SqlError::unsupported(format!(
-                "renaming table \"{old}\", which view \"{}\" reads (views keep their query's text)",
-                v.name
-            )));
+        // The views that read it read it under its new name (each is planned again after
+        // the statement, and must still give its columns).
+        for v in self.db.catalog.views_on(&mut self.ts.txn, &db, &old)? {
+            let query = crate::bind::view::view_query(&v)?;
+            let Some(renamed) = crate::exec::views::rename_table_in_query(&query, &old, new) else {
+                return Err(SqlError::unsupported(format!(
+                    "renaming table \"{old}\", which view \"{}\" reads under a name that also means something else there",
+                    v.name
+                )));
+            };
+            let mut v = (*v).clone();
+            v.query = renamed.to_string();
+            for d in &mut v.depends_on {
+                if *d == old {
+                    *d = new.to_string();
+                }
+            }
+            self.db.catalog.put_view(&mut self.ts.txn, &v)?;
         }
         let mut t = table.clone();
         if !t.primary_key.is_empty() && t.primary_key_name.is_none() {

@@ -361,6 +361,16 @@ impl Session {
                 let out = w.alter_table(at, &self.database, &env)?;
                 let name = object_name(&at.name)?;
                 crate::exec::views::recheck_views(&mut planner!(), &name)?;
+                // A renamed table's views now read it by its new name.
+                for op in &at.operations {
+                    if let ast::AlterTableOperation::RenameTable {
+                        table_name:
+                            ast::RenameTableNameKind::To(new) | ast::RenameTableNameKind::As(new),
+                    } = op
+                    {
+                        crate::exec::views::recheck_views(&mut planner!(), &object_name(new)?)?;
+                    }
+                }
                 Ok(out)
             }
             S::Truncate(t) => {

@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use sqlparser::ast;
+
 use crate::bind::view::view_query;
 use crate::bind::Planner;
 use crate::catalog::View;
@@ -228,4 +230,106 @@ pub(crate) fn recheck_views(planner: &mut Planner, name: &str) -> Result<()> {
         .hint("Drop the view first, or change the table so that the view still reads it."));
     }
     Ok(())
+}
+
+/// A view's query with table `old` renamed `new`: in its FROM items and in the column
+/// references qualified by the table's name (`old.a`, `public.old.a`, `old.*`). None when a
+/// name in the query could mean something else (an alias or a common table expression
+/// named `old`), where renaming by text would change what the query reads. Whatever this
+/// gives is planned again afterwards and must give the view's columns (`recheck_views`).
+pub(crate) fn rename_table_in_query(q: &ast::Query, old: &str, new: &str) -> Option<ast::Query> {
+    use std::ops::ControlFlow;
+
+    use sqlparser::ast::{VisitMut, VisitorMut};
+
+    struct Rename<'n> {
+        old: &'n str,
+        new: ast::Ident,
+        shadowed: bool,
+    }
+    impl Rename<'_> {
+        fn is_old(&self, id: &ast::Ident) -> bool {
+            crate::bind::ident(id) == self.old
+        }
+        /// `[public.]old` as the leading parts of a name of `width` more parts.
+        fn rename_qualifier(&self, parts: &mut [ast::Ident], width: usize) {
+            let n = parts.len();
+            if n < width + 1 {
+                return;
+            }
+            let at = n - width - 1;
+            let schema_ok = at == 0 || (at == 1 && crate::bind::ident(&parts[0]) == "public");
+            if schema_ok && self.is_old(&parts[at]) {
+                parts[at] = self.new.clone();
+            }
+        }
+        fn set_expr(&mut self, body: &mut ast::SetExpr) {
+            match body {
+                ast::SetExpr::Select(s) => {
+                    for item in &mut s.projection {
+                        if let ast::SelectItem::QualifiedWildcard(
+                            ast::SelectItemQualifiedWildcardKind::ObjectName(n),
+                            _,
+                        ) = item
+                        {
+                            let mut parts: Vec<ast::Ident> =
+                                n.0.iter().filter_map(|p| p.as_ident().cloned()).collect();
+                            if parts.len() == n.0.len() {
+                                self.rename_qualifier(&mut parts, 0);
+                                *n = ast::ObjectName::from(parts);
+                            }
+                        }
+                    }
+                }
+                ast::SetExpr::SetOperation { left, right, .. } => {
+                    self.set_expr(left);
+                    self.set_expr(right);
+                }
+                _ => {}
+            }
+        }
+    }
+    impl VisitorMut for Rename<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
+            if let Some(with) = &q.with {
+                self.shadowed |= with.cte_tables.iter().any(|c| self.is_old(&c.alias.name));
+            }
+            self.set_expr(&mut q.body);
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_table_factor(&mut self, t: &mut ast::TableFactor) -> ControlFlow<()> {
+            let alias = match t {
+                ast::TableFactor::Table { name, alias, .. } => {
+                    let mut parts: Vec<ast::Ident> =
+                        name.0.iter().filter_map(|p| p.as_ident().cloned()).collect();
+                    if parts.len() == name.0.len() {
+                        self.rename_qualifier(&mut parts, 0);
+                        *name = ast::ObjectName::from(parts);
+                    }
+                    alias.as_ref()
+                }
+                ast::TableFactor::Derived { alias, .. }
+                | ast::TableFactor::Function { alias, .. }
+                | ast::TableFactor::UNNEST { alias, .. }
+                | ast::TableFactor::NestedJoin { alias, .. } => alias.as_ref(),
+                _ => None,
+            };
+            self.shadowed |= alias.is_some_and(|a| self.is_old(&a.name));
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, e: &mut ast::Expr) -> ControlFlow<()> {
+            if let ast::Expr::CompoundIdentifier(parts) = e {
+                self.rename_qualifier(parts, 1);
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let plain = new.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !new.starts_with(|c: char| c.is_ascii_digit());
+    let new = if plain { ast::Ident::new(new) } else { ast::Ident::with_quote('"', new) };
+    let mut renamer = Rename { old, new, shadowed: false };
+    let mut q = q.clone();
+    let _ = q.visit(&mut renamer);
+    (!renamer.shadowed).then_some(q)
 }
