@@ -5,7 +5,7 @@
 //!
 //! The dump holds what pg_dump writes for such a schema: its settings, `CREATE SEQUENCE` with
 //! options in its own order, `ALTER SEQUENCE … OWNED BY`, `ALTER TABLE … ADD GENERATED … AS
-//! IDENTITY (SEQUENCE NAME …)`, `OWNER TO`, `COMMENT ON`, a view over parenthesized joins,
+//! IDENTITY (SEQUENCE NAME …)`, `OWNER TO`, `COMMENT ON`, `GRANT`, a view over parenthesized joins,
 //! COPY data, `setval`, and the keys, constraints and indexes (on expressions, partial)
 //! added after the data.
 
@@ -39,6 +39,9 @@ CREATE SEQUENCE invoice_no START 100 INCREMENT 7 MAXVALUE 100000 CYCLE;
 COMMENT ON TABLE customers IS 'people who buy';
 COMMENT ON COLUMN customers.email IS 'where receipts go';
 COMMENT ON VIEW order_totals IS 'one row per order';
+GRANT SELECT ON order_totals TO PUBLIC;
+GRANT SELECT, UPDATE ON customers TO PUBLIC;
+REVOKE ALL ON SEQUENCE invoice_no FROM PUBLIC;
 INSERT INTO customers (email, name, meta) VALUES
     ('ann@example.com', 'Ann', '{"vip": true, "since": 2019}'),
     ('bob@example.com', 'Bob', NULL),
@@ -134,6 +137,7 @@ fn a_pg_dump_script_restores_into_kiln() {
             "SEQUENCE NAME",
             "OWNER TO",
             "COMMENT ON",
+            "GRANT SELECT",
         ];
         if extra.is_some() {
             expected.push("OVERRIDING SYSTEM VALUE");

@@ -350,6 +350,16 @@ impl Session {
                 &self.database,
             ),
             S::CreateIndex(ci) => w.create_index(ci, &self.database),
+            S::Grant(g) => w.grant(
+                g.objects.as_ref(),
+                &g.grantees,
+                g.with_grant_option,
+                "GRANT",
+                &self.database,
+            ),
+            S::Revoke(r) => {
+                w.grant(r.objects.as_ref(), &r.grantees, false, "REVOKE", &self.database)
+            }
             S::Comment { object_type, object_name, comment, if_exists } => w.comment_on(
                 object_type,
                 object_name,
