@@ -1264,6 +1264,50 @@ pub fn call(func: JsonFunc, jsonb: bool, args: &[Value]) -> Result<Value> {
             }
             Value::Array(out)
         }
+        JsonFunc::RecordColumn { set, text } => {
+            let name = match (set, jsonb) {
+                (true, true) => "jsonb_to_recordset",
+                (true, false) => "json_to_recordset",
+                (false, true) => "jsonb_to_record",
+                (false, false) => "json_to_record",
+            };
+            let key = arg(1).to_text(DataType::Text).unwrap_or_default();
+            let rows: Vec<&Json> = match (&doc, set) {
+                (Json::Array(items), true) => items.iter().map(|(v, _)| v).collect(),
+                (Json::Object(_), false) => vec![&doc],
+                (_, true) => {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        format!("cannot call {name} on a non-array"),
+                    ))
+                }
+                (other, false) => {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        if matches!(other, Json::Array(_)) {
+                            "cannot call populate_composite on an array"
+                        } else {
+                            "cannot call populate_composite on a scalar"
+                        },
+                    ))
+                }
+            };
+            crate::array::check_len(rows.len())?;
+            let mut out = Vec::with_capacity(rows.len());
+            for row in rows {
+                if !matches!(row, Json::Object(_)) {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        format!("argument of {name} must be an array of objects"),
+                    ));
+                }
+                out.push(match member(row, &key) {
+                    Some((Json::Null, _)) => Value::Null,
+                    hit => found(hit, text)?,
+                });
+            }
+            Value::Array(out)
+        }
         JsonFunc::EachKeys => Value::Array(
             each_members(&doc, jsonb)?
                 .into_iter()

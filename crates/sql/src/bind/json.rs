@@ -414,6 +414,53 @@ impl Planner<'_> {
     }
 }
 
+impl Planner<'_> {
+    /// `json(b)_to_record(doc) AS t(a type, …)` and `json(b)_to_recordset`: one column per
+    /// definition, each the array of that key's values in the rows, cast to its type.
+    pub(crate) fn json_to_record(
+        &mut self,
+        name: &str,
+        args: &[&ast::Expr],
+        alias: Option<&ast::TableAlias>,
+        scope: &Scope,
+    ) -> Result<Option<(Vec<Expr>, Vec<DataType>)>> {
+        let (jsonb, set) = match name {
+            "jsonb_to_record" => (true, false),
+            "json_to_record" => (false, false),
+            "jsonb_to_recordset" => (true, true),
+            "json_to_recordset" => (false, true),
+            _ => return Ok(None),
+        };
+        crate::bind::function::check_arity(name, args.len(), 1, 1)?;
+        let defined: Vec<&ast::TableAliasColumnDef> =
+            alias.map(|a| a.columns.iter().collect()).unwrap_or_default();
+        if defined.is_empty() || defined.iter().any(|c| c.data_type.is_none()) {
+            return Err(SqlError::syntax(
+                "a column definition list is required for functions returning \"record\"",
+            ));
+        }
+        let doc_type = if jsonb { DataType::Jsonb } else { DataType::Json };
+        let (x, t) = self.expr(args[0], scope, false)?;
+        let x = self.document(name, x, t, doc_type)?;
+        let mut exprs = Vec::with_capacity(defined.len());
+        let mut types = Vec::with_capacity(defined.len());
+        for c in defined {
+            let ty = crate::bind::data_type(c.data_type.as_ref().expect("checked above"))?;
+            let text = !matches!(ty, DataType::Json | DataType::Jsonb);
+            let key = Expr::Const(Value::Text(ident(&c.name)));
+            let (values, _) = self.json_call(
+                JsonFunc::RecordColumn { set, text },
+                jsonb,
+                vec![x.clone(), key],
+                DataType::Text,
+            )?;
+            exprs.push(Expr::Cast(Box::new(values), crate::array::array_of(ty)?));
+            types.push(ty);
+        }
+        Ok(Some((exprs, types)))
+    }
+}
+
 /// The JSON SRF names, for [`crate::bind::srf::is_srf`].
 pub(crate) fn is_json_srf(name: &str) -> bool {
     matches!(
@@ -428,5 +475,9 @@ pub(crate) fn is_json_srf(name: &str) -> bool {
             | "json_each"
             | "jsonb_each_text"
             | "json_each_text"
+            | "jsonb_to_record"
+            | "json_to_record"
+            | "jsonb_to_recordset"
+            | "json_to_recordset"
     )
 }

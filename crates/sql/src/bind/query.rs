@@ -439,6 +439,22 @@ impl<'a> Planner<'a> {
         earlier: &Scope,
     ) -> Result<(FromItem, Vec<ScopeCol>)> {
         match f {
+            // `LATERAL f(…)`: what a function in FROM is anyway.
+            ast::TableFactor::Function { lateral: true, name, args, with_ordinality, alias } => {
+                let plain = ast::TableFactor::Table {
+                    name: name.clone(),
+                    alias: alias.clone(),
+                    args: Some(ast::TableFunctionArgs { args: args.clone(), settings: None }),
+                    with_hints: vec![],
+                    version: None,
+                    with_ordinality: *with_ordinality,
+                    partitions: vec![],
+                    json_path: None,
+                    sample: None,
+                    index_hints: vec![],
+                };
+                self.bind_from_item(&plain, offset, earlier)
+            }
             ast::TableFactor::UNNEST {
                 alias,
                 array_exprs,

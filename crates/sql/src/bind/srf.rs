@@ -58,6 +58,11 @@ impl<'a> Planner<'a> {
         }
         let arity = |lo, hi| crate::bind::function::check_arity(name, args.len(), lo, hi);
         match name {
+            "jsonb_to_record" | "json_to_record" | "jsonb_to_recordset" | "json_to_recordset" => {
+                Err(SqlError::syntax(
+                    "a column definition list is required for functions returning \"record\"",
+                ))
+            }
             "unnest" => {
                 arity(1, 1)?;
                 let (a, t) = self.expr(args[0], scope, false)?;
@@ -215,7 +220,13 @@ impl<'a> Planner<'a> {
         let mut exprs = Vec::new();
         let mut types = Vec::new();
         let mut names: Vec<&str> = Vec::new();
-        if let Some((keys, values, value_type)) = self.json_each(name, args, scope)? {
+        let mut record = None;
+        if let Some((columns, column_types)) = self.json_to_record(name, args, alias, scope)? {
+            // json(b)_to_record(set): the columns the definition list gives.
+            exprs = columns;
+            types = column_types;
+            record = alias.map(|a| a.columns.iter().map(|c| ident(&c.name)).collect::<Vec<_>>());
+        } else if let Some((keys, values, value_type)) = self.json_each(name, args, scope)? {
             // json(b)_each(_text): a key column and a value column.
             exprs = vec![keys, values];
             types = vec![DataType::Text, value_type];
@@ -261,7 +272,9 @@ impl<'a> Planner<'a> {
                     | "jsonb_array_elements_text"
                     | "json_array_elements_text"
             );
-            let default = if let Some(n) = names.get(i) {
+            let default = if let Some(n) = record.as_ref().and_then(|r| r.get(i)) {
+                n.clone()
+            } else if let Some(n) = names.get(i) {
                 n.to_string()
             } else if out_name {
                 "value".to_string()

@@ -320,6 +320,15 @@ pub enum JsonFunc {
     EachValues,
     /// jsonb_each_text's value column
     EachValuesText,
+    /// jsonb_to_record(set)'s column named by the second argument: its value in each row
+    /// (the object, or each object of the array with `set`), as text to be cast to the
+    /// column's type (`text`), or as JSON text for a json or jsonb column.
+    RecordColumn {
+        /// jsonb_to_recordset (an array of objects), not jsonb_to_record (one object).
+        set: bool,
+        /// Strings unquoted, for a column of another type than json or jsonb.
+        text: bool,
+    },
 }
 
 /// What a window function computes.
