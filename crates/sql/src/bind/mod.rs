@@ -43,6 +43,25 @@ pub(crate) struct Cte {
     pub ran: Option<Ran>,
 }
 
+impl Cte {
+    /// A CTE of a `WITH` (RECURSIVE or not), and what it gave if it already ran.
+    pub(crate) fn new(cte: &ast::Cte, recursive: bool, ran: Option<Ran>) -> Cte {
+        Cte {
+            name: ident(&cte.alias.name),
+            query: Arc::new((*cte.query).clone()),
+            columns: cte.alias.columns.iter().map(|c| ident(&c.name)).collect(),
+            recursive,
+            work_table: None,
+            ran,
+        }
+    }
+}
+
+/// 42712: a `WITH` names two of its queries alike.
+pub(crate) fn duplicate_cte(name: &str) -> SqlError {
+    SqlError::new("42712", format!("WITH query name \"{name}\" specified more than once"))
+}
+
 /// What a data-modifying CTE that already ran gives a reader (see [`with`]).
 #[derive(Debug, Clone)]
 pub(crate) enum Ran {

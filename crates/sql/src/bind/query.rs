@@ -85,10 +85,7 @@ impl<'a> Planner<'a> {
             let name = ident(&cte.alias.name);
             if self.ctes[depth..].iter().any(|c| c.name == name) {
                 self.ctes.truncate(depth);
-                return Err(SqlError::new(
-                    "42712",
-                    format!("WITH query name \"{name}\" specified more than once"),
-                ));
+                return Err(duplicate_cte(&name));
             }
             // A data-modifying CTE runs before the statement (`exec::statement`), which
             // plans it then; here it is only described, or misplaced.
@@ -111,14 +108,7 @@ impl<'a> Planner<'a> {
                     ));
                 }
             };
-            self.ctes.push(Cte {
-                name,
-                query: Arc::new((*cte.query).clone()),
-                columns: cte.alias.columns.iter().map(|c| ident(&c.name)).collect(),
-                recursive: with.recursive,
-                work_table: None,
-                ran,
-            });
+            self.ctes.push(Cte::new(cte, with.recursive, ran));
         }
         let planned = f(self);
         self.ctes.truncate(depth);

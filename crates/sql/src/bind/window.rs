@@ -363,34 +363,14 @@ impl<'a> Planner<'a> {
             ));
         }
         let want = frame.offset_type;
-        let fits = match (t, want) {
-            (DataType::Unknown, _) => true,
+        let fits = match want {
+            _ if t == DataType::Unknown => true,
             // ROWS and GROUPS counts take any number, as an assignment would (1.5 is 2).
-            (
-                DataType::Int2
-                | DataType::Int4
-                | DataType::Int8
-                | DataType::Numeric(_)
-                | DataType::Float4
-                | DataType::Float8,
-                DataType::Int8,
-            ) if frame.units != FrameUnits::Range => true,
-            (DataType::Int2 | DataType::Int4 | DataType::Int8, DataType::Int8) => true,
-            (_, DataType::Int8) => false,
-            (
-                DataType::Int2 | DataType::Int4 | DataType::Int8 | DataType::Numeric(_),
-                DataType::Numeric(_),
-            ) => true,
-            (
-                DataType::Int2
-                | DataType::Int4
-                | DataType::Int8
-                | DataType::Numeric(_)
-                | DataType::Float4
-                | DataType::Float8,
-                DataType::Float8,
-            ) => true,
-            (DataType::Interval(_), DataType::Interval(_)) => true,
+            DataType::Int8 if frame.units != FrameUnits::Range => t.is_numeric(),
+            DataType::Int8 => t.is_integer(),
+            DataType::Numeric(_) => t.is_integer() || matches!(t, DataType::Numeric(_)),
+            DataType::Float8 => t.is_numeric(),
+            DataType::Interval(_) => matches!(t, DataType::Interval(_)),
             _ => false,
         };
         if !fits {

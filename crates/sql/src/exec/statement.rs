@@ -81,56 +81,61 @@ impl Session {
                 execute_select($plan, &cell, &ctx, &limits)?
             }};
         }
+        // Runs a planned SELECT: its subqueries first, then its rows (locked with FOR UPDATE).
+        macro_rules! run_select {
+            ($plan:expr) => {{
+                let plan = $plan;
+                let plan = init!(select, plan);
+                let rows = if let Some(mode) = plan.lock {
+                    w.select_for_update(&plan, mode, &ctx, &limits)?
+                } else {
+                    select_rows!(&plan)
+                };
+                let tag = format!("SELECT {}", rows.len());
+                Ok(Output::Rows { columns: plan.columns, origins: plan.origins, rows, tag })
+            }};
+        }
+        // Runs a planned INSERT, UPDATE or DELETE (`insert`, `update`, `delete`).
+        macro_rules! run_dml {
+            ($kind:ident, $plan:expr) => {{
+                let plan = $plan;
+                let plan = init!($kind, plan);
+                w.$kind(plan, &ctx, &limits)
+            }};
+        }
         // WITH with data-modifying CTEs (`bind::with`): each of those runs first, in order,
         // its RETURNING rows kept for the parts after it; then the statement. Planned anew
         // at every execution (the rows are part of the plan).
         if let Some((with, main)) = crate::bind::with::modifying_with(stmt) {
+            use std::sync::Arc;
+
             use crate::bind::with::{modifying, Main};
             use crate::bind::{Cte, Ran};
-            use std::sync::Arc;
             planner!().check_disjoint(with, &main)?;
             let mut ctes: Vec<Cte> = Vec::new();
+            // Binds with the CTEs so far in scope.
+            macro_rules! bound {
+                ($bind:expr) => {{
+                    let mut planner = planner!();
+                    planner.ctes = ctes.clone();
+                    #[allow(clippy::redundant_closure_call)]
+                    let p = ($bind)(&mut planner)?;
+                    p
+                }};
+            }
             for cte in &with.cte_tables {
-                let name = ident(&cte.alias.name);
-                if ctes.iter().any(|c| c.name == name) {
-                    return Err(SqlError::new(
-                        "42712",
-                        format!("WITH query name \"{name}\" specified more than once"),
-                    ));
-                }
                 let ran = match modifying(&cte.query) {
                     None => None,
                     Some(inner) => {
-                        macro_rules! bound {
-                            ($bind:expr) => {{
-                                let mut planner = planner!();
-                                planner.ctes = ctes.clone();
-                                #[allow(clippy::redundant_closure_call)]
-                                let p = ($bind)(&mut planner)?;
-                                p
-                            }};
-                        }
                         let out = match inner {
                             S::Insert(ins) => {
-                                let plan = bound!(|p: &mut Planner| plan_insert(p, ins));
-                                {
-                                    let plan = init!(insert, plan);
-                                    w.insert(plan, &ctx, &limits)
-                                }?
+                                run_dml!(insert, bound!(|p: &mut Planner| plan_insert(p, ins)))?
                             }
                             S::Update(u) => {
-                                let plan = bound!(|p: &mut Planner| plan_update(p, u));
-                                {
-                                    let plan = init!(update, plan);
-                                    w.update(plan, &ctx, &limits)
-                                }?
+                                run_dml!(update, bound!(|p: &mut Planner| plan_update(p, u)))?
                             }
                             S::Delete(d) => {
-                                let plan = bound!(|p: &mut Planner| plan_delete(p, d));
-                                {
-                                    let plan = init!(delete, plan);
-                                    w.delete(plan, &ctx, &limits)
-                                }?
+                                run_dml!(delete, bound!(|p: &mut Planner| plan_delete(p, d)))?
                             }
                             _ => unreachable!("modifying() gives INSERT, UPDATE or DELETE"),
                         };
@@ -142,56 +147,22 @@ impl Session {
                         })
                     }
                 };
-                ctes.push(Cte {
-                    name,
-                    query: Arc::new((*cte.query).clone()),
-                    columns: cte.alias.columns.iter().map(|c| ident(&c.name)).collect(),
-                    recursive: with.recursive,
-                    work_table: None,
-                    ran,
-                });
-            }
-            macro_rules! bound {
-                ($bind:expr) => {{
-                    let mut planner = planner!();
-                    planner.ctes = ctes;
-                    #[allow(clippy::redundant_closure_call)]
-                    let p = ($bind)(&mut planner)?;
-                    p
-                }};
+                let cte = Cte::new(cte, with.recursive, ran);
+                if ctes.iter().any(|c| c.name == cte.name) {
+                    return Err(crate::bind::duplicate_cte(&cte.name));
+                }
+                ctes.push(cte);
             }
             return match main {
-                Main::Query(q) => {
-                    let plan = bound!(|p: &mut Planner| p.query(&q, None));
-                    let plan = init!(select, plan);
-                    let rows = if let Some(mode) = plan.lock {
-                        w.select_for_update(&plan, mode, &ctx, &limits)?
-                    } else {
-                        select_rows!(&plan)
-                    };
-                    let tag = format!("SELECT {}", rows.len());
-                    Ok(Output::Rows { columns: plan.columns, origins: plan.origins, rows, tag })
-                }
+                Main::Query(q) => run_select!(bound!(|p: &mut Planner| p.query(&q, None))),
                 Main::Dml(S::Insert(ins)) => {
-                    let plan = bound!(|p: &mut Planner| plan_insert(p, ins));
-                    {
-                        let plan = init!(insert, plan);
-                        w.insert(plan, &ctx, &limits)
-                    }
+                    run_dml!(insert, bound!(|p: &mut Planner| plan_insert(p, ins)))
                 }
                 Main::Dml(S::Update(u)) => {
-                    let plan = bound!(|p: &mut Planner| plan_update(p, u));
-                    {
-                        let plan = init!(update, plan);
-                        w.update(plan, &ctx, &limits)
-                    }
+                    run_dml!(update, bound!(|p: &mut Planner| plan_update(p, u)))
                 }
                 Main::Dml(S::Delete(d)) => {
-                    let plan = bound!(|p: &mut Planner| plan_delete(p, d));
-                    {
-                        let plan = init!(delete, plan);
-                        w.delete(plan, &ctx, &limits)
-                    }
+                    run_dml!(delete, bound!(|p: &mut Planner| plan_delete(p, d)))
                 }
                 Main::Dml(_) => unreachable!("modifying_with gives INSERT, UPDATE or DELETE"),
             };
@@ -220,34 +191,21 @@ impl Session {
         }
         let (with, stmt) = crate::bind::split_with(stmt);
         match stmt {
-            S::Query(q) => {
-                let plan = plan!(Select, |p: &mut Planner| p.query(q, None));
-                let plan = init!(select, plan);
-                let rows = if let Some(mode) = plan.lock {
-                    w.select_for_update(&plan, mode, &ctx, &limits)?
-                } else {
-                    select_rows!(&plan)
-                };
-                let tag = format!("SELECT {}", rows.len());
-                Ok(Output::Rows { columns: plan.columns, origins: plan.origins, rows, tag })
-            }
+            S::Query(q) => run_select!(plan!(Select, |p: &mut Planner| p.query(q, None))),
             S::Insert(ins) => {
                 let plan =
                     plan!(Insert, |p: &mut Planner| p.with_ctes(with, |p| plan_insert(p, ins)));
-                let plan = init!(insert, plan);
-                w.insert(plan, &ctx, &limits)
+                run_dml!(insert, plan)
             }
             S::Update(u) => {
                 let plan =
                     plan!(Update, |p: &mut Planner| p.with_ctes(with, |p| plan_update(p, u)));
-                let plan = init!(update, plan);
-                w.update(plan, &ctx, &limits)
+                run_dml!(update, plan)
             }
             S::Delete(d) => {
                 let plan =
                     plan!(Delete, |p: &mut Planner| p.with_ctes(with, |p| plan_delete(p, d)));
-                let plan = init!(delete, plan);
-                w.delete(plan, &ctx, &limits)
+                run_dml!(delete, plan)
             }
             S::Explain { statement, .. } => {
                 let lines = match statement.as_ref() {
