@@ -438,6 +438,21 @@ fn view_key(db: &str, name: &str) -> Vec<u8> {
     format!("v/{db}/{name}").into_bytes()
 }
 
+fn extension_key(db: &str, name: &str) -> Vec<u8> {
+    format!("x/{db}/{name}").into_bytes()
+}
+
+/// An extension created with CREATE EXTENSION (see `exec::extension`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Extension {
+    /// Its id (its OID is derived from it).
+    pub id: u64,
+    /// Its name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+}
+
 fn database_key(db: &str) -> Vec<u8> {
     format!("d/{db}").into_bytes()
 }
@@ -691,6 +706,36 @@ impl Catalog {
         };
         txn.put(CATALOG, b"next_id", &(current + 1).to_be_bytes())?;
         Ok(current)
+    }
+
+    /// The extensions created in a database, by name.
+    pub fn extensions(&self, txn: &mut Transaction, db: &str) -> Result<Vec<Extension>> {
+        let prefix = extension_key(db, "");
+        let end = crate::encoding::prefix_end(&prefix).expect("prefix ends");
+        let rows = txn.scan(CATALOG, Scan::range(&prefix, &end))?;
+        rows.into_iter()
+            .map(|(_, raw)| {
+                serde_json::from_slice(&raw).map_err(|e| {
+                    SqlError::new(
+                        code::DATA_CORRUPTED,
+                        format!("an extension entry is damaged: {e}"),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// Records an extension.
+    pub fn put_extension(&self, txn: &mut Transaction, db: &str, ext: &Extension) -> Result<()> {
+        let raw = serde_json::to_vec(ext).expect("extensions serialize");
+        txn.put(CATALOG, &extension_key(db, &ext.name), &raw)?;
+        Ok(())
+    }
+
+    /// Removes an extension's record.
+    pub fn delete_extension(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<()> {
+        txn.delete(CATALOG, &extension_key(db, name))?;
+        Ok(())
     }
 
     /// Whether a database exists.

@@ -7,7 +7,7 @@
 //! Aggregates (count, sum, min, max, avg, string_agg) are bound separately: they change the
 //! shape of the query, not just of an expression.
 
-use crate::expr::{CatalogFunc, Func};
+use crate::expr::{CatalogFunc, Func, UuidNamespace};
 use crate::types::DataType;
 
 /// The type an argument is converted to (an untyped literal or parameter takes it).
@@ -27,6 +27,10 @@ pub enum Arg {
     Timestamp,
     /// interval
     Interval,
+    /// bytea (an untyped literal is read as bytea input: `'\\x6162'` is two bytes)
+    Bytea,
+    /// uuid
+    Uuid,
     /// As it is (catalog functions take what clients send).
     Any,
     /// The function's result type (CASE-like functions: their branches are unified).
@@ -128,11 +132,13 @@ pub static FUNCTIONS: &[FuncDef] = &[
         Func::Length,
         1,
         1,
-        &[A::Text],
+        &[A::Any],
         Type(T::Int4),
         STRICT,
         IMMUTABLE,
     ),
+    f(&["octet_length"], Func::OctetLength, 1, 1, &[A::Any], Type(T::Int4), STRICT, IMMUTABLE),
+    f(&["bit_length"], Func::BitLength, 1, 1, &[A::Any], Type(T::Int4), STRICT, IMMUTABLE),
     f(&["abs"], Func::Abs, 1, 1, &[A::Numeric], FirstArg(T::Numeric(None)), STRICT, IMMUTABLE),
     f(&["power", "pow"], Func::Power, 2, 2, &[A::Any], NumericOrFloat, STRICT, IMMUTABLE),
     // COALESCE is lazy: evaluation stops at the first non-null argument.
@@ -351,7 +357,106 @@ pub static FUNCTIONS: &[FuncDef] = &[
         STRICT,
         IMMUTABLE,
     ),
-    f(&["gen_random_uuid"], Func::GenRandomUuid, 0, 0, &[], Type(T::Uuid), STRICT, VOLATILE),
+    f(
+        &["gen_random_uuid", "uuid_generate_v4"],
+        Func::GenRandomUuid,
+        0,
+        0,
+        &[],
+        Type(T::Uuid),
+        STRICT,
+        VOLATILE,
+    ),
+    f(&["md5"], Func::Md5, 1, 1, &[A::Any], Type(T::Text), STRICT, IMMUTABLE),
+    f(&["sha224"], Func::Sha2(224), 1, 1, &[A::Bytea], Type(T::Bytea), STRICT, IMMUTABLE),
+    f(&["sha256"], Func::Sha2(256), 1, 1, &[A::Bytea], Type(T::Bytea), STRICT, IMMUTABLE),
+    f(&["sha384"], Func::Sha2(384), 1, 1, &[A::Bytea], Type(T::Bytea), STRICT, IMMUTABLE),
+    f(&["sha512"], Func::Sha2(512), 1, 1, &[A::Bytea], Type(T::Bytea), STRICT, IMMUTABLE),
+    f(&["digest"], Func::Digest, 2, 2, &[A::Any, A::Text], Type(T::Bytea), STRICT, IMMUTABLE),
+    f(&["hmac"], Func::Hmac, 3, 3, &[A::Any, A::Any, A::Text], Type(T::Bytea), STRICT, IMMUTABLE),
+    f(
+        &["gen_random_bytes"],
+        Func::GenRandomBytes,
+        1,
+        1,
+        &[A::Int4],
+        Type(T::Bytea),
+        STRICT,
+        VOLATILE,
+    ),
+    f(
+        &["uuid_generate_v1", "uuid_generate_v1mc"],
+        Func::UuidV1,
+        0,
+        0,
+        &[],
+        Type(T::Uuid),
+        STRICT,
+        VOLATILE,
+    ),
+    f(
+        &["uuid_generate_v3"],
+        Func::UuidNameBased(3),
+        2,
+        2,
+        &[A::Uuid, A::Text],
+        Type(T::Uuid),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["uuid_generate_v5"],
+        Func::UuidNameBased(5),
+        2,
+        2,
+        &[A::Uuid, A::Text],
+        Type(T::Uuid),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(&["encode"], Func::Encode, 2, 2, &[A::Bytea, A::Text], Type(T::Text), STRICT, IMMUTABLE),
+    f(&["decode"], Func::Decode, 2, 2, &[A::Text, A::Text], Type(T::Bytea), STRICT, IMMUTABLE),
+    f(&["uuid_nil"], Func::UuidNil, 0, 0, &[], Type(T::Uuid), STRICT, IMMUTABLE),
+    f(
+        &["uuid_ns_dns"],
+        Func::UuidNs(UuidNamespace::Dns),
+        0,
+        0,
+        &[],
+        Type(T::Uuid),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["uuid_ns_url"],
+        Func::UuidNs(UuidNamespace::Url),
+        0,
+        0,
+        &[],
+        Type(T::Uuid),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["uuid_ns_oid"],
+        Func::UuidNs(UuidNamespace::Oid),
+        0,
+        0,
+        &[],
+        Type(T::Uuid),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["uuid_ns_x500"],
+        Func::UuidNs(UuidNamespace::X500),
+        0,
+        0,
+        &[],
+        Type(T::Uuid),
+        STRICT,
+        IMMUTABLE,
+    ),
     f(&["version"], Func::Version, 0, 0, &[], Type(T::Text), STRICT, VOLATILE),
     f(
         &["current_database", "current_catalog"],

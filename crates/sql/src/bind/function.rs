@@ -559,6 +559,8 @@ impl<'a> Planner<'a> {
                 Arg::Numeric => DataType::Numeric(None),
                 Arg::Timestamp => DataType::Timestamp,
                 Arg::Interval => DataType::Interval(None),
+                Arg::Bytea => DataType::Bytea,
+                Arg::Uuid => DataType::Uuid,
                 Arg::Any => DataType::Unknown,
             };
             // Arguments of a date/time type must be of it or convert to it implicitly.
@@ -567,6 +569,7 @@ impl<'a> Planner<'a> {
                     matches!(t, DataType::Date | DataType::Timestamp | DataType::TimestampTz)
                 }
                 DataType::Interval(_) => matches!(t, DataType::Interval(_)),
+                DataType::Bytea | DataType::Uuid => t == want,
                 _ => true,
             };
             if !converts && t != DataType::Unknown {

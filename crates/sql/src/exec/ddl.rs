@@ -475,6 +475,9 @@ impl Writer<'_> {
                     for view in self.db.catalog.views(&mut self.ts.txn, &name)? {
                         self.db.catalog.delete_view(&mut self.ts.txn, &view)?;
                     }
+                    for ext in self.db.catalog.extensions(&mut self.ts.txn, &name)? {
+                        self.db.catalog.delete_extension(&mut self.ts.txn, &name, &ext.name)?;
+                    }
                     self.db.catalog.drop_database(&mut self.ts.txn, &name)?;
                 }
                 Ok(Output::Command("DROP DATABASE".into()))

@@ -308,6 +308,8 @@ impl Session {
                 &self.database,
             ),
             S::CreateIndex(ci) => w.create_index(ci, &self.database),
+            S::CreateExtension(ce) => w.create_extension(ce, &self.database),
+            S::DropExtension(de) => w.drop_extensions(de, &self.database),
             S::Grant(g) => w.grant(
                 g.objects.as_ref(),
                 &g.grantees,

@@ -79,7 +79,18 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         // The C locale (Kiln's collation) changes the case of ASCII letters only.
         Func::Lower => Value::Text(text_arg(&arg(0)).to_ascii_lowercase()),
         Func::Upper => Value::Text(text_arg(&arg(0)).to_ascii_uppercase()),
-        Func::Length => Value::Int(text_arg(&arg(0)).chars().count() as i64),
+        // A bytea's length is its number of bytes; a text's, its number of characters.
+        Func::Length => match arg(0) {
+            Value::Bytea(b) => Value::Int(b.len() as i64),
+            v => Value::Int(text_arg(&v).chars().count() as i64),
+        },
+        Func::OctetLength | Func::BitLength => {
+            let bytes = match arg(0) {
+                Value::Bytea(b) => b.len(),
+                v => text_arg(&v).len(),
+            } as i64;
+            Value::Int(if f == Func::BitLength { bytes * 8 } else { bytes })
+        }
         Func::Abs => match numeric_operand(arg(0))? {
             Value::Int(i) => Value::Int(i.checked_abs().ok_or_else(|| overflow("bigint"))?),
             Value::Float(x) => Value::Float(x.abs()),
@@ -309,6 +320,17 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             let bytes: [u8; 16] = rand::random();
             Value::Uuid(uuid::Builder::from_random_bytes(bytes).into_uuid().into_bytes())
         }
+        Func::Md5
+        | Func::Sha2(_)
+        | Func::Digest
+        | Func::Hmac
+        | Func::GenRandomBytes
+        | Func::UuidV1
+        | Func::UuidNameBased(_)
+        | Func::UuidNil
+        | Func::Encode
+        | Func::Decode
+        | Func::UuidNs(_) => crate::expr::crypto::call(f, &args, ctx.env.now())?,
         Func::Version => Value::Text(crate::VERSION_STRING.to_string()),
         Func::CurrentDatabase => Value::Text(ctx.env.database()),
         Func::CurrentSchema => Value::Text("public".into()),

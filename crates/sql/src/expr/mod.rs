@@ -1,6 +1,8 @@
 //! Bound expressions and their evaluation.
 
 mod builtins;
+mod crypto;
+pub use crypto::UuidNamespace;
 pub mod datetime;
 mod display;
 mod ops;
@@ -159,6 +161,32 @@ pub enum Func {
     Random,
     /// gen_random_uuid(): a version 4 uuid from the operating system's random source
     GenRandomUuid,
+    /// octet_length(text | bytea)
+    OctetLength,
+    /// bit_length(text | bytea)
+    BitLength,
+    /// md5(text | bytea): the hex MD5 digest
+    Md5,
+    /// sha224 … sha512(bytea)
+    Sha2(u16),
+    /// digest(data, algorithm) (pgcrypto)
+    Digest,
+    /// hmac(data, key, algorithm) (pgcrypto)
+    Hmac,
+    /// gen_random_bytes(n) (pgcrypto)
+    GenRandomBytes,
+    /// uuid_generate_v1() / uuid_generate_v1mc() (uuid-ossp)
+    UuidV1,
+    /// uuid_generate_v3 / v5(namespace, name) (uuid-ossp): the version
+    UuidNameBased(u8),
+    /// encode(bytea, format)
+    Encode,
+    /// decode(text, format)
+    Decode,
+    /// uuid_nil() (uuid-ossp)
+    UuidNil,
+    /// uuid_ns_dns() … (uuid-ossp)
+    UuidNs(crypto::UuidNamespace),
     /// version()
     Version,
     /// current_database()

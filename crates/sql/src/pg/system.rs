@@ -400,6 +400,63 @@ impl SystemTables for System<'_> {
                 ("grantor", I8),
                 ("admin_option", B),
             ]),
+            "pg_extension" => {
+                use crate::exec::extension::{BUILT_IN, BUILT_IN_OID};
+                let row = |oid: i64, name: &str, namespace: i64, version: &str| {
+                    vec![
+                        Value::Int(oid),
+                        text(name),
+                        Value::Int(oid::ROLE),
+                        Value::Int(namespace),
+                        Value::Bool(name != BUILT_IN),
+                        text(version),
+                        Value::Null,
+                        Value::Null,
+                    ]
+                };
+                let mut rows = vec![row(BUILT_IN_OID, BUILT_IN, oid::PG_CATALOG, "1.0")];
+                for e in self.db.catalog().extensions(txn, self.database)? {
+                    rows.push(row(oid::object(e.id), &e.name, oid::PUBLIC, &e.version));
+                }
+                Some((
+                    cols(&[
+                        ("oid", I8),
+                        ("extname", T),
+                        ("extowner", I8),
+                        ("extnamespace", I8),
+                        ("extrelocatable", B),
+                        ("extversion", T),
+                        ("extconfig", OA),
+                        ("extcondition", TA),
+                    ]),
+                    rows,
+                ))
+            }
+            "pg_available_extensions" => {
+                let installed = self.db.catalog().extensions(txn, self.database)?;
+                let rows = crate::exec::extension::AVAILABLE
+                    .iter()
+                    .map(|a| {
+                        let here = a.name == crate::exec::extension::BUILT_IN
+                            || installed.iter().any(|e| e.name == a.name);
+                        vec![
+                            text(a.name),
+                            text(a.version),
+                            if here { text(a.version) } else { Value::Null },
+                            text(a.comment),
+                        ]
+                    })
+                    .collect();
+                Some((
+                    cols(&[
+                        ("name", T),
+                        ("default_version", T),
+                        ("installed_version", T),
+                        ("comment", T),
+                    ]),
+                    rows,
+                ))
+            }
             "pg_language" => Some((
                 cols(&[("oid", I8), ("lanname", T), ("lanowner", I8), ("lanispl", B)]),
                 vec![
