@@ -202,3 +202,91 @@ async fn concurrent_upserts_on_a_unique_column_count_every_one() {
         .expect_err("a conflict on a key that is not the arbiter fails");
     assert_eq!(err.code(), Some(&SqlState::UNIQUE_VIOLATION));
 }
+
+/// Whether `query` (which takes an advisory lock) is still waiting after `ms` milliseconds.
+async fn still_waiting<T>(handle: &tokio::task::JoinHandle<T>, ms: u64) -> bool {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    !handle.is_finished()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advisory_locks_exclude_wait_and_go_with_their_holder() {
+    let kiln = common::Kiln::start(&[]);
+    let (a, _) = connect(&kiln).await;
+    let (b, _) = connect(&kiln).await;
+    let (b, a) = (std::sync::Arc::new(b), std::sync::Arc::new(a));
+    let try_lock = |c: std::sync::Arc<tokio_postgres::Client>, sql: &'static str| async move {
+        c.query_one(sql, &[]).await.unwrap().get::<_, bool>(0)
+    };
+
+    // A session-level lock excludes others until unlocked as often as it was locked.
+    a.batch_execute("SELECT pg_advisory_lock(42); SELECT pg_advisory_lock(42)").await.unwrap();
+    assert!(!try_lock(b.clone(), "SELECT pg_try_advisory_lock(42)").await);
+    let waiter = {
+        let b = b.clone();
+        tokio::spawn(async move { b.batch_execute("SELECT pg_advisory_lock(42)").await })
+    };
+    assert!(still_waiting(&waiter, 300).await, "b waits while a holds the lock");
+    assert!(try_lock(a.clone(), "SELECT pg_advisory_unlock(42)").await);
+    assert!(still_waiting(&waiter, 300).await, "a still holds it once");
+    assert!(try_lock(a.clone(), "SELECT pg_advisory_unlock(42)").await);
+    waiter.await.unwrap().expect("b takes the lock once a lets it go");
+    assert!(!try_lock(a.clone(), "SELECT pg_try_advisory_lock(42)").await);
+    assert!(!try_lock(a.clone(), "SELECT pg_advisory_unlock(42)").await, "a holds nothing");
+    b.batch_execute("SELECT pg_advisory_unlock_all()").await.unwrap();
+
+    // Shared holders share; an exclusive one waits for all of them.
+    a.batch_execute("SELECT pg_advisory_lock_shared(7)").await.unwrap();
+    assert!(try_lock(b.clone(), "SELECT pg_try_advisory_lock_shared(7)").await);
+    assert!(!try_lock(b.clone(), "SELECT pg_try_advisory_lock(7)").await);
+    a.batch_execute("SELECT pg_advisory_unlock_all()").await.unwrap();
+    b.batch_execute("DISCARD ALL").await.unwrap();
+    assert!(try_lock(a.clone(), "SELECT pg_try_advisory_lock(7)").await, "DISCARD ALL unlocks");
+    a.batch_execute("SELECT pg_advisory_unlock(7)").await.unwrap();
+
+    // A transaction-level lock goes at the end of its transaction, commit or rollback, and
+    // with a rollback to a savepoint taken before it; a session-level one stays.
+    a.batch_execute("BEGIN; SELECT pg_advisory_xact_lock(1); SELECT pg_advisory_lock(2)")
+        .await
+        .unwrap();
+    a.batch_execute("SAVEPOINT s; SELECT pg_advisory_xact_lock(3); ROLLBACK TO SAVEPOINT s")
+        .await
+        .unwrap();
+    assert!(try_lock(b.clone(), "SELECT pg_try_advisory_lock(3)").await);
+    assert!(!try_lock(b.clone(), "SELECT pg_try_advisory_lock(1)").await);
+    a.batch_execute("ROLLBACK").await.unwrap();
+    assert!(try_lock(b.clone(), "SELECT pg_try_advisory_lock(1)").await);
+    assert!(!try_lock(b.clone(), "SELECT pg_try_advisory_lock(2)").await, "session lock stays");
+    b.batch_execute("SELECT pg_advisory_unlock_all()").await.unwrap();
+
+    // lock_timeout bounds the wait (55P03).
+    let err =
+        b.batch_execute("SET lock_timeout = 200; SELECT pg_advisory_lock(2)").await.unwrap_err();
+    assert_eq!(err.code(), Some(&SqlState::LOCK_NOT_AVAILABLE), "{err}");
+    b.batch_execute("RESET lock_timeout").await.unwrap();
+
+    // A wait that closes a cycle is a deadlock (40P01) for one of the two, and the other
+    // then gets its lock.
+    b.batch_execute("SELECT pg_advisory_lock(10)").await.unwrap();
+    let a_waits = {
+        let a = a.clone();
+        tokio::spawn(async move { a.batch_execute("SELECT pg_advisory_lock(10)").await })
+    };
+    assert!(still_waiting(&a_waits, 200).await);
+    let err = b.batch_execute("SELECT pg_advisory_lock(2)").await.unwrap_err();
+    assert_eq!(err.code(), Some(&SqlState::T_R_DEADLOCK_DETECTED), "{err}");
+    b.batch_execute("SELECT pg_advisory_unlock(10)").await.unwrap();
+    a_waits.await.unwrap().expect("a gets lock 10 once b gives it up");
+
+    // A session's locks end with it.
+    drop(a);
+    let mut freed = false;
+    for _ in 0..50 {
+        if try_lock(b.clone(), "SELECT pg_try_advisory_lock(2)").await {
+            freed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(freed, "a closed connection's advisory locks are released");
+}

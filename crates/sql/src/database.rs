@@ -359,6 +359,7 @@ impl Database {
             settings.insert(k.to_string(), v);
         }
         let activity = self.activities.register(pid, user, database);
+        let lock_owner = self.next_owner.fetch_add(1, Ordering::Relaxed);
         Ok(Session {
             db: self.clone(),
             engine_session: self.engine.session(),
@@ -382,6 +383,11 @@ impl Database {
             last_operations: None,
             cursors: Default::default(),
             txn_serial: 0,
+            lock_owner,
+            advisory: parking_lot::Mutex::new(crate::advisory::AdvisoryLocks::new(
+                self.locks.clone(),
+                lock_owner,
+            )),
         })
     }
 

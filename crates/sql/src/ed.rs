@@ -12,7 +12,7 @@ use kiln_engine::{DurabilityEvent, DurabilityLevel, TxnId, TxnKind};
 use parking_lot::Mutex;
 
 use crate::error::{code, Result, SqlError};
-use crate::expr::{CatalogFunc, Env, Func, SeqFunc};
+use crate::expr::{AdvisoryOp, CatalogFunc, Env, Func, SeqFunc};
 use crate::pg::activity::{Activity, Wait};
 use crate::sequence::Sequence;
 use crate::types::{DataType, Value};
@@ -203,6 +203,10 @@ pub(crate) struct SessionEnv<'a> {
     pub(crate) zone: crate::zone::Zone,
     pub(crate) activity: &'a Activity,
     pub(crate) sequence_values: &'a parking_lot::Mutex<crate::sequence::SessionValues>,
+    /// The session's advisory locks.
+    pub(crate) advisory: &'a parking_lot::Mutex<crate::advisory::AdvisoryLocks>,
+    /// How long a lock is waited for (`lock_timeout`; none: no limit).
+    pub(crate) lock_timeout: Option<Duration>,
 }
 
 /// Waits run in slices this long, checking for an interrupt between them.
@@ -253,6 +257,31 @@ pub(crate) fn acknowledge(
             None => stalled_since = None,
         }
     }
+}
+
+/// The lock an advisory function names: one bigint, or two integers (a separate space).
+fn advisory_key(args: &[Value]) -> Result<crate::locks::LockKey> {
+    let int = |v: &Value| match v {
+        Value::Int(i) => Ok(*i),
+        _ => Err(no_such_key()),
+    };
+    match args {
+        [key] => Ok(crate::locks::LockKey::advisory(int(key)? as u64, false)),
+        [high, low] => {
+            let half = |v: &Value| {
+                let i = int(v)?;
+                i32::try_from(i).map(|i| i as u32 as u64).map_err(|_| no_such_key())
+            };
+            Ok(crate::locks::LockKey::advisory(half(high)? << 32 | half(low)?, true))
+        }
+        _ => Err(no_such_key()),
+    }
+}
+
+/// PostgreSQL finds no advisory lock function for other key types (42883).
+fn no_such_key() -> SqlError {
+    SqlError::new(code::UNDEFINED_FUNCTION, "no advisory lock function takes these keys")
+        .hint("An advisory lock is named by one bigint or by two integers.")
 }
 
 pub(crate) fn id_arg(v: &Value) -> Result<TxnId> {
@@ -496,6 +525,33 @@ impl Env for SessionEnv<'_> {
                     std::thread::sleep(left.min(WAIT_SLICE));
                 }
                 Value::Null
+            }
+            Func::Advisory(op, hold) => {
+                let mut locks = self.advisory.lock();
+                if op == AdvisoryOp::UnlockAll {
+                    locks.unlock_all();
+                    return Ok(Value::Text(String::new()));
+                }
+                let key = advisory_key(args)?;
+                match op {
+                    AdvisoryOp::Lock | AdvisoryOp::TryLock => {
+                        let wait = op == AdvisoryOp::Lock;
+                        if wait {
+                            self.activity.set_wait(Some(Wait::AdvisoryLock));
+                        }
+                        let interrupt = self.activity.interrupt().clone();
+                        let got = locks.lock(key, hold, wait, self.lock_timeout, &interrupt);
+                        self.activity.set_wait(None);
+                        let got = got?;
+                        if wait {
+                            Value::Text(String::new())
+                        } else {
+                            Value::Bool(got)
+                        }
+                    }
+                    AdvisoryOp::Unlock => Value::Bool(locks.unlock(key, hold.shared)),
+                    AdvisoryOp::UnlockAll => unreachable!("handled above"),
+                }
             }
             Func::KilnFaultPanic => {
                 self.faults()?;

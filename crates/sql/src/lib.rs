@@ -40,6 +40,7 @@
 //! [`pg`] (settings, the system catalogs, `pg_stat_activity`), [`functions`] (the registry of
 //! scalar functions), [`error`] (SQLSTATEs).
 
+pub mod advisory;
 pub mod array;
 pub mod bind;
 pub mod catalog;

@@ -36,6 +36,12 @@ pub struct LockKey {
 }
 
 impl LockKey {
+    /// The advisory lock `key` (`pg_advisory_lock(bigint)`; `pair` for the two-integer
+    /// form, a separate space of keys as in PostgreSQL). Table ids never come near these.
+    pub fn advisory(key: u64, pair: bool) -> LockKey {
+        LockKey { table: if pair { u64::MAX - 1 } else { u64::MAX }, key }
+    }
+
     /// The lock of `key` in table `table`.
     pub fn new(table: u64, key: &[u8]) -> LockKey {
         static SEED: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
@@ -208,6 +214,40 @@ impl LockManager {
             }
             // Woken when this row is released; the timeout only re-checks cancellation.
             released.wait_for(&mut state, Duration::from_millis(10));
+        }
+    }
+
+    /// Takes `key` for `owner` in `mode` if no one else holds it in a conflicting mode, and
+    /// never waits: whether `owner` holds it now.
+    pub fn try_lock(&self, owner: u64, key: LockKey, mode: LockMode) -> bool {
+        let mut state = self.state.lock();
+        match state.holders.entry(key) {
+            hash_map::Entry::Vacant(slot) => {
+                slot.insert(Held { owner, mode, others: Vec::new(), released: None });
+                true
+            }
+            hash_map::Entry::Occupied(mut h) => {
+                let h = h.get_mut();
+                let free = h.blockers(owner, mode).is_empty();
+                if free {
+                    h.grant(owner, mode);
+                }
+                free
+            }
+        }
+    }
+
+    /// Turns `owner`'s exclusive hold of `key` into a shared one (waiters for a shared hold
+    /// go on).
+    pub fn downgrade(&self, owner: u64, key: LockKey) {
+        let mut state = self.state.lock();
+        if let Some(h) = state.holders.get_mut(&key) {
+            if h.owner == owner && h.mode == LockMode::Exclusive {
+                h.mode = LockMode::Shared;
+                if let Some(released) = &h.released {
+                    released.notify_all();
+                }
+            }
         }
     }
 

@@ -139,6 +139,8 @@ pub(crate) struct SavepointMark {
     engine: kiln_engine::Savepoint,
     /// How many row locks were held then.
     locks: usize,
+    /// How many transaction-level advisory locks were taken then.
+    advisory: usize,
     /// SET CONSTRAINTS as it was then.
     modes: crate::exec::constraints::ConstraintModes,
     /// The session's settings and the transaction's SET LOCAL values then.
@@ -185,6 +187,11 @@ pub struct Session {
     pub(crate) cursors: crate::cursor::Cursors,
     /// Counts the transactions begun, so cursors know which one declared them.
     pub(crate) txn_serial: u64,
+    /// Who holds this session's row locks and advisory locks in the lock table: one owner
+    /// for both, so a wait between them is seen by the deadlock check.
+    pub(crate) lock_owner: u64,
+    /// The advisory locks it holds.
+    pub(crate) advisory: parking_lot::Mutex<crate::advisory::AdvisoryLocks>,
 }
 
 /// The stack every statement is guaranteed. Statements nest at most
@@ -205,6 +212,8 @@ macro_rules! session_env {
             db: &$s.db,
             last_write: $s.last_write,
             sequence_values: &$s.sequence_values,
+            advisory: &$s.advisory,
+            lock_timeout: crate::session::lock_timeout(&$s.settings),
             engine_session: &$s.engine_session,
             user: &$s.user,
             database: &$s.database,
@@ -217,6 +226,16 @@ macro_rules! session_env {
 }
 
 pub(crate) use session_env;
+
+/// How long a lock is waited for under these settings (`lock_timeout`; 0 or unset: no
+/// limit).
+pub(crate) fn lock_timeout(settings: &BTreeMap<String, String>) -> Option<std::time::Duration> {
+    settings
+        .get("lock_timeout")
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|v| *v > 0)
+        .map(std::time::Duration::from_millis)
+}
 
 /// The statement limits of session `$s`.
 macro_rules! session_limits {
@@ -328,6 +347,7 @@ impl Session {
         }
         self.cursors.rolled_back(self.txn_serial);
         ts.locks.release_all();
+        self.advisory.lock().end_transaction();
         ts.txn.abort();
     }
 
@@ -553,10 +573,7 @@ impl Session {
             txn,
             explicit,
             failed: false,
-            locks: HeldLocks::new(
-                self.db.locks.clone(),
-                self.db.next_owner.fetch_add(1, Ordering::Relaxed),
-            ),
+            locks: HeldLocks::new(self.db.locks.clone(), self.lock_owner),
             hint,
             local,
             isolation,
@@ -647,6 +664,7 @@ impl Session {
         let classic = self.db.engine.config().commit_model == CommitModel::Classic;
         if !classic || committed.is_err() {
             locks.release_all();
+            self.advisory.lock().end_transaction();
         }
         let committed = committed?;
         let id = committed.id();
@@ -665,6 +683,7 @@ impl Session {
         let acknowledged = self.acknowledge(committed);
         self.activity.set_wait(None);
         locks.release_all();
+        self.advisory.lock().end_transaction();
         let id = acknowledged?;
         if waited && id.kind == TxnKind::Update && !self.inbox.channels.lock().is_empty() {
             // Acknowledged at its durability point: tell the session before it hears the reply.
@@ -803,11 +822,13 @@ impl Session {
             S::Savepoint { name } => {
                 let name = name.value.to_lowercase();
                 let settings = self.settings.clone();
+                let advisory = self.advisory.lock().mark();
                 let ts = self.block("SAVEPOINT")?;
                 let mark = SavepointMark {
                     name,
                     engine: ts.txn.savepoint(),
                     locks: ts.locks.len(),
+                    advisory,
                     modes: ts.modes.clone(),
                     settings,
                     local: ts.local.clone(),
@@ -820,7 +841,7 @@ impl Session {
                 let pos = ts.savepoint_position(&name.value)?;
                 ts.savepoints.truncate(pos + 1);
                 let mark = &ts.savepoints[pos];
-                let (sp, locks) = (mark.engine, mark.locks);
+                let (sp, locks, advisory) = (mark.engine, mark.locks, mark.advisory);
                 ts.modes = mark.modes.clone();
                 ts.local = mark.local.clone();
                 let settings = mark.settings.clone();
@@ -830,6 +851,8 @@ impl Session {
                 ts.locks.release_since(locks);
                 // The block is usable again (PostgreSQL's subtransaction abort).
                 ts.failed = false;
+                // Transaction-level advisory locks taken since go too.
+                self.advisory.get_mut().rollback_to(advisory);
                 // SETs since the savepoint are undone with it.
                 self.settings = settings;
                 Ok(Output::Command("ROLLBACK".into()))
@@ -951,8 +974,9 @@ impl Session {
                             "DISCARD ALL cannot run inside a transaction block",
                         ));
                     }
-                    // As RESET ALL and DEALLOCATE ALL.
+                    // As RESET ALL, DEALLOCATE ALL and pg_advisory_unlock_all().
                     self.reset_all();
+                    self.advisory.lock().unlock_all();
                 }
                 self.prepared.clear();
                 Ok(Output::Command(format!("DISCARD {object_type}")))

@@ -2,7 +2,6 @@
 //! COPY, dispatched on the statement kind.
 
 use std::cell::RefCell;
-use std::time::Duration;
 
 use kiln_engine::IsolationLevel;
 use sqlparser::ast;
@@ -42,12 +41,7 @@ impl Session {
         let system = System::new(&self.db, &self.database, &self.settings, &self.cursors);
         let limits = session_limits!(self);
         let ctx = Ctx::new(params, &env);
-        let lock_timeout = self
-            .settings
-            .get("lock_timeout")
-            .and_then(|v| v.parse::<u64>().ok())
-            .filter(|v| *v > 0)
-            .map(Duration::from_millis);
+        let lock_timeout = crate::session::lock_timeout(&self.settings);
         let mut w = session_writer!(self, ts, lock_timeout);
         let types = match slot {
             Some(slot) => slot.params.clone(),

@@ -350,6 +350,7 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         | Func::KilnFaultDiskFull
         | Func::CancelBackend
         | Func::TerminateBackend
+        | Func::Advisory(..)
         | Func::Sleep => ctx.env.kiln(f, &args)?,
         Func::Catalog(c) => ctx.env.catalog(c, &args)?,
         Func::ArrayToString => {

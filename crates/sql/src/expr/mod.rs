@@ -83,6 +83,19 @@ pub enum AggFunc {
     BoolOr,
 }
 
+/// What an advisory lock function does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdvisoryOp {
+    /// pg_advisory_lock…: waits for the lock
+    Lock,
+    /// pg_try_advisory_lock…: takes it if free
+    TryLock,
+    /// pg_advisory_unlock…
+    Unlock,
+    /// pg_advisory_unlock_all()
+    UnlockAll,
+}
+
 /// Scalar functions. The `Kiln*` ones are the ED surface; the session evaluates them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Func {
@@ -165,6 +178,8 @@ pub enum Func {
     OctetLength,
     /// bit_length(text | bytea)
     BitLength,
+    /// The advisory lock functions: what they do, and to which hold.
+    Advisory(AdvisoryOp, crate::advisory::Hold),
     /// md5(text | bytea): the hex MD5 digest
     Md5,
     /// sha224 … sha512(bytea)

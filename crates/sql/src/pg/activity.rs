@@ -22,6 +22,8 @@ pub enum Wait {
     Client,
     /// Waiting for a row lock held by another transaction.
     RowLock,
+    /// Waiting for an advisory lock another session holds.
+    AdvisoryLock,
     /// A safe commit or `kiln_wait`/`kiln_sync` waiting for the durability point.
     Durability,
 }
@@ -31,6 +33,7 @@ impl Wait {
         match self {
             Wait::Client => ("Client", "ClientRead"),
             Wait::RowLock => ("Lock", "tuple"),
+            Wait::AdvisoryLock => ("Lock", "advisory"),
             Wait::Durability => ("IO", "KilnDurability"),
         }
     }
