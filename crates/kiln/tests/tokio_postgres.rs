@@ -290,3 +290,79 @@ async fn advisory_locks_exclude_wait_and_go_with_their_holder() {
     }
     assert!(freed, "a closed connection's advisory locks are released");
 }
+
+/// The notifications that arrive within `ms` milliseconds.
+async fn heard(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<tokio_postgres::Notification>,
+    ms: u64,
+) -> Vec<(String, String, i32)> {
+    let mut out = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(ms);
+    while let Ok(Some(n)) = tokio::time::timeout_at(deadline, rx.recv()).await {
+        out.push((n.channel().to_string(), n.payload().to_string(), n.process_id()));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notify_reaches_listeners_at_commit_and_only_then() {
+    let kiln = common::Kiln::start(&[]);
+    let (a, mut a_rx) = connect(&kiln).await;
+    let (b, _) = connect(&kiln).await;
+    let b_pid: i32 = b.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+    let a_pid: i32 = a.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+    a.batch_execute("LISTEN jobs; LISTEN \"Mixed\"").await.unwrap();
+
+    // Sent at the commit, in order, each (channel, payload) once, with the sender's pid.
+    b.batch_execute("BEGIN; NOTIFY jobs, 'one'; SELECT pg_notify('jobs', 'two'); NOTIFY jobs, 'one'; SELECT pg_notify('Mixed', NULL); NOTIFY other, 'x'")
+        .await
+        .unwrap();
+    assert!(heard(&mut a_rx, 300).await.is_empty(), "nothing before the commit");
+    b.batch_execute("COMMIT").await.unwrap();
+    let got = heard(&mut a_rx, 1000).await;
+    let want = vec![
+        ("jobs".to_string(), "one".to_string(), b_pid),
+        ("jobs".to_string(), "two".to_string(), b_pid),
+        ("Mixed".to_string(), String::new(), b_pid),
+    ];
+    assert_eq!(got, want);
+
+    // A rolled-back transaction sends nothing; a rollback to a savepoint drops what was
+    // sent after it.
+    b.batch_execute("BEGIN; NOTIFY jobs, 'lost'; ROLLBACK").await.unwrap();
+    b.batch_execute(
+        "BEGIN; NOTIFY jobs, 'kept'; SAVEPOINT s; NOTIFY jobs, 'undone'; ROLLBACK TO SAVEPOINT s; COMMIT",
+    )
+    .await
+    .unwrap();
+    let got = heard(&mut a_rx, 500).await;
+    assert_eq!(got, vec![("jobs".to_string(), "kept".to_string(), b_pid)]);
+
+    // A listener in a transaction block hears them when its block ends; a session hears its
+    // own NOTIFYs; UNLISTEN stops them.
+    a.batch_execute("BEGIN").await.unwrap();
+    b.batch_execute("NOTIFY jobs, 'while busy'").await.unwrap();
+    a.batch_execute("SELECT 1").await.unwrap();
+    assert!(heard(&mut a_rx, 300).await.is_empty(), "held while a's block is open");
+    a.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(heard(&mut a_rx, 1000).await, vec![("jobs".into(), "while busy".into(), b_pid)]);
+    a.batch_execute("NOTIFY jobs, 'self'").await.unwrap();
+    assert_eq!(heard(&mut a_rx, 1000).await, vec![("jobs".into(), "self".into(), a_pid)]);
+    a.batch_execute("UNLISTEN jobs").await.unwrap();
+    b.batch_execute("NOTIFY jobs, 'unheard'").await.unwrap();
+    assert!(heard(&mut a_rx, 300).await.is_empty());
+
+    // PostgreSQL's limits, and Kiln's durability channels are not for NOTIFY.
+    for (sql, code) in [
+        ("SELECT pg_notify('', 'x')", SqlState::INVALID_PARAMETER_VALUE),
+        ("SELECT pg_notify(NULL, 'x')", SqlState::INVALID_PARAMETER_VALUE),
+        ("SELECT pg_notify(repeat('c', 64), 'x')", SqlState::INVALID_PARAMETER_VALUE),
+        ("SELECT pg_notify('c', repeat('p', 8000))", SqlState::INVALID_PARAMETER_VALUE),
+        ("NOTIFY kiln_durable, '1.1'", SqlState::RESERVED_NAME),
+        ("NOTIFY kiln_durable_local", SqlState::RESERVED_NAME),
+    ] {
+        let err = b.batch_execute(sql).await.unwrap_err();
+        assert_eq!(err.code(), Some(&code), "{sql}: {err}");
+    }
+    b.batch_execute("SELECT pg_notify('c', repeat('p', 7999))").await.unwrap();
+}

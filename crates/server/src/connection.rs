@@ -496,7 +496,9 @@ impl Conn {
         for n in notes {
             self.socket
                 .feed(PgWireBackendMessage::NotificationResponse(NotificationResponse::new(
-                    self.pid, n.channel, n.payload,
+                    n.sender.unwrap_or(self.pid),
+                    n.channel,
+                    n.payload,
                 )))
                 .await?;
         }

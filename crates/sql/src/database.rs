@@ -64,6 +64,8 @@ pub struct Database {
     pub(crate) config: SessionConfig,
     pub(crate) next_owner: AtomicU64,
     pub(crate) notifier: Arc<Notifier>,
+    /// The inboxes of sessions that have listened to a channel (NOTIFY delivers to them).
+    pub(crate) listeners: Mutex<Vec<std::sync::Weak<Inbox>>>,
     pub(crate) stop: Arc<AtomicBool>,
     /// Index and constraint definitions by OID, as the last catalog query saw them (for
     /// pg_get_indexdef and pg_get_constraintdef).
@@ -178,6 +180,7 @@ impl Database {
             config,
             next_owner: AtomicU64::new(1),
             notifier: Arc::new(Notifier::new(standalone)),
+            listeners: Default::default(),
             stop: Arc::new(AtomicBool::new(false)),
             definitions: Mutex::new(HashMap::new()),
             relation_names: Mutex::new(HashMap::new()),
@@ -372,9 +375,12 @@ impl Database {
             prepared: HashMap::new(),
             inbox: Arc::new(Inbox {
                 queue: Mutex::new(VecDeque::new()),
+                bytes: Default::default(),
                 channels: Mutex::new(HashSet::new()),
                 waker: Mutex::new(None),
+                registered: Default::default(),
             }),
+            notifies: Default::default(),
             interrupt: activity.interrupt().clone(),
             activity,
             copy: None,

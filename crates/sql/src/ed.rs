@@ -19,19 +19,168 @@ use crate::types::{DataType, Value};
 
 use crate::database::*;
 
-/// A durability notification for one of a session's transactions.
+/// A notification for a session: a durability notification for one of its transactions
+/// (`kiln_durable`, `kiln_lost`, `kiln_durable_<level>`, the payload its id `epoch.csn`), or
+/// one a transaction sent with NOTIFY or `pg_notify`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notification {
-    /// `kiln_durable` or `kiln_lost`.
+    /// The channel.
     pub channel: String,
-    /// The transaction id (`epoch.csn`).
+    /// The payload.
     pub payload: String,
+    /// The sending session's process id; none for durability notifications, which the
+    /// session's own process sends.
+    pub sender: Option<i32>,
+}
+
+/// The largest NOTIFY payload, in bytes (PostgreSQL's limit).
+pub(crate) const NOTIFY_PAYLOAD_MAX: usize = 7999;
+
+/// How many bytes of notifications may wait in one session's queue (or be sent by one
+/// transaction): past it, NOTIFY fails with 54000 rather than grow memory without bound for
+/// a listener that does not read.
+pub(crate) const NOTIFY_QUEUE_BYTES_MAX: usize = 64 << 20;
+
+/// What one notification costs in a queue.
+pub(crate) fn notification_bytes(channel: &str, payload: &str) -> usize {
+    channel.len() + payload.len() + 64
+}
+
+/// Checks a NOTIFY's channel and payload as PostgreSQL does (22023), and keeps Kiln's
+/// durability channels for the server (42939).
+fn check_notify(channel: &str, payload: &str) -> Result<()> {
+    let invalid = |m: &str| Err(SqlError::new(code::INVALID_PARAMETER_VALUE, m.to_string()));
+    if channel.is_empty() {
+        return invalid("channel name cannot be empty");
+    }
+    if channel.len() > 63 {
+        return invalid("channel name too long");
+    }
+    if payload.len() > NOTIFY_PAYLOAD_MAX {
+        return invalid("payload string too long");
+    }
+    if channel == "kiln_durable" || channel == "kiln_lost" || channel_level(channel).is_some() {
+        return Err(SqlError::new(
+            "42939",
+            format!("channel \"{channel}\" is reserved for Kiln's durability notifications"),
+        )
+        .hint("LISTEN to it to hear when your own transactions become durable or are lost."));
+    }
+    Ok(())
+}
+
+/// Delivers a committed transaction's notifications to every session listening to their
+/// channels (the sender's own included), in the order they were sent.
+pub(crate) fn deliver_notifications(
+    listeners: &Mutex<Vec<Weak<Inbox>>>,
+    sender: i32,
+    notes: &[(String, String)],
+) {
+    let inboxes: Vec<Arc<Inbox>> = {
+        let mut listeners = listeners.lock();
+        listeners.retain(|w| w.strong_count() > 0);
+        listeners.iter().filter_map(Weak::upgrade).collect()
+    };
+    for inbox in inboxes {
+        let wanted: Vec<&(String, String)> = {
+            let channels = inbox.channels.lock();
+            notes.iter().filter(|(c, _)| channels.contains(c)).collect()
+        };
+        if wanted.is_empty() {
+            continue;
+        }
+        {
+            let mut queue = inbox.queue.lock();
+            for (channel, payload) in wanted {
+                inbox.bytes.fetch_add(notification_bytes(channel, payload), Ordering::Relaxed);
+                queue.push_back(Notification {
+                    channel: channel.clone(),
+                    payload: payload.clone(),
+                    sender: Some(sender),
+                });
+            }
+        }
+        if let Some(w) = &*inbox.waker.lock() {
+            w();
+        }
+    }
+}
+
+/// A transaction's NOTIFYs, in the order sent, each (channel, payload) once.
+#[derive(Default)]
+pub(crate) struct PendingNotifies {
+    list: Vec<(String, String)>,
+    seen: HashSet<(String, String)>,
+    bytes: usize,
+}
+
+impl PendingNotifies {
+    /// Queues one (checked, and folded into an identical one already queued).
+    pub(crate) fn push(
+        &mut self,
+        listeners: &Mutex<Vec<Weak<Inbox>>>,
+        channel: String,
+        payload: String,
+    ) -> Result<()> {
+        check_notify(&channel, &payload)?;
+        check_queues(listeners, &channel, self.bytes)?;
+        let note = (channel, payload);
+        if self.seen.insert(note.clone()) {
+            self.bytes += notification_bytes(&note.0, &note.1);
+            self.list.push(note);
+        }
+        Ok(())
+    }
+
+    /// How many are queued (a savepoint's mark).
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Forgets those queued after the first `n` (a rollback to a savepoint).
+    pub(crate) fn truncate(&mut self, n: usize) {
+        for note in self.list.drain(n.min(self.list.len())..) {
+            self.bytes -= notification_bytes(&note.0, &note.1);
+            self.seen.remove(&note);
+        }
+    }
+
+    /// Takes them all (at the commit point), leaving none.
+    pub(crate) fn take(&mut self) -> Vec<(String, String)> {
+        self.seen.clear();
+        self.bytes = 0;
+        std::mem::take(&mut self.list)
+    }
+}
+
+/// 54000 when a session listening to `channel` has a full queue, or the transaction's
+/// notifications so far (`sent` bytes) are too many.
+fn check_queues(listeners: &Mutex<Vec<Weak<Inbox>>>, channel: &str, sent: usize) -> Result<()> {
+    let full = || {
+        SqlError::new(code::PROGRAM_LIMIT, "too many notifications in the NOTIFY queue")
+            .hint("A session listening to this channel does not read its notifications, or the transaction sends too many.")
+    };
+    if sent > NOTIFY_QUEUE_BYTES_MAX {
+        return Err(full());
+    }
+    for inbox in listeners.lock().iter().filter_map(Weak::upgrade) {
+        if inbox.bytes.load(Ordering::Relaxed) > NOTIFY_QUEUE_BYTES_MAX
+            && inbox.channels.lock().contains(channel)
+        {
+            return Err(full());
+        }
+    }
+    Ok(())
 }
 
 pub(crate) struct Inbox {
     pub(crate) queue: Mutex<VecDeque<Notification>>,
+    /// What the queue's NOTIFY notifications cost ([`NOTIFY_QUEUE_BYTES_MAX`]).
+    pub(crate) bytes: std::sync::atomic::AtomicUsize,
     pub(crate) channels: Mutex<HashSet<String>>,
     pub(crate) waker: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
+    /// Whether it is in the database's list of listeners (NOTIFY looks there).
+    pub(crate) registered: std::sync::atomic::AtomicBool,
 }
 
 impl Inbox {
@@ -42,6 +191,7 @@ impl Inbox {
         self.queue.lock().push_back(Notification {
             channel: channel.to_string(),
             payload: format!("{}.{}", id.epoch, id.csn),
+            sender: None,
         });
         if let Some(w) = &*self.waker.lock() {
             w();
@@ -207,6 +357,8 @@ pub(crate) struct SessionEnv<'a> {
     pub(crate) advisory: &'a parking_lot::Mutex<crate::advisory::AdvisoryLocks>,
     /// How long a lock is waited for (`lock_timeout`; none: no limit).
     pub(crate) lock_timeout: Option<Duration>,
+    /// The transaction's NOTIFYs (`pg_notify` adds to them).
+    pub(crate) notifies: &'a parking_lot::Mutex<PendingNotifies>,
 }
 
 /// Waits run in slices this long, checking for an interrupt between them.
@@ -552,6 +704,14 @@ impl Env for SessionEnv<'_> {
                     AdvisoryOp::Unlock => Value::Bool(locks.unlock(key, hold.shared)),
                     AdvisoryOp::UnlockAll => unreachable!("handled above"),
                 }
+            }
+            Func::PgNotify => {
+                let text = |v: &Value| match v {
+                    Value::Null => String::new(),
+                    v => v.to_text(DataType::Text).unwrap_or_default(),
+                };
+                self.notifies.lock().push(&self.db.listeners, text(&args[0]), text(&args[1]))?;
+                Value::Text(String::new())
             }
             Func::KilnFaultPanic => {
                 self.faults()?;

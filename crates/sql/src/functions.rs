@@ -611,6 +611,7 @@ pub static FUNCTIONS: &[FuncDef] = &[
         LENIENT,
         VOLATILE,
     ),
+    f(&["pg_notify"], Func::PgNotify, 2, 2, &[A::Text], Type(T::Text), LENIENT, VOLATILE),
     f(&["pg_sleep"], Func::Sleep, 1, 1, &[A::Float8], Type(T::Text), STRICT, VOLATILE),
     f(&["kiln_sync"], Func::KilnSync, 0, 0, &[], Type(T::Text), LENIENT, VOLATILE),
     f(&["kiln_persist"], Func::KilnPersist, 0, 0, &[], Type(T::Text), LENIENT, VOLATILE),

@@ -5,7 +5,7 @@
 //! (`crate::plan`) and execution (`crate::exec`). Settings live in `crate::pg::settings`,
 //! the ED functions and notifications in `crate::ed`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -141,6 +141,8 @@ pub(crate) struct SavepointMark {
     locks: usize,
     /// How many transaction-level advisory locks were taken then.
     advisory: usize,
+    /// How many NOTIFYs were queued then.
+    notifies: usize,
     /// SET CONSTRAINTS as it was then.
     modes: crate::exec::constraints::ConstraintModes,
     /// The session's settings and the transaction's SET LOCAL values then.
@@ -192,6 +194,8 @@ pub struct Session {
     pub(crate) lock_owner: u64,
     /// The advisory locks it holds.
     pub(crate) advisory: parking_lot::Mutex<crate::advisory::AdvisoryLocks>,
+    /// The open transaction's NOTIFYs (channel, payload), each once, sent at its commit.
+    pub(crate) notifies: parking_lot::Mutex<PendingNotifies>,
 }
 
 /// The stack every statement is guaranteed. Statements nest at most
@@ -213,6 +217,7 @@ macro_rules! session_env {
             last_write: $s.last_write,
             sequence_values: &$s.sequence_values,
             advisory: &$s.advisory,
+            notifies: &$s.notifies,
             lock_timeout: crate::session::lock_timeout(&$s.settings),
             engine_session: &$s.engine_session,
             user: &$s.user,
@@ -321,7 +326,25 @@ impl Session {
 
     /// Takes queued notifications.
     pub fn take_notifications(&self) -> Vec<Notification> {
-        self.inbox.queue.lock().drain(..).collect()
+        let mut queue = self.inbox.queue.lock();
+        // As in PostgreSQL, a session in a transaction block hears other sessions' NOTIFYs
+        // only once the block ends; durability notifications go out at once.
+        let in_block = self.txn.as_ref().is_some_and(|t| t.explicit);
+        let taken: Vec<Notification> = if in_block {
+            let (now, later): (Vec<Notification>, Vec<Notification>) =
+                queue.drain(..).partition(|n| n.sender.is_none());
+            *queue = VecDeque::from(later);
+            now
+        } else {
+            queue.drain(..).collect()
+        };
+        let bytes: usize = taken
+            .iter()
+            .filter(|n| n.sender.is_some())
+            .map(|n| notification_bytes(&n.channel, &n.payload))
+            .sum();
+        self.inbox.bytes.fetch_sub(bytes, Ordering::Relaxed);
+        taken
     }
 
     /// ReadyForQuery status: `I` idle, `T` in a transaction block, `E` in a failed one.
@@ -348,6 +371,7 @@ impl Session {
         self.cursors.rolled_back(self.txn_serial);
         ts.locks.release_all();
         self.advisory.lock().end_transaction();
+        self.notifies.get_mut().take();
         ts.txn.abort();
     }
 
@@ -666,7 +690,19 @@ impl Session {
             locks.release_all();
             self.advisory.lock().end_transaction();
         }
-        let committed = committed?;
+        let committed = match committed {
+            Ok(c) => c,
+            Err(e) => {
+                self.notifies.get_mut().take();
+                return Err(e.into());
+            }
+        };
+        // NOTIFYs go out at the commit point, when the transaction's writes become visible
+        // (a listener that reads them depends on them, as any reader does).
+        let notes = self.notifies.get_mut().take();
+        if !notes.is_empty() {
+            crate::ed::deliver_notifications(&self.db.listeners, self.pid, &notes);
+        }
         let id = committed.id();
         if id.kind == TxnKind::Update {
             self.last_write = Some(id);
@@ -823,12 +859,14 @@ impl Session {
                 let name = name.value.to_lowercase();
                 let settings = self.settings.clone();
                 let advisory = self.advisory.lock().mark();
+                let notifies = self.notifies.get_mut().len();
                 let ts = self.block("SAVEPOINT")?;
                 let mark = SavepointMark {
                     name,
                     engine: ts.txn.savepoint(),
                     locks: ts.locks.len(),
                     advisory,
+                    notifies,
                     modes: ts.modes.clone(),
                     settings,
                     local: ts.local.clone(),
@@ -841,7 +879,8 @@ impl Session {
                 let pos = ts.savepoint_position(&name.value)?;
                 ts.savepoints.truncate(pos + 1);
                 let mark = &ts.savepoints[pos];
-                let (sp, locks, advisory) = (mark.engine, mark.locks, mark.advisory);
+                let (sp, locks, advisory, notifies) =
+                    (mark.engine, mark.locks, mark.advisory, mark.notifies);
                 ts.modes = mark.modes.clone();
                 ts.local = mark.local.clone();
                 let settings = mark.settings.clone();
@@ -851,8 +890,9 @@ impl Session {
                 ts.locks.release_since(locks);
                 // The block is usable again (PostgreSQL's subtransaction abort).
                 ts.failed = false;
-                // Transaction-level advisory locks taken since go too.
+                // Transaction-level advisory locks taken since go too, and NOTIFYs.
                 self.advisory.get_mut().rollback_to(advisory);
+                self.notifies.get_mut().truncate(notifies);
                 // SETs since the savepoint are undone with it.
                 self.settings = settings;
                 Ok(Output::Command("ROLLBACK".into()))
@@ -984,7 +1024,18 @@ impl Session {
             S::LISTEN { channel } => {
                 self.db.start_notifier()?;
                 self.inbox.channels.lock().insert(channel_name(channel));
+                if !self.inbox.registered.swap(true, Ordering::Relaxed) {
+                    self.db.listeners.lock().push(Arc::downgrade(&self.inbox));
+                }
                 Ok(Output::Command("LISTEN".into()))
+            }
+            S::NOTIFY { channel, payload } => {
+                let channel = channel_name(channel);
+                let payload = payload.clone().unwrap_or_default();
+                self.in_transaction_with(hint, in_implicit, |s| {
+                    s.notifies.lock().push(&s.db.listeners, channel, payload)?;
+                    Ok(Output::Command("NOTIFY".into()))
+                })
             }
             S::UNLISTEN { channel } => {
                 if channel.value == "*" {

@@ -1598,3 +1598,18 @@ rollback to savepoint s;
 select pg_advisory_unlock(5);
 commit;
 select pg_try_advisory_lock(-1), pg_advisory_unlock(-1), pg_advisory_unlock_all();
+-- NOTIFY and pg_notify: checked as PostgreSQL checks them, sent at commit.
+listen corpus_channel;
+notify corpus_channel, 'payload';
+select pg_notify('corpus_channel', 'x'), pg_notify('corpus_channel', null);
+select pg_notify('', 'x');
+select pg_notify(null, 'x');
+select pg_notify(repeat('c', 64), 'x');
+select pg_notify('c', repeat('p', 8000));
+begin;
+notify corpus_channel, 'a';
+savepoint s;
+select pg_notify('corpus_channel', 'b');
+rollback to savepoint s;
+commit;
+unlisten *;

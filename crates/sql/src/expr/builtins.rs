@@ -351,6 +351,7 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         | Func::CancelBackend
         | Func::TerminateBackend
         | Func::Advisory(..)
+        | Func::PgNotify
         | Func::Sleep => ctx.env.kiln(f, &args)?,
         Func::Catalog(c) => ctx.env.catalog(c, &args)?,
         Func::ArrayToString => {

@@ -178,6 +178,8 @@ pub enum Func {
     OctetLength,
     /// bit_length(text | bytea)
     BitLength,
+    /// pg_notify(channel, payload): NOTIFY with computed arguments
+    PgNotify,
     /// The advisory lock functions: what they do, and to which hold.
     Advisory(AdvisoryOp, crate::advisory::Hold),
     /// md5(text | bytea): the hex MD5 digest
