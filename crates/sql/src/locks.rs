@@ -122,8 +122,11 @@ impl Held {
 #[derive(Default)]
 struct State {
     holders: HashMap<LockKey, Held>,
-    /// Whom each waiting owner waits for.
-    waits_for: HashMap<u64, Vec<u64>>,
+    /// What each waiting owner waits for: the lock and the mode it asked for. Whom it waits
+    /// for is read from the lock's holders when a cycle is looked for, so the wait graph is
+    /// never stale (an owner is a session: one that released a lock and waits again must
+    /// not appear to still hold what it let go).
+    waits_for: HashMap<u64, (LockKey, LockMode)>,
 }
 
 impl State {
@@ -139,8 +142,10 @@ impl State {
                 return true; // a wait graph this large is treated as a deadlock
             }
             if seen.insert(next) {
-                if let Some(w) = self.waits_for.get(&next) {
-                    stack.extend_from_slice(w);
+                if let Some((key, mode)) = self.waits_for.get(&next) {
+                    if let Some(held) = self.holders.get(key) {
+                        stack.extend(held.blockers(next, *mode));
+                    }
                 }
             }
         }
@@ -198,7 +203,7 @@ impl LockManager {
                     format!("Transaction {owner} waits for a row held by {}, which waits (through others) for {owner}.", blockers[0]),
                 ).hint("The transaction might succeed if retried."));
             }
-            state.waits_for.insert(owner, blockers);
+            state.waits_for.insert(owner, (key, mode));
             if interrupt.load(Ordering::Relaxed) {
                 state.waits_for.remove(&owner);
                 return Err(SqlError::new(
@@ -374,7 +379,7 @@ mod tests {
             let stop = AtomicBool::new(false);
             l.lock(2, LockKey::new(1, b"a"), X, None, &stop)
         });
-        while locks.state.lock().waits_for.get(&2) != Some(&vec![1]) {
+        while locks.state.lock().waits_for.get(&2) != Some(&(LockKey::new(1, b"a"), X)) {
             std::thread::sleep(Duration::from_millis(1));
         }
         let err = locks.lock(1, LockKey::new(1, b"b"), X, None, &stop).unwrap_err();
@@ -385,6 +390,37 @@ mod tests {
             .lock(3, LockKey::new(1, b"a"), X, Some(Duration::from_millis(20)), &stop)
             .unwrap_err();
         assert_eq!(err.code, "55P03");
+    }
+
+    #[test]
+    fn a_lock_let_go_is_no_longer_waited_for() {
+        // 1 waits for "a", held shared by 2 and 3. 2 lets go of it and (the same owner, as a
+        // session's next transaction is) waits for "b", which 1 holds: no cycle, since 1 now
+        // waits for 3 alone. A wait graph that kept 1's first blockers until 1 woke could
+        // answer 40P01 in between.
+        let locks = Arc::new(LockManager::default());
+        let stop = AtomicBool::new(false);
+        let (a, b) = (LockKey::new(1, b"a"), LockKey::new(1, b"b"));
+        assert!(locks.lock(2, a, S, None, &stop).unwrap());
+        assert!(locks.lock(3, a, S, None, &stop).unwrap());
+        assert!(locks.lock(1, b, X, None, &stop).unwrap());
+        let l = locks.clone();
+        let one = std::thread::spawn(move || l.lock(1, a, X, None, &AtomicBool::new(false)));
+        while locks.state.lock().waits_for.get(&1) != Some(&(a, X)) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        locks.release(2, [a]);
+        let two = {
+            let l = locks.clone();
+            std::thread::spawn(move || l.lock(2, b, X, None, &AtomicBool::new(false)))
+        };
+        while locks.state.lock().waits_for.get(&2) != Some(&(b, X)) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        locks.release(3, [a]);
+        assert!(one.join().unwrap().unwrap());
+        locks.release(1, [a, b]);
+        assert!(two.join().unwrap().unwrap(), "2 waited, then got b: no deadlock");
     }
 
     #[test]
@@ -410,7 +446,7 @@ mod tests {
         assert!(locks.lock(2, row, S, None, &stop).unwrap());
         let l = locks.clone();
         let first = std::thread::spawn(move || l.lock(1, row, X, None, &AtomicBool::new(false)));
-        while locks.state.lock().waits_for.get(&1) != Some(&vec![2]) {
+        while locks.state.lock().waits_for.get(&1) != Some(&(row, X)) {
             std::thread::sleep(Duration::from_millis(1));
         }
         assert_eq!(locks.lock(2, row, X, None, &stop).unwrap_err().code, code::DEADLOCK);

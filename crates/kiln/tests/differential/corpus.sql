@@ -1613,3 +1613,11 @@ select pg_notify('corpus_channel', 'b');
 rollback to savepoint s;
 commit;
 unlisten *;
+-- CREATE SCHEMA / DROP SCHEMA on the schemas that exist (Kiln has only public besides the system ones).
+create schema if not exists public;
+create schema public;
+create schema if not exists pg_catalog;
+create schema pg_mine;
+drop schema if exists nope;
+drop schema if exists nope, nope2 cascade;
+drop schema nope;

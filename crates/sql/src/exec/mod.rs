@@ -11,6 +11,7 @@ pub mod indexes;
 pub mod init;
 pub mod join;
 pub mod scan;
+pub mod schema;
 pub mod select;
 pub mod sequences;
 pub mod statement;

@@ -276,6 +276,9 @@ impl Session {
                 )?;
                 w.create_view(view, cv.or_replace)
             }
+            S::Drop { object_type: ast::ObjectType::Schema, if_exists, names, .. } => {
+                w.drop_schemas(names, *if_exists)
+            }
             S::Drop {
                 object_type: ast::ObjectType::Sequence, if_exists, names, cascade, ..
             } => w.drop_sequences(names, *if_exists, *cascade, &self.database),
@@ -302,6 +305,9 @@ impl Session {
                 &self.database,
             ),
             S::CreateIndex(ci) => w.create_index(ci, &self.database),
+            S::CreateSchema { schema_name, if_not_exists, .. } => {
+                w.create_schema(schema_name, *if_not_exists)
+            }
             S::CreateExtension(ce) => w.create_extension(ce, &self.database),
             S::DropExtension(de) => w.drop_extensions(de, &self.database),
             S::Grant(g) => w.grant(
