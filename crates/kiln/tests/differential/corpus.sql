@@ -1621,3 +1621,15 @@ create schema pg_mine;
 drop schema if exists nope;
 drop schema if exists nope, nope2 cascade;
 drop schema nope;
+-- information_schema.table_constraints, key_column_usage, constraint_column_usage, referential_constraints (PostgreSQL's views over pg_catalog; NOT NULL constraints are left out of the comparison: PostgreSQL names them from OIDs).
+create table isp (id int primary key, code text unique);
+create table isc (a int, b int, pid int references isp (id) on delete cascade, pcode text, constraint isc_pk primary key (a, b), constraint isc_code_fk foreign key (pcode) references isp (code) on update set null deferrable initially deferred, constraint isc_chk check (a > 0), constraint isc_ab unique nulls not distinct (b, a));
+select constraint_catalog = current_database(), constraint_schema, constraint_name, table_schema, table_name, constraint_type, is_deferrable, initially_deferred, enforced, nulls_distinct from information_schema.table_constraints where table_name in ('isp', 'isc') and constraint_name not like '%not_null' order by table_name, constraint_name;
+select constraint_name, table_name, column_name, ordinal_position, position_in_unique_constraint from information_schema.key_column_usage where table_name in ('isp', 'isc') order by table_name, constraint_name, ordinal_position;
+select table_name, column_name, constraint_name from information_schema.constraint_column_usage where constraint_name like 'is%' and constraint_name not like '%chk' order by constraint_name, table_name, column_name;
+select constraint_name, unique_constraint_schema, unique_constraint_name, match_option, update_rule, delete_rule from information_schema.referential_constraints where constraint_name like 'isc%' order by constraint_name;
+select tc.constraint_name, kcu.column_name, ccu.table_name as ref_table, ccu.column_name as ref_column from information_schema.table_constraints tc join information_schema.key_column_usage kcu on tc.constraint_name = kcu.constraint_name join information_schema.constraint_column_usage ccu on ccu.constraint_name = tc.constraint_name where tc.constraint_type = 'FOREIGN KEY' and tc.table_name = 'isc' order by 1;
+select c, f, constraint_type from information_schema.table_constraints t(a, b, c, d, e, f) where f = 'isp' and constraint_type <> 'CHECK' order by c;
+select count(*) from information_schema.table_constraints t(a, b, c, d, e, f, g, h, i, j, k, l);
+select * from pg_enum;
+drop table isc; drop table isp;

@@ -565,6 +565,9 @@ impl<'a> Planner<'a> {
                     if let Some(view) = self.catalog.view(self.txn, self.db, &tname)? {
                         return self.view_item(&view, alias_name, &rename, offset);
                     }
+                    if let Some(sql) = crate::pg::views::system_view(&tname) {
+                        return self.system_view_item(&tname, sql, alias_name, &rename, offset);
+                    }
                 }
                 let mut origins = Vec::new();
                 let (source, cols, label) = match table {

@@ -61,6 +61,25 @@ impl Planner<'_> {
         plan
     }
 
+    /// The FROM item that reads system view `name` (`crate::pg::views`), whose query is
+    /// `sql`, named `alias`, its columns renamed by `rename`.
+    pub(crate) fn system_view_item(
+        &mut self,
+        name: &str,
+        sql: &str,
+        alias: String,
+        rename: &[String],
+        offset: usize,
+    ) -> Result<(FromItem, Vec<ScopeCol>)> {
+        let query = match crate::parse::parse(sql)?.pop() {
+            Some(ast::Statement::Query(q)) => *q,
+            _ => return Err(SqlError::new(code::INTERNAL, format!("system view {name}"))),
+        };
+        let plan = self.plan_view_query(name, &query)?;
+        let names = renamed(plan.columns.iter().map(|(n, _)| n.clone()).collect(), rename, &alias)?;
+        Ok(derived_item(plan, Some(alias), &names, offset))
+    }
+
     /// The FROM item that reads `view`, named `alias`, its columns renamed by `rename`.
     pub(crate) fn view_item(
         &mut self,
@@ -90,20 +109,23 @@ impl Planner<'_> {
         // Its columns show as the view's own, as PostgreSQL describes them.
         let oid = crate::pg::system::oid::object(view.id) as u32;
         plan.origins = (1..=n as i16).map(|i| Some((oid, i))).collect();
-        let mut names = view.column_names();
-        for (i, r) in rename.iter().enumerate().take(names.len()) {
-            names[i] = r.clone();
-        }
-        if rename.len() > names.len() {
-            return Err(SqlError::new(
-                code::INVALID_COLUMN_REFERENCE,
-                format!(
-                    "table \"{alias}\" has {} columns available but {} columns specified",
-                    names.len(),
-                    rename.len()
-                ),
-            ));
-        }
+        let names = renamed(view.column_names(), rename, &alias)?;
         Ok(derived_item(plan, Some(alias), &names, offset))
     }
+}
+
+/// A view's column `names` with the first ones renamed by `rename` (an alias's column list).
+fn renamed(mut names: Vec<String>, rename: &[String], alias: &str) -> Result<Vec<String>> {
+    if rename.len() > names.len() {
+        return Err(SqlError::new(
+            code::INVALID_COLUMN_REFERENCE,
+            format!(
+                "table \"{alias}\" has {} columns available but {} columns specified",
+                names.len(),
+                rename.len()
+            ),
+        ));
+    }
+    names[..rename.len()].clone_from_slice(rename);
+    Ok(names)
 }

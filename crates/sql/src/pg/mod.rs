@@ -4,3 +4,4 @@
 pub mod activity;
 pub mod settings;
 pub mod system;
+pub mod views;

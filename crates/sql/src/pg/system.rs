@@ -788,6 +788,24 @@ impl SystemTables for System<'_> {
                     })
                     .collect(),
             )),
+            // Kiln has no range types; clients that map type OIDs read it (Sequelize on
+            // connect).
+            "pg_range" => empty(&[
+                ("rngtypid", I8),
+                ("rngsubtype", I8),
+                ("rngmultitypid", I8),
+                ("rngcollation", I8),
+                ("rngsubopc", I8),
+                ("rngcanonical", T),
+                ("rngsubdiff", T),
+            ]),
+            // Kiln has no enum types (CREATE TYPE … AS ENUM is refused).
+            "pg_enum" => empty(&[
+                ("oid", I8),
+                ("enumtypid", I8),
+                ("enumsortorder", DataType::Float4),
+                ("enumlabel", T),
+            ]),
             "pg_tablespace" => Some((
                 cols(&[("oid", I8), ("spcname", T), ("spcowner", I8)]),
                 vec![vec![Value::Int(1663), text("pg_default"), Value::Int(oid::ROLE)]],
