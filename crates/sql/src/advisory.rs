@@ -13,8 +13,13 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::Result;
+use crate::error::{Result, SqlError};
 use crate::locks::{LockKey, LockManager, LockMode};
+
+/// How many keys one session may hold advisory locks on at once: past it, 53200, as
+/// PostgreSQL answers when its lock table is full (each held key costs memory until the
+/// session lets it go).
+pub const ADVISORY_LOCKS_MAX: usize = 1 << 16;
 
 /// Which of a session's holds of a key a call counts: session or transaction level,
 /// shared or exclusive.
@@ -74,6 +79,11 @@ impl AdvisoryLocks {
     ) -> Result<bool> {
         let counts = self.held.get(&key).copied().unwrap_or_default();
         let now = strongest(&counts);
+        if now.is_none() && self.held.len() >= ADVISORY_LOCKS_MAX {
+            return Err(SqlError::new("53200", "out of shared memory").hint(format!(
+                "A session holds at most {ADVISORY_LOCKS_MAX} advisory locks at once."
+            )));
+        }
         let wanted = if hold.shared { LockMode::Shared } else { LockMode::Exclusive };
         if now != Some(LockMode::Exclusive) && now != Some(wanted) {
             if wait {
@@ -211,6 +221,23 @@ mod tests {
         assert!(b.lock(k, SESSION_SHARED, false, None, &stop).unwrap(), "a is down to shared");
         drop(a);
         assert!(b.lock(k, SESSION, false, None, &stop).unwrap(), "a's locks went with it");
+    }
+
+    #[test]
+    fn a_session_holds_a_bounded_number_of_keys() {
+        let manager = Arc::new(LockManager::default());
+        let stop = AtomicBool::new(false);
+        let mut a = AdvisoryLocks::new(manager.clone(), 1);
+        for k in 0..ADVISORY_LOCKS_MAX as u64 {
+            a.lock(LockKey::advisory(k, false), XACT, true, None, &stop).unwrap();
+        }
+        let past = LockKey::advisory(u64::MAX, false);
+        assert_eq!(a.lock(past, XACT, true, None, &stop).unwrap_err().code, "53200");
+        // A key already held can be taken again; after the transaction there is room.
+        assert!(a.lock(LockKey::advisory(0, false), XACT, true, None, &stop).unwrap());
+        a.end_transaction();
+        assert!(a.lock(past, SESSION, true, None, &stop).unwrap());
+        assert_eq!(manager.held(), 1);
     }
 
     #[test]
