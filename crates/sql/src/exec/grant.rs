@@ -72,7 +72,7 @@ impl Writer<'_> {
             | G::AllFunctionsInSchema { schemas } => {
                 for s in schemas {
                     let name = object_name(s)?;
-                    if !matches!(name.as_str(), "public" | "pg_catalog" | "information_schema") {
+                    if !crate::exec::schema::SCHEMAS.contains(&name.as_str()) {
                         return Err(SqlError::new(
                             code::UNDEFINED_SCHEMA,
                             format!("schema \"{name}\" does not exist"),

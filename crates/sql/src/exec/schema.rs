@@ -13,7 +13,7 @@ use crate::exec::write::Writer;
 use crate::session::Output;
 
 /// The schemas every database has.
-const SCHEMAS: &[&str] = &["public", "pg_catalog", "information_schema"];
+pub(crate) const SCHEMAS: &[&str] = &["public", "pg_catalog", "information_schema"];
 
 fn only_public() -> SqlError {
     SqlError::unsupported("a schema other than public")
