@@ -77,33 +77,62 @@ fn hint_of(token: &Token) -> Option<Result<CommitHint>> {
 /// commit hint. A statement whose tokens could nest deeper than [`NESTING_BOUND_MAX`] is
 /// refused here, before sqlparser builds its tree. Text the tokenizer cannot read is returned
 /// whole, so that [`parse`] reports the syntax error with its position.
+///
+/// Each statement's text is cut from `sql` itself, never rebuilt from tokens: a token's
+/// display is not always its source (`'it''s'` displays as `'it's'`).
 pub fn split(sql: &str) -> Result<Vec<StatementText>> {
-    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
+    let Ok(spanned) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location() else {
         return Ok(vec![StatementText { text: sql.to_string(), hint: None, nesting: 0 }]);
     };
+    let tokens: Vec<Token> = spanned.iter().map(|t| t.token.clone()).collect();
+    let mut cursor = Cursor { sql, byte: 0, line: 1, column: 1 };
     let mut out = Vec::new();
-    let mut start = 0;
-    for (i, t) in tokens.iter().enumerate() {
-        if *t == Token::SemiColon {
-            push_statement(&tokens[start..i], &mut out)?;
+    let (mut start, mut start_byte) = (0, 0);
+    for (i, t) in spanned.iter().enumerate() {
+        if t.token == Token::SemiColon {
+            let at = cursor.advance_to(t.span.start.line, t.span.start.column);
+            push_statement(&tokens[start..i], &sql[start_byte..at], &mut out)?;
             start = i + 1;
+            start_byte = at + 1;
         }
     }
-    push_statement(&tokens[start..], &mut out)?;
+    push_statement(&tokens[start..], &sql[start_byte.min(sql.len())..], &mut out)?;
     Ok(out)
 }
 
-fn push_statement(tokens: &[Token], out: &mut Vec<StatementText>) -> Result<()> {
+/// A position in statement text, moved forward to tokens' locations (line and column in
+/// characters, 1-based, as the tokenizer counts them) in one pass over the text.
+struct Cursor<'a> {
+    sql: &'a str,
+    byte: usize,
+    line: u64,
+    column: u64,
+}
+
+impl Cursor<'_> {
+    /// The byte offset of `(line, column)`, at or after the cursor.
+    fn advance_to(&mut self, line: u64, column: u64) -> usize {
+        while (self.line, self.column) < (line, column) {
+            let Some(c) = self.sql[self.byte..].chars().next() else { break };
+            self.byte += c.len_utf8();
+            if c == '\n' {
+                self.line += 1;
+                self.column = 1;
+            } else {
+                self.column += 1;
+            }
+        }
+        self.byte
+    }
+}
+
+fn push_statement(tokens: &[Token], text: &str, out: &mut Vec<StatementText>) -> Result<()> {
     if tokens.iter().all(|t| matches!(t, Token::Whitespace(_))) {
         return Ok(());
     }
     let nesting = check_nesting(tokens)?;
     let hint = tokens.iter().find_map(hint_of).transpose()?;
-    let mut text = String::new();
-    for t in tokens {
-        text.push_str(&t.to_string());
-    }
-    out.push(StatementText { text, hint, nesting });
+    out.push(StatementText { text: text.to_string(), hint, nesting });
     Ok(())
 }
 
@@ -739,6 +768,24 @@ mod tests {
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].hint, Some(CommitHint::Fast));
         assert_eq!(s[1].hint, None);
+    }
+
+    #[test]
+    fn split_cuts_statements_from_the_text_as_written() {
+        let sql = "SELECT 'it''s', \"a\"\"b\", E'x\\'y';\n  INSERT INTO \"é\" VALUES ('ü;''');SELECT $$a;b$$";
+        let s = split(sql).unwrap();
+        let texts: Vec<&str> = s.iter().map(|t| t.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "SELECT 'it''s', \"a\"\"b\", E'x\\'y'",
+                "\n  INSERT INTO \"é\" VALUES ('ü;''')",
+                "SELECT $$a;b$$"
+            ]
+        );
+        for t in &s {
+            parse_statement(t).unwrap();
+        }
     }
 
     #[test]
