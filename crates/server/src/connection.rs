@@ -630,9 +630,10 @@ impl Conn {
                 let name = p.name.clone().unwrap_or_default();
                 let mut types = Vec::with_capacity(p.type_oids.len());
                 for oid in &p.type_oids {
-                    match kiln_sql::DataType::from_oid(*oid) {
-                        Some(t) => types.push(t),
-                        None => {
+                    match self.session.type_of_oid(*oid) {
+                        Err(e) => return self.extended_error(e).await,
+                        Ok(Some(t)) => types.push(t),
+                        Ok(None) => {
                             return self
                                 .extended_error(SqlError::unsupported(format!(
                                     "parameters of type OID {oid}"

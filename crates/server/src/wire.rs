@@ -88,7 +88,12 @@ pub fn decode_param(
         DataType::Numeric(_) => {
             Value::Numeric(Decimal::from_sql(&Type::NUMERIC, b).map_err(|_| bad_binary(ty))?)
         }
-        DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Unknown => {
+        // An enum value's binary form is its label, as text's.
+        DataType::Text
+        | DataType::Varchar(_)
+        | DataType::Char(_)
+        | DataType::Unknown
+        | DataType::Enum(_) => {
             let s = std::str::from_utf8(b).map_err(|_| {
                 SqlError::new(code::BAD_ENCODING, "invalid byte sequence for encoding \"UTF8\"")
             })?;
@@ -285,7 +290,7 @@ pub fn encode_value(
             out.extend_from_slice(s.as_bytes());
             return Ok(Some(Bytes::from(out)));
         }
-        (Value::Text(_), _) => return Ok(v.to_text_in(ty, zone).map(Bytes::from)),
+        (Value::Text(_) | Value::Enum(_), _) => return Ok(v.to_text_in(ty, zone).map(Bytes::from)),
         (Value::Bytea(b), _) => return Ok(Some(Bytes::from(b.clone()))),
         (Value::Uuid(u), _) => return Ok(Some(Bytes::copy_from_slice(u))),
         (Value::Time(t), _) => t.to_sql(&Type::INT8, &mut buf).map_err(err)?,

@@ -264,6 +264,7 @@ pub fn array_oid(elem: DataType) -> u32 {
         DataType::Interval(_) => 1187,
         DataType::Json => 199,
         DataType::Jsonb => 3807,
+        DataType::Enum(e) => e.array_oid,
         _ => 0,
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! Keys: `d/<db>` (a database), `t/<db>/<table>` (a table, JSON), `i/<db>/<index>` (the
 //! table an index belongs to), `s/<db>/<sequence>` (a sequence, JSON), `next_id` (the next
-//! table, index or sequence id, 8 bytes BE). Table `id` N keeps its rows in keyspace `t<N>`,
+//! table, index or sequence id, 8 bytes BE), `y/<db>/<type>` (an enum type, JSON;
+//! `crate::enums`). Table `id` N keeps its rows in keyspace `t<N>`,
 //! index N its entries in `i<N>`; a sequence keeps its durable record in `kiln_sequences`
 //! under a key drawn at random when it is created (`crate::sequence`).
 
@@ -15,6 +16,7 @@ use kiln_engine::{Scan, Transaction};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
+use crate::enums::EnumType;
 use crate::error::{code, Result, SqlError};
 use crate::sequence::Sequence;
 use crate::types::DataType;
@@ -453,6 +455,10 @@ pub struct Extension {
     pub version: String,
 }
 
+fn type_key(db: &str, name: &str) -> Vec<u8> {
+    format!("y/{db}/{name}").into_bytes()
+}
+
 fn database_key(db: &str) -> Vec<u8> {
     format!("d/{db}").into_bytes()
 }
@@ -505,6 +511,7 @@ pub struct Catalog {
     cache: DefinitionCache<Table>,
     sequence_cache: DefinitionCache<Sequence>,
     view_cache: DefinitionCache<View>,
+    type_cache: DefinitionCache<crate::enums::EnumType>,
     rowids: Mutex<HashMap<u64, u64>>,
     /// CHECK constraints bound once per definition, by table id.
     check_cache: Mutex<HashMap<u64, CachedChecks>>,
@@ -581,6 +588,7 @@ impl Catalog {
     pub fn put_table(&self, txn: &mut Transaction, table: &Table) -> Result<()> {
         let raw = serde_json::to_vec(table).expect("table definitions serialize");
         txn.put(CATALOG, &table_key(&table.database, &table.name), &raw)?;
+        self.hold_enum_types(txn, &table.database, table.columns.iter().map(|c| c.ty))?;
         for index in &table.indexes {
             txn.put(CATALOG, &index_key(&table.database, &index.name), table.name.as_bytes())?;
         }
@@ -627,6 +635,7 @@ impl Catalog {
     pub fn put_view(&self, txn: &mut Transaction, view: &View) -> Result<()> {
         let raw = serde_json::to_vec(view).expect("view definitions serialize");
         txn.put(CATALOG, &view_key(&view.database, &view.name), &raw)?;
+        self.hold_enum_types(txn, &view.database, view.columns.iter().map(|c| c.1))?;
         Ok(())
     }
 
@@ -698,13 +707,19 @@ impl Catalog {
 
     /// Allocates a table or index id.
     pub fn next_id(&self, txn: &mut Transaction) -> Result<u64> {
+        self.next_ids(txn, 1)
+    }
+
+    /// Allocates `n` consecutive ids (an enum type's, its array type's and its labels'):
+    /// the first of them.
+    pub fn next_ids(&self, txn: &mut Transaction, n: u64) -> Result<u64> {
         let current = match txn.get(CATALOG, b"next_id")? {
             Some(raw) => u64::from_be_bytes(raw.as_slice().try_into().map_err(|_| {
                 SqlError::new(code::DATA_CORRUPTED, "catalog id counter is damaged")
             })?),
             None => 1,
         };
-        txn.put(CATALOG, b"next_id", &(current + 1).to_be_bytes())?;
+        txn.put(CATALOG, b"next_id", &(current + n).to_be_bytes())?;
         Ok(current)
     }
 
@@ -735,6 +750,73 @@ impl Catalog {
     /// Removes an extension's record.
     pub fn delete_extension(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<()> {
         txn.delete(CATALOG, &extension_key(db, name))?;
+        Ok(())
+    }
+
+    /// Reads an enum type's definition (the one interned copy of it).
+    pub fn enum_type(
+        &self,
+        txn: &mut Transaction,
+        db: &str,
+        name: &str,
+    ) -> Result<Option<&'static EnumType>> {
+        let key = type_key(db, name);
+        let Some(raw) = txn.get(CATALOG, &key)? else { return Ok(None) };
+        let def = decoded(&self.type_cache, key, raw, name)?;
+        crate::enums::intern((*def).clone()).map(Some)
+    }
+
+    /// The enum types of a database, by name.
+    pub fn enum_types(&self, txn: &mut Transaction, db: &str) -> Result<Vec<&'static EnumType>> {
+        all_decoded(txn, &self.type_cache, type_key(db, ""))?
+            .into_iter()
+            .map(|d| crate::enums::intern((*d).clone()))
+            .collect()
+    }
+
+    /// The enum type with OID `oid`.
+    pub fn enum_type_by_oid(
+        &self,
+        txn: &mut Transaction,
+        db: &str,
+        oid: u32,
+    ) -> Result<Option<&'static EnumType>> {
+        Ok(self.enum_types(txn, db)?.into_iter().find(|t| t.oid == oid || t.array_oid == oid))
+    }
+
+    /// Writes an enum type's definition (create or replace). Writing it again unchanged is
+    /// how a statement that makes a column of the type holds it: an `ALTER TYPE` or `DROP
+    /// TYPE` committing meanwhile conflicts with it.
+    pub fn put_enum_type(&self, txn: &mut Transaction, db: &str, def: &EnumType) -> Result<()> {
+        let raw = serde_json::to_vec(def).expect("type definitions serialize");
+        txn.put(CATALOG, &type_key(db, &def.name), &raw)?;
+        Ok(())
+    }
+
+    /// Writes again the enum types among `types`, unchanged: a definition that makes
+    /// columns of a type thereby conflicts with a concurrent `ALTER TYPE` or `DROP TYPE`,
+    /// whatever the isolation level, so no column can keep a stale copy of its type.
+    fn hold_enum_types(
+        &self,
+        txn: &mut Transaction,
+        db: &str,
+        types: impl Iterator<Item = DataType>,
+    ) -> Result<()> {
+        let mut held: Vec<u32> = Vec::new();
+        for ty in types {
+            if let DataType::Enum(e) | DataType::Array(&DataType::Enum(e)) = ty {
+                if !held.contains(&e.oid) {
+                    held.push(e.oid);
+                    self.put_enum_type(txn, db, e)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes an enum type's definition.
+    pub fn delete_enum_type(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<()> {
+        txn.delete(CATALOG, &type_key(db, name))?;
         Ok(())
     }
 

@@ -13,6 +13,7 @@ use crate::catalog::Catalog;
 use crate::error::{code, Result, SqlError};
 use crate::locks::LockManager;
 use crate::pg::activity::Activities;
+use crate::types::DataType;
 
 use crate::ed::*;
 use crate::pg::settings::*;
@@ -73,6 +74,8 @@ pub struct Database {
     /// Relation names by database and OID, as the last catalog query saw them (for
     /// `regclass` values resolved at execution).
     pub(crate) relation_names: Mutex<HashMap<String, HashMap<i64, String>>>,
+    /// Enum types by database, as the last catalog query saw them.
+    enum_types: Mutex<HashMap<String, Vec<&'static crate::enums::EnumType>>>,
     /// The sequence of each serial or identity column, by database and (table, column), as
     /// the last catalog query saw them (for pg_get_serial_sequence resolved at execution).
     pub(crate) serial_sequences: Mutex<HashMap<String, SerialSequences>>,
@@ -184,6 +187,7 @@ impl Database {
             stop: Arc::new(AtomicBool::new(false)),
             definitions: Mutex::new(HashMap::new()),
             relation_names: Mutex::new(HashMap::new()),
+            enum_types: Mutex::new(HashMap::new()),
             serial_sequences: Mutex::new(HashMap::new()),
             notifier_started: Mutex::new(false),
             activities: Activities::default(),
@@ -407,6 +411,43 @@ impl Database {
         let mut map = self.definitions.lock();
         for (oid, def) in defs {
             map.insert(oid, def);
+        }
+    }
+
+    /// Remembers the enum types of database `db` (`format_type` and `regtype` name them by
+    /// OID).
+    pub fn remember_enum_types(&self, db: &str, types: &[&'static crate::enums::EnumType]) {
+        self.enum_types.lock().insert(db.to_string(), types.to_vec());
+    }
+
+    /// The enum type (or array of one) with OID `oid` in database `db`, as last remembered.
+    pub fn remembered_type(&self, db: &str, oid: u32) -> Option<DataType> {
+        let types = self.enum_types.lock();
+        let e = types.get(db)?.iter().find(|e| e.oid == oid || e.array_oid == oid)?;
+        let t = DataType::Enum(e);
+        if e.oid == oid {
+            Some(t)
+        } else {
+            crate::array::array_of(t).ok()
+        }
+    }
+
+    /// The enum type (or array of one) named `name` (`mood`, `public.mood`, `mood[]`,
+    /// `_mood`) in database `db`, as last remembered.
+    pub fn remembered_type_named(&self, db: &str, name: &str) -> Option<DataType> {
+        let name = name.trim();
+        let name = name.strip_prefix("public.").unwrap_or(name);
+        let (base, array) = match name.strip_suffix("[]").or_else(|| name.strip_prefix('_')) {
+            Some(b) => (b, true),
+            None => (name, false),
+        };
+        let types = self.enum_types.lock();
+        let e = types.get(db)?.iter().find(|e| e.name == base)?;
+        let t = DataType::Enum(e);
+        if array {
+            crate::array::array_of(t).ok()
+        } else {
+            Some(t)
         }
     }
 

@@ -822,6 +822,9 @@ impl Env for SessionEnv<'_> {
             CatalogFunc::GetExpr => args.first().cloned().unwrap_or(Value::Null),
             CatalogFunc::FormatType => {
                 let Some(oid) = arg_int(0) else { return Ok(Value::Null) };
+                if let Some(t) = self.db.remembered_type(self.database, oid as u32) {
+                    return Ok(Value::Text(t.sql_name()));
+                }
                 let typmod = arg_int(1).unwrap_or(-1);
                 // An array's typmod is its element's.
                 let array =
@@ -852,7 +855,9 @@ impl Env for SessionEnv<'_> {
             }
             CatalogFunc::RegTypeName => match arg_int(0) {
                 Some(o) => Value::Text(
-                    DataType::from_oid(o as u32).map_or_else(|| o.to_string(), |t| t.sql_name()),
+                    DataType::from_oid(o as u32)
+                        .or_else(|| self.db.remembered_type(self.database, o as u32))
+                        .map_or_else(|| o.to_string(), |t| t.sql_name()),
                 ),
                 None => Value::Null,
             },
@@ -882,7 +887,9 @@ impl Env for SessionEnv<'_> {
             }
             CatalogFunc::RegTypeOid(missing_ok) => {
                 let Some(Value::Text(name)) = args.first() else { return Ok(Value::Null) };
-                match crate::bind::reg::type_by_name(name) {
+                let named = crate::bind::reg::type_by_name(name)
+                    .or_else(|| self.db.remembered_type_named(self.database, name));
+                match named {
                     Some(t) => Value::Int(t.oid() as i64),
                     None if missing_ok => Value::Null,
                     None => return Err(crate::bind::reg::undefined_type(name)),

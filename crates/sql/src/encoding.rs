@@ -31,7 +31,8 @@ pub fn encode_key_value(out: &mut Vec<u8>, v: &Value) -> Result<()> {
             out.push(0x01);
             out.extend_from_slice(&(((*d as i64) as u64) ^ (1 << 63)).to_be_bytes());
         }
-        Value::Float(f) => {
+        // An enum value by its label's sort order, which is unique within its type.
+        Value::Float(f) | Value::Enum(crate::enums::EnumValue { sort: f, .. }) => {
             out.push(0x01);
             let f = if *f == 0.0 { 0.0 } else { *f };
             let bits = f.to_bits();
@@ -153,6 +154,7 @@ const T_ARRAY: u8 = 11;
 const T_UUID: u8 = 12;
 const T_TIME: u8 = 13;
 const T_INTERVAL: u8 = 14;
+const T_ENUM: u8 = 15;
 
 /// Encodes a row.
 pub fn encode_row(values: &[Value]) -> Vec<u8> {
@@ -216,6 +218,11 @@ fn encode_value(out: &mut Vec<u8>, v: &Value) {
             Value::TimestampTz(t) => {
                 out.push(T_TIMESTAMPTZ);
                 out.extend_from_slice(&t.to_le_bytes());
+            }
+            Value::Enum(e) => {
+                out.push(T_ENUM);
+                out.extend_from_slice(&e.sort.to_le_bytes());
+                put_bytes(out, e.label.as_bytes());
             }
             Value::Array(items) => {
                 out.push(T_ARRAY);
@@ -298,6 +305,12 @@ impl Reader<'_> {
                 }
             }
             T_DATE => Value::Date(i32::from_le_bytes(r.array()?)),
+            T_ENUM => {
+                let sort = f64::from_le_bytes(r.array()?);
+                let len = u32::from_le_bytes(r.array()?) as usize;
+                let label = String::from_utf8(r.take(len)?.to_vec()).map_err(|_| corrupt())?;
+                Value::Enum(crate::enums::EnumValue { sort, label })
+            }
             T_TIMESTAMP => Value::Timestamp(i64::from_le_bytes(r.array()?)),
             T_TIMESTAMPTZ => Value::TimestampTz(i64::from_le_bytes(r.array()?)),
             T_ARRAY if depth == 0 => {

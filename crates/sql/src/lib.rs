@@ -48,6 +48,7 @@ mod cursor;
 pub mod database;
 pub mod ed;
 pub mod encoding;
+pub mod enums;
 pub mod error;
 pub mod exec;
 pub mod expr;

@@ -60,6 +60,39 @@ impl Session {
         })
     }
 
+    /// Runs `f` on the catalog in the session's transaction, or in a read-only one of its
+    /// own when none is open.
+    pub(crate) fn with_catalog<T>(
+        &mut self,
+        f: impl FnOnce(&crate::catalog::Catalog, &mut kiln_engine::Transaction, &str) -> Result<T>,
+    ) -> Result<T> {
+        match &mut self.txn {
+            Some(t) => f(&self.db.catalog, &mut t.txn, &self.database),
+            None => {
+                let mut own = self.db.engine.begin(
+                    TxnOptions::new().read_only().isolation(IsolationLevel::ReadCommitted),
+                )?;
+                f(&self.db.catalog, &mut own, &self.database)
+            }
+        }
+    }
+
+    /// The type with PostgreSQL OID `oid`: a built-in type, or one of the database's enum
+    /// types (or an array of one), as a parameter type a client declares.
+    pub fn type_of_oid(&mut self, oid: u32) -> Result<Option<DataType>> {
+        if let Some(t) = DataType::from_oid(oid) {
+            return Ok(Some(t));
+        }
+        if oid < crate::pg::system::oid::FIRST as u32 {
+            return Ok(None);
+        }
+        self.with_catalog(|catalog, txn, db| {
+            let Some(e) = catalog.enum_type_by_oid(txn, db, oid)? else { return Ok(None) };
+            let t = DataType::Enum(e);
+            Ok(Some(if e.oid == oid { t } else { crate::array::array_of(t)? }))
+        })
+    }
+
     pub(crate) fn describe(
         &mut self,
         stmt: &ast::Statement,
@@ -225,6 +258,7 @@ pub(crate) struct CachedPlan {
     tables: Vec<Arc<Table>>,
     sequences: Vec<Arc<crate::sequence::Sequence>>,
     views: Vec<Arc<crate::catalog::View>>,
+    enum_types: Vec<&'static crate::enums::EnumType>,
     /// The time zone its constants were read in (a timestamp with time zone literal without
     /// an offset is a local time in it).
     zone: crate::zone::Zone,
@@ -297,6 +331,15 @@ impl PlanSlot {
                 }
             }
         }
+        for e in &cached.enum_types {
+            match catalog.enum_type(txn, db, &e.name)? {
+                Some(now) if std::ptr::eq(now, *e) => {}
+                _ => {
+                    *self.plan.lock() = None;
+                    return Ok(None);
+                }
+            }
+        }
         Ok(Some(cached.plan.clone()))
     }
 
@@ -319,6 +362,7 @@ impl PlanSlot {
                 tables: planner.tables.clone(),
                 sequences: planner.sequences.clone(),
                 views: planner.views.clone(),
+                enum_types: planner.enum_types.clone(),
                 zone: planner.env.zone(),
                 plan,
             })

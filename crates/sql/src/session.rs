@@ -974,7 +974,12 @@ impl Session {
                 }))
             }
             S::Prepare { name, data_types, statement } => {
-                let declared = data_types.iter().map(data_type).collect::<Result<Vec<_>>>()?;
+                let mut declared = Vec::with_capacity(data_types.len());
+                for t in data_types {
+                    declared.push(
+                        self.with_catalog(|c, txn, db| crate::bind::resolve_type(t, c, txn, db))?,
+                    );
+                }
                 let prepared = self.prepare(&statement.to_string(), &declared)?;
                 self.store_prepared(&name.value, prepared)?;
                 Ok(Output::Command("PREPARE".into()))

@@ -64,6 +64,8 @@ pub enum DataType {
     Json,
     /// jsonb: its canonical text (see [`crate::json`]).
     Jsonb,
+    /// A user's enum type, its definition whole (see [`crate::enums`]).
+    Enum(#[serde(with = "crate::enums::serde_ref")] &'static crate::enums::EnumType),
 }
 
 /// Array element types are stored as the type itself and interned again when read.
@@ -112,6 +114,7 @@ impl DataType {
             DataType::Int2Vector => 22,
             DataType::OidVector => 30,
             DataType::ExpandedElement(_) => 2249,
+            DataType::Enum(e) => e.oid,
         }
     }
 
@@ -160,7 +163,7 @@ impl DataType {
         match self {
             DataType::Bool => 1,
             DataType::Int2 => 2,
-            DataType::Int4 | DataType::Float4 | DataType::Date => 4,
+            DataType::Int4 | DataType::Float4 | DataType::Date | DataType::Enum(_) => 4,
             DataType::Int8
             | DataType::Float8
             | DataType::Timestamp
@@ -211,6 +214,7 @@ impl DataType {
             DataType::Int2Vector => "int2vector".into(),
             DataType::OidVector => "oidvector".into(),
             DataType::ExpandedElement(_) => "record".into(),
+            DataType::Enum(e) => crate::bind::quote_ident(&e.name),
         }
     }
 
@@ -240,6 +244,7 @@ impl DataType {
             DataType::Int2Vector => "int2vector".into(),
             DataType::OidVector => "oidvector".into(),
             DataType::ExpandedElement(_) => "record".into(),
+            DataType::Enum(e) => e.name.clone(),
         }
     }
 
@@ -318,6 +323,8 @@ pub enum Value {
     TimestampTz(i64),
     /// An array's elements (NULL elements are `Null`).
     Array(Vec<Value>),
+    /// A value of an enum type: its label and sort order (see [`crate::enums`]).
+    Enum(crate::enums::EnumValue),
 }
 
 const UNIX_EPOCH_DATE: NaiveDate = match NaiveDate::from_ymd_opt(1970, 1, 1) {
@@ -360,6 +367,7 @@ impl Value {
             Value::Timestamp(_) => "timestamp",
             Value::TimestampTz(_) => "timestamptz",
             Value::Array(_) => "array",
+            Value::Enum(_) => "anyenum",
         }
     }
 
@@ -442,6 +450,7 @@ impl Value {
                 }
             }
             DataType::Array(e) => Value::Array(crate::array::parse(text, *e, zone)?),
+            DataType::Enum(e) => e.parse(text)?,
             DataType::ExpandedElement(_) => {
                 return Err(SqlError::unsupported("input of a record value"))
             }
@@ -488,6 +497,7 @@ impl Value {
                 out
             }
             Value::Uuid(u) => uuid::Uuid::from_bytes(*u).hyphenated().to_string(),
+            Value::Enum(e) => e.label.clone(),
             Value::Time(us) => format_time(*us),
             Value::Interval(iv) => crate::interval::format(iv),
             Value::Date(d) => format_date(*d),
@@ -615,6 +625,7 @@ impl Value {
             (Value::Bool(b), DataType::Bool) => Value::Bool(b),
             (Value::Bool(b), DataType::Int4) => Value::Int(b as i64),
             (Value::Bytea(b), DataType::Bytea) => Value::Bytea(b),
+            (Value::Enum(v), DataType::Enum(e)) => e.parse(&v.label)?,
             (Value::Uuid(u), DataType::Uuid) => Value::Uuid(u),
             (Value::Time(t), DataType::Time) => Value::Time(t),
             (Value::Interval(iv), DataType::Interval(m)) => {
@@ -675,6 +686,7 @@ impl Value {
             Value::Interval(_) => 8,
             Value::Date(_) | Value::Timestamp(_) | Value::TimestampTz(_) => 4,
             Value::Array(_) => 5,
+            Value::Enum(_) => 10,
         }
     }
 
@@ -698,6 +710,7 @@ impl Value {
             (Value::Text(a), Value::Text(b)) => a.as_str().cmp(b.as_str()),
             (Value::Bytea(a), Value::Bytea(b)) => a.cmp(b),
             (Value::Uuid(a), Value::Uuid(b)) => a.cmp(b),
+            (Value::Enum(a), Value::Enum(b)) => float_cmp(a.sort, b.sort),
             (Value::Time(a), Value::Time(b)) => a.cmp(b),
             (Value::Interval(a), Value::Interval(b)) => a.cmp_span(b),
             (Value::Date(a), Value::Date(b)) => a.cmp(b),
@@ -719,8 +732,10 @@ impl Value {
                 }
                 a.len().cmp(&b.len())
             }
+            // (An enum value's type is not its own: it never meets a string here, the
+            // binder having refused the comparison or made the string a label.)
             (Value::Text(s), other) | (other, Value::Text(s))
-                if !matches!(other, Value::Text(_)) =>
+                if !matches!(other, Value::Text(_) | Value::Enum(_)) =>
             {
                 // An untyped literal compared with a typed value takes the value's type.
                 let ty = other.natural_type();
@@ -755,6 +770,8 @@ impl Value {
             Value::Array(items) => {
                 crate::array::array_of_plain(crate::array::natural_element(items))
             }
+            // Its type is the column's or expression's; by itself, a label.
+            Value::Enum(_) => DataType::Text,
         }
     }
 }

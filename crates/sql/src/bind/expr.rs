@@ -311,7 +311,7 @@ impl<'a> Planner<'a> {
                 if let Some(name) = crate::bind::reg::regproc_constant(dt, expr) {
                     return Ok((Expr::Const(Value::Text(name)), DataType::Text));
                 }
-                let ty = data_type(dt)?;
+                let ty = self.data_type(dt)?;
                 // `x::regclass::text`: the name.
                 if ty.is_string() {
                     let mut inner = expr.as_ref();
@@ -332,6 +332,19 @@ impl<'a> Planner<'a> {
                     }
                 }
                 let (x, xty) = self.expr(expr, scope, aggs)?;
+                // An enum value casts to itself and to strings, and from strings only.
+                let from_enum = is_enum(xty) && xty != ty && !ty.is_string();
+                let to_enum = is_enum(ty)
+                    && xty != ty
+                    && !(xty.is_string()
+                        || (ty.element().is_some()
+                            && xty.element().is_some_and(DataType::is_string)));
+                if from_enum || to_enum {
+                    return Err(SqlError::new(
+                        code::CANNOT_COERCE,
+                        format!("cannot cast type {} to {}", xty.sql_name(), ty.sql_name()),
+                    ));
+                }
                 match x {
                     Expr::Const(v) => (Expr::Const(v.cast_explicit(ty, self.env.zone())?), ty),
                     // A cast to the type it has already changes nothing (and a column so
@@ -363,7 +376,7 @@ impl<'a> Planner<'a> {
                 (Expr::Const(Value::parse(&text, ty)?), ty)
             }
             E::TypedString(ts) => {
-                let ty = data_type(&ts.data_type)?;
+                let ty = self.data_type(&ts.data_type)?;
                 let text = match &ts.value.value {
                     ast::Value::SingleQuotedString(s) => s.clone(),
                     other => other.to_string(),
@@ -650,8 +663,35 @@ impl<'a> Planner<'a> {
                 }
             }
         };
+        let regex = matches!(
+            bop,
+            BinOp::RegexMatch | BinOp::RegexNotMatch | BinOp::RegexIMatch | BinOp::RegexNotIMatch
+        );
+        if regex && (is_enum(at) || is_enum(bt)) {
+            let shown =
+                |t: DataType| if t == DataType::Unknown { "unknown".into() } else { t.sql_name() };
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!("operator does not exist: {} {} {}", shown(at), crate::expr::op_name(bop), shown(bt)),
+            )
+            .hint("No operator matches the given name and argument types. You might need to add explicit type casts."));
+        }
         let (a, at2) = self.coerce(a, at, bt)?;
         let (b, bt2) = self.coerce(b, bt, at2)?;
+        // An enum value compares only with its own type (no implicit cast to text or from
+        // a typed string), as in PostgreSQL.
+        if ty == DataType::Bool && at2 != bt2 && (is_enum(at2) || is_enum(bt2)) {
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!(
+                    "operator does not exist: {} {} {}",
+                    at2.sql_name(),
+                    crate::expr::op_name(bop),
+                    bt2.sql_name()
+                ),
+            )
+            .hint("No operator matches the given name and argument types. You might need to add explicit type casts."));
+        }
         // A timestamp or date compared with a timestamp with time zone is read as a local
         // time in the session's zone first, as PostgreSQL's implicit cast does.
         let (a, b) = match (at2, bt2) {
@@ -813,6 +853,11 @@ fn interval_qualifier(iv: &ast::Interval) -> Result<Option<u32>> {
         }
     };
     crate::bind::interval_typmod(Some(range), iv.fractional_seconds_precision)
+}
+
+/// Whether `t` is an enum type or an array of one.
+pub(crate) fn is_enum(t: DataType) -> bool {
+    matches!(t, DataType::Enum(_) | DataType::Array(DataType::Enum(_)))
 }
 
 /// The operand and result types of arithmetic on dates, times, timestamps and intervals,

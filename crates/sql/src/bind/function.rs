@@ -489,6 +489,9 @@ impl<'a> Planner<'a> {
             let shown = if ty == DataType::Unknown { "unknown".to_string() } else { ty.sql_name() };
             return Ok((Expr::Const(Value::Text(shown)), DataType::Text));
         }
+        if matches!(name.as_str(), "enum_first" | "enum_last" | "enum_range") {
+            return self.enum_function(&name, &args, scope, aggs);
+        }
         if name == "pg_get_serial_sequence" {
             return self.serial_sequence(&args, scope);
         }
@@ -726,6 +729,64 @@ impl<'a> Planner<'a> {
             }
         };
         Ok((Expr::Const(value), DataType::Text))
+    }
+
+    /// `enum_first(x)`, `enum_last(x)`, `enum_range(x)` — of `x`'s enum type, whatever its
+    /// value — and `enum_range(a, b)`, the labels from `a` to `b` (NULL: open).
+    fn enum_function(
+        &mut self,
+        name: &str,
+        args: &[ast::Expr],
+        scope: &Scope,
+        aggs: bool,
+    ) -> Result<(Expr, DataType)> {
+        let hi = if name == "enum_range" { 2 } else { 1 };
+        check_arity(name, args.len(), 1, hi)?;
+        let mut bound = Vec::with_capacity(args.len());
+        let mut types = Vec::with_capacity(args.len());
+        for a in args {
+            let (e, t) = self.expr(a, scope, aggs)?;
+            bound.push(e);
+            types.push(t);
+        }
+        let def = match types.iter().find(|t| **t != DataType::Unknown) {
+            Some(DataType::Enum(def)) => *def,
+            _ => {
+                let shown: Vec<String> = types
+                    .iter()
+                    .map(|t| if *t == DataType::Unknown { "unknown".into() } else { t.sql_name() })
+                    .collect();
+                return Err(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    format!("function {name}({}) does not exist", shown.join(", ")),
+                )
+                .hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+            }
+        };
+        let ty = DataType::Enum(def);
+        let mut exprs = Vec::with_capacity(bound.len());
+        for (e, t) in bound.into_iter().zip(types) {
+            let (e, t) = self.coerce(e, t, ty)?;
+            if t != ty && t != DataType::Unknown {
+                return Err(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    format!("function {name}({}, {}) does not exist", ty.sql_name(), t.sql_name()),
+                ));
+            }
+            exprs.push(e);
+        }
+        let n = def.labels.len();
+        Ok(match (name, exprs.len()) {
+            ("enum_first", _) => (Expr::Const(if n == 0 { Value::Null } else { def.value(0) }), ty),
+            ("enum_last", _) => {
+                (Expr::Const(if n == 0 { Value::Null } else { def.value(n - 1) }), ty)
+            }
+            (_, 1) => (
+                Expr::Const(Value::Array((0..n).map(|i| def.value(i)).collect())),
+                crate::array::array_of(ty)?,
+            ),
+            _ => (Expr::Func(Func::EnumRange(def), exprs), crate::array::array_of(ty)?),
+        })
     }
 
     /// `pg_get_serial_sequence('table', 'column')`: the sequence a `serial` or identity

@@ -445,7 +445,7 @@ impl Planner<'_> {
         let mut exprs = Vec::with_capacity(defined.len());
         let mut types = Vec::with_capacity(defined.len());
         for c in defined {
-            let ty = crate::bind::data_type(c.data_type.as_ref().expect("checked above"))?;
+            let ty = self.data_type(c.data_type.as_ref().expect("checked above"))?;
             let text = !matches!(ty, DataType::Json | DataType::Jsonb);
             let key = Expr::Const(Value::Text(ident(&c.name)));
             let (values, _) = self.json_call(

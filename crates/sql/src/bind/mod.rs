@@ -212,6 +212,8 @@ pub struct Planner<'a> {
     pub sequences: Vec<Arc<crate::sequence::Sequence>>,
     /// Likewise the views it reads.
     pub views: Vec<Arc<crate::catalog::View>>,
+    /// The enum types named in the statement, as resolved: its plan depends on them.
+    pub enum_types: Vec<&'static crate::enums::EnumType>,
     /// The views being expanded, innermost last (a view that reads itself is refused).
     pub(crate) expanding: Vec<String>,
     /// How many view reads the statement planned (bounded: views reading views reading
@@ -233,6 +235,19 @@ pub struct Planner<'a> {
     pub(crate) ctes: Vec<Cte>,
     /// Work table ids handed out (recursive CTEs).
     pub(crate) work_tables: usize,
+}
+
+/// An identifier as SQL text: as it is when case folding keeps it, else in double quotes
+/// (PostgreSQL's `quote_ident`, keywords aside).
+pub fn quote_ident(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+    {
+        s.to_string()
+    } else {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    }
 }
 
 pub(crate) fn ident(i: &ast::Ident) -> String {
@@ -368,13 +383,14 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
             // PostgreSQL's internal array type names: _int4, _text …
             other if other.starts_with('_') && other.len() > 1 => {
                 let elem = crate::bind::reg::type_by_name(&other[1..])
-                    .ok_or_else(|| SqlError::unsupported(format!("type {other}")))?;
+                    .ok_or_else(|| unknown_type(other))?;
                 crate::array::array_of(elem)?
             }
             // pg_catalog.int2 and the like: the unqualified name is one sqlparser knows.
-            other if name.0.len() > 1 => crate::bind::reg::type_by_name(other)
-                .ok_or_else(|| SqlError::unsupported(format!("type {other}")))?,
-            other => return Err(SqlError::unsupported(format!("type {other}"))),
+            other if name.0.len() > 1 => {
+                crate::bind::reg::type_by_name(other).ok_or_else(|| unknown_type(other))?
+            }
+            other => return Err(unknown_type(other)),
         },
         D::Regclass => DataType::Text,
         D::Array(
@@ -386,7 +402,128 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
     })
 }
 
+/// PostgreSQL's built-in types that Kiln does not have (0A000 rather than "does not exist").
+const TYPES_NOT_BUILT: &[&str] = &[
+    "money",
+    "inet",
+    "cidr",
+    "macaddr",
+    "macaddr8",
+    "point",
+    "line",
+    "lseg",
+    "box",
+    "path",
+    "polygon",
+    "circle",
+    "xml",
+    "tsvector",
+    "tsquery",
+    "bit",
+    "varbit",
+    "timetz",
+    "pg_lsn",
+    "int4range",
+    "int8range",
+    "numrange",
+    "tsrange",
+    "tstzrange",
+    "daterange",
+    "record",
+    "txid_snapshot",
+    "pg_snapshot",
+    "jsonpath",
+    "int4multirange",
+    "int8multirange",
+    "nummultirange",
+    "tsmultirange",
+    "tstzmultirange",
+    "datemultirange",
+    "regoper",
+    "regoperator",
+    "regprocedure",
+    "regconfig",
+    "regdictionary",
+    "regcollation",
+    "cid",
+    "tid",
+    "xid8",
+    "aclitem",
+    "void",
+    "anyelement",
+    "anyarray",
+    "anyenum",
+    "any",
+];
+
+/// The error for a type name that is not built in: 0A000 for one of PostgreSQL's that Kiln
+/// lacks, 42704 for any other (which may still name an enum type: [`resolve_type`]).
+fn unknown_type(name: &str) -> SqlError {
+    if TYPES_NOT_BUILT.contains(&name) {
+        SqlError::unsupported(format!("type {name}"))
+    } else {
+        crate::bind::reg::undefined_type(name)
+    }
+}
+
+/// Converts an SQL type name as [`data_type`] does, and a name that is no built-in type to
+/// the database's enum type of that name (`mood`, `public.mood`, `mood[]`, `_mood`).
+pub fn resolve_type(
+    t: &ast::DataType,
+    catalog: &Catalog,
+    txn: &mut Transaction,
+    db: &str,
+) -> Result<DataType> {
+    match t {
+        ast::DataType::Custom(name, modifiers) => match data_type(t) {
+            Err(e) if e.code == code::UNDEFINED_OBJECT => {
+                let n = object_name(name)?;
+                let (def, array) = match catalog.enum_type(txn, db, &n)? {
+                    Some(d) => (d, false),
+                    None => match n.strip_prefix('_').map(|e| catalog.enum_type(txn, db, e)) {
+                        Some(found) => match found? {
+                            Some(d) => (d, true),
+                            None => return Err(e),
+                        },
+                        None => return Err(e),
+                    },
+                };
+                if !modifiers.is_empty() {
+                    return Err(SqlError::syntax(format!(
+                        "type modifier is not allowed for type \"{}\"",
+                        def.name
+                    )));
+                }
+                let ty = DataType::Enum(def);
+                if array {
+                    crate::array::array_of(ty)
+                } else {
+                    Ok(ty)
+                }
+            }
+            other => other,
+        },
+        ast::DataType::Array(
+            ast::ArrayElemTypeDef::SquareBracket(inner, _)
+            | ast::ArrayElemTypeDef::AngleBracket(inner)
+            | ast::ArrayElemTypeDef::Parenthesis(inner),
+        ) => crate::array::array_of(resolve_type(inner, catalog, txn, db)?),
+        _ => data_type(t),
+    }
+}
+
 impl<'a> Planner<'a> {
+    /// Converts an SQL type name, the database's enum types included ([`resolve_type`]).
+    pub(crate) fn data_type(&mut self, t: &ast::DataType) -> Result<DataType> {
+        let ty = resolve_type(t, self.catalog, self.txn, self.db)?;
+        if let DataType::Enum(e) | DataType::Array(&DataType::Enum(e)) = ty {
+            if !self.enum_types.iter().any(|d| std::ptr::eq(*d, e)) {
+                self.enum_types.push(e);
+            }
+        }
+        Ok(ty)
+    }
+
     /// A planner for one statement.
     pub fn new(
         txn: &'a mut Transaction,
@@ -408,6 +545,7 @@ impl<'a> Planner<'a> {
             tables: Vec::new(),
             sequences: Vec::new(),
             views: Vec::new(),
+            enum_types: Vec::new(),
             expanding: Vec::new(),
             expansions: 0,
             reusable: true,

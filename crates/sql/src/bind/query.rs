@@ -291,8 +291,8 @@ impl<'a> Planner<'a> {
             ast::SetExpr::Values(v) => self.values(v, expected, None),
             ast::SetExpr::Query(q) => self.query(q, expected),
             ast::SetExpr::SetOperation { left, op, set_quantifier, right } => {
-                let l = self.set_expr(left, expected)?;
-                let r = self.set_expr(right, expected)?;
+                let mut l = self.set_expr(left, expected)?;
+                let mut r = self.set_expr(right, expected)?;
                 if l.columns.len() != r.columns.len() {
                     return Err(SqlError::syntax(format!(
                         "each {op} query must have the same number of columns"
@@ -315,6 +315,28 @@ impl<'a> Planner<'a> {
                     .zip(&r.columns)
                     .map(|((n, a), (_, b))| (n.clone(), DataType::common(*a, *b)))
                     .collect();
+                // An untyped string in one branch is a label of the other's enum type (its
+                // values compare by the type's order).
+                for (i, (_, ty)) in columns.iter().enumerate() {
+                    if crate::bind::expr::is_enum(*ty) {
+                        for side in [&mut l, &mut r] {
+                            let literal = matches!(
+                                side.projection.get(i),
+                                Some(Expr::Const(Value::Text(_) | Value::Null))
+                            );
+                            if side.columns[i].1 == DataType::Unknown
+                                || (literal && !crate::bind::expr::is_enum(side.columns[i].1))
+                            {
+                                let p = std::mem::replace(
+                                    &mut side.projection[i],
+                                    Expr::Const(Value::Null),
+                                );
+                                side.projection[i] = Expr::Cast(Box::new(p), *ty);
+                                side.columns[i].1 = *ty;
+                            }
+                        }
+                    }
+                }
                 let width = columns.len();
                 Ok(SelectPlan::over(
                     FromItem {

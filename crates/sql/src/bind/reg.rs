@@ -127,6 +127,39 @@ impl<'a> Planner<'a> {
         Ok(None)
     }
 
+    /// The type a name denotes: a built-in type ([`type_by_name`]) or one of the database's
+    /// enum types (`mood`, `public.mood`, `mood[]`, `_mood`).
+    pub(crate) fn type_named(&mut self, text: &str) -> Result<Option<DataType>> {
+        if let Some(t) = type_by_name(text) {
+            return Ok(Some(t));
+        }
+        let dialect = sqlparser::dialect::PostgreSqlDialect {};
+        let Ok(mut parser) = sqlparser::parser::Parser::new(&dialect).try_with_sql(text.trim())
+        else {
+            return Ok(None);
+        };
+        let Ok(dt) = parser.parse_data_type() else { return Ok(None) };
+        if parser.peek_token().token != sqlparser::tokenizer::Token::EOF {
+            return Ok(None);
+        }
+        self.reusable = false;
+        match resolve_type(&dt, self.catalog, self.txn, self.db) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.code == code::UNDEFINED_OBJECT => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The enum type (or array of one) with OID `o`.
+    pub(crate) fn enum_type_by_oid(&mut self, o: u32) -> Result<Option<DataType>> {
+        self.reusable = false;
+        let Some(e) = self.catalog.enum_type_by_oid(self.txn, self.db, o)? else {
+            return Ok(None);
+        };
+        let t = DataType::Enum(e);
+        Ok(Some(if e.oid == o { t } else { crate::array::array_of(t)? }))
+    }
+
     /// `x::regclass` / `x::regtype`: a constant name becomes its OID now; an OID stays
     /// itself; a name known only at execution is resolved then.
     pub(crate) fn reg_cast(
@@ -149,7 +182,9 @@ impl<'a> Planner<'a> {
                 }
                 let o = match kind {
                     Reg::Class => self.relation_oid(&s)?.ok_or_else(|| undefined_relation(&s))?,
-                    Reg::Type => type_by_name(&s).ok_or_else(|| undefined_type(&s))?.oid() as i64,
+                    Reg::Type => {
+                        self.type_named(&s)?.ok_or_else(|| undefined_type(&s))?.oid() as i64
+                    }
                 };
                 (Expr::Const(Value::Int(o)), DataType::Int8)
             }
@@ -209,8 +244,11 @@ impl<'a> Planner<'a> {
         };
         Ok(match e {
             Expr::Const(Value::Int(o)) if kind == Reg::Type => {
-                let name =
-                    DataType::from_oid(o as u32).map_or_else(|| o.to_string(), |t| t.sql_name());
+                let ty = match DataType::from_oid(o as u32) {
+                    Some(t) => Some(t),
+                    None => self.enum_type_by_oid(o as u32)?,
+                };
+                let name = ty.map_or_else(|| o.to_string(), |t| t.sql_name());
                 (Expr::Const(Value::Text(name)), DataType::Text)
             }
             e => {

@@ -95,7 +95,7 @@ impl Writer<'_> {
     /// sequences it owns follow the new name.
     pub(crate) fn rename_table(&mut self, table: &Table, new: &str) -> Result<Output> {
         let (db, old) = (table.database.clone(), table.name.clone());
-        self.relation_taken(&db, new, false)?;
+        self.table_name_taken(&db, new, false)?;
         // The views that read it read it under its new name (each is planned again after
         // the statement, and must still give its columns).
         for v in self.db.catalog.views_on(&mut self.ts.txn, &db, &old)? {
@@ -237,7 +237,7 @@ impl Writer<'_> {
         let serial = crate::exec::sequences::serial_type(&def.data_type);
         let ty = match serial {
             Some(t) => t,
-            None => data_type(&def.data_type)?,
+            None => resolve_type(&def.data_type, &self.db.catalog, &mut self.ts.txn, &t.database)?,
         };
         let mut col = Column::new(name.clone(), ty);
         if serial.is_some() {
@@ -571,7 +571,7 @@ impl Writer<'_> {
             }
             ast::AlterColumnOperation::DropDefault => t.columns[p].default = None,
             ast::AlterColumnOperation::SetDataType { data_type: dt, using, .. } => {
-                let ty = data_type(dt)?;
+                let ty = resolve_type(dt, &self.db.catalog, &mut self.ts.txn, &t.database)?;
                 self.change_type(t, p, ty, using.as_ref(), env)?;
             }
             ast::AlterColumnOperation::AddGenerated { generated_as, sequence_options } => {

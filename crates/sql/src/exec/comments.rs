@@ -1,4 +1,4 @@
-//! `COMMENT ON {TABLE | VIEW | SEQUENCE | INDEX | COLUMN} name IS 'text' | NULL`: the comment
+//! `COMMENT ON {TABLE | VIEW | SEQUENCE | INDEX | COLUMN | TYPE} name IS 'text' | NULL`: the comment
 //! is kept with the object's definition (so it is dropped and renamed with it) and shown by
 //! `pg_description`, `obj_description` and `col_description`.
 
@@ -22,6 +22,9 @@ impl Writer<'_> {
         let done = || Ok(Output::Command("COMMENT".into()));
         // `IS ''` removes the comment, as `IS NULL` does.
         let comment = comment.filter(|c| !c.is_empty()).map(str::to_string);
+        if let O::Type = object_type {
+            return self.comment_on_type(&object_name(name)?, comment, if_exists, database);
+        }
         let txn = &mut self.ts.txn;
         let catalog = &self.db.catalog;
         let missing = |what: &str, name: &str| {
@@ -105,7 +108,7 @@ impl Writer<'_> {
             }
             other => {
                 return Err(SqlError::unsupported(format!(
-                    "COMMENT ON {other} (Kiln keeps comments on tables, views, sequences, indexes and columns)"
+                    "COMMENT ON {other} (Kiln keeps comments on tables, views, sequences, indexes, columns and types)"
                 )))
             }
         }

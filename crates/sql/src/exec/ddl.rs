@@ -27,6 +27,27 @@ const DDL_BATCH_ROWS: usize = 4096;
 impl Writer<'_> {
     /// Whether relation `name` exists: Ok(true) when IF NOT EXISTS lets the statement do
     /// nothing, 42P07 otherwise.
+    /// [`Writer::relation_taken`] for a table or view, whose row type also takes the name:
+    /// 42710 when an enum type has it.
+    pub(crate) fn table_name_taken(
+        &mut self,
+        database: &str,
+        name: &str,
+        if_not_exists: bool,
+    ) -> Result<bool> {
+        if self.relation_taken(database, name, if_not_exists)? {
+            return Ok(true);
+        }
+        if self.db.catalog.enum_type(&mut self.ts.txn, database, name)?.is_some() {
+            return Err(SqlError::new(
+                code::DUPLICATE_OBJECT,
+                format!("type \"{name}\" already exists"),
+            )
+            .hint("A relation has an associated type of the same name, so you must use a name that doesn't conflict with any existing type."));
+        }
+        Ok(false)
+    }
+
     pub(crate) fn relation_taken(
         &mut self,
         database: &str,
@@ -103,7 +124,7 @@ impl Writer<'_> {
         if ct.query.is_some() {
             return Err(SqlError::unsupported("CREATE TABLE … AS"));
         }
-        if self.relation_taken(database, &name, ct.if_not_exists)? {
+        if self.table_name_taken(database, &name, ct.if_not_exists)? {
             return Ok(Output::Command("CREATE TABLE".into()));
         }
         if ct.columns.len() > 1600 {
@@ -134,7 +155,7 @@ impl Writer<'_> {
             let serial = serial_type(&c.data_type);
             let ty = match serial {
                 Some(t) => t,
-                None => data_type(&c.data_type)?,
+                None => resolve_type(&c.data_type, &self.db.catalog, &mut self.ts.txn, database)?,
             };
             let mut col = Column::new(cname, ty);
             if serial.is_some() {
@@ -477,6 +498,9 @@ impl Writer<'_> {
                     }
                     for ext in self.db.catalog.extensions(&mut self.ts.txn, &name)? {
                         self.db.catalog.delete_extension(&mut self.ts.txn, &name, &ext.name)?;
+                    }
+                    for ty in self.db.catalog.enum_types(&mut self.ts.txn, &name)? {
+                        self.db.catalog.delete_enum_type(&mut self.ts.txn, &name, &ty.name)?;
                     }
                     self.db.catalog.drop_database(&mut self.ts.txn, &name)?;
                 }

@@ -538,11 +538,7 @@ pub(crate) fn nextval_call(name: &str) -> String {
 /// A sequence's name as the text of a regclass literal (quoted when case folding would change
 /// it), its quotes doubled for the SQL string.
 fn nextval_arg(name: &str) -> String {
-    let plain = name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    let quoted =
-        if plain { name.to_string() } else { format!("\"{}\"", name.replace('"', "\"\"")) };
-    quoted.replace('\'', "''")
+    crate::bind::quote_ident(name).replace('\'', "''")
 }
 
 /// The sequence a DEFAULT that is exactly `nextval('s')` draws from (a `serial` column's).

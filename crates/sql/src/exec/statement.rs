@@ -239,7 +239,7 @@ impl Session {
             S::CreateTable(ct) if ct.query.is_some() => {
                 let query = ct.query.as_ref().expect("matched");
                 let name = object_name(&ct.name)?;
-                if w.relation_taken(&self.database, &name, ct.if_not_exists)? {
+                if w.table_name_taken(&self.database, &name, ct.if_not_exists)? {
                     return Ok(Output::Command("CREATE TABLE AS".into()));
                 }
                 // The parser reads a column list only with types, which PostgreSQL refuses
@@ -286,6 +286,13 @@ impl Session {
                 let names = names.iter().map(object_name).collect::<Result<Vec<_>>>()?;
                 w.drop_views(&names, *if_exists, *cascade, &self.database)
             }
+            S::Drop { object_type: ast::ObjectType::Type, if_exists, names, cascade, .. } => {
+                w.drop_types(names, *if_exists, *cascade, &self.database)
+            }
+            S::CreateType { name, representation } => {
+                w.create_type(name, representation.as_ref(), &self.database)
+            }
+            S::AlterType(at) => w.alter_type(at, &self.database),
             S::Drop { object_type, if_exists, names, cascade, .. } => {
                 w.drop(*object_type, *if_exists, *cascade, names, &self.database)
             }

@@ -123,7 +123,7 @@ impl Writer<'_> {
             }
             _ => {
                 // 42P07 when the name is taken (by this view too, without OR REPLACE).
-                self.relation_taken(&database, &view.name, false)?;
+                self.table_name_taken(&database, &view.name, false)?;
                 self.db.catalog.next_id(&mut self.ts.txn)?
             }
         };

@@ -601,16 +601,22 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             };
             Value::Text(size_pretty(size))
         }
-        Func::QuoteIdent => {
-            let s = text_arg(&arg(0));
-            if !s.is_empty()
-                && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-                && !s.starts_with(|c: char| c.is_ascii_digit())
-            {
-                Value::Text(s)
-            } else {
-                Value::Text(format!("\"{}\"", s.replace('"', "\"\"")))
-            }
+        Func::QuoteIdent => Value::Text(crate::bind::quote_ident(&text_arg(&arg(0)))),
+        Func::EnumRange(def) => {
+            let sort = |v: &Value| match v {
+                Value::Enum(e) => Some(e.sort),
+                _ => None,
+            };
+            let (low, high) = (sort(&arg(0)), sort(&arg(1)));
+            Value::Array(
+                (0..def.labels.len())
+                    .filter(|&i| {
+                        let s = def.labels[i].sort;
+                        low.is_none_or(|l| s >= l) && high.is_none_or(|h| s <= h)
+                    })
+                    .map(|i| def.value(i))
+                    .collect(),
+            )
         }
     })
 }

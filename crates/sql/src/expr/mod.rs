@@ -289,6 +289,9 @@ pub enum Func {
     GenerateSeries,
     /// quote_ident(text)
     QuoteIdent,
+    /// enum_range(a, b) of an enum type: its labels from a to b (NULL: from the first, to
+    /// the last).
+    EnumRange(&'static crate::enums::EnumType),
     /// pg_size_pretty(bytes)
     SizePretty,
     /// json_build_object(key, value, …), jsonb_build_object with `true`: keys and the

@@ -494,7 +494,15 @@ impl SystemTables for System<'_> {
                 let mut types: Vec<DataType> = scalars.to_vec();
                 types.extend(scalars.iter().map(|t| crate::array::array_of_plain(*t)));
                 types.extend([DataType::Int2Vector, DataType::OidVector]);
+                // The database's enum types, and their arrays.
+                let enums = self.db.catalog().enum_types(txn, self.database)?;
+                self.db.remember_enum_types(self.database, &enums);
+                for e in enums {
+                    types.push(DataType::Enum(e));
+                    types.push(crate::array::array_of(DataType::Enum(e))?);
+                }
                 let type_row = |t: &DataType| {
+                    let user = crate::bind::expr::is_enum(*t);
                     let elem = t.element();
                     let collatable = t.is_string();
                     let array = match t {
@@ -505,6 +513,7 @@ impl SystemTables for System<'_> {
                     };
                     let category = match t {
                         _ if elem.is_some() => "A",
+                        DataType::Enum(_) => "E",
                         DataType::Bool => "B",
                         DataType::Date
                         | DataType::Timestamp
@@ -516,7 +525,10 @@ impl SystemTables for System<'_> {
                         _ if collatable => "S",
                         _ => "U",
                     };
-                    let io = t.type_name().trim_start_matches('_').to_string();
+                    let io = match t {
+                        DataType::Enum(_) => "enum".to_string(),
+                        t => t.type_name().trim_start_matches('_').to_string(),
+                    };
                     let (input, output, receive, send) = if matches!(t, DataType::Array(_)) {
                         (
                             "array_in".into(),
@@ -534,6 +546,7 @@ impl SystemTables for System<'_> {
                             | DataType::Interval(_)
                             | DataType::Uuid
                             | DataType::Json
+                            | DataType::Enum(_)
                             | DataType::Numeric(_) => "_",
                             _ => "",
                         };
@@ -547,11 +560,11 @@ impl SystemTables for System<'_> {
                     vec![
                         Value::Int(t.oid() as i64),
                         text(&t.type_name()),
-                        Value::Int(oid::PG_CATALOG),
+                        Value::Int(if user { oid::PUBLIC } else { oid::PG_CATALOG }),
                         Value::Int(oid::ROLE),
                         Value::Int(t.size() as i64),
                         Value::Bool((1..=8).contains(&t.size())),
-                        text("b"),
+                        text(if matches!(t, DataType::Enum(_)) { "e" } else { "b" }),
                         text(category),
                         Value::Bool(matches!(
                             t,
@@ -799,13 +812,32 @@ impl SystemTables for System<'_> {
                 ("rngcanonical", T),
                 ("rngsubdiff", T),
             ]),
-            // Kiln has no enum types (CREATE TYPE … AS ENUM is refused).
-            "pg_enum" => empty(&[
-                ("oid", I8),
-                ("enumtypid", I8),
-                ("enumsortorder", DataType::Float4),
-                ("enumlabel", T),
-            ]),
+            "pg_enum" => {
+                let enums = self.db.catalog().enum_types(txn, self.database)?;
+                self.db.remember_enum_types(self.database, &enums);
+                let rows = enums
+                    .iter()
+                    .flat_map(|e| {
+                        e.labels.iter().map(|l| {
+                            vec![
+                                Value::Int(l.oid.into()),
+                                Value::Int(e.oid.into()),
+                                Value::Float(l.sort as f32 as f64),
+                                text(&l.label),
+                            ]
+                        })
+                    })
+                    .collect();
+                Some((
+                    cols(&[
+                        ("oid", I8),
+                        ("enumtypid", I8),
+                        ("enumsortorder", DataType::Float4),
+                        ("enumlabel", T),
+                    ]),
+                    rows,
+                ))
+            }
             "pg_tablespace" => Some((
                 cols(&[("oid", I8), ("spcname", T), ("spcowner", I8)]),
                 vec![vec![Value::Int(1663), text("pg_default"), Value::Int(oid::ROLE)]],
@@ -897,7 +929,11 @@ impl SystemTables for System<'_> {
                         row.extend(type_facts(c.ty));
                         row.extend([
                             text(self.database),
-                            text("pg_catalog"),
+                            text(if crate::bind::expr::is_enum(c.ty) {
+                                "public"
+                            } else {
+                                "pg_catalog"
+                            }),
                             text(&c.ty.type_name()),
                         ]);
                         // The identity's generation and its sequence's options.
@@ -996,6 +1032,7 @@ impl SystemTables for System<'_> {
 fn column_data_type(ty: DataType) -> String {
     match ty {
         DataType::Array(_) => "ARRAY".into(),
+        DataType::Enum(_) => "USER-DEFINED".into(),
         DataType::Varchar(_) => "character varying".into(),
         DataType::Char(_) => "character".into(),
         DataType::Numeric(_) => "numeric".into(),
@@ -1158,6 +1195,17 @@ impl System<'_> {
         }
         for seq in catalog.sequences(txn, self.database)? {
             row(oid::object(seq.id), 0, &seq.comment);
+        }
+        // Types are of class pg_type.
+        for e in catalog.enum_types(txn, self.database)? {
+            if let Some(text) = &e.comment {
+                rows.push(vec![
+                    Value::Int(e.oid.into()),
+                    Value::Int(1247),
+                    Value::Int(0),
+                    Value::Text(text.clone()),
+                ]);
+            }
         }
         let columns =
             cols(&[("objoid", I8), ("classoid", I8), ("objsubid", I4), ("description", T)]);
@@ -1549,6 +1597,9 @@ impl System<'_> {
         }
         self.db.remember_definitions(defs);
         self.db.remember_relations(self.database, names, serials);
+        // Column types: format_type(atttypid, …) names enum types by what it remembers.
+        let enums = self.db.catalog().enum_types(txn, self.database)?;
+        self.db.remember_enum_types(self.database, &enums);
         let columns = match which {
             "pg_class" => cols(&[
                 ("oid", I8),
