@@ -150,14 +150,11 @@ impl EnumType {
     }
 }
 
-/// 22023 for a label PostgreSQL would not take.
+/// 42602 for a label PostgreSQL would not take.
 pub fn check_label(label: &str) -> Result<()> {
     if label.len() > LABEL_BYTES_MAX {
-        return Err(SqlError::new(
-            code::INVALID_PARAMETER_VALUE,
-            format!("invalid enum label \"{label}\""),
-        )
-        .detail(format!("Labels must be {LABEL_BYTES_MAX} bytes or less.")));
+        return Err(SqlError::new(code::INVALID_NAME, format!("invalid enum label \"{label}\""))
+            .detail(format!("Labels must be {LABEL_BYTES_MAX} bytes or less.")));
     }
     Ok(())
 }
@@ -302,7 +299,7 @@ mod tests {
         assert_eq!(e.code, code::INVALID_TEXT);
         assert_eq!(e.message, "invalid input value for enum mood: \"OK\"");
         assert!(check_label(&"x".repeat(63)).is_ok());
-        assert_eq!(check_label(&"x".repeat(64)).unwrap_err().code, code::INVALID_PARAMETER_VALUE);
+        assert_eq!(check_label(&"x".repeat(64)).unwrap_err().code, code::INVALID_NAME);
     }
 
     #[test]

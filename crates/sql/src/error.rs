@@ -216,6 +216,15 @@ impl SqlError {
         e
     }
 
+    /// Names a system catalog's constraint (`pg_catalog.table`) as the one the error is about.
+    pub fn catalog_constraint(mut self, table: &str, constraint: &str) -> SqlError {
+        let o = self.object_mut();
+        o.schema = Some("pg_catalog".into());
+        o.table = Some(table.into());
+        o.constraint = Some(constraint.into());
+        self
+    }
+
     /// Names the column the error is about, of `table`.
     pub fn column(self, table: &str, column: &str) -> SqlError {
         let mut e = self.table(table);

@@ -775,6 +775,13 @@ impl Session {
                 let mut w = session_writer!(s, ts, None);
                 w.alter_identity(&a, &s.database)
             }),
+            Utility::AlterTypeOwner(name, schema) => {
+                self.in_transaction_with(hint, in_implicit, |s| {
+                    let ts = s.txn.as_mut().expect("a transaction is open");
+                    let mut w = session_writer!(s, ts, None);
+                    w.alter_type_owner(&name, schema.as_ref(), &s.database)
+                })
+            }
             Utility::Vacuum(tables) => self.vacuum(&tables),
             Utility::SetConstraints(names, deferred) => {
                 self.set_constraints(names.as_deref(), deferred)

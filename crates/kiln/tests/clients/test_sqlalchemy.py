@@ -4,6 +4,7 @@ The same tests run against Kiln (KILN_URL) and against a stock PostgreSQL (PG_UR
 expectation here is PostgreSQL's behaviour; the ED checks run on Kiln only.
 """
 
+import enum
 import os
 import uuid
 from datetime import datetime, timedelta
@@ -14,6 +15,7 @@ from sqlalchemy import (
     any_,
     CheckConstraint,
     DateTime,
+    Enum,
     ForeignKey,
     Index,
     Integer,
@@ -33,7 +35,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 
 SERVERS = [k for k in ("KILN_URL", "PG_URL") if os.environ.get(k)]
@@ -41,6 +43,12 @@ SERVERS = [k for k in ("KILN_URL", "PG_URL") if os.environ.get(k)]
 
 class Base(DeclarativeBase):
     pass
+
+
+class Status(enum.Enum):
+    draft = "draft"
+    published = "published"
+    archived = "archived"
 
 
 class Author(Base):
@@ -70,6 +78,8 @@ class Book(Base):
     pages: Mapped[int] = mapped_column(default=1)
     author_id: Mapped[int] = mapped_column(ForeignKey("sa_author.id", ondelete="CASCADE"))
     loan: Mapped[timedelta | None] = mapped_column(Interval)
+    # A native enum type: create_all creates it, drop_all drops it.
+    status: Mapped[Status] = mapped_column(Enum(Status, name="sa_book_status"), default=Status.draft)
     author: Mapped[Author] = relationship(back_populates="books")
 
 
@@ -98,7 +108,16 @@ def test_inspect_reflects_the_schema(engine):
     insp = inspect(engine)
     assert {"sa_author", "sa_book"} <= set(insp.get_table_names())
     cols = {c["name"]: c for c in insp.get_columns("sa_book")}
-    assert list(cols) == ["id", "title", "pages", "author_id", "loan"]
+    assert list(cols) == ["id", "title", "pages", "author_id", "loan", "status"]
+    assert cols["status"]["type"].enums == ["draft", "published", "archived"]
+    assert cols["status"]["type"].name == "sa_book_status"
+    [status] = [e for e in insp.get_enums() if e["name"] == "sa_book_status"]
+    assert status == {
+        "name": "sa_book_status",
+        "schema": "public",
+        "visible": True,
+        "labels": ["draft", "published", "archived"],
+    }
     assert str(cols["loan"]["type"]) == "INTERVAL"
     assert str(cols["title"]["type"]) == "VARCHAR(100)"
     assert cols["id"]["autoincrement"] is True
@@ -194,6 +213,36 @@ def test_session_crud(engine):
         s.delete(got)
         s.commit()
         assert s.scalar(select(func.count()).select_from(Book)) == 0
+
+
+def test_native_enum_orders_by_its_labels_and_refuses_others(engine):
+    with Session(engine) as s:
+        a = Author(name="enum", books=[Book(title=t, status=st) for t, st in [
+            ("c", Status.archived), ("a", Status.draft), ("b", Status.published)
+        ]])
+        s.add(a)
+        s.commit()
+        # Ordered by the type's label order, not alphabetically.
+        assert s.scalars(select(Book.title).order_by(Book.status)).all() == ["a", "b", "c"]
+        assert s.scalars(select(Book.title).where(Book.status > Status.draft).order_by(Book.title)).all() == ["b", "c"]
+        s.execute(update(Book).where(Book.status == Status.archived).values(status=Status.draft))
+        s.commit()
+        assert s.scalar(select(func.count()).where(Book.status == Status.draft)) == 2
+        assert s.scalars(select(Book.status).distinct().order_by(Book.status)).all() == [Status.draft, Status.published]
+    with engine.connect() as c:
+        with pytest.raises(DataError) as e:
+            c.execute(text("UPDATE sa_book SET status = 'lost'"))
+        assert e.value.orig.sqlstate == "22P02"
+        c.rollback()
+        # A label added later sorts where it was put.
+        c.execute(text("ALTER TYPE sa_book_status ADD VALUE 'review' BEFORE 'published'"))
+        c.commit()
+        c.execute(text("UPDATE sa_book SET status = 'review' WHERE title = 'a'"))
+        c.commit()
+        got = c.execute(text("SELECT title FROM sa_book ORDER BY status, title")).scalars().all()
+        assert got == ["c", "a", "b"]
+        labels = c.execute(text("SELECT enum_range(NULL::sa_book_status)::text")).scalar()
+        assert labels == "{draft,review,published,archived}"
 
 
 def test_constraint_errors_roll_back(engine):

@@ -388,7 +388,7 @@ impl<'a> Planner<'a> {
                             ));
                         }
                         packed.push(key);
-                        let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+                        let desc = crate::bind::sorts_descending(&o.options)?;
                         order.push((desc, o.options.nulls_first.unwrap_or(desc)));
                     }
                     let agg = match agg {
@@ -776,6 +776,12 @@ impl<'a> Planner<'a> {
             exprs.push(e);
         }
         let n = def.labels.len();
+        if n == 0 && name != "enum_range" {
+            return Err(SqlError::new(
+                code::NOT_IN_PREREQUISITE_STATE,
+                format!("enum {} contains no values", ty.sql_name()),
+            ));
+        }
         Ok(match (name, exprs.len()) {
             ("enum_first", _) => (Expr::Const(if n == 0 { Value::Null } else { def.value(0) }), ty),
             ("enum_last", _) => {
@@ -903,7 +909,7 @@ impl Planner<'_> {
         let mut order = Vec::with_capacity(order_by.len());
         for o in order_by {
             packed.push(self.agg_arg(&o.expr, scope)?.0);
-            let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+            let desc = crate::bind::sorts_descending(&o.options)?;
             order.push((desc, o.options.nulls_first.unwrap_or(desc)));
         }
         // Packed with its sort keys, as every collecting aggregate's input is.

@@ -237,6 +237,30 @@ pub struct Planner<'a> {
     pub(crate) work_tables: usize,
 }
 
+/// Whether an ORDER BY item sorts descending: `DESC` or `USING >` (`USING <` is ascending;
+/// another operator is no ordering operator, 42809).
+pub(crate) fn sorts_descending(options: &ast::OrderByOptions) -> Result<bool> {
+    Ok(match &options.sort {
+        None | Some(ast::OrderBySort::Asc) => false,
+        Some(ast::OrderBySort::Desc) => true,
+        Some(ast::OrderBySort::Using(op)) => {
+            let op = op.to_string();
+            let op = op.strip_prefix("pg_catalog.").unwrap_or(&op).trim_start_matches("OPERATOR(");
+            match op.trim_end_matches(')') {
+                "<" => false,
+                ">" => true,
+                other => return Err(SqlError::new(
+                    code::WRONG_OBJECT_TYPE,
+                    format!("operator {other} is not a valid ordering operator"),
+                )
+                .hint(
+                    "Ordering operators must be \"<\" or \">\" members of btree operator families.",
+                )),
+            }
+        }
+    })
+}
+
 /// An identifier as SQL text: as it is when case folding keeps it, else in double quotes
 /// (PostgreSQL's `quote_ident`, keywords aside).
 pub fn quote_ident(s: &str) -> String {
@@ -810,9 +834,21 @@ pub(crate) fn stored_text(e: &ast::Expr) -> String {
 pub(crate) fn data_type_output_name(t: &ast::DataType) -> String {
     // PostgreSQL names a cast column after the type's catalog name (an array cast after
     // its element type's).
-    match data_type(t) {
-        Ok(t) => t.element().filter(|_| matches!(t, DataType::Array(_))).unwrap_or(t).type_name(),
-        Err(_) => "?column?".into(),
+    match (data_type(t), t) {
+        (Ok(t), _) => {
+            t.element().filter(|_| matches!(t, DataType::Array(_))).unwrap_or(t).type_name()
+        }
+        // A type of the database's own (an enum type): its name.
+        (Err(_), ast::DataType::Custom(name, _)) => {
+            match name.0.last().and_then(|p| p.as_ident()) {
+                Some(i) => ident(i),
+                None => "?column?".into(),
+            }
+        }
+        (Err(_), ast::DataType::Array(ast::ArrayElemTypeDef::SquareBracket(inner, _))) => {
+            data_type_output_name(inner)
+        }
+        (Err(_), _) => "?column?".into(),
     }
 }
 

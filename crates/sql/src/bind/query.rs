@@ -1287,7 +1287,7 @@ impl<'a> Planner<'a> {
                 ast::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL")),
             };
             for item in items {
-                let desc = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
+                let desc = crate::bind::sorts_descending(&item.options)?;
                 let nulls_first = item.options.nulls_first.unwrap_or(desc);
                 let pos = match &item.expr {
                     ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {

@@ -78,7 +78,7 @@ impl<'a> Planner<'a> {
             let (x, t) = self.expr(&o.expr, scope, true)?;
             order.push(x);
             order_types.push(t);
-            let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+            let desc = crate::bind::sorts_descending(&o.options)?;
             directions.push((desc, o.options.nulls_first.unwrap_or(desc)));
         }
         if partition.iter().chain(&order).any(Expr::has_window) {

@@ -103,7 +103,8 @@ impl Writer<'_> {
                     code::UNIQUE,
                     "duplicate key value violates unique constraint \"pg_enum_typid_label_index\"",
                 )
-                .detail(format!("Key (enumtypid, enumlabel)=({}, {l}) already exists.", def.oid)));
+                .detail(format!("Key (enumtypid, enumlabel)=({}, {l}) already exists.", def.oid))
+                .catalog_constraint("pg_enum", "pg_enum_typid_label_index"));
             }
             def.labels.push(EnumLabel {
                 oid: oid_of(2 + i as u64),
@@ -276,6 +277,29 @@ impl Writer<'_> {
         self.db.catalog.put_enum_type(&mut self.ts.txn, database, new)?;
         self.retype(database, def, new, renamed.as_ref())?;
         done()
+    }
+
+    /// `ALTER TYPE name OWNER TO role` (Kiln has one role, which owns every type) and `ALTER
+    /// TYPE name SET SCHEMA public` (the only schema types live in): they check the type and
+    /// change nothing.
+    pub(crate) fn alter_type_owner(
+        &mut self,
+        name: &ast::ObjectName,
+        schema: Option<&ast::Ident>,
+        database: &str,
+    ) -> Result<Output> {
+        let name = object_name(name)?;
+        if self.db.catalog.enum_type(&mut self.ts.txn, database, &name)?.is_none() {
+            return Err(no_type(&name));
+        }
+        if let Some(schema) = schema.map(ident).filter(|s| s != "public") {
+            return Err(if crate::exec::schema::SCHEMAS.contains(&schema.as_str()) {
+                SqlError::unsupported(format!("moving a type to schema {schema}"))
+            } else {
+                SqlError::new(code::UNDEFINED_SCHEMA, format!("schema \"{schema}\" does not exist"))
+            });
+        }
+        Ok(Output::Command("ALTER TYPE".into()))
     }
 
     /// `COMMENT ON TYPE name IS 'text' | NULL`.

@@ -228,6 +228,8 @@ pub enum Utility {
     Move(ast::Ident, ast::FetchDirection),
     /// `ALTER SEQUENCE …` (runs in a transaction, as DDL does).
     AlterSequence(Box<sequence::AlterSequence>),
+    /// `ALTER TYPE name OWNER TO role | SET SCHEMA schema`: the type and the schema.
+    AlterTypeOwner(ast::ObjectName, Option<ast::Ident>),
     /// `ALTER TABLE … ALTER COLUMN …` of an identity column (DROP IDENTITY, SET GENERATED,
     /// SET option, RESTART), transactional too.
     AlterIdentity(Box<sequence::AlterIdentity>),
@@ -236,7 +238,10 @@ pub enum Utility {
 impl Utility {
     /// Whether it runs in the session's transaction (an implicit one when none is open).
     pub fn is_transactional(&self) -> bool {
-        matches!(self, Utility::AlterSequence(_) | Utility::AlterIdentity(_))
+        matches!(
+            self,
+            Utility::AlterSequence(_) | Utility::AlterIdentity(_) | Utility::AlterTypeOwner(..)
+        )
     }
 }
 
@@ -250,6 +255,9 @@ pub fn utility(sql: &str) -> Result<Option<Utility>> {
     }
     if let Some(alter) = sequence::alter_sequence(sql)? {
         return Ok(Some(Utility::AlterSequence(Box::new(alter))));
+    }
+    if let Some((name, schema)) = sequence::alter_type_owner(sql)? {
+        return Ok(Some(Utility::AlterTypeOwner(name, schema)));
     }
     if let Some(alter) = sequence::alter_identity(sql)? {
         return Ok(Some(Utility::AlterIdentity(Box::new(alter))));

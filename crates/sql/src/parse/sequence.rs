@@ -183,6 +183,30 @@ fn end(p: &mut Parser) -> Result<()> {
     }
 }
 
+/// `ALTER TYPE name OWNER TO role` or `ALTER TYPE name SET SCHEMA schema` — what pg_dump
+/// writes after each type, and sqlparser does not read: the type's name and the schema
+/// (`None` for OWNER TO). `None`: another statement.
+pub(crate) fn alter_type_owner(sql: &str) -> Result<Option<(ast::ObjectName, Option<ast::Ident>)>> {
+    if !starts_with_word(sql, "alter") || !contains_word(sql, "type") {
+        return Ok(None);
+    }
+    let Some(mut p) = parser_for(sql) else { return Ok(None) };
+    if !p.parse_keywords(&[Keyword::ALTER, Keyword::TYPE]) {
+        return Ok(None);
+    }
+    let Ok(name) = p.parse_object_name(false) else { return Ok(None) };
+    let schema = if p.parse_keywords(&[Keyword::OWNER, Keyword::TO]) {
+        p.parse_identifier().map_err(|_| unexpected(&p, "a role name"))?;
+        None
+    } else if p.parse_keywords(&[Keyword::SET, Keyword::SCHEMA]) {
+        Some(p.parse_identifier().map_err(|_| unexpected(&p, "a schema name"))?)
+    } else {
+        return Ok(None);
+    };
+    end(&mut p)?;
+    Ok(Some((name, schema)))
+}
+
 /// `ALTER SEQUENCE [IF EXISTS] name {options | OWNER TO role | RENAME TO name}` (`None`:
 /// another statement).
 pub(crate) fn alter_sequence(sql: &str) -> Result<Option<AlterSequence>> {
