@@ -29,5 +29,5 @@ fn sqlalchemy_on_kiln_and_postgresql() {
     println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "SQLAlchemy tests failed");
     // Every test ran on both servers (only the ED test is skipped on PostgreSQL).
-    assert!(stdout.contains("10 passed, 1 skipped"), "{stdout}");
+    assert!(stdout.contains("12 passed, 1 skipped"), "{stdout}");
 }

@@ -79,6 +79,9 @@ pub fn decode_param(
             Value::Int(i32::from_sql(&Type::INT4, b).map_err(|_| bad_binary(ty))? as i64)
         }
         DataType::Int8 => Value::Int(i64::from_sql(&Type::INT8, b).map_err(|_| bad_binary(ty))?),
+        DataType::Oid => {
+            Value::Int(u32::from_sql(&Type::OID, b).map_err(|_| bad_binary(ty))?.into())
+        }
         DataType::Float4 => {
             Value::Float(f32::from_sql(&Type::FLOAT4, b).map_err(|_| bad_binary(ty))? as f64)
         }
@@ -93,6 +96,8 @@ pub fn decode_param(
         | DataType::Varchar(_)
         | DataType::Char(_)
         | DataType::Unknown
+        | DataType::Name
+        | DataType::PgChar
         | DataType::Enum(_) => {
             let s = std::str::from_utf8(b).map_err(|_| {
                 SqlError::new(code::BAD_ENCODING, "invalid byte sequence for encoding \"UTF8\"")
@@ -278,6 +283,7 @@ pub fn encode_value(
         (Value::Int(i), DataType::Int4) => {
             (*i as i32).to_sql(&Type::INT4, &mut buf).map_err(err)?
         }
+        (Value::Int(i), DataType::Oid) => (*i as u32).to_sql(&Type::OID, &mut buf).map_err(err)?,
         (Value::Int(i), _) => i.to_sql(&Type::INT8, &mut buf).map_err(err)?,
         (Value::Float(f), DataType::Float4) => {
             (*f as f32).to_sql(&Type::FLOAT4, &mut buf).map_err(err)?

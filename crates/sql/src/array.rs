@@ -42,6 +42,9 @@ static TIME: DataType = DataType::Time;
 static INTERVAL: DataType = DataType::Interval(None);
 static JSON: DataType = DataType::Json;
 static JSONB: DataType = DataType::Jsonb;
+static OID: DataType = DataType::Oid;
+static NAME: DataType = DataType::Name;
+static PG_CHAR: DataType = DataType::PgChar;
 
 /// The static element type for `t`, when it has no modifier.
 fn plain(t: DataType) -> Option<&'static DataType> {
@@ -65,6 +68,9 @@ fn plain(t: DataType) -> Option<&'static DataType> {
         DataType::Interval(None) => &INTERVAL,
         DataType::Json => &JSON,
         DataType::Jsonb => &JSONB,
+        DataType::Oid => &OID,
+        DataType::Name => &NAME,
+        DataType::PgChar => &PG_CHAR,
         _ => return None,
     })
 }
@@ -265,6 +271,9 @@ pub fn array_oid(elem: DataType) -> u32 {
         DataType::Json => 199,
         DataType::Jsonb => 3807,
         DataType::Enum(e) => e.array_oid,
+        DataType::Oid => 1028,
+        DataType::Name => 1003,
+        DataType::PgChar => 1002,
         _ => 0,
     }
 }
@@ -277,9 +286,12 @@ pub fn from_array_oid(oid: u32) -> Option<DataType> {
         1014 => DataType::Char(1),
         1005 => DataType::Int2,
         1007 => DataType::Int4,
-        1009 | 1003 => DataType::Text,
+        1009 => DataType::Text,
+        1003 => DataType::Name,
+        1002 => DataType::PgChar,
         1015 => DataType::Varchar(None),
-        1016 | 1028 => DataType::Int8,
+        1016 => DataType::Int8,
+        1028 => DataType::Oid,
         1021 => DataType::Float4,
         1022 => DataType::Float8,
         1115 => DataType::Timestamp,

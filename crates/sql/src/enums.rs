@@ -108,7 +108,10 @@ impl EnumType {
             Some(l) => Ok(Value::Enum(EnumValue { sort: l.sort, label: l.label.clone() })),
             None => Err(SqlError::new(
                 code::INVALID_TEXT,
-                format!("invalid input value for enum {}: \"{text}\"", self.name),
+                format!(
+                    "invalid input value for enum {}: \"{text}\"",
+                    crate::bind::quote_ident(&self.name)
+                ),
             )),
         }
     }

@@ -610,6 +610,115 @@ impl Session {
     }
 
     /// The open transaction block, for a statement that needs one (25P01 otherwise).
+    /// Marks a savepoint named `name` in the open transaction.
+    fn push_savepoint(&mut self, name: String) {
+        let settings = self.settings.clone();
+        let advisory = self.advisory.lock().mark();
+        let notifies = self.notifies.get_mut().len();
+        let ts = self.txn.as_mut().expect("a transaction is open");
+        let mark = SavepointMark {
+            name,
+            engine: ts.txn.savepoint(),
+            locks: ts.locks.len(),
+            advisory,
+            notifies,
+            modes: ts.modes.clone(),
+            settings,
+            local: ts.local.clone(),
+        };
+        ts.savepoints.push(mark);
+    }
+
+    /// Rolls the open transaction back to its savepoint at `pos` (kept; later ones go).
+    fn rollback_to_savepoint(&mut self, pos: usize) -> Result<()> {
+        let ts = self.txn.as_mut().expect("a transaction is open");
+        ts.savepoints.truncate(pos + 1);
+        let mark = &ts.savepoints[pos];
+        let (sp, locks, advisory, notifies) =
+            (mark.engine, mark.locks, mark.advisory, mark.notifies);
+        ts.modes = mark.modes.clone();
+        ts.local = mark.local.clone();
+        let settings = mark.settings.clone();
+        ts.txn.rollback_to(sp)?;
+        // As in PostgreSQL, the row locks taken after the savepoint go with it. The
+        // deferred checks stay: each looks at the rows as they are at the commit.
+        ts.locks.release_since(locks);
+        // The block is usable again (PostgreSQL's subtransaction abort).
+        ts.failed = false;
+        // Transaction-level advisory locks taken since go too, and NOTIFYs.
+        self.advisory.get_mut().rollback_to(advisory);
+        self.notifies.get_mut().truncate(notifies);
+        // SETs since the savepoint are undone with it.
+        self.settings = settings;
+        Ok(())
+    }
+
+    /// Runs a `DO` block's statements in the open transaction, as one subtransaction: an
+    /// error its handler names undoes them and is ignored; any other fails the statement.
+    pub(crate) fn run_do(&mut self, block: &crate::parse::do_block::DoBlock) -> Result<Output> {
+        use ast::Statement as S;
+        let mut parsed = Vec::with_capacity(block.statements.len());
+        for text in &block.statements {
+            for stmt in crate::parse::parse(text)? {
+                let allowed = !matches!(
+                    stmt,
+                    S::StartTransaction { .. }
+                        | S::Commit { .. }
+                        | S::Rollback { .. }
+                        | S::Savepoint { .. }
+                        | S::ReleaseSavepoint { .. }
+                        | S::Set(_)
+                        | S::ShowVariable { .. }
+                        | S::Prepare { .. }
+                        | S::Execute { .. }
+                        | S::Deallocate { .. }
+                        | S::Copy { .. }
+                        | S::Declare { .. }
+                        | S::Fetch { .. }
+                        | S::Close { .. }
+                        | S::Discard { .. }
+                        | S::LISTEN { .. }
+                        | S::UNLISTEN { .. }
+                        | S::CreateDatabase { .. }
+                );
+                if !allowed {
+                    return Err(SqlError::unsupported(format!(
+                        "{} in a DO block",
+                        text.split_whitespace().next().unwrap_or_default().to_uppercase()
+                    )));
+                }
+                if matches!(stmt, S::Query(_)) {
+                    return Err(SqlError::syntax("query has no destination for result data")
+                        .hint("If you want to discard the results of a SELECT, use PERFORM instead (Kiln runs no PERFORM: it runs no procedural code)."));
+                }
+                parsed.push(stmt);
+            }
+        }
+        let pos = self.txn.as_ref().map_or(0, |t| t.savepoints.len());
+        self.push_savepoint(String::new());
+        let mut outcome = Ok(());
+        for stmt in &parsed {
+            if let Err(e) = self.run(stmt, &[], None) {
+                outcome = Err(e);
+                break;
+            }
+        }
+        match outcome {
+            Ok(()) => {
+                let ts = self.txn.as_mut().expect("a transaction is open");
+                let sp = ts.savepoints[pos].engine;
+                ts.savepoints.truncate(pos);
+                ts.txn.release(sp);
+            }
+            Err(e) if block.ignores(e.code) => {
+                self.rollback_to_savepoint(pos)?;
+                self.txn.as_mut().expect("a transaction is open").savepoints.truncate(pos);
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(Output::Command("DO".into()))
+    }
+
     pub(crate) fn block(&mut self, what: &str) -> Result<&mut TxnState> {
         self.txn.as_mut().filter(|t| t.explicit).ok_or_else(|| {
             SqlError::new(
@@ -782,6 +891,7 @@ impl Session {
                     w.alter_type_owner(&name, schema.as_ref(), &s.database)
                 })
             }
+            Utility::Do(block) => self.in_transaction_with(hint, in_implicit, |s| s.run_do(&block)),
             Utility::Vacuum(tables) => self.vacuum(&tables),
             Utility::SetConstraints(names, deferred) => {
                 self.set_constraints(names.as_deref(), deferred)
@@ -863,45 +973,14 @@ impl Session {
                 Ok(Output::Command("COMMIT".into()))
             }
             S::Savepoint { name } => {
-                let name = name.value.to_lowercase();
-                let settings = self.settings.clone();
-                let advisory = self.advisory.lock().mark();
-                let notifies = self.notifies.get_mut().len();
-                let ts = self.block("SAVEPOINT")?;
-                let mark = SavepointMark {
-                    name,
-                    engine: ts.txn.savepoint(),
-                    locks: ts.locks.len(),
-                    advisory,
-                    notifies,
-                    modes: ts.modes.clone(),
-                    settings,
-                    local: ts.local.clone(),
-                };
-                ts.savepoints.push(mark);
+                self.block("SAVEPOINT")?;
+                self.push_savepoint(name.value.to_lowercase());
                 Ok(Output::Command("SAVEPOINT".into()))
             }
             S::Rollback { savepoint: Some(name), .. } => {
                 let ts = self.block("ROLLBACK TO SAVEPOINT")?;
                 let pos = ts.savepoint_position(&name.value)?;
-                ts.savepoints.truncate(pos + 1);
-                let mark = &ts.savepoints[pos];
-                let (sp, locks, advisory, notifies) =
-                    (mark.engine, mark.locks, mark.advisory, mark.notifies);
-                ts.modes = mark.modes.clone();
-                ts.local = mark.local.clone();
-                let settings = mark.settings.clone();
-                ts.txn.rollback_to(sp)?;
-                // As in PostgreSQL, the row locks taken after the savepoint go with it. The
-                // deferred checks stay: each looks at the rows as they are at the commit.
-                ts.locks.release_since(locks);
-                // The block is usable again (PostgreSQL's subtransaction abort).
-                ts.failed = false;
-                // Transaction-level advisory locks taken since go too, and NOTIFYs.
-                self.advisory.get_mut().rollback_to(advisory);
-                self.notifies.get_mut().truncate(notifies);
-                // SETs since the savepoint are undone with it.
-                self.settings = settings;
+                self.rollback_to_savepoint(pos)?;
                 Ok(Output::Command("ROLLBACK".into()))
             }
             S::ReleaseSavepoint { name } => {

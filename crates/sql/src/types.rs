@@ -66,6 +66,13 @@ pub enum DataType {
     Jsonb,
     /// A user's enum type, its definition whole (see [`crate::enums`]).
     Enum(#[serde(with = "crate::enums::serde_ref")] &'static crate::enums::EnumType),
+    /// oid: an object identifier, 0 to 2^32 - 1 (an integer value), as the system catalogs
+    /// type their OID columns.
+    Oid,
+    /// name: a catalog's identifier (a string value).
+    Name,
+    /// "char": a catalog's one-byte code (`relkind`, `typtype`; a string value).
+    PgChar,
 }
 
 /// Array element types are stored as the type itself and interned again when read.
@@ -115,6 +122,9 @@ impl DataType {
             DataType::OidVector => 30,
             DataType::ExpandedElement(_) => 2249,
             DataType::Enum(e) => e.oid,
+            DataType::Oid => 26,
+            DataType::Name => 19,
+            DataType::PgChar => 18,
         }
     }
 
@@ -136,7 +146,9 @@ impl DataType {
             20 => DataType::Int8,
             21 => DataType::Int2,
             23 => DataType::Int4,
-            25 | 19 => DataType::Text,
+            25 => DataType::Text,
+            19 => DataType::Name,
+            18 => DataType::PgChar,
             700 => DataType::Float4,
             701 => DataType::Float8,
             705 | 0 => DataType::Unknown,
@@ -151,7 +163,7 @@ impl DataType {
             1186 => DataType::Interval(None),
             114 => DataType::Json,
             3802 => DataType::Jsonb,
-            26 => DataType::Int8,
+            26 => DataType::Oid,
             22 => DataType::Int2Vector,
             30 => DataType::OidVector,
             oid => return crate::array::from_array_oid(oid),
@@ -161,9 +173,14 @@ impl DataType {
     /// The type's size in bytes for RowDescription (-1 for variable length).
     pub fn size(self) -> i16 {
         match self {
-            DataType::Bool => 1,
+            DataType::Bool | DataType::PgChar => 1,
             DataType::Int2 => 2,
-            DataType::Int4 | DataType::Float4 | DataType::Date | DataType::Enum(_) => 4,
+            DataType::Int4
+            | DataType::Float4
+            | DataType::Date
+            | DataType::Enum(_)
+            | DataType::Oid => 4,
+            DataType::Name => 64,
             DataType::Int8
             | DataType::Float8
             | DataType::Timestamp
@@ -215,6 +232,9 @@ impl DataType {
             DataType::OidVector => "oidvector".into(),
             DataType::ExpandedElement(_) => "record".into(),
             DataType::Enum(e) => crate::bind::quote_ident(&e.name),
+            DataType::Oid => "oid".into(),
+            DataType::Name => "name".into(),
+            DataType::PgChar => "\"char\"".into(),
         }
     }
 
@@ -245,12 +265,15 @@ impl DataType {
             DataType::OidVector => "oidvector".into(),
             DataType::ExpandedElement(_) => "record".into(),
             DataType::Enum(e) => e.name.clone(),
+            DataType::Oid => "oid".into(),
+            DataType::Name => "name".into(),
+            DataType::PgChar => "char".into(),
         }
     }
 
     /// Whether values of the type are integers.
     pub fn is_integer(self) -> bool {
-        matches!(self, DataType::Int2 | DataType::Int4 | DataType::Int8)
+        matches!(self, DataType::Int2 | DataType::Int4 | DataType::Int8 | DataType::Oid)
     }
 
     /// Whether values of the type are numbers.
@@ -263,7 +286,12 @@ impl DataType {
     pub fn is_string(self) -> bool {
         matches!(
             self,
-            DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Unknown
+            DataType::Text
+                | DataType::Varchar(_)
+                | DataType::Char(_)
+                | DataType::Unknown
+                | DataType::Name
+                | DataType::PgChar
         )
     }
 
@@ -281,6 +309,8 @@ impl DataType {
                 Float8
             }
             (Numeric(_), _) | (_, Numeric(_)) if a.is_numeric() && b.is_numeric() => Numeric(None),
+            // An oid with another integer: bigint holds both.
+            (Oid, _) | (_, Oid) if a.is_integer() && b.is_integer() => Int8,
             (Int8, _) | (_, Int8) if a.is_integer() && b.is_integer() => Int8,
             (Int4, _) | (_, Int4) if a.is_integer() && b.is_integer() => Int4,
             (x, y) if x.is_string() && y.is_string() => Text,
@@ -388,7 +418,7 @@ impl Value {
         let t = text.trim();
         Ok(match ty {
             DataType::Bool => Value::Bool(parse_bool(text)?),
-            DataType::Int2 | DataType::Int4 | DataType::Int8 => {
+            DataType::Int2 | DataType::Int4 | DataType::Int8 | DataType::Oid => {
                 let v: i64 = t.parse().map_err(|_| {
                     if !t.is_empty()
                         && t.trim_start_matches(['-', '+']).bytes().all(|b| b.is_ascii_digit())
@@ -398,6 +428,12 @@ impl Value {
                         bad(&ty.sql_name())
                     }
                 })?;
+                // oid input takes negative 32-bit integers too, as their unsigned bits.
+                let v = if ty == DataType::Oid && (i64::from(i32::MIN)..0).contains(&v) {
+                    v + (1 << 32)
+                } else {
+                    v
+                };
                 check_int_range(v, ty)?;
                 Value::Int(v)
             }
@@ -421,7 +457,12 @@ impl Value {
                 })?;
                 Value::Numeric(fit_numeric(d, m)?)
             }
-            DataType::Text | DataType::Unknown => Value::Text(text.to_string()),
+            DataType::Text | DataType::Unknown | DataType::Name => Value::Text(text.to_string()),
+            // "char" keeps the first byte (PostgreSQL's charin); an empty string is NUL,
+            // shown as empty.
+            DataType::PgChar => {
+                Value::Text(text.chars().next().map(String::from).unwrap_or_default())
+            }
             DataType::Varchar(n) => Value::Text(fit_string(text, n, false)?),
             DataType::Char(n) => Value::Text(fit_string(text, Some(n), true)?),
             DataType::Bytea => Value::Bytea(parse_bytea(text)?),
@@ -571,9 +612,14 @@ impl Value {
                     items.into_iter().map(|v| v.cast_in(elem, zone)).collect::<Result<_>>()?,
                 )
             }
-            (v, DataType::Text | DataType::Unknown) => {
+            (v, DataType::Text | DataType::Unknown | DataType::Name) => {
                 Value::Text(v.to_text_in(DataType::Text, zone).unwrap_or_default())
             }
+            (v, DataType::PgChar) => Value::parse_in(
+                &v.to_text_in(DataType::Text, zone).unwrap_or_default(),
+                DataType::PgChar,
+                zone,
+            )?,
             (v, DataType::Varchar(n)) => Value::Text(fit_string(
                 &v.to_text_in(DataType::Text, zone).unwrap_or_default(),
                 n,
@@ -849,6 +895,7 @@ pub fn out_of_range(ty: DataType) -> SqlError {
         DataType::Int2 => "smallint",
         DataType::Int4 => "integer",
         DataType::Int8 => "bigint",
+        DataType::Oid => "type oid",
         _ => "the type",
     };
     SqlError::new(code::NUMERIC_OUT_OF_RANGE, format!("{name} out of range"))
@@ -859,6 +906,7 @@ pub fn check_int_range(v: i64, ty: DataType) -> Result<()> {
     let ok = match ty {
         DataType::Int2 => i16::try_from(v).is_ok(),
         DataType::Int4 => i32::try_from(v).is_ok(),
+        DataType::Oid => u32::try_from(v).is_ok(),
         _ => true,
     };
     if ok {

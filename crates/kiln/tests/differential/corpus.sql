@@ -1744,3 +1744,38 @@ select column_name from information_schema.columns where table_name = 'denum' or
 select count(*) from pg_enum e join pg_type t on t.oid = e.enumtypid where t.typname in ('dfeeling', 'dmood');
 drop table denum;
 drop type dlong;
+-- The catalogs' own types: oid, name and "char" columns, as drivers read them (tokio-postgres's type lookup binds an oid parameter).
+select pg_typeof(oid), pg_typeof(typname), pg_typeof(typtype), pg_typeof(typnamespace) from pg_type where typname = 'int4';
+select typname, typtype, typelem, typbasetype, typrelid from pg_type where oid = 23;
+select t.typname, t.typtype, t.typelem, r.rngsubtype, t.typbasetype, n.nspname, t.typrelid from pg_catalog.pg_type t left outer join pg_catalog.pg_range r on r.rngtypid = t.oid inner join pg_catalog.pg_namespace n on t.typnamespace = n.oid where t.oid = 1043;
+select array_agg(attname order by attnum) from pg_attribute where attrelid = 'emp'::regclass and attnum > 0;
+select relname || '!', upper(relname), length(relname), relkind = 'r', relkind in ('r', 'p') from pg_class where relname = 'emp';
+select 'abc'::name, 'abc'::name = 'abc'::text, 'x'::"char", 'xyz'::"char", 23::oid, '4294967295'::oid;
+select '4294967296'::oid;
+select '-1'::oid, '-2147483648'::oid;
+select '-2147483649'::oid;
+select relid::regclass::text, schemaname, relname from pg_statio_user_tables where relname = 'emp';
+-- DO blocks of SQL statements whose handler ignores named conditions (what migration tools write to create a type or constraint once).
+do $$ begin create type ddo as enum ('a', 'b'); exception when duplicate_object then null; end $$;
+do $$ begin create type ddo as enum ('a', 'b'); exception when duplicate_object then null; end $$;
+do $$ begin create type ddo as enum ('a', 'b'); end $$;
+do 'begin create type ddo as enum (''a''); exception when duplicate_table or duplicate_object then null; end';
+do $$ begin create table ddo_t (id int primary key, k ddo); create table ddo_t (x int); exception when duplicate_table then null; end $$;
+select count(*) from pg_class where relname = 'ddo_t';
+do $$ begin create table ddo_t (id int primary key, k ddo); alter table ddo_t add constraint ddo_k_unique unique (k); exception when others then null; end $$;
+do language plpgsql $$ begin alter table ddo_t add constraint ddo_k_unique unique (k); exception when duplicate_table or duplicate_object then null; end $$;
+do $$ begin alter table ddo_t add constraint ddo_k_unique unique (k); exception when duplicate_table or duplicate_object then null; end $$;
+do $$ begin insert into ddo_t values (1, 'a'); insert into ddo_t values (1, 'b'); exception when unique_violation then null; end $$;
+select * from ddo_t;
+do $$ begin insert into ddo_t values (2, 'z'); exception when unique_violation then null; end $$;
+do $$ begin insert into ddo_t values (1, 'b'); exception when sqlstate '23505' then null; end $$;
+do $$ begin insert into ddo_t values (1, 'b'); exception when integrity_constraint_violation then null; end $$;
+do $$ begin null; end $$;
+do $$ begin insert into ddo_t values (3, 'b'); exception when no_such_condition then null; end $$;
+begin;
+insert into ddo_t values (4, 'a');
+do $$ begin insert into ddo_t values (4, 'b'); exception when unique_violation then null; end $$;
+insert into ddo_t values (5, 'b');
+commit;
+select * from ddo_t order by id;
+drop table ddo_t; drop type ddo;

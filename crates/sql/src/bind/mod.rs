@@ -398,10 +398,13 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
             "json" => DataType::Json,
             "jsonb" => DataType::Jsonb,
             "bpchar" => DataType::Char(1),
-            "name" | "regclass" | "regtype" | "regnamespace" | "regproc" | "regrole" | "text" => {
+            "regclass" | "regtype" | "regnamespace" | "regproc" | "regrole" | "text" => {
                 DataType::Text
             }
-            "oid" | "xid" => DataType::Int8,
+            "name" => DataType::Name,
+            "char" => DataType::PgChar,
+            "oid" => DataType::Oid,
+            "xid" => DataType::Int8,
             "int2vector" => DataType::Int2Vector,
             "oidvector" => DataType::OidVector,
             // PostgreSQL's internal array type names: _int4, _text …

@@ -24,6 +24,7 @@ use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
 use crate::error::{code, Result, SqlError};
 
+pub mod do_block;
 pub mod sequence;
 
 /// The deepest nesting of expressions and subqueries a statement may have.
@@ -85,7 +86,7 @@ pub fn split(sql: &str) -> Result<Vec<StatementText>> {
         return Ok(vec![StatementText { text: sql.to_string(), hint: None, nesting: 0 }]);
     };
     let tokens: Vec<Token> = spanned.iter().map(|t| t.token.clone()).collect();
-    let mut cursor = Cursor { sql, byte: 0, line: 1, column: 1 };
+    let mut cursor = Cursor::new(sql);
     let mut out = Vec::new();
     let (mut start, mut start_byte) = (0, 0);
     for (i, t) in spanned.iter().enumerate() {
@@ -102,16 +103,21 @@ pub fn split(sql: &str) -> Result<Vec<StatementText>> {
 
 /// A position in statement text, moved forward to tokens' locations (line and column in
 /// characters, 1-based, as the tokenizer counts them) in one pass over the text.
-struct Cursor<'a> {
+pub(crate) struct Cursor<'a> {
     sql: &'a str,
     byte: usize,
     line: u64,
     column: u64,
 }
 
-impl Cursor<'_> {
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `sql`.
+    pub(crate) fn new(sql: &'a str) -> Cursor<'a> {
+        Cursor { sql, byte: 0, line: 1, column: 1 }
+    }
+
     /// The byte offset of `(line, column)`, at or after the cursor.
-    fn advance_to(&mut self, line: u64, column: u64) -> usize {
+    pub(crate) fn advance_to(&mut self, line: u64, column: u64) -> usize {
         while (self.line, self.column) < (line, column) {
             let Some(c) = self.sql[self.byte..].chars().next() else { break };
             self.byte += c.len_utf8();
@@ -228,6 +234,8 @@ pub enum Utility {
     Move(ast::Ident, ast::FetchDirection),
     /// `ALTER SEQUENCE …` (runs in a transaction, as DDL does).
     AlterSequence(Box<sequence::AlterSequence>),
+    /// `DO $$ BEGIN … EXCEPTION WHEN … THEN NULL; END $$` (see [`do_block`]).
+    Do(Box<do_block::DoBlock>),
     /// `ALTER TYPE name OWNER TO role | SET SCHEMA schema`: the type and the schema.
     AlterTypeOwner(ast::ObjectName, Option<ast::Ident>),
     /// `ALTER TABLE … ALTER COLUMN …` of an identity column (DROP IDENTITY, SET GENERATED,
@@ -240,7 +248,10 @@ impl Utility {
     pub fn is_transactional(&self) -> bool {
         matches!(
             self,
-            Utility::AlterSequence(_) | Utility::AlterIdentity(_) | Utility::AlterTypeOwner(..)
+            Utility::AlterSequence(_)
+                | Utility::AlterIdentity(_)
+                | Utility::AlterTypeOwner(..)
+                | Utility::Do(_)
         )
     }
 }
@@ -255,6 +266,9 @@ pub fn utility(sql: &str) -> Result<Option<Utility>> {
     }
     if let Some(alter) = sequence::alter_sequence(sql)? {
         return Ok(Some(Utility::AlterSequence(Box::new(alter))));
+    }
+    if let Some(block) = do_block::do_block(sql)? {
+        return Ok(Some(Utility::Do(Box::new(block))));
     }
     if let Some((name, schema)) = sequence::alter_type_owner(sql)? {
         return Ok(Some(Utility::AlterTypeOwner(name, schema)));

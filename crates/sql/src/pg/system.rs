@@ -124,8 +124,14 @@ use DataType::{Bool as B, Int2 as I2, Int4 as I4, Int8 as I8, Text as T};
 const I2A: DataType = DataType::Array(&DataType::Int2);
 /// text[] (pg_class.reloptions)
 const TA: DataType = DataType::Array(&DataType::Text);
-/// oid[] (pg_policy.polroles; Kiln holds OIDs as bigint)
-const OA: DataType = DataType::Array(&DataType::Int8);
+/// oid[] (pg_policy.polroles)
+const OA: DataType = DataType::Array(&DataType::Oid);
+/// oid: the catalogs' object identifiers
+const O: DataType = DataType::Oid;
+/// name: the catalogs' identifiers
+const N: DataType = DataType::Name;
+/// "char": the catalogs' one-byte codes
+const C: DataType = DataType::PgChar;
 
 /// The numbers of `table`'s columns at `columns`, as the catalogs list a key's columns.
 fn attnums(table: &crate::catalog::Table, columns: &[usize]) -> Value {
@@ -196,12 +202,12 @@ impl SystemTables for System<'_> {
                 let opt = |t: Option<&str>| t.map_or(Value::Null, text);
                 Some((
                     cols(&[
-                        ("datid", I8),
-                        ("datname", T),
+                        ("datid", O),
+                        ("datname", N),
                         ("pid", I4),
                         ("leader_pid", I4),
-                        ("usesysid", I8),
-                        ("usename", T),
+                        ("usesysid", O),
+                        ("usename", N),
                         ("application_name", T),
                         ("client_addr", T),
                         ("client_hostname", T),
@@ -260,15 +266,15 @@ impl SystemTables for System<'_> {
                 let names = self.db.catalog().databases(txn)?;
                 Some((
                     cols(&[
-                        ("oid", I8),
-                        ("datname", T),
-                        ("datdba", I8),
+                        ("oid", O),
+                        ("datname", N),
+                        ("datdba", O),
                         ("encoding", I4),
-                        ("datlocprovider", T),
+                        ("datlocprovider", C),
                         ("datistemplate", B),
                         ("datallowconn", B),
                         ("datconnlimit", I4),
-                        ("dattablespace", I8),
+                        ("dattablespace", O),
                         ("datcollate", T),
                         ("datctype", T),
                         ("daticulocale", T),
@@ -300,7 +306,7 @@ impl SystemTables for System<'_> {
                 ))
             }
             "pg_namespace" => Some((
-                cols(&[("oid", I8), ("nspname", T), ("nspowner", I8), ("nspacl", TA)]),
+                cols(&[("oid", O), ("nspname", N), ("nspowner", O), ("nspacl", TA)]),
                 vec![
                     vec![
                         Value::Int(oid::PG_CATALOG),
@@ -323,7 +329,7 @@ impl SystemTables for System<'_> {
                 ],
             )),
             "pg_am" => Some((
-                cols(&[("oid", I8), ("amname", T), ("amhandler", T), ("amtype", T)]),
+                cols(&[("oid", O), ("amname", N), ("amhandler", T), ("amtype", C)]),
                 vec![
                     vec![Value::Int(2), text("heap"), text("heap_tableam_handler"), text("t")],
                     vec![Value::Int(403), text("btree"), text("bthandler"), text("i")],
@@ -331,8 +337,8 @@ impl SystemTables for System<'_> {
             )),
             "pg_roles" | "pg_user" | "pg_authid" => Some((
                 cols(&[
-                    ("oid", I8),
-                    ("rolname", T),
+                    ("oid", O),
+                    ("rolname", N),
                     ("rolsuper", B),
                     ("rolinherit", B),
                     ("rolcreaterole", B),
@@ -342,8 +348,8 @@ impl SystemTables for System<'_> {
                     ("rolconnlimit", I4),
                     ("rolbypassrls", B),
                     ("rolconfig", TA),
-                    ("usename", T),
-                    ("usesysid", I8),
+                    ("usename", N),
+                    ("usesysid", O),
                     ("rolvaliduntil", DataType::TimestampTz),
                     ("rolpassword", T),
                 ]),
@@ -367,23 +373,23 @@ impl SystemTables for System<'_> {
             )),
             // Kiln's functions are built in; none is a catalog row (psql's \df lists none).
             "pg_proc" => empty(&[
-                ("oid", I8),
-                ("proname", T),
-                ("pronamespace", I8),
-                ("proowner", I8),
-                ("prolang", I8),
+                ("oid", O),
+                ("proname", N),
+                ("pronamespace", O),
+                ("proowner", O),
+                ("prolang", O),
                 ("procost", DataType::Float4),
                 ("prorows", DataType::Float4),
-                ("prokind", T),
+                ("prokind", C),
                 ("prosecdef", B),
                 ("proleakproof", B),
                 ("proisstrict", B),
                 ("proretset", B),
-                ("provolatile", T),
-                ("proparallel", T),
+                ("provolatile", C),
+                ("proparallel", C),
                 ("pronargs", I2),
                 ("pronargdefaults", I2),
-                ("prorettype", I8),
+                ("prorettype", O),
                 ("proargtypes", DataType::OidVector),
                 ("proallargtypes", OA),
                 ("proargmodes", TA),
@@ -394,10 +400,10 @@ impl SystemTables for System<'_> {
                 ("proacl", TA),
             ]),
             "pg_auth_members" => empty(&[
-                ("oid", I8),
-                ("roleid", I8),
-                ("member", I8),
-                ("grantor", I8),
+                ("oid", O),
+                ("roleid", O),
+                ("member", O),
+                ("grantor", O),
                 ("admin_option", B),
             ]),
             "pg_extension" => {
@@ -420,10 +426,10 @@ impl SystemTables for System<'_> {
                 }
                 Some((
                     cols(&[
-                        ("oid", I8),
-                        ("extname", T),
-                        ("extowner", I8),
-                        ("extnamespace", I8),
+                        ("oid", O),
+                        ("extname", N),
+                        ("extowner", O),
+                        ("extnamespace", O),
                         ("extrelocatable", B),
                         ("extversion", T),
                         ("extconfig", OA),
@@ -458,7 +464,7 @@ impl SystemTables for System<'_> {
                 ))
             }
             "pg_language" => Some((
-                cols(&[("oid", I8), ("lanname", T), ("lanowner", I8), ("lanispl", B)]),
+                cols(&[("oid", O), ("lanname", N), ("lanowner", O), ("lanispl", B)]),
                 vec![
                     vec![
                         Value::Int(12),
@@ -612,31 +618,31 @@ impl SystemTables for System<'_> {
                 };
                 Some((
                     cols(&[
-                        ("oid", I8),
-                        ("typname", T),
-                        ("typnamespace", I8),
-                        ("typowner", I8),
+                        ("oid", O),
+                        ("typname", N),
+                        ("typnamespace", O),
+                        ("typowner", O),
                         ("typlen", I2),
                         ("typbyval", B),
-                        ("typtype", T),
-                        ("typcategory", T),
+                        ("typtype", C),
+                        ("typcategory", C),
                         ("typispreferred", B),
                         ("typisdefined", B),
-                        ("typdelim", T),
-                        ("typrelid", I8),
-                        ("typelem", I8),
-                        ("typarray", I8),
+                        ("typdelim", C),
+                        ("typrelid", O),
+                        ("typelem", O),
+                        ("typarray", O),
                         ("typinput", T),
                         ("typoutput", T),
                         ("typreceive", T),
                         ("typsend", T),
-                        ("typalign", T),
-                        ("typstorage", T),
+                        ("typalign", C),
+                        ("typstorage", C),
                         ("typnotnull", B),
-                        ("typbasetype", I8),
+                        ("typbasetype", O),
                         ("typtypmod", I4),
                         ("typndims", I4),
-                        ("typcollation", I8),
+                        ("typcollation", O),
                         ("typdefault", T),
                         ("typacl", TA),
                         ("typsubscript", T),
@@ -648,8 +654,8 @@ impl SystemTables for System<'_> {
                 let sequences = self.db.catalog().sequences(txn, self.database)?;
                 Some((
                     cols(&[
-                        ("seqrelid", I8),
-                        ("seqtypid", I8),
+                        ("seqrelid", O),
+                        ("seqtypid", O),
                         ("seqstart", I8),
                         ("seqincrement", I8),
                         ("seqmax", I8),
@@ -676,22 +682,22 @@ impl SystemTables for System<'_> {
             }
             // Kiln's indexes use each type's default operator class; none other exists.
             "pg_opclass" => empty(&[
-                ("oid", I8),
-                ("opcmethod", I8),
-                ("opcname", T),
-                ("opcnamespace", I8),
-                ("opcowner", I8),
-                ("opcfamily", I8),
-                ("opcintype", I8),
+                ("oid", O),
+                ("opcmethod", O),
+                ("opcname", N),
+                ("opcnamespace", O),
+                ("opcowner", O),
+                ("opcfamily", O),
+                ("opcintype", O),
                 ("opcdefault", B),
-                ("opckeytype", I8),
+                ("opckeytype", O),
             ]),
             "pg_collation" => Some((
                 cols(&[
-                    ("oid", I8),
-                    ("collname", T),
-                    ("collnamespace", I8),
-                    ("collprovider", T),
+                    ("oid", O),
+                    ("collname", N),
+                    ("collnamespace", O),
+                    ("collprovider", C),
                     ("collcollate", T),
                     ("collctype", T),
                 ]),
@@ -717,29 +723,29 @@ impl SystemTables for System<'_> {
             "pg_class" | "pg_attribute" | "pg_attrdef" | "pg_index" | "pg_constraint"
             | "pg_indexes" | "pg_tables" => Some(self.relations(txn, name)?),
             "pg_policy" => empty(&[
-                ("oid", I8),
-                ("polname", T),
-                ("polrelid", I8),
-                ("polcmd", T),
+                ("oid", O),
+                ("polname", N),
+                ("polrelid", O),
+                ("polcmd", C),
                 ("polpermissive", B),
                 ("polroles", OA),
                 ("polqual", T),
                 ("polwithcheck", T),
             ]),
             "pg_statistic_ext" => empty(&[
-                ("oid", I8),
-                ("stxrelid", I8),
-                ("stxname", T),
-                ("stxnamespace", I8),
-                ("stxowner", I8),
+                ("oid", O),
+                ("stxrelid", O),
+                ("stxname", N),
+                ("stxnamespace", O),
+                ("stxowner", O),
                 ("stxstattarget", I4),
                 ("stxkeys", DataType::Int2Vector),
                 ("stxkind", TA),
             ]),
             "pg_publication" => empty(&[
-                ("oid", I8),
-                ("pubname", T),
-                ("pubowner", I8),
+                ("oid", O),
+                ("pubname", N),
+                ("pubowner", O),
                 ("puballtables", B),
                 ("pubinsert", B),
                 ("pubupdate", B),
@@ -747,37 +753,37 @@ impl SystemTables for System<'_> {
                 ("pubtruncate", B),
                 ("pubviaroot", B),
             ]),
-            "pg_publication_namespace" => empty(&[("oid", I8), ("pnpubid", I8), ("pnnspid", I8)]),
+            "pg_publication_namespace" => empty(&[("oid", O), ("pnpubid", O), ("pnnspid", O)]),
             "pg_publication_rel" => empty(&[
-                ("oid", I8),
-                ("prpubid", I8),
-                ("prrelid", I8),
+                ("oid", O),
+                ("prpubid", O),
+                ("prrelid", O),
                 ("prqual", T),
                 ("prattrs", DataType::Int2Vector),
             ]),
             "pg_inherits" => empty(&[
-                ("inhrelid", I8),
-                ("inhparent", I8),
+                ("inhrelid", O),
+                ("inhparent", O),
                 ("inhseqno", I4),
                 ("inhdetachpending", B),
             ]),
             "pg_partitioned_table" => empty(&[
-                ("partrelid", I8),
-                ("partstrat", T),
+                ("partrelid", O),
+                ("partstrat", C),
                 ("partnatts", I2),
-                ("partdefid", I8),
+                ("partdefid", O),
                 ("partattrs", DataType::Int2Vector),
             ]),
             "pg_description" => Some(self.descriptions(txn)?),
             "pg_trigger" => empty(&[
-                ("oid", I8),
-                ("tgrelid", I8),
-                ("tgparentid", I8),
-                ("tgname", T),
-                ("tgenabled", T),
+                ("oid", O),
+                ("tgrelid", O),
+                ("tgparentid", O),
+                ("tgname", N),
+                ("tgenabled", C),
                 ("tgisinternal", B),
             ]),
-            "pg_rewrite" => empty(&[("oid", I8), ("rulename", T), ("ev_class", I8)]),
+            "pg_rewrite" => empty(&[("oid", O), ("rulename", N), ("ev_class", O)]),
             "pg_cursors" => Some((
                 cols(&[
                     ("name", T),
@@ -804,14 +810,41 @@ impl SystemTables for System<'_> {
             // Kiln has no range types; clients that map type OIDs read it (Sequelize on
             // connect).
             "pg_range" => empty(&[
-                ("rngtypid", I8),
-                ("rngsubtype", I8),
-                ("rngmultitypid", I8),
-                ("rngcollation", I8),
-                ("rngsubopc", I8),
+                ("rngtypid", O),
+                ("rngsubtype", O),
+                ("rngmultitypid", O),
+                ("rngcollation", O),
+                ("rngsubopc", O),
                 ("rngcanonical", T),
                 ("rngsubdiff", T),
             ]),
+            // Per-table I/O statistics: the tables, their counters NULL (Kiln counts no
+            // buffer blocks). Tools join it to name a table's comment (Sequelize).
+            "pg_statio_all_tables" | "pg_statio_user_tables" => {
+                let tables = self.db.catalog().tables(txn, self.database)?;
+                let counters = [
+                    "heap_blks_read",
+                    "heap_blks_hit",
+                    "idx_blks_read",
+                    "idx_blks_hit",
+                    "toast_blks_read",
+                    "toast_blks_hit",
+                    "tidx_blks_read",
+                    "tidx_blks_hit",
+                ];
+                let mut columns = cols(&[("relid", O), ("schemaname", N), ("relname", N)]);
+                columns.extend(counters.iter().map(|c| (c.to_string(), I8)));
+                let rows = tables
+                    .iter()
+                    .map(|t| {
+                        let mut row =
+                            vec![Value::Int(oid::object(t.id)), text("public"), text(&t.name)];
+                        row.extend(counters.iter().map(|_| Value::Null));
+                        row
+                    })
+                    .collect();
+                Some((columns, rows))
+            }
             "pg_enum" => {
                 let enums = self.db.catalog().enum_types(txn, self.database)?;
                 self.db.remember_enum_types(self.database, &enums);
@@ -830,16 +863,16 @@ impl SystemTables for System<'_> {
                     .collect();
                 Some((
                     cols(&[
-                        ("oid", I8),
-                        ("enumtypid", I8),
+                        ("oid", O),
+                        ("enumtypid", O),
                         ("enumsortorder", DataType::Float4),
-                        ("enumlabel", T),
+                        ("enumlabel", N),
                     ]),
                     rows,
                 ))
             }
             "pg_tablespace" => Some((
-                cols(&[("oid", I8), ("spcname", T), ("spcowner", I8)]),
+                cols(&[("oid", O), ("spcname", N), ("spcowner", O)]),
                 vec![vec![Value::Int(1663), text("pg_default"), Value::Int(oid::ROLE)]],
             )),
             "information_schema.tables" => {
@@ -867,9 +900,9 @@ impl SystemTables for System<'_> {
                 Some(if name == "pg_views" {
                     (
                         cols(&[
-                            ("schemaname", T),
-                            ("viewname", T),
-                            ("viewowner", T),
+                            ("schemaname", N),
+                            ("viewname", N),
+                            ("viewowner", N),
                             ("definition", T),
                         ]),
                         views
@@ -1207,8 +1240,7 @@ impl System<'_> {
                 ]);
             }
         }
-        let columns =
-            cols(&[("objoid", I8), ("classoid", I8), ("objsubid", I4), ("description", T)]);
+        let columns = cols(&[("objoid", O), ("classoid", O), ("objsubid", I4), ("description", T)]);
         Ok((columns, rows))
     }
 
@@ -1602,22 +1634,22 @@ impl System<'_> {
         self.db.remember_enum_types(self.database, &enums);
         let columns = match which {
             "pg_class" => cols(&[
-                ("oid", I8),
-                ("relname", T),
-                ("relnamespace", I8),
-                ("reltype", I8),
-                ("relowner", I8),
-                ("relam", I8),
-                ("relfilenode", I8),
-                ("reltablespace", I8),
+                ("oid", O),
+                ("relname", N),
+                ("relnamespace", O),
+                ("reltype", O),
+                ("relowner", O),
+                ("relam", O),
+                ("relfilenode", O),
+                ("reltablespace", O),
                 ("relpages", I4),
                 ("reltuples", DataType::Float4),
                 ("relallvisible", I4),
-                ("reltoastrelid", I8),
+                ("reltoastrelid", O),
                 ("relhasindex", B),
                 ("relisshared", B),
-                ("relpersistence", T),
-                ("relkind", T),
+                ("relpersistence", C),
+                ("relkind", C),
                 ("relnatts", I2),
                 ("relchecks", I2),
                 ("relhasrules", B),
@@ -1625,43 +1657,43 @@ impl System<'_> {
                 ("relhassubclass", B),
                 ("relrowsecurity", B),
                 ("relforcerowsecurity", B),
-                ("relreplident", T),
+                ("relreplident", C),
                 ("relispartition", B),
                 ("reloptions", TA),
                 ("relpartbound", T),
-                ("reloftype", I8),
+                ("reloftype", O),
             ]),
             "pg_tables" => cols(&[
-                ("schemaname", T),
-                ("tablename", T),
-                ("tableowner", T),
-                ("tablespace", T),
+                ("schemaname", N),
+                ("tablename", N),
+                ("tableowner", N),
+                ("tablespace", N),
                 ("hasindexes", B),
             ]),
             "pg_attribute" => cols(&[
-                ("attrelid", I8),
-                ("attname", T),
-                ("atttypid", I8),
+                ("attrelid", O),
+                ("attname", N),
+                ("atttypid", O),
                 ("attlen", I2),
                 ("attnum", I2),
                 ("atttypmod", I4),
                 ("attnotnull", B),
                 ("atthasdef", B),
-                ("attidentity", T),
-                ("attgenerated", T),
+                ("attidentity", C),
+                ("attgenerated", C),
                 ("attisdropped", B),
-                ("attcollation", I8),
+                ("attcollation", O),
                 ("attinhcount", I4),
                 ("attislocal", B),
-                ("attstorage", T),
-                ("attcompression", T),
+                ("attstorage", C),
+                ("attcompression", C),
                 ("attstattarget", I4),
                 ("attndims", I2),
             ]),
-            "pg_attrdef" => cols(&[("oid", I8), ("adrelid", I8), ("adnum", I2), ("adbin", T)]),
+            "pg_attrdef" => cols(&[("oid", O), ("adrelid", O), ("adnum", I2), ("adbin", T)]),
             "pg_index" => cols(&[
-                ("indexrelid", I8),
-                ("indrelid", I8),
+                ("indexrelid", O),
+                ("indrelid", O),
                 ("indnatts", I2),
                 ("indnkeyatts", I2),
                 ("indisunique", B),
@@ -1682,30 +1714,30 @@ impl System<'_> {
                 ("indnullsnotdistinct", B),
             ]),
             "pg_indexes" => cols(&[
-                ("schemaname", T),
-                ("tablename", T),
-                ("indexname", T),
-                ("tablespace", T),
+                ("schemaname", N),
+                ("tablename", N),
+                ("indexname", N),
+                ("tablespace", N),
                 ("indexdef", T),
             ]),
             _ => cols(&[
-                ("oid", I8),
-                ("conname", T),
-                ("connamespace", I8),
-                ("contype", T),
+                ("oid", O),
+                ("conname", N),
+                ("connamespace", O),
+                ("contype", C),
                 ("condeferrable", B),
                 ("condeferred", B),
                 ("convalidated", B),
-                ("conrelid", I8),
-                ("contypid", I8),
-                ("conindid", I8),
-                ("conparentid", I8),
-                ("confrelid", I8),
+                ("conrelid", O),
+                ("contypid", O),
+                ("conindid", O),
+                ("conparentid", O),
+                ("confrelid", O),
                 ("conkey", I2A),
                 ("confkey", I2A),
-                ("confupdtype", T),
-                ("confdeltype", T),
-                ("confmatchtype", T),
+                ("confupdtype", C),
+                ("confdeltype", C),
+                ("confmatchtype", C),
             ]),
         };
         Ok((columns, rows))
