@@ -366,3 +366,95 @@ async fn notify_reaches_listeners_at_commit_and_only_then() {
     }
     b.batch_execute("SELECT pg_notify('c', repeat('p', 7999))").await.unwrap();
 }
+
+/// An enum label as a parameter or result (tokio-postgres takes enum types as its client
+/// code defines them; this one takes any).
+#[derive(Debug, PartialEq)]
+struct Label(String);
+
+impl tokio_postgres::types::ToSql for Label {
+    fn to_sql(
+        &self,
+        _: &tokio_postgres::types::Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<tokio_postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(self.0.as_bytes());
+        Ok(tokio_postgres::types::IsNull::No)
+    }
+
+    fn accepts(ty: &tokio_postgres::types::Type) -> bool {
+        matches!(ty.kind(), tokio_postgres::types::Kind::Enum(_))
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
+
+impl<'a> tokio_postgres::types::FromSql<'a> for Label {
+    fn from_sql(
+        _: &tokio_postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Label, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Label(std::str::from_utf8(raw)?.to_string()))
+    }
+
+    fn accepts(ty: &tokio_postgres::types::Type) -> bool {
+        matches!(ty.kind(), tokio_postgres::types::Kind::Enum(_))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enum_types_are_resolved_and_take_labels_added_after_prepare() {
+    let kiln = common::Kiln::start(&[]);
+    let (a, _) = connect(&kiln).await;
+    let (b, _) = connect(&kiln).await;
+    a.batch_execute(
+        "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
+         CREATE TABLE moods (id int PRIMARY KEY, m mood NOT NULL, past mood[]);
+         INSERT INTO moods VALUES (1, 'happy', '{sad,ok}'), (2, 'sad', '{}');",
+    )
+    .await
+    .unwrap();
+    // The client looks the type up in the catalogs (binding an oid parameter) and finds an
+    // enum type with its labels, for the parameter and the result column alike.
+    let by_mood =
+        a.prepare("SELECT id, m, past FROM moods WHERE m >= $1 ORDER BY m").await.unwrap();
+    let kind = |t: &tokio_postgres::types::Type| t.kind().clone();
+    let labels = tokio_postgres::types::Kind::Enum(vec!["sad".into(), "ok".into(), "happy".into()]);
+    assert_eq!(by_mood.params()[0].name(), "mood");
+    assert_eq!(kind(&by_mood.params()[0]), labels);
+    assert_eq!(kind(by_mood.columns()[1].type_()), labels);
+    assert_eq!(by_mood.columns()[2].type_().name(), "_mood");
+    let rows = a.query(&by_mood, &[&Label("sad".into())]).await.unwrap();
+    let got: Vec<(i32, Label, Vec<Label>)> =
+        rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect();
+    assert_eq!(
+        got,
+        [
+            (2, Label("sad".into()), vec![]),
+            (1, Label("happy".into()), vec![Label("sad".into()), Label("ok".into())])
+        ]
+    );
+    let err = a.query(&by_mood, &[&Label("angry".into())]).await.unwrap_err();
+    assert_eq!(err.code(), Some(&SqlState::INVALID_TEXT_REPRESENTATION));
+    // Another session adds a label and uses it; the statement prepared before takes it.
+    b.batch_execute(
+        "ALTER TYPE mood ADD VALUE 'elated'; INSERT INTO moods VALUES (3, 'elated', NULL)",
+    )
+    .await
+    .unwrap();
+    let rows = a.query(&by_mood, &[&Label("elated".into())]).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].get::<_, Label>(1), Label("elated".into()));
+    // An insert prepared before the change takes the new label too.
+    let insert = b.prepare("INSERT INTO moods VALUES ($1, $2)").await.unwrap();
+    b.batch_execute("ALTER TYPE mood ADD VALUE 'calm' BEFORE 'ok'").await.unwrap();
+    b.execute(&insert, &[&4i32, &Label("calm".into())]).await.unwrap();
+    let order: Vec<i32> = a
+        .query("SELECT id FROM moods ORDER BY m", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(order, [2, 4, 1, 3]);
+}

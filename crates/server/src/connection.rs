@@ -669,9 +669,13 @@ impl Conn {
                 }
                 let mut params = Vec::with_capacity(b.parameters.len());
                 let zone = self.session.zone();
+                let types = match self.session.current_types(&prepared.param_types) {
+                    Ok(t) => t,
+                    Err(e) => return self.extended_error(e).await,
+                };
                 for (i, raw) in b.parameters.iter().enumerate() {
                     let format = format_for(&b.parameter_format_codes, i);
-                    match decode_param(raw.as_ref(), format, prepared.param_types[i], zone) {
+                    match decode_param(raw.as_ref(), format, types[i], zone) {
                         Ok(v) => params.push(v),
                         Err(e) => return self.extended_error(e).await,
                     }

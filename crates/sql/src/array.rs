@@ -84,6 +84,9 @@ pub fn array_of(elem: DataType) -> Result<DataType> {
     if elem.element().is_some() {
         return Err(SqlError::unsupported("arrays of arrays (multi-dimensional arrays)"));
     }
+    if let DataType::Enum(def) = elem {
+        return Ok(DataType::Array(enum_element(def)));
+    }
     static INTERNED: OnceLock<Mutex<HashMap<DataType, &'static DataType>>> = OnceLock::new();
     let mut map = INTERNED.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
     if let Some(e) = map.get(&elem) {
@@ -99,6 +102,15 @@ pub fn array_of(elem: DataType) -> Result<DataType> {
     let e: &'static DataType = Box::leak(Box::new(elem));
     map.insert(elem, e);
     Ok(DataType::Array(e))
+}
+
+/// The element type `Enum(def)`, interned once per (interned) definition: types of one enum
+/// type compare equal whatever their labels, so the definition itself is the key.
+fn enum_element(def: &'static crate::enums::EnumType) -> &'static DataType {
+    static INTERNED: OnceLock<Mutex<HashMap<usize, &'static DataType>>> = OnceLock::new();
+    let mut map = INTERNED.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    // One per interned definition, which are bounded (`crate::enums::INTERNED_BYTES_MAX`).
+    map.entry(def as *const _ as usize).or_insert_with(|| Box::leak(Box::new(DataType::Enum(def))))
 }
 
 /// The array type of a value's own element type (never fails: those have no modifier).

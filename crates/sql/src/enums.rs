@@ -64,16 +64,12 @@ pub struct EnumLabel {
     pub label: String,
 }
 
+/// Two definitions are of the same type when their OIDs are the same, whatever labels each
+/// has: a column, a parameter and a value of type `mood` compare before and after `ALTER
+/// TYPE mood ADD VALUE`. (Interning compares whole definitions: [`Content`].)
 impl PartialEq for EnumType {
     fn eq(&self, other: &EnumType) -> bool {
         self.oid == other.oid
-            && self.array_oid == other.array_oid
-            && self.name == other.name
-            && self.comment == other.comment
-            && self.labels.len() == other.labels.len()
-            && self.labels.iter().zip(&other.labels).all(|(a, b)| {
-                a.oid == b.oid && a.sort.to_bits() == b.sort.to_bits() && a.label == b.label
-            })
     }
 }
 
@@ -82,14 +78,51 @@ impl Eq for EnumType {}
 impl Hash for EnumType {
     fn hash<H: Hasher>(&self, h: &mut H) {
         self.oid.hash(h);
-        self.name.hash(h);
-        self.labels.len().hash(h);
-        for l in &self.labels {
+    }
+}
+
+/// A definition compared whole, as the interner keys them.
+struct Content(EnumType);
+
+impl PartialEq for Content {
+    fn eq(&self, other: &Content) -> bool {
+        let (a, b) = (&self.0, &other.0);
+        a.oid == b.oid
+            && a.array_oid == b.array_oid
+            && a.name == b.name
+            && a.comment == b.comment
+            && a.labels.len() == b.labels.len()
+            && a.labels.iter().zip(&b.labels).all(|(x, y)| {
+                x.oid == y.oid && x.sort.to_bits() == y.sort.to_bits() && x.label == y.label
+            })
+    }
+}
+
+impl Eq for Content {}
+
+impl Hash for Content {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        let d = &self.0;
+        d.oid.hash(h);
+        d.name.hash(h);
+        d.comment.hash(h);
+        d.labels.len().hash(h);
+        for l in &d.labels {
             l.oid.hash(h);
             l.sort.to_bits().hash(h);
             l.label.hash(h);
         }
     }
+}
+
+/// Whether two types hold the very same enum definitions (or none): what a kept plan needs
+/// of the columns it was bound against.
+pub fn identical(a: DataType, b: DataType) -> bool {
+    let def = |t: DataType| match t {
+        DataType::Enum(e) | DataType::Array(&DataType::Enum(e)) => Some(e as *const EnumType),
+        _ => None,
+    };
+    def(a) == def(b)
 }
 
 /// A value of an enum type: its label and the label's sort order.
@@ -174,7 +207,7 @@ pub fn check_count(n: usize) -> Result<()> {
 }
 
 struct Interned {
-    defs: HashMap<EnumType, &'static EnumType>,
+    defs: HashMap<Content, &'static EnumType>,
     bytes: usize,
 }
 
@@ -185,9 +218,11 @@ pub fn intern(def: EnumType) -> Result<&'static EnumType> {
         .get_or_init(|| Mutex::new(Interned { defs: HashMap::new(), bytes: 0 }))
         .lock()
         .unwrap_or_else(|e| e.into_inner());
+    let def = Content(def);
     if let Some(d) = map.defs.get(&def) {
         return Ok(d);
     }
+    let Content(def) = def;
     let size = 64 + def.name.len() + def.labels.iter().map(|l| 40 + l.label.len()).sum::<usize>();
     if map.bytes + size > INTERNED_BYTES_MAX {
         return Err(SqlError::new(
@@ -202,7 +237,7 @@ pub fn intern(def: EnumType) -> Result<&'static EnumType> {
     map.bytes += size;
     // Leaked once per distinct definition, bounded above.
     let d: &'static EnumType = Box::leak(Box::new(def.clone()));
-    map.defs.insert(def, d);
+    map.defs.insert(Content(def), d);
     Ok(d)
 }
 

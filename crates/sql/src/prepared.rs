@@ -77,6 +77,28 @@ impl Session {
         }
     }
 
+    /// `types` with each enum type's definition as the session's transaction sees it now
+    /// (labels added since a statement was prepared are then taken as its parameters).
+    pub fn current_types(&mut self, types: &[DataType]) -> Result<Vec<DataType>> {
+        if !types.iter().any(|t| crate::bind::expr::is_enum(*t)) {
+            return Ok(types.to_vec());
+        }
+        self.with_catalog(|catalog, txn, db| {
+            types
+                .iter()
+                .map(|t| match *t {
+                    DataType::Enum(e) | DataType::Array(&DataType::Enum(e)) => {
+                        match catalog.enum_type_by_oid(txn, db, e.oid)? {
+                            Some(now) => crate::enums::replace(*t, now),
+                            None => Ok(*t),
+                        }
+                    }
+                    t => Ok(t),
+                })
+                .collect()
+        })
+    }
+
     /// The type with PostgreSQL OID `oid`: a built-in type, or one of the database's enum
     /// types (or an array of one), as a parameter type a client declares.
     pub fn type_of_oid(&mut self, oid: u32) -> Result<Option<DataType>> {
@@ -254,6 +276,12 @@ impl std::fmt::Debug for PlanSlot {
     }
 }
 
+/// Whether two equal table definitions hold the very same enum definitions (equality
+/// compares enum types by OID only; a plan holds the labels it was bound with).
+fn same_enum_types(a: &Table, b: &Table) -> bool {
+    a.columns.iter().zip(&b.columns).all(|(x, y)| crate::enums::identical(x.ty, y.ty))
+}
+
 pub(crate) struct CachedPlan {
     tables: Vec<Arc<Table>>,
     sequences: Vec<Arc<crate::sequence::Sequence>>,
@@ -306,7 +334,7 @@ impl PlanSlot {
         }
         for t in &cached.tables {
             match catalog.table(txn, db, &t.name)? {
-                Some(now) if Arc::ptr_eq(&now, t) || now == *t => {}
+                Some(now) if Arc::ptr_eq(&now, t) || (now == *t && same_enum_types(&now, t)) => {}
                 _ => {
                     *self.plan.lock() = None;
                     return Ok(None);
@@ -324,7 +352,14 @@ impl PlanSlot {
         }
         for v in &cached.views {
             match catalog.view(txn, db, &v.name)? {
-                Some(now) if Arc::ptr_eq(&now, v) || now == *v => {}
+                Some(now)
+                    if Arc::ptr_eq(&now, v)
+                        || (now == *v
+                            && now
+                                .columns
+                                .iter()
+                                .zip(&v.columns)
+                                .all(|(a, b)| crate::enums::identical(a.1, b.1))) => {}
                 _ => {
                     *self.plan.lock() = None;
                     return Ok(None);

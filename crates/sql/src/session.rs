@@ -1089,7 +1089,8 @@ impl Session {
                     )));
                 }
                 let mut values = Vec::with_capacity(parameters.len());
-                for (p, ty) in parameters.iter().zip(&prepared.param_types) {
+                let types = self.current_types(&prepared.param_types)?;
+                for (p, ty) in parameters.iter().zip(&types) {
                     let (e, _) = bind_free(p)?;
                     let zone = self.zone();
                     let env = session_env!(self, zone);

@@ -671,7 +671,9 @@ impl Value {
             (Value::Bool(b), DataType::Bool) => Value::Bool(b),
             (Value::Bool(b), DataType::Int4) => Value::Int(b as i64),
             (Value::Bytea(b), DataType::Bytea) => Value::Bytea(b),
-            (Value::Enum(v), DataType::Enum(e)) => e.parse(&v.label)?,
+            // Of the same type (the binder sees to it), whichever definition this is: a value
+            // with a label added since a plan was bound stays itself.
+            (Value::Enum(v), DataType::Enum(_)) => Value::Enum(v),
             (Value::Uuid(u), DataType::Uuid) => Value::Uuid(u),
             (Value::Time(t), DataType::Time) => Value::Time(t),
             (Value::Interval(iv), DataType::Interval(m)) => {

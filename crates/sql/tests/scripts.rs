@@ -292,5 +292,6 @@ scripts!(
     alter,
     cursors,
     windows,
-    tpcc
+    tpcc,
+    enums
 );
