@@ -146,6 +146,9 @@ pub struct Transaction {
     write_bytes: u64,
     reads: Vec<ReadEntry>,
     scans: Vec<(Arc<Table>, OwnedBound, OwnedBound)>,
+    /// Guarded writes ([`Transaction::put_guarded`]): keyspace, key and the snapshot the
+    /// write was made in.
+    guarded: Vec<(Arc<str>, Vec<u8>, Csn)>,
     /// Undo entries, recorded only while a savepoint is held.
     undo: Vec<Undo>,
     savepoints: usize,
@@ -333,6 +336,7 @@ impl Transaction {
             write_bytes: 0,
             reads: Vec::new(),
             scans: Vec::new(),
+            guarded: Vec::new(),
             undo: Vec::new(),
             savepoints: 0,
             finished: false,
@@ -599,6 +603,24 @@ impl Transaction {
         self.operations.gets += 1;
         self.operations.puts += 1;
         self.write(keyspace, key, Some(value), true)
+    }
+
+    /// [`Transaction::put`], validated at every isolation level, READ COMMITTED too: the
+    /// commit fails with a conflict if another transaction committed a write of the key after
+    /// the snapshot this write was made in. For a value computed from what the transaction
+    /// read (a definition read, changed and written back), which must not silently replace a
+    /// concurrent change.
+    pub fn put_guarded(&mut self, keyspace: &str, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put(keyspace, key, value)?;
+        self.guarded.push((Arc::from(keyspace), key.to_vec(), self.snapshot));
+        Ok(())
+    }
+
+    /// [`Transaction::delete`], validated as [`Transaction::put_guarded`] is.
+    pub fn delete_guarded(&mut self, keyspace: &str, key: &[u8]) -> Result<()> {
+        self.delete(keyspace, key)?;
+        self.guarded.push((Arc::from(keyspace), key.to_vec(), self.snapshot));
+        Ok(())
     }
 
     /// Deletes `key` of `keyspace` (deleting a missing key is not an error).
@@ -940,6 +962,18 @@ impl Transaction {
     /// First-committer-wins validation, under the commit lock.
     fn validate(&self) -> Result<()> {
         let isolation = self.options.isolation;
+        for (keyspace, key, snapshot) in &self.guarded {
+            // A write a rollback to a savepoint undid is not checked.
+            let Some(pending) = self.writes.get(&**keyspace).and_then(|w| w.get(key)) else {
+                continue;
+            };
+            let Some(table) = self.shared.store.get_table(keyspace) else { continue };
+            if table.newest_csn_via(key, pending.row.as_ref()) > *snapshot {
+                return Err(Error::conflict(format!(
+                    "a concurrent transaction wrote a key this transaction wrote from what it read ({keyspace})"
+                )));
+            }
+        }
         if isolation == IsolationLevel::ReadCommitted {
             return Ok(());
         }

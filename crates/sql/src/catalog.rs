@@ -1,6 +1,10 @@
 //! The catalog: table, index and database definitions, stored in the engine's
 //! `kiln_catalog` keyspace and read through the transaction like any other data, so DDL is
-//! transactional and a statement conflicts with concurrent DDL on the tables it uses.
+//! transactional and a statement conflicts with concurrent DDL on the tables it uses. Every
+//! catalog write is guarded (`Transaction::put_guarded`): a definition read, changed and
+//! written back fails with 40001 at commit if another transaction committed a change to it
+//! meanwhile, at every isolation level, READ COMMITTED included — two concurrent ALTERs of
+//! one table, or two CREATEs drawing the same id, cannot both commit.
 //!
 //! Keys: `d/<db>` (a database), `t/<db>/<table>` (a table, JSON), `i/<db>/<index>` (the
 //! table an index belongs to), `s/<db>/<sequence>` (a sequence, JSON), `next_id` (the next
@@ -587,19 +591,23 @@ impl Catalog {
     /// Writes a table definition (create or replace).
     pub fn put_table(&self, txn: &mut Transaction, table: &Table) -> Result<()> {
         let raw = serde_json::to_vec(table).expect("table definitions serialize");
-        txn.put(CATALOG, &table_key(&table.database, &table.name), &raw)?;
+        txn.put_guarded(CATALOG, &table_key(&table.database, &table.name), &raw)?;
         self.hold_enum_types(txn, &table.database, table.columns.iter().map(|c| c.ty))?;
         for index in &table.indexes {
-            txn.put(CATALOG, &index_key(&table.database, &index.name), table.name.as_bytes())?;
+            txn.put_guarded(
+                CATALOG,
+                &index_key(&table.database, &index.name),
+                table.name.as_bytes(),
+            )?;
         }
         Ok(())
     }
 
     /// Removes a table definition and its index names.
     pub fn delete_table(&self, txn: &mut Transaction, table: &Table) -> Result<()> {
-        txn.delete(CATALOG, &table_key(&table.database, &table.name))?;
+        txn.delete_guarded(CATALOG, &table_key(&table.database, &table.name))?;
         for index in &table.indexes {
-            txn.delete(CATALOG, &index_key(&table.database, &index.name))?;
+            txn.delete_guarded(CATALOG, &index_key(&table.database, &index.name))?;
         }
         Ok(())
     }
@@ -634,14 +642,14 @@ impl Catalog {
     /// Writes a view definition (create or replace).
     pub fn put_view(&self, txn: &mut Transaction, view: &View) -> Result<()> {
         let raw = serde_json::to_vec(view).expect("view definitions serialize");
-        txn.put(CATALOG, &view_key(&view.database, &view.name), &raw)?;
+        txn.put_guarded(CATALOG, &view_key(&view.database, &view.name), &raw)?;
         self.hold_enum_types(txn, &view.database, view.columns.iter().map(|c| c.1))?;
         Ok(())
     }
 
     /// Removes a view definition.
     pub fn delete_view(&self, txn: &mut Transaction, view: &View) -> Result<()> {
-        txn.delete(CATALOG, &view_key(&view.database, &view.name))?;
+        txn.delete_guarded(CATALOG, &view_key(&view.database, &view.name))?;
         Ok(())
     }
 
@@ -684,13 +692,13 @@ impl Catalog {
     /// Writes a sequence definition (create or replace).
     pub fn put_sequence(&self, txn: &mut Transaction, seq: &Sequence) -> Result<()> {
         let raw = serde_json::to_vec(seq).expect("sequence definitions serialize");
-        txn.put(CATALOG, &sequence_key(&seq.database, &seq.name), &raw)?;
+        txn.put_guarded(CATALOG, &sequence_key(&seq.database, &seq.name), &raw)?;
         Ok(())
     }
 
     /// Removes a sequence definition and its record.
     pub fn delete_sequence(&self, txn: &mut Transaction, seq: &Sequence) -> Result<()> {
-        txn.delete(CATALOG, &sequence_key(&seq.database, &seq.name))?;
+        txn.delete_guarded(CATALOG, &sequence_key(&seq.database, &seq.name))?;
         txn.delete(crate::sequence::SEQUENCES, &seq.key.to_be_bytes())?;
         Ok(())
     }
@@ -719,7 +727,7 @@ impl Catalog {
             })?),
             None => 1,
         };
-        txn.put(CATALOG, b"next_id", &(current + n).to_be_bytes())?;
+        txn.put_guarded(CATALOG, b"next_id", &(current + n).to_be_bytes())?;
         Ok(current)
     }
 
@@ -743,13 +751,13 @@ impl Catalog {
     /// Records an extension.
     pub fn put_extension(&self, txn: &mut Transaction, db: &str, ext: &Extension) -> Result<()> {
         let raw = serde_json::to_vec(ext).expect("extensions serialize");
-        txn.put(CATALOG, &extension_key(db, &ext.name), &raw)?;
+        txn.put_guarded(CATALOG, &extension_key(db, &ext.name), &raw)?;
         Ok(())
     }
 
     /// Removes an extension's record.
     pub fn delete_extension(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<()> {
-        txn.delete(CATALOG, &extension_key(db, name))?;
+        txn.delete_guarded(CATALOG, &extension_key(db, name))?;
         Ok(())
     }
 
@@ -789,7 +797,7 @@ impl Catalog {
     /// TYPE` committing meanwhile conflicts with it.
     pub fn put_enum_type(&self, txn: &mut Transaction, db: &str, def: &EnumType) -> Result<()> {
         let raw = serde_json::to_vec(def).expect("type definitions serialize");
-        txn.put(CATALOG, &type_key(db, &def.name), &raw)?;
+        txn.put_guarded(CATALOG, &type_key(db, &def.name), &raw)?;
         Ok(())
     }
 
@@ -816,7 +824,7 @@ impl Catalog {
 
     /// Removes an enum type's definition.
     pub fn delete_enum_type(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<()> {
-        txn.delete(CATALOG, &type_key(db, name))?;
+        txn.delete_guarded(CATALOG, &type_key(db, name))?;
         Ok(())
     }
 
@@ -827,13 +835,13 @@ impl Catalog {
 
     /// Creates a database (namespace).
     pub fn create_database(&self, txn: &mut Transaction, db: &str) -> Result<()> {
-        txn.put(CATALOG, &database_key(db), b"")?;
+        txn.put_guarded(CATALOG, &database_key(db), b"")?;
         Ok(())
     }
 
     /// Drops a database's name (its tables are dropped by the caller).
     pub fn drop_database(&self, txn: &mut Transaction, db: &str) -> Result<()> {
-        txn.delete(CATALOG, &database_key(db))?;
+        txn.delete_guarded(CATALOG, &database_key(db))?;
         Ok(())
     }
 
