@@ -703,20 +703,19 @@ impl Session {
                 break;
             }
         }
-        match outcome {
-            Ok(()) => {
-                let ts = self.txn.as_mut().expect("a transaction is open");
-                let sp = ts.savepoints[pos].engine;
-                ts.savepoints.truncate(pos);
-                ts.txn.release(sp);
-            }
-            Err(e) if block.ignores(e.code) => {
+        if let Err(e) = &outcome {
+            if block.ignores(e.code) {
                 self.rollback_to_savepoint(pos)?;
-                self.txn.as_mut().expect("a transaction is open").savepoints.truncate(pos);
+                outcome = Ok(());
             }
-            Err(e) => return Err(e),
         }
-        Ok(Output::Command("DO".into()))
+        // The block's own savepoint goes either way (an error it does not ignore fails the
+        // transaction, as in PostgreSQL).
+        let ts = self.txn.as_mut().expect("a transaction is open");
+        let sp = ts.savepoints[pos].engine;
+        ts.savepoints.truncate(pos);
+        ts.txn.release(sp);
+        outcome.map(|()| Output::Command("DO".into()))
     }
 
     pub(crate) fn block(&mut self, what: &str) -> Result<&mut TxnState> {
