@@ -590,9 +590,17 @@ impl Catalog {
 
     /// Writes a table definition (create or replace).
     pub fn put_table(&self, txn: &mut Transaction, table: &Table) -> Result<()> {
+        // The enum types its columns newly use are held; those its definition used before
+        // are held by that definition (changing the type rewrites it, which conflicts).
+        let before = self.table(txn, &table.database, &table.name)?;
+        let new_types =
+            table.columns.iter().map(|c| c.ty).filter(|ty| {
+                before.as_ref().is_none_or(|b| !b.columns.iter().any(|c| c.ty == *ty))
+            });
+        let new_types: Vec<DataType> = new_types.collect();
         let raw = serde_json::to_vec(table).expect("table definitions serialize");
         txn.put_guarded(CATALOG, &table_key(&table.database, &table.name), &raw)?;
-        self.hold_enum_types(txn, &table.database, table.columns.iter().map(|c| c.ty))?;
+        self.hold_enum_types(txn, &table.database, new_types.into_iter())?;
         for index in &table.indexes {
             txn.put_guarded(
                 CATALOG,
