@@ -27,10 +27,6 @@ fn label(i: &ast::Ident) -> Result<String> {
     }
 }
 
-fn no_type(name: &str) -> SqlError {
-    SqlError::new(code::UNDEFINED_OBJECT, format!("type \"{name}\" does not exist"))
-}
-
 fn no_label(label: &str) -> SqlError {
     SqlError::new(
         code::INVALID_PARAMETER_VALUE,
@@ -161,7 +157,7 @@ impl Writer<'_> {
                         .hint(format!("You can drop {kind} {name} instead.")))
                     }
                     None if if_exists => continue,
-                    None => return Err(no_type(&name)),
+                    None => return Err(crate::bind::reg::undefined_type(&name)),
                 }
             };
             let deps = self.dependents(database, def)?;
@@ -214,7 +210,7 @@ impl Writer<'_> {
                         format!("{} is not an enum", t.sql_name()),
                     )
                 } else {
-                    no_type(&name)
+                    crate::bind::reg::undefined_type(&name)
                 }
             })?;
         let done = || Ok(Output::Command("ALTER TYPE".into()));
@@ -290,7 +286,7 @@ impl Writer<'_> {
     ) -> Result<Output> {
         let name = object_name(name)?;
         if self.db.catalog.enum_type(&mut self.ts.txn, database, &name)?.is_none() {
-            return Err(no_type(&name));
+            return Err(crate::bind::reg::undefined_type(&name));
         }
         if let Some(schema) = schema.map(ident).filter(|s| s != "public") {
             return Err(if crate::exec::schema::SCHEMAS.contains(&schema.as_str()) {
@@ -314,7 +310,7 @@ impl Writer<'_> {
             if if_exists {
                 return Ok(Output::Command("COMMENT".into()));
             }
-            return Err(no_type(name));
+            return Err(crate::bind::reg::undefined_type(name));
         };
         let mut new = def.clone();
         new.comment = comment;
