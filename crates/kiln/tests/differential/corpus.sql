@@ -1749,6 +1749,8 @@ select pg_typeof(oid), pg_typeof(typname), pg_typeof(typtype), pg_typeof(typname
 select typname, typtype, typelem, typbasetype, typrelid from pg_type where oid = 23;
 select t.typname, t.typtype, t.typelem, r.rngsubtype, t.typbasetype, n.nspname, t.typrelid from pg_catalog.pg_type t left outer join pg_catalog.pg_range r on r.rngtypid = t.oid inner join pg_catalog.pg_namespace n on t.typnamespace = n.oid where t.oid = 1043;
 select array_agg(attname order by attnum) from pg_attribute where attrelid = 'emp'::regclass and attnum > 0;
+select pg_typeof(array_agg(attname)), pg_typeof(count(*)), pg_typeof(sum(attnum)) from pg_attribute where attrelid = 'emp'::regclass;
+select pg_typeof(max(name)) from emp group by dept order by 1;
 select relname || '!', upper(relname), length(relname), relkind = 'r', relkind in ('r', 'p') from pg_class where relname = 'emp';
 select 'abc'::name, 'abc'::name = 'abc'::text, 'x'::"char", 'xyz'::"char", 23::oid, '4294967295'::oid;
 select '4294967296'::oid;

@@ -485,9 +485,15 @@ impl<'a> Planner<'a> {
         if name == "pg_typeof" {
             // The argument's type, known when binding (shown by name, as regtype is).
             check_arity("pg_typeof", args.len(), 1, 1)?;
-            let (_, ty) = self.expr(&args[0], scope, aggs)?;
+            let (x, ty) = self.expr(&args[0], scope, aggs)?;
             let shown = if ty == DataType::Unknown { "unknown".to_string() } else { ty.sql_name() };
-            return Ok((Expr::Const(Value::Text(shown)), DataType::Text));
+            let shown = Expr::Const(Value::Text(shown));
+            // Of an aggregate, the query still aggregates: the aggregate stays in the
+            // expression (COALESCE answers the name before evaluating it).
+            if x.has_agg() {
+                return Ok((Expr::Func(Func::Coalesce, vec![shown, x]), DataType::Text));
+            }
+            return Ok((shown, DataType::Text));
         }
         if matches!(name.as_str(), "enum_first" | "enum_last" | "enum_range") {
             return self.enum_function(&name, &args, scope, aggs);
