@@ -463,6 +463,10 @@ fn type_key(db: &str, name: &str) -> Vec<u8> {
     format!("y/{db}/{name}").into_bytes()
 }
 
+/// An enum type's entry as the catalog caches it: interned once per change of its bytes.
+#[derive(Deserialize)]
+struct StoredType(#[serde(with = "crate::enums::serde_ref")] &'static EnumType);
+
 fn database_key(db: &str) -> Vec<u8> {
     format!("d/{db}").into_bytes()
 }
@@ -515,7 +519,7 @@ pub struct Catalog {
     cache: DefinitionCache<Table>,
     sequence_cache: DefinitionCache<Sequence>,
     view_cache: DefinitionCache<View>,
-    type_cache: DefinitionCache<crate::enums::EnumType>,
+    type_cache: DefinitionCache<StoredType>,
     rowids: Mutex<HashMap<u64, u64>>,
     /// CHECK constraints bound once per definition, by table id.
     check_cache: Mutex<HashMap<u64, CachedChecks>>,
@@ -778,16 +782,12 @@ impl Catalog {
     ) -> Result<Option<&'static EnumType>> {
         let key = type_key(db, name);
         let Some(raw) = txn.get(CATALOG, &key)? else { return Ok(None) };
-        let def = decoded(&self.type_cache, key, raw, name)?;
-        crate::enums::intern((*def).clone()).map(Some)
+        Ok(Some(decoded(&self.type_cache, key, raw, name)?.0))
     }
 
     /// The enum types of a database, by name.
     pub fn enum_types(&self, txn: &mut Transaction, db: &str) -> Result<Vec<&'static EnumType>> {
-        all_decoded(txn, &self.type_cache, type_key(db, ""))?
-            .into_iter()
-            .map(|d| crate::enums::intern((*d).clone()))
-            .collect()
+        Ok(all_decoded(txn, &self.type_cache, type_key(db, ""))?.into_iter().map(|d| d.0).collect())
     }
 
     /// The enum type with OID `oid`.

@@ -424,12 +424,7 @@ impl Database {
     pub fn remembered_type(&self, db: &str, oid: u32) -> Option<DataType> {
         let types = self.enum_types.lock();
         let e = types.get(db)?.iter().find(|e| e.oid == oid || e.array_oid == oid)?;
-        let t = DataType::Enum(e);
-        if e.oid == oid {
-            Some(t)
-        } else {
-            crate::array::array_of(t).ok()
-        }
+        Some(crate::enums::type_with_oid(e, oid))
     }
 
     /// The enum type (or array of one) named `name` (`mood`, `public.mood`, `mood[]`,
@@ -443,12 +438,7 @@ impl Database {
         };
         let types = self.enum_types.lock();
         let e = types.get(db)?.iter().find(|e| e.name == base)?;
-        let t = DataType::Enum(e);
-        if array {
-            crate::array::array_of(t).ok()
-        } else {
-            Some(t)
-        }
+        Some(crate::enums::type_with_oid(e, if array { e.array_oid } else { e.oid }))
     }
 
     /// Remembers the relations of database `db` by OID (see [`crate::bind::reg`]).

@@ -80,7 +80,7 @@ impl Session {
     /// `types` with each enum type's definition as the session's transaction sees it now
     /// (labels added since a statement was prepared are then taken as its parameters).
     pub fn current_types(&mut self, types: &[DataType]) -> Result<Vec<DataType>> {
-        if !types.iter().any(|t| crate::bind::expr::is_enum(*t)) {
+        if !types.iter().any(|t| t.is_enum()) {
             return Ok(types.to_vec());
         }
         self.with_catalog(|catalog, txn, db| {
@@ -109,9 +109,8 @@ impl Session {
             return Ok(None);
         }
         self.with_catalog(|catalog, txn, db| {
-            let Some(e) = catalog.enum_type_by_oid(txn, db, oid)? else { return Ok(None) };
-            let t = DataType::Enum(e);
-            Ok(Some(if e.oid == oid { t } else { crate::array::array_of(t)? }))
+            let e = catalog.enum_type_by_oid(txn, db, oid)?;
+            Ok(e.map(|e| crate::enums::type_with_oid(e, oid)))
         })
     }
 

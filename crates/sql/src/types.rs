@@ -282,6 +282,11 @@ impl DataType {
             || matches!(self, DataType::Float4 | DataType::Float8 | DataType::Numeric(_))
     }
 
+    /// Whether it is an enum type or an array of one.
+    pub fn is_enum(self) -> bool {
+        matches!(self, DataType::Enum(_) | DataType::Array(DataType::Enum(_)))
+    }
+
     /// Whether values of the type are strings.
     pub fn is_string(self) -> bool {
         matches!(

@@ -333,8 +333,8 @@ impl<'a> Planner<'a> {
                 }
                 let (x, xty) = self.expr(expr, scope, aggs)?;
                 // An enum value casts to itself and to strings, and from strings only.
-                let from_enum = is_enum(xty) && xty != ty && !ty.is_string();
-                let to_enum = is_enum(ty)
+                let from_enum = xty.is_enum() && xty != ty && !ty.is_string();
+                let to_enum = ty.is_enum()
                     && xty != ty
                     && !(xty.is_string()
                         || (ty.element().is_some()
@@ -667,7 +667,7 @@ impl<'a> Planner<'a> {
             bop,
             BinOp::RegexMatch | BinOp::RegexNotMatch | BinOp::RegexIMatch | BinOp::RegexNotIMatch
         );
-        if regex && (is_enum(at) || is_enum(bt)) {
+        if regex && (at.is_enum() || bt.is_enum()) {
             let shown =
                 |t: DataType| if t == DataType::Unknown { "unknown".into() } else { t.sql_name() };
             return Err(SqlError::new(
@@ -680,7 +680,7 @@ impl<'a> Planner<'a> {
         let (b, bt2) = self.coerce(b, bt, at2)?;
         // An enum value compares only with its own type (no implicit cast to text or from
         // a typed string), as in PostgreSQL.
-        if ty == DataType::Bool && at2 != bt2 && (is_enum(at2) || is_enum(bt2)) {
+        if ty == DataType::Bool && at2 != bt2 && (at2.is_enum() || bt2.is_enum()) {
             return Err(SqlError::new(
                 code::UNDEFINED_FUNCTION,
                 format!(
@@ -853,11 +853,6 @@ fn interval_qualifier(iv: &ast::Interval) -> Result<Option<u32>> {
         }
     };
     crate::bind::interval_typmod(Some(range), iv.fractional_seconds_precision)
-}
-
-/// Whether `t` is an enum type or an array of one.
-pub(crate) fn is_enum(t: DataType) -> bool {
-    matches!(t, DataType::Enum(_) | DataType::Array(DataType::Enum(_)))
 }
 
 /// The operand and result types of arithmetic on dates, times, timestamps and intervals,

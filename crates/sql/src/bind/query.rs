@@ -318,14 +318,14 @@ impl<'a> Planner<'a> {
                 // An untyped string in one branch is a label of the other's enum type (its
                 // values compare by the type's order).
                 for (i, (_, ty)) in columns.iter().enumerate() {
-                    if crate::bind::expr::is_enum(*ty) {
+                    if ty.is_enum() {
                         for side in [&mut l, &mut r] {
                             let literal = matches!(
                                 side.projection.get(i),
                                 Some(Expr::Const(Value::Text(_) | Value::Null))
                             );
                             if side.columns[i].1 == DataType::Unknown
-                                || (literal && !crate::bind::expr::is_enum(side.columns[i].1))
+                                || (literal && !side.columns[i].1.is_enum())
                             {
                                 let p = std::mem::replace(
                                     &mut side.projection[i],

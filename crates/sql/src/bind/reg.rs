@@ -153,11 +153,8 @@ impl<'a> Planner<'a> {
     /// The enum type (or array of one) with OID `o`.
     pub(crate) fn enum_type_by_oid(&mut self, o: u32) -> Result<Option<DataType>> {
         self.reusable = false;
-        let Some(e) = self.catalog.enum_type_by_oid(self.txn, self.db, o)? else {
-            return Ok(None);
-        };
-        let t = DataType::Enum(e);
-        Ok(Some(if e.oid == o { t } else { crate::array::array_of(t)? }))
+        let e = self.catalog.enum_type_by_oid(self.txn, self.db, o)?;
+        Ok(e.map(|e| crate::enums::type_with_oid(e, o)))
     }
 
     /// `x::regclass` / `x::regtype`: a constant name becomes its OID now; an OID stays

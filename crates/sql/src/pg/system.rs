@@ -508,7 +508,7 @@ impl SystemTables for System<'_> {
                     types.push(crate::array::array_of(DataType::Enum(e))?);
                 }
                 let type_row = |t: &DataType| {
-                    let user = crate::bind::expr::is_enum(*t);
+                    let user = t.is_enum();
                     let elem = t.element();
                     let collatable = t.is_string();
                     let array = match t {
@@ -962,11 +962,7 @@ impl SystemTables for System<'_> {
                         row.extend(type_facts(c.ty));
                         row.extend([
                             text(self.database),
-                            text(if crate::bind::expr::is_enum(c.ty) {
-                                "public"
-                            } else {
-                                "pg_catalog"
-                            }),
+                            text(if c.ty.is_enum() { "public" } else { "pg_catalog" }),
                             text(&c.ty.type_name()),
                         ]);
                         // The identity's generation and its sequence's options.
