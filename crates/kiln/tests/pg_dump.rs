@@ -191,3 +191,205 @@ fn a_pg_dump_script_restores_into_kiln() {
         }
     }
 }
+
+/// More of what a schema holds, for the dump taken from Kiln: quoted names (mixed case, a
+/// keyword, spaces), a view over a view whose name sorts before the views and tables it
+/// reads, a table whose default draws from a sequence whose name sorts after it, a dropped
+/// column, an INCLUDE index, comments on an index, a sequence and a column, and values of
+/// most types (with NaN, infinities, backslashes, tabs and NULLs).
+const MORE_SCHEMA: &str = r#"
+CREATE TABLE "Mixed Case" ("Id" int PRIMARY KEY, "select" text, n bigint DEFAULT nextval('invoice_no'),
+    flags boolean[] DEFAULT '{}');
+CREATE VIEW "a view of a view" AS SELECT email, total FROM order_totals WHERE total > 0;
+INSERT INTO "Mixed Case" ("Id", "select") VALUES (1, 'x'), (2, E'tab\there\\back'), (3, NULL);
+CREATE INDEX "Mixed idx" ON "Mixed Case" ("select") INCLUDE (n);
+ALTER TABLE products ADD COLUMN weight real DEFAULT 'NaN';
+ALTER TABLE products DROP COLUMN tags;
+CREATE TABLE events (id bigserial PRIMARY KEY, at timestamptz, span interval, payload bytea, u uuid,
+    t time, d date, f float8, c char(3));
+INSERT INTO events (at, span, payload, u, t, d, f, c) VALUES
+    ('2024-01-02 03:04:05.123456+00', '1 day 02:03:04', '\xdeadbeef',
+     'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '12:34:56', 'infinity', '-Infinity', 'ab'),
+    (NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+COMMENT ON INDEX "Mixed idx" IS 'an index';
+COMMENT ON SEQUENCE invoice_no IS 'invoice numbers';
+COMMENT ON COLUMN "Mixed Case"."select" IS 'a keyword';
+"#;
+
+const MORE_QUERIES: &str = r#"
+SELECT * FROM "Mixed Case" ORDER BY 1;
+SELECT * FROM "a view of a view" ORDER BY 1;
+SELECT * FROM events ORDER BY id;
+SELECT * FROM products ORDER BY id;
+INSERT INTO "Mixed Case" ("Id") VALUES (4) RETURNING *;
+INSERT INTO "Mixed Case" ("Id") VALUES (4);
+INSERT INTO events DEFAULT VALUES RETURNING id;
+SELECT obj_description('"Mixed idx"'::regclass, 'pg_class'), obj_description('invoice_no'::regclass, 'pg_class');
+"#;
+
+/// A plain dump with its random `\restrict` key lines and its privilege (ACL) sections left
+/// out: Kiln has one role and keeps no privileges, so a dump of it grants nothing.
+fn without_acls(dump: &str) -> String {
+    let lines: Vec<&str> = dump
+        .lines()
+        .filter(|l| !l.starts_with("\\restrict") && !l.starts_with("\\unrestrict"))
+        .collect();
+    let mut out = String::new();
+    let mut skipping = false;
+    for (i, line) in lines.iter().enumerate() {
+        // Each object's section opens with "--" and its "-- Name: …; Type: …" line.
+        if *line == "--" {
+            if let Some(next) = lines.get(i + 1).filter(|n| n.starts_with("-- ")) {
+                skipping = next.starts_with("-- Name: ") && next.contains("; Type: ACL;");
+            }
+        }
+        if !skipping {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn a_kiln_database_dumps_with_pg_dump_and_restores_into_postgresql_and_kiln() {
+    let pg = common::Postgres::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let schema = tmp.path().join("schema.sql");
+    std::fs::write(&schema, format!("{SCHEMA}\n{MORE_SCHEMA}")).unwrap();
+    let queries = tmp.path().join("queries.sql");
+    std::fs::write(&queries, format!("{QUERIES}\n{MORE_QUERIES}")).unwrap();
+
+    // The reference: the schema made on PostgreSQL by the role that owns it on Kiln.
+    run(pg_psql(&pg, "postgres").args(["-c", "CREATE ROLE kiln LOGIN"]), "create role");
+    for db in ["shop", "from_kiln", "from_kiln_custom"] {
+        run(pg_psql(&pg, "postgres").args(["-c", &format!("CREATE DATABASE {db} OWNER kiln")]), db);
+    }
+    let pg_as_kiln = |db: &str| {
+        let mut cmd = pg_psql(&pg, db);
+        cmd.env("PGUSER", "kiln");
+        cmd
+    };
+    run(pg_as_kiln("shop").arg("-q").arg("-f").arg(&schema), "the schema on PostgreSQL");
+
+    // The same schema made on Kiln, then dumped by pg_dump: as a plain script and in the
+    // custom format.
+    let kiln = common::Kiln::start(&[]);
+    kiln.psql(&["-c", "CREATE DATABASE shop"]);
+    let mut make = Command::new(common::require("psql"));
+    kiln.pg_env(&mut make);
+    make.env("PGDATABASE", "shop").args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-f"]).arg(&schema);
+    run(&mut make, "the schema on Kiln");
+    let pg_dump = |db: &str, port: u16, extra: &[&str]| {
+        let out = run(
+            Command::new(common::require("pg_dump"))
+                .env_remove("PGOPTIONS")
+                .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "kiln"])
+                .args(extra)
+                .arg(db),
+            &format!("pg_dump {extra:?} {db} on port {port}"),
+        );
+        out
+    };
+    let dump = pg_dump("shop", kiln.port(), &[]);
+    for expected in ["CREATE TYPE public.ship AS ENUM", "OWNED BY", "ADD GENERATED", "COPY public."]
+    {
+        assert!(dump.contains(expected), "the dump has no {expected}:\n{dump}");
+    }
+    let dump_file = tmp.path().join("kiln.sql");
+    std::fs::write(&dump_file, &dump).unwrap();
+    let custom_file = tmp.path().join("kiln.dump");
+    run(
+        Command::new(common::require("pg_dump"))
+            .env_remove("PGOPTIONS")
+            .args(["-h", "127.0.0.1", "-p", &kiln.port().to_string(), "-U", "kiln", "-Fc", "-f"])
+            .arg(&custom_file)
+            .arg("shop"),
+        "pg_dump -Fc of Kiln",
+    );
+
+    // Restored into PostgreSQL: the script by psql, the archive by pg_restore, both stopping
+    // at the first error.
+    run(
+        pg_as_kiln("from_kiln").arg("-q").arg("-f").arg(&dump_file),
+        "the Kiln dump into PostgreSQL",
+    );
+    let pg_restore = |port: u16, user: &str, db: &str| {
+        run(
+            Command::new(common::require("pg_restore"))
+                .env_remove("PGOPTIONS")
+                .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", user, "--exit-on-error"])
+                .args(["-d", db])
+                .arg(&custom_file),
+            &format!("pg_restore into {db} on port {port}"),
+        )
+    };
+    pg_restore(pg.port, "kiln", "from_kiln_custom");
+    // And into Kiln.
+    for db in ["copy", "copy_custom"] {
+        kiln.psql(&["-c", &format!("CREATE DATABASE {db}")]);
+    }
+    let mut restore = Command::new(common::require("psql"));
+    kiln.pg_env(&mut restore);
+    restore
+        .env("PGDATABASE", "copy")
+        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-f"])
+        .arg(&dump_file);
+    run(&mut restore, "the Kiln dump into Kiln");
+    pg_restore(kiln.port(), "kiln", "copy_custom");
+
+    // PostgreSQL's own dump of each restored database matches its dump of the schema made
+    // there directly: the same tables, columns, types, defaults, constraints, indexes,
+    // views, sequences (options and positions), comments, in the same order.
+    let reference = without_acls(&pg_dump("shop", pg.port, &["--schema-only"]));
+    for db in ["from_kiln", "from_kiln_custom"] {
+        let restored = without_acls(&pg_dump(db, pg.port, &["--schema-only"]));
+        if restored != reference {
+            let diff = reference
+                .lines()
+                .zip(restored.lines())
+                .enumerate()
+                .find(|(_, (a, b))| a != b)
+                .map(|(i, (a, b))| {
+                    format!("line {i}:\n  made on PostgreSQL: {a}\n  from Kiln:          {b}")
+                })
+                .unwrap_or_else(|| "one is longer".into());
+            panic!("the schema restored from Kiln's dump ({db}) differs:\n{diff}\n\n{restored}");
+        }
+    }
+    // A dump of the copy Kiln restored is the dump it was made from.
+    assert_eq!(without_acls(&pg_dump("copy", kiln.port(), &[])), without_acls(&dump));
+
+    // And the data answer the same: PostgreSQL's restores as PostgreSQL's original, Kiln's
+    // copies as Kiln's original (the queries write, so each database is asked once).
+    let kiln_db = |db: &str| {
+        let mut cmd = Command::new(common::require("psql"));
+        kiln.pg_env(&mut cmd);
+        cmd.env("PGDATABASE", db).arg("-X");
+        cmd
+    };
+    let compare = |what: &str, expected: &str, got: &str| {
+        if expected != got {
+            let diff = expected
+                .lines()
+                .zip(got.lines())
+                .enumerate()
+                .filter(|(_, (a, b))| a != b)
+                .map(|(i, (a, b))| format!("line {i}:\n  expected: {a}\n  got:      {b}"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            panic!("{what} answers differently:\n{diff}\n\n{got}");
+        }
+    };
+    let on_pg = answers(pg_as_kiln("shop"), &queries);
+    for expected in ["an index", "-Infinity", "here\\back", "duplicate key"] {
+        assert!(on_pg.contains(expected), "{expected} is not in PostgreSQL's answers:\n{on_pg}");
+    }
+    for db in ["from_kiln", "from_kiln_custom"] {
+        compare(db, &on_pg, &answers(pg_as_kiln(db), &queries));
+    }
+    let on_kiln = answers(kiln_db("shop"), &queries);
+    for db in ["copy", "copy_custom"] {
+        compare(db, &on_kiln, &answers(kiln_db(db), &queries));
+    }
+}

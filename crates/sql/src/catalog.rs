@@ -119,11 +119,12 @@ impl Index {
         self.expressions.is_empty() && self.predicate.is_none()
     }
 
-    /// Its key parts as text: the columns' names, or the expressions as
+    /// Its key parts as text: the columns' names (quoted where SQL needs it), or the
+    /// expressions as
     /// [`shown_part`] writes them.
     pub fn part_names(&self, table: &Table) -> Vec<String> {
         if self.expressions.is_empty() {
-            self.columns.iter().map(|&c| table.columns[c].name.clone()).collect()
+            self.columns.iter().map(|&c| crate::bind::quote_ident(&table.columns[c].name)).collect()
         } else {
             self.expressions.iter().map(|e| shown_part(e)).collect()
         }

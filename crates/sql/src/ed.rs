@@ -359,6 +359,8 @@ pub(crate) struct SessionEnv<'a> {
     pub(crate) lock_timeout: Option<Duration>,
     /// The transaction's NOTIFYs (`pg_notify` adds to them).
     pub(crate) notifies: &'a parking_lot::Mutex<PendingNotifies>,
+    /// The schemas of the session's `search_path` that exist, in order.
+    pub(crate) search_path: Vec<&'static str>,
 }
 
 /// Waits run in slices this long, checking for an interrupt between them.
@@ -449,6 +451,16 @@ pub(crate) fn id_arg(v: &Value) -> Result<TxnId> {
 }
 
 impl SessionEnv<'_> {
+    /// A user type's name (an enum type, or an array of one), with its schema when the
+    /// search path lacks `public`, as PostgreSQL's format_type names types off the path.
+    fn user_type_name(&self, t: DataType) -> String {
+        if self.search_path.contains(&"public") {
+            t.sql_name()
+        } else {
+            format!("public.{}", t.sql_name())
+        }
+    }
+
     /// The fault switches, when the server was started with fault injection (0A000 else).
     fn faults(&self) -> Result<&kiln_engine::Faults> {
         self.db.config.faults.as_deref().ok_or_else(|| {
@@ -638,6 +650,17 @@ impl Env for SessionEnv<'_> {
                 self.activity.set_wait(None);
                 Value::Text(status?.as_str().into())
             }
+            Func::IsInRecovery => {
+                // A cluster member that does not lead applies the leader's log, as a
+                // PostgreSQL standby replays WAL; a standalone server takes writes.
+                let s = engine.stats();
+                Value::Bool(s.local_csn.is_some() && s.leading_term.is_none())
+            }
+            Func::SetConfig => {
+                return Err(SqlError::unsupported("set_config() inside a larger query").hint(
+                    "Call it alone, as SELECT set_config(name, value, is_local), or use SET.",
+                ))
+            }
             Func::CancelBackend | Func::TerminateBackend => {
                 let Value::Int(pid) = args[0] else {
                     return Err(SqlError::new(
@@ -809,13 +832,14 @@ impl Env for SessionEnv<'_> {
             CatalogFunc::UserById => Value::Text("kiln".into()),
             CatalogFunc::EncodingToChar => Value::Text("UTF8".into()),
             CatalogFunc::CurrentSchemas => {
-                // current_schemas(include_implicit): pg_catalog is the implicit one.
+                // current_schemas(include_implicit): pg_catalog is searched first unless
+                // the path names it.
                 let implicit = matches!(args.first(), Some(Value::Bool(true)));
                 let mut schemas = Vec::new();
-                if implicit {
+                if implicit && !self.search_path.contains(&"pg_catalog") {
                     schemas.push(Value::Text("pg_catalog".into()));
                 }
-                schemas.push(Value::Text("public".into()));
+                schemas.extend(self.search_path.iter().map(|s| Value::Text(s.to_string())));
                 Value::Array(schemas)
             }
             CatalogFunc::StatisticsColumns | CatalogFunc::Description => Value::Null,
@@ -823,7 +847,7 @@ impl Env for SessionEnv<'_> {
             CatalogFunc::FormatType => {
                 let Some(oid) = arg_int(0) else { return Ok(Value::Null) };
                 if let Some(t) = self.db.remembered_type(self.database, oid as u32) {
-                    return Ok(Value::Text(t.sql_name()));
+                    return Ok(Value::Text(self.user_type_name(t)));
                 }
                 let typmod = arg_int(1).unwrap_or(-1);
                 // An array's typmod is its element's.
@@ -854,11 +878,13 @@ impl Env for SessionEnv<'_> {
                 }
             }
             CatalogFunc::RegTypeName => match arg_int(0) {
-                Some(o) => Value::Text(
-                    DataType::from_oid(o as u32)
-                        .or_else(|| self.db.remembered_type(self.database, o as u32))
-                        .map_or_else(|| o.to_string(), |t| t.sql_name()),
-                ),
+                Some(o) => Value::Text(match DataType::from_oid(o as u32) {
+                    Some(t) => t.sql_name(),
+                    None => self
+                        .db
+                        .remembered_type(self.database, o as u32)
+                        .map_or_else(|| o.to_string(), |t| self.user_type_name(t)),
+                }),
                 None => Value::Null,
             },
             CatalogFunc::RegClassName => match arg_int(0) {

@@ -118,6 +118,8 @@ use Arg as A;
 use DataType as T;
 use Returns::{Common, FirstArg, NumericOrFloat, Type};
 
+const TA: DataType = DataType::Array(&DataType::Text);
+
 const STRICT: bool = true;
 const LENIENT: bool = false;
 const IMMUTABLE: bool = true;
@@ -295,6 +297,21 @@ pub static FUNCTIONS: &[FuncDef] = &[
     ),
     f(&["pg_size_pretty"], Func::SizePretty, 1, 1, &[A::Numeric], Type(T::Text), STRICT, IMMUTABLE),
     f(&["quote_ident"], Func::QuoteIdent, 1, 1, &[A::Text], Type(T::Text), STRICT, IMMUTABLE),
+    f(&["quote_literal"], Func::QuoteLiteral, 1, 1, &[A::Text], Type(T::Text), STRICT, IMMUTABLE),
+    f(&[], Func::OptionsToTable(false), 1, 1, &[A::Any], Type(TA), STRICT, IMMUTABLE),
+    f(&[], Func::OptionsToTable(true), 1, 1, &[A::Any], Type(TA), STRICT, IMMUTABLE),
+    f(&["acldefault"], Func::AclDefault, 2, 2, &[A::Text, A::Any], Type(TA), STRICT, IMMUTABLE),
+    f(&["pg_is_in_recovery"], Func::IsInRecovery, 0, 0, &[], Type(T::Bool), STRICT, VOLATILE),
+    f(
+        &["set_config"],
+        Func::SetConfig,
+        3,
+        3,
+        &[A::Text, A::Text, A::Any],
+        Type(T::Text),
+        LENIENT,
+        VOLATILE,
+    ),
     f(
         &["now", "transaction_timestamp", "statement_timestamp", "current_timestamp"],
         Func::Now,

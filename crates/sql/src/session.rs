@@ -219,6 +219,7 @@ macro_rules! session_env {
             advisory: &$s.advisory,
             notifies: &$s.notifies,
             lock_timeout: crate::session::lock_timeout(&$s.settings),
+            search_path: crate::pg::settings::search_path(&$s.settings),
             engine_session: &$s.engine_session,
             user: &$s.user,
             database: &$s.database,
@@ -718,6 +719,33 @@ impl Session {
         outcome.map(|()| Output::Command("DO".into()))
     }
 
+    /// `LOCK TABLE … IN ACCESS SHARE MODE` (what pg_dump takes on each table it dumps): that
+    /// mode only keeps a table from being dropped or rewritten while the transaction reads
+    /// it, and a Kiln transaction reads its snapshot's definition and rows whatever DDL
+    /// commits meanwhile, so holding it needs nothing more. The stronger modes, which
+    /// applications take to serialize writers, would need table locks Kiln does not have.
+    fn lock_tables(&mut self, lock: &ast::Lock) -> Result<Output> {
+        if lock.lock_mode != Some(ast::LockTableMode::AccessShare) {
+            let mode = lock.lock_mode.as_ref().map_or("ACCESS EXCLUSIVE".into(), |m| m.to_string());
+            return Err(SqlError::unsupported(format!("LOCK TABLE … IN {mode} MODE")).hint(
+                "Kiln takes only ACCESS SHARE table locks; serialize writers with SELECT … FOR UPDATE or pg_advisory_xact_lock().",
+            ));
+        }
+        let database = self.database.clone();
+        let db = self.db.clone();
+        let ts = self.block("LOCK TABLE")?;
+        for target in &lock.tables {
+            let name = object_name(&target.name)?;
+            let name = name.strip_prefix("public.").unwrap_or(&name);
+            if db.catalog.table(&mut ts.txn, &database, name)?.is_none()
+                && db.catalog.view(&mut ts.txn, &database, name)?.is_none()
+            {
+                return Err(crate::bind::reg::undefined_relation(name));
+            }
+        }
+        Ok(Output::Command("LOCK TABLE".into()))
+    }
+
     pub(crate) fn block(&mut self, what: &str) -> Result<&mut TxnState> {
         self.txn.as_mut().filter(|t| t.explicit).ok_or_else(|| {
             SqlError::new(
@@ -1044,12 +1072,14 @@ impl Session {
                 Ok(Output::Command("RESET".into()))
             }
             S::Deallocate { name, .. } => {
+                // Names fold to lower case unless quoted, as in PREPARE and EXECUTE.
+                let folded = ident(name);
                 if name.value.eq_ignore_ascii_case("all") {
                     self.prepared.clear();
-                } else if self.prepared.remove(&name.value).is_none() {
+                } else if self.prepared.remove(&folded).is_none() {
                     return Err(SqlError::new(
                         code::INVALID_STATEMENT_NAME,
-                        format!("prepared statement \"{}\" does not exist", name.value),
+                        format!("prepared statement \"{folded}\" does not exist"),
                     ));
                 }
                 Ok(Output::Command(if name.value.eq_ignore_ascii_case("all") {
@@ -1066,7 +1096,7 @@ impl Session {
                     );
                 }
                 let prepared = self.prepare(&statement.to_string(), &declared)?;
-                self.store_prepared(&name.value, prepared)?;
+                self.store_prepared(&ident(name), prepared)?;
                 Ok(Output::Command("PREPARE".into()))
             }
             S::Execute { name: Some(name), parameters, immediate: false, .. } => {
@@ -1137,6 +1167,7 @@ impl Session {
                 Ok(Output::Command("UNLISTEN".into()))
             }
             S::Analyze(_) => Ok(Output::Command("ANALYZE".into())),
+            S::Lock(lock) => self.lock_tables(lock),
             S::Declare { stmts } => match stmts.as_slice() {
                 [d] => self.declare_cursor(d, params, in_implicit),
                 _ => Err(SqlError::syntax("DECLARE declares one cursor")),

@@ -180,6 +180,16 @@ impl<'a> Planner<'a> {
         let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] = access else {
             return Err(SqlError::unsupported("array slices and multi-dimensional subscripts"));
         };
+        if aty == DataType::Name {
+            // A name is a fixed array of characters, subscripted from 0 (`typname[0] = '_'`
+            // tests the first, as pg_dump does).
+            let (i, ity) = self.expr(index, scope, aggs)?;
+            let (i, _) = self.coerce(i, ity, DataType::Int8)?;
+            let from = Expr::Binary(BinOp::Add, Box::new(i), Box::new(Expr::Const(Value::Int(1))));
+            let one = Expr::Const(Value::Int(1));
+            let text = Expr::Func(Func::Substr, vec![arr, from, one]);
+            return Ok((Expr::Cast(Box::new(text), DataType::PgChar), DataType::PgChar));
+        }
         let Some(elem) = aty.element() else {
             return Err(SqlError::new(
                 code::DATATYPE_MISMATCH,

@@ -57,10 +57,8 @@ pub(crate) fn plan_returning(
             ast::SelectItem::ExprWithAlias { expr, alias } => {
                 let (e, t) = planner.expr(expr, scope, false)?;
                 exprs.push(e);
-                columns.push((
-                    alias.value.to_lowercase(),
-                    if t == DataType::Unknown { DataType::Text } else { t },
-                ));
+                columns
+                    .push((ident(alias), if t == DataType::Unknown { DataType::Text } else { t }));
             }
             // RETURNING t.*: the columns of the target or of a FROM / USING item.
             ast::SelectItem::QualifiedWildcard(
@@ -70,7 +68,7 @@ pub(crate) fn plan_returning(
                 let name = object_name(n)?;
                 let before = exprs.len();
                 for (i, c) in scope.cols.iter().enumerate() {
-                    if c.table.as_deref() == Some(name.as_str()) {
+                    if c.table.as_deref() == Some(name.as_str()) && !c.system {
                         exprs.push(Expr::Column(i));
                         columns.push((c.name.clone(), c.ty));
                     }
@@ -96,6 +94,7 @@ pub(crate) fn table_scope(table: &Table, alias: &str) -> Scope {
             .iter()
             .enumerate()
             .map(|(i, c)| ScopeCol {
+                system: false,
                 table: Some(alias.to_string()),
                 name: c.name.clone(),
                 ty: c.ty,
@@ -328,6 +327,7 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
                     // The row scope is the existing row, then `excluded`.
                     let mut both = scope.clone();
                     both.cols.extend(table.columns.iter().map(|c| ScopeCol {
+                        system: false,
                         table: Some("excluded".into()),
                         name: c.name.clone(),
                         ty: c.ty,
@@ -381,17 +381,7 @@ pub(crate) fn check_assigned_once(table: &Table, sets: &[(usize, Expr)], col: us
 pub(crate) fn assignment_column(table: &Table, target: &ast::AssignmentTarget) -> Result<usize> {
     match target {
         ast::AssignmentTarget::ColumnName(n) => {
-            let name =
-                n.0.last()
-                    .and_then(|p| p.as_ident())
-                    .map(|i| {
-                        if i.quote_style.is_some() {
-                            i.value.clone()
-                        } else {
-                            i.value.to_lowercase()
-                        }
-                    })
-                    .unwrap_or_default();
+            let name = n.0.last().and_then(|p| p.as_ident()).map(ident).unwrap_or_default();
             table.column_or_err(&name)
         }
         ast::AssignmentTarget::Tuple(_) => Err(SqlError::unsupported("assigning a column tuple")),
@@ -420,8 +410,7 @@ pub(crate) fn target_scan(
     };
     let tname = object_name(name)?;
     let table = planner.table_or_err(&tname)?;
-    let alias =
-        alias.as_ref().map(|a| a.name.value.to_lowercase()).unwrap_or_else(|| table.name.clone());
+    let alias = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| table.name.clone());
     let mut scope = table_scope(&table, &alias);
     let mut from = vec![FromItem {
         source: Source::Table(table.clone(), Access::Full),

@@ -84,6 +84,8 @@ pub struct ScopeCol {
     /// The table column it shows unchanged, when it does: the table's OID and the column's
     /// number (1-based), as RowDescription reports them.
     pub origin: Option<(u32, i16)>,
+    /// A system column (a catalog's `tableoid`): named, never in `*`.
+    pub system: bool,
 }
 
 /// The columns visible to an expression.
@@ -119,7 +121,9 @@ impl Scope {
     pub(crate) fn star_columns(&self) -> Vec<usize> {
         match &self.star {
             Some(order) => order.clone(),
-            None => (0..self.cols.len()).filter(|i| !self.hidden.contains(i)).collect(),
+            None => (0..self.cols.len())
+                .filter(|&i| !self.hidden.contains(&i) && !self.cols[i].system)
+                .collect(),
         }
     }
 
@@ -261,12 +265,170 @@ pub(crate) fn sorts_descending(options: &ast::OrderByOptions) -> Result<bool> {
     })
 }
 
-/// An identifier as SQL text: as it is when case folding keeps it, else in double quotes
-/// (PostgreSQL's `quote_ident`, keywords aside).
+/// PostgreSQL 15's keywords that cannot stand as a plain identifier everywhere (its
+/// reserved, type/function-name and column-name keywords), sorted: `quote_ident` quotes
+/// them.
+const QUOTED_KEYWORDS: &[&str] = &[
+    "all",
+    "analyse",
+    "analyze",
+    "and",
+    "any",
+    "array",
+    "as",
+    "asc",
+    "asymmetric",
+    "authorization",
+    "between",
+    "bigint",
+    "binary",
+    "bit",
+    "boolean",
+    "both",
+    "case",
+    "cast",
+    "char",
+    "character",
+    "check",
+    "coalesce",
+    "collate",
+    "collation",
+    "column",
+    "concurrently",
+    "constraint",
+    "create",
+    "cross",
+    "current_catalog",
+    "current_date",
+    "current_role",
+    "current_schema",
+    "current_time",
+    "current_timestamp",
+    "current_user",
+    "dec",
+    "decimal",
+    "default",
+    "deferrable",
+    "desc",
+    "distinct",
+    "do",
+    "else",
+    "end",
+    "except",
+    "exists",
+    "extract",
+    "false",
+    "fetch",
+    "float",
+    "for",
+    "foreign",
+    "freeze",
+    "from",
+    "full",
+    "grant",
+    "greatest",
+    "group",
+    "grouping",
+    "having",
+    "ilike",
+    "in",
+    "initially",
+    "inner",
+    "inout",
+    "int",
+    "integer",
+    "intersect",
+    "interval",
+    "into",
+    "is",
+    "isnull",
+    "join",
+    "lateral",
+    "leading",
+    "least",
+    "left",
+    "like",
+    "limit",
+    "localtime",
+    "localtimestamp",
+    "national",
+    "natural",
+    "nchar",
+    "none",
+    "normalize",
+    "not",
+    "notnull",
+    "null",
+    "nullif",
+    "numeric",
+    "offset",
+    "on",
+    "only",
+    "or",
+    "order",
+    "out",
+    "outer",
+    "overlaps",
+    "overlay",
+    "placing",
+    "position",
+    "precision",
+    "primary",
+    "real",
+    "references",
+    "returning",
+    "right",
+    "row",
+    "select",
+    "session_user",
+    "setof",
+    "similar",
+    "smallint",
+    "some",
+    "substring",
+    "symmetric",
+    "table",
+    "tablesample",
+    "then",
+    "time",
+    "timestamp",
+    "to",
+    "trailing",
+    "treat",
+    "trim",
+    "true",
+    "union",
+    "unique",
+    "user",
+    "using",
+    "values",
+    "varchar",
+    "variadic",
+    "verbose",
+    "when",
+    "where",
+    "window",
+    "with",
+    "xmlattributes",
+    "xmlconcat",
+    "xmlelement",
+    "xmlexists",
+    "xmlforest",
+    "xmlnamespaces",
+    "xmlparse",
+    "xmlpi",
+    "xmlroot",
+    "xmlserialize",
+    "xmltable",
+];
+
+/// An identifier as SQL text: as it is when case folding keeps it and it is no keyword
+/// that needs quoting, else in double quotes (PostgreSQL's `quote_ident`).
 pub fn quote_ident(s: &str) -> String {
     if !s.is_empty()
         && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
         && !s.starts_with(|c: char| c.is_ascii_digit())
+        && QUOTED_KEYWORDS.binary_search(&s).is_err()
     {
         s.to_string()
     } else {
@@ -910,4 +1072,18 @@ pub(crate) fn split_with(stmt: &ast::Statement) -> (Option<&ast::With>, &ast::St
         }
     }
     (None, stmt)
+}
+
+#[cfg(test)]
+mod keyword_tests {
+    #[test]
+    fn quoted_keywords_are_sorted_and_quoted() {
+        assert!(super::QUOTED_KEYWORDS.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(super::quote_ident("select"), "\"select\"");
+        assert_eq!(super::quote_ident("user"), "\"user\"");
+        // Unreserved keywords stand as they are, as in PostgreSQL.
+        assert_eq!(super::quote_ident("name"), "name");
+        assert_eq!(super::quote_ident("type"), "type");
+        assert_eq!(super::quote_ident("Mixed"), "\"Mixed\"");
+    }
 }

@@ -39,6 +39,7 @@ impl<'a> Planner<'a> {
                         .columns
                         .iter()
                         .map(|(n, t)| ScopeCol {
+                            system: false,
                             table: None,
                             name: n.clone(),
                             ty: *t,
@@ -159,6 +160,7 @@ impl<'a> Planner<'a> {
                     .zip(names)
                     .enumerate()
                     .map(|(k, ((_, ty), name))| ScopeCol {
+                        system: false,
                         table: Some(alias.clone()),
                         name,
                         ty: *ty,
@@ -184,6 +186,7 @@ impl<'a> Planner<'a> {
                 .iter()
                 .zip(names)
                 .map(|((_, ty), name)| ScopeCol {
+                    system: false,
                     table: Some(alias.clone()),
                     name,
                     ty: *ty,
@@ -491,7 +494,10 @@ impl<'a> Planner<'a> {
                 if let Some(args) = args {
                     if matches!(
                         tname.as_str(),
-                        "unnest" | "generate_subscripts" | "pg_partition_ancestors"
+                        "unnest"
+                            | "generate_subscripts"
+                            | "pg_partition_ancestors"
+                            | "pg_options_to_table"
                     ) || crate::bind::json::is_json_srf(&tname)
                     {
                         let exprs: Vec<&ast::Expr> = args
@@ -572,6 +578,7 @@ impl<'a> Planner<'a> {
                     return Ok((
                         item,
                         vec![ScopeCol {
+                            system: false,
                             table: Some(alias_name),
                             name: col,
                             ty: DataType::Int4,
@@ -592,6 +599,7 @@ impl<'a> Planner<'a> {
                     }
                 }
                 let mut origins = Vec::new();
+                let mut system_columns = 0;
                 let (source, cols, label) = match table {
                     Some(t) => {
                         origins = (0..t.columns.len())
@@ -603,8 +611,16 @@ impl<'a> Planner<'a> {
                         (Source::Table(t, Access::Full), cols, label)
                     }
                     None => match self.system.system_table(self.txn, &tname)? {
-                        Some((cols, rows)) => {
+                        Some((mut cols, mut rows)) => {
                             self.reusable = false;
+                            // A catalog's `tableoid` system column (pg_dump reads it).
+                            if let Some(o) = crate::bind::reg::system_relation_oid(&tname) {
+                                system_columns = 1;
+                                cols.push(("tableoid".into(), DataType::Oid));
+                                for row in &mut rows {
+                                    row.push(Value::Int(o));
+                                }
+                            }
                             (Source::Rows(Arc::new(rows)), cols, tname.clone())
                         }
                         None => match self.catalog.sequence(self.txn, self.db, &tname)? {
@@ -640,9 +656,13 @@ impl<'a> Planner<'a> {
                     .enumerate()
                     .map(|(i, (n, ty))| ScopeCol {
                         table: Some(alias_name.clone()),
-                        name: rename.get(i).cloned().unwrap_or_else(|| n.clone()),
+                        name: match rename.get(i) {
+                            Some(r) if i < cols.len() - system_columns => r.clone(),
+                            _ => n.clone(),
+                        },
                         ty: *ty,
                         origin: origins.get(i).copied().flatten(),
+                        system: i >= cols.len() - system_columns,
                     })
                     .collect::<Vec<_>>();
                 let item = FromItem {
@@ -788,7 +808,8 @@ impl<'a> Planner<'a> {
             scope.cols.extend(cols);
             from.push(item);
             // The columns `*` lists of the joins so far in this chain.
-            let mut chain: Vec<usize> = (chain_start..scope.cols.len()).collect();
+            let mut chain: Vec<usize> =
+                (chain_start..scope.cols.len()).filter(|&i| !scope.cols[i].system).collect();
             for j in &twj.joins {
                 let (kind, constraint) = match &j.join_operator {
                     ast::JoinOperator::Join(c) | ast::JoinOperator::Inner(c) => {
@@ -846,7 +867,8 @@ impl<'a> Planner<'a> {
                         .detail("The combining JOIN type must be INNER or LEFT for a LATERAL reference."));
                     }
                 }
-                let right: Vec<usize> = (start..scope.cols.len()).collect();
+                let right: Vec<usize> =
+                    (start..scope.cols.len()).filter(|&i| !scope.cols[i].system).collect();
                 let using: Vec<String> = match constraint {
                     Some(ast::JoinConstraint::On(on)) => {
                         let (e, t) = self.expr(on, scope, false)?;
@@ -1097,7 +1119,7 @@ impl<'a> Planner<'a> {
                     };
                     let mut any = false;
                     for (i, c) in scope.cols.iter().enumerate() {
-                        if c.table.as_deref() == Some(name.as_str()) {
+                        if c.table.as_deref() == Some(name.as_str()) && !c.system {
                             projection.push(Expr::Column(i));
                             columns.push((c.name.clone(), c.ty));
                             any = true;
@@ -1395,6 +1417,7 @@ pub(crate) fn derived_item(
         .iter()
         .enumerate()
         .map(|(i, (n, ty))| ScopeCol {
+            system: false,
             table: alias_name.clone(),
             name: rename.get(i).cloned().unwrap_or_else(|| n.clone()),
             ty: *ty,

@@ -40,6 +40,7 @@ pub(crate) fn is_srf(name: &str) -> bool {
             | "generate_subscripts"
             | "generate_series"
             | "pg_partition_ancestors"
+            | "pg_options_to_table"
             | "_pg_expandarray"
     ) || crate::bind::json::is_json_srf(name)
 }
@@ -63,6 +64,9 @@ impl<'a> Planner<'a> {
                     "a column definition list is required for functions returning \"record\"",
                 ))
             }
+            "pg_options_to_table" => Err(SqlError::unsupported(
+                "pg_options_to_table() in a select list (its rows are records; call it in FROM)",
+            )),
             "unnest" => {
                 arity(1, 1)?;
                 let (a, t) = self.expr(args[0], scope, false)?;
@@ -231,6 +235,17 @@ impl<'a> Planner<'a> {
             exprs = vec![keys, values];
             types = vec![DataType::Text, value_type];
             names = vec!["key", "value"];
+        } else if name == "pg_options_to_table" {
+            // Options as `name=value` texts (reloptions, …): a name and a value column.
+            crate::bind::function::check_arity(name, args.len(), 1, 1)?;
+            let (x, t) = self.expr(args[0], scope, false)?;
+            let (x, _) = self.coerce(x, t, DataType::Array(&DataType::Text))?;
+            exprs = vec![
+                Expr::Func(Func::OptionsToTable(false), vec![x.clone()]),
+                Expr::Func(Func::OptionsToTable(true), vec![x]),
+            ];
+            types = vec![DataType::Text, DataType::Text];
+            names = vec!["option_name", "option_value"];
         } else if name == "unnest" {
             if args.is_empty() {
                 return Err(SqlError::new(
@@ -284,11 +299,18 @@ impl<'a> Planner<'a> {
                 name.to_string()
             };
             let name = rename.get(i).cloned().unwrap_or(default);
-            cols.push(ScopeCol { table: Some(alias_name.clone()), name, ty: *t, origin: None });
+            cols.push(ScopeCol {
+                system: false,
+                table: Some(alias_name.clone()),
+                name,
+                ty: *t,
+                origin: None,
+            });
         }
         if ordinality {
             let name = rename.get(types.len()).cloned().unwrap_or_else(|| "ordinality".into());
             cols.push(ScopeCol {
+                system: false,
                 table: Some(alias_name.clone()),
                 name,
                 ty: DataType::Int8,

@@ -669,6 +669,7 @@ impl Writer<'_> {
                         .columns
                         .iter()
                         .map(|c| ScopeCol {
+                            system: false,
                             table: Some(t.name.clone()),
                             name: c.name.clone(),
                             ty: c.ty,

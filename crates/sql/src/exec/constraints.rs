@@ -87,9 +87,10 @@ pub(crate) fn key_text(table: &Table, cols: &[usize], values: &[Value]) -> Strin
     key_text_named(&names_of(table, cols), values)
 }
 
-/// The names of columns `cols` of `table`.
+/// The names of columns `cols` of `table`, quoted where SQL needs it (as a key's DETAIL
+/// writes them: `("Id")=(4)`).
 pub(crate) fn names_of(table: &Table, cols: &[usize]) -> Vec<String> {
-    cols.iter().map(|&c| table.columns[c].name.clone()).collect()
+    cols.iter().map(|&c| crate::bind::quote_ident(&table.columns[c].name)).collect()
 }
 
 /// [`key_text`] of key parts by their names (an index's expressions).

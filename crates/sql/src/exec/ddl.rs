@@ -141,11 +141,7 @@ impl Writer<'_> {
         // Columns whose values come from a sequence: `serial` (None) or identity.
         let mut generated: Vec<(usize, Option<IdentitySpec>)> = Vec::new();
         for (i, c) in ct.columns.iter().enumerate() {
-            let cname = if c.name.quote_style.is_some() {
-                c.name.value.clone()
-            } else {
-                c.name.value.to_lowercase()
-            };
+            let cname = ident(&c.name);
             if columns.iter().any(|x| x.name == cname) {
                 return Err(SqlError::new(
                     "42701",
@@ -253,7 +249,7 @@ impl Writer<'_> {
             cols.iter()
                 .map(|ic| match &ic.column.expr {
                     ast::Expr::Identifier(id) => {
-                        let n = id.value.to_lowercase();
+                        let n = ident(id);
                         columns.iter().position(|c| c.name == n).ok_or_else(|| {
                             SqlError::new(
                                 code::UNDEFINED_COLUMN,
@@ -605,7 +601,7 @@ impl Writer<'_> {
                         .columns
                         .iter()
                         .map(|ic| match &ic.column.expr {
-                            ast::Expr::Identifier(id) => t.column_or_err(&id.value.to_lowercase()),
+                            ast::Expr::Identifier(id) => t.column_or_err(&ident(id)),
                             other => Err(SqlError::unsupported(format!(
                                 "a key on the expression {other}"
                             ))),

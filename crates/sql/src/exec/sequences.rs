@@ -607,6 +607,42 @@ fn default_with_sequence(default: &str, old: &str, new: &str) -> String {
     expr.to_string()
 }
 
+/// A default as PostgreSQL shows it to a session whose search path lacks `public`: its
+/// `nextval` calls name their sequences `public.s` (the text stays as stored otherwise).
+pub(crate) fn default_qualified(default: &str) -> String {
+    let Ok(mut expr) = crate::parse::parse_expr(default) else { return default.to_string() };
+    if let Some(name) = nextval_of(&expr) {
+        return format!("nextval('public.{}'::regclass)", nextval_arg(&name));
+    }
+    let mut changed = false;
+    let _ = ast::visit_expressions_mut(&mut expr, |e| {
+        if let ast::Expr::Function(f) = e {
+            if object_name(&f.name).is_ok_and(|n| n == "nextval") {
+                if let ast::FunctionArguments::List(list) = &mut f.args {
+                    if let Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))) =
+                        list.args.first_mut()
+                    {
+                        if let Some(name) = sequence_literal(arg) {
+                            *arg = crate::parse::parse_expr(&format!(
+                                "'public.{}'::regclass",
+                                nextval_arg(&name)
+                            ))
+                            .expect("a quoted name parses");
+                            changed = true;
+                        }
+                    }
+                }
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    if changed {
+        expr.to_string()
+    } else {
+        default.to_string()
+    }
+}
+
 /// The sequence a literal argument names (`'s'`, `'s'::regclass`).
 fn sequence_literal(e: &ast::Expr) -> Option<String> {
     match e {

@@ -433,7 +433,7 @@ impl Session {
                         } else {
                             columns
                                 .iter()
-                                .map(|c| table.column_or_err(&c.value.to_lowercase()))
+                                .map(|c| table.column_or_err(&ident(c)))
                                 .collect::<Result<Vec<_>>>()?
                         };
                         let out_cols = cols

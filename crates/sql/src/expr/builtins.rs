@@ -352,6 +352,8 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         | Func::TerminateBackend
         | Func::Advisory(..)
         | Func::PgNotify
+        | Func::IsInRecovery
+        | Func::SetConfig
         | Func::Sleep => ctx.env.kiln(f, &args)?,
         Func::Catalog(c) => ctx.env.catalog(c, &args)?,
         Func::ArrayToString => {
@@ -602,6 +604,18 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             Value::Text(size_pretty(size))
         }
         Func::QuoteIdent => Value::Text(crate::bind::quote_ident(&text_arg(&arg(0)))),
+        Func::QuoteLiteral => Value::Text(quote_literal(&text_arg(&arg(0)))),
+        Func::OptionsToTable(values) => Value::Array(
+            array_items(arg(0))?
+                .iter()
+                .map(|o| {
+                    let o = text_arg(o);
+                    let (name, value) = o.split_once('=').unwrap_or((&o, ""));
+                    Value::Text(if values { value } else { name }.to_string())
+                })
+                .collect(),
+        ),
+        Func::AclDefault => acl_default(&text_arg(&arg(0)))?,
         Func::EnumRange(def) => {
             let sort = |v: &Value| match v {
                 Value::Enum(e) => Some(e.sort),
@@ -738,4 +752,48 @@ fn power(x: Value, y: Value) -> Result<Value> {
         return Err(SqlError::new(code::NUMERIC_OUT_OF_RANGE, "value out of range: overflow"));
     }
     Ok(Value::Float(r))
+}
+
+/// A string literal PostgreSQL's `quote_literal` writes: quotes doubled, and an `E''` string
+/// with doubled backslashes when there are any.
+pub(crate) fn quote_literal(s: &str) -> String {
+    let quoted = s.replace('\'', "''");
+    if s.contains('\\') {
+        format!("E'{}'", quoted.replace('\\', "\\\\"))
+    } else {
+        format!("'{quoted}'")
+    }
+}
+
+/// `acldefault(kind, owner)`: the privileges an object of the kind (`r` table, `s` sequence,
+/// `f` function, `l` language, `n` schema, `T` type, `d` database, …) grants by default, as
+/// PostgreSQL writes them. Kiln has one role, which owns every object.
+fn acl_default(kind: &str) -> Result<Value> {
+    let owner = crate::pg::system::ROLE_NAME;
+    let (own, public) = match kind {
+        "r" => ("arwdDxt", ""),
+        "s" => ("rwU", ""),
+        "f" => ("X", "X"),
+        "l" | "T" => ("U", "U"),
+        "n" => ("UC", ""),
+        "d" => ("CTc", "Tc"),
+        "F" | "S" => ("U", ""),
+        "L" => ("rw", ""),
+        "t" => ("C", ""),
+        "c" | "p" => ("", ""),
+        other => {
+            return Err(SqlError::new(
+                code::INVALID_PARAMETER_VALUE,
+                format!("unrecognized object type abbreviation: {other}"),
+            ))
+        }
+    };
+    let mut items = Vec::new();
+    if !public.is_empty() {
+        items.push(Value::Text(format!("={public}/{owner}")));
+    }
+    if !own.is_empty() {
+        items.push(Value::Text(format!("{owner}={own}/{owner}")));
+    }
+    Ok(Value::Array(items))
 }

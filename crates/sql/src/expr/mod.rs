@@ -289,6 +289,17 @@ pub enum Func {
     GenerateSeries,
     /// quote_ident(text)
     QuoteIdent,
+    /// quote_literal(text), quote_nullable(text): a string literal of the text.
+    QuoteLiteral,
+    /// pg_options_to_table(text[]) in FROM: `false` the names of its `name=value` options,
+    /// `true` their values.
+    OptionsToTable(bool),
+    /// acldefault(kind, owner): the privileges an object of that kind has by default.
+    AclDefault,
+    /// pg_is_in_recovery(): whether this node does not take writes (a cluster follower).
+    IsInRecovery,
+    /// set_config(name, value, is_local) where it cannot run as the SET it is.
+    SetConfig,
     /// enum_range(a, b) of an enum type: its labels from a to b (NULL: from the first, to
     /// the last).
     EnumRange(&'static crate::enums::EnumType),

@@ -105,6 +105,31 @@ pub(crate) fn show_name(variable: &[ast::Ident]) -> String {
     }
 }
 
+/// The schemas a `search_path` names that exist (Kiln's are `pg_catalog`, `public` and
+/// `information_schema`), in order: what `current_schemas(false)` lists. Without `public`,
+/// catalog functions qualify the names of user objects (`public.t`), as PostgreSQL does for
+/// objects off the path; pg_dump relies on that.
+pub(crate) fn search_path(
+    settings: &std::collections::BTreeMap<String, String>,
+) -> Vec<&'static str> {
+    let path = settings.get("search_path").map_or("\"$user\", public", |s| s.as_str());
+    let mut schemas = Vec::new();
+    for part in path.split(',') {
+        let part = part.trim();
+        let name = match part.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
+            Some(quoted) => quoted.to_string(),
+            None => part.to_lowercase(),
+        };
+        let known = ["pg_catalog", "public", "information_schema"];
+        if let Some(k) = known.iter().find(|k| **k == name) {
+            if !schemas.contains(k) {
+                schemas.push(*k);
+            }
+        }
+    }
+    schemas
+}
+
 /// The column `SHOW name` answers in: the setting's name as PostgreSQL spells it.
 pub(crate) fn show_column(name: &str) -> String {
     match name {

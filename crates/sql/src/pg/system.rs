@@ -86,6 +86,9 @@ pub fn kiln_stat(db: &Database) -> Vec<(&'static str, i64, &'static str)> {
     ]
 }
 
+/// The one role's name: it owns every object.
+pub const ROLE_NAME: &str = "kiln";
+
 /// OIDs of catalog objects: tables and indexes by catalog id, primary-key indexes and
 /// constraints in their own ranges.
 pub mod oid {
@@ -97,6 +100,8 @@ pub mod oid {
     pub const PG_CATALOG: i64 = 11;
     /// The only role.
     pub const ROLE: i64 = 10;
+    /// The predefined role `pg_database_owner` (owner of the `public` schema).
+    pub const DATABASE_OWNER: i64 = 6171;
     /// A table or index with catalog id `id`.
     pub fn object(id: u64) -> i64 {
         FIRST + id as i64
@@ -108,6 +113,14 @@ pub mod oid {
     /// The constraint behind index OID `index_oid`.
     pub fn constraint(index_oid: i64) -> i64 {
         index_oid + 2_000_000
+    }
+    /// The `_RETURN` rule of view `id` (its query, as pg_rewrite shows it).
+    pub fn rule(id: u64) -> i64 {
+        FIRST + 4_000_000 + id as i64
+    }
+    /// The default of the column at position `i` of the relation with OID `table`.
+    pub fn attrdef(table: i64, i: usize) -> i64 {
+        table * 1000 + i as i64
     }
     /// The `n`th foreign key or CHECK constraint (checks from 500) of table `id`.
     pub fn table_constraint(id: u64, n: usize) -> i64 {
@@ -280,6 +293,8 @@ impl SystemTables for System<'_> {
                         ("daticulocale", T),
                         ("datcollversion", T),
                         ("datacl", TA),
+                        ("datfrozenxid", O),
+                        ("datminmxid", O),
                     ]),
                     names
                         .into_iter()
@@ -300,6 +315,8 @@ impl SystemTables for System<'_> {
                                 Value::Null,
                                 Value::Null,
                                 Value::Null,
+                                Value::Int(0),
+                                Value::Int(1),
                             ]
                         })
                         .collect(),
@@ -314,11 +331,13 @@ impl SystemTables for System<'_> {
                         Value::Int(oid::ROLE),
                         Value::Null,
                     ],
+                    // Owned by pg_database_owner, with its default privileges, as
+                    // PostgreSQL 15 creates it.
                     vec![
                         Value::Int(oid::PUBLIC),
                         text("public"),
-                        Value::Int(oid::ROLE),
-                        Value::Null,
+                        Value::Int(oid::DATABASE_OWNER),
+                        public_schema_acl(),
                     ],
                     vec![
                         Value::Int(13000),
@@ -353,23 +372,34 @@ impl SystemTables for System<'_> {
                     ("rolvaliduntil", DataType::TimestampTz),
                     ("rolpassword", T),
                 ]),
-                vec![vec![
-                    Value::Int(oid::ROLE),
-                    text("kiln"),
-                    Value::Bool(true),
-                    Value::Bool(true),
-                    Value::Bool(true),
-                    Value::Bool(true),
-                    Value::Bool(true),
-                    Value::Bool(false),
-                    Value::Int(-1),
-                    Value::Bool(true),
-                    Value::Null,
-                    text("kiln"),
-                    Value::Int(oid::ROLE),
-                    Value::Null,
-                    Value::Null,
-                ]],
+                {
+                    let role = |oid: i64, name: &str, login: bool| {
+                        vec![
+                            Value::Int(oid),
+                            text(name),
+                            Value::Bool(login),
+                            Value::Bool(true),
+                            Value::Bool(login),
+                            Value::Bool(login),
+                            Value::Bool(login),
+                            Value::Bool(false),
+                            Value::Int(-1),
+                            Value::Bool(login),
+                            Value::Null,
+                            text(name),
+                            Value::Int(oid),
+                            Value::Null,
+                            Value::Null,
+                        ]
+                    };
+                    let mut rows = vec![role(oid::ROLE, ROLE_NAME, true)];
+                    // The predefined role that owns the public schema (no login: pg_user,
+                    // which lists users, leaves it out).
+                    if name != "pg_user" {
+                        rows.push(role(oid::DATABASE_OWNER, "pg_database_owner", false));
+                    }
+                    rows
+                },
             )),
             // Kiln's functions are built in; none is a catalog row (psql's \df lists none).
             "pg_proc" => empty(&[
@@ -399,6 +429,200 @@ impl SystemTables for System<'_> {
                 ("proconfig", TA),
                 ("proacl", TA),
             ]),
+            // Catalogs of objects Kiln does not have (operators, operator families, text
+            // search, foreign data, default privileges, conversions, casts, transforms,
+            // event triggers, subscriptions, large objects, security labels, initial
+            // privileges): empty, with PostgreSQL's columns, so that tools which list every
+            // kind of object (pg_dump, GUI browsers) read none.
+            "pg_operator" => empty(&[
+                ("oid", O),
+                ("oprname", N),
+                ("oprnamespace", O),
+                ("oprowner", O),
+                ("oprkind", C),
+                ("oprcanmerge", B),
+                ("oprcanhash", B),
+                ("oprleft", O),
+                ("oprright", O),
+                ("oprresult", O),
+                ("oprcom", O),
+                ("oprnegate", O),
+                ("oprcode", O),
+                ("oprrest", O),
+                ("oprjoin", O),
+            ]),
+            "pg_opfamily" => empty(&[
+                ("oid", O),
+                ("opfmethod", O),
+                ("opfname", N),
+                ("opfnamespace", O),
+                ("opfowner", O),
+            ]),
+            "pg_amop" => empty(&[
+                ("oid", O),
+                ("amopfamily", O),
+                ("amoplefttype", O),
+                ("amoprighttype", O),
+                ("amopstrategy", I2),
+                ("amoppurpose", C),
+                ("amopopr", O),
+                ("amopmethod", O),
+                ("amopsortfamily", O),
+            ]),
+            "pg_amproc" => empty(&[
+                ("oid", O),
+                ("amprocfamily", O),
+                ("amproclefttype", O),
+                ("amprocrighttype", O),
+                ("amprocnum", I2),
+                ("amproc", O),
+            ]),
+            "pg_ts_parser" => empty(&[
+                ("oid", O),
+                ("prsname", N),
+                ("prsnamespace", O),
+                ("prsstart", O),
+                ("prstoken", O),
+                ("prsend", O),
+                ("prsheadline", O),
+                ("prslextype", O),
+            ]),
+            "pg_ts_template" => empty(&[
+                ("oid", O),
+                ("tmplname", N),
+                ("tmplnamespace", O),
+                ("tmplinit", O),
+                ("tmpllexize", O),
+            ]),
+            "pg_ts_dict" => empty(&[
+                ("oid", O),
+                ("dictname", N),
+                ("dictnamespace", O),
+                ("dictowner", O),
+                ("dicttemplate", O),
+                ("dictinitoption", T),
+            ]),
+            "pg_ts_config" => empty(&[
+                ("oid", O),
+                ("cfgname", N),
+                ("cfgnamespace", O),
+                ("cfgowner", O),
+                ("cfgparser", O),
+            ]),
+            "pg_foreign_data_wrapper" => empty(&[
+                ("oid", O),
+                ("fdwname", N),
+                ("fdwowner", O),
+                ("fdwhandler", O),
+                ("fdwvalidator", O),
+                ("fdwacl", TA),
+                ("fdwoptions", TA),
+            ]),
+            "pg_foreign_server" => empty(&[
+                ("oid", O),
+                ("srvname", N),
+                ("srvowner", O),
+                ("srvfdw", O),
+                ("srvtype", T),
+                ("srvversion", T),
+                ("srvacl", TA),
+                ("srvoptions", TA),
+            ]),
+            "pg_foreign_table" => empty(&[("ftrelid", O), ("ftserver", O), ("ftoptions", TA)]),
+            "pg_user_mapping" | "pg_user_mappings" => {
+                empty(&[("oid", O), ("umuser", O), ("umserver", O), ("umoptions", TA)])
+            }
+            "pg_default_acl" => empty(&[
+                ("oid", O),
+                ("defaclrole", O),
+                ("defaclnamespace", O),
+                ("defaclobjtype", C),
+                ("defaclacl", TA),
+            ]),
+            "pg_conversion" => empty(&[
+                ("oid", O),
+                ("conname", N),
+                ("connamespace", O),
+                ("conowner", O),
+                ("conforencoding", I4),
+                ("contoencoding", I4),
+                ("conproc", O),
+                ("condefault", B),
+            ]),
+            "pg_cast" => empty(&[
+                ("oid", O),
+                ("castsource", O),
+                ("casttarget", O),
+                ("castfunc", O),
+                ("castcontext", C),
+                ("castmethod", C),
+            ]),
+            "pg_transform" => empty(&[
+                ("oid", O),
+                ("trftype", O),
+                ("trflang", O),
+                ("trffromsql", O),
+                ("trftosql", O),
+            ]),
+            "pg_event_trigger" => empty(&[
+                ("oid", O),
+                ("evtname", N),
+                ("evtevent", N),
+                ("evtowner", O),
+                ("evtfoid", O),
+                ("evtenabled", C),
+                ("evttags", TA),
+            ]),
+            "pg_subscription" => empty(&[
+                ("oid", O),
+                ("subdbid", O),
+                ("subskiplsn", T),
+                ("subname", N),
+                ("subowner", O),
+                ("subenabled", B),
+                ("subbinary", B),
+                ("substream", B),
+                ("subtwophasestate", C),
+                ("subdisableonerr", B),
+                ("subconninfo", T),
+                ("subslotname", N),
+                ("subsynccommit", T),
+                ("subpublications", TA),
+            ]),
+            "pg_largeobject_metadata" => empty(&[("oid", O), ("lomowner", O), ("lomacl", TA)]),
+            "pg_seclabel" | "pg_seclabels" => empty(&[
+                ("objoid", O),
+                ("classoid", O),
+                ("objsubid", I4),
+                ("objtype", T),
+                ("objnamespace", O),
+                ("objname", T),
+                ("provider", T),
+                ("label", T),
+            ]),
+            // The privileges objects had when the database was created: the public
+            // schema's (pg_dump dumps only changes to them).
+            "pg_shseclabel" => {
+                empty(&[("objoid", O), ("classoid", O), ("provider", T), ("label", T)])
+            }
+            "pg_db_role_setting" => empty(&[("setdatabase", O), ("setrole", O), ("setconfig", TA)]),
+            "pg_shdescription" => empty(&[("objoid", O), ("classoid", O), ("description", T)]),
+            "pg_init_privs" => Some((
+                cols(&[
+                    ("objoid", O),
+                    ("classoid", O),
+                    ("objsubid", I4),
+                    ("privtype", C),
+                    ("initprivs", TA),
+                ]),
+                vec![vec![
+                    Value::Int(oid::PUBLIC),
+                    Value::Int(2615),
+                    Value::Int(0),
+                    text("i"),
+                    public_schema_acl(),
+                ]],
+            )),
             "pg_auth_members" => empty(&[
                 ("oid", O),
                 ("roleid", O),
@@ -463,18 +687,35 @@ impl SystemTables for System<'_> {
                     rows,
                 ))
             }
-            "pg_language" => Some((
-                cols(&[("oid", O), ("lanname", N), ("lanowner", O), ("lanispl", B)]),
-                vec![
+            "pg_language" => {
+                let row = |oid: i64, name: &str, validator: i64| {
                     vec![
-                        Value::Int(12),
-                        text("internal"),
+                        Value::Int(oid),
+                        text(name),
                         Value::Int(oid::ROLE),
                         Value::Bool(false),
-                    ],
-                    vec![Value::Int(14), text("sql"), Value::Int(oid::ROLE), Value::Bool(false)],
-                ],
-            )),
+                        Value::Bool(oid == 14),
+                        Value::Int(0),
+                        Value::Int(0),
+                        Value::Int(validator),
+                        Value::Null,
+                    ]
+                };
+                Some((
+                    cols(&[
+                        ("oid", O),
+                        ("lanname", N),
+                        ("lanowner", O),
+                        ("lanispl", B),
+                        ("lanpltrusted", B),
+                        ("lanplcallfoid", O),
+                        ("laninline", O),
+                        ("lanvalidator", O),
+                        ("lanacl", TA),
+                    ]),
+                    vec![row(12, "internal", 2246), row(14, "sql", 2248)],
+                ))
+            }
             "pg_type" => {
                 let scalars = [
                     DataType::Bool,
@@ -596,15 +837,7 @@ impl SystemTables for System<'_> {
                         text(&output),
                         text(&receive),
                         text(&send),
-                        text(if t.size() == 8 || matches!(t, DataType::Interval(_)) {
-                            "d"
-                        } else if t.size() == 2 {
-                            "s"
-                        } else if t.size() == 1 || *t == DataType::Uuid {
-                            "c"
-                        } else {
-                            "i"
-                        }),
+                        text(alignment(*t)),
                         text(storage(*t)),
                         Value::Bool(false),
                         Value::Int(0),
@@ -700,6 +933,9 @@ impl SystemTables for System<'_> {
                     ("collprovider", C),
                     ("collcollate", T),
                     ("collctype", T),
+                    ("collowner", O),
+                    ("collencoding", I4),
+                    ("collisdeterministic", B),
                 ]),
                 vec![
                     vec![
@@ -709,6 +945,9 @@ impl SystemTables for System<'_> {
                         text("d"),
                         Value::Null,
                         Value::Null,
+                        Value::Int(oid::ROLE),
+                        Value::Int(-1),
+                        Value::Bool(true),
                     ],
                     vec![
                         Value::Int(950),
@@ -717,6 +956,9 @@ impl SystemTables for System<'_> {
                         text("c"),
                         text("C"),
                         text("C"),
+                        Value::Int(oid::ROLE),
+                        Value::Int(-1),
+                        Value::Bool(true),
                     ],
                 ],
             )),
@@ -773,6 +1015,9 @@ impl SystemTables for System<'_> {
                 ("partnatts", I2),
                 ("partdefid", O),
                 ("partattrs", DataType::Int2Vector),
+                ("partclass", DataType::OidVector),
+                ("partcollation", DataType::OidVector),
+                ("partexprs", T),
             ]),
             "pg_description" => Some(self.descriptions(txn)?),
             "pg_trigger" => empty(&[
@@ -780,10 +1025,19 @@ impl SystemTables for System<'_> {
                 ("tgrelid", O),
                 ("tgparentid", O),
                 ("tgname", N),
+                ("tgfoid", O),
+                ("tgtype", I2),
                 ("tgenabled", C),
                 ("tgisinternal", B),
+                ("tgconstrrelid", O),
+                ("tgconstrindid", O),
+                ("tgconstraint", O),
+                ("tgdeferrable", B),
+                ("tginitdeferred", B),
+                ("tgnargs", I2),
             ]),
-            "pg_rewrite" => empty(&[("oid", O), ("rulename", N), ("ev_class", O)]),
+            "pg_rewrite" => Some(self.rules(txn)?),
+            "pg_depend" => Some(self.dependencies(txn)?),
             "pg_cursors" => Some((
                 cols(&[
                     ("name", T),
@@ -1099,6 +1353,61 @@ fn type_facts(ty: DataType) -> [Value; 6] {
     }
 }
 
+/// A view's query as PostgreSQL shows it to a session whose search path lacks `public`:
+/// the tables and views it reads named `public.t` (names of its own CTEs stay as they are).
+/// The stored text when it does not parse.
+fn query_qualified(query: &str, relations: &HashSet<String>) -> String {
+    use sqlparser::ast::{self, Visit, Visitor};
+    use std::ops::ControlFlow;
+    let Ok(mut statements) = crate::parse::parse(query) else { return query.to_string() };
+    // The names WITH clauses define anywhere in the query.
+    struct Ctes(HashSet<String>);
+    impl Visitor for Ctes {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &ast::Query) -> ControlFlow<()> {
+            if let Some(with) = &q.with {
+                for cte in &with.cte_tables {
+                    self.0.insert(crate::bind::ident(&cte.alias.name));
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut ctes = Ctes(HashSet::new());
+    let _ = statements.visit(&mut ctes);
+    let _ = ast::visit_relations_mut(&mut statements, |name| {
+        if let [ast::ObjectNamePart::Identifier(id)] = name.0.as_slice() {
+            let n = crate::bind::ident(id);
+            if relations.contains(&n) && !ctes.0.contains(&n) {
+                name.0.insert(0, ast::ObjectNamePart::Identifier(ast::Ident::new("public")));
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    statements.iter().map(|s| s.to_string()).collect::<Vec<_>>().join("; ")
+}
+
+/// The `public` schema's privileges: all to its owner, USAGE to everyone.
+fn public_schema_acl() -> Value {
+    Value::Array(vec![
+        Value::Text("pg_database_owner=UC/pg_database_owner".into()),
+        Value::Text("=U/pg_database_owner".into()),
+    ])
+}
+
+/// A type's alignment (`typalign`, `attalign`), as PostgreSQL's types have it.
+fn alignment(t: DataType) -> &'static str {
+    if t.size() == 8 || matches!(t, DataType::Interval(_)) {
+        "d"
+    } else if t.size() == 2 {
+        "s"
+    } else if t.size() == 1 || t == DataType::Uuid {
+        "c"
+    } else {
+        "i"
+    }
+}
+
 /// A type's storage strategy, as PostgreSQL's types have them: fixed-size types plain,
 /// numeric main, the others extended.
 fn storage(ty: DataType) -> &'static str {
@@ -1134,6 +1443,12 @@ fn attribute_row(rel: i64, name: &str, ty: DataType, attnum: i16) -> Vec<Value> 
         text(""),
         int(-1),
         int(i64::from(matches!(ty, DataType::Array(_)))),
+        text(alignment(ty)),
+        Value::Null,
+        Value::Null,
+        Value::Bool(false),
+        Value::Null,
+        Value::Null,
     ]
 }
 
@@ -1179,6 +1494,10 @@ fn class_row(
         Value::Null,
         Value::Null,
         int(0),
+        Value::Null,
+        int(0),
+        int(0),
+        boolean(true),
     ]
 }
 
@@ -1236,7 +1555,142 @@ impl System<'_> {
                 ]);
             }
         }
+        rows.push(vec![
+            Value::Int(oid::PUBLIC),
+            Value::Int(2615),
+            Value::Int(0),
+            Value::Text("standard public schema".into()),
+        ]);
         let columns = cols(&[("objoid", O), ("classoid", O), ("objsubid", I4), ("description", T)]);
+        Ok((columns, rows))
+    }
+
+    /// pg_rewrite: each view's `_RETURN` rule (PostgreSQL implements a view as a relation
+    /// with that rule; tools find a view's dependencies through it).
+    fn rules(&self, txn: &mut Transaction) -> Result<Relation> {
+        let text = |s: &str| Value::Text(s.to_string());
+        let rows = self
+            .db
+            .catalog()
+            .views(txn, self.database)?
+            .iter()
+            .map(|v| {
+                vec![
+                    Value::Int(oid::rule(v.id)),
+                    text("_RETURN"),
+                    Value::Int(oid::object(v.id)),
+                    text("1"),
+                    text("O"),
+                    Value::Bool(true),
+                    text("<>"),
+                    text(&v.query),
+                ]
+            })
+            .collect();
+        let columns = cols(&[
+            ("oid", O),
+            ("rulename", N),
+            ("ev_class", O),
+            ("ev_type", C),
+            ("ev_enabled", C),
+            ("is_instead", B),
+            ("ev_qual", T),
+            ("ev_action", T),
+        ]);
+        Ok((columns, rows))
+    }
+
+    /// pg_depend: the dependencies PostgreSQL records between the objects Kiln has, which
+    /// tools follow to order a dump or to find what uses what — a view's rule on the view
+    /// (internal) and on the relations its query reads (normal), a sequence on the column
+    /// that owns it (auto for `serial` and OWNED BY, internal for identity), a column
+    /// default on its column (auto) and on the sequences it calls `nextval` on (normal), a
+    /// column on its enum type (normal), an index on its table's columns (auto).
+    fn dependencies(&self, txn: &mut Transaction) -> Result<Relation> {
+        const CLASS: i64 = 1259;
+        const REWRITE: i64 = 2618;
+        const ATTRDEF: i64 = 2604;
+        const TYPE: i64 = 1247;
+        let catalog = self.db.catalog();
+        let tables = catalog.tables(txn, self.database)?;
+        let views = catalog.views(txn, self.database)?;
+        let sequences = catalog.sequences(txn, self.database)?;
+        let mut rows = Vec::new();
+        let mut dep = |class: i64, obj: i64, sub: i16, refclass: i64, r: i64, rsub: i16, kind| {
+            rows.push(vec![
+                Value::Int(class),
+                Value::Int(obj),
+                Value::Int(sub.into()),
+                Value::Int(refclass),
+                Value::Int(r),
+                Value::Int(rsub.into()),
+                Value::Text(String::from(kind)),
+            ]);
+        };
+        let relation = |name: &str| {
+            tables
+                .iter()
+                .find(|t| t.name == name)
+                .map(|t| oid::object(t.id))
+                .or_else(|| views.iter().find(|v| v.name == name).map(|v| oid::object(v.id)))
+        };
+        for v in &views {
+            let rule = oid::rule(v.id);
+            dep(REWRITE, rule, 0, CLASS, oid::object(v.id), 0, 'i');
+            for name in &v.depends_on {
+                if let Some(r) = relation(name) {
+                    dep(REWRITE, rule, 0, CLASS, r, 0, 'n');
+                }
+            }
+        }
+        for t in &tables {
+            let toid = oid::object(t.id);
+            for (i, c) in t.columns.iter().enumerate() {
+                let attnum = t.attnum(i);
+                let element = c.ty.element().unwrap_or(c.ty);
+                if element.is_enum() {
+                    dep(CLASS, toid, attnum, TYPE, element.oid() as i64, 0, 'n');
+                }
+                if let Some(d) = &c.default {
+                    let def = oid::attrdef(toid, i);
+                    dep(ATTRDEF, def, 0, CLASS, toid, attnum, 'a');
+                    for seq in &sequences {
+                        if crate::exec::sequences::default_uses_sequence(d, &seq.name) {
+                            dep(ATTRDEF, def, 0, CLASS, oid::object(seq.id), 0, 'n');
+                        }
+                    }
+                }
+                if let Some(identity) = &c.identity {
+                    if let Some(seq) = sequences.iter().find(|s| s.name == identity.sequence) {
+                        dep(CLASS, oid::object(seq.id), 0, CLASS, toid, attnum, 'i');
+                    }
+                }
+            }
+            for ix in &t.indexes {
+                for &k in &ix.columns {
+                    dep(CLASS, oid::object(ix.id), 0, CLASS, toid, t.attnum(k), 'a');
+                }
+            }
+        }
+        for seq in &sequences {
+            let Some((table, column)) = &seq.owned_by else { continue };
+            let Some(t) = tables.iter().find(|t| t.name == *table) else { continue };
+            // An identity's sequence is listed above, as internal.
+            if let Some(i) = t.column(column) {
+                if t.columns[i].identity.is_none() {
+                    dep(CLASS, oid::object(seq.id), 0, CLASS, oid::object(t.id), t.attnum(i), 'a');
+                }
+            }
+        }
+        let columns = cols(&[
+            ("classid", O),
+            ("objid", O),
+            ("objsubid", I4),
+            ("refclassid", O),
+            ("refobjid", O),
+            ("refobjsubid", I4),
+            ("deptype", C),
+        ]);
         Ok((columns, rows))
     }
 
@@ -1248,6 +1702,9 @@ impl System<'_> {
         let mut rows = Vec::new();
         let mut defs = Vec::new();
         let sequences = self.db.catalog().sequences(txn, self.database)?;
+        // Off the search path, user objects are named with their schema.
+        let qualify = !crate::pg::settings::search_path(self.settings).contains(&"public");
+        let schema = if qualify { "public." } else { "" };
         let mut names = std::collections::HashMap::new();
         let mut serials = std::collections::HashMap::new();
         for seq in &sequences {
@@ -1262,7 +1719,10 @@ impl System<'_> {
         for t in &tables {
             let toid = oid::object(t.id);
             let colnames = |c: &[usize]| {
-                c.iter().map(|&i| t.columns[i].name.clone()).collect::<Vec<_>>().join(", ")
+                c.iter()
+                    .map(|&i| crate::bind::quote_ident(&t.columns[i].name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             };
             // Indexes: (oid, name, columns, unique, primary, constraint kind).
             let mut indexes: Vec<IndexRow> = Vec::new();
@@ -1318,9 +1778,10 @@ impl System<'_> {
                         .join(", ")
                 };
                 let mut def = format!(
-                    "CREATE {}INDEX {name} ON public.{} USING btree ({parts})",
+                    "CREATE {}INDEX {} ON public.{} USING btree ({parts})",
                     if *unique { "UNIQUE " } else { "" },
-                    t.name,
+                    crate::bind::quote_ident(name),
+                    crate::bind::quote_ident(&t.name),
                 );
                 let included = if include.is_empty() {
                     String::new()
@@ -1347,13 +1808,13 @@ impl System<'_> {
                 let pcols = fk
                     .ref_columns
                     .iter()
-                    .map(|&i| parent.columns[i].name.clone())
+                    .map(|&i| crate::bind::quote_ident(&parent.columns[i].name))
                     .collect::<Vec<_>>()
                     .join(", ");
                 let mut def = format!(
-                    "FOREIGN KEY ({}) REFERENCES {}({pcols})",
+                    "FOREIGN KEY ({}) REFERENCES {schema}{}({pcols})",
                     colnames(&fk.columns),
-                    fk.table
+                    crate::bind::quote_ident(&fk.table)
                 );
                 if fk.on_update != crate::catalog::FkAction::NoAction {
                     def.push_str(&format!(" ON UPDATE {}", fk.on_update.sql()));
@@ -1432,17 +1893,28 @@ impl System<'_> {
                             text(""),
                             int(0),
                             int(0),
+                            text("i"),
+                            Value::Null,
+                            Value::Null,
+                            boolean(false),
+                            Value::Null,
+                            Value::Null,
                         ]);
                     }
                 }
                 "pg_attrdef" => {
                     for (i, c) in t.columns.iter().enumerate() {
                         if let Some(d) = &c.default {
+                            let shown = if qualify {
+                                crate::exec::sequences::default_qualified(d)
+                            } else {
+                                d.clone()
+                            };
                             rows.push(vec![
-                                int(toid * 1000 + i as i64),
+                                int(oid::attrdef(toid, i)),
                                 int(toid),
                                 int(t.attnum(i).into()),
-                                text(d),
+                                text(&shown),
                             ]);
                         }
                     }
@@ -1538,6 +2010,10 @@ impl System<'_> {
                             text(" "),
                             text(" "),
                             text(" "),
+                            boolean(true),
+                            int(0),
+                            boolean(false),
+                            Value::Null,
                         ]);
                     }
                     for (n, fk) in t.foreign_keys.iter().enumerate() {
@@ -1581,6 +2057,10 @@ impl System<'_> {
                             text(fk.on_update.code()),
                             text(fk.on_delete.code()),
                             text("s"),
+                            boolean(true),
+                            int(0),
+                            boolean(false),
+                            Value::Null,
                         ]);
                     }
                     for (n, ck) in t.checks.iter().enumerate() {
@@ -1602,16 +2082,32 @@ impl System<'_> {
                             text(" "),
                             text(" "),
                             text(" "),
+                            boolean(true),
+                            int(0),
+                            boolean(false),
+                            text(&ck.expr),
                         ]);
                     }
                 }
                 _ => {}
             }
         }
-        for v in self.db.catalog().views(txn, self.database)? {
+        let views = self.db.catalog().views(txn, self.database)?;
+        let relations: HashSet<String> = if qualify {
+            tables
+                .iter()
+                .map(|t| t.name.clone())
+                .chain(views.iter().map(|v| v.name.clone()))
+                .collect()
+        } else {
+            HashSet::new()
+        };
+        for v in views {
             let voids = oid::object(v.id);
             names.insert(voids, v.name.clone());
-            defs.push((voids, format!(" {};", v.query)));
+            let query =
+                if qualify { query_qualified(&v.query, &relations) } else { v.query.clone() };
+            defs.push((voids, format!(" {query};")));
             let columns = v.column_names().into_iter().zip(v.columns.iter().map(|(_, t)| *t));
             match which {
                 "pg_class" => rows.push(class_row(voids, &v.name, "v", v.columns.len(), 0, false)),
@@ -1658,6 +2154,10 @@ impl System<'_> {
                 ("reloptions", TA),
                 ("relpartbound", T),
                 ("reloftype", O),
+                ("relacl", TA),
+                ("relfrozenxid", O),
+                ("relminmxid", O),
+                ("relispopulated", B),
             ]),
             "pg_tables" => cols(&[
                 ("schemaname", N),
@@ -1685,6 +2185,12 @@ impl System<'_> {
                 ("attcompression", C),
                 ("attstattarget", I4),
                 ("attndims", I2),
+                ("attalign", C),
+                ("attoptions", TA),
+                ("attfdwoptions", TA),
+                ("atthasmissing", B),
+                ("attmissingval", T),
+                ("attacl", TA),
             ]),
             "pg_attrdef" => cols(&[("oid", O), ("adrelid", O), ("adnum", I2), ("adbin", T)]),
             "pg_index" => cols(&[
@@ -1734,6 +2240,10 @@ impl System<'_> {
                 ("confupdtype", C),
                 ("confdeltype", C),
                 ("confmatchtype", C),
+                ("conislocal", B),
+                ("coninhcount", I4),
+                ("connoinherit", B),
+                ("conbin", T),
             ]),
         };
         Ok((columns, rows))
