@@ -554,27 +554,42 @@ pub(crate) fn nextval_of(expr: &ast::Expr) -> Option<String> {
     }
 }
 
-/// Whether a stored DEFAULT calls `nextval` on sequence `name`.
-pub(crate) fn default_uses_sequence(default: &str, name: &str) -> bool {
-    let Ok(expr) = crate::parse::parse_expr(default) else { return false };
-    let mut found = false;
-    let _ = ast::visit_expressions(&expr, |e| {
-        if let ast::Expr::Function(f) = e {
-            if object_name(&f.name).is_ok_and(|n| n == "nextval") {
-                if let ast::FunctionArguments::List(list) = &f.args {
+/// Calls `f` with the first argument of each `nextval(…)` call in `expr`.
+fn each_nextval_arg(expr: &mut ast::Expr, mut f: impl FnMut(&mut ast::Expr)) {
+    let _ = ast::visit_expressions_mut(expr, |e| {
+        if let ast::Expr::Function(call) = e {
+            if object_name(&call.name).is_ok_and(|n| n == "nextval") {
+                if let ast::FunctionArguments::List(list) = &mut call.args {
                     if let Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))) =
-                        list.args.first()
+                        list.args.first_mut()
                     {
-                        if sequence_literal(arg).is_some_and(|n| n == name) {
-                            found = true;
-                        }
+                        f(arg);
                     }
                 }
             }
         }
         std::ops::ControlFlow::<()>::Continue(())
     });
+}
+
+/// A `nextval` argument naming sequence `name` (`public.s` when `qualified`).
+fn regclass_literal(name: &str, qualified: bool) -> ast::Expr {
+    let schema = if qualified { "public." } else { "" };
+    crate::parse::parse_expr(&format!("'{schema}{}'::regclass", nextval_arg(name)))
+        .expect("a quoted name parses")
+}
+
+/// The sequences a stored DEFAULT calls `nextval` on, by name.
+pub(crate) fn default_sequences(default: &str) -> Vec<String> {
+    let Ok(mut expr) = crate::parse::parse_expr(default) else { return vec![] };
+    let mut found = Vec::new();
+    each_nextval_arg(&mut expr, |arg| found.extend(sequence_literal(arg)));
     found
+}
+
+/// Whether a stored DEFAULT calls `nextval` on sequence `name`.
+pub(crate) fn default_uses_sequence(default: &str, name: &str) -> bool {
+    default_sequences(default).iter().any(|n| n == name)
 }
 
 /// A default with its `nextval` calls of sequence `old` calling `new` instead.
@@ -584,25 +599,10 @@ fn default_with_sequence(default: &str, old: &str, new: &str) -> String {
         // A serial column's default, written as PostgreSQL shows it.
         return nextval_call(new);
     }
-    let _ = ast::visit_expressions_mut(&mut expr, |e| {
-        if let ast::Expr::Function(f) = e {
-            if object_name(&f.name).is_ok_and(|n| n == "nextval") {
-                if let ast::FunctionArguments::List(list) = &mut f.args {
-                    if let Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))) =
-                        list.args.first_mut()
-                    {
-                        if sequence_literal(arg).is_some_and(|n| n == old) {
-                            *arg = crate::parse::parse_expr(&format!(
-                                "'{}'::regclass",
-                                nextval_arg(new)
-                            ))
-                            .expect("a quoted name parses");
-                        }
-                    }
-                }
-            }
+    each_nextval_arg(&mut expr, |arg| {
+        if sequence_literal(arg).is_some_and(|n| n == old) {
+            *arg = regclass_literal(new, false);
         }
-        std::ops::ControlFlow::<()>::Continue(())
     });
     expr.to_string()
 }
@@ -615,26 +615,11 @@ pub(crate) fn default_qualified(default: &str) -> String {
         return format!("nextval('public.{}'::regclass)", nextval_arg(&name));
     }
     let mut changed = false;
-    let _ = ast::visit_expressions_mut(&mut expr, |e| {
-        if let ast::Expr::Function(f) = e {
-            if object_name(&f.name).is_ok_and(|n| n == "nextval") {
-                if let ast::FunctionArguments::List(list) = &mut f.args {
-                    if let Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))) =
-                        list.args.first_mut()
-                    {
-                        if let Some(name) = sequence_literal(arg) {
-                            *arg = crate::parse::parse_expr(&format!(
-                                "'public.{}'::regclass",
-                                nextval_arg(&name)
-                            ))
-                            .expect("a quoted name parses");
-                            changed = true;
-                        }
-                    }
-                }
-            }
+    each_nextval_arg(&mut expr, |arg| {
+        if let Some(name) = sequence_literal(arg) {
+            *arg = regclass_literal(&name, true);
+            changed = true;
         }
-        std::ops::ControlFlow::<()>::Continue(())
     });
     if changed {
         expr.to_string()

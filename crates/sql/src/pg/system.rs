@@ -1654,8 +1654,8 @@ impl System<'_> {
                 if let Some(d) = &c.default {
                     let def = oid::attrdef(toid, i);
                     dep(ATTRDEF, def, 0, CLASS, toid, attnum, 'a');
-                    for seq in &sequences {
-                        if crate::exec::sequences::default_uses_sequence(d, &seq.name) {
+                    for name in crate::exec::sequences::default_sequences(d) {
+                        if let Some(seq) = sequences.iter().find(|s| s.name == name) {
                             dep(ATTRDEF, def, 0, CLASS, oid::object(seq.id), 0, 'n');
                         }
                     }
