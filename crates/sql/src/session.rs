@@ -737,7 +737,8 @@ impl Session {
         for target in &lock.tables {
             let name = object_name(&target.name)?;
             let name = name.strip_prefix("public.").unwrap_or(&name);
-            if db.catalog.table(&mut ts.txn, &database, name)?.is_none()
+            if crate::bind::reg::system_relation_oid(name).is_none()
+                && db.catalog.table(&mut ts.txn, &database, name)?.is_none()
                 && db.catalog.view(&mut ts.txn, &database, name)?.is_none()
             {
                 return Err(crate::bind::reg::undefined_relation(name));

@@ -609,9 +609,17 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             array_items(arg(0))?
                 .iter()
                 .map(|o| {
+                    if o.is_null() {
+                        return Value::Null;
+                    }
+                    // `name=value`; an option without `=` has no value (NULL).
                     let o = text_arg(o);
-                    let (name, value) = o.split_once('=').unwrap_or((&o, ""));
-                    Value::Text(if values { value } else { name }.to_string())
+                    match (o.split_once('='), values) {
+                        (Some((name, _)), false) => Value::Text(name.to_string()),
+                        (Some((_, value)), true) => Value::Text(value.to_string()),
+                        (None, false) => Value::Text(o),
+                        (None, true) => Value::Null,
+                    }
                 })
                 .collect(),
         ),
