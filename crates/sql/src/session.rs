@@ -721,9 +721,11 @@ impl Session {
 
     /// `LOCK TABLE … IN ACCESS SHARE MODE` (what pg_dump takes on each table it dumps): that
     /// mode only keeps a table from being dropped or rewritten while the transaction reads
-    /// it, and a Kiln transaction reads its snapshot's definition and rows whatever DDL
-    /// commits meanwhile, so holding it needs nothing more. The stronger modes, which
-    /// applications take to serialize writers, would need table locks Kiln does not have.
+    /// it, and a REPEATABLE READ or SERIALIZABLE transaction reads its one snapshot's
+    /// definition and rows whatever DDL commits meanwhile, so there holding it needs nothing
+    /// more. A READ COMMITTED transaction takes a new snapshot per statement, so it would
+    /// see such DDL: there, as in every stronger mode (which applications take to serialize
+    /// writers), it would need table locks Kiln does not have, and is refused.
     fn lock_tables(&mut self, lock: &ast::Lock) -> Result<Output> {
         if lock.lock_mode != Some(ast::LockTableMode::AccessShare) {
             let mode = lock.lock_mode.as_ref().map_or("ACCESS EXCLUSIVE".into(), |m| m.to_string());
@@ -734,6 +736,12 @@ impl Session {
         let database = self.database.clone();
         let db = self.db.clone();
         let ts = self.block("LOCK TABLE")?;
+        if ts.isolation == IsolationLevel::ReadCommitted {
+            return Err(SqlError::unsupported(
+                "LOCK TABLE … IN ACCESS SHARE MODE in a READ COMMITTED transaction",
+            )
+            .hint("Begin the transaction with ISOLATION LEVEL REPEATABLE READ: its snapshot keeps the tables it reads as they were, as the lock would."));
+        }
         for target in &lock.tables {
             let name = object_name(&target.name)?;
             let name = name.strip_prefix("public.").unwrap_or(&name);
