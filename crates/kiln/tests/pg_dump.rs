@@ -119,6 +119,36 @@ fn answers(mut cmd: Command, file: &Path) -> String {
     text.lines().map(|l| l.trim_end().to_string() + "\n").collect()
 }
 
+/// psql against Kiln, database `db`.
+fn kiln_psql(kiln: &common::Kiln, db: &str) -> Command {
+    let mut cmd = Command::new(common::require("psql"));
+    kiln.pg_env(&mut cmd);
+    cmd.env("PGDATABASE", db).arg("-X");
+    cmd
+}
+
+/// Panics with the lines where `got` differs from `expected`, then all of `got`.
+fn assert_same(what: &str, expected: &str, got: &str) {
+    if expected == got {
+        return;
+    }
+    let mut diff: Vec<String> = expected
+        .lines()
+        .zip(got.lines())
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .map(|(i, (a, b))| format!("line {i}:\n  expected: {a}\n  got:      {b}"))
+        .collect();
+    if diff.is_empty() {
+        diff.push(format!(
+            "{} lines expected, {} lines got",
+            expected.lines().count(),
+            got.lines().count()
+        ));
+    }
+    panic!("{what} differs:\n{}\n\n{got}", diff.join("\n"));
+}
+
 #[test]
 fn a_pg_dump_script_restores_into_kiln() {
     let pg = common::Postgres::start();
@@ -158,13 +188,10 @@ fn a_pg_dump_script_restores_into_kiln() {
         let dump_file = tmp.path().join(format!("{database}.sql"));
         std::fs::write(&dump_file, &dump).unwrap();
         kiln.psql(&["-c", &format!("CREATE DATABASE {database}")]);
-        let mut restore = Command::new(common::require("psql"));
-        kiln.pg_env(&mut restore);
-        restore
-            .env("PGDATABASE", database)
-            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-f"])
-            .arg(&dump_file);
-        run(&mut restore, &format!("the dump {database} restored into Kiln"));
+        run(
+            kiln_psql(&kiln, database).args(["-q", "-v", "ON_ERROR_STOP=1", "-f"]).arg(&dump_file),
+            &format!("the dump {database} restored into Kiln"),
+        );
     }
 
     let queries = tmp.path().join("queries.sql");
@@ -174,21 +201,8 @@ fn a_pg_dump_script_restores_into_kiln() {
     assert!(on_pg.contains("1015"), "PostgreSQL's next order id:\n{on_pg}");
     assert!(on_pg.contains("people who buy"), "{on_pg}");
     for database in ["shop", "shop_inserts"] {
-        let mut on_kiln = Command::new(common::require("psql"));
-        kiln.pg_env(&mut on_kiln);
-        on_kiln.env("PGDATABASE", database).arg("-X");
-        let on_kiln = answers(on_kiln, &queries);
-        if on_pg != on_kiln {
-            let diff = on_pg
-                .lines()
-                .zip(on_kiln.lines())
-                .enumerate()
-                .filter(|(_, (a, b))| a != b)
-                .map(|(i, (a, b))| format!("line {i}:\n  PostgreSQL: {a}\n  Kiln:       {b}"))
-                .collect::<Vec<_>>()
-                .join("\n");
-            panic!("Kiln ({database}) answers differently after the restore:\n{diff}\n\nKiln:\n{on_kiln}");
-        }
+        let on_kiln = answers(kiln_psql(&kiln, database), &queries);
+        assert_same(&format!("Kiln's answers after the restore ({database})"), &on_pg, &on_kiln);
     }
 }
 
@@ -276,20 +290,19 @@ fn a_kiln_database_dumps_with_pg_dump_and_restores_into_postgresql_and_kiln() {
     // custom format.
     let kiln = common::Kiln::start(&[]);
     kiln.psql(&["-c", "CREATE DATABASE shop"]);
-    let mut make = Command::new(common::require("psql"));
-    kiln.pg_env(&mut make);
-    make.env("PGDATABASE", "shop").args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-f"]).arg(&schema);
-    run(&mut make, "the schema on Kiln");
+    run(
+        kiln_psql(&kiln, "shop").args(["-q", "-v", "ON_ERROR_STOP=1", "-f"]).arg(&schema),
+        "the schema on Kiln",
+    );
     let pg_dump = |db: &str, port: u16, extra: &[&str]| {
-        let out = run(
+        run(
             Command::new(common::require("pg_dump"))
                 .env_remove("PGOPTIONS")
                 .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "kiln"])
                 .args(extra)
                 .arg(db),
             &format!("pg_dump {extra:?} {db} on port {port}"),
-        );
-        out
+        )
     };
     let dump = pg_dump("shop", kiln.port(), &[]);
     for expected in ["CREATE TYPE public.ship AS ENUM", "OWNED BY", "ADD GENERATED", "COPY public."]
@@ -329,13 +342,10 @@ fn a_kiln_database_dumps_with_pg_dump_and_restores_into_postgresql_and_kiln() {
     for db in ["copy", "copy_custom"] {
         kiln.psql(&["-c", &format!("CREATE DATABASE {db}")]);
     }
-    let mut restore = Command::new(common::require("psql"));
-    kiln.pg_env(&mut restore);
-    restore
-        .env("PGDATABASE", "copy")
-        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-f"])
-        .arg(&dump_file);
-    run(&mut restore, "the Kiln dump into Kiln");
+    run(
+        kiln_psql(&kiln, "copy").args(["-q", "-v", "ON_ERROR_STOP=1", "-f"]).arg(&dump_file),
+        "the Kiln dump into Kiln",
+    );
     pg_restore(kiln.port(), "kiln", "copy_custom");
 
     // PostgreSQL's own dump of each restored database matches its dump of the schema made
@@ -344,52 +354,22 @@ fn a_kiln_database_dumps_with_pg_dump_and_restores_into_postgresql_and_kiln() {
     let reference = without_acls(&pg_dump("shop", pg.port, &["--schema-only"]));
     for db in ["from_kiln", "from_kiln_custom"] {
         let restored = without_acls(&pg_dump(db, pg.port, &["--schema-only"]));
-        if restored != reference {
-            let diff = reference
-                .lines()
-                .zip(restored.lines())
-                .enumerate()
-                .find(|(_, (a, b))| a != b)
-                .map(|(i, (a, b))| {
-                    format!("line {i}:\n  made on PostgreSQL: {a}\n  from Kiln:          {b}")
-                })
-                .unwrap_or_else(|| "one is longer".into());
-            panic!("the schema restored from Kiln's dump ({db}) differs:\n{diff}\n\n{restored}");
-        }
+        assert_same(&format!("the schema restored from Kiln's dump ({db})"), &reference, &restored);
     }
     // A dump of the copy Kiln restored is the dump it was made from.
     assert_eq!(without_acls(&pg_dump("copy", kiln.port(), &[])), without_acls(&dump));
 
     // And the data answer the same: PostgreSQL's restores as PostgreSQL's original, Kiln's
     // copies as Kiln's original (the queries write, so each database is asked once).
-    let kiln_db = |db: &str| {
-        let mut cmd = Command::new(common::require("psql"));
-        kiln.pg_env(&mut cmd);
-        cmd.env("PGDATABASE", db).arg("-X");
-        cmd
-    };
-    let compare = |what: &str, expected: &str, got: &str| {
-        if expected != got {
-            let diff = expected
-                .lines()
-                .zip(got.lines())
-                .enumerate()
-                .filter(|(_, (a, b))| a != b)
-                .map(|(i, (a, b))| format!("line {i}:\n  expected: {a}\n  got:      {b}"))
-                .collect::<Vec<_>>()
-                .join("\n");
-            panic!("{what} answers differently:\n{diff}\n\n{got}");
-        }
-    };
     let on_pg = answers(pg_as_kiln("shop"), &queries);
     for expected in ["an index", "-Infinity", "here\\back", "duplicate key"] {
         assert!(on_pg.contains(expected), "{expected} is not in PostgreSQL's answers:\n{on_pg}");
     }
     for db in ["from_kiln", "from_kiln_custom"] {
-        compare(db, &on_pg, &answers(pg_as_kiln(db), &queries));
+        assert_same(&format!("{db}'s answers"), &on_pg, &answers(pg_as_kiln(db), &queries));
     }
-    let on_kiln = answers(kiln_db("shop"), &queries);
+    let on_kiln = answers(kiln_psql(&kiln, "shop"), &queries);
     for db in ["copy", "copy_custom"] {
-        compare(db, &on_kiln, &answers(kiln_db(db), &queries));
+        assert_same(&format!("{db}'s answers"), &on_kiln, &answers(kiln_psql(&kiln, db), &queries));
     }
 }

@@ -359,8 +359,8 @@ pub(crate) struct SessionEnv<'a> {
     pub(crate) lock_timeout: Option<Duration>,
     /// The transaction's NOTIFYs (`pg_notify` adds to them).
     pub(crate) notifies: &'a parking_lot::Mutex<PendingNotifies>,
-    /// The schemas of the session's `search_path` that exist, in order.
-    pub(crate) search_path: Vec<&'static str>,
+    /// The session's settings (`search_path` is read from them where a function needs it).
+    pub(crate) settings: &'a std::collections::BTreeMap<String, String>,
 }
 
 /// Waits run in slices this long, checking for an interrupt between them.
@@ -454,7 +454,7 @@ impl SessionEnv<'_> {
     /// A user type's name (an enum type, or an array of one), with its schema when the
     /// search path lacks `public`, as PostgreSQL's format_type names types off the path.
     fn user_type_name(&self, t: DataType) -> String {
-        if self.search_path.contains(&"public") {
+        if crate::pg::settings::search_path(self.settings).contains(&"public") {
             t.sql_name()
         } else {
             format!("public.{}", t.sql_name())
@@ -836,10 +836,11 @@ impl Env for SessionEnv<'_> {
                 // the path names it.
                 let implicit = matches!(args.first(), Some(Value::Bool(true)));
                 let mut schemas = Vec::new();
-                if implicit && !self.search_path.contains(&"pg_catalog") {
+                let path = crate::pg::settings::search_path(self.settings);
+                if implicit && !path.contains(&"pg_catalog") {
                     schemas.push(Value::Text("pg_catalog".into()));
                 }
-                schemas.extend(self.search_path.iter().map(|s| Value::Text(s.to_string())));
+                schemas.extend(path.iter().map(|s| Value::Text(s.to_string())));
                 Value::Array(schemas)
             }
             CatalogFunc::StatisticsColumns | CatalogFunc::Description => Value::Null,

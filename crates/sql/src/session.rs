@@ -219,7 +219,7 @@ macro_rules! session_env {
             advisory: &$s.advisory,
             notifies: &$s.notifies,
             lock_timeout: crate::session::lock_timeout(&$s.settings),
-            search_path: crate::pg::settings::search_path(&$s.settings),
+            settings: &$s.settings,
             engine_session: &$s.engine_session,
             user: &$s.user,
             database: &$s.database,
