@@ -52,9 +52,6 @@ impl Default for SessionConfig {
     }
 }
 
-/// The sequence of each serial or identity column: (table, column) → `public.<sequence>`.
-pub type SerialSequences = HashMap<(String, String), String>;
-
 /// A database server's shared state: the engine, the catalog cache, row locks.
 pub struct Database {
     pub(crate) engine: Engine,
@@ -71,14 +68,8 @@ pub struct Database {
     /// Index and constraint definitions by OID, as the last catalog query saw them (for
     /// pg_get_indexdef and pg_get_constraintdef).
     pub(crate) definitions: Mutex<HashMap<i64, String>>,
-    /// Relation names by database and OID, as the last catalog query saw them (for
-    /// `regclass` values resolved at execution).
-    pub(crate) relation_names: Mutex<HashMap<String, HashMap<i64, String>>>,
     /// Enum types by database, as the last catalog query saw them.
     enum_types: Mutex<HashMap<String, Vec<&'static crate::enums::EnumType>>>,
-    /// The sequence of each serial or identity column, by database and (table, column), as
-    /// the last catalog query saw them (for pg_get_serial_sequence resolved at execution).
-    pub(crate) serial_sequences: Mutex<HashMap<String, SerialSequences>>,
     pub(crate) notifier_started: Mutex<bool>,
     /// Every session, for pg_stat_activity and pg_cancel/terminate_backend.
     pub(crate) activities: Activities,
@@ -186,9 +177,7 @@ impl Database {
             listeners: Default::default(),
             stop: Arc::new(AtomicBool::new(false)),
             definitions: Mutex::new(HashMap::new()),
-            relation_names: Mutex::new(HashMap::new()),
             enum_types: Mutex::new(HashMap::new()),
-            serial_sequences: Mutex::new(HashMap::new()),
             notifier_started: Mutex::new(false),
             activities: Activities::default(),
             cluster: Mutex::new(None),
@@ -430,26 +419,17 @@ impl Database {
     /// The enum type (or array of one) named `name` (`mood`, `public.mood`, `mood[]`,
     /// `_mood`) in database `db`, as last remembered.
     pub fn remembered_type_named(&self, db: &str, name: &str) -> Option<DataType> {
-        let name = name.trim();
-        let name = name.strip_prefix("public.").unwrap_or(name);
-        let (base, array) = match name.strip_suffix("[]").or_else(|| name.strip_prefix('_')) {
-            Some(b) => (b, true),
-            None => (name, false),
+        let (schema, name, array) = crate::bind::reg::type_name_parts(name)?;
+        if schema.is_some_and(|s| s != "public") {
+            return None;
+        }
+        let (base, array) = match (array, name.strip_prefix('_')) {
+            (false, Some(b)) => (b, true),
+            _ => (name.as_str(), array),
         };
         let types = self.enum_types.lock();
         let e = types.get(db)?.iter().find(|e| e.name == base)?;
         Some(crate::enums::type_with_oid(e, if array { e.array_oid } else { e.oid }))
-    }
-
-    /// Remembers the relations of database `db` by OID (see [`crate::bind::reg`]).
-    pub fn remember_relations(
-        &self,
-        db: &str,
-        names: HashMap<i64, String>,
-        serials: SerialSequences,
-    ) {
-        self.relation_names.lock().insert(db.to_string(), names);
-        self.serial_sequences.lock().insert(db.to_string(), serials);
     }
 
     /// The catalog.

@@ -888,33 +888,43 @@ impl Env for SessionEnv<'_> {
                 }),
                 None => Value::Null,
             },
+            // The binder gives the relations the transaction sees as arrays (OIDs, names).
             CatalogFunc::RegClassName => match arg_int(0) {
-                Some(o) => Value::Text(
-                    self.db
-                        .relation_names
-                        .lock()
-                        .get(self.database)
-                        .and_then(|m| m.get(&o).cloned())
-                        .unwrap_or_else(|| o.to_string()),
-                ),
+                Some(o) => match crate::bind::reg::system_relation_name(o) {
+                    Some(n) => Value::Text(n.to_string()),
+                    None => {
+                        let (oids, names) = relation_directory(args);
+                        let at = oids.iter().position(|x| *x == Value::Int(o));
+                        at.and_then(|i| names.get(i).cloned())
+                            .unwrap_or_else(|| Value::Text(o.to_string()))
+                    }
+                },
                 None => Value::Null,
             },
+            // The binder gives the owned sequences as arrays (tables, columns, sequences).
             CatalogFunc::SerialSequence => {
                 let (Some(Value::Text(t)), Some(Value::Text(c))) = (args.first(), args.get(1))
                 else {
                     return Ok(Value::Null);
                 };
-                let Ok(table) = crate::sequence::parse_name(t) else { return Ok(Value::Null) };
-                self.db
-                    .serial_sequences
-                    .lock()
-                    .get(self.database)
-                    .and_then(|m| m.get(&(table, c.clone())).cloned())
-                    .map_or(Value::Null, Value::Text)
+                let Ok(table) = crate::sequence::parse_name(t, Some(self.database)) else {
+                    return Ok(Value::Null);
+                };
+                let list = |i: usize| match args.get(i) {
+                    Some(Value::Array(items)) => items.as_slice(),
+                    _ => &[],
+                };
+                let (tables, columns, sequences) = (list(2), list(3), list(4));
+                let at = (0..tables.len()).find(|&i| {
+                    tables[i] == Value::Text(table.clone())
+                        && columns.get(i) == Some(&Value::Text(c.clone()))
+                });
+                at.and_then(|i| sequences.get(i).cloned()).unwrap_or(Value::Null)
             }
             CatalogFunc::RegTypeOid(missing_ok) => {
                 let Some(Value::Text(name)) = args.first() else { return Ok(Value::Null) };
                 let named = crate::bind::reg::type_by_name(name)
+                    .or_else(|| crate::bind::reg::builtin_type_named(name))
                     .or_else(|| self.db.remembered_type_named(self.database, name));
                 match named {
                     Some(t) => Value::Int(t.oid() as i64),
@@ -927,10 +937,21 @@ impl Env for SessionEnv<'_> {
                 if let Ok(n) = name.trim().parse::<i64>() {
                     return Ok(Value::Int(n));
                 }
-                let found = crate::bind::reg::system_relation_oid(name.trim()).or_else(|| {
-                    let wanted = crate::sequence::parse_name(name).ok()?;
-                    let names = self.db.relation_names.lock();
-                    names.get(self.database)?.iter().find(|(_, n)| **n == wanted).map(|(o, _)| *o)
+                let wanted = match crate::sequence::parse_name(name, Some(self.database)) {
+                    Ok(wanted) => wanted,
+                    // to_regclass: a schema that does not exist holds no relation.
+                    Err(e) if missing_ok && e.code == code::UNDEFINED_SCHEMA => {
+                        return Ok(Value::Null)
+                    }
+                    Err(e) => return Err(e),
+                };
+                let found = crate::bind::reg::system_relation_oid(&wanted).or_else(|| {
+                    let (oids, names) = relation_directory(args);
+                    let at = names.iter().position(|n| *n == Value::Text(wanted.clone()))?;
+                    match oids.get(at) {
+                        Some(Value::Int(o)) => Some(*o),
+                        _ => None,
+                    }
                 });
                 match found {
                     Some(o) => Value::Int(o),
@@ -966,6 +987,15 @@ impl Env for SessionEnv<'_> {
                 }
             }
         })
+    }
+}
+
+/// The relations a regclass conversion searches, as its binder gave them after the name or
+/// OID: (OIDs, names), in the same order.
+fn relation_directory(args: &[Value]) -> (&[Value], &[Value]) {
+    match (args.get(1), args.get(2)) {
+        (Some(Value::Array(oids)), Some(Value::Array(names))) => (oids, names),
+        _ => (&[], &[]),
     }
 }
 

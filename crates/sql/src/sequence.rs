@@ -298,14 +298,44 @@ impl Sequences {
     }
 }
 
-/// Parses a sequence name given as text (`nextval('s')`, `'public.s'`, `'"S"'`): unquoted
-/// parts are folded to lower case; only the `public` schema exists.
-pub fn parse_name(text: &str) -> Result<String> {
+/// Parses a relation name given as text (`nextval('s')`, `'public.s'`, `'"S"'`,
+/// `'db.public.s'`): unquoted parts are folded to lower case; only the `public` schema
+/// exists, and a database named first must be `database`, the current one (any, when `None`:
+/// a name checked when it was stored).
+pub fn parse_name(text: &str, database: Option<&str>) -> Result<String> {
+    let mut parts: Vec<String> = name_parts(text)?.into_iter().map(|(p, _)| p).collect();
+    if let [catalog, _, _] = parts.as_slice() {
+        if database.is_some_and(|d| d != catalog) {
+            return Err(SqlError::new(
+                code::FEATURE_NOT_SUPPORTED,
+                format!("cross-database references are not implemented: \"{text}\""),
+            ));
+        }
+        parts.remove(0);
+    }
+    match parts.as_slice() {
+        [name] => Ok(name.clone()),
+        [schema, name] if schema == "public" => Ok(name.clone()),
+        [schema, _] => Err(SqlError::new(
+            code::UNDEFINED_SCHEMA,
+            format!("schema \"{schema}\" does not exist"),
+        )),
+        _ => Err(SqlError::new(
+            code::SYNTAX,
+            format!("improper relation name (too many dotted names): {text}"),
+        )),
+    }
+}
+
+/// The dotted parts of a name given as text, each with whether it was quoted: quoted parts
+/// as written (`""` is one quote), others folded to lower case and trimmed.
+pub fn name_parts(text: &str) -> Result<Vec<(String, bool)>> {
     let mut parts = Vec::new();
     let mut chars = text.trim().chars().peekable();
     loop {
         let mut part = String::new();
-        if chars.peek() == Some(&'"') {
+        let quoted = chars.peek() == Some(&'"');
+        if quoted {
             chars.next();
             loop {
                 match chars.next() {
@@ -331,22 +361,14 @@ pub fn parse_name(text: &str) -> Result<String> {
         if part.is_empty() {
             return Err(invalid_name(text));
         }
-        parts.push(part);
+        parts.push((part, quoted));
         match chars.next() {
             None => break,
             Some('.') => continue,
             Some(_) => return Err(invalid_name(text)),
         }
     }
-    match parts.as_slice() {
-        [name] => Ok(name.clone()),
-        [schema, name] if schema == "public" => Ok(name.clone()),
-        [schema, _] => Err(SqlError::new(
-            code::UNDEFINED_SCHEMA,
-            format!("schema \"{schema}\" does not exist"),
-        )),
-        _ => Err(invalid_name(text)),
-    }
+    Ok(parts)
 }
 
 fn invalid_name(text: &str) -> SqlError {
@@ -401,13 +423,17 @@ mod tests {
 
     #[test]
     fn names_parse_as_postgresql_reads_regclass_text() {
-        assert_eq!(parse_name("t_id_seq").unwrap(), "t_id_seq");
-        assert_eq!(parse_name("Public.T_Id_Seq").unwrap(), "t_id_seq");
-        assert_eq!(parse_name("\"My\"\"Seq\"").unwrap(), "My\"Seq");
-        assert_eq!(parse_name("public.\"S\"").unwrap(), "S");
-        assert_eq!(parse_name("other.s").unwrap_err().code, code::UNDEFINED_SCHEMA);
-        assert_eq!(parse_name("a.b.c").unwrap_err().code, code::INVALID_NAME);
-        assert_eq!(parse_name("").unwrap_err().code, code::INVALID_NAME);
-        assert_eq!(parse_name("\"open").unwrap_err().code, code::INVALID_NAME);
+        assert_eq!(parse_name("t_id_seq", None).unwrap(), "t_id_seq");
+        assert_eq!(parse_name("Public.T_Id_Seq", None).unwrap(), "t_id_seq");
+        assert_eq!(parse_name("\"My\"\"Seq\"", None).unwrap(), "My\"Seq");
+        assert_eq!(parse_name("public.\"S\"", None).unwrap(), "S");
+        assert_eq!(parse_name("other.s", None).unwrap_err().code, code::UNDEFINED_SCHEMA);
+        assert_eq!(parse_name("db.public.s", Some("db")).unwrap(), "s");
+        assert_eq!(parse_name("db.public.s", None).unwrap(), "s");
+        assert_eq!(parse_name("a.b.c", Some("db")).unwrap_err().code, code::FEATURE_NOT_SUPPORTED);
+        assert_eq!(parse_name("db.other.s", Some("db")).unwrap_err().code, code::UNDEFINED_SCHEMA);
+        assert_eq!(parse_name("a.b.c.d", None).unwrap_err().code, code::SYNTAX);
+        assert_eq!(parse_name("", None).unwrap_err().code, code::INVALID_NAME);
+        assert_eq!(parse_name("\"open", None).unwrap_err().code, code::INVALID_NAME);
     }
 }

@@ -624,6 +624,24 @@ impl<'a> Planner<'a> {
                 Err(_) => {} // in a CASE arm PostgreSQL drops: left for run time
             }
         }
+        match func {
+            // to_regclass(name) searches the relations this transaction sees (see reg.rs).
+            Func::Catalog(CatalogFunc::RegClassOid(true)) => {
+                fixed.extend(self.relation_directory()?);
+            }
+            // These look definitions and enum types up by OID at execution.
+            Func::Catalog(
+                CatalogFunc::IndexDef
+                | CatalogFunc::ConstraintDef
+                | CatalogFunc::ViewDef
+                | CatalogFunc::FormatType
+                | CatalogFunc::RegTypeOid(_),
+            ) => {
+                self.reusable = false;
+                self.system.remember_catalog(self.txn)?;
+            }
+            _ => {}
+        }
         Ok((Expr::Func(func, fixed), ty))
     }
 
@@ -674,7 +692,7 @@ impl<'a> Planner<'a> {
             .hint("No function matches the given name and argument types."));
         }
         let text = self.constant_text(&args[0], scope, func.name())?;
-        let name = crate::sequence::parse_name(&text)?;
+        let name = crate::sequence::parse_name(&text, Some(self.db))?;
         let seq = match self.catalog.sequence(self.txn, self.db, &name)? {
             Some(seq) => seq,
             None if self.catalog.relation_exists(self.txn, self.db, &name)? => {
@@ -825,20 +843,40 @@ impl<'a> Planner<'a> {
         };
         let (Some(table), Some(column)) = (constant(self, &args[0])?, constant(self, &args[1])?)
         else {
-            // Names known only at execution (a catalog query's columns): the session looks
-            // them up in what the catalog tables last showed.
-            let mut bound = Vec::with_capacity(2);
+            // Names known only at execution (a catalog query's columns): looked up then in
+            // the owned sequences this transaction sees, given as three constant arrays
+            // (tables, columns, sequences).
+            let mut bound = Vec::with_capacity(5);
             for a in args {
                 let (x, t) = self.expr(a, scope, false)?;
                 bound.push(self.coerce(x, t, DataType::Text)?.0);
             }
             self.reusable = false;
+            let mut owned = [vec![], vec![], vec![]];
+            let mut own = |table: &str, column: &str, sequence: &str| {
+                owned[0].push(Value::Text(table.to_string()));
+                owned[1].push(Value::Text(column.to_string()));
+                owned[2].push(Value::Text(format!("public.{sequence}")));
+            };
+            for s in self.catalog.sequences(self.txn, self.db)? {
+                if let Some((t, c)) = &s.owned_by {
+                    own(t, c, &s.name);
+                }
+            }
+            for t in self.catalog.tables(self.txn, self.db)? {
+                for c in &t.columns {
+                    if let Some(identity) = &c.identity {
+                        own(&t.name, &c.name, &identity.sequence);
+                    }
+                }
+            }
+            bound.extend(owned.map(|list| Expr::Const(Value::Array(list))));
             return Ok((
                 Expr::Func(Func::Catalog(CatalogFunc::SerialSequence), bound),
                 DataType::Text,
             ));
         };
-        let table = crate::sequence::parse_name(&table)?;
+        let table = crate::sequence::parse_name(&table, Some(self.db))?;
         let t = self.catalog.table_or_err(self.txn, self.db, &table)?;
         // The column is named as written: it is not case-folded (PostgreSQL's rule).
         let col = t.column_or_err(&column)?;

@@ -175,6 +175,12 @@ pub trait SystemTables {
     fn setting(&self, _name: &str) -> Option<String> {
         None
     }
+
+    /// Refreshes what catalog functions evaluated at execution look up by OID (index,
+    /// constraint and view definitions; enum types) from the catalog `txn` sees.
+    fn remember_catalog(&self, _txn: &mut Transaction) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// A query enclosing the subquery being bound.
@@ -585,7 +591,8 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
         D::Array(
             ast::ArrayElemTypeDef::SquareBracket(inner, _)
             | ast::ArrayElemTypeDef::AngleBracket(inner)
-            | ast::ArrayElemTypeDef::Parenthesis(inner),
+            | ast::ArrayElemTypeDef::Parenthesis(inner)
+            | ast::ArrayElemTypeDef::Qualified(inner, _),
         ) => crate::array::array_of(data_type(inner)?)?,
         other => return Err(SqlError::unsupported(format!("type {other}"))),
     })
@@ -695,7 +702,8 @@ pub fn resolve_type(
         ast::DataType::Array(
             ast::ArrayElemTypeDef::SquareBracket(inner, _)
             | ast::ArrayElemTypeDef::AngleBracket(inner)
-            | ast::ArrayElemTypeDef::Parenthesis(inner),
+            | ast::ArrayElemTypeDef::Parenthesis(inner)
+            | ast::ArrayElemTypeDef::Qualified(inner, _),
         ) => crate::array::array_of(resolve_type(inner, catalog, txn, db)?),
         _ => data_type(t),
     }
@@ -1010,9 +1018,13 @@ pub(crate) fn data_type_output_name(t: &ast::DataType) -> String {
                 None => "?column?".into(),
             }
         }
-        (Err(_), ast::DataType::Array(ast::ArrayElemTypeDef::SquareBracket(inner, _))) => {
-            data_type_output_name(inner)
-        }
+        (
+            Err(_),
+            ast::DataType::Array(
+                ast::ArrayElemTypeDef::SquareBracket(inner, _)
+                | ast::ArrayElemTypeDef::Qualified(inner, _),
+            ),
+        ) => data_type_output_name(inner),
         (Err(_), _) => "?column?".into(),
     }
 }

@@ -492,14 +492,16 @@ impl<'a> Planner<'a> {
                     .map(|a| a.columns.iter().map(|c| ident(&c.name)).collect())
                     .unwrap_or_default();
                 if let Some(args) = args {
-                    if matches!(
-                        tname.as_str(),
-                        "unnest"
-                            | "generate_subscripts"
-                            | "pg_partition_ancestors"
-                            | "pg_options_to_table"
-                    ) || crate::bind::json::is_json_srf(&tname)
-                    {
+                    let fname = crate::bind::srf::function_name(&tname);
+                    if crate::bind::function::is_aggregate(&fname) {
+                        return Err(SqlError::new(
+                            code::GROUPING,
+                            "aggregate functions are not allowed in functions in FROM",
+                        ));
+                    }
+                    if fname != "generate_series" {
+                        // Every function but an integer series is bound by its call: a
+                        // set-returning one gives its rows, any other one row.
                         let exprs: Vec<&ast::Expr> = args
                             .args
                             .iter()
@@ -518,9 +520,6 @@ impl<'a> Planner<'a> {
                             offset,
                             earlier,
                         );
-                    }
-                    if tname != "generate_series" {
-                        return Err(SqlError::unsupported(format!("the table function {tname}")));
                     }
                     let mut bound = Vec::new();
                     let mut asts = Vec::new();

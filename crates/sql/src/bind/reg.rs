@@ -51,66 +51,73 @@ pub(crate) fn reg_kind(dt: &ast::DataType) -> Option<Reg> {
 
 /// The OIDs PostgreSQL gives the system catalogs clients name in casts (`'pg_class'::regclass`
 /// as the `classoid` of pg_description, say).
+const SYSTEM_RELATIONS: &[(&str, i64)] = &[
+    ("pg_type", 1247),
+    ("pg_attribute", 1249),
+    ("pg_proc", 1255),
+    ("pg_class", 1259),
+    ("pg_authid", 1260),
+    ("pg_auth_members", 1261),
+    ("pg_database", 1262),
+    ("pg_tablespace", 1213),
+    ("pg_shdepend", 1214),
+    ("pg_foreign_server", 1417),
+    ("pg_shdescription", 2396),
+    ("pg_sequence", 2224),
+    ("pg_foreign_data_wrapper", 2328),
+    ("pg_am", 2601),
+    ("pg_amop", 2602),
+    ("pg_amproc", 2603),
+    ("pg_attrdef", 2604),
+    ("pg_cast", 2605),
+    ("pg_constraint", 2606),
+    ("pg_conversion", 2607),
+    ("pg_depend", 2608),
+    ("pg_description", 2609),
+    ("pg_index", 2610),
+    ("pg_inherits", 2611),
+    ("pg_language", 2612),
+    ("pg_namespace", 2615),
+    ("pg_opclass", 2616),
+    ("pg_operator", 2617),
+    ("pg_rewrite", 2618),
+    ("pg_trigger", 2620),
+    ("pg_opfamily", 2753),
+    ("pg_default_acl", 826),
+    ("pg_largeobject_metadata", 2995),
+    ("pg_extension", 3079),
+    ("pg_foreign_table", 3118),
+    ("pg_policy", 3256),
+    ("pg_partitioned_table", 3350),
+    ("pg_statistic_ext", 3381),
+    ("pg_init_privs", 3394),
+    ("pg_collation", 3456),
+    ("pg_event_trigger", 3466),
+    ("pg_enum", 3501),
+    ("pg_range", 3541),
+    ("pg_transform", 3576),
+    ("pg_seclabel", 3596),
+    ("pg_shseclabel", 3592),
+    ("pg_db_role_setting", 2964),
+    ("pg_ts_dict", 3600),
+    ("pg_ts_parser", 3601),
+    ("pg_ts_config", 3602),
+    ("pg_ts_template", 3764),
+    ("pg_subscription", 6100),
+    ("pg_publication", 6104),
+    ("pg_publication_rel", 6106),
+    ("pg_publication_namespace", 6237),
+];
+
+/// The OID of the system catalog named `name` (with or without `pg_catalog.`).
 pub fn system_relation_oid(name: &str) -> Option<i64> {
     let name = name.strip_prefix("pg_catalog.").unwrap_or(name);
-    Some(match name {
-        "pg_type" => 1247,
-        "pg_attribute" => 1249,
-        "pg_proc" => 1255,
-        "pg_class" => 1259,
-        "pg_authid" => 1260,
-        "pg_auth_members" => 1261,
-        "pg_database" => 1262,
-        "pg_tablespace" => 1213,
-        "pg_shdepend" => 1214,
-        "pg_foreign_server" => 1417,
-        "pg_shdescription" => 2396,
-        "pg_sequence" => 2224,
-        "pg_foreign_data_wrapper" => 2328,
-        "pg_am" => 2601,
-        "pg_amop" => 2602,
-        "pg_amproc" => 2603,
-        "pg_attrdef" => 2604,
-        "pg_cast" => 2605,
-        "pg_constraint" => 2606,
-        "pg_conversion" => 2607,
-        "pg_depend" => 2608,
-        "pg_description" => 2609,
-        "pg_index" => 2610,
-        "pg_inherits" => 2611,
-        "pg_language" => 2612,
-        "pg_namespace" => 2615,
-        "pg_opclass" => 2616,
-        "pg_operator" => 2617,
-        "pg_rewrite" => 2618,
-        "pg_trigger" => 2620,
-        "pg_opfamily" => 2753,
-        "pg_default_acl" => 826,
-        "pg_largeobject_metadata" => 2995,
-        "pg_extension" => 3079,
-        "pg_foreign_table" => 3118,
-        "pg_policy" => 3256,
-        "pg_partitioned_table" => 3350,
-        "pg_statistic_ext" => 3381,
-        "pg_init_privs" => 3394,
-        "pg_collation" => 3456,
-        "pg_event_trigger" => 3466,
-        "pg_enum" => 3501,
-        "pg_range" => 3541,
-        "pg_transform" => 3576,
-        "pg_seclabel" => 3596,
-        "pg_shseclabel" => 3592,
-        "pg_db_role_setting" => 2964,
-        "pg_ts_dict" => 3600,
-        "pg_ts_parser" => 3601,
-        "pg_ts_config" => 3602,
-        "pg_ts_template" => 3764,
-        "pg_subscription" => 6100,
-        "pg_publication" => 6104,
-        "pg_publication_rel" => 6106,
-        "pg_publication_namespace" => 6237,
-        _ => return None,
-    })
+    SYSTEM_RELATIONS.iter().find(|(n, _)| *n == name).map(|(_, o)| *o)
+}
+
+/// The name of the system catalog with OID `o`.
+pub fn system_relation_name(o: i64) -> Option<&'static str> {
+    SYSTEM_RELATIONS.iter().find(|(_, x)| *x == o).map(|(n, _)| *n)
 }
 
 /// The type a name denotes (`int4`, `integer`, `character varying`, `text[]` …).
@@ -126,8 +133,58 @@ pub fn type_by_name(name: &str) -> Option<DataType> {
     data_type(&dt).ok()
 }
 
+/// A type named by text as an identifier chain (`int4`, `"Mood"`, `public.mood`,
+/// `"pg_catalog"."int4"`, `mood[]`): its schema, its name (quoted parts as written, others
+/// folded) and whether its array type is meant. `None` for other type syntax
+/// (`character varying(3)`, `timestamp with time zone`).
+pub fn type_name_parts(text: &str) -> Option<(Option<String>, String, bool)> {
+    let text = text.trim();
+    let (text, array) = match text.strip_suffix("[]") {
+        Some(t) => (t.trim_end(), true),
+        None => (text, false),
+    };
+    let parts = crate::sequence::name_parts(text).ok()?;
+    if parts.iter().any(|(p, quoted)| !quoted && p.contains(char::is_whitespace)) {
+        return None;
+    }
+    match parts.as_slice() {
+        [(name, _)] => Some((None, name.clone(), array)),
+        [(schema, _), (name, _)] => Some((Some(schema.clone()), name.clone(), array)),
+        _ => None,
+    }
+}
+
+/// The built-in type an identifier-chain name denotes (`"int4"`, `pg_catalog.text[]`).
+pub fn builtin_type_named(text: &str) -> Option<DataType> {
+    let (schema, name, array) = type_name_parts(text)?;
+    if schema.is_some_and(|s| s != "pg_catalog")
+        || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    {
+        return None;
+    }
+    let t = type_by_name(&name)?;
+    if array {
+        crate::array::array_of(t).ok()
+    } else {
+        Some(t)
+    }
+}
+
+/// A type name as PostgreSQL's errors show it: an identifier chain's parts unquoted.
+pub fn type_display_name(text: &str) -> String {
+    match type_name_parts(text) {
+        Some((schema, name, array)) => format!(
+            "{}{name}{}",
+            schema.map(|s| s + ".").unwrap_or_default(),
+            if array { "[]" } else { "" }
+        ),
+        None => text.trim().to_string(),
+    }
+}
+
 /// 42704 for a type name Kiln does not have.
 pub fn undefined_type(name: &str) -> SqlError {
+    let name = type_display_name(name);
     SqlError::new(code::UNDEFINED_OBJECT, format!("type \"{name}\" does not exist"))
 }
 
@@ -137,39 +194,54 @@ pub fn undefined_relation(name: &str) -> SqlError {
 }
 
 impl<'a> Planner<'a> {
+    /// Every relation of the database the statement's transaction sees, with its OID:
+    /// tables, sequences, views, and the tables' primary-key and other indexes.
+    fn visible_relations(&mut self) -> Result<Vec<(i64, String)>> {
+        self.reusable = false;
+        let tables = self.catalog.tables(self.txn, self.db)?;
+        let mut all: Vec<(i64, String)> =
+            tables.iter().map(|t| (oid::object(t.id), t.name.clone())).collect();
+        for s in self.catalog.sequences(self.txn, self.db)? {
+            all.push((oid::object(s.id), s.name.clone()));
+        }
+        for v in self.catalog.views(self.txn, self.db)? {
+            all.push((oid::object(v.id), v.name.clone()));
+        }
+        for t in &tables {
+            if !t.primary_key.is_empty() {
+                let pkey = t.primary_key_name.clone().unwrap_or_else(|| format!("{}_pkey", t.name));
+                all.push((oid::pkey_index(t.id), pkey));
+            }
+            all.extend(t.indexes.iter().map(|ix| (oid::object(ix.id), ix.name.clone())));
+        }
+        Ok(all)
+    }
+
+    /// The relations as two constant arrays (OIDs, names) that a conversion evaluated at
+    /// execution searches: the names this statement's transaction sees, nobody else's.
+    pub(crate) fn relation_directory(&mut self) -> Result<[Expr; 2]> {
+        let (oids, names) = self
+            .visible_relations()?
+            .into_iter()
+            .map(|(o, n)| (Value::Int(o), Value::Text(n)))
+            .unzip();
+        Ok([Expr::Const(Value::Array(oids)), Expr::Const(Value::Array(names))])
+    }
+
     /// The OID of the relation (table, index, sequence, view or system catalog) a name
     /// denotes.
     pub(crate) fn relation_oid(&mut self, text: &str) -> Result<Option<i64>> {
-        if let Some(o) = system_relation_oid(text.trim()) {
+        let name = crate::sequence::parse_name(text, Some(self.db))?;
+        if let Some(o) = system_relation_oid(&name) {
             return Ok(Some(o));
         }
-        let name = crate::sequence::parse_name(text)?;
-        self.reusable = false;
-        if let Some(t) = self.catalog.table(self.txn, self.db, &name)? {
-            return Ok(Some(oid::object(t.id)));
-        }
-        if let Some(s) = self.catalog.sequence(self.txn, self.db, &name)? {
-            return Ok(Some(oid::object(s.id)));
-        }
-        if let Some(v) = self.catalog.view(self.txn, self.db, &name)? {
-            return Ok(Some(oid::object(v.id)));
-        }
-        for t in self.catalog.tables(self.txn, self.db)? {
-            let pkey = t.primary_key_name.clone().unwrap_or_else(|| format!("{}_pkey", t.name));
-            if !t.primary_key.is_empty() && pkey == name {
-                return Ok(Some(oid::pkey_index(t.id)));
-            }
-            if let Some(ix) = t.indexes.iter().find(|i| i.name == name) {
-                return Ok(Some(oid::object(ix.id)));
-            }
-        }
-        Ok(None)
+        Ok(self.visible_relations()?.into_iter().find(|(_, n)| *n == name).map(|(o, _)| o))
     }
 
     /// The type a name denotes: a built-in type ([`type_by_name`]) or one of the database's
     /// enum types (`mood`, `public.mood`, `mood[]`, `_mood`).
     pub(crate) fn type_named(&mut self, text: &str) -> Result<Option<DataType>> {
-        if let Some(t) = type_by_name(text) {
+        if let Some(t) = type_by_name(text).or_else(|| builtin_type_named(text)) {
             return Ok(Some(t));
         }
         let dialect = sqlparser::dialect::PostgreSqlDialect {};
@@ -227,37 +299,29 @@ impl<'a> Planner<'a> {
             e if t.is_integer() => (e, DataType::Int8),
             e => {
                 let (e, _) = self.coerce(e, t, DataType::Text)?;
-                let f = match kind {
-                    Reg::Class => CatalogFunc::RegClassOid(false),
-                    Reg::Type => CatalogFunc::RegTypeOid(false),
-                };
                 self.reusable = false;
-                (Expr::Func(Func::Catalog(f), vec![e]), DataType::Int8)
+                match kind {
+                    Reg::Class => {
+                        let [oids, names] = self.relation_directory()?;
+                        let f = Func::Catalog(CatalogFunc::RegClassOid(false));
+                        (Expr::Func(f, vec![e, oids, names]), DataType::Int8)
+                    }
+                    Reg::Type => {
+                        self.system.remember_catalog(self.txn)?;
+                        let f = Func::Catalog(CatalogFunc::RegTypeOid(false));
+                        (Expr::Func(f, vec![e]), DataType::Int8)
+                    }
+                }
             }
         })
     }
 
     /// The name of the relation with this OID, when there is one.
     pub(crate) fn relation_name(&mut self, o: i64) -> Result<Option<String>> {
-        for t in self.catalog.tables(self.txn, self.db)? {
-            if oid::object(t.id) == o {
-                return Ok(Some(t.name.clone()));
-            }
-            if !t.primary_key.is_empty() && oid::pkey_index(t.id) == o {
-                return Ok(Some(
-                    t.primary_key_name.clone().unwrap_or_else(|| format!("{}_pkey", t.name)),
-                ));
-            }
-            if let Some(ix) = t.indexes.iter().find(|i| oid::object(i.id) == o) {
-                return Ok(Some(ix.name.clone()));
-            }
+        if let Some(n) = system_relation_name(o) {
+            return Ok(Some(n.to_string()));
         }
-        let sequences = self.catalog.sequences(self.txn, self.db)?;
-        if let Some(s) = sequences.iter().find(|s| oid::object(s.id) == o) {
-            return Ok(Some(s.name.clone()));
-        }
-        let views = self.catalog.views(self.txn, self.db)?;
-        Ok(views.iter().find(|v| oid::object(v.id) == o).map(|v| v.name.clone()))
+        Ok(self.visible_relations()?.into_iter().find(|(x, _)| *x == o).map(|(_, n)| n))
     }
 
     /// `x::regclass::text` (and varchar, name): the name of the relation or type.
@@ -289,7 +353,12 @@ impl<'a> Planner<'a> {
             }
             e => {
                 self.reusable = false;
-                (Expr::Func(Func::Catalog(f), vec![e]), DataType::Text)
+                let mut args = vec![e];
+                match kind {
+                    Reg::Class => args.extend(self.relation_directory()?),
+                    Reg::Type => self.system.remember_catalog(self.txn)?,
+                }
+                (Expr::Func(Func::Catalog(f), args), DataType::Text)
             }
         })
     }

@@ -258,11 +258,18 @@ impl<'a> Planner<'a> {
                 exprs.push(e);
                 types.push(t);
             }
-        } else {
+        } else if is_srf(&function_name(name)) {
             let (e, t) = self.srf_call(name, args, scope)?;
             exprs.push(e);
             types.push(t);
+        } else {
+            // A function that returns one value gives one row (PostgreSQL's rule for any
+            // function in FROM): its value, as the one element of the row array.
+            let (e, t) = self.scalar_call_in_from(name, args, scope)?;
+            exprs.push(Expr::Func(Func::MakeArray, vec![e]));
+            types.push(t);
         }
+        let name = name.rsplit('.').next().unwrap_or(name);
         let alias_name = alias.map(|a| ident(&a.name)).unwrap_or_else(|| name.to_string());
         let rename: Vec<String> =
             alias.map(|a| a.columns.iter().map(|c| ident(&c.name)).collect()).unwrap_or_default();
@@ -327,6 +334,36 @@ impl<'a> Planner<'a> {
             label: name.to_string(),
         };
         Ok((item, cols))
+    }
+
+    /// A call of a function that returns one value, named in FROM (`FROM current_schema()`,
+    /// `FROM upper($1) AS u`), bound as the same call in a select list would be.
+    fn scalar_call_in_from(
+        &mut self,
+        name: &str,
+        args: &[&ast::Expr],
+        scope: &Scope,
+    ) -> Result<(Expr, DataType)> {
+        let call = ast::Expr::Function(ast::Function {
+            name: ast::ObjectName::from(
+                name.split('.').map(|p| ast::Ident::with_quote('"', p)).collect::<Vec<_>>(),
+            ),
+            uses_odbc_syntax: false,
+            parameters: ast::FunctionArguments::None,
+            args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+                duplicate_treatment: None,
+                args: args
+                    .iter()
+                    .map(|a| ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr((*a).clone())))
+                    .collect(),
+                clauses: vec![],
+            }),
+            within_group: vec![],
+            filter: None,
+            null_treatment: None,
+            over: None,
+        });
+        self.expr(&call, scope, false)
     }
 
     /// A select item that is a set-returning call: its expression, row type and output

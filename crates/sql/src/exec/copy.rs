@@ -389,6 +389,7 @@ impl Session {
                     },
                 })
                 .collect::<Result<Vec<_>>>()?;
+            let full = crate::exec::write::Writer::fit_row(&table, full, ctx.env.zone())?;
             w.insert_row(&table, full, None, &ctx)?;
         }
         if let Some(c) = &mut self.copy {

@@ -109,6 +109,7 @@ impl Writer<'_> {
         let n = rows.len();
         for row in rows {
             self.interrupted()?;
+            let row = Self::fit_row(&table, row, ctx.env.zone())?;
             self.insert_row(&table, row, None, ctx)?;
         }
         Ok(Output::Command(format!("SELECT {n}")))

@@ -632,7 +632,7 @@ pub(crate) fn default_qualified(default: &str) -> String {
 fn sequence_literal(e: &ast::Expr) -> Option<String> {
     match e {
         ast::Expr::Value(v) => match &v.value {
-            ast::Value::SingleQuotedString(s) => crate::sequence::parse_name(s).ok(),
+            ast::Value::SingleQuotedString(s) => crate::sequence::parse_name(s, None).ok(),
             _ => None,
         },
         ast::Expr::Cast { expr, .. } | ast::Expr::Nested(expr) => sequence_literal(expr),

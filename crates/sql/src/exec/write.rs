@@ -181,9 +181,9 @@ impl Writer<'_> {
         Ok(out)
     }
 
-    /// Inserts a row. A key that holds another row already fails with 23505, unless it is
-    /// one of `arbiters` (ON CONFLICT): then nothing is written and the other row's primary
-    /// key is returned.
+    /// Inserts a row, already fitted to its columns ([`Self::fit_row`]). A key that holds
+    /// another row already fails with 23505, unless it is one of `arbiters` (ON CONFLICT):
+    /// then nothing is written and the other row's primary key is returned.
     pub(crate) fn insert_row(
         &mut self,
         table: &Table,
@@ -191,7 +191,6 @@ impl Writer<'_> {
         arbiters: Option<&Arbiters>,
         ctx: &Ctx,
     ) -> Result<Inserted> {
-        let row = Self::fit_row(table, row, ctx.env.zone())?;
         self.check_row(table, &row, ctx)?;
         let pk = self.primary_key(table, &row)?;
         let ks = table.keyspace();
@@ -301,8 +300,7 @@ impl Writer<'_> {
         if pk_changed {
             self.delete_row(table, pk, old)?;
             // The new key is checked and written as an insert's, its references too.
-            let row = Self::fit_row(table, new.clone(), ctx.env.zone())?;
-            self.insert_row(table, row, None, ctx)?;
+            self.insert_row(table, new.clone(), None, ctx)?;
         } else {
             for index in &table.indexes {
                 // An expression or a condition may read any column: its entries are
@@ -518,6 +516,9 @@ impl Writer<'_> {
                     },
                 });
             }
+            // Fitted to the columns (a typmod's scale, a char's padding) before it is
+            // written: RETURNING shows the row as stored.
+            let full = Self::fit_row(&table, full, ctx.env.zone())?;
             let written = match &plan.on_conflict {
                 None => {
                     self.insert_row(&table, full.clone(), None, ctx)?;
@@ -550,10 +551,9 @@ impl Writer<'_> {
                                     "could not serialize access due to concurrent delete",
                                 ));
                             };
-                            let fitted = Self::fit_row(&table, full.clone(), ctx.env.zone())?;
                             let existing = decode_row(&raw, table.columns.len())?;
                             let mut both = existing.clone();
-                            both.extend(fitted);
+                            both.extend(full.iter().cloned());
                             let go = match cond {
                                 Some(c) => c.eval_bool(&both, ctx)?,
                                 None => true,

@@ -156,6 +156,10 @@ impl SystemTables for System<'_> {
         self.settings.get(&name.to_lowercase()).cloned()
     }
 
+    fn remember_catalog(&self, txn: &mut Transaction) -> Result<()> {
+        self.relations(txn, "").map(drop)
+    }
+
     fn system_table(&self, txn: &mut Transaction, name: &str) -> Result<Option<Relation>> {
         let text = |s: &str| Value::Text(s.to_string());
         let empty = |spec: &[(&str, DataType)]| Some((cols(spec), vec![]));
@@ -600,13 +604,23 @@ impl SystemTables for System<'_> {
                 ("provider", T),
                 ("label", T),
             ]),
-            // The privileges objects had when the database was created: the public
-            // schema's (pg_dump dumps only changes to them).
             "pg_shseclabel" => {
                 empty(&[("objoid", O), ("classoid", O), ("provider", T), ("label", T)])
             }
             "pg_db_role_setting" => empty(&[("setdatabase", O), ("setrole", O), ("setconfig", TA)]),
             "pg_shdescription" => empty(&[("objoid", O), ("classoid", O), ("description", T)]),
+            // Kiln has no materialized views.
+            "pg_matviews" => empty(&[
+                ("schemaname", N),
+                ("matviewname", N),
+                ("matviewowner", N),
+                ("tablespace", N),
+                ("hasindexes", B),
+                ("ispopulated", B),
+                ("definition", T),
+            ]),
+            // The privileges objects had when the database was created: the public
+            // schema's (pg_dump dumps only changes to them).
             "pg_init_privs" => Some((
                 cols(&[
                     ("objoid", O),
@@ -1705,13 +1719,7 @@ impl System<'_> {
         // Off the search path, user objects are named with their schema.
         let qualify = !crate::pg::settings::search_path(self.settings).contains(&"public");
         let schema = if qualify { "public." } else { "" };
-        let mut names = std::collections::HashMap::new();
-        let mut serials = std::collections::HashMap::new();
         for seq in &sequences {
-            names.insert(oid::object(seq.id), seq.name.clone());
-            if let Some((t, c)) = &seq.owned_by {
-                serials.insert((t.clone(), c.clone()), format!("public.{}", seq.name));
-            }
             if which == "pg_class" {
                 rows.push(class_row(oid::object(seq.id), &seq.name, "S", 3, 0, false));
             }
@@ -1754,18 +1762,6 @@ impl System<'_> {
                         ix.nulls_not_distinct,
                     ),
                 ));
-            }
-            names.insert(toid, t.name.clone());
-            for c in &t.columns {
-                if let Some(identity) = &c.identity {
-                    serials.insert(
-                        (t.name.clone(), c.name.clone()),
-                        format!("public.{}", identity.sequence),
-                    );
-                }
-            }
-            for (ioid, name, ..) in &indexes {
-                names.insert(*ioid, name.clone());
             }
             for (ioid, name, c, unique, _, kind, (exprs, predicate, include, nnd)) in &indexes {
                 let parts = if exprs.is_empty() {
@@ -2104,7 +2100,6 @@ impl System<'_> {
         };
         for v in views {
             let voids = oid::object(v.id);
-            names.insert(voids, v.name.clone());
             let query =
                 if qualify { query_qualified(&v.query, &relations) } else { v.query.clone() };
             defs.push((voids, format!(" {query};")));
@@ -2120,7 +2115,6 @@ impl System<'_> {
             }
         }
         self.db.remember_definitions(defs);
-        self.db.remember_relations(self.database, names, serials);
         // Column types: format_type(atttypid, …) names enum types by what it remembers.
         let enums = self.db.catalog().enum_types(txn, self.database)?;
         self.db.remember_enum_types(self.database, &enums);
