@@ -348,6 +348,11 @@ impl Table {
         format!("t{}", self.id)
     }
 
+    /// The name of its primary key (constraint and index): as given, else `<table>_pkey`.
+    pub fn pkey_name(&self) -> String {
+        self.primary_key_name.clone().unwrap_or_else(|| format!("{}_pkey", self.name))
+    }
+
     /// The number (`attnum`) of column `i`: 1-based, and unchanged when earlier columns are
     /// dropped.
     pub fn attnum(&self, i: usize) -> i16 {
@@ -612,6 +617,13 @@ impl Catalog {
                 &index_key(&table.database, &index.name),
                 table.name.as_bytes(),
             )?;
+        }
+        // The names of indexes the new definition no longer has (a dropped unique
+        // constraint, an index on a dropped column, a renamed index) are free again.
+        for gone in before.iter().flat_map(|b| b.indexes.iter()) {
+            if !table.indexes.iter().any(|i| i.name == gone.name) {
+                txn.delete_guarded(CATALOG, &index_key(&table.database, &gone.name))?;
+            }
         }
         Ok(())
     }

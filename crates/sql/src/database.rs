@@ -65,10 +65,12 @@ pub struct Database {
     /// The inboxes of sessions that have listened to a channel (NOTIFY delivers to them).
     pub(crate) listeners: Mutex<Vec<std::sync::Weak<Inbox>>>,
     pub(crate) stop: Arc<AtomicBool>,
-    /// Index and constraint definitions by OID, as the last catalog query saw them (for
-    /// pg_get_indexdef and pg_get_constraintdef).
+    /// Index, constraint and view definitions by OID, as the last catalog query saw them,
+    /// or the binding of a statement that calls pg_get_indexdef, pg_get_constraintdef or
+    /// pg_get_viewdef (`SystemTables::remember_catalog`); an OID names one object for ever.
     pub(crate) definitions: Mutex<HashMap<i64, String>>,
-    /// Enum types by database, as the last catalog query saw them.
+    /// Enum types by database, as the last catalog query (or the binding of a statement
+    /// that names types by OID at execution) saw them.
     enum_types: Mutex<HashMap<String, Vec<&'static crate::enums::EnumType>>>,
     pub(crate) notifier_started: Mutex<bool>,
     /// Every session, for pg_stat_activity and pg_cancel/terminate_backend.

@@ -297,10 +297,7 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
                 }
                 Some(ast::ConflictTarget::OnConstraint(name)) => {
                     let name = object_name(name)?;
-                    let pk_name = table
-                        .primary_key_name
-                        .clone()
-                        .unwrap_or_else(|| format!("{}_pkey", table.name));
+                    let pk_name = table.pkey_name();
                     if !table.primary_key.is_empty() && name == pk_name {
                         Arbiters::Keys { primary: true, indexes: vec![] }
                     } else if let Some(i) =

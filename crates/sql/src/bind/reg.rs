@@ -209,7 +209,7 @@ impl<'a> Planner<'a> {
         }
         for t in &tables {
             if !t.primary_key.is_empty() {
-                let pkey = t.primary_key_name.clone().unwrap_or_else(|| format!("{}_pkey", t.name));
+                let pkey = t.pkey_name();
                 all.push((oid::pkey_index(t.id), pkey));
             }
             all.extend(t.indexes.iter().map(|ix| (oid::object(ix.id), ix.name.clone())));

@@ -450,10 +450,7 @@ impl Writer<'_> {
                     let Some(pos) = t.indexes.iter().position(|i| i.name == name) else { continue };
                     let index = t.indexes.remove(pos);
                     self.ts.txn.clear(&index.keyspace())?;
-                    self.ts.txn.delete(
-                        crate::catalog::CATALOG,
-                        format!("i/{database}/{name}").as_bytes(),
-                    )?;
+                    // Writing the table without it frees its name.
                     self.db.catalog.put_table(&mut self.ts.txn, &t)?;
                 }
                 Ok(Output::Command("DROP INDEX".into()))
@@ -551,7 +548,7 @@ impl Writer<'_> {
         let key = encode_key(&cols.iter().map(|&c| &row[c]).collect::<Vec<_>>())?;
         if !self.ts.txn.insert(&new.keyspace(), &key, &raw)? {
             let vals: Vec<Value> = cols.iter().map(|&c| row[c].clone()).collect();
-            let name = new.primary_key_name.clone().unwrap_or_else(|| format!("{}_pkey", new.name));
+            let name = new.pkey_name();
             let parts = crate::exec::constraints::names_of(new, cols);
             return Err(index_build_violation(new, &name, &vals, &parts));
         }

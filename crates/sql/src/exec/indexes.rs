@@ -235,6 +235,44 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// ALTER INDEX name RENAME TO new. The index of a primary key or a unique constraint
+    /// renames the constraint with it, as in PostgreSQL.
+    pub(crate) fn rename_index(
+        &mut self,
+        name: &ast::ObjectName,
+        operation: &ast::AlterIndexOperation,
+        database: &str,
+    ) -> Result<Output> {
+        let ast::AlterIndexOperation::RenameIndex { index_name } = operation;
+        let name = object_name(name)?;
+        let new = object_name(index_name)?;
+        let table = match self.db.catalog.index_table(&mut self.ts.txn, database, &name)? {
+            Some(t) => Some(self.db.catalog.table_or_err(&mut self.ts.txn, database, &t)?),
+            None => self
+                .db
+                .catalog
+                .tables(&mut self.ts.txn, database)?
+                .into_iter()
+                .find(|t| !t.primary_key.is_empty() && t.pkey_name() == name),
+        };
+        let Some(table) = table else {
+            return Err(SqlError::new(
+                code::UNDEFINED_TABLE,
+                format!("relation \"{name}\" does not exist"),
+            ));
+        };
+        if new != name {
+            self.relation_taken(database, &new, false)?;
+            let mut t = (*table).clone();
+            match t.indexes.iter_mut().find(|i| i.name == name) {
+                Some(index) => index.name = new,
+                None => t.primary_key_name = Some(new),
+            }
+            self.db.catalog.put_table(&mut self.ts.txn, &t)?;
+        }
+        Ok(Output::Command("ALTER INDEX".into()))
+    }
+
     /// CREATE [UNIQUE] INDEX [name] ON table (column | expression, …) [WHERE condition].
     pub(crate) fn create_index(&mut self, ci: &ast::CreateIndex, database: &str) -> Result<Output> {
         let tname = object_name(&ci.table_name)?;

@@ -312,6 +312,7 @@ impl Session {
                 &self.database,
             ),
             S::CreateIndex(ci) => w.create_index(ci, &self.database),
+            S::AlterIndex { name, operation } => w.rename_index(name, operation, &self.database),
             S::CreateSchema { schema_name, if_not_exists, .. } => {
                 w.create_schema(schema_name, *if_not_exists)
             }

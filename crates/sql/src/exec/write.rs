@@ -234,10 +234,7 @@ impl Writer<'_> {
                     return Ok(Inserted::Conflict(pk));
                 }
                 let vals: Vec<Value> = table.primary_key.iter().map(|&c| row[c].clone()).collect();
-                let name = table
-                    .primary_key_name
-                    .clone()
-                    .unwrap_or_else(|| format!("{}_pkey", table.name));
+                let name = table.pkey_name();
                 let parts = names_of(table, &table.primary_key);
                 return Err(unique_violation(table, &name, &vals, &parts));
             }

@@ -1735,7 +1735,7 @@ impl System<'_> {
             // Indexes: (oid, name, columns, unique, primary, constraint kind).
             let mut indexes: Vec<IndexRow> = Vec::new();
             if !t.primary_key.is_empty() {
-                let name = t.primary_key_name.clone().unwrap_or_else(|| format!("{}_pkey", t.name));
+                let name = t.pkey_name();
                 indexes.push((
                     oid::pkey_index(t.id),
                     name,
