@@ -461,6 +461,39 @@ impl SessionEnv<'_> {
         }
     }
 
+    /// `format_type(oid, typmod)`: the type's name, with its modifier when it has one.
+    fn format_type(&self, oid: i64, typmod: i64) -> String {
+        if let Some(t) = self.db.remembered_type(self.database, oid as u32) {
+            return self.user_type_name(t);
+        }
+        // An array's typmod is its element's.
+        let array = DataType::from_oid(oid as u32).filter(|t| matches!(t, DataType::Array(_)));
+        let oid = match array.and_then(DataType::element) {
+            Some(e) => e.oid() as i64,
+            None => oid,
+        };
+        let name = match DataType::from_oid(oid as u32) {
+            Some(DataType::Varchar(_)) if typmod >= 4 => {
+                DataType::Varchar(Some(typmod as u32 - 4)).sql_name()
+            }
+            Some(DataType::Char(_)) if typmod >= 4 => DataType::Char(typmod as u32 - 4).sql_name(),
+            Some(DataType::Char(_)) => "bpchar".into(),
+            Some(DataType::Interval(_)) if typmod >= 0 => {
+                DataType::Interval(Some(typmod as u32)).sql_name()
+            }
+            Some(DataType::Numeric(_)) if typmod >= 4 => {
+                let m = (typmod - 4) as u32;
+                DataType::Numeric(Some((m >> 16, m & 0xffff))).sql_name()
+            }
+            Some(t) => t.sql_name(),
+            None => return "???".into(),
+        };
+        match array {
+            Some(_) => format!("{name}[]"),
+            None => name,
+        }
+    }
+
     /// The fault switches, when the server was started with fault injection (0A000 else).
     fn faults(&self) -> Result<&kiln_engine::Faults> {
         self.db.config.faults.as_deref().ok_or_else(|| {
@@ -845,39 +878,23 @@ impl Env for SessionEnv<'_> {
             }
             CatalogFunc::StatisticsColumns | CatalogFunc::Description => Value::Null,
             CatalogFunc::GetExpr => args.first().cloned().unwrap_or(Value::Null),
-            CatalogFunc::FormatType => {
-                let Some(oid) = arg_int(0) else { return Ok(Value::Null) };
-                if let Some(t) = self.db.remembered_type(self.database, oid as u32) {
-                    return Ok(Value::Text(self.user_type_name(t)));
-                }
-                let typmod = arg_int(1).unwrap_or(-1);
-                // An array's typmod is its element's.
-                let array =
-                    DataType::from_oid(oid as u32).filter(|t| matches!(t, DataType::Array(_)));
-                let oid = match array.and_then(DataType::element) {
-                    Some(e) => e.oid() as i64,
-                    None => oid,
-                };
-                let ty = match DataType::from_oid(oid as u32) {
-                    Some(DataType::Varchar(_)) if typmod >= 4 => {
-                        DataType::Varchar(Some(typmod as u32 - 4))
-                    }
-                    Some(DataType::Char(_)) if typmod >= 4 => DataType::Char(typmod as u32 - 4),
-                    Some(DataType::Interval(_)) if typmod >= 0 => {
-                        DataType::Interval(Some(typmod as u32))
-                    }
-                    Some(DataType::Numeric(_)) if typmod >= 4 => {
-                        let m = (typmod - 4) as u32;
-                        DataType::Numeric(Some((m >> 16, m & 0xffff)))
-                    }
-                    Some(t) => t,
-                    None => return Ok(Value::Text("???".into())),
-                };
-                match array {
-                    Some(_) => Value::Text(format!("{}[]", ty.sql_name())),
-                    None => Value::Text(ty.sql_name()),
-                }
-            }
+            CatalogFunc::FormatType => match arg_int(0) {
+                Some(oid) => Value::Text(self.format_type(oid, arg_int(1).unwrap_or(-1))),
+                None => Value::Null,
+            },
+            // oidvectortypes(proargtypes): the types' names, comma-separated.
+            CatalogFunc::OidVectorTypes => match args.first() {
+                Some(Value::Array(oids)) => Value::Text(
+                    oids.iter()
+                        .filter_map(|o| match o {
+                            Value::Int(o) => Some(self.format_type(*o, -1)),
+                            _ => None,
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ),
+                _ => Value::Null,
+            },
             CatalogFunc::RegTypeName => match arg_int(0) {
                 Some(o) => Value::Text(match DataType::from_oid(o as u32) {
                     Some(t) => t.sql_name(),
@@ -937,6 +954,9 @@ impl Env for SessionEnv<'_> {
                 if let Ok(n) = name.trim().parse::<i64>() {
                     return Ok(Value::Int(n));
                 }
+                if let Some(o) = crate::bind::reg::system_relation_named(name) {
+                    return Ok(Value::Int(o));
+                }
                 let wanted = match crate::sequence::parse_name(name, Some(self.database)) {
                     Ok(wanted) => wanted,
                     // to_regclass: a schema that does not exist holds no relation.
@@ -945,14 +965,12 @@ impl Env for SessionEnv<'_> {
                     }
                     Err(e) => return Err(e),
                 };
-                let found = crate::bind::reg::system_relation_oid(&wanted).or_else(|| {
-                    let (oids, names) = relation_directory(args);
-                    let at = names.iter().position(|n| *n == Value::Text(wanted.clone()))?;
-                    match oids.get(at) {
-                        Some(Value::Int(o)) => Some(*o),
-                        _ => None,
-                    }
-                });
+                let (oids, names) = relation_directory(args);
+                let at = names.iter().position(|n| *n == Value::Text(wanted.clone()));
+                let found = match at.and_then(|i| oids.get(i)) {
+                    Some(Value::Int(o)) => Some(*o),
+                    _ => None,
+                };
                 match found {
                     Some(o) => Value::Int(o),
                     None if missing_ok => Value::Null,

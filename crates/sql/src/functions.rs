@@ -812,6 +812,16 @@ pub static FUNCTIONS: &[FuncDef] = &[
         VOLATILE,
     ),
     f(
+        &["oidvectortypes"],
+        Func::Catalog(CatalogFunc::OidVectorTypes),
+        1,
+        1,
+        &[A::Any],
+        Type(T::Text),
+        STRICT,
+        VOLATILE,
+    ),
+    f(
         &["current_schemas"],
         Func::Catalog(CatalogFunc::CurrentSchemas),
         0,

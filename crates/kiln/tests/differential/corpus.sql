@@ -1920,3 +1920,16 @@ insert into uq3 values (1, 2);
 insert into uq3 values (2, 1);
 create index uq3_v_key on uq3 (v);
 drop table uq; drop table uq2; drop table uq3;
+select 'pg_catalog.pg_class'::regclass::oid, ('pg_catalog.' || 'pg_class')::regclass::oid, '"pg_catalog"."pg_class"'::regclass::oid, ('"pg_catalog".' || 'pg_type')::regclass::text;
+select to_regclass('pg_catalog.pg_namespace')::oid;
+-- Literal defaults as PostgreSQL prints them: the constant in its type's form, with a cast where one is needed.
+create type dmood as enum ('a', 'b');
+create sequence df_seq;
+create table df (a int default -1, b numeric(5,2) default '0', c varchar(20) default 'x', d char(3) default 'a', e text default 'it''s', f date default '2020-01-02', g timestamptz default '2020-01-02 03:04:05+00', h dmood default 'b', i text[] default '{}', j jsonb default '{}', k boolean default 'true', l float8 default -1.5, m int default 5, n numeric default 1.5, o bigint default '7', p interval default '1 day', q uuid default '00000000-0000-0000-0000-000000000000', r int[] default '{1,2}', s varchar(3)[] default '{}', t time default '10:00', u bytea default '\x00', v text default 'a'::text, w varchar default ('y'), x numeric(4,1) default -0.5, z smallint default -3, aa bigint default 3000000000, ab timestamp default now(), ac int default nextval('df_seq'));
+select column_name, column_default from information_schema.columns where table_name = 'df' order by ordinal_position;
+select pg_get_expr(adbin, adrelid) from pg_attrdef where adrelid = 'df'::regclass order by adnum;
+set search_path = '';
+select pg_get_expr(adbin, adrelid) from pg_catalog.pg_attrdef where adrelid = 'public.df'::regclass and adnum in (8, 28) order by adnum;
+select column_default from information_schema.columns where table_name = 'df' and column_name = 'h';
+reset search_path;
+drop table df; drop type dmood; drop sequence df_seq;

@@ -635,6 +635,7 @@ impl<'a> Planner<'a> {
                 | CatalogFunc::ConstraintDef
                 | CatalogFunc::ViewDef
                 | CatalogFunc::FormatType
+                | CatalogFunc::OidVectorTypes
                 | CatalogFunc::RegTypeOid(_),
             ) => {
                 self.reusable = false;

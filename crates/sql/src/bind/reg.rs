@@ -115,6 +115,16 @@ pub fn system_relation_oid(name: &str) -> Option<i64> {
     SYSTEM_RELATIONS.iter().find(|(n, _)| *n == name).map(|(_, o)| *o)
 }
 
+/// The OID of the system catalog a relation name given as text denotes (`pg_class`,
+/// `pg_catalog.pg_class`, `"pg_catalog"."pg_class"`).
+pub fn system_relation_named(text: &str) -> Option<i64> {
+    match crate::sequence::name_parts(text).ok()?.as_slice() {
+        [(name, _)] => system_relation_oid(name),
+        [(schema, _), (name, _)] if schema == "pg_catalog" => system_relation_oid(name),
+        _ => None,
+    }
+}
+
 /// The name of the system catalog with OID `o`.
 pub fn system_relation_name(o: i64) -> Option<&'static str> {
     SYSTEM_RELATIONS.iter().find(|(_, x)| *x == o).map(|(n, _)| *n)
@@ -231,10 +241,10 @@ impl<'a> Planner<'a> {
     /// The OID of the relation (table, index, sequence, view or system catalog) a name
     /// denotes.
     pub(crate) fn relation_oid(&mut self, text: &str) -> Result<Option<i64>> {
-        let name = crate::sequence::parse_name(text, Some(self.db))?;
-        if let Some(o) = system_relation_oid(&name) {
+        if let Some(o) = system_relation_named(text) {
             return Ok(Some(o));
         }
+        let name = crate::sequence::parse_name(text, Some(self.db))?;
         Ok(self.visible_relations()?.into_iter().find(|(_, n)| *n == name).map(|(o, _)| o))
     }
 

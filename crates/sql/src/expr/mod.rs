@@ -515,6 +515,8 @@ pub enum CatalogFunc {
     UserById,
     /// format_type(type oid, typmod)
     FormatType,
+    /// `oidvectortypes(oidvector)`.
+    OidVectorTypes,
     /// pg_get_expr(expr text, relation oid [, pretty])
     GetExpr,
     /// pg_get_indexdef(index oid [, column, pretty])

@@ -2,6 +2,7 @@
 //! information_schema, kiln_stat), and pg_stat_activity with cancel and terminate.
 
 pub mod activity;
+pub(crate) mod defaults;
 pub mod settings;
 pub mod system;
 pub mod views;

@@ -35,6 +35,8 @@ pub(crate) fn default_settings(config: &SessionConfig) -> Vec<(&'static str, Str
         ("transaction_isolation", isolation_name(config.default_isolation).into()),
         ("transaction_read_only", "off".into()),
         ("is_superuser", "on".into()),
+        // SET ROLE: the one role a session can take is its own (`none`: the session user).
+        ("role", "none".into()),
         ("bytea_output", "hex".into()),
         ("client_min_messages", "notice".into()),
         ("row_security", "on".into()),
@@ -452,6 +454,19 @@ impl Session {
                 self.db.check_level(&level)?;
                 level.to_string()
             }
+            "role" => {
+                if value.eq_ignore_ascii_case("none") || value.eq_ignore_ascii_case("default") {
+                    "none".into()
+                } else if value == self.user {
+                    value.clone()
+                } else {
+                    return Err(SqlError::new(
+                        code::UNDEFINED_OBJECT,
+                        format!("role \"{value}\" does not exist"),
+                    )
+                    .hint("Kiln has one role per session: its own user's."));
+                }
+            }
             "default_transaction_read_only" | "transaction_read_only" => {
                 if crate::types::parse_bool(&value)? {
                     "on".into()
@@ -599,6 +614,11 @@ impl Session {
                     other => set_value(other),
                 };
                 self.set("timezone", &value, *local)?;
+            }
+            ast::Set::SetRole { context_modifier, role_name } => {
+                let local = matches!(context_modifier, Some(ast::ContextModifier::Local));
+                let role = role_name.as_ref().map_or_else(|| "none".into(), |r| r.value.clone());
+                self.set("role", &role, local)?;
             }
             ast::Set::SetNames { charset_name, .. } => {
                 self.set("client_encoding", &charset_name.value, false)?;

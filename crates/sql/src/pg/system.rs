@@ -927,6 +927,49 @@ impl SystemTables for System<'_> {
                         .collect(),
                 ))
             }
+            "information_schema.sequences" => {
+                let sequences = self.db.catalog().sequences(txn, self.database)?;
+                let bits = |t: DataType| match t {
+                    DataType::Int2 => 16,
+                    DataType::Int4 => 32,
+                    _ => 64,
+                };
+                Some((
+                    cols(&[
+                        ("sequence_catalog", T),
+                        ("sequence_schema", T),
+                        ("sequence_name", T),
+                        ("data_type", T),
+                        ("numeric_precision", I4),
+                        ("numeric_precision_radix", I4),
+                        ("numeric_scale", I4),
+                        ("start_value", T),
+                        ("minimum_value", T),
+                        ("maximum_value", T),
+                        ("increment", T),
+                        ("cycle_option", T),
+                    ]),
+                    sequences
+                        .iter()
+                        .map(|s| {
+                            vec![
+                                text(self.database),
+                                text("public"),
+                                text(&s.name),
+                                text(&s.ty.sql_name()),
+                                Value::Int(bits(s.ty)),
+                                Value::Int(2),
+                                Value::Int(0),
+                                text(&s.start.to_string()),
+                                text(&s.min.to_string()),
+                                text(&s.max.to_string()),
+                                text(&s.increment.to_string()),
+                                text(if s.cycle { "YES" } else { "NO" }),
+                            ]
+                        })
+                        .collect(),
+                ))
+            }
             // Kiln's indexes use each type's default operator class; none other exists.
             "pg_opclass" => empty(&[
                 ("oid", O),
@@ -1212,6 +1255,7 @@ impl SystemTables for System<'_> {
                 })
             }
             "information_schema.columns" => {
+                let qualify = !crate::pg::settings::search_path(self.settings).contains(&"public");
                 let tables = self.db.catalog().tables(txn, self.database)?;
                 let sequences = self.db.catalog().sequences(txn, self.database)?;
                 let mut rows = Vec::new();
@@ -1223,7 +1267,9 @@ impl SystemTables for System<'_> {
                             text(&t.name),
                             text(&c.name),
                             Value::Int(t.attnum(i).into()),
-                            c.default.clone().map(Value::Text).unwrap_or(Value::Null),
+                            c.default.as_deref().map_or(Value::Null, |d| {
+                                text(&crate::pg::defaults::shown(d, c.ty, qualify))
+                            }),
                             text(if c.nullable { "YES" } else { "NO" }),
                             text(&column_data_type(c.ty)),
                         ];
@@ -1901,11 +1947,7 @@ impl System<'_> {
                 "pg_attrdef" => {
                     for (i, c) in t.columns.iter().enumerate() {
                         if let Some(d) = &c.default {
-                            let shown = if qualify {
-                                crate::exec::sequences::default_qualified(d)
-                            } else {
-                                d.clone()
-                            };
+                            let shown = crate::pg::defaults::shown(d, c.ty, qualify);
                             rows.push(vec![
                                 int(oid::attrdef(toid, i)),
                                 int(toid),
