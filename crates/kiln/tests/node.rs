@@ -1,5 +1,5 @@
 //! Node.js applications against a `kiln serve` process and against a throwaway stock
-//! PostgreSQL: node-postgres directly, Sequelize 6 and TypeORM 0.3 (`tests/clients/node`,
+//! PostgreSQL: node-postgres directly, Sequelize 6, TypeORM 0.3 and Knex 3 (`tests/clients/node`,
 //! their versions pinned by its package-lock.json). Each program prints what it saw — rows,
 //! types, reflected schemas, a migration's generated SQL, error fields — and the two
 //! transcripts must be the same line for line; on Kiln each also uses the ED surface.
@@ -24,7 +24,7 @@ fn run(cmd: &mut Command, what: &str) -> String {
 fn node_applications_on_postgresql_and_kiln() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/node");
     let work = tempfile::tempdir().expect("temp dir");
-    let programs = ["pg.js", "sequelize.js", "typeorm.js"];
+    let programs = ["pg.js", "sequelize.js", "typeorm.js", "knex.js"];
     for file in ["package.json", "package-lock.json", "ed.js"].iter().chain(&programs) {
         std::fs::copy(src.join(file), work.path().join(file)).expect("copy the Node programs");
     }
@@ -32,7 +32,7 @@ fn node_applications_on_postgresql_and_kiln() {
         Command::new("npm")
             .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
             .current_dir(work.path()),
-        "npm ci (fetches pg, Sequelize and TypeORM)",
+        "npm ci (fetches pg, Sequelize, TypeORM and Knex)",
     );
     let pg = common::Postgres::start();
     let kiln = common::Kiln::start(&[]);

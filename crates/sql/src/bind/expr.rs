@@ -403,6 +403,27 @@ impl<'a> Planner<'a> {
                 }
                 (Expr::Func(Func::Substr, args), DataType::Text)
             }
+            // position(sub IN s): strpos(s, sub).
+            E::Position { expr, r#in } => {
+                let mut args = Vec::with_capacity(2);
+                for x in [r#in, expr] {
+                    let (x, t) = self.expr(x, scope, aggs)?;
+                    args.push(self.coerce(x, t, DataType::Text)?.0);
+                }
+                (Expr::Func(Func::Str(crate::expr::StrFunc::Strpos), args), DataType::Int4)
+            }
+            E::Overlay { expr, overlay_what, overlay_from, overlay_for } => {
+                let mut args = Vec::with_capacity(4);
+                for x in [expr, overlay_what] {
+                    let (x, t) = self.expr(x, scope, aggs)?;
+                    args.push(self.coerce(x, t, DataType::Text)?.0);
+                }
+                for x in std::iter::once(overlay_from).chain(overlay_for) {
+                    let (x, t) = self.expr(x, scope, aggs)?;
+                    args.push(self.coerce(x, t, DataType::Int8)?.0);
+                }
+                (Expr::Func(Func::Str(crate::expr::StrFunc::Overlay), args), DataType::Text)
+            }
             E::Trim { expr, trim_where: None, trim_what: None, .. } => {
                 (Expr::Func(Func::Trim, vec![self.expr(expr, scope, aggs)?.0]), DataType::Text)
             }

@@ -963,6 +963,8 @@ fn plain_name(e: &ast::Expr) -> String {
         ast::Expr::Substring { shorthand, .. } => {
             if *shorthand { "substr" } else { "substring" }.into()
         }
+        ast::Expr::Position { .. } => "position".into(),
+        ast::Expr::Overlay { .. } => "overlay".into(),
         ast::Expr::Floor { .. } => "floor".into(),
         ast::Expr::Ceil { .. } => "ceil".into(),
         ast::Expr::Trim { .. } => "btrim".into(),

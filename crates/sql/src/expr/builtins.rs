@@ -356,6 +356,8 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         | Func::SetConfig
         | Func::Sleep => ctx.env.kiln(f, &args)?,
         Func::Catalog(c) => ctx.env.catalog(c, &args)?,
+        Func::Str(s) => super::strings::eval(s, &args, ctx.env.zone())?,
+        Func::Math(m) => super::strings::eval_math(m, &args)?,
         Func::ArrayToString => {
             let items = array_items(arg(0))?;
             let sep = text_arg(&arg(1));

@@ -6,6 +6,8 @@ pub use crypto::UuidNamespace;
 pub mod datetime;
 mod display;
 mod ops;
+mod strings;
+pub use strings::{MathFunc, StrFunc};
 pub mod to_char;
 
 pub use builtins::*;
@@ -243,6 +245,10 @@ pub enum Func {
     KilnFaultPanic,
     /// A catalog function clients call (psql's \d): answered by the session.
     Catalog(CatalogFunc),
+    /// A string function (replace, split_part, format …; see `strings.rs`).
+    Str(StrFunc),
+    /// A mathematical function (sqrt, ln, trunc, mod …; see `strings.rs`).
+    Math(MathFunc),
     /// array_to_string(array, separator [, null string])
     ArrayToString,
     /// string_to_array(text, separator [, null string])

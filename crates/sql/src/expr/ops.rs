@@ -142,6 +142,16 @@ pub(crate) fn op_name(op: BinOp) -> &'static str {
 
 /// A regular-expression match with a per-thread cache of compiled patterns.
 pub(crate) fn regex_match(text: &str, pattern: &str, insensitive: bool) -> Result<bool> {
+    with_regex(pattern, insensitive, |re| re.is_match(text))
+}
+
+/// Calls `f` with `pattern` compiled (at most 1 MiB of program; 2201B when it is invalid or
+/// larger), from a per-thread cache of compiled patterns.
+pub(crate) fn with_regex<R>(
+    pattern: &str,
+    insensitive: bool,
+    f: impl FnOnce(&regex::Regex) -> R,
+) -> Result<R> {
     use std::cell::RefCell;
     use std::collections::HashMap;
     thread_local! {
@@ -161,7 +171,7 @@ pub(crate) fn regex_match(text: &str, pattern: &str, insensitive: bool) -> Resul
                 .map_err(|e| SqlError::new("2201B", format!("invalid regular expression: {e}")))?;
             cache.insert(key.clone(), re);
         }
-        Ok(cache[&key].is_match(text))
+        Ok(f(&cache[&key]))
     })
 }
 

@@ -1,0 +1,599 @@
+//! PostgreSQL's string functions beyond the core ones in `builtins.rs` (replace,
+//! split_part, left/right, padding, regular-expression replace/match/split, format …) and a
+//! few mathematical ones. Every result is bounded by [`TEXT_BYTES_MAX`]; regular expressions
+//! by the compiled-size limit of [`super::ops::with_regex`].
+
+use crate::error::{code, Result, SqlError};
+use crate::expr::builtins::{text_arg, too_long, TEXT_BYTES_MAX};
+use crate::types::Value;
+use crate::zone::Zone;
+
+/// A string function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrFunc {
+    /// replace(s, from, to)
+    Replace,
+    /// translate(s, from, to)
+    Translate,
+    /// split_part(s, delimiter, n)
+    SplitPart,
+    /// strpos(s, sub), position(sub IN s)
+    Strpos,
+    /// left(s, n)
+    Left,
+    /// right(s, n)
+    Right,
+    /// lpad(s, length [, fill])
+    Lpad,
+    /// rpad(s, length [, fill])
+    Rpad,
+    /// reverse(s)
+    Reverse,
+    /// initcap(s)
+    Initcap,
+    /// ascii(s)
+    Ascii,
+    /// chr(n)
+    Chr,
+    /// concat_ws(separator, …)
+    ConcatWs,
+    /// starts_with(s, prefix)
+    StartsWith,
+    /// quote_nullable(x)
+    QuoteNullable,
+    /// format(template, …)
+    Format,
+    /// regexp_replace(s, pattern, replacement [, flags])
+    RegexpReplace,
+    /// regexp_match(s, pattern [, flags])
+    RegexpMatch,
+    /// regexp_split_to_array(s, pattern [, flags])
+    RegexpSplit,
+    /// overlay(s PLACING r FROM n [FOR m])
+    Overlay,
+}
+
+/// A mathematical function over double precision (or numeric, where noted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MathFunc {
+    Sqrt,
+    Cbrt,
+    Exp,
+    Ln,
+    /// log(x): base 10; log(b, x): base b
+    Log,
+    Pi,
+    Degrees,
+    Radians,
+    /// trunc(x [, digits]): numeric or double precision
+    Trunc,
+    /// sign(x): numeric or double precision
+    Sign,
+    /// mod(a, b): integers or numeric
+    Mod,
+    /// div(a, b): the integer quotient of numerics
+    Div,
+}
+
+fn invalid(message: impl Into<String>) -> SqlError {
+    SqlError::new(code::INVALID_PARAMETER_VALUE, message)
+}
+
+fn int_arg(v: &Value, what: &str) -> Result<i64> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        other => Err(invalid(format!(
+            "{what}: an integer was expected, not {}",
+            other.natural_type().sql_name()
+        ))),
+    }
+}
+
+fn bounded(s: String) -> Result<Value> {
+    if s.len() > TEXT_BYTES_MAX {
+        return Err(too_long());
+    }
+    Ok(Value::Text(s))
+}
+
+/// Evaluates a string function on arguments already NULL-checked where it is strict.
+pub(crate) fn eval(f: StrFunc, args: &[Value], zone: Zone) -> Result<Value> {
+    let text = |i: usize| args.get(i).map(text_arg).unwrap_or_default();
+    Ok(match f {
+        StrFunc::Replace => {
+            let (s, from) = (text(0), text(1));
+            if from.is_empty() {
+                Value::Text(s)
+            } else {
+                let to = text(2);
+                let hits = s.matches(from.as_str()).count();
+                if s.len() + hits.saturating_mul(to.len()) > TEXT_BYTES_MAX {
+                    return Err(too_long());
+                }
+                Value::Text(s.replace(&from, &to))
+            }
+        }
+        StrFunc::Translate => {
+            let (from, to): (Vec<char>, Vec<char>) =
+                (text(1).chars().collect(), text(2).chars().collect());
+            let mut out = String::new();
+            for c in text(0).chars() {
+                match from.iter().position(|&x| x == c) {
+                    Some(i) => out.extend(to.get(i)),
+                    None => out.push(c),
+                }
+            }
+            Value::Text(out)
+        }
+        StrFunc::SplitPart => {
+            let (s, delimiter) = (text(0), text(1));
+            let n = int_arg(&args[2], "split_part")?;
+            if n == 0 {
+                return Err(invalid("field position must not be zero"));
+            }
+            let parts: Vec<&str> = if delimiter.is_empty() {
+                if s.is_empty() {
+                    vec![]
+                } else {
+                    vec![s.as_str()]
+                }
+            } else {
+                s.split(delimiter.as_str()).collect()
+            };
+            let at = if n > 0 { n - 1 } else { parts.len() as i64 + n };
+            let part = usize::try_from(at).ok().and_then(|i| parts.get(i)).copied().unwrap_or("");
+            Value::Text(part.to_string())
+        }
+        StrFunc::Strpos => {
+            let (s, sub) = (text(0), text(1));
+            Value::Int(match s.find(&sub) {
+                Some(byte) => s[..byte].chars().count() as i64 + 1,
+                None => 0,
+            })
+        }
+        StrFunc::Left | StrFunc::Right => {
+            let chars: Vec<char> = text(0).chars().collect();
+            let n = int_arg(&args[1], "left/right")?;
+            let len = chars.len() as i64;
+            let keep = if n >= 0 { n.min(len) } else { (len + n).max(0) } as usize;
+            let part =
+                if f == StrFunc::Left { &chars[..keep] } else { &chars[chars.len() - keep..] };
+            Value::Text(part.iter().collect())
+        }
+        StrFunc::Lpad | StrFunc::Rpad => {
+            let s: Vec<char> = text(0).chars().collect();
+            let len = int_arg(&args[1], "lpad/rpad")?.max(0) as usize;
+            if len.saturating_mul(4) > TEXT_BYTES_MAX {
+                return Err(too_long());
+            }
+            let fill: Vec<char> =
+                if args.len() > 2 { text(2).chars().collect() } else { vec![' '] };
+            if s.len() >= len || fill.is_empty() {
+                return Ok(Value::Text(s[..len.min(s.len())].iter().collect()));
+            }
+            let pad: String = fill.iter().cycle().take(len - s.len()).collect();
+            let s: String = s.iter().collect();
+            Value::Text(if f == StrFunc::Lpad { pad + &s } else { s + &pad })
+        }
+        StrFunc::Reverse => Value::Text(text(0).chars().rev().collect()),
+        StrFunc::Initcap => {
+            let mut out = String::new();
+            let mut in_word = false;
+            for c in text(0).chars() {
+                if in_word {
+                    out.extend(c.to_lowercase());
+                } else {
+                    out.extend(c.to_uppercase());
+                }
+                in_word = c.is_alphanumeric();
+            }
+            Value::Text(out)
+        }
+        StrFunc::Ascii => Value::Int(text(0).chars().next().map_or(0, |c| c as i64)),
+        StrFunc::Chr => {
+            let n = int_arg(&args[0], "chr")?;
+            if n == 0 {
+                return Err(SqlError::new(code::PROGRAM_LIMIT, "null character not permitted"));
+            }
+            match u32::try_from(n).ok().and_then(char::from_u32) {
+                Some(c) => Value::Text(c.to_string()),
+                None => {
+                    return Err(SqlError::new(
+                        code::PROGRAM_LIMIT,
+                        "requested character too large for encoding",
+                    ))
+                }
+            }
+        }
+        StrFunc::ConcatWs => {
+            let Some(separator) = args.first().filter(|v| !v.is_null()).map(text_arg) else {
+                return Ok(Value::Null);
+            };
+            let parts: Vec<String> =
+                args[1..].iter().filter(|v| !v.is_null()).map(|v| value_text(v, zone)).collect();
+            bounded(parts.join(&separator))?
+        }
+        StrFunc::StartsWith => Value::Bool(text(0).starts_with(&text(1))),
+        StrFunc::QuoteNullable => match args.first() {
+            None | Some(Value::Null) => Value::Text("NULL".into()),
+            Some(v) => Value::Text(quote_literal(&value_text(v, zone))),
+        },
+        StrFunc::Format => format(args, zone)?,
+        StrFunc::RegexpReplace => {
+            let flags = flags(args.get(3))?;
+            let replacement = replacement(&text(2));
+            let s = text(0);
+            let out = super::ops::with_regex(&text(1), flags.insensitive, |re| {
+                if flags.global {
+                    re.replace_all(&s, replacement.as_str()).into_owned()
+                } else {
+                    re.replace(&s, replacement.as_str()).into_owned()
+                }
+            })?;
+            bounded(out)?
+        }
+        StrFunc::RegexpMatch => {
+            let flags = flags(args.get(2))?;
+            if flags.global {
+                return Err(invalid("regexp_match() does not support the \"global\" option"));
+            }
+            let s = text(0);
+            super::ops::with_regex(&text(1), flags.insensitive, |re| {
+                re.captures(&s).map_or(Value::Null, |caps| {
+                    let groups: Vec<Value> = if caps.len() == 1 {
+                        vec![Value::Text(caps[0].to_string())]
+                    } else {
+                        caps.iter()
+                            .skip(1)
+                            .map(|m| m.map_or(Value::Null, |m| Value::Text(m.as_str().into())))
+                            .collect()
+                    };
+                    Value::Array(groups)
+                })
+            })?
+        }
+        StrFunc::RegexpSplit => {
+            let flags = flags(args.get(2))?;
+            if flags.global {
+                return Err(invalid(
+                    "regexp_split_to_array() does not support the \"global\" option",
+                ));
+            }
+            let s = text(0);
+            let parts = super::ops::with_regex(&text(1), flags.insensitive, |re| {
+                split(re, &s).into_iter().map(|p| Value::Text(p.to_string())).collect::<Vec<_>>()
+            })?;
+            crate::array::check_len(parts.len())?;
+            Value::Array(parts)
+        }
+        StrFunc::Overlay => {
+            let s: Vec<char> = text(0).chars().collect();
+            let placing = text(1);
+            let from = int_arg(&args[2], "overlay")?;
+            let count = match args.get(3) {
+                Some(v) => int_arg(v, "overlay")?,
+                None => placing.chars().count() as i64,
+            };
+            if from < 1 || count < 0 {
+                return Err(SqlError::new("22011", "negative substring length not allowed"));
+            }
+            let start = ((from - 1) as usize).min(s.len());
+            let end = start.saturating_add(count as usize).min(s.len());
+            let mut out: String = s[..start].iter().collect();
+            out.push_str(&placing);
+            out.extend(&s[end..]);
+            bounded(out)?
+        }
+    })
+}
+
+/// A value as `concat` shows it: its own type's text, timestamps in the session's `zone`.
+fn value_text(v: &Value, zone: Zone) -> String {
+    v.to_text_in(v.natural_type(), zone).unwrap_or_default()
+}
+
+fn quote_literal(s: &str) -> String {
+    let body = s.replace('\'', "''");
+    if s.contains('\\') {
+        format!("E'{}'", body.replace('\\', "\\\\"))
+    } else {
+        format!("'{body}'")
+    }
+}
+
+struct Flags {
+    global: bool,
+    insensitive: bool,
+}
+
+/// PostgreSQL's regular-expression flags that Kiln applies: `g` and `i` (`c` is the default).
+fn flags(v: Option<&Value>) -> Result<Flags> {
+    let mut f = Flags { global: false, insensitive: false };
+    for c in v.map(text_arg).unwrap_or_default().chars() {
+        match c {
+            'g' => f.global = true,
+            'i' => f.insensitive = true,
+            'c' => f.insensitive = false,
+            other => {
+                return Err(invalid(format!("invalid regular expression option: \"{other}\""))
+                    .hint("Kiln applies the flags g, i and c."))
+            }
+        }
+    }
+    Ok(f)
+}
+
+/// A PostgreSQL replacement (`\1` … `\9` groups, `\&` the whole match, `\\` a backslash) in
+/// the regex crate's syntax.
+fn replacement(r: &str) -> String {
+    let mut out = String::with_capacity(r.len());
+    let mut chars = r.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.peek().copied() {
+                Some(d @ '1'..='9') => {
+                    chars.next();
+                    out.push_str(&format!("${{{d}}}"));
+                }
+                Some('&') => {
+                    chars.next();
+                    out.push_str("${0}");
+                }
+                Some('\\') => {
+                    chars.next();
+                    out.push('\\');
+                }
+                _ => out.push('\\'),
+            },
+            '$' => out.push_str("$$"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// PostgreSQL's regexp split: an empty match splits between characters, but not at either
+/// end of the string nor right where the previous match ended.
+fn split<'s>(re: &regex::Regex, s: &'s str) -> Vec<&'s str> {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for m in re.find_iter(s) {
+        if m.start() == m.end() && (m.start() == 0 || m.start() >= s.len() || m.start() == start) {
+            continue;
+        }
+        parts.push(&s[start..m.start()]);
+        start = m.end();
+    }
+    parts.push(&s[start..]);
+    parts
+}
+
+/// format(template, args…): `%s`, `%I`, `%L`, `%%`, with `n$` positions and `-`/width.
+fn format(args: &[Value], zone: Zone) -> Result<Value> {
+    let Some(template) = args.first().filter(|v| !v.is_null()).map(text_arg) else {
+        return Ok(Value::Null);
+    };
+    let values = &args[1..];
+    let mut out = String::new();
+    let mut next = 0usize;
+    let mut chars = template.chars().peekable();
+    let unterminated =
+        || invalid("unterminated format() type specifier").hint("For a single \"%\" use \"%%\".");
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'%') {
+            chars.next();
+            out.push('%');
+            continue;
+        }
+        // [n$][-][width]type
+        let mut digits = String::new();
+        while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+            digits.push(*d);
+            chars.next();
+        }
+        let mut position = None;
+        if chars.peek() == Some(&'$') && !digits.is_empty() {
+            chars.next();
+            let n: usize =
+                digits.parse().map_err(|_| invalid("argument number is out of range"))?;
+            if n == 0 {
+                return Err(invalid(
+                    "format specifies argument 0, but arguments are numbered from 1",
+                ));
+            }
+            position = Some(n - 1);
+            digits.clear();
+        }
+        let left = chars.peek() == Some(&'-');
+        if left {
+            chars.next();
+        }
+        while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+            digits.push(*d);
+            chars.next();
+        }
+        let width: usize = if digits.is_empty() {
+            0
+        } else {
+            digits.parse().map_err(|_| invalid("number is out of range"))?
+        };
+        if width > TEXT_BYTES_MAX {
+            return Err(too_long());
+        }
+        let kind = chars.next().ok_or_else(unterminated)?;
+        let i = position.unwrap_or(next);
+        next = i + 1;
+        let Some(v) = values.get(i) else {
+            return Err(invalid("too few arguments for format()"));
+        };
+        let piece = match kind {
+            's' => {
+                if v.is_null() {
+                    String::new()
+                } else {
+                    value_text(v, zone)
+                }
+            }
+            'I' => {
+                if v.is_null() {
+                    return Err(SqlError::new(
+                        "22004",
+                        "null values cannot be formatted as an SQL identifier",
+                    ));
+                }
+                crate::bind::quote_ident(&value_text(v, zone))
+            }
+            'L' => {
+                if v.is_null() {
+                    "NULL".into()
+                } else {
+                    quote_literal(&value_text(v, zone))
+                }
+            }
+            other => {
+                return Err(invalid(format!("unrecognized format() type specifier \"{other}\""))
+                    .hint("For a single \"%\" use \"%%\"."))
+            }
+        };
+        let pad = width.saturating_sub(piece.chars().count());
+        if left {
+            out.push_str(&piece);
+            out.extend(std::iter::repeat_n(' ', pad));
+        } else {
+            out.extend(std::iter::repeat_n(' ', pad));
+            out.push_str(&piece);
+        }
+        if out.len() > TEXT_BYTES_MAX {
+            return Err(too_long());
+        }
+    }
+    Ok(Value::Text(out))
+}
+
+/// Evaluates a mathematical function.
+pub(crate) fn eval_math(f: MathFunc, args: &[Value]) -> Result<Value> {
+    use rust_decimal::prelude::*;
+    let float = |i: usize| -> Result<f64> {
+        match args.get(i) {
+            Some(Value::Float(x)) => Ok(*x),
+            Some(Value::Int(x)) => Ok(*x as f64),
+            Some(Value::Numeric(d)) => Ok(d.to_f64().unwrap_or(f64::NAN)),
+            other => Err(invalid(format!(
+                "a number was expected, not {}",
+                other.map_or("nothing".into(), |v| v.natural_type().sql_name())
+            ))),
+        }
+    };
+    let domain = |what: &str| SqlError::new("2201F", what.to_string());
+    Ok(match f {
+        MathFunc::Sqrt => {
+            let x = float(0)?;
+            if x < 0.0 {
+                return Err(domain("cannot take square root of a negative number"));
+            }
+            Value::Float(x.sqrt())
+        }
+        MathFunc::Cbrt => Value::Float(float(0)?.cbrt()),
+        MathFunc::Exp => {
+            let r = float(0)?.exp();
+            if r.is_infinite() {
+                return Err(SqlError::new(
+                    code::NUMERIC_OUT_OF_RANGE,
+                    "value out of range: overflow",
+                ));
+            }
+            Value::Float(r)
+        }
+        MathFunc::Ln | MathFunc::Log => {
+            let (base, x) =
+                if args.len() == 2 { (Some(float(0)?), float(1)?) } else { (None, float(0)?) };
+            if x == 0.0 {
+                return Err(domain("cannot take logarithm of zero"));
+            }
+            if x < 0.0 {
+                return Err(domain("cannot take logarithm of a negative number"));
+            }
+            Value::Float(match (f, base) {
+                (MathFunc::Ln, _) => x.ln(),
+                (_, Some(b)) => x.ln() / b.ln(),
+                _ => x.log10(),
+            })
+        }
+        MathFunc::Pi => Value::Float(std::f64::consts::PI),
+        MathFunc::Degrees => Value::Float(float(0)?.to_degrees()),
+        MathFunc::Radians => Value::Float(float(0)?.to_radians()),
+        MathFunc::Trunc => {
+            let digits = match args.get(1) {
+                Some(v) => int_arg(v, "trunc")?,
+                None => 0,
+            };
+            match &args[0] {
+                Value::Numeric(d) => Value::Numeric(truncate(*d, digits)),
+                _ => {
+                    let scale = 10f64.powi(digits.clamp(-300, 300) as i32);
+                    Value::Float((float(0)? * scale).trunc() / scale)
+                }
+            }
+        }
+        MathFunc::Sign => match &args[0] {
+            Value::Numeric(d) => {
+                Value::Numeric(if d.is_zero() { Decimal::ZERO } else { d.signum() })
+            }
+            _ => {
+                let x = float(0)?;
+                Value::Float(if x == 0.0 || x.is_nan() { x } else { x.signum() })
+            }
+        },
+        MathFunc::Mod | MathFunc::Div => match (&args[0], &args[1]) {
+            (Value::Int(a), Value::Int(b)) => {
+                if *b == 0 {
+                    return Err(super::ops::div_zero());
+                }
+                Value::Int(if f == MathFunc::Mod { a.wrapping_rem(*b) } else { a.wrapping_div(*b) })
+            }
+            (a, b) => {
+                let num = |v: &Value| match v {
+                    Value::Numeric(d) => Ok(*d),
+                    Value::Int(i) => Ok(Decimal::from(*i)),
+                    other => Err(invalid(format!(
+                        "a number was expected, not {}",
+                        other.natural_type().sql_name()
+                    ))),
+                };
+                let (a, b) = (num(a)?, num(b)?);
+                if b.is_zero() {
+                    return Err(super::ops::div_zero());
+                }
+                Value::Numeric(if f == MathFunc::Mod {
+                    a.checked_rem(b).ok_or_else(|| {
+                        SqlError::new(code::NUMERIC_OUT_OF_RANGE, "value out of range")
+                    })?
+                } else {
+                    (a / b).trunc()
+                })
+            }
+        },
+    })
+}
+
+/// A numeric truncated to `digits` places after the point (before it, when negative).
+fn truncate(d: rust_decimal::Decimal, digits: i64) -> rust_decimal::Decimal {
+    use rust_decimal::prelude::*;
+    if digits >= 0 {
+        let places = digits.min(28) as u32;
+        let t = d.trunc_with_scale(places);
+        // PostgreSQL shows the requested scale: trunc(1.5, 2) is 1.50.
+        let mut t = t;
+        if t.scale() < places {
+            t.rescale(places);
+        }
+        t
+    } else {
+        let factor = Decimal::from_i128_with_scale(10i128.pow((-digits).min(28) as u32), 0);
+        (d / factor).trunc() * factor
+    }
+}
