@@ -220,12 +220,15 @@ impl<'a> Planner<'a> {
             }
             E::Like { negated, expr, pattern, escape_char, any: false }
             | E::ILike { negated, expr, pattern, escape_char, any: false } => {
-                if escape_char.is_some() {
-                    return Err(SqlError::unsupported("LIKE … ESCAPE"));
-                }
                 let (x, _) = self.expr(expr, scope, aggs)?;
                 let (p, pty) = self.expr(pattern, scope, aggs)?;
-                let (p, _) = self.coerce(p, pty, DataType::Text)?;
+                let (mut p, _) = self.coerce(p, pty, DataType::Text)?;
+                // `ESCAPE 'c'` (or `''`: none): the pattern rewritten to backslash escapes.
+                if let Some(escape) = escape_char {
+                    let (c, cty) = self.expr(escape, scope, aggs)?;
+                    let (c, _) = self.coerce(c, cty, DataType::Text)?;
+                    p = Expr::Func(Func::Str(crate::expr::StrFunc::LikeEscape), vec![p, c]);
+                }
                 (
                     Expr::Like {
                         expr: Box::new(x),

@@ -271,170 +271,13 @@ pub(crate) fn sorts_descending(options: &ast::OrderByOptions) -> Result<bool> {
     })
 }
 
-/// PostgreSQL 15's keywords that cannot stand as a plain identifier everywhere (its
-/// reserved, type/function-name and column-name keywords), sorted: `quote_ident` quotes
-/// them.
-const QUOTED_KEYWORDS: &[&str] = &[
-    "all",
-    "analyse",
-    "analyze",
-    "and",
-    "any",
-    "array",
-    "as",
-    "asc",
-    "asymmetric",
-    "authorization",
-    "between",
-    "bigint",
-    "binary",
-    "bit",
-    "boolean",
-    "both",
-    "case",
-    "cast",
-    "char",
-    "character",
-    "check",
-    "coalesce",
-    "collate",
-    "collation",
-    "column",
-    "concurrently",
-    "constraint",
-    "create",
-    "cross",
-    "current_catalog",
-    "current_date",
-    "current_role",
-    "current_schema",
-    "current_time",
-    "current_timestamp",
-    "current_user",
-    "dec",
-    "decimal",
-    "default",
-    "deferrable",
-    "desc",
-    "distinct",
-    "do",
-    "else",
-    "end",
-    "except",
-    "exists",
-    "extract",
-    "false",
-    "fetch",
-    "float",
-    "for",
-    "foreign",
-    "freeze",
-    "from",
-    "full",
-    "grant",
-    "greatest",
-    "group",
-    "grouping",
-    "having",
-    "ilike",
-    "in",
-    "initially",
-    "inner",
-    "inout",
-    "int",
-    "integer",
-    "intersect",
-    "interval",
-    "into",
-    "is",
-    "isnull",
-    "join",
-    "lateral",
-    "leading",
-    "least",
-    "left",
-    "like",
-    "limit",
-    "localtime",
-    "localtimestamp",
-    "national",
-    "natural",
-    "nchar",
-    "none",
-    "normalize",
-    "not",
-    "notnull",
-    "null",
-    "nullif",
-    "numeric",
-    "offset",
-    "on",
-    "only",
-    "or",
-    "order",
-    "out",
-    "outer",
-    "overlaps",
-    "overlay",
-    "placing",
-    "position",
-    "precision",
-    "primary",
-    "real",
-    "references",
-    "returning",
-    "right",
-    "row",
-    "select",
-    "session_user",
-    "setof",
-    "similar",
-    "smallint",
-    "some",
-    "substring",
-    "symmetric",
-    "table",
-    "tablesample",
-    "then",
-    "time",
-    "timestamp",
-    "to",
-    "trailing",
-    "treat",
-    "trim",
-    "true",
-    "union",
-    "unique",
-    "user",
-    "using",
-    "values",
-    "varchar",
-    "variadic",
-    "verbose",
-    "when",
-    "where",
-    "window",
-    "with",
-    "xmlattributes",
-    "xmlconcat",
-    "xmlelement",
-    "xmlexists",
-    "xmlforest",
-    "xmlnamespaces",
-    "xmlparse",
-    "xmlpi",
-    "xmlroot",
-    "xmlserialize",
-    "xmltable",
-];
-
 /// An identifier as SQL text: as it is when case folding keeps it and it is no keyword
 /// that needs quoting, else in double quotes (PostgreSQL's `quote_ident`).
 pub fn quote_ident(s: &str) -> String {
     if !s.is_empty()
         && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
         && !s.starts_with(|c: char| c.is_ascii_digit())
-        && QUOTED_KEYWORDS.binary_search(&s).is_err()
+        && crate::pg::keywords::keyword(s).is_none_or(|(category, _)| category == 'U')
     {
         s.to_string()
     } else {
@@ -512,13 +355,24 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
         D::Float(_) => DataType::Float8,
         D::Numeric(info) | D::Decimal(info) | D::Dec(info) => DataType::Numeric(match info {
             ast::ExactNumberInfo::None => None,
-            ast::ExactNumberInfo::Precision(p) => Some((*p as u32, 0)),
-            ast::ExactNumberInfo::PrecisionAndScale(p, s) => {
-                if *p == 0 || *p > 28 || *s < 0 || *s as u64 > *p {
+            // A declared precision up to PostgreSQL's 1000 digits; the values themselves
+            // hold at most 28 significant digits (beyond them, 22003), and at most 28 after
+            // the point.
+            ast::ExactNumberInfo::Precision(p) | ast::ExactNumberInfo::PrecisionAndScale(p, _) => {
+                let s = match info {
+                    ast::ExactNumberInfo::PrecisionAndScale(_, s) => s,
+                    _ => &0,
+                };
+                if *p == 0 || *p > 1000 {
                     return Err(SqlError::new(
                         code::INVALID_PARAMETER_VALUE,
-                        format!("NUMERIC precision {p} and scale {s} must be within 1..28 and 0..precision"),
+                        format!("NUMERIC precision {p} must be between 1 and 1000"),
                     ));
+                }
+                if !(0..=28).contains(s) || *s as u64 > *p {
+                    return Err(SqlError::unsupported(format!(
+                        "NUMERIC scale {s} with precision {p} (Kiln's scale is 0 to 28 and at most the precision)"
+                    )));
                 }
                 Some((*p as u32, *s as u32))
             }
@@ -1092,7 +946,6 @@ pub(crate) fn split_with(stmt: &ast::Statement) -> (Option<&ast::With>, &ast::St
 mod keyword_tests {
     #[test]
     fn quoted_keywords_are_sorted_and_quoted() {
-        assert!(super::QUOTED_KEYWORDS.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(super::quote_ident("select"), "\"select\"");
         assert_eq!(super::quote_ident("user"), "\"user\"");
         // Unreserved keywords stand as they are, as in PostgreSQL.

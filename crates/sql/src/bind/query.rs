@@ -17,8 +17,35 @@ impl<'a> Planner<'a> {
         if let Some(with) = &q.with {
             return self.with_query(with, q, expected);
         }
-        if q.fetch.is_some() {
-            return Err(SqlError::unsupported("FETCH FIRST"));
+        if let Some(fetch) = &q.fetch {
+            // `[OFFSET n ROWS] FETCH {FIRST | NEXT} [m] {ROW | ROWS} ONLY` is the standard's
+            // spelling of LIMIT m (1 when m is left out).
+            if fetch.with_ties || fetch.percent {
+                return Err(SqlError::unsupported("FETCH FIRST … WITH TIES or PERCENT"));
+            }
+            let limit = fetch
+                .quantity
+                .clone()
+                .unwrap_or_else(|| ast::Expr::value(ast::Value::Number("1".into(), false)));
+            let offset = match &q.limit_clause {
+                None => None,
+                Some(ast::LimitClause::LimitOffset { limit: None, offset, limit_by })
+                    if limit_by.is_empty() =>
+                {
+                    offset.clone()
+                }
+                Some(_) => {
+                    return Err(SqlError::syntax("multiple LIMIT clauses not allowed"));
+                }
+            };
+            let mut q = q.clone();
+            q.fetch = None;
+            q.limit_clause = Some(ast::LimitClause::LimitOffset {
+                limit: Some(limit),
+                offset,
+                limit_by: vec![],
+            });
+            return self.query(&q, expected);
         }
         if let ast::SetExpr::Select(s) = q.body.as_ref() {
             if !s.named_window.is_empty() {

@@ -41,6 +41,7 @@ pub(crate) fn is_srf(name: &str) -> bool {
             | "generate_series"
             | "pg_partition_ancestors"
             | "pg_options_to_table"
+            | "pg_get_keywords"
             | "_pg_expandarray"
     ) || crate::bind::json::is_json_srf(name)
 }
@@ -64,9 +65,9 @@ impl<'a> Planner<'a> {
                     "a column definition list is required for functions returning \"record\"",
                 ))
             }
-            "pg_options_to_table" => Err(SqlError::unsupported(
-                "pg_options_to_table() in a select list (its rows are records; call it in FROM)",
-            )),
+            "pg_options_to_table" | "pg_get_keywords" => Err(SqlError::unsupported(format!(
+                "{name}() in a select list (its rows are records; call it in FROM)"
+            ))),
             "unnest" => {
                 arity(1, 1)?;
                 let (a, t) = self.expr(args[0], scope, false)?;
@@ -246,6 +247,30 @@ impl<'a> Planner<'a> {
             ];
             types = vec![DataType::Text, DataType::Text];
             names = vec!["option_name", "option_value"];
+        } else if function_name(name) == "pg_get_keywords" {
+            // PostgreSQL's keyword list: constant columns, one row per keyword.
+            crate::bind::function::check_arity(name, args.len(), 0, 0)?;
+            use crate::pg::keywords::{category_description, KEYWORDS};
+            let column = |f: &dyn Fn(&(&str, char, bool)) -> Value| {
+                Expr::Const(Value::Array(KEYWORDS.iter().map(f).collect()))
+            };
+            let text = |s: &str| Value::Text(s.to_string());
+            let bare = |b: bool| if b { "can be bare label" } else { "requires AS" };
+            exprs = vec![
+                column(&|k| text(k.0)),
+                column(&|k| text(&k.1.to_string())),
+                column(&|k| Value::Bool(k.2)),
+                column(&|k| text(category_description(k.1))),
+                column(&|k| text(bare(k.2))),
+            ];
+            types = vec![
+                DataType::Text,
+                DataType::PgChar,
+                DataType::Bool,
+                DataType::Text,
+                DataType::Text,
+            ];
+            names = vec!["word", "catcode", "barelabel", "catdesc", "baredesc"];
         } else if name == "unnest" {
             if args.is_empty() {
                 return Err(SqlError::new(

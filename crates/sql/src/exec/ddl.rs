@@ -573,6 +573,11 @@ impl Writer<'_> {
             }
             return Ok(Output::Command("ALTER TABLE".into()));
         }
+        // ALTER TABLE IF EXISTS of a table that does not exist changes nothing (PostgreSQL
+        // notes that it skips it).
+        if at.if_exists && self.db.catalog.table(&mut self.ts.txn, database, &tname)?.is_none() {
+            return Ok(Output::Command("ALTER TABLE".into()));
+        }
         let table = self.db.catalog.table_or_err(&mut self.ts.txn, database, &tname)?;
         if let [ast::AlterTableOperation::RenameTable { table_name }] = at.operations.as_slice() {
             let (ast::RenameTableNameKind::To(new) | ast::RenameTableNameKind::As(new)) =

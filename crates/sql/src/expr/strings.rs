@@ -51,6 +51,9 @@ pub enum StrFunc {
     RegexpSplit,
     /// overlay(s PLACING r FROM n [FOR m])
     Overlay,
+    /// A LIKE pattern with escape character `c` (none when empty) as one with backslash
+    /// escapes: `LIKE p ESCAPE c`.
+    LikeEscape,
 }
 
 /// A mathematical function over double precision (or numeric, where noted).
@@ -265,6 +268,36 @@ pub(crate) fn eval(f: StrFunc, args: &[Value], zone: Zone) -> Result<Value> {
             })?;
             crate::array::check_len(parts.len())?;
             Value::Array(parts)
+        }
+        StrFunc::LikeEscape => {
+            let escape: Vec<char> = text(1).chars().collect();
+            if escape.len() > 1 {
+                return Err(SqlError::new("22025", "invalid escape string")
+                    .hint("Escape string must be empty or one character."));
+            }
+            let (pattern, mut out) = (text(0), String::new());
+            let mut chars = pattern.chars();
+            while let Some(c) = chars.next() {
+                if escape.first() == Some(&c) {
+                    match chars.next() {
+                        Some(next) => {
+                            out.push('\\');
+                            out.push(next);
+                        }
+                        None => {
+                            return Err(SqlError::new(
+                                "22025",
+                                "LIKE pattern must not end with escape character",
+                            ))
+                        }
+                    }
+                } else if c == '\\' {
+                    out.push_str("\\\\");
+                } else {
+                    out.push(c);
+                }
+            }
+            bounded(out)?
         }
         StrFunc::Overlay => {
             let s: Vec<char> = text(0).chars().collect();
@@ -511,11 +544,12 @@ pub(crate) fn eval_math(f: MathFunc, args: &[Value]) -> Result<Value> {
         MathFunc::Ln | MathFunc::Log => {
             let (base, x) =
                 if args.len() == 2 { (Some(float(0)?), float(1)?) } else { (None, float(0)?) };
-            if x == 0.0 {
-                return Err(domain("cannot take logarithm of zero"));
+            let log_error = |what: &str| SqlError::new("2201E", what.to_string());
+            if x == 0.0 || base == Some(0.0) {
+                return Err(log_error("cannot take logarithm of zero"));
             }
-            if x < 0.0 {
-                return Err(domain("cannot take logarithm of a negative number"));
+            if x < 0.0 || base.is_some_and(|b| b < 0.0) {
+                return Err(log_error("cannot take logarithm of a negative number"));
             }
             Value::Float(match (f, base) {
                 (MathFunc::Ln, _) => x.ln(),

@@ -433,6 +433,8 @@ fn parse_checked(sql: &str) -> Result<Vec<ast::Statement>> {
     let sql = reordered.as_deref().unwrap_or(sql);
     let named = create_table_as_named(sql);
     let sql = named.as_deref().unwrap_or(sql);
+    let locks = stronger_row_locks(sql);
+    let sql = locks.as_deref().unwrap_or(sql);
     let (without, overriding) = match overriding_clause(sql) {
         Some((text, mode)) => (Some(text), Some(mode)),
         None => (None, None),
@@ -459,6 +461,42 @@ pub const CREATED_AS: &str = "kiln_created_as";
 /// `CREATE TABLE t (a, b) AS query [WITH [NO] DATA]` (column names without types, which the
 /// SQL parser does not read) as `CREATE TABLE t AS SELECT * FROM (query) AS t (a, b) …`: the
 /// names rename the query's first columns, as in PostgreSQL.
+/// `FOR NO KEY UPDATE` and `FOR KEY SHARE` (Hibernate's and pg_dump's row locks) as
+/// `FOR UPDATE` and `FOR SHARE`, which sqlparser reads: Kiln's row locks have those two
+/// strengths, each at least as strong as the weaker one it stands for, so the statement
+/// keeps every guarantee it asked for (and may wait where PostgreSQL would not).
+fn stronger_row_locks(sql: &str) -> Option<String> {
+    if !sql.to_ascii_lowercase().contains("key") {
+        return None;
+    }
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    let sig: Vec<usize> =
+        (0..tokens.len()).filter(|&i| !matches!(tokens[i], Token::Whitespace(_))).collect();
+    let word = |n: usize, w: Keyword| matches!(sig.get(n).map(|&i| &tokens[i]), Some(Token::Word(x)) if x.keyword == w && x.quote_style.is_none());
+    let mut drop = std::collections::HashSet::new();
+    for n in 0..sig.len() {
+        if !word(n, Keyword::FOR) {
+            continue;
+        }
+        if word(n + 1, Keyword::NO) && word(n + 2, Keyword::KEY) && word(n + 3, Keyword::UPDATE) {
+            drop.extend([sig[n + 1], sig[n + 2]]);
+        } else if word(n + 1, Keyword::KEY) && word(n + 2, Keyword::SHARE) {
+            drop.insert(sig[n + 1]);
+        }
+    }
+    if drop.is_empty() {
+        return None;
+    }
+    Some(
+        tokens
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !drop.contains(i))
+            .map(|(_, t)| t.to_string())
+            .collect(),
+    )
+}
+
 fn create_table_as_named(sql: &str) -> Option<String> {
     if !sql.trim_start().get(..6)?.eq_ignore_ascii_case("create") {
         return None;

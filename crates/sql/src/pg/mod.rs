@@ -3,6 +3,7 @@
 
 pub mod activity;
 pub(crate) mod defaults;
+pub(crate) mod keywords;
 pub mod settings;
 pub mod system;
 pub mod views;
