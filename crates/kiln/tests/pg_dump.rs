@@ -87,17 +87,6 @@ INSERT INTO orders (customer_id) VALUES (4);
 SELECT indexname, indexdef FROM pg_indexes WHERE indexname IN ('products_sku', 'one_open_order') ORDER BY 1;
 "#;
 
-fn run(cmd: &mut Command, what: &str) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        out.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// psql against the stock server, database `db`.
 fn pg_psql(pg: &common::Postgres, db: &str) -> Command {
     let mut cmd = Command::new(common::require("psql"));
@@ -127,42 +116,20 @@ fn kiln_psql(kiln: &common::Kiln, db: &str) -> Command {
     cmd
 }
 
-/// Panics with the lines where `got` differs from `expected`, then all of `got`.
-fn assert_same(what: &str, expected: &str, got: &str) {
-    if expected == got {
-        return;
-    }
-    let mut diff: Vec<String> = expected
-        .lines()
-        .zip(got.lines())
-        .enumerate()
-        .filter(|(_, (a, b))| a != b)
-        .map(|(i, (a, b))| format!("line {i}:\n  expected: {a}\n  got:      {b}"))
-        .collect();
-    if diff.is_empty() {
-        diff.push(format!(
-            "{} lines expected, {} lines got",
-            expected.lines().count(),
-            got.lines().count()
-        ));
-    }
-    panic!("{what} differs:\n{}\n\n{got}", diff.join("\n"));
-}
-
 #[test]
 fn a_pg_dump_script_restores_into_kiln() {
     let pg = common::Postgres::start();
     let tmp = tempfile::tempdir().unwrap();
-    run(pg_psql(&pg, "postgres").args(["-c", "CREATE DATABASE shop"]), "createdb");
+    common::run(pg_psql(&pg, "postgres").args(["-c", "CREATE DATABASE shop"]), "createdb");
     let schema = tmp.path().join("schema.sql");
     std::fs::write(&schema, SCHEMA).unwrap();
-    run(pg_psql(&pg, "shop").arg("-q").arg("-f").arg(&schema), "the schema on PostgreSQL");
+    common::run(pg_psql(&pg, "shop").arg("-q").arg("-f").arg(&schema), "the schema on PostgreSQL");
 
     let kiln = common::Kiln::start(&[]);
     // The default dump (data as COPY) and one with INSERTs (GENERATED ALWAYS identity
     // columns then take their values through OVERRIDING SYSTEM VALUE).
     for (database, extra) in [("shop", None), ("shop_inserts", Some("--inserts"))] {
-        let dump = run(
+        let dump = common::run(
             Command::new(common::require("pg_dump"))
                 .env_remove("PGOPTIONS")
                 .args(["-h", "127.0.0.1", "-p", &pg.port.to_string(), "-U", "postgres"])
@@ -188,7 +155,7 @@ fn a_pg_dump_script_restores_into_kiln() {
         let dump_file = tmp.path().join(format!("{database}.sql"));
         std::fs::write(&dump_file, &dump).unwrap();
         kiln.psql(&["-c", &format!("CREATE DATABASE {database}")]);
-        run(
+        common::run(
             kiln_psql(&kiln, database).args(["-q", "-v", "ON_ERROR_STOP=1", "-f"]).arg(&dump_file),
             &format!("the dump {database} restored into Kiln"),
         );
@@ -202,7 +169,11 @@ fn a_pg_dump_script_restores_into_kiln() {
     assert!(on_pg.contains("people who buy"), "{on_pg}");
     for database in ["shop", "shop_inserts"] {
         let on_kiln = answers(kiln_psql(&kiln, database), &queries);
-        assert_same(&format!("Kiln's answers after the restore ({database})"), &on_pg, &on_kiln);
+        common::assert_same(
+            &format!("Kiln's answers after the restore ({database})"),
+            &on_pg,
+            &on_kiln,
+        );
     }
 }
 
@@ -275,27 +246,30 @@ fn a_kiln_database_dumps_with_pg_dump_and_restores_into_postgresql_and_kiln() {
     std::fs::write(&queries, format!("{QUERIES}\n{MORE_QUERIES}")).unwrap();
 
     // The reference: the schema made on PostgreSQL by the role that owns it on Kiln.
-    run(pg_psql(&pg, "postgres").args(["-c", "CREATE ROLE kiln LOGIN"]), "create role");
+    common::run(pg_psql(&pg, "postgres").args(["-c", "CREATE ROLE kiln LOGIN"]), "create role");
     for db in ["shop", "from_kiln", "from_kiln_custom"] {
-        run(pg_psql(&pg, "postgres").args(["-c", &format!("CREATE DATABASE {db} OWNER kiln")]), db);
+        common::run(
+            pg_psql(&pg, "postgres").args(["-c", &format!("CREATE DATABASE {db} OWNER kiln")]),
+            db,
+        );
     }
     let pg_as_kiln = |db: &str| {
         let mut cmd = pg_psql(&pg, db);
         cmd.env("PGUSER", "kiln");
         cmd
     };
-    run(pg_as_kiln("shop").arg("-q").arg("-f").arg(&schema), "the schema on PostgreSQL");
+    common::run(pg_as_kiln("shop").arg("-q").arg("-f").arg(&schema), "the schema on PostgreSQL");
 
     // The same schema made on Kiln, then dumped by pg_dump: as a plain script and in the
     // custom format.
     let kiln = common::Kiln::start(&[]);
     kiln.psql(&["-c", "CREATE DATABASE shop"]);
-    run(
+    common::run(
         kiln_psql(&kiln, "shop").args(["-q", "-v", "ON_ERROR_STOP=1", "-f"]).arg(&schema),
         "the schema on Kiln",
     );
     let pg_dump = |db: &str, port: u16, extra: &[&str]| {
-        run(
+        common::run(
             Command::new(common::require("pg_dump"))
                 .env_remove("PGOPTIONS")
                 .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "kiln"])
@@ -312,7 +286,7 @@ fn a_kiln_database_dumps_with_pg_dump_and_restores_into_postgresql_and_kiln() {
     let dump_file = tmp.path().join("kiln.sql");
     std::fs::write(&dump_file, &dump).unwrap();
     let custom_file = tmp.path().join("kiln.dump");
-    run(
+    common::run(
         Command::new(common::require("pg_dump"))
             .env_remove("PGOPTIONS")
             .args(["-h", "127.0.0.1", "-p", &kiln.port().to_string(), "-U", "kiln", "-Fc", "-f"])
@@ -323,12 +297,12 @@ fn a_kiln_database_dumps_with_pg_dump_and_restores_into_postgresql_and_kiln() {
 
     // Restored into PostgreSQL: the script by psql, the archive by pg_restore, both stopping
     // at the first error.
-    run(
+    common::run(
         pg_as_kiln("from_kiln").arg("-q").arg("-f").arg(&dump_file),
         "the Kiln dump into PostgreSQL",
     );
     let pg_restore = |port: u16, user: &str, db: &str| {
-        run(
+        common::run(
             Command::new(common::require("pg_restore"))
                 .env_remove("PGOPTIONS")
                 .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", user, "--exit-on-error"])
@@ -342,7 +316,7 @@ fn a_kiln_database_dumps_with_pg_dump_and_restores_into_postgresql_and_kiln() {
     for db in ["copy", "copy_custom"] {
         kiln.psql(&["-c", &format!("CREATE DATABASE {db}")]);
     }
-    run(
+    common::run(
         kiln_psql(&kiln, "copy").args(["-q", "-v", "ON_ERROR_STOP=1", "-f"]).arg(&dump_file),
         "the Kiln dump into Kiln",
     );
@@ -354,7 +328,11 @@ fn a_kiln_database_dumps_with_pg_dump_and_restores_into_postgresql_and_kiln() {
     let reference = without_acls(&pg_dump("shop", pg.port, &["--schema-only"]));
     for db in ["from_kiln", "from_kiln_custom"] {
         let restored = without_acls(&pg_dump(db, pg.port, &["--schema-only"]));
-        assert_same(&format!("the schema restored from Kiln's dump ({db})"), &reference, &restored);
+        common::assert_same(
+            &format!("the schema restored from Kiln's dump ({db})"),
+            &reference,
+            &restored,
+        );
     }
     // A dump of the copy Kiln restored is the dump it was made from.
     assert_eq!(without_acls(&pg_dump("copy", kiln.port(), &[])), without_acls(&dump));
@@ -366,10 +344,14 @@ fn a_kiln_database_dumps_with_pg_dump_and_restores_into_postgresql_and_kiln() {
         assert!(on_pg.contains(expected), "{expected} is not in PostgreSQL's answers:\n{on_pg}");
     }
     for db in ["from_kiln", "from_kiln_custom"] {
-        assert_same(&format!("{db}'s answers"), &on_pg, &answers(pg_as_kiln(db), &queries));
+        common::assert_same(&format!("{db}'s answers"), &on_pg, &answers(pg_as_kiln(db), &queries));
     }
     let on_kiln = answers(kiln_psql(&kiln, "shop"), &queries);
     for db in ["copy", "copy_custom"] {
-        assert_same(&format!("{db}'s answers"), &on_kiln, &answers(kiln_psql(&kiln, db), &queries));
+        common::assert_same(
+            &format!("{db}'s answers"),
+            &on_kiln,
+            &answers(kiln_psql(&kiln, db), &queries),
+        );
     }
 }

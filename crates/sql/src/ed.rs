@@ -933,8 +933,8 @@ impl Env for SessionEnv<'_> {
                 };
                 let (tables, columns, sequences) = (list(2), list(3), list(4));
                 let at = (0..tables.len()).find(|&i| {
-                    tables[i] == Value::Text(table.clone())
-                        && columns.get(i) == Some(&Value::Text(c.clone()))
+                    matches!(&tables[i], Value::Text(t) if *t == table)
+                        && matches!(columns.get(i), Some(Value::Text(x)) if x == c)
                 });
                 at.and_then(|i| sequences.get(i).cloned()).unwrap_or(Value::Null)
             }

@@ -293,3 +293,61 @@ pub async fn read_one(
         }
     }
 }
+
+/// Runs a tool the test needs and returns its standard output; panics with both of its
+/// outputs when it cannot start or fails (CI installs the tools; see .ci/run).
+pub fn run(cmd: &mut Command, what: &str) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e} (CI installs it; see .ci/run)"));
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Panics with the lines where `got` differs from `expected`, then all of `got`.
+pub fn assert_same(what: &str, expected: &str, got: &str) {
+    if expected == got {
+        return;
+    }
+    let mut diff: Vec<String> = expected
+        .lines()
+        .zip(got.lines())
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .map(|(i, (a, b))| format!("line {i}:\n  expected: {a}\n  got:      {b}"))
+        .collect();
+    if diff.is_empty() {
+        diff.push(format!(
+            "{} lines expected, {} lines got",
+            expected.lines().count(),
+            got.lines().count()
+        ));
+    }
+    panic!("{what} differs:\n{}\n\n{got}", diff.join("\n"));
+}
+
+/// Fetches the dependencies `pom` names from Maven Central into `work/lib` and compiles
+/// `sources` against them into `work/classes`; returns the class path of both.
+pub fn build_java(pom: &Path, sources: &[PathBuf], work: &Path) -> String {
+    let lib = work.join("lib");
+    let classes = work.join("classes");
+    run(
+        Command::new("mvn")
+            .args(["-q", "-B", "-f"])
+            .arg(pom)
+            .arg("dependency:copy-dependencies")
+            .arg(format!("-DoutputDirectory={}", lib.display())),
+        "mvn (fetches the dependencies)",
+    );
+    run(
+        Command::new("javac")
+            .args(["-cp", &format!("{}/*", lib.display()), "-d"])
+            .arg(&classes)
+            .args(sources),
+        "javac",
+    );
+    format!("{}:{}/*", classes.display(), lib.display())
+}

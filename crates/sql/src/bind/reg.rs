@@ -245,6 +245,17 @@ impl<'a> Planner<'a> {
             return Ok(Some(o));
         }
         let name = crate::sequence::parse_name(text, Some(self.db))?;
+        self.reusable = false;
+        // A table, sequence or view is found by its key; only an index needs the list.
+        if let Some(t) = self.catalog.table(self.txn, self.db, &name)? {
+            return Ok(Some(oid::object(t.id)));
+        }
+        if let Some(s) = self.catalog.sequence(self.txn, self.db, &name)? {
+            return Ok(Some(oid::object(s.id)));
+        }
+        if let Some(v) = self.catalog.view(self.txn, self.db, &name)? {
+            return Ok(Some(oid::object(v.id)));
+        }
         Ok(self.visible_relations()?.into_iter().find(|(_, n)| *n == name).map(|(o, _)| o))
     }
 

@@ -4,7 +4,7 @@
 //! by the compiled-size limit of [`super::ops::with_regex`].
 
 use crate::error::{code, Result, SqlError};
-use crate::expr::builtins::{text_arg, too_long, TEXT_BYTES_MAX};
+use crate::expr::builtins::{quote_literal, text_arg, too_long, TEXT_BYTES_MAX};
 use crate::types::Value;
 use crate::zone::Zone;
 
@@ -323,15 +323,6 @@ pub(crate) fn eval(f: StrFunc, args: &[Value], zone: Zone) -> Result<Value> {
 /// A value as `concat` shows it: its own type's text, timestamps in the session's `zone`.
 fn value_text(v: &Value, zone: Zone) -> String {
     v.to_text_in(v.natural_type(), zone).unwrap_or_default()
-}
-
-fn quote_literal(s: &str) -> String {
-    let body = s.replace('\'', "''");
-    if s.contains('\\') {
-        format!("E'{}'", body.replace('\\', "\\\\"))
-    } else {
-        format!("'{body}'")
-    }
 }
 
 struct Flags {

@@ -466,7 +466,8 @@ pub const CREATED_AS: &str = "kiln_created_as";
 /// strengths, each at least as strong as the weaker one it stands for, so the statement
 /// keeps every guarantee it asked for (and may wait where PostgreSQL would not).
 fn stronger_row_locks(sql: &str) -> Option<String> {
-    if !sql.to_ascii_lowercase().contains("key") {
+    // Most statements have no `key` at all: they are not tokenized a second time.
+    if !sql.as_bytes().windows(3).any(|w| w.eq_ignore_ascii_case(b"key")) {
         return None;
     }
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
