@@ -79,6 +79,9 @@ pub struct Database {
     cluster: Mutex<Option<ClusterView>>,
     /// Membership changes, for a node of a cluster.
     cluster_admin: Mutex<Option<Arc<dyn ClusterAdmin>>>,
+    /// When the SQL layer was opened, in microseconds since the epoch
+    /// (`pg_postmaster_start_time()`).
+    pub(crate) started: i64,
 }
 
 /// One node of a cluster, as `kiln_cluster` shows it. The SQL layer knows nothing of how the
@@ -184,6 +187,7 @@ impl Database {
             activities: Activities::default(),
             cluster: Mutex::new(None),
             cluster_admin: Mutex::new(None),
+            started: crate::types::now_micros(),
         })
     }
 

@@ -543,6 +543,7 @@ impl Env for SessionEnv<'_> {
                 let (epoch, csn) = engine.persist()?;
                 Value::Text(format!("{epoch}.{csn}"))
             }
+            Func::StartTime => Value::TimestampTz(self.db.started),
             Func::KilnLastTxid => {
                 match self.last_write.or_else(|| self.engine_session.last_txn_id()) {
                     Some(id) => Value::Text(id.to_string()),

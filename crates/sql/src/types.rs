@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
-use chrono::{DateTime, NaiveDate, NaiveTime};
+use chrono::{DateTime, Datelike, NaiveDate, NaiveTime};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
@@ -362,7 +362,7 @@ pub enum Value {
     Enum(crate::enums::EnumValue),
 }
 
-const UNIX_EPOCH_DATE: NaiveDate = match NaiveDate::from_ymd_opt(1970, 1, 1) {
+pub(crate) const UNIX_EPOCH_DATE: NaiveDate = match NaiveDate::from_ymd_opt(1970, 1, 1) {
     Some(d) => d,
     None => panic!("1970-01-01 is a date"),
 };
@@ -551,11 +551,11 @@ impl Value {
             Value::TimestampTz(us @ (TIMESTAMP_INFINITY | TIMESTAMP_NEG_INFINITY)) => {
                 format_timestamp(*us)
             }
-            Value::TimestampTz(us) => format!(
-                "{}{}",
-                format_timestamp(zone.to_local(*us)),
-                crate::zone::format_offset(zone.offset_at(*us))
-            ),
+            Value::TimestampTz(us) => {
+                let (shown, bc) = timestamp_text(zone.to_local(*us));
+                let offset = crate::zone::format_offset(zone.offset_at(*us));
+                format!("{shown}{offset}{}", if bc { " BC" } else { "" })
+            }
             Value::Array(items) => match ty {
                 DataType::ExpandedElement(e) => format!(
                     "({},{})",
@@ -1062,9 +1062,20 @@ pub const TIMESTAMP_NEG_INFINITY: i64 = i64::MIN;
 /// before it).
 fn parse_datetime(s: &str) -> Option<(NaiveDate, Option<NaiveTime>, Option<Zone>)> {
     let s = s.trim();
+    // `… BC` (or `… AD`) last: a year before 1 AD, counted back from 1 BC.
+    let (s, bc) = match s.rsplit_once(|c: char| c.is_ascii_whitespace()) {
+        Some((head, era)) if era.eq_ignore_ascii_case("bc") => (head.trim_end(), true),
+        Some((head, era)) if era.eq_ignore_ascii_case("ad") => (head.trim_end(), false),
+        _ => (s, false),
+    };
     let date_len = s.find([' ', 'T', 't']).unwrap_or(s.len());
     // A zone straight after the date ('2024-01-02+02') is not PostgreSQL's form either.
-    let date = NaiveDate::parse_from_str(&s[..date_len], "%Y-%m-%d").ok()?;
+    let date = parse_ymd(&s[..date_len])?;
+    // There is no year 0: 1 BC is the year before 1 AD.
+    if date.year() <= 0 {
+        return None;
+    }
+    let date = if bc { date.with_year(1 - date.year())? } else { date };
     let mut rest = s[date_len..].trim_start_matches([' ', 'T', 't']).trim();
     let mut time = None;
     if rest.as_bytes().first().is_some_and(u8::is_ascii_digit) {
@@ -1084,6 +1095,20 @@ fn parse_datetime(s: &str) -> Option<(NaiveDate, Option<NaiveTime>, Option<Zone>
     }
     let zone = crate::zone::parse_input(rest)?;
     Some((date, time, Some(zone)))
+}
+
+/// `YYYY-MM-DD`, the year of four or more digits (years past 9999 too, within chrono's
+/// calendar).
+fn parse_ymd(s: &str) -> Option<NaiveDate> {
+    let mut parts = s.split('-');
+    let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
+    let digits = |p: &str, lo: usize, hi: usize| {
+        (lo..=hi).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit())
+    };
+    if parts.next().is_some() || !digits(y, 3, 6) || !digits(m, 1, 2) || !digits(d, 1, 2) {
+        return None;
+    }
+    NaiveDate::from_ymd_opt(y.parse().ok()?, m.parse().ok()?, d.parse().ok()?)
 }
 
 /// A time of day as PostgreSQL reads it: `HH:MM[:SS[.ffffff]]` (up to `24:00:00`), `allballs`,
@@ -1230,28 +1255,55 @@ fn format_date(days: i32) -> String {
         _ => {}
     }
     match UNIX_EPOCH_DATE.checked_add_signed(chrono::Duration::days(days as i64)) {
-        Some(d) => d.format("%Y-%m-%d").to_string(),
+        Some(d) => {
+            let (shown, bc) = date_text(d);
+            if bc {
+                shown + " BC"
+            } else {
+                shown
+            }
+        }
         None => "infinity".into(),
     }
 }
 
+/// A date as PostgreSQL writes it, `YYYY-MM-DD`, and whether it is BC (then its year is
+/// counted back from 1 BC, which is chrono's year 0).
+fn date_text(d: NaiveDate) -> (String, bool) {
+    let (year, bc) = if d.year() <= 0 { (1 - d.year(), true) } else { (d.year(), false) };
+    (format!("{year:04}-{:02}-{:02}", d.month(), d.day()), bc)
+}
+
 fn format_timestamp(micros: i64) -> String {
+    let (shown, bc) = timestamp_text(micros);
+    if bc {
+        shown + " BC"
+    } else {
+        shown
+    }
+}
+
+/// A timestamp as PostgreSQL writes it (the fraction without trailing zeros), and whether
+/// it is BC (PostgreSQL writes ` BC` last, after a zone's offset).
+fn timestamp_text(micros: i64) -> (String, bool) {
     match micros {
-        TIMESTAMP_INFINITY => return "infinity".into(),
-        TIMESTAMP_NEG_INFINITY => return "-infinity".into(),
+        TIMESTAMP_INFINITY => return ("infinity".into(), false),
+        TIMESTAMP_NEG_INFINITY => return ("-infinity".into(), false),
         _ => {}
     }
     match DateTime::from_timestamp_micros(micros) {
         Some(t) => {
             let t = t.naive_utc();
-            if micros.rem_euclid(1_000_000) == 0 {
-                t.format("%Y-%m-%d %H:%M:%S").to_string()
-            } else {
-                let s = t.format("%Y-%m-%d %H:%M:%S%.6f").to_string();
-                s.trim_end_matches('0').to_string()
+            let (date, bc) = date_text(t.date());
+            let mut out = format!("{date} {}", t.format("%H:%M:%S"));
+            let frac = micros.rem_euclid(1_000_000);
+            if frac != 0 {
+                let f = format!(".{frac:06}");
+                out.push_str(f.trim_end_matches('0'));
             }
+            (out, bc)
         }
-        None => "infinity".into(),
+        None => ("infinity".into(), false),
     }
 }
 

@@ -10,6 +10,44 @@ use crate::expr::*;
 use crate::types::{check_int_range, DataType, Value};
 
 impl<'a> Planner<'a> {
+    /// `a << n` and `a >> n` of an integer `a` (its type's width: a shift wraps as in
+    /// PostgreSQL, the count taken modulo the width) by an integer count.
+    fn shift(
+        &mut self,
+        left_shift: bool,
+        left: &ast::Expr,
+        right: &ast::Expr,
+        scope: &Scope,
+        aggs: bool,
+    ) -> Result<(Expr, DataType)> {
+        let (a, at) = self.expr(left, scope, aggs)?;
+        let (n, nt) = self.expr(right, scope, aggs)?;
+        let want = if at == DataType::Unknown { DataType::Int4 } else { at };
+        let (a, at) = self.coerce(a, at, want)?;
+        let (n, nt) = self.coerce(n, nt, DataType::Int4)?;
+        // An untyped NULL count is an integer one.
+        let nt = if matches!(n, Expr::Const(Value::Null)) { DataType::Int4 } else { nt };
+        if !at.is_integer() || !nt.is_integer() {
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!(
+                    "operator does not exist: {} {} {}",
+                    at.sql_name(),
+                    if left_shift { "<<" } else { ">>" },
+                    nt.sql_name()
+                ),
+            )
+            .hint("No operator matches the given name and argument types. You might need to add explicit type casts."));
+        }
+        let bits = match at {
+            DataType::Int2 => 16,
+            DataType::Int4 => 32,
+            _ => 64,
+        };
+        let f = Func::Math(crate::expr::MathFunc::Shift { left: left_shift, bits });
+        Ok((Expr::Func(f, vec![a, n]), at))
+    }
+
     /// Binds an expression in `scope`. Aggregates are allowed when `aggs` is set.
     #[recursive::recursive]
     pub fn expr(&mut self, e: &ast::Expr, scope: &Scope, aggs: bool) -> Result<(Expr, DataType)> {
@@ -88,6 +126,19 @@ impl<'a> Planner<'a> {
                         x => (Expr::Neg(Box::new(x)), ty),
                     },
                     ast::UnaryOperator::Plus => (x, ty),
+                    // ~ of an integer: its bits inverted, in its own width.
+                    ast::UnaryOperator::BitwiseNot => {
+                        let want = if ty == DataType::Unknown { DataType::Int4 } else { ty };
+                        let (x, ty) = self.coerce(x, ty, want)?;
+                        if !ty.is_integer() {
+                            return Err(SqlError::new(
+                                code::UNDEFINED_FUNCTION,
+                                format!("operator does not exist: ~ {}", ty.sql_name()),
+                            ));
+                        }
+                        let not = Func::Math(crate::expr::MathFunc::BitNot);
+                        (Expr::Func(not, vec![x]), ty)
+                    }
                     other => return Err(SqlError::unsupported(format!("the operator {other}"))),
                 }
             }
@@ -562,6 +613,9 @@ impl<'a> Planner<'a> {
             let (a, at) = self.expr(left, scope, aggs)?;
             let (b, bt) = self.expr(right, scope, aggs)?;
             return self.json_binary(op, a, at, b, bt);
+        }
+        if let O::PGBitwiseShiftLeft | O::PGBitwiseShiftRight = op {
+            return self.shift(matches!(op, O::PGBitwiseShiftLeft), left, right, scope, aggs);
         }
         let bop = match op {
             O::And | O::Or => {

@@ -325,6 +325,9 @@ impl<'a> Planner<'a> {
             "array_agg" | "json_agg" | "jsonb_agg" => Some(AggFunc::ArrayAgg(vec![])),
             "bool_and" | "every" => Some(AggFunc::BoolAnd),
             "bool_or" => Some(AggFunc::BoolOr),
+            "bit_and" => Some(AggFunc::Bits(crate::expr::BitOp::And)),
+            "bit_or" => Some(AggFunc::Bits(crate::expr::BitOp::Or)),
+            "bit_xor" => Some(AggFunc::Bits(crate::expr::BitOp::Xor)),
             _ => None,
         };
         if agg.is_none() && (!order_by.is_empty() || f.filter.is_some()) {
@@ -370,6 +373,7 @@ impl<'a> Planner<'a> {
             let out = aggregate_type(&name, &agg, ty)?;
             let x = match agg {
                 AggFunc::BoolAnd | AggFunc::BoolOr => self.coerce(x, ty, DataType::Bool)?.0,
+                AggFunc::Bits(_) => self.coerce(x, ty, out)?.0,
                 _ => x,
             };
             // Ordered aggregates see each value packed with its sort keys: [value, key…].
@@ -536,7 +540,13 @@ impl<'a> Planner<'a> {
             )
             .hint("No function matches the given name and argument types."));
         }
-        let (func, ty) = (def.func, def.result_type(&types));
+        let (mut func, ty) = (def.func, def.result_type(&types));
+        // to_hex(integer) shows a negative value in 32 bits, to_hex(bigint) in 64.
+        if func == Func::Math(crate::expr::MathFunc::ToHex(false))
+            && matches!(types.first(), Some(DataType::Int2 | DataType::Int4))
+        {
+            func = Func::Math(crate::expr::MathFunc::ToHex(true));
+        }
         // age(timestamp) and age(timestamptz) both take an untyped literal.
         if func == Func::Age && types.iter().all(|t| *t == DataType::Unknown) {
             let unknowns = vec!["unknown"; types.len()].join(", ");
@@ -1050,6 +1060,9 @@ pub(crate) fn is_aggregate(name: &str) -> bool {
             | "bool_and"
             | "every"
             | "bool_or"
+            | "bit_and"
+            | "bit_or"
+            | "bit_xor"
     )
 }
 
@@ -1071,6 +1084,17 @@ pub(crate) fn aggregate_type(name: &str, agg: &AggFunc, ty: DataType) -> Result<
             }
             DataType::Bool
         }
+        AggFunc::Bits(_) => match ty {
+            DataType::Int2 | DataType::Int4 | DataType::Int8 => ty,
+            DataType::Unknown => DataType::Int4,
+            t => {
+                return Err(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    format!("function {name}({}) does not exist", t.sql_name()),
+                )
+                .hint("No function matches the given name and argument types. You might need to add explicit type casts."))
+            }
+        },
         AggFunc::Count => DataType::Int8,
         AggFunc::Sum => match ty {
             DataType::Int2 | DataType::Int4 => DataType::Int8,

@@ -43,6 +43,7 @@ pub(crate) fn is_srf(name: &str) -> bool {
             | "pg_options_to_table"
             | "pg_get_keywords"
             | "_pg_expandarray"
+            | "regexp_matches"
     ) || crate::bind::json::is_json_srf(name)
 }
 
@@ -81,6 +82,16 @@ impl<'a> Planner<'a> {
                     ));
                 };
                 Ok((Expr::Func(Func::Unnest, vec![a]), elem))
+            }
+            "regexp_matches" => {
+                arity(2, 3)?;
+                let mut bound = Vec::with_capacity(args.len());
+                for a in args {
+                    let (x, t) = self.expr(a, scope, false)?;
+                    bound.push(self.coerce(x, t, DataType::Text)?.0);
+                }
+                let row = crate::array::array_of(DataType::Text)?;
+                Ok((Expr::Func(Func::Str(StrFunc::RegexpMatches), bound), row))
             }
             // Kiln has no partitions: a relation's only ancestor is itself.
             "pg_partition_ancestors" => {

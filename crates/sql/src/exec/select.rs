@@ -344,6 +344,8 @@ pub(crate) enum Acc {
     Collect(Vec<Vec<Value>>),
     /// bool_and / bool_or
     Bool(Option<bool>),
+    /// bit_and / bit_or / bit_xor
+    Bits(Option<i64>),
 }
 
 impl Acc {
@@ -356,6 +358,7 @@ impl Acc {
             AggFunc::Avg => Acc::Avg(None, 0),
             AggFunc::StringAgg(..) | AggFunc::ArrayAgg(_) => Acc::Collect(Vec::new()),
             AggFunc::BoolAnd | AggFunc::BoolOr => Acc::Bool(None),
+            AggFunc::Bits(_) => Acc::Bits(None),
         }
     }
 
@@ -393,6 +396,20 @@ impl Acc {
                     (Some(b), _) => b || x,
                 }))
             }
+            (Acc::Bits(b), f) => {
+                let Value::Int(x) = v else {
+                    return Err(SqlError::new(
+                        code::DATATYPE_MISMATCH,
+                        "bitwise aggregates take integers",
+                    ));
+                };
+                Acc::Bits(Some(match (b, f) {
+                    (None, _) => x,
+                    (Some(b), AggFunc::Bits(BitOp::And)) => b & x,
+                    (Some(b), AggFunc::Bits(BitOp::Or)) => b | x,
+                    (Some(b), _) => b ^ x,
+                }))
+            }
             (Acc::Avg(s, n), _) => Acc::Avg(
                 Some(match s {
                     None => widen(v),
@@ -425,6 +442,7 @@ impl Acc {
             Acc::MinMax(m) => m.unwrap_or(Value::Null),
             Acc::Collect(items) => collected(f, distinct, items, limits)?,
             Acc::Bool(b) => b.map(Value::Bool).unwrap_or(Value::Null),
+            Acc::Bits(b) => b.map(Value::Int).unwrap_or(Value::Null),
             Acc::Avg(None, _) => Value::Null,
             Acc::Avg(Some(s), n) => match s {
                 Value::Float(f) => Value::Float(f / n as f64),

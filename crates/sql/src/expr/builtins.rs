@@ -336,7 +336,8 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         Func::CurrentSchema => Value::Text("public".into()),
         Func::CurrentUser => Value::Text(ctx.env.user()),
         Func::BackendPid => Value::Int(ctx.env.backend_pid() as i64),
-        Func::KilnSync
+        Func::StartTime
+        | Func::KilnSync
         | Func::KilnPersist
         | Func::KilnLastTxid
         | Func::LastVal
@@ -358,6 +359,8 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         Func::Catalog(c) => ctx.env.catalog(c, &args)?,
         Func::Str(s) => super::strings::eval(s, &args, ctx.env.zone())?,
         Func::Math(m) => super::strings::eval_math(m, &args)?,
+        Func::Time(TimeFunc::ClockTimestamp) => Value::TimestampTz(crate::types::now_micros()),
+        Func::Time(t) => super::dates::eval(t, &args, ctx.env.zone(), ctx.env.now())?,
         Func::ArrayToString => {
             let items = array_items(arg(0))?;
             let sep = text_arg(&arg(1));
@@ -434,6 +437,14 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
                 Value::Null
             } else {
                 Value::Int(1)
+            }
+        }
+        Func::ArrayDims => {
+            let items = array_items(arg(0))?;
+            if items.is_empty() {
+                Value::Null
+            } else {
+                Value::Text(format!("[1:{}]", items.len()))
             }
         }
         Func::Cardinality => Value::Int(array_items(arg(0))?.len() as i64),

@@ -2,11 +2,13 @@
 
 mod builtins;
 mod crypto;
+pub mod dates;
 pub use crypto::UuidNamespace;
 pub mod datetime;
 mod display;
 mod ops;
 mod strings;
+pub use dates::TimeFunc;
 pub use strings::{MathFunc, StrFunc};
 pub mod to_char;
 
@@ -83,6 +85,19 @@ pub enum AggFunc {
     BoolAnd,
     /// bool_or
     BoolOr,
+    /// bit_and / bit_or / bit_xor of integers
+    Bits(BitOp),
+}
+
+/// The operation of a bitwise aggregate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BitOp {
+    /// bit_and
+    And,
+    /// bit_or
+    Or,
+    /// bit_xor
+    Xor,
 }
 
 /// What an advisory lock function does.
@@ -261,6 +276,12 @@ pub enum Func {
     ArrayLength,
     /// array_ndims(array)
     ArrayNdims,
+    /// pg_postmaster_start_time(): when the server started
+    StartTime,
+    /// array_dims(array): `[lower:upper]`
+    ArrayDims,
+    /// Date/time constructors (`expr::dates`).
+    Time(TimeFunc),
     /// cardinality(array)
     Cardinality,
     /// array_position(array, element)

@@ -47,6 +47,9 @@ pub enum StrFunc {
     RegexpReplace,
     /// regexp_match(s, pattern [, flags])
     RegexpMatch,
+    /// regexp_matches(s, pattern [, flags]): as a value, the array of its rows (each the
+    /// text array regexp_match would give; flag `g`: one per match)
+    RegexpMatches,
     /// regexp_split_to_array(s, pattern [, flags])
     RegexpSplit,
     /// overlay(s PLACING r FROM n [FOR m])
@@ -76,6 +79,20 @@ pub enum MathFunc {
     Mod,
     /// div(a, b): the integer quotient of numerics
     Div,
+    /// to_hex(n): `true` of an integer (negative values as their 32-bit two's complement),
+    /// `false` of a bigint
+    ToHex(bool),
+    /// width_bucket(operand, low, high, count)
+    WidthBucket,
+    /// `a << n` (left) and `a >> n` of an integer `bits` wide
+    Shift {
+        /// A left shift.
+        left: bool,
+        /// The width of the integer type (16, 32 or 64).
+        bits: u8,
+    },
+    /// `~a`: the bits of an integer inverted
+    BitNot,
 }
 
 fn invalid(message: impl Into<String>) -> SqlError {
@@ -254,6 +271,36 @@ pub(crate) fn eval(f: StrFunc, args: &[Value], zone: Zone) -> Result<Value> {
                     Value::Array(groups)
                 })
             })?
+        }
+        // No rows of a NULL argument (the function is strict).
+        StrFunc::RegexpMatches if args.iter().any(Value::is_null) => Value::Array(vec![]),
+        StrFunc::RegexpMatches => {
+            let flags = flags(args.get(2))?;
+            let s = text(0);
+            let limit = crate::array::ELEMENTS_MAX;
+            super::ops::with_regex(&text(1), flags.insensitive, |re| {
+                let mut rows = Vec::new();
+                for caps in re.captures_iter(&s) {
+                    if rows.len() == limit {
+                        return Err(SqlError::new(
+                            code::PROGRAM_LIMIT,
+                            format!("regexp_matches yields at most {limit} rows per call"),
+                        ));
+                    }
+                    rows.push(Value::Array(if caps.len() == 1 {
+                        vec![Value::Text(caps[0].to_string())]
+                    } else {
+                        caps.iter()
+                            .skip(1)
+                            .map(|m| m.map_or(Value::Null, |m| Value::Text(m.as_str().into())))
+                            .collect()
+                    }));
+                    if !flags.global {
+                        break;
+                    }
+                }
+                Ok(Value::Array(rows))
+            })??
         }
         StrFunc::RegexpSplit => {
             let flags = flags(args.get(2))?;
@@ -573,6 +620,36 @@ pub(crate) fn eval_math(f: MathFunc, args: &[Value]) -> Result<Value> {
                 Value::Float(if x == 0.0 || x.is_nan() { x } else { x.signum() })
             }
         },
+        MathFunc::ToHex(narrow) => {
+            let n = int_arg(&args[0], "to_hex")?;
+            Value::Text(if narrow { format!("{:x}", n as i32 as u32) } else { format!("{n:x}") })
+        }
+        MathFunc::WidthBucket => width_bucket(args)?,
+        MathFunc::BitNot => Value::Int(!int_arg(&args[0], "~")?),
+        MathFunc::Shift { left, bits } => {
+            let (a, n) = (int_arg(&args[0], "shift")?, int_arg(&args[1], "shift")?);
+            // As PostgreSQL computes it in C on x86: the count modulo the width of the
+            // (promoted) operand, the result cut to the type.
+            Value::Int(match bits {
+                64 => {
+                    let n = (n as u32) & 63;
+                    if left {
+                        a.wrapping_shl(n)
+                    } else {
+                        a >> n
+                    }
+                }
+                _ => {
+                    let n = (n as u32) & 31;
+                    let r = if left { (a as i32).wrapping_shl(n) } else { (a as i32) >> n };
+                    if bits == 16 {
+                        r as i16 as i64
+                    } else {
+                        r as i64
+                    }
+                }
+            })
+        }
         MathFunc::Mod | MathFunc::Div => match (&args[0], &args[1]) {
             (Value::Int(a), Value::Int(b)) => {
                 if *b == 0 {
@@ -603,6 +680,82 @@ pub(crate) fn eval_math(f: MathFunc, args: &[Value]) -> Result<Value> {
             }
         },
     })
+}
+
+/// width_bucket(operand, b1, b2, count): which of `count` equal-width buckets between b1
+/// and b2 the operand falls in (0 below, count + 1 above; b1 > b2 counts downwards), in
+/// exact numeric arithmetic unless an argument is double precision.
+fn width_bucket(args: &[Value]) -> Result<Value> {
+    use rust_decimal::prelude::*;
+    let bucket_error = |m: &str| SqlError::new("2201G", m.to_string());
+    let count = int_arg(&args[3], "width_bucket")?;
+    if count <= 0 {
+        return Err(bucket_error("count must be greater than zero"));
+    }
+    let floats = args[..3].iter().any(|v| matches!(v, Value::Float(_)));
+    // The bucket number as a fraction of count: (x - lo) / (hi - lo), counted from lo.
+    let position: Option<f64> = if floats {
+        let f = |v: &Value| match v {
+            Value::Float(x) => Ok(*x),
+            Value::Int(i) => Ok(*i as f64),
+            Value::Numeric(d) => Ok(d.to_f64().unwrap_or(f64::NAN)),
+            other => Err(invalid(format!(
+                "width_bucket: a number was expected, not {}",
+                other.natural_type().sql_name()
+            ))),
+        };
+        let (x, lo, hi) = (f(&args[0])?, f(&args[1])?, f(&args[2])?);
+        if x.is_nan() || lo.is_nan() || hi.is_nan() {
+            return Err(bucket_error("operand, lower bound, and upper bound cannot be NaN"));
+        }
+        if !lo.is_finite() || !hi.is_finite() {
+            return Err(bucket_error("lower and upper bounds must be finite"));
+        }
+        if lo == hi {
+            return Err(bucket_error("lower bound cannot equal upper bound"));
+        }
+        let (below, above) = if lo < hi { (x < lo, x >= hi) } else { (x > lo, x <= hi) };
+        if below {
+            None
+        } else if above {
+            Some(f64::INFINITY)
+        } else {
+            Some(((x - lo) / (hi - lo) * count as f64).floor())
+        }
+    } else {
+        let d = |v: &Value| match v {
+            Value::Numeric(d) => Ok(*d),
+            Value::Int(i) => Ok(Decimal::from(*i)),
+            other => Err(invalid(format!(
+                "width_bucket: a number was expected, not {}",
+                other.natural_type().sql_name()
+            ))),
+        };
+        let (x, lo, hi) = (d(&args[0])?, d(&args[1])?, d(&args[2])?);
+        if lo == hi {
+            return Err(bucket_error("lower bound cannot equal upper bound"));
+        }
+        let (below, above) = if lo < hi { (x < lo, x >= hi) } else { (x > lo, x <= hi) };
+        if below {
+            None
+        } else if above {
+            Some(f64::INFINITY)
+        } else {
+            let n = ((x - lo) * Decimal::from(count))
+                .checked_div(hi - lo)
+                .ok_or_else(|| SqlError::new(code::NUMERIC_OUT_OF_RANGE, "value out of range"))?;
+            Some(n.floor().to_f64().unwrap_or(0.0))
+        }
+    };
+    let bucket = match position {
+        None => 0,
+        Some(p) if p.is_infinite() => count.saturating_add(1),
+        Some(p) => p as i64 + 1,
+    };
+    if bucket > i32::MAX as i64 {
+        return Err(SqlError::new(code::NUMERIC_OUT_OF_RANGE, "integer out of range"));
+    }
+    Ok(Value::Int(bucket))
 }
 
 /// A numeric truncated to `digits` places after the point (before it, when negative).
