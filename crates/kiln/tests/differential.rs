@@ -2,11 +2,41 @@
 //! on a throwaway stock PostgreSQL started by the test; column names, rows (as text), row
 //! counts, error SQLSTATEs and the objects errors name (schema, table, column, data type,
 //! constraint) must agree, and so must the table column each result column of a query shows
-//! (RowDescription's table OID, compared by the table's name, and column number).
+//! (RowDescription's table OID, compared by the table's name, and column number), and the
+//! notices (NOTICE, WARNING, …) each statement sends: severity, SQLSTATE and message.
 
 mod common;
 
-use tokio_postgres::SimpleQueryMessage;
+use std::sync::{Arc, Mutex};
+
+use tokio_postgres::{AsyncMessage, SimpleQueryMessage};
+
+/// The notices (NOTICE, WARNING, …) a connection has received and not yet compared.
+type Notices = Arc<Mutex<Vec<String>>>;
+
+/// A client whose connection keeps the notices the server sends.
+async fn connect(conninfo: &str) -> (tokio_postgres::Client, Notices) {
+    let (client, mut connection) =
+        tokio_postgres::connect(conninfo, tokio_postgres::NoTls).await.expect("connects");
+    let notices = Notices::default();
+    let kept = notices.clone();
+    tokio::spawn(async move {
+        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(m)) = futures::StreamExt::next(&mut messages).await {
+            if let AsyncMessage::Notice(n) = m {
+                // Kiln does not yet list what a CASCADE also dropped or truncated.
+                if n.message().starts_with("drop cascades to")
+                    || n.message().starts_with("truncate cascades to")
+                {
+                    continue;
+                }
+                let shown = format!("{} {} {}", n.severity(), n.code().code(), n.message());
+                kept.lock().unwrap().push(shown);
+            }
+        }
+    });
+    (client, notices)
+}
 
 fn statements(corpus: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -24,8 +54,9 @@ fn statements(corpus: &str) -> Vec<String> {
     out
 }
 
-async fn outcome(client: &tokio_postgres::Client, sql: &str) -> String {
-    match client.simple_query(sql).await {
+async fn outcome(client: &(tokio_postgres::Client, Notices), sql: &str) -> String {
+    let (client, notices) = client;
+    let mut out = match client.simple_query(sql).await {
         Ok(messages) => {
             let mut out = String::new();
             for m in messages {
@@ -64,7 +95,12 @@ async fn outcome(client: &tokio_postgres::Client, sql: &str) -> String {
             }
             None => format!("ERROR {e}\n"),
         },
+    };
+    // The notices the statement raised (the origins query above raises none).
+    for n in notices.lock().unwrap().drain(..) {
+        out.push_str(&format!("{n}\n"));
     }
+    out
 }
 
 /// For a query (SELECT or WITH) that just answered rows: the table and column number each
@@ -106,8 +142,8 @@ async fn origins(client: &tokio_postgres::Client, sql: &str) -> String {
 async fn kiln_agrees_with_postgresql() {
     let kiln = common::Kiln::start(&[]);
     let pg = common::Postgres::start();
-    let k = common::connect(&kiln.conninfo()).await;
-    let p = common::connect(&pg.conninfo()).await;
+    let k = connect(&kiln.conninfo()).await;
+    let p = connect(&pg.conninfo()).await;
     let corpus = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/differential/corpus.sql"

@@ -27,8 +27,8 @@ use pgwire::messages::extendedquery::{
     BindComplete, CloseComplete, ParseComplete, PortalSuspended,
 };
 use pgwire::messages::response::{
-    CommandComplete, EmptyQueryResponse, ErrorResponse, NotificationResponse, ReadyForQuery,
-    TransactionStatus,
+    CommandComplete, EmptyQueryResponse, ErrorResponse, NoticeResponse, NotificationResponse,
+    ReadyForQuery, TransactionStatus,
 };
 use pgwire::messages::startup::{Authentication, BackendKeyData, ParameterStatus, SecretKey};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
@@ -89,6 +89,11 @@ fn default_reported(name: &str, meta: &HashMap<String, String>) -> String {
 }
 
 fn error_response(e: &SqlError, severity: &str) -> PgWireBackendMessage {
+    PgWireBackendMessage::ErrorResponse(ErrorResponse::new(error_fields(e, severity)))
+}
+
+/// The fields of an ErrorResponse or NoticeResponse.
+fn error_fields(e: &SqlError, severity: &str) -> Vec<(u8, String)> {
     let mut fields = vec![
         (b'S', severity.to_string()),
         (b'V', severity.to_string()),
@@ -114,7 +119,7 @@ fn error_response(e: &SqlError, severity: &str) -> PgWireBackendMessage {
         ];
         fields.extend(named.into_iter().filter_map(|(k, v)| v.clone().map(|v| (k, v))));
     }
-    PgWireBackendMessage::ErrorResponse(ErrorResponse::new(fields))
+    fields
 }
 
 fn status_of(b: u8) -> TransactionStatus {
@@ -483,6 +488,7 @@ impl Conn {
     }
 
     async fn ready(&mut self) -> std::io::Result<()> {
+        self.send_notices().await?;
         self.report_parameters(false).await?;
         self.deliver_notifications().await?;
         let status = status_of(self.session.transaction_status());
@@ -592,7 +598,19 @@ impl Conn {
     }
 
     async fn send_error(&mut self, e: &SqlError) -> std::io::Result<()> {
+        self.send_notices().await?;
         self.socket.feed(error_response(e, "ERROR")).await
+    }
+
+    /// Sends the notices the session raised (RAISE NOTICE, skipped IF EXISTS, …).
+    async fn send_notices(&mut self) -> std::io::Result<()> {
+        for n in self.session.take_notices() {
+            let fields = error_fields(&n.fields, n.severity());
+            self.socket
+                .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::new(fields)))
+                .await?;
+        }
+        Ok(())
     }
 
     async fn handle(&mut self, msg: PgWireFrontendMessage) -> std::io::Result<()> {
@@ -887,6 +905,7 @@ impl Conn {
         formats: &[i16],
         extended: Option<bool>,
     ) -> std::io::Result<()> {
+        self.send_notices().await?;
         match o {
             Output::Rows { columns, origins, rows, tag } => {
                 if extended.is_none() {

@@ -361,6 +361,8 @@ pub(crate) struct SessionEnv<'a> {
     pub(crate) notifies: &'a parking_lot::Mutex<PendingNotifies>,
     /// The session's settings (`search_path` is read from them where a function needs it).
     pub(crate) settings: &'a std::collections::BTreeMap<String, String>,
+    /// The session's notices for the client.
+    pub(crate) notices: &'a parking_lot::Mutex<Vec<crate::session::Notice>>,
 }
 
 /// Waits run in slices this long, checking for an interrupt between them.
@@ -758,7 +760,22 @@ impl Env for SessionEnv<'_> {
                             Value::Bool(got)
                         }
                     }
-                    AdvisoryOp::Unlock => Value::Bool(locks.unlock(key, hold.shared)),
+                    AdvisoryOp::Unlock => {
+                        let unlocked = locks.unlock(key, hold.shared);
+                        if !unlocked {
+                            // As PostgreSQL warns, naming its lock modes.
+                            let mode = if hold.shared { "ShareLock" } else { "ExclusiveLock" };
+                            let message = format!("you don't own a lock of type {mode}");
+                            crate::session::raise_notice(
+                                self.notices,
+                                crate::session::Notice {
+                                    level: crate::parse::do_block::Level::Warning,
+                                    fields: SqlError::new("01000", message),
+                                },
+                            );
+                        }
+                        Value::Bool(unlocked)
+                    }
                     AdvisoryOp::UnlockAll => unreachable!("handled above"),
                 }
             }

@@ -71,7 +71,7 @@ pub use database::{
 pub use ed::Notification;
 pub use error::{code, Result, SqlError};
 pub use kiln_engine::Operations;
-pub use session::{Output, Prepared, Session, STATEMENT_STACK_BYTES};
+pub use session::{Notice, Output, Prepared, Session, STATEMENT_STACK_BYTES};
 pub use types::{DataType, Value};
 
 /// The engine settings a server chooses when it opens a [`Database`] (the server never holds

@@ -196,6 +196,43 @@ pub struct Session {
     pub(crate) advisory: parking_lot::Mutex<crate::advisory::AdvisoryLocks>,
     /// The open transaction's NOTIFYs (channel, payload), each once, sent at its commit.
     pub(crate) notifies: parking_lot::Mutex<PendingNotifies>,
+    /// Messages for the client raised by the running statement (NOTICE, WARNING, …), for
+    /// the protocol layer to send before the statement's result.
+    pub(crate) notices: parking_lot::Mutex<Vec<Notice>>,
+}
+
+/// A message for the client that is not an error (NoticeResponse): its level (NOTICE,
+/// WARNING, INFO, LOG, DEBUG) and its SQLSTATE, message, detail and hint.
+#[derive(Debug, Clone)]
+pub struct Notice {
+    /// Its level; [`Notice::severity`] names it.
+    pub level: crate::parse::do_block::Level,
+    /// Its fields (an error's: code, message, detail, hint).
+    pub fields: SqlError,
+}
+
+impl Notice {
+    /// A NOTICE with SQLSTATE `code`.
+    pub(crate) fn new(code: &'static str, message: impl Into<String>) -> Notice {
+        Notice {
+            level: crate::parse::do_block::Level::Notice,
+            fields: SqlError::new(code, message),
+        }
+    }
+
+    /// NOTICE, WARNING, INFO, LOG or DEBUG.
+    pub fn severity(&self) -> &'static str {
+        self.level.severity()
+    }
+}
+
+/// Keeps a notice for the client (a runaway producer of notices is bounded; PostgreSQL
+/// would stream them).
+pub(crate) fn raise_notice(notices: &parking_lot::Mutex<Vec<Notice>>, notice: Notice) {
+    let mut n = notices.lock();
+    if n.len() < NOTICES_MAX {
+        n.push(notice);
+    }
 }
 
 /// The stack every statement is guaranteed. Statements nest at most
@@ -218,6 +255,7 @@ macro_rules! session_env {
             sequence_values: &$s.sequence_values,
             advisory: &$s.advisory,
             notifies: &$s.notifies,
+            notices: &$s.notices,
             lock_timeout: crate::session::lock_timeout(&$s.settings),
             settings: &$s.settings,
             engine_session: &$s.engine_session,
@@ -267,6 +305,7 @@ macro_rules! session_writer {
             activity: &$s.activity,
             limits: crate::session::session_limits!($s),
             constraints: Default::default(),
+            notices: &$s.notices,
         }
     };
 }
@@ -654,69 +693,277 @@ impl Session {
         Ok(())
     }
 
-    /// Runs a `DO` block's statements in the open transaction, as one subtransaction: an
-    /// error its handler names undoes them and is ignored; any other fails the statement.
+    /// The messages raised since the last call (NOTICE, WARNING, …) that
+    /// `client_min_messages` lets through to the client (INFO always goes, as in
+    /// PostgreSQL).
+    pub fn take_notices(&mut self) -> Vec<Notice> {
+        use crate::parse::do_block::Level;
+        let taken = std::mem::take(&mut *self.notices.lock());
+        if taken.is_empty() {
+            return taken;
+        }
+        let rank = |l: &str| match l {
+            "debug5" | "debug4" | "debug3" | "debug2" | "debug1" | "debug" => 0,
+            "log" => 1,
+            "notice" => 3,
+            "warning" => 4,
+            "error" => 5,
+            _ => 3,
+        };
+        let min = rank(&self.setting("client_min_messages").unwrap_or_default().to_lowercase());
+        taken
+            .into_iter()
+            .filter(|n| match n.level {
+                Level::Info => true,
+                Level::Debug => min == 0,
+                Level::Log => min <= 1,
+                Level::Notice => min <= 3,
+                Level::Warning | Level::Exception => min <= 4,
+            })
+            .collect()
+    }
+
+    /// Sends the client a WARNING with SQLSTATE `code`.
+    pub(crate) fn warn(&self, code: &'static str, message: &str) {
+        let level = crate::parse::do_block::Level::Warning;
+        raise_notice(&self.notices, Notice { level, fields: SqlError::new(code, message) });
+    }
+
+    /// Runs a `DO` block in the open transaction (`parse::do_block`). Every SQL statement
+    /// and expression in it is parsed first, so a syntax error anywhere changes nothing. A
+    /// block with handlers runs as a subtransaction: an error a handler catches undoes the
+    /// block's statements, then the handler runs; an error none catches fails the
+    /// statement.
     pub(crate) fn run_do(&mut self, block: &crate::parse::do_block::DoBlock) -> Result<Output> {
-        use ast::Statement as S;
-        let mut parsed = Vec::with_capacity(block.statements.len());
-        for text in &block.statements {
-            for stmt in crate::parse::parse(text)? {
-                let allowed = !matches!(
-                    stmt,
-                    S::StartTransaction { .. }
-                        | S::Commit { .. }
-                        | S::Rollback { .. }
-                        | S::Savepoint { .. }
-                        | S::ReleaseSavepoint { .. }
-                        | S::Set(_)
-                        | S::ShowVariable { .. }
-                        | S::Prepare { .. }
-                        | S::Execute { .. }
-                        | S::Deallocate { .. }
-                        | S::Copy { .. }
-                        | S::Declare { .. }
-                        | S::Fetch { .. }
-                        | S::Close { .. }
-                        | S::Discard { .. }
-                        | S::LISTEN { .. }
-                        | S::UNLISTEN { .. }
-                        | S::CreateDatabase { .. }
-                );
-                if !allowed {
-                    return Err(SqlError::unsupported(format!(
-                        "{} in a DO block",
-                        text.split_whitespace().next().unwrap_or_default().to_uppercase()
-                    )));
+        self.check_do_block(&block.body)?;
+        self.do_block(&block.body, None)?;
+        Ok(Output::Command("DO".into()))
+    }
+
+    fn check_do_block(&self, block: &crate::parse::do_block::Block) -> Result<()> {
+        self.check_do_statements(&block.statements)?;
+        for h in &block.handlers {
+            self.check_do_statements(&h.statements)?;
+        }
+        Ok(())
+    }
+
+    fn check_do_statements(&self, statements: &[crate::parse::do_block::Stmt]) -> Result<()> {
+        use crate::parse::do_block::Stmt;
+        for s in statements {
+            match s {
+                Stmt::Sql(text) => {
+                    do_sql(text, false)?;
                 }
-                if matches!(stmt, S::Query(_)) {
-                    return Err(SqlError::syntax("query has no destination for result data")
-                        .hint("If you want to discard the results of a SELECT, use PERFORM instead (Kiln runs no PERFORM: it runs no procedural code)."));
+                Stmt::Perform(query) => {
+                    do_sql(query, true)?;
                 }
-                parsed.push(stmt);
+                Stmt::If(arms, otherwise) => {
+                    for (condition, body) in arms {
+                        do_sql(&format!("SELECT ({condition})"), true)?;
+                        self.check_do_statements(body)?;
+                    }
+                    self.check_do_statements(otherwise)?;
+                }
+                Stmt::Raise(r) => {
+                    for e in r.params.iter().chain(r.using.iter().map(|(_, e)| e)) {
+                        do_sql(&format!("SELECT ({e})"), true)?;
+                    }
+                }
+                Stmt::Assert(condition, message) => {
+                    for e in std::iter::once(condition).chain(message) {
+                        do_sql(&format!("SELECT ({e})"), true)?;
+                    }
+                }
+                Stmt::Execute(e) => {
+                    do_sql(&format!("SELECT ({e})"), true)?;
+                }
+                Stmt::Block(b) => self.check_do_block(b)?,
             }
+        }
+        Ok(())
+    }
+
+    fn do_block(
+        &mut self,
+        block: &crate::parse::do_block::Block,
+        caught: Option<&SqlError>,
+    ) -> Result<()> {
+        if block.handlers.is_empty() {
+            return self.do_statements(&block.statements, caught);
         }
         let pos = self.txn.as_ref().map_or(0, |t| t.savepoints.len());
         self.push_savepoint(String::new());
-        let mut outcome = Ok(());
-        for stmt in &parsed {
-            if let Err(e) = self.run(stmt, &[], None) {
-                outcome = Err(e);
-                break;
-            }
+        let outcome = self.do_statements(&block.statements, caught);
+        let handler = match &outcome {
+            Err(e) => block.handlers.iter().find(|h| h.catches(e.code)),
+            Ok(()) => None,
+        };
+        if handler.is_some() {
+            self.rollback_to_savepoint(pos)?;
         }
-        if let Err(e) = &outcome {
-            if block.ignores(e.code) {
-                self.rollback_to_savepoint(pos)?;
-                outcome = Ok(());
-            }
-        }
-        // The block's own savepoint goes either way (an error it does not ignore fails the
+        // The block's own savepoint goes either way (an error no handler catches fails the
         // transaction, as in PostgreSQL).
         let ts = self.txn.as_mut().expect("a transaction is open");
         let sp = ts.savepoints[pos].engine;
         ts.savepoints.truncate(pos);
         ts.txn.release(sp);
-        outcome.map(|()| Output::Command("DO".into()))
+        match (handler, outcome) {
+            (Some(h), Err(e)) => self.do_statements(&h.statements, Some(&e)),
+            (_, outcome) => outcome,
+        }
+    }
+
+    fn do_statements(
+        &mut self,
+        statements: &[crate::parse::do_block::Stmt],
+        caught: Option<&SqlError>,
+    ) -> Result<()> {
+        use crate::parse::do_block::Stmt;
+        for s in statements {
+            self.activity.check_interrupt()?;
+            match s {
+                Stmt::Sql(text) => {
+                    for stmt in do_sql(text, false)? {
+                        self.run(&stmt, &[], None)?;
+                    }
+                }
+                Stmt::Perform(query) => {
+                    for stmt in do_sql(query, true)? {
+                        self.run(&stmt, &[], None)?;
+                    }
+                }
+                Stmt::If(arms, otherwise) => {
+                    let mut taken = None;
+                    for (condition, body) in arms {
+                        if self.do_condition(condition, "IF")? {
+                            taken = Some(body);
+                            break;
+                        }
+                    }
+                    self.do_statements(taken.unwrap_or(otherwise), caught)?;
+                }
+                Stmt::Raise(r) => self.do_raise(r, caught)?,
+                Stmt::Assert(condition, message) => {
+                    if !self.do_condition(condition, "ASSERT")? {
+                        let message = match message {
+                            Some(m) => self
+                                .do_values(std::slice::from_ref(m))?
+                                .pop()
+                                .flatten()
+                                .unwrap_or_else(|| "<NULL>".into()),
+                            None => "assertion failed".into(),
+                        };
+                        return Err(SqlError::new("P0004", message));
+                    }
+                }
+                Stmt::Execute(e) => {
+                    let Some(sql) = self.do_values(std::slice::from_ref(e))?.pop().flatten() else {
+                        return Err(SqlError::new(
+                            "22004",
+                            "query string argument of EXECUTE is null",
+                        ));
+                    };
+                    for stmt in do_sql(&sql, true)? {
+                        self.run(&stmt, &[], None)?;
+                    }
+                }
+                Stmt::Block(b) => self.do_block(b, caught)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The values of SQL expressions, as text in their types' output form (None: NULL).
+    fn do_values(&mut self, exprs: &[String]) -> Result<Vec<Option<String>>> {
+        if exprs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list: Vec<String> = exprs.iter().map(|e| format!("({e})")).collect();
+        let mut out = Vec::with_capacity(exprs.len());
+        for stmt in do_sql(&format!("SELECT {}", list.join(", ")), true)? {
+            if let Output::Rows { columns, mut rows, .. } = self.run(&stmt, &[], None)? {
+                let zone = self.zone();
+                let row = rows.pop().unwrap_or_default();
+                for (v, (_, ty)) in row.iter().zip(&columns) {
+                    out.push(v.to_text_in(*ty, zone));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether a condition is true (NULL is not); `what` names the statement for errors.
+    fn do_condition(&mut self, condition: &str, what: &str) -> Result<bool> {
+        for stmt in do_sql(&format!("SELECT ({condition})"), true)? {
+            if let Output::Rows { mut rows, .. } = self.run(&stmt, &[], None)? {
+                return match rows.pop().and_then(|r| r.into_iter().next()) {
+                    Some(Value::Bool(b)) => Ok(b),
+                    // An integer converts as int4::boolean does.
+                    Some(Value::Int(i)) => Ok(i != 0),
+                    Some(Value::Null) | None => Ok(false),
+                    Some(other) => Err(SqlError::new(
+                        code::DATATYPE_MISMATCH,
+                        format!(
+                            "the condition of {what} must be boolean, not {}",
+                            other.natural_type().sql_name()
+                        ),
+                    )),
+                };
+            }
+        }
+        Ok(false)
+    }
+
+    fn do_raise(
+        &mut self,
+        r: &crate::parse::do_block::Raise,
+        caught: Option<&SqlError>,
+    ) -> Result<()> {
+        use crate::parse::do_block::{errcode, format_message, Level};
+        if r.format.is_none() && r.condition.is_none() && r.using.is_empty() {
+            return Err(match caught {
+                Some(e) if r.level == Level::Exception => e.clone(),
+                _ => SqlError::new(
+                    "0Z002",
+                    "RAISE without parameters cannot be used outside an exception handler",
+                ),
+            });
+        }
+        let params = self.do_values(&r.params)?;
+        let using_exprs: Vec<String> = r.using.iter().map(|(_, e)| e.clone()).collect();
+        let using = self.do_values(&using_exprs)?;
+        let option =
+            |name: &str| r.using.iter().position(|(n, _)| n == name).and_then(|i| using[i].clone());
+        let errcode_given = option("errcode");
+        let code_text = match &errcode_given {
+            Some(c) => Some(errcode(c)?),
+            None => r.condition.as_ref().map(|(code, _)| code.clone()),
+        };
+        let message = match (&r.format, option("message")) {
+            (Some(f), _) => format_message(f, &params),
+            (None, Some(m)) => m,
+            // Named by its condition only: the condition is the message.
+            (None, None) => r
+                .condition
+                .as_ref()
+                .map(|(_, name)| name.clone())
+                .or(errcode_given)
+                .unwrap_or_default(),
+        };
+        let default = match r.level {
+            Level::Exception => "P0001",
+            Level::Warning => "01000",
+            _ => "00000",
+        };
+        let mut e = SqlError::new(code_text.as_deref().map_or(default, static_code), message);
+        e.detail = option("detail");
+        e.hint = option("hint");
+        if r.level == Level::Exception {
+            return Err(e);
+        }
+        raise_notice(&self.notices, Notice { level: r.level, fields: e });
+        Ok(())
     }
 
     /// `LOCK TABLE … IN ACCESS SHARE MODE` (what pg_dump takes on each table it dumps): that
@@ -988,6 +1235,10 @@ impl Session {
                 if let Some(t) = &mut self.txn {
                     // Already in a block: PostgreSQL warns and carries on. In the implicit
                     // transaction of a multi-statement query, BEGIN makes it explicit.
+                    if t.explicit {
+                        self.warn("25001", "there is already a transaction in progress");
+                    }
+                    let Some(t) = &mut self.txn else { unreachable!("checked above") };
                     t.explicit = true;
                     if hint.is_some() {
                         t.hint = hint;
@@ -999,6 +1250,7 @@ impl Session {
             }
             S::Commit { .. } => {
                 let Some(ts) = self.txn.take() else {
+                    self.warn("25P01", "there is no transaction in progress");
                     return Ok(Output::Command("COMMIT".into()));
                 };
                 if ts.failed {
@@ -1031,8 +1283,9 @@ impl Session {
                 Ok(Output::Command("RELEASE".into()))
             }
             S::Rollback { .. } => {
-                if let Some(ts) = self.txn.take() {
-                    self.finish(ts, false);
+                match self.txn.take() {
+                    Some(ts) => self.finish(ts, false),
+                    None => self.warn("25P01", "there is no transaction in progress"),
                 }
                 Ok(Output::Command("ROLLBACK".into()))
             }
@@ -1270,4 +1523,67 @@ fn channel_name(channel: &ast::Ident) -> String {
         Some(_) => channel.value.clone(),
         None => channel.value.to_lowercase(),
     }
+}
+
+/// How many notices one statement keeps for the client.
+pub(crate) const NOTICES_MAX: usize = 10_000;
+
+/// The statements of SQL text in a DO block, refused where a block cannot run them
+/// (transaction control, session commands); a query is refused unless `query` (PERFORM,
+/// EXECUTE and expressions, whose rows are dropped or read).
+fn do_sql(text: &str, query: bool) -> Result<Vec<ast::Statement>> {
+    use ast::Statement as S;
+    let parsed = crate::parse::parse(text)?;
+    for stmt in &parsed {
+        let allowed = !matches!(
+            stmt,
+            S::StartTransaction { .. }
+                | S::Commit { .. }
+                | S::Rollback { .. }
+                | S::Savepoint { .. }
+                | S::ReleaseSavepoint { .. }
+                | S::Set(_)
+                | S::ShowVariable { .. }
+                | S::Prepare { .. }
+                | S::Execute { .. }
+                | S::Deallocate { .. }
+                | S::Copy { .. }
+                | S::Declare { .. }
+                | S::Fetch { .. }
+                | S::Close { .. }
+                | S::Discard { .. }
+                | S::LISTEN { .. }
+                | S::UNLISTEN { .. }
+                | S::CreateDatabase { .. }
+        );
+        if !allowed {
+            return Err(SqlError::unsupported(format!(
+                "{} in a DO block",
+                text.split_whitespace().next().unwrap_or_default().to_uppercase()
+            )));
+        }
+        if !query && matches!(stmt, S::Query(_)) {
+            return Err(SqlError::syntax("query has no destination for result data")
+                .hint("If you want to discard the results of a SELECT, use PERFORM instead."));
+        }
+    }
+    Ok(parsed)
+}
+
+/// A SQLSTATE as the `'static` code errors carry: the known ones as they are, others
+/// interned once each (up to a bound; past it, P0001).
+fn static_code(state: &str) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::OnceLock;
+    static INTERNED: OnceLock<parking_lot::Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut set = INTERNED.get_or_init(Default::default).lock();
+    if let Some(s) = set.get(state) {
+        return s;
+    }
+    if set.len() >= 4096 {
+        return "P0001";
+    }
+    let s: &'static str = Box::leak(state.to_string().into_boxed_str());
+    set.insert(s);
+    s
 }

@@ -2042,3 +2042,87 @@ select 1.5 << 2;
 select 'a' << 1;
 select ~'a'::text;
 select x << 1 from (values (1), (2)) v(x);
+-- DO blocks: IF / ELSIF / ELSE, RAISE at every level with parameters and USING, PERFORM, ASSERT, EXECUTE, nested blocks with handlers that run statements; notices of skipped IF [NOT] EXISTS.
+create table dt (id int primary key, v text);
+do $$ begin raise notice 'hello %', 1 + 1; end $$;
+do $$ begin raise notice 'a % b % c %%', 'x', null, true; raise warning 'w'; raise info 'i'; raise log 'l'; raise debug 'd'; end $$;
+do $$ begin
+  if not exists (select 1 from pg_type where typname = 'mood2') then
+    create type mood2 as enum ('a', 'b');
+  end if;
+end $$;
+select enum_range(null::mood2);
+do $$ begin
+  if not exists (select 1 from pg_type where typname = 'mood2') then
+    create type mood2 as enum ('a', 'b');
+  else
+    raise notice 'mood2 exists';
+  end if;
+end $$;
+do $$ begin
+  if exists (select 1 from information_schema.columns where table_name = 'dt' and column_name = 'v') then
+    alter table dt rename column v to w;
+  elsif 1 = 1 then
+    raise notice 'no';
+  end if;
+end $$;
+select column_name from information_schema.columns where table_name = 'dt' order by ordinal_position;
+do $$ begin raise exception 'boom %', 42; end $$;
+do $$ begin raise exception 'dup' using errcode = 'unique_violation', detail = 'd1', hint = 'h1'; end $$;
+do $$ begin raise exception using errcode = '22012'; end $$;
+do $$ begin raise division_by_zero; end $$;
+do $$ begin raise sqlstate 'XX123' using message = 'custom'; end $$;
+do $$ begin insert into dt values (1, 'x'); insert into dt values (1, 'y'); exception when unique_violation then raise notice 'caught'; end $$;
+select * from dt;
+do $$ begin
+  insert into dt values (2, 'a');
+  begin
+    insert into dt values (3, 'b');
+    perform 1 / 0;
+  exception when division_by_zero then
+    insert into dt values (4, 'handler');
+  end;
+end $$;
+select * from dt order by id;
+do $$ begin perform pg_sleep(0); assert 1 = 1; assert 1 = 2, 'one is not two'; end $$;
+do $$ begin assert false; end $$;
+do $$ begin execute 'create table dt2 (a int)'; execute format('insert into dt2 values (%s)', 7); end $$;
+select * from dt2;
+do $$ begin execute null; end $$;
+do $$ begin begin raise exception 'inner'; exception when others then raise; end; end $$;
+do $$ begin raise; end $$;
+do $$ begin if 1 then null; end if; end $$;
+do $$ begin select 1; end $$;
+do $$ begin insert into dt values (10, 'z'); raise exception 'undo'; end $$;
+select count(*) from dt where id = 10;
+set client_min_messages = warning;
+do $$ begin raise notice 'hidden'; raise warning 'shown'; end $$;
+reset client_min_messages;
+do $$ begin raise notice '%', (select count(*) from dt); end $$;
+do $$ begin raise notice 'x' using hint = 'y'; end $$;
+drop table dt, dt2;
+drop type mood2;
+drop table if exists nx1;
+drop table if exists nx1, nx2;
+drop view if exists nv;
+drop index if exists ni;
+drop sequence if exists ns;
+drop type if exists nt;
+drop schema if exists nsch;
+drop extension if exists citext;
+create table nt1 (id int primary key);
+create table if not exists nt1 (id int primary key);
+create sequence if not exists nt1 ;
+alter table if exists nx9 add column a int;
+alter table nt1 add column if not exists id int;
+alter table nt1 drop column if exists zz;
+alter table nt1 drop constraint if exists zz;
+create schema if not exists public;
+create extension if not exists plpgsql;
+set client_min_messages = warning;
+drop table if exists nx1;
+reset client_min_messages;
+begin;
+drop table if exists nx1;
+commit;
+drop table nt1;

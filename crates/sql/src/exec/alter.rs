@@ -224,6 +224,10 @@ impl Writer<'_> {
         let name = column_name(&def.name);
         if t.column(&name).is_some() {
             if if_not_exists {
+                self.skipping(
+                    "42701",
+                    format!("column \"{name}\" of relation \"{}\" already exists", t.name),
+                );
                 return Ok(());
             }
             return Err(SqlError::new(
@@ -345,7 +349,14 @@ impl Writer<'_> {
         cascade: bool,
     ) -> Result<()> {
         let Some(p) = t.column(name) else {
-            return if if_exists { Ok(()) } else { Err(no_column(t, name)) };
+            if if_exists {
+                self.skipping(
+                    "00000",
+                    format!("column \"{name}\" of relation \"{}\" does not exist", t.name),
+                );
+                return Ok(());
+            }
+            return Err(no_column(t, name));
         };
         if t.columns.len() == 1 {
             // PostgreSQL allows zero-column tables; Kiln's rows need a column.

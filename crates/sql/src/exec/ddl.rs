@@ -58,6 +58,7 @@ impl Writer<'_> {
             return Ok(false);
         }
         if if_not_exists {
+            self.skipping(code::DUPLICATE_TABLE, format!("relation \"{name}\" already exists"));
             return Ok(true);
         }
         Err(SqlError::new(code::DUPLICATE_TABLE, format!("relation \"{name}\" already exists")))
@@ -420,7 +421,9 @@ impl Writer<'_> {
                             )
                             .hint("Use DROP VIEW to remove a view."));
                         }
-                        None if if_exists => {}
+                        None if if_exists => {
+                            self.skipping("00000", format!("table \"{name}\" does not exist"));
+                        }
                         None => {
                             return Err(SqlError::new(
                                 code::UNDEFINED_TABLE,
@@ -438,6 +441,7 @@ impl Writer<'_> {
                         self.db.catalog.index_table(&mut self.ts.txn, database, &name)?
                     else {
                         if if_exists {
+                            self.skipping("00000", format!("index \"{name}\" does not exist"));
                             continue;
                         }
                         return Err(SqlError::new(
@@ -472,6 +476,7 @@ impl Writer<'_> {
                     }
                     if !self.db.catalog.database_exists(&mut self.ts.txn, &name)? {
                         if if_exists {
+                            self.skipping("00000", format!("database \"{name}\" does not exist"));
                             continue;
                         }
                         return Err(SqlError::new(
@@ -576,6 +581,7 @@ impl Writer<'_> {
         // ALTER TABLE IF EXISTS of a table that does not exist changes nothing (PostgreSQL
         // notes that it skips it).
         if at.if_exists && self.db.catalog.table(&mut self.ts.txn, database, &tname)?.is_none() {
+            self.skipping("00000", format!("relation \"{tname}\" does not exist"));
             return Ok(Output::Command("ALTER TABLE".into()));
         }
         let table = self.db.catalog.table_or_err(&mut self.ts.txn, database, &tname)?;
@@ -833,6 +839,10 @@ impl Writer<'_> {
             return Err(SqlError::unsupported("dropping a primary key"));
         }
         if if_exists {
+            self.skipping(
+                "00000",
+                format!("constraint \"{name}\" of relation \"{}\" does not exist", t.name),
+            );
             return Ok(());
         }
         Err(SqlError::new(

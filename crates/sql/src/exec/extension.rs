@@ -65,6 +65,7 @@ impl Writer<'_> {
                 .any(|e| e.name == name);
         if exists {
             if ce.if_not_exists {
+                self.skipping("42710", format!("extension \"{name}\" already exists"));
                 return Ok(Output::Command("CREATE EXTENSION".into()));
             }
             return Err(SqlError::new(
@@ -118,6 +119,8 @@ impl Writer<'_> {
                     code::UNDEFINED_OBJECT,
                     format!("extension \"{name}\" does not exist"),
                 ));
+            } else {
+                self.skipping("00000", format!("extension \"{name}\" does not exist"));
             }
         }
         Ok(Output::Command("DROP EXTENSION".into()))

@@ -42,6 +42,7 @@ impl Writer<'_> {
             return Err(only_public());
         }
         if if_not_exists {
+            self.skipping("42P06", format!("schema \"{name}\" already exists"));
             return Ok(Output::Command("CREATE SCHEMA".into()));
         }
         Err(SqlError::new("42P06", format!("schema \"{name}\" already exists")))
@@ -65,6 +66,7 @@ impl Writer<'_> {
                     format!("schema \"{name}\" does not exist"),
                 ));
             }
+            self.skipping("00000", format!("schema \"{name}\" does not exist"));
         }
         Ok(Output::Command("DROP SCHEMA".into()))
     }

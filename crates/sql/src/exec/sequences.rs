@@ -264,6 +264,7 @@ impl Writer<'_> {
         let tname = object_name(&a.table)?;
         let Some(table) = self.db.catalog.table(&mut self.ts.txn, database, &tname)? else {
             if a.if_exists {
+                self.skipping("00000", format!("relation \"{tname}\" does not exist"));
                 return done();
             }
             return Err(SqlError::new(
@@ -288,7 +289,12 @@ impl Writer<'_> {
         match &a.action {
             IdentityAction::Drop { if_exists } => {
                 let Some(identity) = t.columns[p].identity.take() else {
-                    return if *if_exists { done() } else { Err(not_identity()) };
+                    if *if_exists {
+                        let skipped = not_identity().message;
+                        self.skipping("00000", skipped);
+                        return done();
+                    }
+                    return Err(not_identity());
                 };
                 self.db.catalog.put_table(&mut self.ts.txn, &t)?;
                 if let Some(seq) =
@@ -457,6 +463,7 @@ impl Writer<'_> {
             let name = object_name(n)?;
             let Some(seq) = self.db.catalog.sequence(&mut self.ts.txn, database, &name)? else {
                 if if_exists {
+                    self.skipping("00000", format!("sequence \"{name}\" does not exist"));
                     continue;
                 }
                 return Err(SqlError::new(

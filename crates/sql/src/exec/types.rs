@@ -156,7 +156,10 @@ impl Writer<'_> {
                         )
                         .hint(format!("You can drop {kind} {name} instead.")))
                     }
-                    None if if_exists => continue,
+                    None if if_exists => {
+                        self.skipping("00000", format!("type \"{name}\" does not exist"));
+                        continue;
+                    }
                     None => return Err(crate::bind::reg::undefined_type(&name)),
                 }
             };
@@ -234,7 +237,14 @@ impl Writer<'_> {
                 let value = label(&a.value)?;
                 enums::check_label(&value)?;
                 if def.position(&value).is_some() {
-                    return if a.if_not_exists { done() } else { Err(label_exists(&value)) };
+                    if a.if_not_exists {
+                        self.skipping(
+                            code::DUPLICATE_OBJECT,
+                            format!("enum label \"{value}\" already exists"),
+                        );
+                        return done();
+                    }
+                    return Err(label_exists(&value));
                 }
                 let neighbour = match &a.position {
                     None => None,

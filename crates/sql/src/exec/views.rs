@@ -149,6 +149,7 @@ impl Writer<'_> {
                     .hint("Use DROP TABLE to remove a table."));
                 }
                 if if_exists {
+                    self.skipping("00000", format!("view \"{name}\" does not exist"));
                     continue;
                 }
                 return Err(SqlError::new(

@@ -35,6 +35,19 @@ pub(crate) struct Writer<'a> {
     pub(crate) limits: ExecLimits,
     /// Constraint enforcement's state for the statement.
     pub(crate) constraints: crate::exec::constraints::Constraints,
+    /// The session's notices for the client.
+    pub(crate) notices: &'a parking_lot::Mutex<Vec<crate::session::Notice>>,
+}
+
+impl Writer<'_> {
+    /// Tells the client that an `IF [NOT] EXISTS` skipped its object (a NOTICE, as in
+    /// PostgreSQL; `code` is the error's SQLSTATE the clause avoided, or 00000).
+    pub(crate) fn skipping(&self, code: &'static str, message: String) {
+        crate::session::raise_notice(
+            self.notices,
+            crate::session::Notice::new(code, format!("{message}, skipping")),
+        );
+    }
 }
 
 /// 23505 for a new key `values` of the key parts named `parts` (columns or expressions).

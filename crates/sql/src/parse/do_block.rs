@@ -1,42 +1,134 @@
-//! `DO` blocks of the one shape migration tools write (Drizzle, Sequelize and others):
+//! `DO` blocks: the part of PL/pgSQL that migration scripts write without variables.
 //!
 //! ```sql
 //! DO $$ BEGIN
-//!     CREATE TYPE status AS ENUM ('new', 'done');
+//!     IF NOT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'status') THEN
+//!         CREATE TYPE status AS ENUM ('new', 'done');
+//!     ELSE
+//!         RAISE NOTICE 'status exists';
+//!     END IF;
 //! EXCEPTION
-//!     WHEN duplicate_object THEN null;
+//!     WHEN duplicate_object THEN NULL;
 //! END $$;
 //! ```
 //!
-//! — SQL statements run in order, and errors of the named conditions ignored (the statements'
-//! effects then undone, as PL/pgSQL's block undoes them). Kiln runs no procedural code:
-//! declarations, assignments, `IF`, loops, `PERFORM`, `RAISE` and handlers that do more than
-//! `NULL` are refused with 0A000, as is any language but `plpgsql`.
+//! A block is SQL statements, `IF … THEN … [ELSIF …] [ELSE …] END IF`, `RAISE` (with `%`
+//! parameters and `USING` options), `PERFORM`, `ASSERT`, `EXECUTE` of a string, `NULL`,
+//! and nested `BEGIN … [EXCEPTION WHEN … THEN …] END` blocks whose handlers run statements
+//! too. Conditions and parameters are SQL expressions, run as queries. Kiln runs no
+//! variables: `DECLARE`, assignments, loops, `RETURN`, cursors and `GET DIAGNOSTICS` are
+//! refused with 0A000 before anything runs, as is any language but `plpgsql`. The session
+//! runs the block (`Session::run_do`).
 
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
-use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+use sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::error::{code, Result, SqlError};
 
-/// A `DO` block: its statements' texts, and the conditions whose errors it ignores.
+/// A `DO` block.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DoBlock {
-    /// The statements, in order.
-    pub statements: Vec<String>,
-    /// The SQLSTATEs (or classes, `23000`) whose errors the block ignores; `OTHERS` is `*`.
-    pub ignored: Vec<String>,
+    /// Its outermost block.
+    pub body: Block,
 }
 
-impl DoBlock {
-    /// Whether the block's handler ignores an error with SQLSTATE `state`.
-    pub fn ignores(&self, state: &str) -> bool {
-        self.ignored.iter().any(|c| {
+/// `BEGIN statements [EXCEPTION handlers] END`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Block {
+    /// The statements, in order.
+    pub statements: Vec<Stmt>,
+    /// The handlers, tried in order (none: errors go up; the block takes no savepoint).
+    pub handlers: Vec<Handler>,
+}
+
+/// `WHEN condition [OR condition …] THEN statements`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Handler {
+    /// The SQLSTATEs (or classes, `23000`) it catches; `OTHERS` is `*`.
+    pub conditions: Vec<String>,
+    /// What it runs.
+    pub statements: Vec<Stmt>,
+}
+
+impl Handler {
+    /// Whether it catches an error with SQLSTATE `state` (`OTHERS` catches all but a
+    /// cancel, as in PL/pgSQL).
+    pub fn catches(&self, state: &str) -> bool {
+        self.conditions.iter().any(|c| {
             (c == "*" && state != code::QUERY_CANCELED)
                 || c == state
                 || (c.ends_with("000") && state.get(..2) == c.get(..2))
         })
     }
+}
+
+/// One PL/pgSQL statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stmt {
+    /// An SQL statement, as written.
+    Sql(String),
+    /// `PERFORM query`: the query run, its rows dropped (`SELECT …`).
+    Perform(String),
+    /// `IF c THEN … [ELSIF c THEN …] [ELSE …] END IF`: the conditions with their
+    /// statements, and the ELSE statements.
+    If(Vec<(String, Vec<Stmt>)>, Vec<Stmt>),
+    /// `RAISE …`.
+    Raise(Raise),
+    /// `ASSERT condition [, message]`.
+    Assert(String, Option<String>),
+    /// `EXECUTE string`: the expression, whose text is run as SQL.
+    Execute(String),
+    /// A nested block.
+    Block(Block),
+}
+
+/// The levels of RAISE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// DEBUG
+    Debug,
+    /// LOG
+    Log,
+    /// INFO (always sent to the client)
+    Info,
+    /// NOTICE
+    Notice,
+    /// WARNING
+    Warning,
+    /// EXCEPTION: an error.
+    Exception,
+}
+
+impl Level {
+    /// Its name in a message's severity field.
+    pub fn severity(self) -> &'static str {
+        match self {
+            Level::Debug => "DEBUG",
+            Level::Log => "LOG",
+            Level::Info => "INFO",
+            Level::Notice => "NOTICE",
+            Level::Warning => "WARNING",
+            Level::Exception => "ERROR",
+        }
+    }
+}
+
+/// `RAISE [level] [format [, expression …] | condition] [USING option = expression, …]`;
+/// with nothing after RAISE, the error being handled is raised again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Raise {
+    /// Its level.
+    pub level: Level,
+    /// The message's format (`%` takes the next parameter, `%%` is a `%`).
+    pub format: Option<String>,
+    /// The parameters, SQL expressions.
+    pub params: Vec<String>,
+    /// The SQLSTATE of a condition named after the level, and the name as written (the
+    /// message, when no other is given).
+    pub condition: Option<(String, String)>,
+    /// USING options: MESSAGE, DETAIL, HINT, ERRCODE (lowercased) and their expressions.
+    pub using: Vec<(String, String)>,
 }
 
 /// PL/pgSQL's condition names Kiln's errors can have, and their SQLSTATEs (a name ending in
@@ -56,6 +148,25 @@ const CONDITIONS: &[(&str, &str)] = &[
     ("wrong_object_type", "42809"),
     ("dependent_objects_still_exist", "2BP01"),
     ("feature_not_supported", "0A000"),
+    ("raise_exception", "P0001"),
+    ("assert_failure", "P0004"),
+    ("no_data_found", "P0002"),
+    ("too_many_rows", "P0003"),
+    ("query_canceled", "57014"),
+    ("invalid_transaction_state", "25000"),
+    ("read_only_sql_transaction", "25006"),
+    ("in_failed_sql_transaction", "25P02"),
+    ("datetime_field_overflow", "22008"),
+    ("invalid_datetime_format", "22007"),
+    ("null_value_not_allowed", "22004"),
+    ("undefined_parameter", "42P02"),
+    ("ambiguous_column", "42702"),
+    ("datatype_mismatch", "42804"),
+    ("invalid_column_reference", "42P10"),
+    ("program_limit_exceeded", "54000"),
+    ("exclusion_violation", "23P01"),
+    ("restrict_violation", "23001"),
+    ("transaction_rollback", "40000"),
     ("insufficient_privilege", "42501"),
     ("syntax_error", "42601"),
     ("invalid_parameter_value", "22023"),
@@ -78,12 +189,8 @@ const CONDITIONS: &[(&str, &str)] = &[
 
 fn refused(what: &str) -> SqlError {
     SqlError::unsupported(format!("{what} in a DO block")).hint(
-        "Kiln runs DO blocks of SQL statements with an EXCEPTION WHEN … THEN NULL handler only; it runs no procedural code.",
+        "Kiln runs DO blocks of SQL statements, IF, RAISE, PERFORM, ASSERT, EXECUTE and nested BEGIN … EXCEPTION … END blocks; it runs no variables, loops or cursors.",
     )
-}
-
-fn is_word(t: &Token, k: Keyword) -> bool {
-    matches!(t, Token::Word(w) if w.keyword == k)
 }
 
 fn word_is(t: &Token, s: &str) -> bool {
@@ -126,174 +233,586 @@ pub fn do_block(sql: &str) -> Result<Option<DoBlock>> {
         }
     }
     let body = body.ok_or_else(|| SqlError::syntax("DO needs the code of its block"))?;
-    parse_body(&body).map(Some)
+    parse_body(&body).map(|body| Some(DoBlock { body }))
 }
 
-/// The block `BEGIN statements [EXCEPTION WHEN c [OR c] THEN NULL; …] END [;]`.
-fn parse_body(body: &str) -> Result<DoBlock> {
+/// How deep blocks and IFs may nest.
+const NESTING_MAX: usize = 64;
+
+/// A token of the body and where its text starts and ends.
+struct Tok {
+    token: Token,
+    start: usize,
+    end: usize,
+}
+
+struct Parser<'a> {
+    body: &'a str,
+    toks: Vec<Tok>,
+    at: usize,
+    depth: usize,
+}
+
+fn parse_body(body: &str) -> Result<Block> {
     let spanned = Tokenizer::new(&PostgreSqlDialect {}, body)
         .tokenize_with_location()
         .map_err(|e| SqlError::syntax(e.to_string()))?;
-    let significant: Vec<&TokenWithSpan> =
-        spanned.iter().filter(|t| !matches!(t.token, Token::Whitespace(_))).collect();
-    let Some(first) = significant.first() else {
-        return Err(SqlError::syntax("a DO block needs BEGIN … END"));
-    };
-    if word_is(&first.token, "declare") {
+    let mut cursor = crate::parse::Cursor::new(body);
+    let mut toks = Vec::with_capacity(spanned.len());
+    for t in spanned {
+        let start = cursor.advance_to(t.span.start.line, t.span.start.column);
+        let end = cursor.advance_to(t.span.end.line, t.span.end.column);
+        if !matches!(t.token, Token::Whitespace(_)) {
+            toks.push(Tok { token: t.token, start, end });
+        }
+    }
+    let mut p = Parser { body, toks, at: 0, depth: 0 };
+    if p.peek_is("declare") {
         return Err(refused("DECLARE"));
     }
-    if !is_word(&first.token, Keyword::BEGIN) {
-        return Err(SqlError::syntax(format!("syntax error at or near \"{}\"", first.token)));
+    if p.peek().is_some_and(|t| *t == Token::ShiftLeft) {
+        return Err(refused("a block label"));
     }
-    // END, then an optional semicolon (and label), closes the block.
-    let mut last = significant.len();
-    while last > 1 && !is_word(&significant[last - 1].token, Keyword::END) {
-        last -= 1;
+    let block = p.block()?;
+    // END may be followed by a semicolon.
+    p.eat(&Token::SemiColon);
+    if let Some(t) = p.peek() {
+        return Err(SqlError::syntax(format!("syntax error at or near \"{t}\"")));
     }
-    if last <= 1 {
-        return Err(SqlError::syntax("a DO block ends with END"));
+    Ok(block)
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<&Token> {
+        self.toks.get(self.at).map(|t| &t.token)
     }
-    let end = last - 1;
-    // The handler section starts at the first EXCEPTION outside parentheses.
-    let mut depth = 0i32;
-    let mut exception = None;
-    for (i, t) in significant.iter().enumerate().take(end).skip(1) {
-        match &t.token {
-            Token::LParen => depth += 1,
-            Token::RParen => depth -= 1,
-            Token::Word(w) if depth == 0 && w.keyword == Keyword::EXCEPTION => {
-                exception = Some(i);
-                break;
+
+    fn peek_is(&self, word: &str) -> bool {
+        self.peek().is_some_and(|t| word_is(t, word))
+    }
+
+    fn eat(&mut self, t: &Token) -> bool {
+        if self.peek() == Some(t) {
+            self.at += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn eat_word(&mut self, word: &str) -> bool {
+        if self.peek_is(word) {
+            self.at += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect_word(&mut self, word: &str) -> Result<()> {
+        if self.eat_word(word) {
+            return Ok(());
+        }
+        Err(match self.peek() {
+            Some(t) => SqlError::syntax(format!(
+                "syntax error at or near \"{t}\" (expected {})",
+                word.to_uppercase()
+            )),
+            None => SqlError::syntax(format!(
+                "syntax error at end of the block (expected {})",
+                word.to_uppercase()
+            )),
+        })
+    }
+
+    fn expect_semicolon(&mut self) -> Result<()> {
+        if self.eat(&Token::SemiColon) {
+            return Ok(());
+        }
+        Err(match self.peek() {
+            Some(t) => SqlError::syntax(format!("syntax error at or near \"{t}\" (expected ;)")),
+            None => SqlError::syntax("syntax error at end of the block (expected ;)"),
+        })
+    }
+
+    /// The text of tokens `from..to`.
+    fn text(&self, from: usize, to: usize) -> String {
+        if from >= to {
+            return String::new();
+        }
+        self.body[self.toks[from].start..self.toks[to - 1].end].trim().to_string()
+    }
+
+    /// `BEGIN … [EXCEPTION …] END`, at BEGIN.
+    fn block(&mut self) -> Result<Block> {
+        self.depth += 1;
+        if self.depth > NESTING_MAX {
+            return Err(SqlError::new(
+                code::PROGRAM_LIMIT,
+                format!("a DO block nests at most {NESTING_MAX} blocks and IFs deep"),
+            ));
+        }
+        self.expect_word("begin")?;
+        let statements = self.statements(&["exception", "end"])?;
+        let mut handlers = Vec::new();
+        if self.eat_word("exception") {
+            while self.eat_word("when") {
+                let conditions = self.conditions()?;
+                self.expect_word("then")?;
+                let statements = self.statements(&["when", "end"])?;
+                handlers.push(Handler { conditions, statements });
             }
-            Token::Assignment => return Err(refused("assignments")),
-            _ => {}
+            if handlers.is_empty() {
+                return Err(SqlError::syntax("EXCEPTION needs WHEN … THEN"));
+            }
+        }
+        self.expect_word("end")?;
+        // `END label` is not taken: labels are refused.
+        self.depth -= 1;
+        Ok(Block { statements, handlers })
+    }
+
+    /// `condition [OR condition …]` after WHEN.
+    fn conditions(&mut self) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        loop {
+            match self.peek().cloned() {
+                Some(Token::Word(w)) if w.value.eq_ignore_ascii_case("sqlstate") => {
+                    self.at += 1;
+                    let Some(Token::SingleQuotedString(state)) = self.peek().cloned() else {
+                        return Err(SqlError::syntax("SQLSTATE needs a five-character code"));
+                    };
+                    self.at += 1;
+                    out.push(sqlstate(&state)?);
+                }
+                Some(Token::Word(w)) => {
+                    self.at += 1;
+                    let name = w.value.to_lowercase();
+                    if name == "others" {
+                        out.push("*".into());
+                    } else {
+                        out.push(condition(&name)?.to_string());
+                    }
+                }
+                _ => return Err(SqlError::syntax("WHEN needs a condition")),
+            }
+            if !self.eat_word("or") {
+                return Ok(out);
+            }
         }
     }
-    let statements_end = exception.unwrap_or(end);
-    let mut cursor = crate::parse::Cursor::new(body);
-    let from = cursor.advance_to(first.span.end.line, first.span.end.column);
-    let to = cursor.advance_to(
-        significant[statements_end].span.start.line,
-        significant[statements_end].span.start.column,
-    );
-    // PL/pgSQL's empty statement, `NULL;`, does nothing.
-    let statements: Vec<String> = crate::parse::split(&body[from..to])?
-        .into_iter()
-        .map(|s| s.text)
-        .filter(|t| !t.trim().eq_ignore_ascii_case("null"))
-        .collect();
-    // PL/pgSQL's own statements start with words SQL's do not (or mean otherwise there).
-    const PROCEDURAL: &[&str] = &[
-        "begin", "declare", "if", "case", "loop", "while", "for", "foreach", "exit", "continue",
-        "return", "raise", "perform", "execute", "get", "open", "fetch", "move", "close", "call",
-        "commit", "rollback", "assert",
-    ];
-    for s in &statements {
-        let first = s.split(|c: char| !c.is_alphanumeric() && c != '_').find(|w| !w.is_empty());
-        if let Some(w) = first.filter(|w| PROCEDURAL.contains(&w.to_lowercase().as_str())) {
-            return Err(refused(&w.to_uppercase()));
-        }
-    }
-    let mut ignored = Vec::new();
-    if let Some(e) = exception {
-        let handlers: Vec<&Token> = significant[e + 1..end].iter().map(|t| &t.token).collect();
-        let mut i = 0;
-        while i < handlers.len() {
-            if !is_word(handlers[i], Keyword::WHEN) {
+
+    /// Statements up to (not including) one of the words `until`.
+    fn statements(&mut self, until: &[&str]) -> Result<Vec<Stmt>> {
+        let mut out = Vec::new();
+        loop {
+            let Some(t) = self.peek() else {
                 return Err(SqlError::syntax(format!(
-                    "syntax error at or near \"{}\"",
-                    handlers[i]
+                    "syntax error at end of the block (expected {})",
+                    until.join(" or ").to_uppercase()
                 )));
+            };
+            if until.iter().any(|w| word_is(t, w)) {
+                return Ok(out);
             }
-            i += 1;
-            loop {
-                match handlers.get(i) {
-                    Some(Token::Word(w)) if w.value.eq_ignore_ascii_case("sqlstate") => {
-                        let Some(Token::SingleQuotedString(state)) = handlers.get(i + 1) else {
-                            return Err(SqlError::syntax("SQLSTATE needs a five-character code"));
-                        };
-                        if state.len() != 5 || !state.bytes().all(|b| b.is_ascii_alphanumeric()) {
-                            return Err(SqlError::syntax(format!(
-                                "invalid SQLSTATE code \"{state}\""
-                            )));
-                        }
-                        ignored.push(state.to_uppercase());
-                        i += 2;
-                    }
-                    Some(Token::Word(w)) => {
-                        let name = w.value.to_lowercase();
-                        if name == "others" {
-                            ignored.push("*".into());
-                        } else {
-                            let Some((_, state)) = CONDITIONS.iter().find(|(n, _)| *n == name)
-                            else {
-                                return Err(SqlError::new(
-                                    code::UNDEFINED_OBJECT,
-                                    format!("unrecognized exception condition \"{name}\""),
-                                ));
-                            };
-                            ignored.push(state.to_string());
-                        }
-                        i += 1;
-                    }
-                    _ => return Err(SqlError::syntax("WHEN needs a condition")),
-                }
-                if handlers.get(i).is_some_and(|t| is_word(t, Keyword::OR)) {
-                    i += 1;
-                    continue;
-                }
-                break;
+            if let Some(s) = self.statement()? {
+                out.push(s);
             }
-            if !handlers.get(i).is_some_and(|t| is_word(t, Keyword::THEN)) {
-                return Err(SqlError::syntax("WHEN … needs THEN"));
-            }
-            i += 1;
-            if !(handlers.get(i).is_some_and(|t| is_word(t, Keyword::NULL))
-                && handlers.get(i + 1) == Some(&&Token::SemiColon))
-            {
-                return Err(refused("a handler that does more than NULL"));
-            }
-            i += 2;
-        }
-        if ignored.is_empty() {
-            return Err(SqlError::syntax("EXCEPTION needs WHEN … THEN"));
         }
     }
-    Ok(DoBlock { statements, ignored })
+
+    /// The index of the next `;` (the end of a statement's text).
+    fn semicolon(&self) -> Result<usize> {
+        (self.at..self.toks.len())
+            .find(|&i| self.toks[i].token == Token::SemiColon)
+            .ok_or_else(|| SqlError::syntax("syntax error at end of the block (expected ;)"))
+    }
+
+    /// One statement (`None`: `NULL;`).
+    fn statement(&mut self) -> Result<Option<Stmt>> {
+        const REFUSED: &[&str] = &[
+            "declare", "case", "loop", "while", "for", "foreach", "exit", "continue", "return",
+            "get", "open", "fetch", "move", "close", "call", "commit", "rollback",
+        ];
+        let Some(Token::Word(w)) = self.peek().cloned() else {
+            if self.peek() == Some(&Token::ShiftLeft) {
+                return Err(refused("a block label"));
+            }
+            return self.sql().map(Some);
+        };
+        let word = if w.quote_style.is_none() { w.value.to_lowercase() } else { String::new() };
+        if REFUSED.contains(&word.as_str()) {
+            return Err(refused(&word.to_uppercase()));
+        }
+        match word.as_str() {
+            "begin" => {
+                let block = self.block()?;
+                self.expect_semicolon()?;
+                Ok(Some(Stmt::Block(block)))
+            }
+            "null" if self.toks.get(self.at + 1).is_some_and(|t| t.token == Token::SemiColon) => {
+                self.at += 2;
+                Ok(None)
+            }
+            "if" => self.if_statement().map(Some),
+            "raise" => self.raise().map(Some),
+            "perform" => {
+                self.at += 1;
+                let end = self.semicolon()?;
+                let query = self.text(self.at, end);
+                self.at = end + 1;
+                Ok(Some(Stmt::Perform(format!("SELECT {query}"))))
+            }
+            "assert" => {
+                self.at += 1;
+                let end = self.semicolon()?;
+                let mut parts = self.split_commas(self.at, end);
+                self.at = end + 1;
+                if parts.is_empty() || parts.len() > 2 {
+                    return Err(SqlError::syntax("ASSERT takes a condition and a message"));
+                }
+                let message = (parts.len() == 2).then(|| parts.remove(1));
+                Ok(Some(Stmt::Assert(parts.remove(0), message)))
+            }
+            "execute" => {
+                self.at += 1;
+                let end = self.semicolon()?;
+                if (self.at..end).any(|i| {
+                    word_is(&self.toks[i].token, "into") || word_is(&self.toks[i].token, "using")
+                }) {
+                    return Err(refused("EXECUTE … INTO or USING"));
+                }
+                let expr = self.text(self.at, end);
+                self.at = end + 1;
+                Ok(Some(Stmt::Execute(expr)))
+            }
+            _ => self.sql().map(Some),
+        }
+    }
+
+    /// An SQL statement, up to its `;`.
+    fn sql(&mut self) -> Result<Stmt> {
+        let end = self.semicolon()?;
+        if (self.at..end).any(|i| self.toks[i].token == Token::Assignment) {
+            return Err(refused("assignments"));
+        }
+        let text = self.text(self.at, end);
+        self.at = end + 1;
+        Ok(Stmt::Sql(text))
+    }
+
+    /// The texts between commas outside parentheses and brackets in tokens `from..to`.
+    fn split_commas(&self, from: usize, to: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        let (mut depth, mut start) = (0i32, from);
+        for i in from..to {
+            match self.toks[i].token {
+                Token::LParen | Token::LBracket => depth += 1,
+                Token::RParen | Token::RBracket => depth -= 1,
+                Token::Comma if depth == 0 => {
+                    out.push(self.text(start, i));
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        if start < to {
+            out.push(self.text(start, to));
+        }
+        out
+    }
+
+    /// The condition after IF or ELSIF, up to THEN (CASE … END inside it skipped).
+    fn condition_text(&mut self) -> Result<String> {
+        let (mut cases, start) = (0usize, self.at);
+        while let Some(t) = self.peek() {
+            if word_is(t, "case") {
+                cases += 1;
+            } else if word_is(t, "end") && cases > 0 {
+                cases -= 1;
+            } else if word_is(t, "then") && cases == 0 {
+                let text = self.text(start, self.at);
+                self.at += 1;
+                if text.is_empty() {
+                    return Err(SqlError::syntax("IF needs a condition before THEN"));
+                }
+                return Ok(text);
+            } else if *t == Token::SemiColon {
+                break;
+            }
+            self.at += 1;
+        }
+        Err(SqlError::syntax("IF … needs THEN"))
+    }
+
+    /// `IF … END IF;`, at IF.
+    fn if_statement(&mut self) -> Result<Stmt> {
+        self.depth += 1;
+        if self.depth > NESTING_MAX {
+            return Err(SqlError::new(
+                code::PROGRAM_LIMIT,
+                format!("a DO block nests at most {NESTING_MAX} blocks and IFs deep"),
+            ));
+        }
+        self.at += 1;
+        let mut arms = Vec::new();
+        let mut otherwise = Vec::new();
+        loop {
+            let condition = self.condition_text()?;
+            let body = self.statements(&["elsif", "elseif", "else", "end"])?;
+            arms.push((condition, body));
+            if self.eat_word("elsif") || self.eat_word("elseif") {
+                continue;
+            }
+            if self.eat_word("else") {
+                otherwise = self.statements(&["end"])?;
+            }
+            break;
+        }
+        self.expect_word("end")?;
+        self.expect_word("if")?;
+        self.expect_semicolon()?;
+        self.depth -= 1;
+        Ok(Stmt::If(arms, otherwise))
+    }
+
+    /// `RAISE …;`, at RAISE.
+    fn raise(&mut self) -> Result<Stmt> {
+        self.at += 1;
+        let level = match self.peek() {
+            Some(t) if word_is(t, "debug") => Some(Level::Debug),
+            Some(t) if word_is(t, "log") => Some(Level::Log),
+            Some(t) if word_is(t, "info") => Some(Level::Info),
+            Some(t) if word_is(t, "notice") => Some(Level::Notice),
+            Some(t) if word_is(t, "warning") => Some(Level::Warning),
+            Some(t) if word_is(t, "exception") => Some(Level::Exception),
+            _ => None,
+        };
+        if level.is_some() {
+            self.at += 1;
+        }
+        let end = self.semicolon()?;
+        let using_at = (self.at..end).find(|&i| word_is(&self.toks[i].token, "using"));
+        let head_end = using_at.unwrap_or(end);
+        let mut raise = Raise {
+            level: level.unwrap_or(Level::Exception),
+            format: None,
+            params: Vec::new(),
+            condition: None,
+            using: Vec::new(),
+        };
+        match self.toks.get(self.at).map(|t| t.token.clone()) {
+            _ if self.at == head_end => {}
+            Some(Token::SingleQuotedString(f)) | Some(Token::EscapedStringLiteral(f)) => {
+                if self.at + 1 < head_end && self.toks[self.at + 1].token != Token::Comma {
+                    return Err(SqlError::syntax("RAISE takes a format string, then , parameters"));
+                }
+                let parts = self.split_commas((self.at + 2).min(head_end), head_end);
+                let wanted = placeholders(&f);
+                if wanted > parts.len() {
+                    return Err(SqlError::syntax("too few parameters specified for RAISE"));
+                }
+                if wanted < parts.len() {
+                    return Err(SqlError::syntax("too many parameters specified for RAISE"));
+                }
+                raise.format = Some(f);
+                raise.params = parts;
+            }
+            Some(Token::Word(w)) if w.value.eq_ignore_ascii_case("sqlstate") => {
+                let Some(Token::SingleQuotedString(state)) =
+                    self.toks.get(self.at + 1).map(|t| t.token.clone())
+                else {
+                    return Err(SqlError::syntax("SQLSTATE needs a five-character code"));
+                };
+                raise.condition = Some((sqlstate(&state)?, state.clone()));
+                if self.at + 2 != head_end {
+                    return Err(SqlError::syntax("syntax error after RAISE … SQLSTATE"));
+                }
+            }
+            Some(Token::Word(w)) => {
+                let name = w.value.to_lowercase();
+                raise.condition = Some((condition(&name)?.to_string(), name));
+                if self.at + 1 != head_end {
+                    return Err(SqlError::syntax("syntax error after RAISE condition"));
+                }
+            }
+            Some(t) => return Err(SqlError::syntax(format!("syntax error at or near \"{t}\""))),
+            None => {}
+        }
+        if let Some(u) = using_at {
+            for option in self.split_commas(u + 1, end) {
+                let Some((name, value)) = option.split_once('=') else {
+                    return Err(SqlError::syntax("RAISE … USING takes option = expression"));
+                };
+                let name = name.trim().to_lowercase();
+                if !matches!(
+                    name.as_str(),
+                    "message"
+                        | "detail"
+                        | "hint"
+                        | "errcode"
+                        | "column"
+                        | "constraint"
+                        | "datatype"
+                        | "table"
+                        | "schema"
+                ) {
+                    return Err(SqlError::syntax(format!(
+                        "unrecognized RAISE statement option \"{name}\""
+                    )));
+                }
+                if raise.using.iter().any(|(n, _)| *n == name) {
+                    return Err(SqlError::syntax(format!(
+                        "RAISE option already specified: {}",
+                        name.to_uppercase()
+                    )));
+                }
+                if name == "message" && raise.format.is_some() {
+                    return Err(SqlError::syntax("RAISE option already specified: MESSAGE"));
+                }
+                raise.using.push((name, value.trim().to_string()));
+            }
+        }
+        self.at = end + 1;
+        Ok(Stmt::Raise(raise))
+    }
+}
+
+/// How many `%` parameters a RAISE format takes (`%%` is a `%`).
+fn placeholders(format: &str) -> usize {
+    let mut n = 0;
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '%' {
+            if chars.peek() == Some(&'%') {
+                chars.next();
+            } else {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// A RAISE format with its parameters' texts in place (`<NULL>` for a NULL, as PL/pgSQL
+/// writes it).
+pub fn format_message(format: &str, params: &[Option<String>]) -> String {
+    let mut out = String::with_capacity(format.len());
+    let mut params = params.iter();
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+        } else if chars.peek() == Some(&'%') {
+            chars.next();
+            out.push('%');
+        } else {
+            match params.next() {
+                Some(Some(p)) => out.push_str(p),
+                Some(None) => out.push_str("<NULL>"),
+                None => out.push('%'),
+            }
+        }
+    }
+    out
+}
+
+fn sqlstate(state: &str) -> Result<String> {
+    if state.len() != 5 || !state.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return Err(SqlError::syntax(format!("invalid SQLSTATE code \"{state}\"")));
+    }
+    Ok(state.to_uppercase())
+}
+
+/// The SQLSTATE of a PL/pgSQL condition name.
+pub fn condition(name: &str) -> Result<&'static str> {
+    CONDITIONS.iter().find(|(n, _)| *n == name).map(|(_, s)| *s).ok_or_else(|| {
+        SqlError::new(
+            code::UNDEFINED_OBJECT,
+            format!("unrecognized exception condition \"{name}\""),
+        )
+    })
+}
+
+/// A condition name or SQLSTATE given to RAISE … USING ERRCODE.
+pub fn errcode(value: &str) -> Result<String> {
+    if value.len() == 5 && value.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_uppercase()) {
+        return Ok(value.to_string());
+    }
+    condition(&value.to_lowercase()).map(str::to_string)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn body(sql: &str) -> Block {
+        do_block(sql).unwrap().unwrap().body
+    }
+
     #[test]
     fn the_migration_tools_block_is_read() {
         let sql = "DO $$ BEGIN\n CREATE TYPE \"public\".\"s\" AS ENUM('a', 'b');\nEXCEPTION\n WHEN duplicate_object THEN null;\nEND $$;";
-        let b = do_block(sql).unwrap().unwrap();
-        assert_eq!(b.statements, ["\n CREATE TYPE \"public\".\"s\" AS ENUM('a', 'b')"]);
-        assert!(b.ignores("42710") && !b.ignores("42P07"));
+        let b = body(sql);
+        assert_eq!(
+            b.statements,
+            [Stmt::Sql("CREATE TYPE \"public\".\"s\" AS ENUM('a', 'b')".into())]
+        );
+        assert!(b.handlers[0].catches("42710") && !b.handlers[0].catches("42P07"));
+        assert!(b.handlers[0].statements.is_empty());
         let quoted = "DO 'BEGIN CREATE TYPE \"e\" AS ENUM(''a''); ALTER TABLE t ADD x int; EXCEPTION WHEN duplicate_object OR SQLSTATE ''42701'' THEN null; WHEN integrity_constraint_violation THEN NULL; END'";
-        let b = do_block(quoted).unwrap().unwrap();
+        let b = body(quoted);
         assert_eq!(b.statements.len(), 2);
-        assert!(b.ignores("42701") && b.ignores("23505") && !b.ignores("22012"));
-        let b = do_block("do language plpgsql $x$ begin drop table t; end $x$").unwrap().unwrap();
+        assert!(b.handlers[0].catches("42701") && b.handlers[1].catches("23505"));
+        assert!(!b.handlers.iter().any(|h| h.catches("22012")));
+        let b = body("do language plpgsql $x$ begin drop table t; end $x$");
         assert_eq!(b.statements.len(), 1);
-        assert!(b.ignored.is_empty());
+        assert!(b.handlers.is_empty());
         assert!(do_block("DOUBLE").unwrap().is_none());
         assert!(do_block("SELECT 1").unwrap().is_none());
+    }
+
+    #[test]
+    fn if_raise_and_nested_blocks_are_read() {
+        let b = body(
+            "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM t WHERE CASE WHEN a THEN b END) THEN CREATE TABLE t (a int); ELSIF 1 = 2 THEN NULL; ELSE RAISE NOTICE 'x % y %%', 1 + 2; END IF; BEGIN PERFORM f(); EXCEPTION WHEN others THEN RAISE WARNING USING MESSAGE = 'm', HINT = 'h'; END; END $$",
+        );
+        let Stmt::If(arms, otherwise) = &b.statements[0] else { panic!("{b:?}") };
+        assert_eq!(arms[0].0, "NOT EXISTS (SELECT 1 FROM t WHERE CASE WHEN a THEN b END)");
+        assert_eq!(arms[1].1, []);
+        let Stmt::Raise(r) = &otherwise[0] else { panic!() };
+        assert_eq!(
+            (r.level, r.format.as_deref(), &r.params[..]),
+            (Level::Notice, Some("x % y %%"), &["1 + 2".to_string()][..])
+        );
+        let Stmt::Block(inner) = &b.statements[1] else { panic!() };
+        assert_eq!(inner.statements, [Stmt::Perform("SELECT f()".into())]);
+        let Stmt::Raise(r) = &inner.handlers[0].statements[0] else { panic!() };
+        assert_eq!(r.using, [("message".into(), "'m'".into()), ("hint".into(), "'h'".into())]);
+        assert_eq!(format_message("x % y %% %", &[Some("3".into()), None]), "x 3 y % <NULL>");
     }
 
     #[test]
     fn procedural_code_is_refused() {
         for body in [
             "DO $$ DECLARE x int; BEGIN x := 1; END $$",
-            "DO $$ BEGIN IF true THEN DROP TABLE t; END IF; END $$",
-            "DO $$ BEGIN PERFORM 1; END $$",
-            "DO $$ BEGIN RAISE NOTICE 'x'; END $$",
-            "DO $$ BEGIN DROP TABLE t; EXCEPTION WHEN others THEN RAISE NOTICE 'x'; END $$",
+            "DO $$ BEGIN x := 1; END $$",
+            "DO $$ BEGIN FOR i IN 1..3 LOOP NULL; END LOOP; END $$",
+            "DO $$ BEGIN RETURN; END $$",
+            "DO $$ BEGIN EXECUTE 'x' INTO y; END $$",
+            "DO $$ <<l>> BEGIN NULL; END $$",
             "DO LANGUAGE plpython3u $$ print(1) $$",
         ] {
             assert_eq!(do_block(body).unwrap_err().code, code::FEATURE_NOT_SUPPORTED, "{body}");
+        }
+        for body in [
+            "DO $$ BEGIN RAISE NOTICE '% %', 1; END $$",
+            "DO $$ BEGIN RAISE NOTICE '%', 1, 2; END $$",
+            "DO $$ BEGIN IF true THEN NULL; END $$",
+            "DO $$ BEGIN NULL; $$",
+            "DO $$ BEGIN RAISE NOTICE 'x' USING BOGUS = 1; END $$",
+        ] {
+            assert_eq!(do_block(body).unwrap_err().code, code::SYNTAX, "{body}");
         }
         assert_eq!(
             do_block("DO $$ BEGIN NULL; EXCEPTION WHEN no_such_thing THEN NULL; END $$")
@@ -301,5 +820,7 @@ mod tests {
                 .code,
             code::UNDEFINED_OBJECT
         );
+        let deep = format!("DO $$ {} NULL; {} $$", "BEGIN ".repeat(100), "END; ".repeat(100));
+        assert_eq!(do_block(&deep).unwrap_err().code, code::PROGRAM_LIMIT);
     }
 }
