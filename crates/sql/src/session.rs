@@ -756,27 +756,27 @@ impl Session {
                     do_sql(text, false)?;
                 }
                 Stmt::Perform(query) => {
-                    do_sql(query, true)?;
+                    do_query(query)?;
                 }
                 Stmt::If(arms, otherwise) => {
                     for (condition, body) in arms {
-                        do_sql(&format!("SELECT ({condition})"), true)?;
+                        do_query(&format!("SELECT ({condition})"))?;
                         self.check_do_statements(body)?;
                     }
                     self.check_do_statements(otherwise)?;
                 }
                 Stmt::Raise(r) => {
                     for e in r.params.iter().chain(r.using.iter().map(|(_, e)| e)) {
-                        do_sql(&format!("SELECT ({e})"), true)?;
+                        do_query(&format!("SELECT ({e})"))?;
                     }
                 }
                 Stmt::Assert(condition, message) => {
                     for e in std::iter::once(condition).chain(message) {
-                        do_sql(&format!("SELECT ({e})"), true)?;
+                        do_query(&format!("SELECT ({e})"))?;
                     }
                 }
                 Stmt::Execute(e) => {
-                    do_sql(&format!("SELECT ({e})"), true)?;
+                    do_query(&format!("SELECT ({e})"))?;
                 }
                 Stmt::Block(b) => self.check_do_block(b)?,
             }
@@ -829,9 +829,7 @@ impl Session {
                     }
                 }
                 Stmt::Perform(query) => {
-                    for stmt in do_sql(query, true)? {
-                        self.run(&stmt, &[], None)?;
-                    }
+                    self.run(&do_query(query)?, &[], None)?;
                 }
                 Stmt::If(arms, otherwise) => {
                     let mut taken = None;
@@ -881,13 +879,12 @@ impl Session {
         }
         let list: Vec<String> = exprs.iter().map(|e| format!("({e})")).collect();
         let mut out = Vec::with_capacity(exprs.len());
-        for stmt in do_sql(&format!("SELECT {}", list.join(", ")), true)? {
-            if let Output::Rows { columns, mut rows, .. } = self.run(&stmt, &[], None)? {
-                let zone = self.zone();
-                let row = rows.pop().unwrap_or_default();
-                for (v, (_, ty)) in row.iter().zip(&columns) {
-                    out.push(v.to_text_in(*ty, zone));
-                }
+        let stmt = do_query(&format!("SELECT {}", list.join(", ")))?;
+        if let Output::Rows { columns, mut rows, .. } = self.run(&stmt, &[], None)? {
+            let zone = self.zone();
+            let row = rows.pop().unwrap_or_default();
+            for (v, (_, ty)) in row.iter().zip(&columns) {
+                out.push(v.to_text_in(*ty, zone));
             }
         }
         Ok(out)
@@ -895,22 +892,21 @@ impl Session {
 
     /// Whether a condition is true (NULL is not); `what` names the statement for errors.
     fn do_condition(&mut self, condition: &str, what: &str) -> Result<bool> {
-        for stmt in do_sql(&format!("SELECT ({condition})"), true)? {
-            if let Output::Rows { mut rows, .. } = self.run(&stmt, &[], None)? {
-                return match rows.pop().and_then(|r| r.into_iter().next()) {
-                    Some(Value::Bool(b)) => Ok(b),
-                    // An integer converts as int4::boolean does.
-                    Some(Value::Int(i)) => Ok(i != 0),
-                    Some(Value::Null) | None => Ok(false),
-                    Some(other) => Err(SqlError::new(
-                        code::DATATYPE_MISMATCH,
-                        format!(
-                            "the condition of {what} must be boolean, not {}",
-                            other.natural_type().sql_name()
-                        ),
-                    )),
-                };
-            }
+        let stmt = do_query(&format!("SELECT ({condition})"))?;
+        if let Output::Rows { mut rows, .. } = self.run(&stmt, &[], None)? {
+            return match rows.pop().and_then(|r| r.into_iter().next()) {
+                Some(Value::Bool(b)) => Ok(b),
+                // An integer converts as int4::boolean does.
+                Some(Value::Int(i)) => Ok(i != 0),
+                Some(Value::Null) | None => Ok(false),
+                Some(other) => Err(SqlError::new(
+                    code::DATATYPE_MISMATCH,
+                    format!(
+                        "the condition of {what} must be boolean, not {}",
+                        other.natural_type().sql_name()
+                    ),
+                )),
+            };
         }
         Ok(false)
     }
@@ -1568,6 +1564,16 @@ fn do_sql(text: &str, query: bool) -> Result<Vec<ast::Statement>> {
         }
     }
     Ok(parsed)
+}
+
+/// The one query of a PERFORM, or of an expression of a DO block (`SELECT (expr)`): text
+/// that parses as more than one statement is a syntax error, as in PL/pgSQL.
+fn do_query(text: &str) -> Result<ast::Statement> {
+    let mut parsed = crate::parse::parse(text)?;
+    match (parsed.pop(), parsed.is_empty()) {
+        (Some(stmt @ ast::Statement::Query(_)), true) => Ok(stmt),
+        _ => Err(SqlError::syntax(format!("syntax error in the expression or query \"{text}\""))),
+    }
 }
 
 /// A SQLSTATE as the `'static` code errors carry: the known ones as they are, others

@@ -2126,3 +2126,10 @@ begin;
 drop table if exists nx1;
 commit;
 drop table nt1;
+-- A DO block's expressions and PERFORM take one query each.
+create table inj (a int);
+do $$ begin if 1 = 1) ; drop table inj; select (1 then raise notice 'x'; end if; end $$;
+do $$ begin perform 1 ; end $$;
+do $$ begin raise notice '%', (select count(*) from inj); end $$;
+select count(*) from inj;
+drop table inj;
