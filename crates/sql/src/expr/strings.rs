@@ -714,13 +714,9 @@ fn width_bucket(args: &[Value]) -> Result<Value> {
         if lo == hi {
             return Err(bucket_error("lower bound cannot equal upper bound"));
         }
-        let (below, above) = if lo < hi { (x < lo, x >= hi) } else { (x > lo, x <= hi) };
-        if below {
-            None
-        } else if above {
-            Some(f64::INFINITY)
-        } else {
-            Some(((x - lo) / (hi - lo) * count as f64).floor())
+        match outside(x, lo, hi) {
+            Some(side) => side,
+            None => Some(((x - lo) / (hi - lo) * count as f64).floor()),
         }
     } else {
         let d = |v: &Value| match v {
@@ -735,16 +731,15 @@ fn width_bucket(args: &[Value]) -> Result<Value> {
         if lo == hi {
             return Err(bucket_error("lower bound cannot equal upper bound"));
         }
-        let (below, above) = if lo < hi { (x < lo, x >= hi) } else { (x > lo, x <= hi) };
-        if below {
-            None
-        } else if above {
-            Some(f64::INFINITY)
-        } else {
-            let n = ((x - lo) * Decimal::from(count))
-                .checked_div(hi - lo)
-                .ok_or_else(|| SqlError::new(code::NUMERIC_OUT_OF_RANGE, "value out of range"))?;
-            Some(n.floor().to_f64().unwrap_or(0.0))
+        match outside(x, lo, hi) {
+            Some(side) => side,
+            None => {
+                let n =
+                    ((x - lo) * Decimal::from(count)).checked_div(hi - lo).ok_or_else(|| {
+                        SqlError::new(code::NUMERIC_OUT_OF_RANGE, "value out of range")
+                    })?;
+                Some(n.floor().to_f64().unwrap_or(0.0))
+            }
         }
     };
     let bucket = match position {
@@ -756,6 +751,20 @@ fn width_bucket(args: &[Value]) -> Result<Value> {
         return Err(SqlError::new(code::NUMERIC_OUT_OF_RANGE, "integer out of range"));
     }
     Ok(Value::Int(bucket))
+}
+
+/// Where width_bucket's operand lies outside the buckets from `lo` to `hi` (counting down
+/// when `lo > hi`): `Some(None)` before the first, `Some(Some(∞))` past the last, `None`
+/// inside.
+fn outside<T: PartialOrd>(x: T, lo: T, hi: T) -> Option<Option<f64>> {
+    let (below, above) = if lo < hi { (x < lo, x >= hi) } else { (x > lo, x <= hi) };
+    if below {
+        Some(None)
+    } else if above {
+        Some(Some(f64::INFINITY))
+    } else {
+        None
+    }
 }
 
 /// A numeric truncated to `digits` places after the point (before it, when negative).

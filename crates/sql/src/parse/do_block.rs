@@ -283,6 +283,18 @@ fn parse_body(body: &str) -> Result<Block> {
 }
 
 impl Parser<'_> {
+    /// One level deeper into a block or IF (54000 past [`NESTING_MAX`]).
+    fn nest(&mut self) -> Result<()> {
+        self.depth += 1;
+        if self.depth > NESTING_MAX {
+            return Err(SqlError::new(
+                code::PROGRAM_LIMIT,
+                format!("a DO block nests at most {NESTING_MAX} blocks and IFs deep"),
+            ));
+        }
+        Ok(())
+    }
+
     fn peek(&self) -> Option<&Token> {
         self.toks.get(self.at).map(|t| &t.token)
     }
@@ -345,13 +357,7 @@ impl Parser<'_> {
 
     /// `BEGIN … [EXCEPTION …] END`, at BEGIN.
     fn block(&mut self) -> Result<Block> {
-        self.depth += 1;
-        if self.depth > NESTING_MAX {
-            return Err(SqlError::new(
-                code::PROGRAM_LIMIT,
-                format!("a DO block nests at most {NESTING_MAX} blocks and IFs deep"),
-            ));
-        }
+        self.nest()?;
         self.expect_word("begin")?;
         let statements = self.statements(&["exception", "end"])?;
         let mut handlers = Vec::new();
@@ -547,13 +553,7 @@ impl Parser<'_> {
 
     /// `IF … END IF;`, at IF.
     fn if_statement(&mut self) -> Result<Stmt> {
-        self.depth += 1;
-        if self.depth > NESTING_MAX {
-            return Err(SqlError::new(
-                code::PROGRAM_LIMIT,
-                format!("a DO block nests at most {NESTING_MAX} blocks and IFs deep"),
-            ));
-        }
+        self.nest()?;
         self.at += 1;
         let mut arms = Vec::new();
         let mut otherwise = Vec::new();
