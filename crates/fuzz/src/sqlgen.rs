@@ -67,6 +67,10 @@ const FUNCTIONS: &[&str] = &[
     "to_jsonb",
     "jsonb_array_elements",
     "jsonb_pretty",
+    "to_char",
+    "to_date",
+    "to_timestamp",
+    "to_number",
 ];
 
 const BINARY: &[&str] = &[

@@ -526,7 +526,14 @@ impl<'a> Planner<'a> {
             bound.push(x);
             types.push(t);
         }
-        let Some(def) = crate::functions::by_name(&name) else {
+        let def = match name.as_str() {
+            // to_timestamp(seconds) and to_timestamp(text, template).
+            "to_timestamp" if args.len() == 2 => {
+                crate::functions::of(Func::Time(crate::expr::TimeFunc::ToTimestampText))
+            }
+            _ => crate::functions::by_name(&name),
+        };
+        let Some(def) = def else {
             return Err(SqlError::new(
                 code::UNDEFINED_FUNCTION,
                 format!("function {name} does not exist"),
@@ -534,11 +541,15 @@ impl<'a> Planner<'a> {
             .hint("Kiln supports the common scalar functions, count/sum/min/max/avg and the kiln_* functions."));
         };
         if !(def.args_min..=def.args_max).contains(&args.len()) {
+            let shown: Vec<String> = types
+                .iter()
+                .map(|t| if *t == DataType::Unknown { "unknown".into() } else { t.sql_name() })
+                .collect();
             return Err(SqlError::new(
                 code::UNDEFINED_FUNCTION,
-                format!("function {name} with {} arguments does not exist", args.len()),
+                format!("function {name}({}) does not exist", shown.join(", ")),
             )
-            .hint("No function matches the given name and argument types."));
+            .hint("No function matches the given name and argument types. You might need to add explicit type casts."));
         }
         let (mut func, ty) = (def.func, def.result_type(&types));
         // to_hex(integer) shows a negative value in 32 bits, to_hex(bigint) in 64.

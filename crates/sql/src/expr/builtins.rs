@@ -257,6 +257,10 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
                 _ => super::datetime::extract(field, source, f == Func::DatePart, zone)?,
             }
         }
+        Func::ToNumber => match (arg(0).to_text(DataType::Text), arg(1).to_text(DataType::Text)) {
+            (Some(input), Some(template)) => super::to_number::to_number(&input, &template)?,
+            _ => Value::Null,
+        },
         Func::ToChar => match (arg(0), arg(1)) {
             (v, Value::Text(template)) => super::to_char::to_char(&v, &template, ctx.env.zone())?,
             _ => Value::Null,

@@ -1,6 +1,7 @@
 //! Dates and times built from their parts or from a count of seconds: `make_date`,
 //! `make_time`, `make_timestamp`, `make_timestamptz`, `to_timestamp(seconds)`, and the wall
-//! clock `clock_timestamp()` — with PostgreSQL's rules for years before 1 (negative years
+//! clock `clock_timestamp()`, and `to_date`/`to_timestamp` of text read by a template
+//! (`from_char`) — with PostgreSQL's rules for years before 1 (negative years
 //! are BC: `make_date(-44, 3, 15)` is 0044-03-15 BC) and its errors for fields out of range.
 
 use chrono::NaiveDate;
@@ -26,6 +27,10 @@ pub enum TimeFunc {
     ToTimestamp,
     /// clock_timestamp(): the time now, changing during a statement
     ClockTimestamp,
+    /// to_date(text, template)
+    ToDate,
+    /// to_timestamp(text, template)
+    ToTimestampText,
 }
 
 const MICROS_PER_SECOND: f64 = 1e6;
@@ -151,6 +156,18 @@ pub fn eval(f: TimeFunc, args: &[Value], zone: Zone, now: i64) -> Result<Value> 
             Value::TimestampTz(micros as i64)
         }
         TimeFunc::ClockTimestamp => Value::TimestampTz(now),
+        TimeFunc::ToDate | TimeFunc::ToTimestampText => {
+            let text = |i: usize| args.get(i).and_then(|v| v.to_text(crate::types::DataType::Text));
+            match (text(0), text(1)) {
+                (Some(input), Some(template)) if f == TimeFunc::ToDate => {
+                    super::from_char::to_date(&input, &template)?
+                }
+                (Some(input), Some(template)) => {
+                    super::from_char::to_timestamp(&input, &template, zone)?
+                }
+                _ => Value::Null,
+            }
+        }
     })
 }
 

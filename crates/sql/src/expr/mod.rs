@@ -10,7 +10,9 @@ mod ops;
 mod strings;
 pub use dates::TimeFunc;
 pub use strings::{MathFunc, StrFunc};
+pub mod from_char;
 pub mod to_char;
+pub mod to_number;
 
 pub use builtins::*;
 pub use ops::*;
@@ -172,6 +174,8 @@ pub enum Func {
     DateTrunc,
     /// to_char(value, template)
     ToChar,
+    /// to_number(text, template)
+    ToNumber,
     /// age(timestamp [, timestamp]): the calendar difference (from today's midnight with one
     /// argument)
     Age,

@@ -94,7 +94,7 @@ enum Moment {
 }
 
 /// A template's date/time patterns, longest first where one is a prefix of another.
-const PATTERNS: &[&str] = &[
+pub(super) const PATTERNS: &[&str] = &[
     "HH24", "HH12", "HH", "MI", "SSSSS", "SSSS", "SS", "MS", "US", "FF1", "FF2", "FF3", "FF4",
     "FF5", "FF6", "A.M.", "P.M.", "AM", "PM", "B.C.", "A.D.", "BC", "AD", "Y,YYY", "YYYY", "YYY",
     "YY", "Y", "IYYY", "IYY", "IY", "IDDD", "ID", "IW", "I", "MONTH", "MON", "MM", "DAY", "DDD",
@@ -128,7 +128,7 @@ fn cased(word: &str, case: Case) -> String {
     }
 }
 
-const MONTHS: [&str; 12] = [
+pub(super) const MONTHS: [&str; 12] = [
     "January",
     "February",
     "March",
@@ -142,7 +142,7 @@ const MONTHS: [&str; 12] = [
     "November",
     "December",
 ];
-const DAYS: [&str; 7] =
+pub(super) const DAYS: [&str; 7] =
     ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 const ROMAN: [&str; 12] =
     ["I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII"];
