@@ -438,6 +438,17 @@ fn table_key(db: &str, name: &str) -> Vec<u8> {
     format!("t/{db}/{name}").into_bytes()
 }
 
+/// The relation names a table's definition holds besides its own: its indexes' and its primary
+/// key's (whose index is the table's own keyspace, but whose name is a relation's in
+/// PostgreSQL, so that no other relation may take it).
+fn index_names(table: &Table) -> Vec<String> {
+    let mut names: Vec<String> = table.indexes.iter().map(|i| i.name.clone()).collect();
+    if !table.primary_key.is_empty() {
+        names.push(table.pkey_name());
+    }
+    names
+}
+
 fn index_key(db: &str, name: &str) -> Vec<u8> {
     format!("i/{db}/{name}").into_bytes()
 }
@@ -611,18 +622,15 @@ impl Catalog {
         let raw = serde_json::to_vec(table).expect("table definitions serialize");
         txn.put_guarded(CATALOG, &table_key(&table.database, &table.name), &raw)?;
         self.hold_enum_types(txn, &table.database, new_types.into_iter())?;
-        for index in &table.indexes {
-            txn.put_guarded(
-                CATALOG,
-                &index_key(&table.database, &index.name),
-                table.name.as_bytes(),
-            )?;
+        for name in index_names(table) {
+            txn.put_guarded(CATALOG, &index_key(&table.database, &name), table.name.as_bytes())?;
         }
-        // The names of indexes the new definition no longer has (a dropped unique
+        // The names the new definition no longer has (a dropped primary key or unique
         // constraint, an index on a dropped column, a renamed index) are free again.
-        for gone in before.iter().flat_map(|b| b.indexes.iter()) {
-            if !table.indexes.iter().any(|i| i.name == gone.name) {
-                txn.delete_guarded(CATALOG, &index_key(&table.database, &gone.name))?;
+        let now = index_names(table);
+        for gone in before.iter().flat_map(|b| index_names(b)) {
+            if !now.contains(&gone) {
+                txn.delete_guarded(CATALOG, &index_key(&table.database, &gone))?;
             }
         }
         Ok(())
@@ -631,8 +639,8 @@ impl Catalog {
     /// Removes a table definition and its index names.
     pub fn delete_table(&self, txn: &mut Transaction, table: &Table) -> Result<()> {
         txn.delete_guarded(CATALOG, &table_key(&table.database, &table.name))?;
-        for index in &table.indexes {
-            txn.delete_guarded(CATALOG, &index_key(&table.database, &index.name))?;
+        for name in index_names(table) {
+            txn.delete_guarded(CATALOG, &index_key(&table.database, &name))?;
         }
         Ok(())
     }

@@ -862,7 +862,17 @@ pub(crate) fn stored_text(e: &ast::Expr) -> String {
 
 pub(crate) fn data_type_output_name(t: &ast::DataType) -> String {
     // PostgreSQL names a cast column after the type's catalog name (an array cast after
-    // its element type's).
+    // its element type's). The reg* types, which Kiln reads as their text, keep theirs.
+    if matches!(t, ast::DataType::Regclass) {
+        return "regclass".into();
+    }
+    if let ast::DataType::Custom(name, _) = t {
+        let last = name.0.last().and_then(|p| p.as_ident()).map(ident).unwrap_or_default();
+        if matches!(last.as_str(), "regclass" | "regtype" | "regnamespace" | "regproc" | "regrole")
+        {
+            return last;
+        }
+    }
     match (data_type(t), t) {
         (Ok(t), _) => {
             t.element().filter(|_| matches!(t, DataType::Array(_))).unwrap_or(t).type_name()

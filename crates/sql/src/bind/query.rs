@@ -1116,6 +1116,19 @@ impl<'a> Planner<'a> {
                             None => None,
                         }
                     }
+                    // to_regclass / to_regtype answer a regclass / regtype: shown by name.
+                    ast::Expr::Function(f) if reg_lookup(f).is_some() => {
+                        let kind = reg_lookup(f).expect("just matched");
+                        let (e, _) = self.expr(x, &scope, true)?;
+                        let (e, t) = self.oid_name(kind, e)?;
+                        projection.push(e);
+                        let name = match item {
+                            ast::SelectItem::ExprWithAlias { alias, .. } => ident(alias),
+                            _ => output_name(x),
+                        };
+                        columns.push((name, t));
+                        continue;
+                    }
                     _ => None,
                 },
                 (srf, _) => srf,
@@ -1497,5 +1510,14 @@ pub(crate) fn is_default_keyword(e: &ast::Expr) -> bool {
 fn mark_function_column(scope: &mut Scope, item: &FromItem, cols: &[ScopeCol]) {
     if cols.len() == 1 && matches!(item.source, Source::Unnest(..) | Source::Series(..)) {
         scope.function_columns.push(scope.cols.len());
+    }
+}
+
+/// Whether a call is `to_regclass(…)` or `to_regtype(…)`, and which.
+fn reg_lookup(f: &ast::Function) -> Option<crate::bind::reg::Reg> {
+    match f.name.to_string().to_ascii_lowercase().as_str() {
+        "to_regclass" | "pg_catalog.to_regclass" => Some(crate::bind::reg::Reg::Class),
+        "to_regtype" | "pg_catalog.to_regtype" => Some(crate::bind::reg::Reg::Type),
+        _ => None,
     }
 }

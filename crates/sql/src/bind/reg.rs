@@ -354,6 +354,12 @@ impl<'a> Planner<'a> {
         aggs: bool,
     ) -> Result<(Expr, DataType)> {
         let (e, _) = self.reg_cast(kind, x, scope, aggs)?;
+        self.oid_name(kind, e)
+    }
+
+    /// The name of the relation or type whose OID `e` gives (NULL for NULL), as a
+    /// `regclass` / `regtype` value prints.
+    pub(crate) fn oid_name(&mut self, kind: Reg, e: Expr) -> Result<(Expr, DataType)> {
         if let (Reg::Class, Expr::Const(Value::Int(o))) = (kind, &e) {
             self.reusable = false;
             let name = self.relation_name(*o)?.unwrap_or_else(|| o.to_string());

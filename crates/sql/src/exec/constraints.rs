@@ -953,6 +953,40 @@ impl Writer<'_> {
         Ok(bound)
     }
 
+    /// The name of a new primary key or unique constraint of `table` (and of its index, a
+    /// relation in PostgreSQL): the one given — 42P07 when a relation, the table itself or
+    /// one of its constraints has it — or `base`, `base1`, …: the first that none has.
+    pub(crate) fn index_name(
+        &mut self,
+        table: &Table,
+        given: Option<String>,
+        base: String,
+    ) -> Result<String> {
+        let mut taken = constraint_names(table);
+        taken.push(table.name.clone());
+        if let Some(n) = given {
+            if taken.contains(&n)
+                || self.db.catalog.relation_exists(&mut self.ts.txn, &table.database, &n)?
+            {
+                return Err(SqlError::new(
+                    code::DUPLICATE_TABLE,
+                    format!("relation \"{n}\" already exists"),
+                ));
+            }
+            return Ok(n);
+        }
+        let mut n = 0u32;
+        loop {
+            let name = if n == 0 { base.clone() } else { format!("{base}{n}") };
+            if !taken.contains(&name)
+                && !self.db.catalog.relation_exists(&mut self.ts.txn, &table.database, &name)?
+            {
+                return Ok(name);
+            }
+            n += 1;
+        }
+    }
+
     /// The index of a UNIQUE constraint on `cols` of `table`: named as given (42P07 when a
     /// relation or another constraint has the name) or `<table>_<columns>_key`.
     pub(crate) fn unique_constraint(
@@ -970,16 +1004,6 @@ impl Writer<'_> {
                 )));
             }
         }
-        if let Some(n) = &given {
-            if constraint_names(table).contains(n)
-                || self.db.catalog.relation_exists(&mut self.ts.txn, &table.database, n)?
-            {
-                return Err(SqlError::new(
-                    code::DUPLICATE_TABLE,
-                    format!("relation \"{n}\" already exists"),
-                ));
-            }
-        }
         let include = match u {
             Some(u) => crate::exec::indexes::included_columns(table, &u.include)?,
             None => vec![],
@@ -988,7 +1012,7 @@ impl Writer<'_> {
             u.is_some_and(|u| u.nulls_distinct == ast::NullsDistinctOption::NotDistinct);
         // PostgreSQL names it after its key and INCLUDE columns.
         let named: Vec<usize> = cols.iter().chain(&include).copied().collect();
-        let name = constraint_name(table, given, columns_base(table, &named, "key"))?;
+        let name = self.index_name(table, given, columns_base(table, &named, "key"))?;
         let id = self.db.catalog.next_id(&mut self.ts.txn)?;
         Ok(crate::catalog::Index {
             name,

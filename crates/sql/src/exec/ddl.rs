@@ -343,8 +343,8 @@ impl Writer<'_> {
             comment: None,
         };
         if !table.primary_key.is_empty() {
-            table.primary_key_name =
-                Some(primary_key_name.unwrap_or_else(|| format!("{name}_pkey")));
+            let name = self.index_name(&table, primary_key_name, format!("{name}_pkey"))?;
+            table.primary_key_name = Some(name);
         }
         for (i, identity) in generated {
             let column = table.columns[i].name.clone();
@@ -451,7 +451,16 @@ impl Writer<'_> {
                     };
                     let table = self.db.catalog.table_or_err(&mut self.ts.txn, database, &tname)?;
                     let mut t = (*table).clone();
-                    let Some(pos) = t.indexes.iter().position(|i| i.name == name) else { continue };
+                    let pos = t.indexes.iter().position(|i| i.name == name);
+                    // The index of a primary key or unique constraint goes with the constraint.
+                    if pos.is_none_or(|p| t.indexes[p].constraint) {
+                        return Err(SqlError::new(
+                            code::DEPENDENT_OBJECTS,
+                            format!("cannot drop index {name} because constraint {name} on table {tname} requires it"),
+                        )
+                        .hint(format!("You can drop constraint {name} on table {tname} instead.")));
+                    }
+                    let Some(pos) = pos else { continue };
                     let index = t.indexes.remove(pos);
                     self.ts.txn.clear(&index.keyspace())?;
                     // Writing the table without it frees its name.
@@ -627,8 +636,12 @@ impl Writer<'_> {
                     // Re-key every row under a new keyspace id; indexes are rebuilt too.
                     let old = t.clone();
                     t.id = self.db.catalog.next_id(&mut self.ts.txn)?;
+                    t.primary_key_name = Some(self.index_name(
+                        &t,
+                        pk.name.as_ref().map(ident),
+                        format!("{tname}_pkey"),
+                    )?);
                     t.primary_key = cols.clone();
-                    t.primary_key_name = Some(format!("{tname}_pkey"));
                     for &c in &cols {
                         t.columns[c].nullable = false;
                     }
@@ -770,8 +783,53 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// `ALTER TABLE … DROP CONSTRAINT name`: a foreign key, a CHECK, or a UNIQUE constraint
-    /// (a unique key a foreign key references goes only with CASCADE, which drops that key).
+    /// Before a primary key or unique constraint on `cols` of `t` is dropped: the foreign
+    /// keys that reference it fail the drop (2BP01), or with CASCADE are dropped.
+    fn release_key(
+        &mut self,
+        t: &mut Table,
+        name: &str,
+        cols: &[usize],
+        cascade: bool,
+    ) -> Result<()> {
+        let users: Vec<crate::catalog::Reference> = t.referenced_by.clone();
+        for r in users {
+            let child = if r.table == t.name {
+                t.clone()
+            } else {
+                (*self.db.catalog.table_or_err(&mut self.ts.txn, &t.database, &r.table)?).clone()
+            };
+            let uses = child.foreign_keys.iter().any(|f| {
+                f.name == r.constraint
+                    && f.table == t.name
+                    && crate::exec::constraints::same_set(&f.ref_columns, cols)
+            });
+            if !uses {
+                continue;
+            }
+            if !cascade {
+                return Err(SqlError::new(
+                        code::DEPENDENT_OBJECTS,
+                        format!("cannot drop constraint {name} on table {} because other objects depend on it", t.name),
+                    )
+                    .detail(format!("constraint {} on table {} depends on index {name}", r.constraint, r.table))
+                    .hint("Use DROP ... CASCADE to drop the dependent objects too."));
+            }
+            t.referenced_by.retain(|x| x != &r);
+            if r.table == t.name {
+                t.foreign_keys.retain(|f| f.name != r.constraint);
+            } else {
+                let mut child = child;
+                child.foreign_keys.retain(|f| f.name != r.constraint);
+                self.db.catalog.put_table(&mut self.ts.txn, &child)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `ALTER TABLE … DROP CONSTRAINT name`: a foreign key, a CHECK, a UNIQUE constraint or
+    /// the primary key (a key a foreign key references goes only with CASCADE, which drops
+    /// that foreign key).
     pub(crate) fn drop_constraint(
         &mut self,
         t: &mut Table,
@@ -798,45 +856,34 @@ impl Writer<'_> {
         }
         if let Some(i) = t.indexes.iter().position(|x| x.name == name && x.unique && x.constraint) {
             let cols = t.indexes[i].columns.clone();
-            let users: Vec<crate::catalog::Reference> = t.referenced_by.clone();
-            for r in users {
-                let child = if r.table == t.name {
-                    t.clone()
-                } else {
-                    (*self.db.catalog.table_or_err(&mut self.ts.txn, &t.database, &r.table)?)
-                        .clone()
-                };
-                let uses = child.foreign_keys.iter().any(|f| {
-                    f.name == r.constraint
-                        && f.table == t.name
-                        && crate::exec::constraints::same_set(&f.ref_columns, &cols)
-                });
-                if !uses {
-                    continue;
-                }
-                if !cascade {
-                    return Err(SqlError::new(
-                        code::DEPENDENT_OBJECTS,
-                        format!("cannot drop constraint {name} on table {} because other objects depend on it", t.name),
-                    )
-                    .detail(format!("constraint {} on table {} depends on index {name}", r.constraint, r.table))
-                    .hint("Use DROP ... CASCADE to drop the dependent objects too."));
-                }
-                t.referenced_by.retain(|x| x != &r);
-                if r.table == t.name {
-                    t.foreign_keys.retain(|f| f.name != r.constraint);
-                } else {
-                    let mut child = child;
-                    child.foreign_keys.retain(|f| f.name != r.constraint);
-                    self.db.catalog.put_table(&mut self.ts.txn, &child)?;
-                }
-            }
+            self.release_key(t, name, &cols, cascade)?;
             let index = t.indexes.remove(i);
             self.ts.txn.clear(&index.keyspace())?;
             return Ok(());
         }
-        if t.primary_key_name.as_deref() == Some(name) {
-            return Err(SqlError::unsupported("dropping a primary key"));
+        if !t.primary_key.is_empty() && t.pkey_name() == name {
+            let cols = t.primary_key.clone();
+            self.release_key(t, name, &cols, cascade)?;
+            // The rows are keyed by row numbers from now on (the columns stay NOT NULL, as
+            // in PostgreSQL); the indexes, which hold each row's key, are built again.
+            let old = t.clone();
+            t.primary_key.clear();
+            t.primary_key_name = None;
+            t.id = self.db.catalog.next_id(&mut self.ts.txn)?;
+            for index in &mut t.indexes {
+                index.id = self.db.catalog.next_id(&mut self.ts.txn)?;
+            }
+            let target = t.clone();
+            self.each_row(&old.keyspace(), |w, _, raw| {
+                let id = w.db.catalog.next_rowid(&mut w.ts.txn, &target)?;
+                w.ts.txn.insert(&target.keyspace(), &id.to_be_bytes(), &raw)?;
+                Ok(())
+            })?;
+            self.truncate(&old)?;
+            for index in t.indexes.clone() {
+                self.build_index(t, &index)?;
+            }
+            return Ok(());
         }
         if if_exists {
             self.skipping(
