@@ -24,13 +24,10 @@ async fn connect(conninfo: &str) -> (tokio_postgres::Client, Notices) {
         let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(Ok(m)) = futures::StreamExt::next(&mut messages).await {
             if let AsyncMessage::Notice(n) = m {
-                // Kiln does not yet list what a CASCADE also dropped or truncated.
-                if n.message().starts_with("drop cascades to")
-                    || n.message().starts_with("truncate cascades to")
-                {
-                    continue;
+                let mut shown = format!("{} {} {}", n.severity(), n.code().code(), n.message());
+                if let Some(detail) = n.detail() {
+                    shown.push_str(&format!(" ({detail})"));
                 }
-                let shown = format!("{} {} {}", n.severity(), n.code().code(), n.message());
                 kept.lock().unwrap().push(shown);
             }
         }

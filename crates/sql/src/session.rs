@@ -306,6 +306,7 @@ macro_rules! session_writer {
             limits: crate::session::session_limits!($s),
             constraints: Default::default(),
             notices: &$s.notices,
+            cascaded: Vec::new(),
         }
     };
 }

@@ -393,6 +393,7 @@ impl Writer<'_> {
                 ))
                 .hint("Use DROP ... CASCADE to drop the dependent objects too."));
             }
+            self.cascade_to(format!("constraint {} on table {}", r.constraint, r.table));
             t.referenced_by.retain(|x| x != &r);
             let mut child = child;
             child.foreign_keys.retain(|f| f.name != r.constraint);

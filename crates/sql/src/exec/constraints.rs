@@ -1052,6 +1052,7 @@ impl Writer<'_> {
                 ))
                 .hint("Use DROP ... CASCADE to drop the dependent objects too."));
             }
+            self.cascade_to(format!("constraint {} on table {}", r.constraint, r.table));
             let mut child =
                 (*self.db.catalog.table_or_err(&mut self.ts.txn, &table.database, &r.table)?)
                     .clone();

@@ -403,8 +403,14 @@ impl Writer<'_> {
                 for name in &dropping {
                     match self.db.catalog.table(&mut self.ts.txn, database, name)? {
                         Some(t) => {
+                            // With CASCADE the foreign keys go first, as PostgreSQL lists them.
+                            if cascade {
+                                self.drop_table_references(&t, cascade, &dropping)?;
+                            }
                             self.drop_dependent_views("table", name, cascade, &dropping, database)?;
-                            self.drop_table_references(&t, cascade, &dropping)?;
+                            if !cascade {
+                                self.drop_table_references(&t, cascade, &dropping)?;
+                            }
                             self.truncate(&t)?;
                             self.db.catalog.delete_table(&mut self.ts.txn, &t)?;
                             self.drop_owned_sequences(&t)?;
@@ -661,6 +667,7 @@ impl Writer<'_> {
                 ast::AlterTableOperation::DropConstraint { if_exists, name, drop_behavior } => {
                     let cascade = matches!(drop_behavior, Some(ast::DropBehavior::Cascade));
                     self.drop_constraint(&mut t, &ident(name), *if_exists, cascade)?;
+                    self.report_cascade();
                 }
                 ast::AlterTableOperation::AddColumn {
                     if_not_exists,
@@ -683,6 +690,7 @@ impl Writer<'_> {
                     for c in column_names {
                         self.drop_column(&mut t, &ident(c), *if_exists, cascade)?;
                     }
+                    // Reported with the views the drop breaks, once the table is written.
                 }
                 ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
                     self.rename_column(&mut t, &ident(old_column_name), &ident(new_column_name))?;
@@ -815,6 +823,7 @@ impl Writer<'_> {
                     .detail(format!("constraint {} on table {} depends on index {name}", r.constraint, r.table))
                     .hint("Use DROP ... CASCADE to drop the dependent objects too."));
             }
+            self.cascade_to(format!("constraint {} on table {}", r.constraint, r.table));
             t.referenced_by.retain(|x| x != &r);
             if r.table == t.name {
                 t.foreign_keys.retain(|f| f.name != r.constraint);

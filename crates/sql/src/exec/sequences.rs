@@ -498,6 +498,10 @@ impl Writer<'_> {
                     .hint("Use DROP ... CASCADE to drop the dependent objects too."));
                 }
                 // CASCADE drops the default that uses the sequence (as PostgreSQL does).
+                self.cascade_to(format!(
+                    "default value for column {} of table {}",
+                    column.name, table.name
+                ));
                 let mut t =
                     (*self.db.catalog.table_or_err(&mut self.ts.txn, database, &table.name)?)
                         .clone();

@@ -281,20 +281,30 @@ impl Session {
             }
             S::Drop {
                 object_type: ast::ObjectType::Sequence, if_exists, names, cascade, ..
-            } => w.drop_sequences(names, *if_exists, *cascade, &self.database),
+            } => {
+                let out = w.drop_sequences(names, *if_exists, *cascade, &self.database);
+                w.report_cascade();
+                out
+            }
             S::Drop { object_type: ast::ObjectType::View, if_exists, names, cascade, .. } => {
                 let names = names.iter().map(object_name).collect::<Result<Vec<_>>>()?;
-                w.drop_views(&names, *if_exists, *cascade, &self.database)
+                let out = w.drop_views(&names, *if_exists, *cascade, &self.database);
+                w.report_cascade();
+                out
             }
             S::Drop { object_type: ast::ObjectType::Type, if_exists, names, cascade, .. } => {
-                w.drop_types(names, *if_exists, *cascade, &self.database)
+                let out = w.drop_types(names, *if_exists, *cascade, &self.database);
+                w.report_cascade();
+                out
             }
             S::CreateType { name, representation } => {
                 w.create_type(name, representation.as_ref(), &self.database)
             }
             S::AlterType(at) => w.alter_type(at, &self.database),
             S::Drop { object_type, if_exists, names, cascade, .. } => {
-                w.drop(*object_type, *if_exists, *cascade, names, &self.database)
+                let out = w.drop(*object_type, *if_exists, *cascade, names, &self.database);
+                w.report_cascade();
+                out
             }
             S::CreateSequence {
                 temporary: false,
@@ -338,6 +348,30 @@ impl Session {
             S::AlterTable(at) => {
                 let out = w.alter_table(at, &self.database, &env)?;
                 let name = object_name(&at.name)?;
+                // The views that read a dropped column go with it under CASCADE; without it
+                // they make the drop fail, as in PostgreSQL.
+                let mut dropped = Vec::new();
+                let mut cascade = false;
+                for op in &at.operations {
+                    if let ast::AlterTableOperation::DropColumn {
+                        column_names,
+                        drop_behavior,
+                        ..
+                    } = op
+                    {
+                        dropped.extend(column_names.iter().map(ident));
+                        cascade |= matches!(drop_behavior, Some(ast::DropBehavior::Cascade));
+                    }
+                }
+                if !dropped.is_empty() {
+                    let broken: Vec<String> =
+                        crate::exec::views::broken_views(&mut planner!(), &name)?
+                            .into_iter()
+                            .map(|(v, _)| v)
+                            .collect();
+                    w.drop_broken_views(&name, &dropped[0], &broken, cascade, &self.database)?;
+                    w.report_cascade();
+                }
                 crate::exec::views::recheck_views(&mut planner!(), &name)?;
                 // A renamed table's views now read it by its new name.
                 for op in &at.operations {
@@ -362,6 +396,7 @@ impl Session {
                         &name,
                     )?);
                 }
+                let named = tables.len();
                 // A table referenced by a foreign key goes only with its referencing tables
                 // (which CASCADE adds, transitively).
                 let cascade = matches!(t.cascade, Some(ast::CascadeOption::Cascade));
@@ -392,6 +427,10 @@ impl Session {
                         )?);
                     }
                     i += 1;
+                }
+                // The tables CASCADE added, each told to the client as PostgreSQL does.
+                for table in tables.iter().skip(named) {
+                    w.notice(format!("truncate cascades to table \"{}\"", table.name));
                 }
                 for table in &tables {
                     w.truncate(table)?;

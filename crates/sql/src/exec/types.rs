@@ -184,6 +184,18 @@ impl Writer<'_> {
                     .detail(lines.join("\n"))
                     .hint("Use DROP ... CASCADE to drop the dependent objects too."));
                 }
+                // PostgreSQL reaches the columns of the type's array type first (through that
+                // type), then the type's own.
+                for want_array in [true, false] {
+                    for (table, column, array) in &deps.columns {
+                        if *array == want_array {
+                            self.cascade_to(format!("column {column} of table {table}"));
+                        }
+                    }
+                }
+                for v in &deps.views {
+                    self.cascade_to(format!("view {v}"));
+                }
                 if !deps.views.is_empty() {
                     self.drop_views(&deps.views, true, true, database)?;
                 }

@@ -163,6 +163,52 @@ impl Writer<'_> {
         Ok(Output::Command("DROP VIEW".into()))
     }
 
+    /// After a column of `table` was dropped: the views that no longer plan (`broken`) go
+    /// too with CASCADE (each told to the client), and without it make the drop fail (2BP01),
+    /// naming the first and the views that read it, as PostgreSQL does.
+    pub(crate) fn drop_broken_views(
+        &mut self,
+        table: &str,
+        column: &str,
+        broken: &[String],
+        cascade: bool,
+        database: &str,
+    ) -> Result<()> {
+        let Some(first) = broken.first() else { return Ok(()) };
+        if !cascade {
+            let mut lines =
+                vec![format!("view {first} depends on column {column} of table {table}")];
+            let chain = dependents(self, database, first)?;
+            for v in &chain {
+                let via = v
+                    .depends_on
+                    .iter()
+                    .find(|d| *d == first || chain.iter().any(|x| x.name == **d))
+                    .map_or("?", |s| s.as_str());
+                lines.push(format!("view {} depends on view {via}", v.name));
+            }
+            return Err(SqlError::new(
+                code::DEPENDENT_OBJECTS,
+                format!(
+                    "cannot drop column {column} of table {table} because other objects depend on it"
+                ),
+            )
+            .detail(lines.join("\n"))
+            .hint("Use DROP ... CASCADE to drop the dependent objects too."));
+        }
+        for v in broken {
+            self.cascade_to(format!("view {v}"));
+        }
+        for v in broken {
+            // A view an earlier one's CASCADE took is gone already.
+            if let Some(view) = self.db.catalog.view(&mut self.ts.txn, database, v)? {
+                self.drop_dependent_views("view", v, true, broken, database)?;
+                self.db.catalog.delete_view(&mut self.ts.txn, &view)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Before relation `name` (a `kind`) goes: the views that read it go too with CASCADE,
     /// and without it make the drop fail (2BP01) unless they are being dropped as well.
     pub(crate) fn drop_dependent_views(
@@ -195,6 +241,9 @@ impl Writer<'_> {
         }
         if cascade {
             for v in &views {
+                if !dropping.contains(&v.name) {
+                    self.cascade_to(format!("view {}", v.name));
+                }
                 self.db.catalog.delete_view(&mut self.ts.txn, v)?;
             }
         }
@@ -205,32 +254,45 @@ impl Writer<'_> {
 /// After table `name` changed: every view that reads it must still give its columns, or the
 /// change fails (2BP01), as PostgreSQL refuses to drop or retype a column a view uses.
 pub(crate) fn recheck_views(planner: &mut Planner, name: &str) -> Result<()> {
+    if let Some((view, reason)) = broken_views(planner, name)?.into_iter().next() {
+        return Err(match reason {
+            // The columns it reads are still there, with other types.
+            None => SqlError::new(
+                code::FEATURE_NOT_SUPPORTED,
+                "cannot alter type of a column used by a view or rule",
+            )
+            .detail(format!("view {view} depends on table {name}")),
+            Some(reason) => SqlError::new(
+                code::DEPENDENT_OBJECTS,
+                format!("cannot alter table {name} because view {view} depends on it"),
+            )
+            .detail(format!("view {view}: {reason}"))
+            .hint("Drop the view first, or change the table so that the view still reads it."),
+        });
+    }
+    Ok(())
+}
+
+/// The views reading table `name` that no longer give their columns: each with why it
+/// cannot be planned, or None when it plans but its columns' types changed.
+pub(crate) fn broken_views(
+    planner: &mut Planner,
+    name: &str,
+) -> Result<Vec<(String, Option<String>)>> {
+    let mut broken = Vec::new();
     for view in planner.catalog.views_on(planner.txn, planner.db, name)? {
         let fits = view_query(&view).and_then(|q| {
             let plan = planner.plan_view_query(&view.name, &q)?;
             let n = view.columns.len();
             Ok(plan.columns.len() >= n && plan.columns[..n] == view.columns[..])
         });
-        let reason = match fits {
-            Ok(true) => continue,
-            // The columns it reads are still there, with other types.
-            Ok(false) => {
-                return Err(SqlError::new(
-                    code::FEATURE_NOT_SUPPORTED,
-                    "cannot alter type of a column used by a view or rule",
-                )
-                .detail(format!("view {} depends on table {name}", view.name)))
-            }
-            Err(e) => e.message,
-        };
-        return Err(SqlError::new(
-            code::DEPENDENT_OBJECTS,
-            format!("cannot alter table {name} because view {} depends on it", view.name),
-        )
-        .detail(format!("view {}: {reason}", view.name))
-        .hint("Drop the view first, or change the table so that the view still reads it."));
+        match fits {
+            Ok(true) => {}
+            Ok(false) => broken.push((view.name.clone(), None)),
+            Err(e) => broken.push((view.name.clone(), Some(e.message))),
+        }
     }
-    Ok(())
+    Ok(broken)
 }
 
 /// A view's query with table `old` renamed `new`: in its FROM items and in the column

@@ -37,6 +37,9 @@ pub(crate) struct Writer<'a> {
     pub(crate) constraints: crate::exec::constraints::Constraints,
     /// The session's notices for the client.
     pub(crate) notices: &'a parking_lot::Mutex<Vec<crate::session::Notice>>,
+    /// What a CASCADE dropped beyond the objects the statement names (`view v`,
+    /// `constraint c on table t`), reported by [`Writer::report_cascade`].
+    pub(crate) cascaded: Vec<String>,
 }
 
 impl Writer<'_> {
@@ -47,6 +50,37 @@ impl Writer<'_> {
             self.notices,
             crate::session::Notice::new(code, format!("{message}, skipping")),
         );
+    }
+
+    /// A NOTICE for the client (SQLSTATE 00000).
+    pub(crate) fn notice(&self, message: String) {
+        crate::session::raise_notice(self.notices, crate::session::Notice::new("00000", message));
+    }
+
+    /// Records an object a CASCADE drops beyond those the statement names.
+    pub(crate) fn cascade_to(&mut self, object: String) {
+        self.cascaded.push(object);
+    }
+
+    /// Tells the client what CASCADE dropped: one NOTICE, naming the object or counting
+    /// them with a DETAIL line each, as PostgreSQL reports it.
+    pub(crate) fn report_cascade(&mut self) {
+        let objects = std::mem::take(&mut self.cascaded);
+        let notice = match objects.as_slice() {
+            [] => return,
+            [one] => crate::session::Notice::new("00000", format!("drop cascades to {one}")),
+            many => {
+                let mut n = crate::session::Notice::new(
+                    "00000",
+                    format!("drop cascades to {} other objects", many.len()),
+                );
+                let lines: Vec<String> =
+                    many.iter().map(|o| format!("drop cascades to {o}")).collect();
+                n.fields = n.fields.detail(lines.join("\n"));
+                n
+            }
+        };
+        crate::session::raise_notice(self.notices, notice);
     }
 }
 
