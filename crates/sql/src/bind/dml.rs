@@ -178,8 +178,10 @@ pub(crate) fn bind_default(planner: &mut Planner, text: &str) -> Result<Expr> {
 }
 
 pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<InsertPlan> {
-    let name = object_name(&table_object(&ins.table)?)?;
-    let table = planner.table_or_err(&name)?;
+    let target = table_object(&ins.table)?;
+    let name = object_name(&target)?;
+    let at = target.0.first().and_then(|p| p.as_ident()).and_then(crate::bind::location_of);
+    let table = planner.table_or_err(&name).map_err(|e| e.located(at))?;
     // OVERRIDING SYSTEM VALUE: identity columns take the values given, even GENERATED
     // ALWAYS ones; OVERRIDING USER VALUE: they ignore them and take their sequence's next.
     let mut overriding = None;
@@ -406,7 +408,8 @@ pub(crate) fn target_scan(
         return Err(SqlError::unsupported("this UPDATE/DELETE target"));
     };
     let tname = object_name(name)?;
-    let table = planner.table_or_err(&tname)?;
+    let at = name.0.first().and_then(|p| p.as_ident()).and_then(crate::bind::location_of);
+    let table = planner.table_or_err(&tname).map_err(|e| e.located(at))?;
     let alias = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| table.name.clone());
     let mut scope = table_scope(&table, &alias);
     let mut from = vec![FromItem {

@@ -669,10 +669,12 @@ impl<'a> Planner<'a> {
                                 (Source::Values(vec![row]), cols, tname.clone())
                             }
                             None => {
+                                let at = name.0.first().and_then(|p| p.as_ident());
                                 return Err(SqlError::new(
                                     code::UNDEFINED_TABLE,
                                     format!("relation \"{tname}\" does not exist"),
-                                ))
+                                )
+                                .located(at.and_then(crate::bind::location_of)));
                             }
                         },
                     },
