@@ -896,4 +896,27 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn no_input_or_template_panics() {
+        let parts = [
+            "YYYY", "MM", "DD", "HH12", "AM", "Mon", "TZH", "TZM", "Y,YYY", "FX", "FM", "-", " ",
+            "\"é\"", "x", "IW", "J",
+        ];
+        let chars = ["1", "-", "+", ",", "é", " ", "a", "\u{10ffff}"];
+        for a in parts {
+            for b in parts {
+                let template = format!("{a}{b}");
+                for x in chars {
+                    for y in chars {
+                        for z in chars {
+                            let input = format!("{x}{y}{z}");
+                            let _ = to_date(&input, &template);
+                            let _ = to_timestamp(&input, &template, Zone::Fixed(0));
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -273,7 +273,8 @@ pub fn to_number(input: &str, template_text: &str) -> Result<Value> {
             }
             Part::Sign | Part::Brackets | Part::Shift | Part::Nothing => continue,
         }
-        r.pos += 1;
+        // Past the character the part read or looked at (a whole one, when not ASCII).
+        r.step();
     }
     // The number as PostgreSQL hands it to numeric input: a sign or a blank, the digits
     // (a point with nothing after it dropped).
@@ -413,9 +414,30 @@ mod tests {
         assert_eq!(num("1", "9.9.9").unwrap_err().code, "42601");
         assert_eq!(num("1", "9EEEE").unwrap_err().code, "0A000");
         assert_eq!(to_number("1", "").unwrap(), Value::Null);
-        for input in ["", "-", ".", "é", "<", "9".repeat(40).as_str()] {
-            for template in ["999", "S9", "FM9.9MI", "\"é\"9", "L9", "9V99", "99th"] {
+        for input in ["", "-", ".", "é", "é1é", "1é2", "<", "9".repeat(40).as_str()] {
+            for template in ["999", "9x9", "S9", "FM9.9MI", "\"é\"9", "L9", "9V99", "99th", "9,9"]
+            {
                 let _ = to_number(input, template);
+            }
+        }
+    }
+
+    #[test]
+    fn no_input_or_template_panics() {
+        // Every pairing of short templates and inputs built from the pieces that matter
+        // (multi-byte characters beside digits, signs, points and separators).
+        let parts = ["9", "0", ".", ",", "G", "S", "MI", "PR", "L", "V", "TH", "x", "\"é\"", "FM"];
+        let chars = ["1", "-", "+", ".", ",", "<", "é", " ", "$"];
+        for a in parts {
+            for b in parts {
+                let template = format!("{a}{b}");
+                for x in chars {
+                    for y in chars {
+                        for z in chars {
+                            let _ = to_number(&format!("{x}{y}{z}"), &template);
+                        }
+                    }
+                }
             }
         }
     }
