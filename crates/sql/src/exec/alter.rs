@@ -362,9 +362,6 @@ impl Writer<'_> {
             // PostgreSQL allows zero-column tables; Kiln's rows need a column.
             return Err(SqlError::unsupported("dropping the only column of a table"));
         }
-        if t.primary_key.contains(&p) {
-            return Err(SqlError::unsupported("dropping a primary-key column"));
-        }
         // Foreign keys of other tables (and of this one) on this column.
         for r in t.referenced_by.clone() {
             let child = if r.table == t.name {
@@ -398,6 +395,11 @@ impl Writer<'_> {
             let mut child = child;
             child.foreign_keys.retain(|f| f.name != r.constraint);
             self.db.catalog.put_table(&mut self.ts.txn, &child)?;
+        }
+        // A primary key on the column goes with it (the rows are then keyed by row number).
+        if t.primary_key.contains(&p) {
+            let pk = t.pkey_name();
+            self.drop_constraint(t, &pk, false, cascade)?;
         }
         // This table's own constraints on the column.
         let own: Vec<String> = t
