@@ -1095,34 +1095,32 @@ impl<'a> Planner<'a> {
                 }
                 _ => None,
             };
-            // A select item that is `x::regclass` / `x::regtype` shows the name, as
-            // PostgreSQL prints those types.
+            // A select item that is `x::regclass` / `x::regtype`, or a call of `to_regclass` /
+            // `to_regtype` (which answer those types), shows the name, as PostgreSQL prints
+            // those types.
             let srf = match (srf, item) {
                 (
                     None,
                     ast::SelectItem::UnnamedExpr(x)
                     | ast::SelectItem::ExprWithAlias { expr: x, .. },
-                ) => match x {
-                    ast::Expr::Cast { expr, data_type, .. } => {
-                        match crate::bind::reg::reg_kind(data_type) {
+                ) => {
+                    let named = match x {
+                        ast::Expr::Cast { expr, data_type, .. } => {
+                            match crate::bind::reg::reg_kind(data_type) {
+                                Some(kind) => Some(self.reg_name(kind, expr, &scope, true)?),
+                                None => None,
+                            }
+                        }
+                        ast::Expr::Function(f) => match reg_lookup(f) {
                             Some(kind) => {
-                                let (e, t) = self.reg_name(kind, expr, &scope, true)?;
-                                projection.push(e);
-                                let name = match item {
-                                    ast::SelectItem::ExprWithAlias { alias, .. } => ident(alias),
-                                    _ => output_name(x),
-                                };
-                                columns.push((name, t));
-                                continue;
+                                let (e, _) = self.expr(x, &scope, true)?;
+                                Some(self.oid_name(kind, e)?)
                             }
                             None => None,
-                        }
-                    }
-                    // to_regclass / to_regtype answer a regclass / regtype: shown by name.
-                    ast::Expr::Function(f) if reg_lookup(f).is_some() => {
-                        let kind = reg_lookup(f).expect("just matched");
-                        let (e, _) = self.expr(x, &scope, true)?;
-                        let (e, t) = self.oid_name(kind, e)?;
+                        },
+                        _ => None,
+                    };
+                    if let Some((e, t)) = named {
                         projection.push(e);
                         let name = match item {
                             ast::SelectItem::ExprWithAlias { alias, .. } => ident(alias),
@@ -1131,8 +1129,8 @@ impl<'a> Planner<'a> {
                         columns.push((name, t));
                         continue;
                     }
-                    _ => None,
-                },
+                    None
+                }
                 (srf, _) => srf,
             };
             if let Some((e, t, name)) = srf {

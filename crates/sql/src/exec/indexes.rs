@@ -248,6 +248,8 @@ impl Writer<'_> {
         let new = object_name(index_name)?;
         let table = match self.db.catalog.index_table(&mut self.ts.txn, database, &name)? {
             Some(t) => Some(self.db.catalog.table_or_err(&mut self.ts.txn, database, &t)?),
+            // A primary key of a table written before key names were registered as relation
+            // names: found by its table.
             None => self
                 .db
                 .catalog

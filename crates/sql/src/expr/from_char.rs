@@ -8,7 +8,7 @@
 
 use chrono::{Datelike, NaiveDate};
 
-use super::to_char::{DAYS, MONTHS, PATTERNS};
+use super::to_char::{quoted, DAYS, MONTHS, PATTERNS};
 use crate::error::{code, Result, SqlError};
 use crate::types::{
     Value, MICROS_PER_DAY, TIMESTAMP_INFINITY, TIMESTAMP_NEG_INFINITY, UNIX_EPOCH_DATE,
@@ -161,19 +161,10 @@ fn nodes(template: &str) -> Vec<Node<'_>> {
         let mut chars = rest.chars();
         match chars.next() {
             Some('"') => {
-                // Quoted text: each character skips one of the input (`\` escapes the next).
-                let mut quoted = chars;
-                loop {
-                    match quoted.next() {
-                        None | Some('"') => break,
-                        Some('\\') => match quoted.next() {
-                            Some(c) => out.push(Node::Text { digit: c.is_ascii_digit() }),
-                            None => break,
-                        },
-                        Some(c) => out.push(Node::Text { digit: c.is_ascii_digit() }),
-                    }
-                }
-                rest = quoted.as_str();
+                // Quoted text: each character skips one of the input.
+                let (text, after) = quoted(chars.as_str());
+                out.extend(text.chars().map(|c| Node::Text { digit: c.is_ascii_digit() }));
+                rest = after;
             }
             Some(c) => {
                 // Outside quotes a backslash only matters before a double quote.

@@ -198,33 +198,9 @@ fn format_datetime(m: &Moment, template: &str) -> String {
             let mut chars = rest.chars();
             match chars.next() {
                 Some('"') => {
-                    // Literal text up to the closing quote (a backslash escapes a quote).
-                    let mut lit = chars.as_str();
-                    loop {
-                        let mut cs = lit.chars();
-                        match cs.next() {
-                            None => break,
-                            Some('"') => {
-                                lit = cs.as_str();
-                                break;
-                            }
-                            Some('\\') => match cs.next() {
-                                Some(c) => {
-                                    out.push(c);
-                                    lit = cs.as_str();
-                                }
-                                None => {
-                                    lit = cs.as_str();
-                                    break;
-                                }
-                            },
-                            Some(c) => {
-                                out.push(c);
-                                lit = cs.as_str();
-                            }
-                        }
-                    }
-                    rest = lit;
+                    let (text, after) = quoted(chars.as_str());
+                    out.push_str(&text);
+                    rest = after;
                 }
                 // `\"`: a double quote; any other backslash is itself.
                 Some('\\') if chars.as_str().starts_with('"') => {
@@ -253,6 +229,25 @@ fn format_datetime(m: &Moment, template: &str) -> String {
         rest = t;
     }
     out
+}
+
+/// A template's double-quoted text, read from just after the opening quote: its characters
+/// (a backslash escapes the next one) and what follows the closing quote (nothing when the
+/// quote is never closed), as every template reader takes it.
+pub(super) fn quoted(after_quote: &str) -> (String, &str) {
+    let mut text = String::new();
+    let mut chars = after_quote.chars();
+    loop {
+        match chars.next() {
+            None | Some('"') => break,
+            Some('\\') => match chars.next() {
+                Some(c) => text.push(c),
+                None => break,
+            },
+            Some(c) => text.push(c),
+        }
+    }
+    (text, chars.as_str())
 }
 
 /// One pattern's text.

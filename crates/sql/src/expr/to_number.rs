@@ -109,20 +109,9 @@ fn template(text: &str) -> Result<Template> {
                 'B' | 'b' => Part::Nothing,
                 '"' => {
                     // Quoted text: each character skips one of the input.
-                    let mut quoted = chars;
-                    loop {
-                        match quoted.next() {
-                            None | Some('"') => break,
-                            Some('\\') => {
-                                if quoted.next().is_none() {
-                                    break;
-                                }
-                                t.parts.push(Part::Char);
-                            }
-                            Some(_) => t.parts.push(Part::Char),
-                        }
-                    }
-                    rest = quoted.as_str();
+                    let (text, after) = super::to_char::quoted(chars.as_str());
+                    t.parts.extend(text.chars().map(|_| Part::Char));
+                    rest = after;
                     continue;
                 }
                 '\\' if chars.as_str().starts_with('"') => {
