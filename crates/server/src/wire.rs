@@ -289,6 +289,15 @@ pub fn encode_value(
             (*f as f32).to_sql(&Type::FLOAT4, &mut buf).map_err(err)?
         }
         (Value::Float(f), _) => f.to_sql(&Type::FLOAT8, &mut buf).map_err(err)?,
+        // rust_decimal writes a zero without its scale (`0.00` would read back as `0`).
+        (Value::Numeric(d), _) if d.is_zero() => {
+            use bytes::BufMut;
+            buf.put_u16(0); // no digit groups
+            buf.put_i16(0); // weight
+            buf.put_u16(0); // positive
+            buf.put_u16(d.scale() as u16);
+            postgres_types::IsNull::No
+        }
         (Value::Numeric(d), _) => d.to_sql(&Type::NUMERIC, &mut buf).map_err(err)?,
         (Value::Text(s), DataType::Jsonb) => {
             let mut out = Vec::with_capacity(s.len() + 1);
@@ -373,5 +382,19 @@ mod tests {
             .is_err());
         assert!(decode_param(Some(&Bytes::from_static(&[1; 15])), 1, DataType::Uuid, Zone::UTC)
             .is_err());
+    }
+
+    /// A numeric keeps its scale in binary, zero too (`0.00` is not `0` to a client).
+    #[test]
+    fn numeric_binary_keeps_scale() {
+        for text in ["0.00", "0", "-1.50", "12345678.000100", "0.0000001"] {
+            let v = Value::Numeric(text.parse().unwrap());
+            let bytes = encode_value(&v, 1, DataType::Numeric(None), Zone::UTC).unwrap().unwrap();
+            let dscale = u16::from_be_bytes([bytes[6], bytes[7]]);
+            assert_eq!(usize::from(dscale), text.split_once('.').map_or(0, |(_, f)| f.len()));
+            let back = decode_param(Some(&bytes), 1, DataType::Numeric(None), Zone::UTC).unwrap();
+            let Value::Numeric(d) = back else { panic!("{back:?}") };
+            assert_eq!(d.to_string(), text);
+        }
     }
 }
