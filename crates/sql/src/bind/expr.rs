@@ -144,14 +144,16 @@ impl<'a> Planner<'a> {
             }
             E::BinaryOp {
                 left,
-                op: op @ (ast::BinaryOperator::Eq | ast::BinaryOperator::NotEq),
+                op:
+                    op @ (ast::BinaryOperator::Eq
+                    | ast::BinaryOperator::NotEq
+                    | ast::BinaryOperator::Lt
+                    | ast::BinaryOperator::LtEq
+                    | ast::BinaryOperator::Gt
+                    | ast::BinaryOperator::GtEq),
                 right,
-            } if matches!(left.as_ref(), E::Tuple(_)) => {
-                let eq = self.row_equal(left, right, scope, aggs)?;
-                (
-                    if *op == ast::BinaryOperator::NotEq { Expr::Not(Box::new(eq)) } else { eq },
-                    DataType::Bool,
-                )
+            } if row_items(left).is_some() || row_items(right).is_some() => {
+                (self.row_compare(left, op, right, scope, aggs)?, DataType::Bool)
             }
             E::BinaryOp { left, op, right } => self.binary(left, op, right, scope, aggs)?,
             E::IsNull(x) | E::IsNotNull(x) => {
@@ -181,7 +183,7 @@ impl<'a> Planner<'a> {
                 );
                 (fold_constant_logic(e, self.env)?, DataType::Bool)
             }
-            E::InList { expr, list, negated } if matches!(expr.as_ref(), E::Tuple(_)) => {
+            E::InList { expr, list, negated } if row_items(expr).is_some() => {
                 // (a, b) IN ((1, 2), (3, 4)) is (a = 1 AND b = 2) OR (a = 3 AND b = 4).
                 let mut alternatives = Vec::with_capacity(list.len());
                 for item in list {
@@ -437,6 +439,11 @@ impl<'a> Planner<'a> {
                 };
                 (Expr::Const(Value::parse_in(&text, ty, self.env.zone())?), ty)
             }
+            E::Tuple(_) | E::Function(_) if row_items(e).is_some() => {
+                return Err(SqlError::unsupported(
+                    "a row value outside a comparison (Kiln compares row values, as in (a, b) < (1, 2), but has no record type)",
+                ))
+            }
             E::Function(f) => self.function(f, scope, aggs)?,
             E::Ceil { expr, .. } | E::Floor { expr, .. } => {
                 let (x, ty) = self.expr(expr, scope, aggs)?;
@@ -552,18 +559,62 @@ impl<'a> Planner<'a> {
         scope: &Scope,
         aggs: bool,
     ) -> Result<Expr> {
-        let (ast::Expr::Tuple(l), ast::Expr::Tuple(r)) = (left, right) else {
+        self.row_compare(left, &ast::BinaryOperator::Eq, right, scope, aggs)
+    }
+
+    /// A comparison of two row values, pair by pair from the left as PostgreSQL compares
+    /// them: `=` holds when every pair is equal, `<>` when one pair differs; `<`, `<=`, `>`
+    /// and `>=` are decided by the first pair that is not equal (NULL when that pair has a
+    /// NULL), so `(a, b) < (x, y)` is `a < x OR (a = x AND b < y)`. The ordering forms also
+    /// say `a <= x` (or `a >= x`) outright, which they imply, so that an index on the first
+    /// column can bound the scan (keyset pagination: `WHERE (t, id) > ($1, $2)`).
+    pub(crate) fn row_compare(
+        &mut self,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+        scope: &Scope,
+        aggs: bool,
+    ) -> Result<Expr> {
+        use ast::BinaryOperator as O;
+        let (Some(l), Some(r)) = (row_items(left), row_items(right)) else {
             return Err(SqlError::unsupported("comparing a row value with a non-row value"));
         };
         if l.len() != r.len() {
-            return Err(SqlError::syntax("row values of different sizes cannot be compared"));
+            return Err(SqlError::syntax("unequal number of entries in row expressions"));
         }
-        let mut all = Vec::with_capacity(l.len());
-        for (a, b) in l.iter().zip(r) {
-            let (a, b) = self.comparable(a, b, scope, aggs)?;
-            all.push(Expr::Binary(BinOp::Eq, Box::new(a), Box::new(b)));
+        if l.is_empty() {
+            return Err(SqlError::unsupported("comparing empty row values"));
         }
-        Ok(balanced(true, all))
+        let mut pairs = Vec::with_capacity(l.len());
+        for (a, b) in l.into_iter().zip(r) {
+            pairs.push(self.comparable(a, b, scope, aggs)?);
+        }
+        let pair = |op: BinOp, (a, b): &(Expr, Expr)| {
+            Expr::Binary(op, Box::new(a.clone()), Box::new(b.clone()))
+        };
+        let (strict, last) = match op {
+            O::Eq | O::NotEq => {
+                let all = pairs.iter().map(|p| pair(BinOp::Eq, p)).collect();
+                let eq = balanced(true, all);
+                return Ok(if *op == O::NotEq { Expr::Not(Box::new(eq)) } else { eq });
+            }
+            O::Lt => (BinOp::Lt, BinOp::Lt),
+            O::LtEq => (BinOp::Lt, BinOp::LtEq),
+            O::Gt => (BinOp::Gt, BinOp::Gt),
+            _ => (BinOp::Gt, BinOp::GtEq),
+        };
+        // Built from the last pair back, without recursion.
+        let mut rest = pair(last, pairs.last().expect("at least one pair"));
+        for p in pairs[..pairs.len() - 1].iter().rev() {
+            let tie = Expr::And(Box::new(pair(BinOp::Eq, p)), Box::new(rest));
+            rest = Expr::Or(Box::new(pair(strict, p)), Box::new(tie));
+        }
+        if pairs.len() == 1 {
+            return Ok(rest);
+        }
+        let bound = if strict == BinOp::Lt { BinOp::LtEq } else { BinOp::GtEq };
+        Ok(Expr::And(Box::new(pair(bound, &pairs[0])), Box::new(rest)))
     }
 
     pub(crate) fn comparable(
@@ -1012,5 +1063,32 @@ fn datetime_operator(
             (x, y) if iv(x) && number(y) => ok(IV, Float8, IV),
             _ => no_operator(),
         },
+    }
+}
+
+/// The items of a row constructor: `(a, b)` or `ROW(a, …)`.
+pub(crate) fn row_items(e: &ast::Expr) -> Option<Vec<&ast::Expr>> {
+    match e {
+        ast::Expr::Tuple(items) => Some(items.iter().collect()),
+        ast::Expr::Function(f)
+            if f.name.0.len() == 1
+                && f.name.0[0].as_ident().is_some_and(|i| {
+                    i.quote_style.is_none() && i.value.eq_ignore_ascii_case("row")
+                }) =>
+        {
+            let ast::FunctionArguments::List(list) = &f.args else { return None };
+            // Only plain positional items make a row constructor.
+            if list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
+                return None;
+            }
+            list.args
+                .iter()
+                .map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e),
+                    _ => None,
+                })
+                .collect()
+        }
+        _ => None,
     }
 }
