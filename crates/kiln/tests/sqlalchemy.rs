@@ -1,5 +1,7 @@
-//! SQLAlchemy 2 (ORM and Core over psycopg 3) against a `kiln serve` process and against a
-//! throwaway stock PostgreSQL, with the same expectations: `tests/clients/test_sqlalchemy.py`.
+//! SQLAlchemy 2 (ORM and Core over psycopg 3, and over psycopg2, the
+//! default driver of SQLAlchemy 2.0) against
+//! a `kiln serve` process and against a throwaway stock PostgreSQL, with the same
+//! expectations: `tests/clients/test_sqlalchemy.py`.
 
 mod common;
 
@@ -28,6 +30,7 @@ fn sqlalchemy_on_kiln_and_postgresql() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "SQLAlchemy tests failed");
-    // Every test ran on both servers (only the ED test is skipped on PostgreSQL).
-    assert!(stdout.contains("12 passed, 1 skipped"), "{stdout}");
+    // Every test ran on both servers through both drivers (only the ED test is skipped on
+    // PostgreSQL).
+    assert!(stdout.contains("23 passed, 2 skipped"), "{stdout}");
 }

@@ -137,6 +137,9 @@ struct Portal {
     params: Vec<Value>,
     formats: Vec<i16>,
     pending: Option<(Vec<Vec<Value>>, String)>,
+    /// A named portal of a query: the session keeps it as a cursor of that name (FETCH and
+    /// MOVE in SQL reach it), and Execute reads its rows from there.
+    in_session: bool,
 }
 
 struct Conn {
@@ -517,8 +520,7 @@ impl Conn {
             let idle_timeout = match self.session.transaction_status() {
                 b'T' | b'E' => self
                     .session
-                    .setting("idle_in_transaction_session_timeout")
-                    .and_then(|v| v.parse::<u64>().ok())
+                    .setting_ms("idle_in_transaction_session_timeout")
                     .filter(|v| *v > 0),
                 _ => None,
             };
@@ -699,6 +701,17 @@ impl Conn {
                     }
                 }
                 let pname = b.portal_name.clone().unwrap_or_default();
+                let in_session = !pname.is_empty() && prepared.is_query();
+                if in_session {
+                    self.session.close_portal(&pname);
+                    if let Err(e) = self.session.bind_portal(
+                        &pname,
+                        prepared.clone(),
+                        std::mem::take(&mut params),
+                    ) {
+                        return self.extended_error(e).await;
+                    }
+                }
                 self.portals.insert(
                     pname,
                     Portal {
@@ -706,6 +719,7 @@ impl Conn {
                         params,
                         formats: b.result_column_format_codes.clone(),
                         pending: None,
+                        in_session,
                     },
                 );
                 self.socket.feed(PgWireBackendMessage::BindComplete(BindComplete::new())).await?;
@@ -755,6 +769,30 @@ impl Conn {
                     return self.extended_error(e).await;
                 };
                 let max = if x.max_rows > 0 { Some(x.max_rows as usize) } else { None };
+                if portal.in_session {
+                    let formats = portal.formats.clone();
+                    self.portals.insert(name.clone(), portal);
+                    let timer =
+                        self.shared.start_statement_timer(&self.session, self.watch.as_ref());
+                    let result = self.session.fetch_portal(&name, max);
+                    drop(timer);
+                    let (rows, more, columns) = match result {
+                        Ok(r) => r,
+                        Err(e) => {
+                            self.portals.remove(&name);
+                            return self.extended_error(e).await;
+                        }
+                    };
+                    let tag = format!("SELECT {}", rows.len());
+                    self.send_rows(&columns, rows, &formats, None).await?;
+                    let done = if more {
+                        PgWireBackendMessage::PortalSuspended(PortalSuspended::new())
+                    } else {
+                        PgWireBackendMessage::CommandComplete(CommandComplete::new(tag))
+                    };
+                    self.socket.feed(done).await?;
+                    return Ok(());
+                }
                 if let Some((rows, tag)) = portal.pending.take() {
                     let columns = portal.prepared.columns.clone().unwrap_or_default();
                     let rest = self.send_rows(&columns, rows, &portal.formats, max).await?;
@@ -809,6 +847,11 @@ impl Conn {
                 }
             }
             F::Sync(_) => {
+                // Outside a transaction block the exchange's portals end here; a portal kept
+                // as a cursor is gone once its transaction ended.
+                self.session.close_portals_outside_block();
+                let session = &self.session;
+                self.portals.retain(|n, p| !p.in_session || session.has_portal(n));
                 self.ready().await?;
             }
             F::Flush(_) => {
@@ -820,6 +863,7 @@ impl Conn {
                     self.session.close_prepared(&name);
                 } else {
                     self.portals.remove(&name);
+                    self.session.close_portal(&name);
                 }
                 self.socket.feed(PgWireBackendMessage::CloseComplete(CloseComplete::new())).await?;
             }

@@ -251,8 +251,7 @@ impl Shared {
     ) -> connection::StatementTimer {
         let watch = socket.map(|s| self.watchdog.watch(s, session.interrupt_handle()));
         let watch = watch.map(|token| (self.clone(), token));
-        let ms =
-            session.setting("statement_timeout").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        let ms = session.setting_ms("statement_timeout").unwrap_or(0);
         if ms == 0 {
             return connection::StatementTimer { cancel: None, watch };
         }

@@ -8,14 +8,19 @@
 //! last. A NO SCROLL cursor refuses to move backward (55000); others may, the rows being
 //! kept. A cursor without HOLD ends with its transaction; one WITH HOLD outlives the commit
 //! of the transaction that declared it (a rollback removes it), as in PostgreSQL.
+//!
+//! A portal the extended protocol binds under a name is a cursor of the same name, as in
+//! PostgreSQL, so that `FETCH` and `MOVE` in SQL reach it (asyncpg moves its cursors so). Its
+//! statement runs at the first Execute, FETCH or MOVE; it ends with its transaction, or at
+//! the Sync that ends the extended-protocol exchange outside a transaction block.
 
 use std::collections::HashMap;
 
 use sqlparser::ast;
 
 use crate::error::{code, Result, SqlError};
-use crate::session::{Output, Session};
-use crate::types::{Columns, Row};
+use crate::session::{Output, Prepared, Session};
+use crate::types::{Columns, Row, Value};
 
 /// One open cursor.
 pub(crate) struct Cursor {
@@ -32,6 +37,10 @@ pub(crate) struct Cursor {
     /// The transaction that declared it (`Session::txn_serial`); `None` once that
     /// transaction committed (only cursors WITH HOLD survive it).
     declared_in: Option<u64>,
+    /// A protocol portal's statement and parameters, until it first runs.
+    unrun: Option<(std::sync::Arc<Prepared>, Vec<Value>)>,
+    /// Bound by the protocol (not DECLAREd).
+    portal: bool,
 }
 
 /// A session's cursors, by name.
@@ -128,8 +137,18 @@ impl Session {
             };
         // Outside a transaction the query ran in one of its own, already committed.
         let declared_in = in_txn.then_some(serial);
-        let cursor =
-            Cursor { statement, columns, origins, rows, position: 0, no_scroll, hold, declared_in };
+        let cursor = Cursor {
+            statement,
+            columns,
+            origins,
+            rows,
+            position: 0,
+            no_scroll,
+            hold,
+            declared_in,
+            unrun: None,
+            portal: false,
+        };
         self.cursors.open.insert(name, cursor);
         Ok(Output::Command("DECLARE CURSOR".into()))
     }
@@ -143,6 +162,7 @@ impl Session {
         only_move: bool,
     ) -> Result<Output> {
         use ast::FetchDirection as D;
+        self.run_portal(&name.value)?;
         let cursor =
             self.cursors.open.get_mut(&name.value).ok_or_else(|| no_cursor(&name.value))?;
         let n = cursor.rows.len() as i64;
@@ -236,6 +256,95 @@ impl Session {
             rows,
             tag,
         })
+    }
+
+    /// Binds a protocol portal `name` to a statement that returns rows; it runs when first
+    /// read. 42P03 when a cursor or portal of that name is open.
+    pub fn bind_portal(
+        &mut self,
+        name: &str,
+        prepared: std::sync::Arc<Prepared>,
+        params: Vec<Value>,
+    ) -> Result<()> {
+        if self.cursors.open.contains_key(name) {
+            return Err(SqlError::new("42P03", format!("cursor \"{name}\" already exists")));
+        }
+        let in_block = self.txn.as_ref().is_some_and(|t| t.explicit);
+        let cursor = Cursor {
+            statement: prepared.sql.clone(),
+            columns: prepared.columns.clone().unwrap_or_default(),
+            origins: prepared.origins.clone(),
+            rows: Vec::new(),
+            position: 0,
+            no_scroll: false,
+            hold: false,
+            declared_in: in_block.then_some(self.txn_serial),
+            unrun: Some((prepared, params)),
+            portal: true,
+        };
+        self.cursors.open.insert(name.to_string(), cursor);
+        Ok(())
+    }
+
+    /// Whether a protocol portal `name` is open here.
+    pub fn has_portal(&self, name: &str) -> bool {
+        self.cursors.open.get(name).is_some_and(|c| c.portal)
+    }
+
+    /// The next rows of portal `name`, at most `max` (all when none): the rows, whether
+    /// more are left, and their columns. Runs its statement first if it has not run; an
+    /// error closes the portal.
+    pub fn fetch_portal(
+        &mut self,
+        name: &str,
+        max: Option<usize>,
+    ) -> Result<(Vec<Row>, bool, Columns)> {
+        self.run_portal(name)?;
+        let cursor = self.cursors.open.get_mut(name).ok_or_else(|| no_cursor(name))?;
+        let from = cursor.position.min(cursor.rows.len());
+        let to = match max {
+            Some(m) => from.saturating_add(m).min(cursor.rows.len()),
+            None => cursor.rows.len(),
+        };
+        let rows = cursor.rows[from..to].to_vec();
+        cursor.position = to;
+        Ok((rows, to < cursor.rows.len(), cursor.columns.clone()))
+    }
+
+    /// Closes protocol portal `name` (Close, or its statement's error).
+    pub fn close_portal(&mut self, name: &str) {
+        if self.has_portal(name) {
+            self.cursors.open.remove(name);
+        }
+    }
+
+    /// The Sync that ends an exchange outside a transaction block closes its portals (the
+    /// implicit transaction they belonged to has ended).
+    pub fn close_portals_outside_block(&mut self) {
+        if self.transaction_status() == b'I' {
+            self.cursors.open.retain(|_, c| !c.portal);
+        }
+    }
+
+    /// Runs a portal's statement if it has not run yet, keeping its rows.
+    fn run_portal(&mut self, name: &str) -> Result<()> {
+        let Some((prepared, params)) = self.cursors.open.get_mut(name).and_then(|c| c.unrun.take())
+        else {
+            return Ok(());
+        };
+        let out = self.execute_prepared(&prepared, &params);
+        let rows = match out {
+            Ok(Output::Rows { rows, .. }) => rows,
+            Ok(_) => Vec::new(),
+            Err(e) => {
+                self.cursors.open.remove(name);
+                return Err(e);
+            }
+        };
+        if let Some(c) = self.cursors.open.get_mut(name) {
+            c.rows = rows;
+        }
+        Ok(())
     }
 
     /// `CLOSE name` / `CLOSE ALL`.

@@ -380,6 +380,7 @@ impl Database {
                 registered: Default::default(),
             }),
             notifies: Default::default(),
+            set_configs: Default::default(),
             notices: Default::default(),
             interrupt: activity.interrupt().clone(),
             activity,

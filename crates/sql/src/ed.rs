@@ -361,6 +361,10 @@ pub(crate) struct SessionEnv<'a> {
     pub(crate) notifies: &'a parking_lot::Mutex<PendingNotifies>,
     /// The session's settings (`search_path` is read from them where a function needs it).
     pub(crate) settings: &'a std::collections::BTreeMap<String, String>,
+    /// The settings the client gave at startup (what a reset returns to).
+    pub(crate) startup: &'a std::collections::BTreeMap<String, String>,
+    /// The statement's `set_config` calls, applied when it succeeds.
+    pub(crate) set_configs: &'a parking_lot::Mutex<Vec<crate::pg::settings::SetConfig>>,
     /// The session's notices for the client.
     pub(crate) notices: &'a parking_lot::Mutex<Vec<crate::session::Notice>>,
 }
@@ -693,9 +697,37 @@ impl Env for SessionEnv<'_> {
                 Value::Bool(s.local_csn.is_some() && s.leading_term.is_none())
             }
             Func::SetConfig => {
-                return Err(SqlError::unsupported("set_config() inside a larger query").hint(
-                    "Call it alone, as SELECT set_config(name, value, is_local), or use SET.",
-                ))
+                // Checked and shown now, applied when the statement succeeds (a failed one
+                // rolls its transaction's settings back in PostgreSQL too).
+                use crate::pg::settings::{SetConfig, SettingRules};
+                let text = |v: &Value| v.to_text(DataType::Text).unwrap_or_default();
+                if args[0].is_null() {
+                    return Err(SqlError::new("22004", "SET requires parameter name"));
+                }
+                let name = text(&args[0]).to_lowercase();
+                let local = match &args[2] {
+                    Value::Null => false,
+                    Value::Bool(b) => *b,
+                    other => crate::types::parse_bool(&text(other))?,
+                };
+                let rules = SettingRules {
+                    db: self.db,
+                    user: self.user,
+                    settings: self.settings,
+                    startup: self.startup,
+                };
+                let (call, value) = if args[1].is_null() {
+                    // What RESET gives (which checks the name).
+                    let default =
+                        crate::pg::settings::setting_default(&self.db.config, self.startup, &name);
+                    let value = rules.normalize(&name, &default)?;
+                    (SetConfig::Reset { name, local }, value)
+                } else {
+                    let value = rules.normalize(&name, &text(&args[1]))?;
+                    (SetConfig::Set { name, value: value.clone(), local }, value)
+                };
+                self.set_configs.lock().push(call);
+                Value::Text(value)
             }
             Func::CancelBackend | Func::TerminateBackend => {
                 let Value::Int(pid) = args[0] else {

@@ -112,6 +112,16 @@ pub struct Prepared {
     pub(crate) plan: PlanSlot,
 }
 
+impl Prepared {
+    /// Whether the statement is a query (SELECT, VALUES, a WITH that only reads): what a
+    /// named portal keeps as a cursor.
+    pub fn is_query(&self) -> bool {
+        matches!(&self.statement, Some(ast::Statement::Query(_)))
+            && self.columns.is_some()
+            && self.statement.as_ref().and_then(crate::bind::with::modifying_with).is_none()
+    }
+}
+
 pub(crate) struct TxnState {
     pub(crate) txn: Transaction,
     pub(crate) explicit: bool,
@@ -196,6 +206,8 @@ pub struct Session {
     pub(crate) advisory: parking_lot::Mutex<crate::advisory::AdvisoryLocks>,
     /// The open transaction's NOTIFYs (channel, payload), each once, sent at its commit.
     pub(crate) notifies: parking_lot::Mutex<PendingNotifies>,
+    /// The `set_config` calls of the running statement, applied when it succeeds.
+    pub(crate) set_configs: parking_lot::Mutex<Vec<crate::pg::settings::SetConfig>>,
     /// Messages for the client raised by the running statement (NOTICE, WARNING, …), for
     /// the protocol layer to send before the statement's result.
     pub(crate) notices: parking_lot::Mutex<Vec<Notice>>,
@@ -258,6 +270,8 @@ macro_rules! session_env {
             notices: &$s.notices,
             lock_timeout: crate::session::lock_timeout(&$s.settings),
             settings: &$s.settings,
+            startup: &$s.startup,
+            set_configs: &$s.set_configs,
             engine_session: &$s.engine_session,
             user: &$s.user,
             database: &$s.database,
@@ -276,7 +290,7 @@ pub(crate) use session_env;
 pub(crate) fn lock_timeout(settings: &BTreeMap<String, String>) -> Option<std::time::Duration> {
     settings
         .get("lock_timeout")
-        .and_then(|v| v.parse::<u64>().ok())
+        .and_then(|v| crate::pg::settings::parse_duration_ms("lock_timeout", v).ok())
         .filter(|v| *v > 0)
         .map(std::time::Duration::from_millis)
 }
@@ -580,10 +594,7 @@ impl Session {
             return Ok(());
         };
         let id = crate::ed::id_arg(&crate::types::Value::Text(token))?;
-        let ms = self
-            .setting("kiln.read_after_timeout")
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(READ_AFTER_TIMEOUT_MS);
+        let ms = self.setting_ms("kiln.read_after_timeout").unwrap_or(READ_AFTER_TIMEOUT_MS);
         match self.db.engine.wait_known(id, std::time::Duration::from_millis(ms))? {
             kiln_engine::TxnStatus::Durable => Ok(()),
             kiln_engine::TxnStatus::Lost => Err(SqlError::new(
@@ -1464,7 +1475,9 @@ impl Session {
             self.begin_txn(false, None, None, None)?;
         }
         let before = self.txn.as_ref().map(|t| t.txn.operations()).unwrap_or_default();
-        let result = f(self);
+        self.set_configs.lock().clear();
+        // A statement's set_config calls take effect when it succeeds, before it commits.
+        let result = f(self).and_then(|out| self.apply_set_configs().map(|()| out));
         if let Some(t) = &self.txn {
             self.last_operations = Some(t.txn.operations().since(before));
         }

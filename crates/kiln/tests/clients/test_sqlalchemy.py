@@ -88,16 +88,28 @@ Index("sa_book_pages_twice", Book.pages * 2)
 Index("sa_book_long", Book.pages, postgresql_where=Book.pages > 100)
 
 
-@pytest.fixture(params=SERVERS)
+# Each server through psycopg 3 and through psycopg2 (the driver a plain `postgresql://` URL
+# takes in SQLAlchemy 2.0; 2.1 takes psycopg 3).
+DRIVERS = ["postgresql+psycopg://", "postgresql+psycopg2://"]
+
+
+@pytest.fixture(params=[(s, d) for s in SERVERS for d in DRIVERS], ids=lambda p: f"{p[0]}-{p[1]}")
 def engine(request):
-    url = os.environ[request.param]
+    server, driver = request.param
+    url = os.environ[server].replace("postgresql+psycopg://", driver, 1)
     eng = create_engine(url)
-    eng.kiln = request.param == "KILN_URL"
+    assert eng.dialect.driver == driver.removeprefix("postgresql+").removesuffix("://")
+    eng.kiln = server == "KILN_URL"
     Base.metadata.drop_all(eng)
     Base.metadata.create_all(eng)
     yield eng
     Base.metadata.drop_all(eng)
     eng.dispose()
+
+
+def sqlstate(error):
+    """The SQLSTATE of a driver's error: psycopg 3 calls it `sqlstate`, psycopg2 `pgcode`."""
+    return getattr(error, "sqlstate", None) or error.pgcode
 
 
 def test_servers_given():
@@ -232,7 +244,7 @@ def test_native_enum_orders_by_its_labels_and_refuses_others(engine):
     with engine.connect() as c:
         with pytest.raises(DataError) as e:
             c.execute(text("UPDATE sa_book SET status = 'lost'"))
-        assert e.value.orig.sqlstate == "22P02"
+        assert sqlstate(e.value.orig) == "22P02"
         c.rollback()
         # A label added later sorts where it was put.
         c.execute(text("ALTER TYPE sa_book_status ADD VALUE 'review' BEFORE 'published'"))
@@ -252,7 +264,7 @@ def test_constraint_errors_roll_back(engine):
         s.add(Author(name="x"))
         with pytest.raises(IntegrityError) as e:
             s.commit()
-        assert e.value.orig.sqlstate == "23505"
+        assert sqlstate(e.value.orig) == "23505"
         # The error names its constraint and table, as PostgreSQL's does.
         assert e.value.orig.diag.constraint_name == "sa_author_name_key"
         assert e.value.orig.diag.table_name == "sa_author"
@@ -260,14 +272,14 @@ def test_constraint_errors_roll_back(engine):
         s.add(Book(title="orphan", author_id=999_999))
         with pytest.raises(IntegrityError) as e:
             s.commit()
-        assert e.value.orig.sqlstate == "23503"
+        assert sqlstate(e.value.orig) == "23503"
         assert e.value.orig.diag.constraint_name == "sa_book_author_id_fkey"
         s.rollback()
         a = s.scalars(select(Author)).one()
         s.add(Book(title="bad", pages=0, author=a))
         with pytest.raises(IntegrityError) as e:
             s.commit()
-        assert e.value.orig.sqlstate == "23514"
+        assert sqlstate(e.value.orig) == "23514"
         s.rollback()
         assert s.scalar(select(func.count()).select_from(Book)) == 0
 

@@ -236,28 +236,71 @@ pub(crate) fn set_value(e: &ast::Expr) -> String {
     }
 }
 
+/// A duration setting's value in milliseconds, as PostgreSQL reads it: a number (decimals and
+/// an exponent allowed; rounded to whole milliseconds) and an optional unit (`us`, `ms`, `s`,
+/// `min`, `h`, `d`), from 0 to `i32::MAX` ms.
 pub(crate) fn parse_duration_ms(name: &str, v: &str) -> Result<u64> {
-    let v = v.trim().to_lowercase();
-    let (num, unit) = v.split_at(v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len()));
-    let n: u64 = num.parse().map_err(|_| {
+    let invalid = || {
         SqlError::new(
             code::INVALID_PARAMETER_VALUE,
             format!("invalid value for parameter \"{name}\": \"{v}\""),
         )
-    })?;
-    Ok(match unit.trim() {
-        "" | "ms" => n,
-        "s" => n * 1000,
-        "min" => n * 60_000,
-        "h" => n * 3_600_000,
-        _ => {
-            return Err(SqlError::new(
-                code::INVALID_PARAMETER_VALUE,
-                format!("invalid value for parameter \"{name}\": \"{v}\""),
-            )
-            .hint("Valid units are \"ms\", \"s\", \"min\" and \"h\"."))
+    };
+    let t = v.trim();
+    let b = t.as_bytes();
+    let mut end = 0;
+    if matches!(b.first(), Some(b'-' | b'+')) {
+        end = 1;
+    }
+    let digits = |from: usize| from + b[from..].iter().take_while(|c| c.is_ascii_digit()).count();
+    end = digits(end);
+    if b.get(end) == Some(&b'.') {
+        end = digits(end + 1);
+    }
+    if matches!(b.get(end), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(b.get(end + 1), Some(b'-' | b'+')));
+        if b.get(end + 1 + sign).is_some_and(u8::is_ascii_digit) {
+            end = digits(end + 1 + sign);
         }
-    })
+    }
+    let number: f64 = t[..end].parse().map_err(|_| invalid())?;
+    let scale = match t[end..].trim_start() {
+        "" | "ms" => 1.0,
+        "us" => 0.001,
+        "s" => 1_000.0,
+        "min" => 60_000.0,
+        "h" => 3_600_000.0,
+        "d" => 86_400_000.0,
+        _ => return Err(invalid().hint(
+            "Valid units for this parameter are \"us\", \"ms\", \"s\", \"min\", \"h\", and \"d\".",
+        )),
+    };
+    let ms = (number * scale).round();
+    if !ms.is_finite() || ms > f64::from(i32::MAX) || ms < f64::from(i32::MIN) {
+        return Err(invalid().hint("Value exceeds integer range."));
+    }
+    if ms < 0.0 {
+        return Err(SqlError::new(
+            code::INVALID_PARAMETER_VALUE,
+            format!(
+                "{ms} ms is outside the valid range for parameter \"{name}\" (0 .. {})",
+                i32::MAX
+            ),
+        ));
+    }
+    Ok(ms as u64)
+}
+
+/// A duration in milliseconds as SHOW gives it: in the largest unit that holds it whole.
+pub(crate) fn show_duration_ms(ms: u64) -> String {
+    if ms == 0 {
+        return "0".into();
+    }
+    let (n, unit) = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "min"), (1_000, "s")]
+        .into_iter()
+        .find(|(n, _)| ms.is_multiple_of(*n))
+        .unwrap_or((1, "ms"));
+    format!("{}{unit}", ms / n)
 }
 
 pub(crate) fn txn_modes(
@@ -319,6 +362,11 @@ impl Session {
         self.settings.get(name).cloned()
     }
 
+    /// A duration setting's value in milliseconds (`statement_timeout`, …; none when unset).
+    pub fn setting_ms(&self, name: &str) -> Option<u64> {
+        self.setting(name).and_then(|v| parse_duration_ms(name, &v).ok())
+    }
+
     /// The session's time zone: the `TimeZone` setting in force.
     pub fn zone(&self) -> crate::zone::Zone {
         zone_setting(self.txn.as_ref().map(|t| &t.local), &self.settings)
@@ -349,16 +397,14 @@ impl Session {
     /// RESET name: back to the value the client gave at startup, else the default.
     pub(crate) fn reset(&mut self, name: &str) {
         self.remember_settings();
-        let value = self.startup.get(name).cloned().or_else(|| {
-            default_settings(&self.db.config).into_iter().find(|(k, _)| *k == name).map(|(_, v)| v)
-        });
+        let value = self.setting_default(name);
         if let Some(t) = &mut self.txn {
             // The transaction's own characteristics stay what it began with.
             if !name.starts_with("transaction_") {
                 t.local.remove(name);
             }
         }
-        self.settings.insert(name.to_string(), value.unwrap_or_default());
+        self.settings.insert(name.to_string(), value);
     }
 
     /// RESET ALL: every setting back to its startup value or default.
@@ -375,129 +421,42 @@ impl Session {
 
     pub(crate) fn set(&mut self, name: &str, value: &str, local: bool) -> Result<()> {
         let name = name.to_lowercase();
-        let value = value.trim().to_string();
-        if name == "application_name" {
-            self.activity.set_application_name(&value);
+        let normalized = SettingRules {
+            db: &self.db,
+            user: &self.user,
+            settings: &self.settings,
+            startup: &self.startup,
         }
-        let normalized = match name.as_str() {
-            "synchronous_commit" => match value.to_lowercase().as_str() {
-                // In a cluster `local` waits for this node's disk only; alone it is `on`.
-                "local" => "local".to_string(),
-                "on" | "true" | "yes" | "1" | "remote_write" | "remote_apply" => "on".to_string(),
-                "off" | "false" | "no" | "0" => "off".to_string(),
-                _ => {
-                    return Err(SqlError::new(
-                        code::INVALID_PARAMETER_VALUE,
-                        format!("invalid value for parameter \"synchronous_commit\": \"{value}\""),
-                    )
-                    .hint("Available values: local, remote_write, remote_apply, on, off."))
+        .normalize(&name, value)?;
+        if name == "application_name" {
+            self.activity.set_application_name(&normalized);
+        }
+        self.store(name, normalized, local)
+    }
+
+    /// Applies the `set_config` calls of the statement that just succeeded, in order.
+    pub(crate) fn apply_set_configs(&mut self) -> Result<()> {
+        let calls = std::mem::take(&mut *self.set_configs.lock());
+        for call in calls {
+            match call {
+                SetConfig::Set { name, value, local } => self.set(&name, &value, local)?,
+                SetConfig::Reset { name, local: true } => {
+                    let value = self.setting_default(&name);
+                    self.set(&name, &value, true)?
                 }
-            },
-            "default_transaction_isolation" | "transaction_isolation" => {
-                isolation_name(parse_isolation(&value)?).to_string()
+                SetConfig::Reset { name, local: false } => self.reset(&name),
             }
-            "statement_timeout" | "lock_timeout" | "idle_in_transaction_session_timeout" => {
-                parse_duration_ms(&name, &value)?.to_string()
-            }
-            "client_encoding" => {
-                let v = value.to_uppercase().replace('-', "");
-                if v != "UTF8" && v != "UNICODE" && v != "SQL_ASCII" {
-                    return Err(SqlError::new(
-                        code::FEATURE_NOT_SUPPORTED,
-                        format!("client_encoding {value} is not supported by Kiln; use UTF8"),
-                    ));
-                }
-                "UTF8".into()
-            }
-            "timezone" => match crate::zone::parse_setting(&value) {
-                Some((_, shown)) => shown,
-                // SET TIME ZONE LOCAL / DEFAULT: the zone the session started with.
-                None if value.eq_ignore_ascii_case("default")
-                    || value.eq_ignore_ascii_case("local") =>
-                {
-                    self.startup.get("timezone").cloned().unwrap_or_else(|| "UTC".into())
-                }
-                None => {
-                    return Err(SqlError::new(
-                        code::INVALID_PARAMETER_VALUE,
-                        format!("invalid value for parameter \"TimeZone\": \"{value}\""),
-                    )
-                    .hint("Give a zone of the tz database (Europe/Berlin, America/New_York, UTC), hours east of UTC (5.5), or a POSIX offset (UTC+3 is three hours west)."))
-                }
-            },
-            "intervalstyle" => match value.to_lowercase().as_str() {
-                "postgres" => "postgres".into(),
-                "postgres_verbose" | "sql_standard" | "iso_8601" => {
-                    return Err(SqlError::unsupported(format!(
-                        "IntervalStyle {value} (Kiln writes intervals in the postgres style)"
-                    )))
-                }
-                _ => {
-                    return Err(SqlError::new(
-                        code::INVALID_PARAMETER_VALUE,
-                        format!("invalid value for parameter \"IntervalStyle\": \"{value}\""),
-                    )
-                    .hint("Available values: postgres, postgres_verbose, sql_standard, iso_8601."))
-                }
-            },
-            "kiln.read_after" => {
-                if value.is_empty() {
-                    String::new()
-                } else {
-                    crate::ed::id_arg(&crate::types::Value::Text(value.clone()))?.to_string()
-                }
-            }
-            "kiln.read_after_timeout" => parse_duration_ms(&name, &value)?.to_string(),
-            "kiln.durability_level" => {
-                let level =
-                    parse_level(&value, "invalid value for parameter \"kiln.durability_level\"")?;
-                self.db.check_level(&level)?;
-                level.to_string()
-            }
-            "role" => {
-                if value.eq_ignore_ascii_case("none") || value.eq_ignore_ascii_case("default") {
-                    "none".into()
-                } else if value == self.user {
-                    value.clone()
-                } else {
-                    return Err(SqlError::new(
-                        code::UNDEFINED_OBJECT,
-                        format!("role \"{value}\" does not exist"),
-                    )
-                    .hint("Kiln has one role per session: its own user's."));
-                }
-            }
-            "default_transaction_read_only" | "transaction_read_only" => {
-                if crate::types::parse_bool(&value)? {
-                    "on".into()
-                } else {
-                    "off".into()
-                }
-            }
-            "server_version" | "server_version_num" | "server_encoding" | "integer_datetimes"
-            | "max_connections" | "is_superuser" => {
-                return Err(SqlError::new(
-                    "55P02",
-                    format!("parameter \"{name}\" cannot be changed"),
-                ));
-            }
-            n if self.settings.contains_key(n) => value.clone(),
-            "search_path"
-            | "application_name"
-            | "extra_float_digits"
-            | "datestyle"
-            | "client_min_messages"
-            | "work_mem"
-            | "jit"
-            | "row_security" => value.clone(),
-            n if n.contains('.') => value.clone(),
-            _ => {
-                return Err(SqlError::new(
-                    code::UNDEFINED_SETTING,
-                    format!("unrecognized configuration parameter \"{name}\""),
-                ))
-            }
-        };
+        }
+        Ok(())
+    }
+
+    /// What RESET returns a setting to: its startup value, else its default.
+    fn setting_default(&self, name: &str) -> String {
+        setting_default(&self.db.config, &self.startup, name)
+    }
+
+    /// Keeps a normalized value: for the transaction (`SET LOCAL`) or the session.
+    fn store(&mut self, name: String, normalized: String, local: bool) -> Result<()> {
         if name == "transaction_isolation" {
             if let Some(t) = &self.txn {
                 if t.txn.has_writes() || t.txn.read_dependency() > 0 {
@@ -626,5 +585,294 @@ impl Session {
             other => return Err(SqlError::unsupported(format!("the statement {other}"))),
         }
         Ok(Output::Command("SET".into()))
+    }
+}
+
+/// What a setting's value must be, and how it is shown: the checks of SET and `set_config`.
+pub(crate) struct SettingRules<'a> {
+    pub(crate) db: &'a Database,
+    pub(crate) user: &'a str,
+    pub(crate) settings: &'a std::collections::BTreeMap<String, String>,
+    pub(crate) startup: &'a std::collections::BTreeMap<String, String>,
+}
+
+impl SettingRules<'_> {
+    /// The value `name` (lowercased) takes for `value`, as SHOW will show it; refused when the
+    /// setting is unknown, fixed or the value is not one it takes.
+    pub(crate) fn normalize(&self, name: &str, value: &str) -> Result<String> {
+        let value = value.trim().to_string();
+        let normalized = match name {
+            "synchronous_commit" => match value.to_lowercase().as_str() {
+                // In a cluster `local` waits for this node's disk only; alone it is `on`.
+                "local" => "local".to_string(),
+                "on" | "true" | "yes" | "1" | "remote_write" | "remote_apply" => "on".to_string(),
+                "off" | "false" | "no" | "0" => "off".to_string(),
+                _ => {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        format!("invalid value for parameter \"synchronous_commit\": \"{value}\""),
+                    )
+                    .hint("Available values: local, remote_write, remote_apply, on, off."))
+                }
+            },
+            "default_transaction_isolation" | "transaction_isolation" => {
+                isolation_name(parse_isolation(&value)?).to_string()
+            }
+            "statement_timeout" | "lock_timeout" | "idle_in_transaction_session_timeout" => {
+                show_duration_ms(parse_duration_ms(name, &value)?)
+            }
+            "client_encoding" => {
+                let v = value.to_uppercase().replace('-', "");
+                if v != "UTF8" && v != "UNICODE" && v != "SQL_ASCII" {
+                    return Err(SqlError::new(
+                        code::FEATURE_NOT_SUPPORTED,
+                        format!("client_encoding {value} is not supported by Kiln; use UTF8"),
+                    ));
+                }
+                "UTF8".into()
+            }
+            "timezone" => match crate::zone::parse_setting(&value) {
+                Some((_, shown)) => shown,
+                // SET TIME ZONE LOCAL / DEFAULT: the zone the session started with.
+                None if value.eq_ignore_ascii_case("default")
+                    || value.eq_ignore_ascii_case("local") =>
+                {
+                    self.startup.get("timezone").cloned().unwrap_or_else(|| "UTC".into())
+                }
+                None => {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        format!("invalid value for parameter \"TimeZone\": \"{value}\""),
+                    )
+                    .hint("Give a zone of the tz database (Europe/Berlin, America/New_York, UTC), hours east of UTC (5.5), or a POSIX offset (UTC+3 is three hours west)."))
+                }
+            },
+            "intervalstyle" => match value.to_lowercase().as_str() {
+                "postgres" => "postgres".into(),
+                "postgres_verbose" | "sql_standard" | "iso_8601" => {
+                    return Err(SqlError::unsupported(format!(
+                        "IntervalStyle {value} (Kiln writes intervals in the postgres style)"
+                    )))
+                }
+                _ => {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        format!("invalid value for parameter \"IntervalStyle\": \"{value}\""),
+                    )
+                    .hint("Available values: postgres, postgres_verbose, sql_standard, iso_8601."))
+                }
+            },
+            "kiln.read_after" => {
+                if value.is_empty() {
+                    String::new()
+                } else {
+                    crate::ed::id_arg(&crate::types::Value::Text(value.clone()))?.to_string()
+                }
+            }
+            "kiln.read_after_timeout" => show_duration_ms(parse_duration_ms(name, &value)?),
+            "kiln.durability_level" => {
+                let level =
+                    parse_level(&value, "invalid value for parameter \"kiln.durability_level\"")?;
+                self.db.check_level(&level)?;
+                level.to_string()
+            }
+            "role" => {
+                if value.eq_ignore_ascii_case("none") || value.eq_ignore_ascii_case("default") {
+                    "none".into()
+                } else if value == self.user {
+                    value.clone()
+                } else {
+                    return Err(SqlError::new(
+                        code::UNDEFINED_OBJECT,
+                        format!("role \"{value}\" does not exist"),
+                    )
+                    .hint("Kiln has one role per session: its own user's."));
+                }
+            }
+            "default_transaction_read_only" | "transaction_read_only" => {
+                if crate::types::parse_bool(&value)? {
+                    "on".into()
+                } else {
+                    "off".into()
+                }
+            }
+            "server_version" | "server_version_num" | "server_encoding" | "integer_datetimes"
+            | "max_connections" | "is_superuser" => {
+                return Err(SqlError::new(
+                    "55P02",
+                    format!("parameter \"{name}\" cannot be changed"),
+                ));
+            }
+            n if self.settings.contains_key(n) => value.clone(),
+            "search_path"
+            | "application_name"
+            | "extra_float_digits"
+            | "datestyle"
+            | "client_min_messages"
+            | "work_mem"
+            | "jit"
+            | "row_security" => value.clone(),
+            n if n.contains('.') => value.clone(),
+            _ => {
+                return Err(SqlError::new(
+                    code::UNDEFINED_SETTING,
+                    format!("unrecognized configuration parameter \"{name}\""),
+                ))
+            }
+        };
+        Ok(normalized)
+    }
+}
+
+/// What RESET returns a setting to: its startup value, else its default.
+pub(crate) fn setting_default(
+    config: &SessionConfig,
+    startup: &std::collections::BTreeMap<String, String>,
+    name: &str,
+) -> String {
+    startup
+        .get(name)
+        .cloned()
+        .or_else(|| default_settings(config).into_iter().find(|(k, _)| *k == name).map(|(_, v)| v))
+        .unwrap_or_default()
+}
+
+/// A `set_config` call inside a larger query, applied when its statement succeeds.
+#[derive(Debug, Clone)]
+pub(crate) enum SetConfig {
+    Set {
+        name: String,
+        value: String,
+        local: bool,
+    },
+    /// A NULL value: back to the default (`RESET`).
+    Reset {
+        name: String,
+        local: bool,
+    },
+}
+
+/// What pg_settings tells of a setting besides its value.
+pub(crate) struct SettingInfo {
+    /// The name as PostgreSQL spells it (`TimeZone`).
+    pub(crate) name: String,
+    pub(crate) vartype: &'static str,
+    /// The unit `setting` is given in (`ms`, `kB`).
+    pub(crate) unit: Option<&'static str>,
+    pub(crate) category: &'static str,
+    pub(crate) short_desc: &'static str,
+    /// Who may change it: `user`, or `internal` (fixed) / `postmaster` (at start).
+    pub(crate) context: &'static str,
+    pub(crate) bounds: Option<(i64, i64)>,
+    pub(crate) choices: &'static [&'static str],
+}
+
+const STATEMENT: &str = "Client Connection Defaults / Statement Behavior";
+const LOCALE: &str = "Client Connection Defaults / Locale and Formatting";
+const PRESET: &str = "Preset Options";
+const ISOLATIONS: &[&str] =
+    &["serializable", "repeatable read", "read committed", "read uncommitted"];
+
+/// pg_settings' description of setting `name` (lowercased).
+pub(crate) fn setting_info(name: &str) -> SettingInfo {
+    let ms = Some((0, i64::from(i32::MAX)));
+    #[rustfmt::skip]
+    let (vartype, unit, category, short_desc, context, bounds, choices): (_, _, _, _, _, _, &[&str]) = match name {
+        "statement_timeout" => ("integer", Some("ms"), STATEMENT, "Sets the maximum allowed duration of any statement.", "user", ms, &[]),
+        "lock_timeout" => ("integer", Some("ms"), STATEMENT, "Sets the maximum allowed duration of any wait for a lock.", "user", ms, &[]),
+        "idle_in_transaction_session_timeout" => ("integer", Some("ms"), STATEMENT, "Sets the maximum allowed idle time between queries, when in a transaction.", "user", ms, &[]),
+        "kiln.read_after_timeout" => ("integer", Some("ms"), "Kiln", "How long a transaction waits for the commit kiln.read_after names.", "user", ms, &[]),
+        "work_mem" | "maintenance_work_mem" => ("integer", Some("kB"), "Resource Usage / Memory", "Sets the maximum memory to be used for query workspaces.", "user", Some((64, i64::from(i32::MAX))), &[]),
+        "synchronous_commit" => ("enum", None, "Write-Ahead Log / Settings", "Sets the current transaction's synchronization level.", "user", None, &["local", "remote_write", "remote_apply", "on", "off"]),
+        "default_transaction_isolation" => ("enum", None, STATEMENT, "Sets the transaction isolation level of each new transaction.", "user", None, ISOLATIONS),
+        "transaction_isolation" => ("enum", None, STATEMENT, "Sets the current transaction's isolation level.", "user", None, ISOLATIONS),
+        "default_transaction_read_only" => ("bool", None, STATEMENT, "Sets the default read-only status of new transactions.", "user", None, &[]),
+        "transaction_read_only" => ("bool", None, STATEMENT, "Sets the current transaction's read-only status.", "user", None, &[]),
+        "search_path" => ("string", None, STATEMENT, "Sets the schema search order for names that are not schema-qualified.", "user", None, &[]),
+        "bytea_output" => ("enum", None, STATEMENT, "Sets the output format for bytea.", "user", None, &["escape", "hex"]),
+        "client_min_messages" => ("enum", None, STATEMENT, "Sets the message levels that are sent to the client.", "user", None, &["debug5", "debug4", "debug3", "debug2", "debug1", "log", "notice", "warning", "error"]),
+        "row_security" => ("bool", None, STATEMENT, "Enable row security.", "user", None, &[]),
+        "client_encoding" => ("string", None, LOCALE, "Sets the client's character set encoding.", "user", None, &[]),
+        "datestyle" => ("string", None, LOCALE, "Sets the display format for date and time values.", "user", None, &[]),
+        "intervalstyle" => ("enum", None, LOCALE, "Sets the display format for interval values.", "user", None, &["postgres", "postgres_verbose", "sql_standard", "iso_8601"]),
+        "timezone" => ("string", None, LOCALE, "Sets the time zone for displaying and interpreting time stamps.", "user", None, &[]),
+        "extra_float_digits" => ("integer", None, LOCALE, "Sets the number of digits displayed for floating-point values.", "user", Some((-15, 3)), &[]),
+        "application_name" => ("string", None, "Reporting and Logging / What to Log", "Sets the application name to be reported in statistics and logs.", "user", None, &[]),
+        "standard_conforming_strings" => ("bool", None, "Version and Platform Compatibility / Previous PostgreSQL Versions", "Causes '...' strings to treat backslashes literally.", "user", None, &[]),
+        "jit" => ("bool", None, "Query Tuning / Other Planner Options", "Allow JIT compilation.", "user", None, &[]),
+        "max_connections" => ("integer", None, "Connections and Authentication / Connection Settings", "Sets the maximum number of concurrent connections.", "postmaster", Some((1, 262_143)), &[]),
+        "server_version" => ("string", None, PRESET, "Shows the server version.", "internal", None, &[]),
+        "server_version_num" => ("integer", None, PRESET, "Shows the server version as an integer.", "internal", None, &[]),
+        "server_encoding" => ("string", None, PRESET, "Shows the server (database) character set encoding.", "internal", None, &[]),
+        "integer_datetimes" => ("bool", None, PRESET, "Shows whether datetimes are integer based.", "internal", None, &[]),
+        "max_index_keys" => ("integer", None, PRESET, "Shows the maximum number of index keys.", "internal", None, &[]),
+        "max_identifier_length" => ("integer", None, PRESET, "Shows the maximum identifier length.", "internal", None, &[]),
+        "block_size" => ("integer", None, PRESET, "Shows the size of a disk block.", "internal", None, &[]),
+        "is_superuser" => ("bool", None, "Customized Options", "Shows whether the current user is a superuser.", "internal", None, &[]),
+        "kiln.durability_level" => ("string", None, "Kiln", "Where a safe commit must be durable: local, quorum, all or site:<name>.", "user", None, &[]),
+        "kiln.read_after" => ("string", None, "Kiln", "The commit each transaction begins after (a kiln_last_txid()).", "user", None, &[]),
+        _ => ("string", None, "Customized Options", "", "user", None, &[]),
+    };
+    SettingInfo {
+        name: show_column(name),
+        vartype,
+        unit,
+        category,
+        short_desc,
+        context,
+        bounds,
+        choices,
+    }
+}
+
+/// A value as pg_settings' `setting` gives it: durations in milliseconds, memory in kB,
+/// booleans as `on`/`off`.
+pub(crate) fn setting_in_unit(info: &SettingInfo, value: &str) -> String {
+    match info.unit {
+        Some("ms") => {
+            parse_duration_ms(&info.name, value).map(|v| v.to_string()).unwrap_or_default()
+        }
+        Some("kB") => {
+            let v = value.trim();
+            let digits = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+            let n: i64 = v[..digits].parse().unwrap_or(0);
+            let scale = match v[digits..].trim() {
+                "MB" => 1024,
+                "GB" => 1024 * 1024,
+                "TB" => 1024 * 1024 * 1024,
+                _ => 1,
+            };
+            n.saturating_mul(scale).to_string()
+        }
+        _ => value.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_and_show_as_postgresql_does() {
+        for (given, ms, shown) in [
+            ("0", 0, "0"),
+            ("1.5", 2, "2ms"),
+            ("0.5s", 500, "500ms"),
+            ("1 s", 1000, "1s"),
+            ("1000us", 1, "1ms"),
+            ("1e3", 1000, "1s"),
+            ("90s", 90_000, "90s"),
+            ("2min", 120_000, "2min"),
+            ("86400000", 86_400_000, "1d"),
+            ("0.0004s", 0, "0"),
+            ("-0", 0, "0"),
+            ("2147483647", 2_147_483_647, "2147483647ms"),
+        ] {
+            assert_eq!(parse_duration_ms("t", given).unwrap(), ms, "{given}");
+            assert_eq!(show_duration_ms(ms), shown, "{given}");
+        }
+        for bad in ["", "-1", "3000000000", "10x", "1S", "1e400", "s", "1..2", "nan", "1e"] {
+            assert!(parse_duration_ms("t", bad).is_err(), "{bad}");
+        }
     }
 }

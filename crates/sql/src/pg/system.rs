@@ -275,10 +275,67 @@ impl SystemTables for System<'_> {
                         .collect(),
                 ))
             }
-            "pg_settings" => Some((
-                cols(&[("name", T), ("setting", T)]),
-                self.settings.iter().map(|(k, v)| vec![text(k), text(v)]).collect(),
-            )),
+            "pg_settings" => {
+                use crate::pg::settings::{default_settings, setting_in_unit, setting_info};
+                let defaults: BTreeMap<&str, String> =
+                    default_settings(&self.db.config).into_iter().collect();
+                let opt = |s: Option<String>| s.map_or(Value::Null, Value::Text);
+                let rows = self
+                    .settings
+                    .iter()
+                    .map(|(k, v)| {
+                        let info = setting_info(k);
+                        let boot = defaults.get(k.as_str()).map(|d| setting_in_unit(&info, d));
+                        let source = match defaults.get(k.as_str()) {
+                            Some(d) if d == v => "default",
+                            _ => "session",
+                        };
+                        let choices = (!info.choices.is_empty())
+                            .then(|| Value::Array(info.choices.iter().map(|c| text(c)).collect()));
+                        vec![
+                            text(&info.name),
+                            text(&setting_in_unit(&info, v)),
+                            opt(info.unit.map(str::to_string)),
+                            text(info.category),
+                            opt((!info.short_desc.is_empty()).then(|| info.short_desc.to_string())),
+                            Value::Null,
+                            text(info.context),
+                            text(info.vartype),
+                            text(source),
+                            opt(info.bounds.map(|b| b.0.to_string())),
+                            opt(info.bounds.map(|b| b.1.to_string())),
+                            choices.unwrap_or(Value::Null),
+                            opt(boot.clone()),
+                            opt(boot),
+                            Value::Null,
+                            Value::Null,
+                            Value::Bool(false),
+                        ]
+                    })
+                    .collect();
+                Some((
+                    cols(&[
+                        ("name", T),
+                        ("setting", T),
+                        ("unit", T),
+                        ("category", T),
+                        ("short_desc", T),
+                        ("extra_desc", T),
+                        ("context", T),
+                        ("vartype", T),
+                        ("source", T),
+                        ("min_val", T),
+                        ("max_val", T),
+                        ("enumvals", TA),
+                        ("boot_val", T),
+                        ("reset_val", T),
+                        ("sourcefile", T),
+                        ("sourceline", I4),
+                        ("pending_restart", B),
+                    ]),
+                    rows,
+                ))
+            }
             "pg_database" => {
                 let names = self.db.catalog().databases(txn)?;
                 Some((

@@ -1,0 +1,243 @@
+"""asyncpg against a running Kiln server (KILN_DSN) and a stock PostgreSQL (PG_DSN), with the
+same expectations: asyncpg speaks the binary format for every value, describes every
+statement and resolves unknown types with its own catalog query on first use, copies in
+binary, and reads constraint and table names off errors.
+
+Run by `cargo test -p kiln --test asyncpg`, which starts both servers."""
+
+import asyncio
+import datetime
+import json
+import os
+import uuid
+from decimal import Decimal
+
+import asyncpg
+import pytest
+
+SERVERS = [k for k in ("KILN_DSN", "PG_DSN") if os.environ.get(k)]
+
+
+@pytest.fixture(params=SERVERS)
+def dsn(request):
+    return os.environ[request.param]
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def schema(c):
+    await c.execute(
+        """
+        DROP TABLE IF EXISTS ap_item, ap_owner CASCADE;
+        DROP TYPE IF EXISTS ap_mood;
+        CREATE TYPE ap_mood AS ENUM ('sad', 'ok', 'happy');
+        CREATE TABLE ap_owner (id serial PRIMARY KEY, name text NOT NULL UNIQUE);
+        CREATE TABLE ap_item (
+            id bigserial PRIMARY KEY,
+            owner_id int REFERENCES ap_owner (id) ON DELETE CASCADE,
+            name varchar(40), price numeric(10, 2), qty int, tags text[], meta jsonb,
+            made timestamptz, day date, dur interval, u uuid DEFAULT gen_random_uuid(),
+            mood ap_mood, flag bool, raw bytea, f8 float8, t time, small int2
+        );
+        """
+    )
+
+
+ROW = (
+    "n1",
+    Decimal("0.00"),
+    3,
+    ["a", "b c", None],
+    json.dumps({"k": [1, 2]}),
+    datetime.datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=datetime.timezone.utc),
+    datetime.date(2024, 2, 29),
+    datetime.timedelta(days=1, seconds=5, microseconds=7),
+    "happy",
+    True,
+    b"\x00\xff\x01",
+    -1.5,
+    datetime.time(23, 59, 58, 123456),
+    -7,
+)
+COLUMNS = "name, price, qty, tags, meta, made, day, dur, mood, flag, raw, f8, t, small"
+
+
+def test_binary_values_round_trip(dsn):
+    async def go():
+        c = await asyncpg.connect(dsn)
+        try:
+            await schema(c)
+            oid = await c.fetchval("INSERT INTO ap_owner (name) VALUES ($1) RETURNING id", "ann")
+            args = ", ".join(f"${i}" for i in range(2, len(ROW) + 2))
+            await c.execute(f"INSERT INTO ap_item (owner_id, {COLUMNS}) VALUES ($1, {args})", oid, *ROW)
+            got = await c.fetchrow(f"SELECT {COLUMNS} FROM ap_item")
+            assert tuple(got) == ROW
+            # numeric keeps its scale in binary, zero too.
+            assert str(got["price"]) == "0.00"
+            assert isinstance(await c.fetchval("SELECT u FROM ap_item"), uuid.UUID)
+            # NULLs of every type, and the types asyncpg was told.
+            nulls = ", ".join("NULL" for _ in ROW)
+            await c.execute(f"INSERT INTO ap_item ({COLUMNS}) VALUES ({nulls})")
+            row = await c.fetchrow(f"SELECT {COLUMNS} FROM ap_item WHERE name IS NULL")
+            assert tuple(row) == (None,) * len(ROW)
+            stmt = await c.prepare(f"SELECT {COLUMNS} FROM ap_item WHERE qty > $1")
+            assert [p.name for p in stmt.get_parameters()] == ["int4"]
+            assert [a.type.name for a in stmt.get_attributes()] == [
+                "varchar", "numeric", "int4", "text[]", "jsonb", "timestamptz", "date",
+                "interval", "ap_mood", "bool", "bytea", "float8", "time", "int2",
+            ]
+            # A codec for jsonb, set through asyncpg's type introspection.
+            await c.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+            assert await c.fetchval("SELECT meta FROM ap_item WHERE qty = 3") == {"k": [1, 2]}
+            assert await c.fetchval("SELECT $1::jsonb -> 'k' -> 1", {"k": [5, 6]}) == 6
+        finally:
+            await c.close()
+
+    run(go())
+
+
+def test_executemany_arrays_and_keyset_pages(dsn):
+    async def go():
+        c = await asyncpg.connect(dsn)
+        try:
+            await schema(c)
+            oid = await c.fetchval("INSERT INTO ap_owner (name) VALUES ('bo') RETURNING id")
+            await c.executemany(
+                "INSERT INTO ap_item (owner_id, name, qty, price) VALUES ($1, $2, $3, $4)",
+                [(oid, f"i{i:02}", i % 4, Decimal(i) / 4) for i in range(40)],
+            )
+            assert await c.fetchval("SELECT count(*) FROM ap_item") == 40
+            ids = await c.fetch("SELECT id FROM ap_item WHERE id = ANY($1::bigint[]) ORDER BY id", [3, 5, 99])
+            assert [r["id"] for r in ids] == [3, 5]
+            total = await c.fetchrow("SELECT sum(price), array_agg(name ORDER BY id) FROM ap_item WHERE qty = $1", 2)
+            assert total[0] == sum(Decimal(i) / 4 for i in range(40) if i % 4 == 2)
+            assert total[1] == [f"i{i:02}" for i in range(40) if i % 4 == 2]
+            # Keyset pagination over (qty, id), a row comparison, in pages of 7.
+            seen, last = [], (-1, 0)
+            while True:
+                page = await c.fetch(
+                    "SELECT qty, id FROM ap_item WHERE (qty, id) > ($1, $2) ORDER BY qty, id LIMIT 7", *last
+                )
+                if not page:
+                    break
+                seen += [(r["qty"], r["id"]) for r in page]
+                last = seen[-1]
+            assert seen == sorted((i % 4, i + 1) for i in range(40))
+        finally:
+            await c.close()
+
+    run(go())
+
+
+def test_binary_copy_both_ways(dsn, tmp_path):
+    async def go():
+        c = await asyncpg.connect(dsn)
+        try:
+            await schema(c)
+            oid = await c.fetchval("INSERT INTO ap_owner (name) VALUES ('cy') RETURNING id")
+            records = [(oid, *ROW[:1], Decimal(i), i, *ROW[3:]) for i in range(100)]
+            res = await c.copy_records_to_table("ap_item", records=records, columns=["owner_id", *COLUMNS.split(", ")])
+            assert res == "COPY 100"
+            got = await c.fetch(f"SELECT owner_id, {COLUMNS} FROM ap_item ORDER BY qty")
+            assert [tuple(r) for r in got] == records
+            out = tmp_path / "items.bin"
+            assert await c.copy_from_table("ap_item", columns=["qty", "name"], output=str(out), format="binary") == "COPY 100"
+            await c.execute("DELETE FROM ap_item")
+            assert await c.copy_to_table("ap_item", source=str(out), columns=["qty", "name"], format="binary") == "COPY 100"
+            assert await c.fetchval("SELECT sum(qty) FROM ap_item WHERE name = 'n1'") == sum(range(100))
+            # A bad row fails the COPY and leaves nothing behind.
+            with pytest.raises(asyncpg.NotNullViolationError):
+                await c.copy_records_to_table("ap_owner", records=[("x",), (None,)], columns=["name"])
+            assert await c.fetchval("SELECT count(*) FROM ap_owner") == 1
+        finally:
+            await c.close()
+
+    run(go())
+
+
+def test_transactions_cursors_and_errors(dsn):
+    async def go():
+        c = await asyncpg.connect(dsn)
+        try:
+            await schema(c)
+            await c.execute("INSERT INTO ap_owner (name) VALUES ('ann'), ('bo')")
+            await c.execute("INSERT INTO ap_item (owner_id, qty) SELECT 1, g FROM generate_series(1, 12) g")
+            async with c.transaction():
+                cur = await c.cursor("SELECT qty FROM ap_item ORDER BY qty")
+                assert [r["qty"] for r in await cur.fetch(3)] == [1, 2, 3]
+                await cur.forward(2)
+                assert (await cur.fetchrow())["qty"] == 6
+                assert [r["qty"] async for r in c.cursor("SELECT qty FROM ap_item WHERE qty > $1", 9, prefetch=2)] == [10, 11, 12]
+            # A savepoint (a nested transaction) rolls back alone; errors name their constraint.
+            async with c.transaction():
+                await c.execute("UPDATE ap_item SET qty = qty + 100")
+                with pytest.raises(asyncpg.UniqueViolationError) as e:
+                    async with c.transaction():
+                        await c.execute("INSERT INTO ap_owner (name) VALUES ('ann')")
+                assert e.value.constraint_name == "ap_owner_name_key"
+                assert e.value.table_name == "ap_owner"
+                assert e.value.schema_name == "public"
+            assert await c.fetchval("SELECT min(qty) FROM ap_item") == 101
+            with pytest.raises(asyncpg.ForeignKeyViolationError) as e:
+                await c.execute("INSERT INTO ap_item (owner_id) VALUES (42)")
+            assert e.value.constraint_name == "ap_item_owner_id_fkey"
+            with pytest.raises(asyncpg.CheckViolationError):
+                await c.execute("ALTER TABLE ap_item ADD CONSTRAINT ap_qty_small CHECK (qty < 50)")
+            # A failed transaction rolls back everything in it.
+            with pytest.raises(asyncpg.DivisionByZeroError):
+                async with c.transaction(isolation="serializable"):
+                    await c.execute("DELETE FROM ap_item")
+                    await c.fetchval("SELECT 1 / count(*) FROM ap_item")
+            assert await c.fetchval("SELECT count(*) FROM ap_item") == 12
+            async with c.transaction(isolation="repeatable_read", readonly=True):
+                with pytest.raises(asyncpg.ReadOnlySQLTransactionError):
+                    await c.execute("DELETE FROM ap_item")
+            # ON DELETE CASCADE.
+            await c.execute("DELETE FROM ap_owner WHERE id = 1")
+            assert await c.fetchval("SELECT count(*) FROM ap_item") == 0
+        finally:
+            await c.close()
+
+    run(go())
+
+
+def test_pool(dsn):
+    async def go():
+        async with asyncpg.create_pool(dsn, min_size=2, max_size=4) as pool:
+            got = await asyncio.gather(*[pool.fetchval("SELECT $1::int * 2", i) for i in range(20)])
+            assert got == [i * 2 for i in range(20)]
+            async with pool.acquire() as c:
+                await c.execute("SET application_name = 'pooled'")
+            # The pool resets a connection it takes back (RESET ALL and friends).
+            names = await asyncio.gather(*[pool.fetchval("SHOW application_name") for _ in range(8)])
+            assert set(names) == {""}
+
+    run(go())
+
+
+def test_ed_surface():
+    if "KILN_DSN" not in SERVERS:
+        pytest.skip("the ED surface is Kiln's")
+
+    async def go():
+        c = await asyncpg.connect(os.environ["KILN_DSN"])
+        try:
+            await schema(c)
+            # A fast transaction: acknowledged at commit, durable later.
+            await c.execute("SET synchronous_commit = off")
+            await c.execute("INSERT INTO ap_owner (name) VALUES ('fast')")
+            txid = await c.fetchval("SELECT kiln_last_txid()")
+            assert await c.fetchval("SELECT kiln_txn_status($1)", txid) in ("committed", "durable")
+            assert await c.fetchval("SELECT kiln_wait($1, 5000)", txid) == "durable"
+            # A safe one: durable when acknowledged.
+            await c.execute("SET synchronous_commit = on")
+            async with c.transaction():
+                await c.execute("INSERT INTO ap_owner (name) VALUES ('safe')")
+            txid = await c.fetchval("SELECT kiln_last_txid()")
+            assert await c.fetchval("SELECT kiln_txn_status($1)", txid) == "durable"
+        finally:
+            await c.close()
+
+    run(go())
