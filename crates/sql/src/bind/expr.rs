@@ -207,6 +207,28 @@ impl<'a> Planner<'a> {
                 let (x, _) = self.coerce(x, DataType::Unknown.min_known(ty), ty)?;
                 (Expr::InList(Box::new(x), items, *negated), DataType::Bool)
             }
+            E::InSubquery { expr, subquery, negated } if row_items(expr).is_some() => {
+                // (a, b) IN (SELECT x, y …): each item compared with its column.
+                let items = row_items(expr).unwrap_or_default();
+                let (plan, refs, outer) = self.plan_subquery(subquery, scope)?;
+                if plan.columns.len() != items.len() {
+                    let which = if plan.columns.len() > items.len() { "many" } else { "few" };
+                    return Err(SqlError::syntax(format!("subquery has too {which} columns")));
+                }
+                let mut xs = Vec::with_capacity(items.len());
+                for (item, (_, cty)) in items.into_iter().zip(&plan.columns) {
+                    let (x, ty) = self.expr(item, scope, aggs)?;
+                    xs.push(self.coerce(x, ty, *cty)?.0);
+                }
+                (
+                    Expr::Subquery(
+                        SubPlan(Arc::new(plan), outer),
+                        SubqueryKind::InRow(xs, *negated),
+                        refs,
+                    ),
+                    DataType::Bool,
+                )
+            }
             E::InSubquery { expr, subquery, negated } => {
                 let (x, ty) = self.expr(expr, scope, aggs)?;
                 let (plan, refs, outer) = self.plan_subquery(subquery, scope)?;

@@ -46,6 +46,11 @@ impl std::fmt::Display for Expr {
                 SubqueryKind::Exists(true) => f.write_str("NOT EXISTS (subquery)"),
                 SubqueryKind::In(x, false) => write!(f, "({x} IN (subquery))"),
                 SubqueryKind::In(x, true) => write!(f, "({x} NOT IN (subquery))"),
+                SubqueryKind::InRow(xs, negated) => {
+                    f.write_str("((")?;
+                    list(f, xs)?;
+                    write!(f, ") {}IN (subquery))", if *negated { "NOT " } else { "" })
+                }
                 SubqueryKind::Array => f.write_str("ARRAY(subquery)"),
             },
             Expr::AnyOp(x, op, arr, all) => {

@@ -589,6 +589,8 @@ pub enum SubqueryKind {
     Exists(bool),
     /// x [NOT] IN (SELECT …)
     In(Box<Expr>, bool),
+    /// (x, y, …) [NOT] IN (SELECT a, b, …): row values, compared pair by pair.
+    InRow(Vec<Expr>, bool),
     /// ARRAY(SELECT …): the values as an array literal ('{a,b}').
     Array,
 }
@@ -597,9 +599,17 @@ pub enum SubqueryKind {
 /// expression reads), shared by every use of the result.
 pub type SubqueryValues = std::sync::Arc<Vec<Value>>;
 
-/// The first column of each row.
+/// The first column of each row; a row of several columns (only a row-valued IN reads
+/// them) as an array of its values.
 pub fn subquery_values(rows: Vec<Vec<Value>>) -> SubqueryValues {
-    std::sync::Arc::new(rows.into_iter().filter_map(|r| r.into_iter().next()).collect())
+    std::sync::Arc::new(
+        rows.into_iter()
+            .map(|r| match <[Value; 1]>::try_from(r) {
+                Ok([v]) => v,
+                Err(r) => Value::Array(r),
+            })
+            .collect(),
+    )
 }
 
 impl SubqueryKind {
@@ -608,6 +618,33 @@ impl SubqueryKind {
     pub fn resolve(self, values: SubqueryValues) -> Result<Expr> {
         Ok(match self {
             SubqueryKind::In(x, negated) => Expr::InValues(x, values, negated),
+            SubqueryKind::InRow(xs, negated) => {
+                // OR of the row equalities, one per row the subquery returned.
+                let rows = values
+                    .iter()
+                    .map(|r| {
+                        let Value::Array(items) = r else { return Expr::Const(Value::Null) };
+                        let pairs = xs
+                            .iter()
+                            .zip(items)
+                            .map(|(x, v)| {
+                                Expr::Binary(
+                                    BinOp::Eq,
+                                    Box::new(x.clone()),
+                                    Box::new(Expr::Const(v.clone())),
+                                )
+                            })
+                            .collect();
+                        crate::bind::balanced(true, pairs)
+                    })
+                    .collect();
+                let any = crate::bind::balanced(false, rows);
+                if negated {
+                    Expr::Not(Box::new(any))
+                } else {
+                    any
+                }
+            }
             other => Expr::Const(other.value(&values, &Value::Null)?),
         })
     }
@@ -627,6 +664,7 @@ impl SubqueryKind {
             }
             SubqueryKind::Exists(negated) => Value::Bool(values.is_empty() == *negated),
             SubqueryKind::In(_, negated) => in_values(left, values, *negated),
+            SubqueryKind::InRow(_, negated) => in_rows(left, values, *negated),
             SubqueryKind::Array => {
                 crate::array::check_len(values.len())?;
                 Value::Array(values.to_vec())
@@ -823,6 +861,9 @@ impl Expr {
                 };
                 let left = match kind {
                     SubqueryKind::In(x, _) => x.eval(row, ctx)?,
+                    SubqueryKind::InRow(xs, _) => {
+                        Value::Array(xs.iter().map(|x| x.eval(row, ctx)).collect::<Result<_>>()?)
+                    }
                     _ => Value::Null,
                 };
                 let values = if refs.is_empty() && !plan.1.deep {
@@ -1047,6 +1088,7 @@ impl Expr {
             Expr::Const(_) | Expr::Column(_) | Expr::Param(_) | Expr::Outer(_) => {}
             Expr::Subquery(_, kind, _) => match kind {
                 SubqueryKind::In(x, _) => f(x),
+                SubqueryKind::InRow(xs, _) => xs.iter().for_each(f),
                 SubqueryKind::Scalar | SubqueryKind::Exists(_) | SubqueryKind::Array => {}
             },
             Expr::Not(x)
@@ -1108,6 +1150,10 @@ impl Expr {
             Expr::Subquery(plan, kind, refs) => {
                 let kind = match kind {
                     SubqueryKind::In(x, negated) => SubqueryKind::In(b(x)?, negated),
+                    SubqueryKind::InRow(xs, negated) => SubqueryKind::InRow(
+                        xs.into_iter().map(&mut *f).collect::<Result<_>>()?,
+                        negated,
+                    ),
                     k @ (SubqueryKind::Scalar | SubqueryKind::Exists(_) | SubqueryKind::Array) => k,
                 };
                 Expr::Subquery(plan, kind, refs)

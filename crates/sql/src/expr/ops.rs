@@ -35,6 +35,39 @@ pub(crate) fn in_values(v: &Value, values: &[Value], negated: bool) -> Value {
     }
 }
 
+/// `(x, y, …) [NOT] IN (rows)`, each row an array of its values: true when a row equals the
+/// left one pair by pair, else NULL when some row's comparison was NULL (no pair differed,
+/// one had a NULL), else false.
+pub(crate) fn in_rows(left: &Value, rows: &[Value], negated: bool) -> Value {
+    let Value::Array(left) = left else { return Value::Null };
+    let mut saw_null = false;
+    for row in rows {
+        let Value::Array(items) = row else { continue };
+        let mut unknown = false;
+        let mut differs = false;
+        for (a, b) in left.iter().zip(items) {
+            if a.is_null() || b.is_null() {
+                unknown = true;
+            } else if a.sql_cmp(b) != Some(Ordering::Equal) {
+                differs = true;
+                break;
+            }
+        }
+        if differs {
+            continue;
+        }
+        if !unknown {
+            return Value::Bool(!negated);
+        }
+        saw_null = true;
+    }
+    if saw_null {
+        Value::Null
+    } else {
+        Value::Bool(negated)
+    }
+}
+
 pub(crate) fn overflow(what: &str) -> SqlError {
     SqlError::new(code::NUMERIC_OUT_OF_RANGE, format!("{what} out of range"))
 }
