@@ -696,6 +696,22 @@ impl Env for SessionEnv<'_> {
                 let s = engine.stats();
                 Value::Bool(s.local_csn.is_some() && s.leading_term.is_none())
             }
+            Func::CurrentSetting => {
+                let Some(name) = args[0].to_text(DataType::Text) else {
+                    return Ok(Value::Null);
+                };
+                let missing_ok = matches!(args.get(1), Some(Value::Bool(true)));
+                match self.settings.get(&name.to_lowercase()) {
+                    Some(v) => Value::Text(v.clone()),
+                    None if missing_ok => Value::Null,
+                    None => {
+                        return Err(SqlError::new(
+                            code::UNDEFINED_SETTING,
+                            format!("unrecognized configuration parameter \"{name}\""),
+                        ))
+                    }
+                }
+            }
             Func::SetConfig => {
                 // Checked and shown now, applied when the statement succeeds (a failed one
                 // rolls its transaction's settings back in PostgreSQL too).

@@ -169,6 +169,10 @@ impl Session {
             return Err(in_failed());
         }
         let zone = self.zone();
+        let settings = crate::pg::settings::settings_in_force(
+            &self.settings,
+            self.txn.as_ref().map(|t| &t.local),
+        );
         let mut own = None;
         let txn = match &mut self.txn {
             Some(t) => &mut t.txn,
@@ -179,8 +183,8 @@ impl Session {
                 own.as_mut().expect("just set")
             }
         };
-        let env = session_env!(self, zone);
-        let system = System::new(&self.db, &self.database, &self.settings, &self.cursors);
+        let env = session_env!(self, zone, &settings);
+        let system = System::new(&self.db, &self.database, &settings, &self.cursors);
         let mut planner =
             Planner::new(txn, &self.db.catalog, &self.database, declared.to_vec(), &system, &env);
         planner.describing = true;

@@ -260,7 +260,7 @@ pub(crate) fn with_stack<R>(f: impl FnOnce() -> R) -> R {
 /// The evaluation environment of a statement of session `$s` in time zone `$zone` (a macro,
 /// so that it borrows only the fields it names).
 macro_rules! session_env {
-    ($s:ident, $zone:expr) => {
+    ($s:ident, $zone:expr, $settings:expr) => {
         SessionEnv {
             db: &$s.db,
             last_write: $s.last_write,
@@ -268,8 +268,8 @@ macro_rules! session_env {
             advisory: &$s.advisory,
             notifies: &$s.notifies,
             notices: &$s.notices,
-            lock_timeout: crate::session::lock_timeout(&$s.settings),
-            settings: &$s.settings,
+            lock_timeout: crate::session::lock_timeout($settings),
+            settings: $settings,
             startup: &$s.startup,
             set_configs: &$s.set_configs,
             engine_session: &$s.engine_session,
@@ -1392,7 +1392,11 @@ impl Session {
                 for (p, ty) in parameters.iter().zip(&types) {
                     let (e, _) = bind_free(p)?;
                     let zone = self.zone();
-                    let env = session_env!(self, zone);
+                    let settings = crate::pg::settings::settings_in_force(
+                        &self.settings,
+                        self.txn.as_ref().map(|t| &t.local),
+                    );
+                    let env = session_env!(self, zone, &settings);
                     values.push(e.eval(&[], &Ctx::new(params, &env))?.cast_in(*ty, zone)?);
                 }
                 self.execute_prepared_inner(&prepared, &values)

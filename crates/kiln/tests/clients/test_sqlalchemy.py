@@ -14,6 +14,7 @@ from sqlalchemy import (
     ARRAY,
     any_,
     CheckConstraint,
+    Column,
     DateTime,
     Enum,
     ForeignKey,
@@ -21,7 +22,11 @@ from sqlalchemy import (
     Integer,
     Interval,
     JSON,
+    MetaData,
+    Numeric,
     String,
+    Table,
+    Text,
     UniqueConstraint,
     Uuid,
     create_engine,
@@ -341,3 +346,71 @@ def test_ed_surface(engine):
         c.commit()
         txid = c.execute(text("SELECT kiln_last_txid()")).scalar()
         assert c.execute(text("SELECT kiln_txn_status(:t)"), {"t": txid}).scalar() == "durable"
+
+
+def test_alembic_autogenerate_and_upgrade(engine):
+    """Alembic compares a model with the reflected database (its bulk reflection queries
+    included), then the operations it proposes bring the database to the model."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+
+    with engine.begin() as c:
+        c.execute(text("DROP TABLE IF EXISTS al_b, al_a, al_c CASCADE"))
+        c.execute(text("CREATE TABLE al_a (id serial PRIMARY KEY, name varchar(20) NOT NULL, price numeric(8, 2))"))
+        c.execute(text("CREATE TABLE al_b (id serial PRIMARY KEY, a_id int REFERENCES al_a (id), note text)"))
+        c.execute(text("CREATE INDEX al_b_note ON al_b (note)"))
+    md = MetaData()
+    Table(
+        "al_a", md,
+        Column("id", Integer, primary_key=True),
+        Column("name", String(40), nullable=False),
+        Column("price", Numeric(8, 2)),
+        Column("created", DateTime, nullable=True),
+    )
+    Table(
+        "al_b", md,
+        Column("id", Integer, primary_key=True),
+        Column("a_id", Integer, ForeignKey("al_a.id")),
+        Column("note", Text),
+        Index("al_b_a", "a_id"),
+    )
+    Table("al_c", md, Column("id", Integer, primary_key=True))
+
+    def differences():
+        with engine.connect() as c:
+            ctx = MigrationContext.configure(c, opts={"compare_type": True})
+            found = []
+            for d in compare_metadata(ctx, md):
+                d = d[0] if isinstance(d, list) else d
+                kind = d[0]
+                if kind in ("add_table", "remove_table", "add_index", "remove_index"):
+                    if d[1].name.startswith("al_"):  # not the other tests' tables
+                        found.append((kind, d[1].name))
+                elif kind == "add_column":
+                    found.append((kind, d[2], d[3].name))
+                elif kind == "modify_type":
+                    found.append((kind, d[2], d[3]))
+                else:
+                    found.append((kind,))
+            return sorted(found)
+
+    assert differences() == sorted(
+        [
+            ("add_table", "al_c"),
+            ("add_column", "al_a", "created"),
+            ("modify_type", "al_a", "name"),
+            ("remove_index", "al_b_note"),
+            ("add_index", "al_b_a"),
+        ]
+    )
+    with engine.begin() as c:
+        op = Operations(MigrationContext.configure(c))
+        op.create_table("al_c", Column("id", Integer, primary_key=True))
+        op.add_column("al_a", Column("created", DateTime))
+        op.alter_column("al_a", "name", type_=String(40), existing_type=String(20), existing_nullable=False)
+        op.drop_index("al_b_note", table_name="al_b")
+        op.create_index("al_b_a", "al_b", ["a_id"])
+    assert differences() == []
+    with engine.begin() as c:
+        c.execute(text("DROP TABLE al_b, al_a, al_c"))

@@ -748,20 +748,39 @@ impl<'a> Planner<'a> {
     }
 
     /// `current_setting(name [, missing_ok])`: the session's value, read when the statement
-    /// is bound.
+    /// is bound, or when it runs if the name or `missing_ok` is not a constant (a parameter,
+    /// a column).
     fn current_setting(&mut self, args: &[ast::Expr], scope: &Scope) -> Result<(Expr, DataType)> {
         check_arity("current_setting", args.len(), 1, 2)?;
-        let name = self.constant_text(&args[0], scope, "current_setting")?;
-        let missing_ok = match args.get(1) {
-            Some(a) => match self.expr(a, scope, false)?.0 {
-                Expr::Const(Value::Bool(b)) => b,
-                _ => {
-                    return Err(SqlError::unsupported(
-                        "current_setting with a non-constant missing_ok",
-                    ))
-                }
+        let mut bound = Vec::with_capacity(2);
+        for a in args {
+            let (x, ty) = self.expr(a, scope, false)?;
+            let want = if bound.is_empty() { DataType::Text } else { DataType::Bool };
+            let x = self.coerce(x, ty, want)?.0;
+            bound.push(x);
+        }
+        let constant = |x: &Expr| match x {
+            Expr::Const(Value::Text(s)) => Some(Some(s.clone())),
+            Expr::Cast(inner, _) => match inner.as_ref() {
+                Expr::Const(Value::Text(s)) => Some(Some(s.clone())),
+                _ => None,
             },
-            None => false,
+            Expr::Const(Value::Null) => Some(None),
+            _ => None,
+        };
+        let missing_ok = match bound.get(1) {
+            None => Some(false),
+            Some(Expr::Const(Value::Bool(b))) => Some(*b),
+            Some(Expr::Const(Value::Null)) => Some(false),
+            Some(_) => None,
+        };
+        let (Some(name), Some(missing_ok)) = (constant(&bound[0]), missing_ok) else {
+            self.reusable = false;
+            return Ok((Expr::Func(Func::CurrentSetting, bound), DataType::Text));
+        };
+        let Some(name) = name else {
+            // current_setting is strict.
+            return Ok((Expr::Const(Value::Null), DataType::Text));
         };
         self.reusable = false;
         let value = match self.system.setting(&name) {

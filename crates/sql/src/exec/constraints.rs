@@ -1082,7 +1082,8 @@ impl Session {
     /// CONSTRAINTS made immediate); `ts` is the transaction, taken out of the session.
     pub(crate) fn check_pending(&self, ts: &mut TxnState, immediate: bool) -> Result<()> {
         let zone = crate::pg::settings::zone_setting(Some(&ts.local), &self.settings);
-        let env = session_env!(self, zone);
+        let settings = crate::pg::settings::settings_in_force(&self.settings, Some(&ts.local));
+        let env = session_env!(self, zone, &settings);
         let ctx = Ctx::new(&[], &env);
         session_writer!(self, ts, None).run_pending(immediate, &ctx)
     }

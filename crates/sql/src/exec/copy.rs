@@ -371,7 +371,11 @@ impl Session {
         }
         let n = rows.len() as u64;
         let zone = self.zone();
-        let env = session_env!(self, zone);
+        let settings = crate::pg::settings::settings_in_force(
+            &self.settings,
+            self.txn.as_ref().map(|t| &t.local),
+        );
+        let env = session_env!(self, zone, &settings);
         let ctx = Ctx::new(&[], &env);
         let ts = self.txn.as_mut().expect("copy runs in a transaction");
         let mut w = session_writer!(self, ts, None);

@@ -32,16 +32,20 @@ impl Session {
     ) -> Result<Output> {
         use ast::Statement as S;
         let zone = self.zone();
+        let settings = crate::pg::settings::settings_in_force(
+            &self.settings,
+            self.txn.as_ref().map(|t| &t.local),
+        );
         let ts = self.txn.as_mut().expect("a transaction is open");
         if ts.isolation == IsolationLevel::ReadCommitted {
             // READ COMMITTED: each statement sees what committed before it began.
             ts.txn.refresh_snapshot()?;
         }
-        let env = session_env!(self, zone);
-        let system = System::new(&self.db, &self.database, &self.settings, &self.cursors);
+        let env = session_env!(self, zone, &settings);
+        let system = System::new(&self.db, &self.database, &settings, &self.cursors);
         let limits = session_limits!(self);
         let ctx = Ctx::new(params, &env);
-        let lock_timeout = crate::session::lock_timeout(&self.settings);
+        let lock_timeout = crate::session::lock_timeout(&settings);
         let mut w = session_writer!(self, ts, lock_timeout);
         let types = match slot {
             Some(slot) => slot.params.clone(),

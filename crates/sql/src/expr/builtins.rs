@@ -359,6 +359,7 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         | Func::PgNotify
         | Func::IsInRecovery
         | Func::SetConfig
+        | Func::CurrentSetting
         | Func::Sleep => ctx.env.kiln(f, &args)?,
         Func::Catalog(c) => ctx.env.catalog(c, &args)?,
         Func::Str(s) => super::strings::eval(s, &args, ctx.env.zone())?,

@@ -331,6 +331,8 @@ pub enum Func {
     IsInRecovery,
     /// set_config(name, value, is_local) where it cannot run as the SET it is.
     SetConfig,
+    /// current_setting(name, missing_ok) of a name known only when the statement runs.
+    CurrentSetting,
     /// enum_range(a, b) of an enum type: its labels from a to b (NULL: from the first, to
     /// the last).
     EnumRange(&'static crate::enums::EnumType),

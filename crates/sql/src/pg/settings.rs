@@ -331,6 +331,22 @@ pub(crate) fn txn_modes(
     Ok((isolation, read_only))
 }
 
+/// The settings in force: the session's, with a transaction's `SET LOCAL` values (and its own
+/// isolation and read-only mode) over them. Borrowed unless the transaction changed one.
+pub(crate) fn settings_in_force<'a>(
+    settings: &'a std::collections::BTreeMap<String, String>,
+    local: Option<&std::collections::HashMap<String, String>>,
+) -> std::borrow::Cow<'a, std::collections::BTreeMap<String, String>> {
+    let Some(local) = local.filter(|l| l.iter().any(|(k, v)| settings.get(k) != Some(v))) else {
+        return std::borrow::Cow::Borrowed(settings);
+    };
+    let mut merged = settings.clone();
+    for (k, v) in local {
+        merged.insert(k.clone(), v.clone());
+    }
+    std::borrow::Cow::Owned(merged)
+}
+
 /// The time zone the `TimeZone` setting in force names: a transaction's `SET LOCAL` value,
 /// else the session's.
 pub(crate) fn zone_setting(
