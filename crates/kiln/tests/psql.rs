@@ -1,6 +1,6 @@
 //! psql, scripted, against a `kiln serve` process: DDL and DML, the describe commands
 //! (`\dt`, `\d table`, `\d+`, `\l`, `\du`, `\df`, `\ds`, `\dv`, `\d+ view`), errors, and the
-//! ED functions.
+//! ED functions; and a COPY script whose output must equal PostgreSQL's.
 
 mod common;
 
@@ -115,4 +115,30 @@ fn psql_describe_a_missing_table() {
     let out = cmd.args(["-X", "-c", "\\d nothing"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("Did not find any relation named \"nothing\""), "{stderr}");
+}
+
+/// psql runs `tests/psql/copy_options.sql` (COPY with its options, in and out, and their
+/// errors) on Kiln and on a throwaway stock PostgreSQL: the outputs, errors included, are
+/// equal.
+#[test]
+fn copy_options_agree_with_postgresql() {
+    let kiln = common::Kiln::start(&[]);
+    let pg = common::Postgres::start();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/psql/copy_options.sql");
+    let run = |conninfo: String| {
+        let out = Command::new(common::require("psql"))
+            .args(["-X", "-At", "-d", &conninfo, "-f", script])
+            .env_remove("PGOPTIONS")
+            .output()
+            .expect("psql runs");
+        // Errors go to stderr, each with its script line: compared on their own.
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let errors = String::from_utf8_lossy(&out.stderr).into_owned();
+        (text, errors)
+    };
+    let (pg_out, pg_err) = run(pg.conninfo());
+    let (kiln_out, kiln_err) = run(kiln.conninfo());
+    assert!(pg_out.contains("a,b") && pg_err.contains("ERROR"), "{pg_out}\n{pg_err}");
+    common::assert_same("COPY output on Kiln", &pg_out, &kiln_out);
+    common::assert_same("COPY errors on Kiln", &pg_err, &kiln_err);
 }

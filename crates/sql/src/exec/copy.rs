@@ -26,41 +26,70 @@ pub(crate) const COPY_BYTES_MAX: u64 = 1 << 30;
 /// Where the last complete record of COPY data ends (0 when none does): after the last line
 /// end outside a quoted CSV field. `scanned` carries how far the buffer was already scanned
 /// and whether that point is inside quotes, so each byte is looked at once.
-pub(crate) fn last_record_end(buffer: &[u8], csv: bool, scanned: &mut (usize, bool)) -> usize {
-    if !csv {
+pub(crate) fn last_record_end(
+    buffer: &[u8],
+    csv: Option<(u8, u8)>,
+    scanned: &mut (usize, bool),
+) -> usize {
+    let Some((quote, escape)) = csv else {
         return buffer.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    }
+    };
     let (from, mut quoted) = *scanned;
     let mut end = 0;
-    for (i, b) in buffer.iter().enumerate().skip(from) {
-        match b {
-            b'"' => quoted = !quoted,
-            b'\n' if !quoted => end = i + 1,
-            _ => {}
+    let mut i = from;
+    while i < buffer.len() {
+        let b = buffer[i];
+        if quoted && escape != quote && b == escape {
+            i += 2;
+            continue;
         }
+        if b == quote {
+            quoted = !quoted;
+        } else if b == b'\n' && !quoted {
+            end = i + 1;
+        }
+        i += 1;
     }
-    *scanned = (buffer.len(), quoted);
+    *scanned = (buffer.len().max(i), quoted);
     end
 }
 
-pub(crate) struct CopyState {
-    /// Bytes received so far.
-    pub(crate) bytes: u64,
-    /// How far `buffer` was scanned for record ends, and whether that point is quoted.
-    pub(crate) scanned: (usize, bool),
-    pub(crate) table: Arc<Table>,
-    pub(crate) columns: Vec<usize>,
+/// COPY's options (`WITH (FORMAT csv, DELIMITER ';', …)` or the older `WITH CSV HEADER …`).
+#[derive(Debug, Clone)]
+pub(crate) struct CopyOptions {
     pub(crate) format: CopyFormat,
-    pub(crate) buffer: Vec<u8>,
-    pub(crate) rows: u64,
-    pub(crate) implicit: bool,
+    pub(crate) delimiter: char,
+    /// The text that stands for NULL.
+    pub(crate) null: String,
+    pub(crate) header: bool,
+    pub(crate) quote: char,
+    pub(crate) escape: char,
+    /// Columns whose non-NULL values are always quoted (CSV output); `*`: all.
+    pub(crate) force_quote: Vec<String>,
+    /// Columns whose unquoted null text is read as text, not NULL (CSV input).
+    pub(crate) force_not_null: Vec<String>,
+    /// Columns whose quoted null text is read as NULL too (CSV input).
+    pub(crate) force_null: Vec<String>,
 }
 
-pub(crate) fn copy_format(
+impl CopyOptions {
+    /// The quote and escape bytes that matter when finding record ends (CSV only).
+    fn csv_bytes(&self) -> Option<(u8, u8)> {
+        (self.format == CopyFormat::Csv).then_some((self.quote as u8, self.escape as u8))
+    }
+}
+
+/// COPY's options, checked as PostgreSQL checks them; `to` for COPY TO.
+pub(crate) fn copy_options(
     options: &[ast::CopyOption],
     legacy: &[ast::CopyLegacyOption],
-) -> Result<CopyFormat> {
+    to: bool,
+) -> Result<CopyOptions> {
     let mut format = CopyFormat::Text;
+    let (mut delimiter, mut null, mut header) = (None, None, false);
+    let (mut quote, mut escape) = (None, None);
+    let (mut force_quote, mut force_not_null, mut force_null) = (None, None, None);
+    let names = |cols: &[ast::Ident]| cols.iter().map(crate::bind::ident).collect::<Vec<_>>();
     for o in options {
         match o {
             ast::CopyOption::Format(f) => match f.value.to_lowercase().as_str() {
@@ -75,26 +104,172 @@ pub(crate) fn copy_format(
                 }
             },
             ast::CopyOption::Freeze(_) => {}
-            other => return Err(SqlError::unsupported(format!("the COPY option {other}"))),
+            ast::CopyOption::Delimiter(c) => delimiter = Some(*c),
+            ast::CopyOption::Null(n) => null = Some(n.clone()),
+            ast::CopyOption::Header(h) => header = *h,
+            ast::CopyOption::Quote(c) => quote = Some(*c),
+            ast::CopyOption::Escape(c) => escape = Some(*c),
+            ast::CopyOption::ForceQuote(c) => force_quote = Some(names(c)),
+            ast::CopyOption::ForceNotNull(c) => force_not_null = Some(names(c)),
+            ast::CopyOption::ForceNull(c) => force_null = Some(names(c)),
+            ast::CopyOption::Encoding(e) => {
+                let e = e.to_uppercase().replace(['-', '_'], "");
+                if e != "UTF8" && e != "UNICODE" {
+                    return Err(SqlError::unsupported(format!(
+                        "COPY ENCODING '{e}' (Kiln's data is UTF8)"
+                    )));
+                }
+            }
         }
     }
     for o in legacy {
         match o {
-            ast::CopyLegacyOption::Csv(_) => format = CopyFormat::Csv,
+            ast::CopyLegacyOption::Csv(csv) => {
+                format = CopyFormat::Csv;
+                for c in csv {
+                    match c {
+                        ast::CopyLegacyCsvOption::Header => header = true,
+                        ast::CopyLegacyCsvOption::Quote(c) => quote = Some(*c),
+                        ast::CopyLegacyCsvOption::Escape(c) => escape = Some(*c),
+                        ast::CopyLegacyCsvOption::ForceQuote(c) => force_quote = Some(names(c)),
+                        ast::CopyLegacyCsvOption::ForceNotNull(c) => {
+                            force_not_null = Some(names(c))
+                        }
+                    }
+                }
+            }
             ast::CopyLegacyOption::Binary => format = CopyFormat::Binary,
+            ast::CopyLegacyOption::Delimiter(c) => delimiter = Some(*c),
+            ast::CopyLegacyOption::Null(n) => null = Some(n.clone()),
+            ast::CopyLegacyOption::Header => header = true,
             other => return Err(SqlError::unsupported(format!("the COPY option {other}"))),
         }
     }
-    Ok(format)
+    let csv = format == CopyFormat::Csv;
+    let syntax = |m: &str| SqlError::syntax(m.to_string());
+    let unsupported = |m: &str| SqlError::new(code::FEATURE_NOT_SUPPORTED, m.to_string());
+    if format == CopyFormat::Binary {
+        if delimiter.is_some() {
+            return Err(syntax("cannot specify DELIMITER in BINARY mode"));
+        }
+        if null.is_some() {
+            return Err(syntax("cannot specify NULL in BINARY mode"));
+        }
+        if header {
+            return Err(syntax("cannot specify HEADER in BINARY mode"));
+        }
+    }
+    let delimiter = delimiter.unwrap_or(if csv { ',' } else { '\t' });
+    let null = null.unwrap_or_else(|| if csv { String::new() } else { "\\N".into() });
+    if !delimiter.is_ascii() {
+        return Err(unsupported("COPY delimiter must be a single one-byte character"));
+    }
+    if delimiter == '\n' || delimiter == '\r' {
+        return Err(SqlError::new(
+            code::INVALID_PARAMETER_VALUE,
+            "COPY delimiter cannot be newline or carriage return",
+        ));
+    }
+    if null.contains(['\n', '\r']) {
+        return Err(SqlError::new(
+            code::INVALID_PARAMETER_VALUE,
+            "COPY null representation cannot use newline or carriage return",
+        ));
+    }
+    if !csv
+        && (delimiter == '\\'
+            || "abcdefghijklmnopqrstuvwxyz0123456789.".contains(delimiter.to_ascii_lowercase()))
+    {
+        return Err(SqlError::new(
+            code::INVALID_PARAMETER_VALUE,
+            format!("COPY delimiter cannot be \"{}\"", delimiter.escape_default()),
+        ));
+    }
+    if !csv && quote.is_some() {
+        return Err(unsupported("COPY quote available only in CSV mode"));
+    }
+    if !csv && escape.is_some() {
+        return Err(unsupported("COPY escape available only in CSV mode"));
+    }
+    let quote = quote.unwrap_or('"');
+    let escape = escape.unwrap_or(quote);
+    if !quote.is_ascii() {
+        return Err(unsupported("COPY quote must be a single one-byte character"));
+    }
+    if !escape.is_ascii() {
+        return Err(unsupported("COPY escape must be a single one-byte character"));
+    }
+    if csv && delimiter == quote {
+        return Err(SqlError::new(
+            code::INVALID_PARAMETER_VALUE,
+            "COPY delimiter and quote must be different",
+        ));
+    }
+    if csv && null.contains(delimiter) {
+        return Err(SqlError::new(
+            code::INVALID_PARAMETER_VALUE,
+            "COPY delimiter must not appear in the NULL specification",
+        ));
+    }
+    for (given, what, only_csv, only_to) in [
+        (&force_quote, "force quote", true, Some(true)),
+        (&force_not_null, "force not null", true, Some(false)),
+        (&force_null, "force null", true, Some(false)),
+    ] {
+        if given.is_none() {
+            continue;
+        }
+        if only_csv && !csv {
+            return Err(unsupported(&format!("COPY {what} available only in CSV mode")));
+        }
+        if only_to == Some(true) && !to {
+            return Err(unsupported(&format!("COPY {what} only available using COPY TO")));
+        }
+        if only_to == Some(false) && to {
+            return Err(unsupported(&format!("COPY {what} only available using COPY FROM")));
+        }
+    }
+    Ok(CopyOptions {
+        format,
+        delimiter,
+        null,
+        header,
+        quote,
+        escape,
+        force_quote: force_quote.unwrap_or_default(),
+        force_not_null: force_not_null.unwrap_or_default(),
+        force_null: force_null.unwrap_or_default(),
+    })
 }
 
-pub(crate) fn parse_copy_text_line(line: &str) -> Result<Vec<Option<String>>> {
+pub(crate) struct CopyState {
+    /// Bytes received so far.
+    pub(crate) bytes: u64,
+    /// How far `buffer` was scanned for record ends, and whether that point is quoted.
+    pub(crate) scanned: (usize, bool),
+    pub(crate) table: Arc<Table>,
+    pub(crate) columns: Vec<usize>,
+    pub(crate) format: CopyFormat,
+    pub(crate) options: CopyOptions,
+    /// HEADER: the first line is still to be skipped.
+    pub(crate) header_pending: bool,
+    pub(crate) buffer: Vec<u8>,
+    pub(crate) rows: u64,
+    pub(crate) implicit: bool,
+}
+
+pub(crate) fn parse_copy_text_line(
+    line: &str,
+    delimiter: char,
+    null: &str,
+) -> Result<Vec<Option<String>>> {
     if line == "\\." {
         return Ok(vec![Some("\\.".into())]);
     }
-    line.split('\t')
+    split_text_fields(line, delimiter)
+        .into_iter()
         .map(|f| {
-            if f == "\\N" {
+            if f == null {
                 return Ok(None);
             }
             let mut out = String::with_capacity(f.len());
@@ -126,7 +301,29 @@ pub(crate) fn parse_copy_text_line(line: &str) -> Result<Vec<Option<String>>> {
         .collect()
 }
 
-pub(crate) fn parse_csv(text: &str) -> Result<Vec<Option<Vec<Option<String>>>>> {
+/// A text-format line's fields: split at each delimiter that no backslash escapes.
+fn split_text_fields(line: &str, delimiter: char) -> Vec<&str> {
+    let mut fields = Vec::new();
+    let mut start = 0;
+    let mut escaped = false;
+    for (i, c) in line.char_indices() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == delimiter {
+            fields.push(&line[start..i]);
+            start = i + c.len_utf8();
+        }
+    }
+    fields.push(&line[start..]);
+    fields
+}
+
+/// CSV records: fields split at `o.delimiter`, quoted with `o.quote` (inside which
+/// `o.escape` takes the next quote or escape literally); an unquoted field equal to the null
+/// text is NULL.
+pub(crate) fn parse_csv(text: &str, o: &CopyOptions) -> Result<Vec<Option<Vec<Option<String>>>>> {
     let mut records = Vec::new();
     let mut chars = text.chars().peekable();
     let mut record: Vec<Option<String>> = Vec::new();
@@ -137,9 +334,17 @@ pub(crate) fn parse_csv(text: &str) -> Result<Vec<Option<Vec<Option<String>>>>> 
     while let Some(c) = chars.next() {
         any = true;
         if in_quotes {
-            if c == '"' {
-                if chars.peek() == Some(&'"') {
-                    field.push('"');
+            if c == o.escape && o.escape != o.quote {
+                match chars.peek() {
+                    Some(&n) if n == o.quote || n == o.escape => {
+                        field.push(n);
+                        chars.next();
+                    }
+                    _ => field.push(c),
+                }
+            } else if c == o.quote {
+                if o.escape == o.quote && chars.peek() == Some(&o.quote) {
+                    field.push(o.quote);
                     chars.next();
                 } else {
                     in_quotes = false;
@@ -149,80 +354,132 @@ pub(crate) fn parse_csv(text: &str) -> Result<Vec<Option<Vec<Option<String>>>>> 
             }
             continue;
         }
-        match c {
-            '"' => {
-                in_quotes = true;
-                quoted_field = true;
+        if c == o.quote {
+            in_quotes = true;
+            quoted_field = true;
+        } else if c == o.delimiter || c == '\n' {
+            // An unquoted field equal to the null text is NULL; a quoted one is text.
+            record.push(if !quoted_field && field == o.null {
+                field.clear();
+                None
+            } else {
+                Some(std::mem::take(&mut field))
+            });
+            quoted_field = false;
+            if c == '\n' {
+                records.push(Some(std::mem::take(&mut record)));
+                any = false;
             }
-            ',' | '\n' => {
-                // An unquoted empty field is NULL; a quoted one is the empty string.
-                record.push(if field.is_empty() && !quoted_field {
-                    None
-                } else {
-                    Some(std::mem::take(&mut field))
-                });
-                quoted_field = false;
-                if c == '\n' {
-                    records.push(Some(std::mem::take(&mut record)));
-                    any = false;
-                }
-            }
-            '\r' => {}
-            c => field.push(c),
+        } else if c != '\r' {
+            field.push(c);
         }
     }
     if in_quotes {
         return Err(SqlError::new(code::BAD_COPY_FORMAT, "unterminated CSV quoted field"));
     }
     if any {
-        record.push(if field.is_empty() && !quoted_field { None } else { Some(field) });
+        record.push(if !quoted_field && field == o.null { None } else { Some(field) });
         records.push(Some(record));
     }
     Ok(records)
 }
 
-pub(crate) fn format_copy_line(
-    row: &[Value],
-    columns: &[(String, DataType)],
-    csv: bool,
-    zone: crate::zone::Zone,
-) -> String {
+/// Where column `name`, given to a COPY option, is among the columns COPY reads or writes.
+pub(crate) fn option_column(
+    names: &[&str],
+    name: &str,
+    option: &str,
+    table: Option<&Table>,
+) -> Result<usize> {
+    names.iter().position(|c| *c == name).ok_or_else(|| match table {
+        Some(t) if t.columns.iter().any(|c| c.name == name) => SqlError::new(
+            code::INVALID_COLUMN_REFERENCE,
+            format!("{option} column \"{name}\" not referenced by COPY"),
+        ),
+        Some(t) => SqlError::new(
+            code::UNDEFINED_COLUMN,
+            format!("column \"{name}\" of relation \"{}\" does not exist", t.name),
+        ),
+        None => SqlError::new(code::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist")),
+    })
+}
+
+/// One line of COPY TO output: `row`'s values (`texts` when a header line is wanted: the
+/// column names) in text or CSV form under options `o`; `force` marks the columns always
+/// quoted.
+pub(crate) fn format_copy_line(row: &[Option<String>], o: &CopyOptions, force: &[bool]) -> String {
+    let csv = o.format == CopyFormat::Csv;
     let mut line = String::new();
-    for (i, (v, (_, ty))) in row.iter().zip(columns).enumerate() {
+    for (i, v) in row.iter().enumerate() {
         if i > 0 {
-            line.push(if csv { ',' } else { '\t' });
+            line.push(o.delimiter);
         }
-        match v.to_text_in(*ty, zone) {
-            None => {
-                if !csv {
-                    line.push_str("\\N");
+        let Some(s) = v else {
+            line.push_str(&o.null);
+            continue;
+        };
+        if csv {
+            let quote = force.get(i).copied().unwrap_or(false)
+                || *s == o.null
+                || s.contains([o.delimiter, o.quote, '\n', '\r'])
+                || (row.len() == 1 && s == "\\.");
+            if quote {
+                line.push(o.quote);
+                for c in s.chars() {
+                    if c == o.quote || c == o.escape {
+                        line.push(o.escape);
+                    }
+                    line.push(c);
                 }
+                line.push(o.quote);
+            } else {
+                line.push_str(s);
             }
-            Some(s) => {
-                if csv {
-                    if s.is_empty() || s.contains([',', '"', '\n', '\r']) {
-                        line.push('"');
-                        line.push_str(&s.replace('"', "\"\""));
-                        line.push('"');
-                    } else {
-                        line.push_str(&s);
+        } else {
+            for c in s.chars() {
+                match c {
+                    '\\' => line.push_str("\\\\"),
+                    '\n' => line.push_str("\\n"),
+                    '\t' => line.push_str("\\t"),
+                    '\r' => line.push_str("\\r"),
+                    c if c == o.delimiter => {
+                        line.push('\\');
+                        line.push(c);
                     }
-                } else {
-                    for c in s.chars() {
-                        match c {
-                            '\\' => line.push_str("\\\\"),
-                            '\n' => line.push_str("\\n"),
-                            '\t' => line.push_str("\\t"),
-                            '\r' => line.push_str("\\r"),
-                            c => line.push(c),
-                        }
-                    }
+                    c => line.push(c),
                 }
             }
         }
     }
     line.push('\n');
     line
+}
+
+/// The lines of COPY TO in text or CSV: the header line when asked for, then a line per row.
+/// `table` is the table COPY reads, when it names one.
+pub(crate) fn copy_out_lines(
+    rows: &[Vec<Value>],
+    columns: &[(String, DataType)],
+    o: &CopyOptions,
+    zone: crate::zone::Zone,
+    table: Option<&Table>,
+) -> Result<Vec<String>> {
+    let mut force = vec![false; columns.len()];
+    let names: Vec<&str> = columns.iter().map(|(n, _)| n.as_str()).collect();
+    for name in &o.force_quote {
+        force[option_column(&names, name, "FORCE_QUOTE", table)?] = true;
+    }
+    let mut lines = Vec::with_capacity(rows.len() + 1);
+    if o.header {
+        let names: Vec<Option<String>> = columns.iter().map(|(n, _)| Some(n.clone())).collect();
+        lines.push(format_copy_line(&names, o, &[]));
+    }
+    for r in rows {
+        let texts: Vec<Option<String>> =
+            r.iter().zip(columns).map(|(v, (_, ty))| v.to_text_in(*ty, zone)).collect();
+        lines.push(format_copy_line(&texts, o, &force));
+    }
+    Ok(lines)
 }
 
 impl Session {
@@ -242,7 +499,7 @@ impl Session {
         // Insert complete records as they arrive, so memory stays bounded: everything up to
         // the last line end that is not inside a quoted CSV field.
         if copy.buffer.len() > COPY_CHUNK_BYTES {
-            let csv = copy.format == CopyFormat::Csv;
+            let csv = copy.options.csv_bytes();
             let cut = last_record_end(&copy.buffer, csv, &mut copy.scanned);
             if cut == 0 {
                 if copy.buffer.len() > COPY_ROW_BYTES_MAX {
@@ -315,14 +572,44 @@ impl Session {
         })?;
         let table = copy.table.clone();
         let columns = copy.columns.clone();
-        let records = match copy.format {
-            CopyFormat::Csv => parse_csv(text)?,
+        let o = copy.options.clone();
+        let mut records = match copy.format {
+            CopyFormat::Csv => parse_csv(text, &o)?,
             CopyFormat::Text => text
                 .lines()
-                .map(|l| Ok(Some(parse_copy_text_line(l)?)))
+                .map(|l| Ok(Some(parse_copy_text_line(l, o.delimiter, &o.null)?)))
                 .collect::<Result<Vec<_>>>()?,
             CopyFormat::Binary => Vec::new(),
         };
+        if copy.header_pending && !records.is_empty() {
+            // HEADER: the first line names the columns and is not data.
+            copy.header_pending = false;
+            records.remove(0);
+        }
+        // FORCE_NOT_NULL / FORCE_NULL: the columns whose null text reads otherwise.
+        let names: Vec<&str> = columns.iter().map(|&c| table.columns[c].name.as_str()).collect();
+        let position = |n: &String, what: &str| option_column(&names, n, what, Some(&table));
+        let not_null = o
+            .force_not_null
+            .iter()
+            .map(|n| position(n, "FORCE_NOT_NULL"))
+            .collect::<Result<Vec<_>>>()?;
+        let null =
+            o.force_null.iter().map(|n| position(n, "FORCE_NULL")).collect::<Result<Vec<_>>>()?;
+        if !not_null.is_empty() || !null.is_empty() {
+            for rec in records.iter_mut().flatten() {
+                for &i in &not_null {
+                    if let Some(f @ None) = rec.get_mut(i) {
+                        *f = Some(o.null.clone());
+                    }
+                }
+                for &i in &null {
+                    if rec.get(i).is_some_and(|f| f.as_deref() == Some(o.null.as_str())) {
+                        rec[i] = None;
+                    }
+                }
+            }
+        }
         let mut rows = Vec::with_capacity(records.len());
         for rec in records.into_iter().flatten() {
             if rec.len() == 1 && rec[0].as_deref() == Some("\\.") {
@@ -426,5 +713,82 @@ impl Session {
     pub fn copy_fail(&mut self, message: &str) -> SqlError {
         self.fail();
         SqlError::new(code::QUERY_CANCELED, format!("COPY from stdin failed: {message}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(sql_options: &str) -> CopyOptions {
+        let stmt = crate::parse::parse(&format!("COPY t FROM STDIN {sql_options}")).unwrap();
+        let ast::Statement::Copy { options, legacy_options, .. } = &stmt[0] else { panic!() };
+        copy_options(options, legacy_options, false).unwrap()
+    }
+
+    /// What COPY TO writes, COPY FROM reads back, under every quoting option: values with
+    /// delimiters, quotes, escapes, line ends, the null text and NULL itself.
+    #[test]
+    fn lines_written_read_back() {
+        let values = [
+            Some("plain"),
+            Some(""),
+            None,
+            Some("a,b;c|d"),
+            Some("q\"u'o\\te"),
+            Some("line\nend\r"),
+            Some("NULL"),
+            Some("\\N"),
+            Some("tab\there"),
+        ];
+        for opts in [
+            "",
+            "WITH (FORMAT csv)",
+            "WITH (FORMAT csv, DELIMITER ';', NULL 'NULL')",
+            "WITH (FORMAT csv, QUOTE '''', ESCAPE '\\')",
+            "WITH DELIMITER '|' NULL 'NULL'",
+            "WITH (DELIMITER ',')",
+        ] {
+            let o = options(opts);
+            // In text format a value equal to the null text reads back as NULL, as in
+            // PostgreSQL (only CSV quotes it).
+            let row: Vec<Option<String>> = values
+                .iter()
+                .filter(|v| o.format == CopyFormat::Csv || **v != Some(o.null.as_str()))
+                .map(|v| v.map(str::to_string))
+                .collect();
+            let line = format_copy_line(&row, &o, &[]);
+            let back = match o.format {
+                CopyFormat::Csv => parse_csv(&line, &o).unwrap().pop().flatten().unwrap(),
+                _ => {
+                    parse_copy_text_line(line.trim_end_matches('\n'), o.delimiter, &o.null).unwrap()
+                }
+            };
+            assert_eq!(back, row, "{opts}: {line:?}");
+            // The whole line is one record however it is cut.
+            let csv = o.csv_bytes();
+            assert_eq!(
+                last_record_end(line.as_bytes(), csv, &mut (0, false)),
+                line.len(),
+                "{opts}"
+            );
+        }
+    }
+
+    #[test]
+    fn options_are_checked() {
+        for bad in [
+            "WITH (FORMAT binary, DELIMITER ',')",
+            "WITH (FORMAT binary, HEADER)",
+            "WITH (QUOTE '\"')",
+            "WITH (FORMAT csv, DELIMITER '\"')",
+            "WITH (DELIMITER 'a')",
+            "WITH (FORMAT csv, FORCE_QUOTE (a))",
+            "WITH (ENCODING 'LATIN1')",
+        ] {
+            let stmt = crate::parse::parse(&format!("COPY t FROM STDIN {bad}")).unwrap();
+            let ast::Statement::Copy { options, legacy_options, .. } = &stmt[0] else { panic!() };
+            assert!(copy_options(options, legacy_options, false).is_err(), "{bad}");
+        }
     }
 }

@@ -459,8 +459,8 @@ impl Session {
                 Ok(Output::Command("CREATE DATABASE".into()))
             }
             S::Copy { source, to, target, options, legacy_options, .. } => {
-                let format = copy_format(options, legacy_options)?;
-                let csv = format == CopyFormat::Csv;
+                let opts = copy_options(options, legacy_options, *to)?;
+                let format = opts.format;
                 match (source, to, target) {
                     (
                         ast::CopySource::Table { table_name, columns },
@@ -480,6 +480,14 @@ impl Session {
                                 .map(|c| table.column_or_err(&ident(c)))
                                 .collect::<Result<Vec<_>>>()?
                         };
+                        let names: Vec<&str> =
+                            cols.iter().map(|&c| table.columns[c].name.as_str()).collect();
+                        for n in &opts.force_not_null {
+                            option_column(&names, n, "FORCE_NOT_NULL", Some(&table))?;
+                        }
+                        for n in &opts.force_null {
+                            option_column(&names, n, "FORCE_NULL", Some(&table))?;
+                        }
                         let out_cols = cols
                             .iter()
                             .map(|&c| (table.columns[c].name.clone(), table.columns[c].ty))
@@ -490,6 +498,8 @@ impl Session {
                             table,
                             columns: cols,
                             format,
+                            header_pending: opts.header,
+                            options: opts,
                             buffer: Vec::new(),
                             rows: 0,
                             implicit: false,
@@ -505,9 +515,20 @@ impl Session {
                             &system,
                             &env,
                         );
+                        let mut source_table = None;
                         let plan = match source {
                             ast::CopySource::Query(q) => planner.query(q, None)?,
                             ast::CopySource::Table { table_name, columns } => {
+                                source_table = self
+                                    .db
+                                    .catalog
+                                    .table(
+                                        &mut *planner.txn,
+                                        &self.database,
+                                        &object_name(table_name)?,
+                                    )
+                                    .ok()
+                                    .flatten();
                                 let cols = if columns.is_empty() {
                                     "*".to_string()
                                 } else {
@@ -530,11 +551,13 @@ impl Session {
                         let data = if format == CopyFormat::Binary {
                             CopyOutData::Rows(rows)
                         } else {
-                            CopyOutData::Lines(
-                                rows.iter()
-                                    .map(|r| format_copy_line(r, &plan.columns, csv, zone))
-                                    .collect(),
-                            )
+                            CopyOutData::Lines(copy_out_lines(
+                                &rows,
+                                &plan.columns,
+                                &opts,
+                                zone,
+                                source_table.as_deref(),
+                            )?)
                         };
                         Ok(Output::CopyOut { columns: plan.columns, data, tag })
                     }
