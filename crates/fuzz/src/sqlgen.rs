@@ -71,6 +71,7 @@ const FUNCTIONS: &[&str] = &[
     "to_date",
     "to_timestamp",
     "to_number",
+    "current_setting",
 ];
 
 const BINARY: &[&str] = &[
@@ -294,13 +295,30 @@ impl<'r> Gen<'r> {
                     _ => format!("({} IN ({inner}))", self.expr(d, cols, alias)),
                 }
             }
-            _ => format!(
-                "(({}, {}) = ({}, {}))",
-                self.expr(d, cols, alias),
-                self.expr(d, cols, alias),
-                self.expr(d, cols, alias),
-                self.expr(d, cols, alias)
-            ),
+            _ => {
+                // Row values: compared pair by pair, or IN a two-column subquery.
+                let left = format!(
+                    "{}({}, {})",
+                    if self.chance(0.3) { "ROW" } else { "" },
+                    self.expr(d, cols, alias),
+                    self.expr(d, cols, alias)
+                );
+                if self.chance(0.25) {
+                    let (t, tc) = self.table();
+                    let not = if self.chance(0.3) { "NOT " } else { "" };
+                    return format!(
+                        "({left} {not}IN (SELECT {}, {} FROM {t}))",
+                        self.expr(1, tc, None),
+                        self.expr(1, tc, None)
+                    );
+                }
+                let op = self.pick(&["=", "<>", "<", "<=", ">", ">="]);
+                format!(
+                    "({left} {op} ({}, {}))",
+                    self.expr(d, cols, alias),
+                    self.expr(d, cols, alias)
+                )
+            }
         }
     }
 
@@ -421,6 +439,9 @@ impl<'r> Gen<'r> {
             "SHOW ALL",
             "SHOW no_such_setting",
             "SET statement_timeout = 2000",
+            "SELECT set_config('app.k', k::text, true), current_setting('app.k', true) FROM f0",
+            "SELECT set_config('lock_timeout', '1.5s', false), 1 / 0",
+            "SELECT current_setting(name, true) FROM (VALUES ('app.k'), ('work_mem'), (NULL)) v(name)",
             "SET TIME ZONE 'America/New_York'",
             "SET TIME ZONE 'Australia/Lord_Howe'",
             "SET TIME ZONE -15.5",

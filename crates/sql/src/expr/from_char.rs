@@ -115,7 +115,8 @@ enum Node<'t> {
     Text { digit: bool },
 }
 
-fn starts_with_ci(s: &str, p: &str) -> bool {
+/// Whether `s` begins with `p`, ASCII case ignored (never slicing inside a character).
+pub(crate) fn starts_with_ci(s: &str, p: &str) -> bool {
     s.len() >= p.len() && s.is_char_boundary(p.len()) && s[..p.len()].eq_ignore_ascii_case(p)
 }
 

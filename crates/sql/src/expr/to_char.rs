@@ -175,18 +175,14 @@ fn format_datetime(m: &Moment, template: &str) -> String {
         // FM (fill mode): no padding for the pattern it precedes.
         let mut fill = false;
         let mut t = rest;
-        if t.len() >= 2 && t[..2].eq_ignore_ascii_case("FM") {
+        if super::from_char::starts_with_ci(t, "FM") {
             fill = true;
             t = &t[2..];
         }
-        let found = PATTERNS.iter().find(|p| {
-            t.len() >= p.len()
-                && t.is_char_boundary(p.len())
-                && t[..p.len()].eq_ignore_ascii_case(p)
-        });
+        let found = PATTERNS.iter().find(|p| super::from_char::starts_with_ci(t, p));
         let Some(p) = found else {
             // FX (fixed format) matters to to_timestamp only.
-            if t.len() >= 2 && t[..2].eq_ignore_ascii_case("FX") {
+            if super::from_char::starts_with_ci(t, "FX") {
                 rest = &t[2..];
                 continue;
             }
@@ -218,7 +214,7 @@ fn format_datetime(m: &Moment, template: &str) -> String {
         let written = &t[..p.len()];
         t = &t[p.len()..];
         // TH / th: the number's ordinal suffix.
-        let suffix = if t.len() >= 2 && t[..2].eq_ignore_ascii_case("TH") {
+        let suffix = if super::from_char::starts_with_ci(t, "TH") {
             let upper = t.starts_with("TH");
             t = &t[2..];
             Some(upper)
@@ -708,5 +704,29 @@ mod tests {
         );
         let zoned = Moment::Zoned(at, 3600, "CET".into());
         assert_eq!(format_datetime(&zoned, "TZ OF TZH:TZM"), "CET +01 +01:00");
+    }
+
+    /// Every template of up to three short pieces — pattern prefixes and multi-byte letters
+    /// beside them — is written without a panic (`FM` before `é` sliced inside it once).
+    #[test]
+    fn no_template_panics() {
+        let pieces = [
+            "F", "M", "FM", "FX", "T", "H", "TH", "th", "é", "ö€", "\"", "9", "0", ".", "D", "Y",
+            "HH", "MI", "S", "PL", "V", "EEEE", "RN", "\\", " ", "IY", "é\"",
+        ];
+        let at = NaiveDateTime::parse_from_str("2024-03-05 14:07:09", "%Y-%m-%d %H:%M:%S").unwrap();
+        let moments = [Moment::Local(at), Moment::Zoned(at, -12600, "-0330".into())];
+        let d = "-12.5".parse::<Decimal>().unwrap();
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    let t = format!("{a}{b}{c}");
+                    for m in &moments {
+                        let _ = format_datetime(m, &t);
+                    }
+                    let _ = format_number(d, &t);
+                }
+            }
+        }
     }
 }
