@@ -329,7 +329,8 @@ pub enum Func {
     AclDefault,
     /// pg_is_in_recovery(): whether this node does not take writes (a cluster follower).
     IsInRecovery,
-    /// set_config(name, value, is_local) where it cannot run as the SET it is.
+    /// set_config(name, value, is_local) inside a larger query: checked when called, applied
+    /// when the statement succeeds (a lone `SELECT set_config(…)` runs as SET).
     SetConfig,
     /// current_setting(name, missing_ok) of a name known only when the statement runs.
     CurrentSetting,
