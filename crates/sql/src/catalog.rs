@@ -9,7 +9,9 @@
 //! Keys: `d/<db>` (a database), `t/<db>/<table>` (a table, JSON), `i/<db>/<index>` (the
 //! table an index belongs to), `s/<db>/<sequence>` (a sequence, JSON), `next_id` (the next
 //! table, index or sequence id, 8 bytes BE), `y/<db>/<type>` (an enum type, JSON;
-//! `crate::enums`). Table `id` N keeps its rows in keyspace `t<N>`,
+//! `crate::enums`), `n/<db>/<schema>` (a schema made with CREATE SCHEMA, JSON). A relation
+//! in such a schema is named `<schema>.<name>` in these keys and in its definition (see
+//! [`schema_of`]); one in `public` by its bare name. Table `id` N keeps its rows in keyspace `t<N>`,
 //! index N its entries in `i<N>`; a sequence keeps its durable record in `kiln_sequences`
 //! under a key drawn at random when it is created (`crate::sequence`).
 
@@ -350,7 +352,7 @@ impl Table {
 
     /// The name of its primary key (constraint and index): as given, else `<table>_pkey`.
     pub fn pkey_name(&self) -> String {
-        self.primary_key_name.clone().unwrap_or_else(|| format!("{}_pkey", self.name))
+        self.primary_key_name.clone().unwrap_or_else(|| format!("{}_pkey", unqualified(&self.name)))
     }
 
     /// The number (`attnum`) of column `i`: 1-based, and unchanged when earlier columns are
@@ -395,7 +397,10 @@ impl Table {
         self.column(name).ok_or_else(|| {
             SqlError::new(
                 code::UNDEFINED_COLUMN,
-                format!("column \"{name}\" of relation \"{}\" does not exist", self.name),
+                format!(
+                    "column \"{name}\" of relation \"{}\" does not exist",
+                    unqualified(&self.name)
+                ),
             )
         })
     }
@@ -440,11 +445,13 @@ fn table_key(db: &str, name: &str) -> Vec<u8> {
 
 /// The relation names a table's definition holds besides its own: its indexes' and its primary
 /// key's (whose index is the table's own keyspace, but whose name is a relation's in
-/// PostgreSQL, so that no other relation may take it).
+/// PostgreSQL, so that no other relation may take it), as catalog names in the table's
+/// schema (an index's own name is unqualified, as a constraint's is).
 fn index_names(table: &Table) -> Vec<String> {
-    let mut names: Vec<String> = table.indexes.iter().map(|i| i.name.clone()).collect();
+    let mut names: Vec<String> =
+        table.indexes.iter().map(|i| beside(&table.name, &i.name)).collect();
     if !table.primary_key.is_empty() {
-        names.push(table.pkey_name());
+        names.push(beside(&table.name, &table.pkey_name()));
     }
     names
 }
@@ -459,6 +466,50 @@ fn sequence_key(db: &str, name: &str) -> Vec<u8> {
 
 fn view_key(db: &str, name: &str) -> Vec<u8> {
     format!("v/{db}/{name}").into_bytes()
+}
+
+fn schema_key(db: &str, name: &str) -> Vec<u8> {
+    format!("n/{db}/{name}").into_bytes()
+}
+
+/// A schema made with CREATE SCHEMA (`public`, `pg_catalog` and `information_schema` are
+/// built in and have no entry).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Schema {
+    /// Its id (its OID is derived from it).
+    pub id: u64,
+    /// Its name (never containing a dot).
+    pub name: String,
+    /// Its `COMMENT ON` text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// The schema a relation's catalog name places it in: `s` of `s.t`, `public` of `t`.
+/// Schema names hold no dot and a relation in `public` has none in its name (both are
+/// refused when created), so the first dot is the boundary.
+pub fn schema_of(name: &str) -> &str {
+    name.split_once('.').map_or("public", |(s, _)| s)
+}
+
+/// A relation's name within its schema: `t` of `s.t` and of `t`.
+pub fn unqualified(name: &str) -> &str {
+    name.split_once('.').map_or(name, |(_, n)| n)
+}
+
+/// The catalog name of relation `name` of schema `schema`.
+pub fn qualified(schema: &str, name: &str) -> String {
+    if schema == "public" {
+        name.to_string()
+    } else {
+        format!("{schema}.{name}")
+    }
+}
+
+/// The catalog name of `name` in the schema of relation `sibling`: an index, a table's
+/// sequence and a renamed relation live in the schema of the relation they come from.
+pub fn beside(sibling: &str, name: &str) -> String {
+    qualified(schema_of(sibling), unqualified(name))
 }
 
 fn extension_key(db: &str, name: &str) -> Vec<u8> {
@@ -762,6 +813,52 @@ impl Catalog {
         };
         txn.put_guarded(CATALOG, b"next_id", &(current + n).to_be_bytes())?;
         Ok(current)
+    }
+
+    /// A schema made with CREATE SCHEMA.
+    pub fn schema(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<Option<Schema>> {
+        let Some(raw) = txn.get(CATALOG, &schema_key(db, name))? else { return Ok(None) };
+        serde_json::from_slice(&raw).map(Some).map_err(|e| {
+            SqlError::new(code::DATA_CORRUPTED, format!("schema entry \"{name}\" is damaged: {e}"))
+        })
+    }
+
+    /// 3F000 when the catalog name `name` places its relation in a schema that does not
+    /// exist (as PostgreSQL answers for a relation named by text, `nextval('s.q')`).
+    pub fn check_schema_of(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<()> {
+        let schema = schema_of(name);
+        let built_in = ["public", "pg_catalog", "information_schema"].contains(&schema);
+        if built_in || self.schema(txn, db, schema)?.is_some() {
+            return Ok(());
+        }
+        Err(SqlError::new(code::UNDEFINED_SCHEMA, format!("schema \"{schema}\" does not exist")))
+    }
+
+    /// The schemas made with CREATE SCHEMA in a database, by name.
+    pub fn schemas(&self, txn: &mut Transaction, db: &str) -> Result<Vec<Schema>> {
+        let prefix = schema_key(db, "");
+        let end = crate::encoding::prefix_end(&prefix).expect("prefix ends");
+        let rows = txn.scan(CATALOG, Scan::range(&prefix, &end))?;
+        rows.into_iter()
+            .map(|(_, raw)| {
+                serde_json::from_slice(&raw).map_err(|e| {
+                    SqlError::new(code::DATA_CORRUPTED, format!("a schema entry is damaged: {e}"))
+                })
+            })
+            .collect()
+    }
+
+    /// Records a schema (create or replace).
+    pub fn put_schema(&self, txn: &mut Transaction, db: &str, schema: &Schema) -> Result<()> {
+        let raw = serde_json::to_vec(schema).expect("schemas serialize");
+        txn.put_guarded(CATALOG, &schema_key(db, &schema.name), &raw)?;
+        Ok(())
+    }
+
+    /// Removes a schema's record (its objects are dropped by the caller).
+    pub fn delete_schema(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<()> {
+        txn.delete_guarded(CATALOG, &schema_key(db, name))?;
+        Ok(())
     }
 
     /// The extensions created in a database, by name.

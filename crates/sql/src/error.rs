@@ -122,6 +122,10 @@ pub mod code {
     pub const SEQUENCE_LIMIT: &str = "2200H";
     /// invalid_schema_name
     pub const UNDEFINED_SCHEMA: &str = "3F000";
+    /// duplicate_schema
+    pub const DUPLICATE_SCHEMA: &str = "42P06";
+    /// insufficient_privilege
+    pub const INSUFFICIENT_PRIVILEGE: &str = "42501";
     /// invalid_name
     pub const INVALID_NAME: &str = "42602";
     /// object_not_in_prerequisite_state (currval before nextval)
@@ -201,11 +205,11 @@ impl SqlError {
         self.object.get_or_insert_with(Default::default)
     }
 
-    /// Names the table the error is about (every table is in schema `public`).
+    /// Names the table the error is about, by its catalog name (`t`, or `s.t` in schema `s`).
     pub fn table(mut self, table: &str) -> SqlError {
         let o = self.object_mut();
-        o.schema = Some("public".into());
-        o.table = Some(table.into());
+        o.schema = Some(crate::catalog::schema_of(table).into());
+        o.table = Some(crate::catalog::unqualified(table).into());
         self
     }
 

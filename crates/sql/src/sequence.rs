@@ -299,8 +299,8 @@ impl Sequences {
 }
 
 /// Parses a relation name given as text (`nextval('s')`, `'public.s'`, `'"S"'`,
-/// `'db.public.s'`): unquoted parts are folded to lower case; only the `public` schema
-/// exists, and a database named first must be `database`, the current one (any, when `None`:
+/// `'db.public.s'`): unquoted parts are folded to lower case and a schema other than `public`
+/// and `pg_catalog` is kept, as the catalog names its relations (`s.t`); a database named first must be `database`, the current one (any, when `None`:
 /// a name checked when it was stored).
 pub fn parse_name(text: &str, database: Option<&str>) -> Result<String> {
     let mut parts: Vec<String> = name_parts(text)?.into_iter().map(|(p, _)| p).collect();
@@ -314,12 +314,12 @@ pub fn parse_name(text: &str, database: Option<&str>) -> Result<String> {
         parts.remove(0);
     }
     match parts.as_slice() {
+        [name] | [_, name] if name.contains('.') => Err(crate::bind::dotted_name(name)),
         [name] => Ok(name.clone()),
-        [schema, name] if schema == "public" => Ok(name.clone()),
-        [schema, _] => Err(SqlError::new(
-            code::UNDEFINED_SCHEMA,
-            format!("schema \"{schema}\" does not exist"),
-        )),
+        [schema, name] if schema == "public" || schema == "pg_catalog" => Ok(name.clone()),
+        [schema, _] if schema.contains('.') => Err(crate::bind::dotted_name(schema)),
+        // A relation of another schema (one that does not exist has none).
+        [schema, name] => Ok(crate::catalog::qualified(schema, name)),
         _ => Err(SqlError::new(
             code::SYNTAX,
             format!("improper relation name (too many dotted names): {text}"),
@@ -427,11 +427,12 @@ mod tests {
         assert_eq!(parse_name("Public.T_Id_Seq", None).unwrap(), "t_id_seq");
         assert_eq!(parse_name("\"My\"\"Seq\"", None).unwrap(), "My\"Seq");
         assert_eq!(parse_name("public.\"S\"", None).unwrap(), "S");
-        assert_eq!(parse_name("other.s", None).unwrap_err().code, code::UNDEFINED_SCHEMA);
+        assert_eq!(parse_name("other.s", None).unwrap(), "other.s");
+        assert_eq!(parse_name("\"a.b\"", None).unwrap_err().code, code::FEATURE_NOT_SUPPORTED);
         assert_eq!(parse_name("db.public.s", Some("db")).unwrap(), "s");
         assert_eq!(parse_name("db.public.s", None).unwrap(), "s");
         assert_eq!(parse_name("a.b.c", Some("db")).unwrap_err().code, code::FEATURE_NOT_SUPPORTED);
-        assert_eq!(parse_name("db.other.s", Some("db")).unwrap_err().code, code::UNDEFINED_SCHEMA);
+        assert_eq!(parse_name("db.other.s", Some("db")).unwrap(), "other.s");
         assert_eq!(parse_name("a.b.c.d", None).unwrap_err().code, code::SYNTAX);
         assert_eq!(parse_name("", None).unwrap_err().code, code::INVALID_NAME);
         assert_eq!(parse_name("\"open", None).unwrap_err().code, code::INVALID_NAME);

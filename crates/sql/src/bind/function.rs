@@ -724,10 +724,11 @@ impl<'a> Planner<'a> {
                 ))
             }
             None => {
+                self.catalog.check_schema_of(self.txn, self.db, &name)?;
                 return Err(SqlError::new(
                     code::UNDEFINED_TABLE,
                     format!("relation \"{name}\" does not exist"),
-                ))
+                ));
             }
         };
         let mut rest = Vec::with_capacity(args.len() - 1);
@@ -897,7 +898,7 @@ impl<'a> Planner<'a> {
             let mut own = |table: &str, column: &str, sequence: &str| {
                 owned[0].push(Value::Text(table.to_string()));
                 owned[1].push(Value::Text(column.to_string()));
-                owned[2].push(Value::Text(format!("public.{sequence}")));
+                owned[2].push(Value::Text(crate::pg::system::shown_relation(sequence, true)));
             };
             for s in self.catalog.sequences(self.txn, self.db)? {
                 if let Some((t, c)) = &s.owned_by {
@@ -939,7 +940,11 @@ impl<'a> Planner<'a> {
         // The answer depends on sequences the plan does not track: not kept.
         self.reusable = false;
         Ok((
-            Expr::Const(owned.map_or(Value::Null, |n| Value::Text(format!("public.{n}")))),
+            Expr::Const(
+                owned.map_or(Value::Null, |n| {
+                    Value::Text(crate::pg::system::shown_relation(&n, true))
+                }),
+            ),
             DataType::Text,
         ))
     }

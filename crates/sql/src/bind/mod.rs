@@ -293,8 +293,10 @@ pub(crate) fn ident(i: &ast::Ident) -> String {
     }
 }
 
-/// The last part of an object name, lowercased unless quoted; a `public.` or `pg_catalog.`
-/// schema is accepted and dropped.
+/// An object's catalog name, each part lowercased unless quoted: `t` for `t`, `public.t` and
+/// `pg_catalog.t`; `s.t` for `s.t` in any other schema (`information_schema.tables` too),
+/// which is how the catalog names a relation in a schema made with CREATE SCHEMA. A name
+/// within a schema may not hold a dot, the boundary of those names.
 pub fn object_name(name: &ast::ObjectName) -> Result<String> {
     let parts: Vec<String> = name
         .0
@@ -305,18 +307,25 @@ pub fn object_name(name: &ast::ObjectName) -> Result<String> {
         })
         .collect::<Result<_>>()?;
     match parts.as_slice() {
+        [n] if n.contains('.') => Err(dotted_name(n)),
         [n] => Ok(n.clone()),
-        [schema, n]
-            if schema == "public" || schema == "pg_catalog" || schema == "information_schema" =>
-        {
-            Ok(if schema == "information_schema" {
-                format!("information_schema.{n}")
-            } else {
-                n.clone()
-            })
-        }
-        _ => Err(SqlError::unsupported(format!("the qualified name {name}"))),
+        [schema, n] if schema == "public" || schema == "pg_catalog" => Ok(n.clone()),
+        [schema, _] if schema.contains('.') => Err(dotted_name(schema)),
+        [schema, n] => Ok(format!("{schema}.{n}")),
+        [_, _, _] => Err(SqlError::unsupported(format!("the qualified name {name}"))),
+        _ => Err(SqlError::new(
+            code::SYNTAX,
+            format!("improper qualified name (too many dotted names): {name}"),
+        )),
     }
+}
+
+/// The error for a name holding a dot, which Kiln uses to join a schema's name to its
+/// objects'.
+pub(crate) fn dotted_name(n: &str) -> SqlError {
+    SqlError::unsupported(format!("the name \"{n}\", which contains a dot")).hint(
+        "Kiln separates a schema's name from its objects' with a dot; choose a name without one.",
+    )
 }
 
 /// The type modifier of `interval [fields] [(precision)]`: `None` for a plain interval.

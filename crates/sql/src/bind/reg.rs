@@ -219,10 +219,15 @@ impl<'a> Planner<'a> {
         }
         for t in &tables {
             if !t.primary_key.is_empty() {
-                let pkey = t.pkey_name();
+                // Indexes are named in their table's schema.
+                let pkey = crate::catalog::beside(&t.name, &t.pkey_name());
                 all.push((oid::pkey_index(t.id), pkey));
             }
-            all.extend(t.indexes.iter().map(|ix| (oid::object(ix.id), ix.name.clone())));
+            all.extend(
+                t.indexes
+                    .iter()
+                    .map(|ix| (oid::object(ix.id), crate::catalog::beside(&t.name, &ix.name))),
+            );
         }
         Ok(all)
     }
@@ -256,7 +261,11 @@ impl<'a> Planner<'a> {
         if let Some(v) = self.catalog.view(self.txn, self.db, &name)? {
             return Ok(Some(oid::object(v.id)));
         }
-        Ok(self.visible_relations()?.into_iter().find(|(_, n)| *n == name).map(|(o, _)| o))
+        let found = self.visible_relations()?.into_iter().find(|(_, n)| *n == name);
+        if found.is_none() {
+            self.catalog.check_schema_of(self.txn, self.db, &name)?;
+        }
+        Ok(found.map(|(o, _)| o))
     }
 
     /// The type a name denotes: a built-in type ([`type_by_name`]) or one of the database's

@@ -13,6 +13,7 @@ use std::ops::ControlFlow;
 use sqlparser::ast;
 
 use crate::bind::*;
+use crate::catalog::unqualified;
 use crate::catalog::{Column, Table};
 use crate::encoding::{decode_row, encode_key, encode_row};
 use crate::error::{code, Result, SqlError};
@@ -99,6 +100,12 @@ impl Writer<'_> {
         // The views that read it read it under its new name (each is planned again after
         // the statement, and must still give its columns).
         for v in self.db.catalog.views_on(&mut self.ts.txn, &db, &old)? {
+            if old.contains('.') {
+                return Err(SqlError::unsupported(format!(
+                    "renaming table {old}, which view {} reads (views rename only tables of schema public)",
+                    v.name
+                )));
+            }
             let query = crate::bind::view::view_query(&v)?;
             let Some(renamed) = crate::exec::views::rename_table_in_query(&query, &old, new) else {
                 return Err(SqlError::unsupported(format!(
@@ -117,7 +124,7 @@ impl Writer<'_> {
         }
         let mut t = table.clone();
         if !t.primary_key.is_empty() && t.primary_key_name.is_none() {
-            t.primary_key_name = Some(format!("{old}_pkey"));
+            t.primary_key_name = Some(format!("{}_pkey", unqualified(&old)));
         }
         t.name = new.to_string();
         let rename = |n: &mut String| {

@@ -76,7 +76,8 @@ impl Writer<'_> {
                     return Err(missing("index", &n));
                 };
                 let mut t = (*catalog.table_or_err(txn, database, &table)?).clone();
-                let Some(ix) = t.indexes.iter_mut().find(|ix| ix.name == n) else {
+                let own = crate::catalog::unqualified(&n);
+                let Some(ix) = t.indexes.iter_mut().find(|ix| ix.name == own) else {
                     return Err(SqlError::unsupported(format!(
                         "COMMENT ON INDEX {n}, a primary key's index"
                     )));
@@ -89,6 +90,7 @@ impl Writer<'_> {
                 let (table, column) = match parts.as_slice() {
                     [t, c] => (t.clone(), c.clone()),
                     [s, t, c] if s == "public" => (t.clone(), c.clone()),
+                    [s, t, c] => (crate::catalog::qualified(s, t), c.clone()),
                     _ => {
                         return Err(SqlError::syntax(format!(
                             "column name must be qualified by its table: {name}"

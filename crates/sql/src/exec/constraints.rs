@@ -28,6 +28,7 @@ use sqlparser::ast;
 
 use crate::bind::dml::table_scope;
 use crate::bind::{Planner, Scope, SystemTables};
+use crate::catalog::{beside, unqualified};
 use crate::catalog::{FkAction, ForeignKey, Table};
 use crate::ed::SessionEnv;
 use crate::encoding::{decode_row, encode_key};
@@ -108,13 +109,15 @@ fn still_referenced(parent: &Table, child: &Table, fk: &ForeignKey, key: &[Value
         code::FOREIGN_KEY,
         format!(
             "update or delete on table \"{}\" violates foreign key constraint \"{}\" on table \"{}\"",
-            parent.name, fk.name, child.name
+            unqualified(&parent.name),
+            fk.name,
+            unqualified(&child.name)
         ),
     )
     .detail(format!(
         "Key {} is still referenced from table \"{}\".",
         key_text(parent, &fk.ref_columns, key),
-        child.name
+        unqualified(&child.name)
     ))
     .constraint(&child.name, &fk.name)
 }
@@ -126,12 +129,14 @@ fn not_present(table: &Table, fk: &ForeignKey, values: &[Value], parent: &str) -
         code::FOREIGN_KEY,
         format!(
             "insert or update on table \"{}\" violates foreign key constraint \"{}\"",
-            table.name, fk.name
+            unqualified(&table.name),
+            fk.name
         ),
     )
     .detail(format!(
-        "Key {} is not present in table \"{parent}\".",
-        key_text(table, &fk.columns, values)
+        "Key {} is not present in table \"{}\".",
+        key_text(table, &fk.columns, values),
+        unqualified(parent)
     ))
     .constraint(&table.name, &fk.name)
 }
@@ -262,7 +267,7 @@ impl Writer<'_> {
                     code::CHECK,
                     format!(
                         "new row for relation \"{}\" violates check constraint \"{name}\"",
-                        table.name
+                        unqualified(&table.name)
                     ),
                 )
                 .detail(format!("Failing row contains ({}).", vals.join(", ")))
@@ -718,7 +723,7 @@ fn unused_name(base: String, taken: &[String]) -> String {
 /// `<table>_<columns>_<suffix>`, PostgreSQL's base for a constraint's name.
 fn columns_base(table: &Table, cols: &[usize], suffix: &str) -> String {
     let names = cols.iter().map(|&c| table.columns[c].name.clone()).collect::<Vec<_>>();
-    format!("{}_{}_{suffix}", table.name, names.join("_"))
+    format!("{}_{}_{suffix}", unqualified(&table.name), names.join("_"))
 }
 
 /// A new constraint's name: the one given (42710 when the table already uses it), or `base`
@@ -945,8 +950,8 @@ impl Writer<'_> {
             }
         });
         let base = match used.iter().collect::<Vec<_>>().as_slice() {
-            [one] => format!("{}_{}_check", table.name, table.columns[**one].name),
-            _ => format!("{}_check", table.name),
+            [one] => format!("{}_{}_check", unqualified(&table.name), table.columns[**one].name),
+            _ => format!("{}_check", unqualified(&table.name)),
         };
         let name = constraint_name(table, name, base)?;
         table.checks.push(crate::catalog::Check { name, expr: crate::bind::stored_text(expr) });
@@ -963,10 +968,15 @@ impl Writer<'_> {
         base: String,
     ) -> Result<String> {
         let mut taken = constraint_names(table);
-        taken.push(table.name.clone());
+        taken.push(unqualified(&table.name).to_string());
+        let db = table.database.as_str();
         if let Some(n) = given {
             if taken.contains(&n)
-                || self.db.catalog.relation_exists(&mut self.ts.txn, &table.database, &n)?
+                || self.db.catalog.relation_exists(
+                    &mut self.ts.txn,
+                    db,
+                    &beside(&table.name, &n),
+                )?
             {
                 return Err(SqlError::new(
                     code::DUPLICATE_TABLE,
@@ -979,7 +989,11 @@ impl Writer<'_> {
         loop {
             let name = if n == 0 { base.clone() } else { format!("{base}{n}") };
             if !taken.contains(&name)
-                && !self.db.catalog.relation_exists(&mut self.ts.txn, &table.database, &name)?
+                && !self.db.catalog.relation_exists(
+                    &mut self.ts.txn,
+                    db,
+                    &beside(&table.name, &name),
+                )?
             {
                 return Ok(name);
             }

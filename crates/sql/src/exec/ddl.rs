@@ -7,6 +7,7 @@ use kiln_engine::Scan;
 use sqlparser::ast;
 
 use crate::bind::*;
+use crate::catalog::unqualified;
 use crate::catalog::{Column, Identity, Table};
 use crate::encoding::{decode_row, encode_key};
 use crate::error::{code, Result, SqlError};
@@ -54,14 +55,17 @@ impl Writer<'_> {
         name: &str,
         if_not_exists: bool,
     ) -> Result<bool> {
+        self.check_schema_of(database, name)?;
         if !self.db.catalog.relation_exists(&mut self.ts.txn, database, name)? {
             return Ok(false);
         }
+        // PostgreSQL names the relation without its schema here.
+        let shown = unqualified(name);
         if if_not_exists {
-            self.skipping(code::DUPLICATE_TABLE, format!("relation \"{name}\" already exists"));
+            self.skipping(code::DUPLICATE_TABLE, format!("relation \"{shown}\" already exists"));
             return Ok(true);
         }
-        Err(SqlError::new(code::DUPLICATE_TABLE, format!("relation \"{name}\" already exists")))
+        Err(SqlError::new(code::DUPLICATE_TABLE, format!("relation \"{shown}\" already exists")))
     }
 
     /// CREATE TABLE … AS: a table with the query's columns (no keys or constraints, every
@@ -343,7 +347,8 @@ impl Writer<'_> {
             comment: None,
         };
         if !table.primary_key.is_empty() {
-            let name = self.index_name(&table, primary_key_name, format!("{name}_pkey"))?;
+            let base = format!("{}_pkey", unqualified(&name));
+            let name = self.index_name(&table, primary_key_name, base)?;
             table.primary_key_name = Some(name);
         }
         for (i, identity) in generated {
@@ -457,6 +462,7 @@ impl Writer<'_> {
                     };
                     let table = self.db.catalog.table_or_err(&mut self.ts.txn, database, &tname)?;
                     let mut t = (*table).clone();
+                    let name = unqualified(&name).to_string();
                     let pos = t.indexes.iter().position(|i| i.name == name);
                     // The index of a primary key or unique constraint goes with the constraint.
                     if pos.is_none_or(|p| t.indexes[p].constraint) {
@@ -603,7 +609,7 @@ impl Writer<'_> {
         if let [ast::AlterTableOperation::RenameTable { table_name }] = at.operations.as_slice() {
             let (ast::RenameTableNameKind::To(new) | ast::RenameTableNameKind::As(new)) =
                 table_name;
-            return self.rename_table(&table, &object_name(new)?);
+            return self.rename_table(&table, &crate::exec::schema::renamed(&table.name, new)?);
         }
         let mut t = (*table).clone();
         for op in &at.operations {
@@ -645,7 +651,7 @@ impl Writer<'_> {
                     t.primary_key_name = Some(self.index_name(
                         &t,
                         pk.name.as_ref().map(ident),
-                        format!("{tname}_pkey"),
+                        format!("{}_pkey", unqualified(&tname)),
                     )?);
                     t.primary_key = cols.clone();
                     for &c in &cols {

@@ -16,6 +16,7 @@ use sqlparser::ast;
 
 use crate::bind::dml::table_scope;
 use crate::bind::*;
+use crate::catalog::{beside, unqualified};
 use crate::catalog::{BoundIndex, Index, Table};
 use crate::encoding::{decode_row, encode_key};
 use crate::error::{code, Result, SqlError};
@@ -255,7 +256,7 @@ impl Writer<'_> {
                 .catalog
                 .tables(&mut self.ts.txn, database)?
                 .into_iter()
-                .find(|t| !t.primary_key.is_empty() && t.pkey_name() == name),
+                .find(|t| !t.primary_key.is_empty() && beside(&t.name, &t.pkey_name()) == name),
         };
         let Some(table) = table else {
             return Err(SqlError::new(
@@ -263,8 +264,10 @@ impl Writer<'_> {
                 format!("relation \"{name}\" does not exist"),
             ));
         };
+        // The index stays in its table's schema; its own name is unqualified.
+        let (name, new) = (unqualified(&name).to_string(), index_name_only(&new)?);
         if new != name {
-            self.relation_taken(database, &new, false)?;
+            self.relation_taken(database, &beside(&table.name, &new), false)?;
             let mut t = (*table).clone();
             match t.indexes.iter_mut().find(|i| i.name == name) {
                 Some(index) => index.name = new,
@@ -309,10 +312,10 @@ impl Writer<'_> {
             columns.clear();
         }
         let name = match &ci.name {
-            Some(n) => object_name(n)?,
+            Some(n) => index_name_only(&object_name(n)?)?,
             None => {
                 // PostgreSQL's choice: each part's column or function name, else "expr".
-                let mut base = format!("{tname}_");
+                let mut base = format!("{}_", unqualified(&tname));
                 let named: Vec<String> = parts
                     .iter()
                     .map(part_name)
@@ -322,14 +325,18 @@ impl Writer<'_> {
                 let base = format!("{base}_idx");
                 let mut name = base.clone();
                 let mut n = 0;
-                while self.db.catalog.relation_exists(&mut self.ts.txn, database, &name)? {
+                while self.db.catalog.relation_exists(
+                    &mut self.ts.txn,
+                    database,
+                    &beside(&tname, &name),
+                )? {
                     n += 1;
                     name = format!("{base}{n}");
                 }
                 name
             }
         };
-        if self.relation_taken(database, &name, ci.if_not_exists)? {
+        if self.relation_taken(database, &beside(&tname, &name), ci.if_not_exists)? {
             return Ok(Output::Command("CREATE INDEX".into()));
         }
         let id = self.db.catalog.next_id(&mut self.ts.txn)?;
@@ -381,4 +388,16 @@ fn part_name(e: &ast::Expr) -> String {
         ast::Expr::Case { .. } => "case".into(),
         _ => "expr".into(),
     }
+}
+
+/// An index's own name: it lives in its table's schema, so it may not name one (PostgreSQL's
+/// grammar takes no schema there either).
+fn index_name_only(name: &str) -> Result<String> {
+    if name.contains('.') {
+        return Err(SqlError::new(
+            code::SYNTAX,
+            format!("an index is created in its table's schema: name it without one ({name})"),
+        ));
+    }
+    Ok(name.to_string())
 }

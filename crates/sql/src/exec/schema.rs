@@ -1,13 +1,14 @@
-//! CREATE SCHEMA and DROP SCHEMA. Kiln has one schema, `public` (beside the system ones,
-//! `pg_catalog` and `information_schema`), so these statements only do what PostgreSQL does
-//! for those: `CREATE SCHEMA IF NOT EXISTS public` changes nothing, `CREATE SCHEMA public`
-//! answers 42P06, `DROP SCHEMA IF EXISTS` of any other name changes nothing (it does not
-//! exist) and without IF EXISTS answers 3F000. Creating another schema, or dropping `public`,
-//! is refused (0A000).
+//! CREATE SCHEMA and DROP SCHEMA. Every database has `public` (where unqualified names
+//! live) and the system schemas `pg_catalog` and `information_schema`; CREATE SCHEMA makes
+//! others, whose tables, views, sequences and indexes are named `schema.name` (the catalog
+//! names them so too: see [`crate::catalog::schema_of`]). DROP SCHEMA removes an empty
+//! schema, or with CASCADE its relations first, reporting each as PostgreSQL does.
+//! Dropping `public` and the system schemas is refused (0A000).
 
 use sqlparser::ast;
 
 use crate::bind::object_name;
+use crate::catalog::{schema_of, unqualified, Schema};
 use crate::error::{code, Result, SqlError};
 use crate::exec::write::Writer;
 use crate::session::Output;
@@ -15,9 +16,17 @@ use crate::session::Output;
 /// The schemas every database has.
 pub(crate) const SCHEMAS: &[&str] = &["public", "pg_catalog", "information_schema"];
 
-fn only_public() -> SqlError {
-    SqlError::unsupported("a schema other than public")
-        .hint("Kiln keeps every table, view and sequence in the schema public.")
+/// The name of the schema a CREATE or DROP SCHEMA names.
+fn schema_name(name: &ast::ObjectName) -> Result<String> {
+    let name = object_name(name)?;
+    if name.contains('.') {
+        // `a.b`: a schema has no schema of its own.
+        return Err(SqlError::new(
+            code::SYNTAX,
+            format!("improper qualified name (too many dotted names): {name}"),
+        ));
+    }
+    Ok(name)
 }
 
 impl Writer<'_> {
@@ -26,26 +35,58 @@ impl Writer<'_> {
         &mut self,
         name: &ast::SchemaName,
         if_not_exists: bool,
+        database: &str,
     ) -> Result<Output> {
         let name = match name {
             ast::SchemaName::Simple(n) | ast::SchemaName::NamedAuthorization(n, _) => {
-                object_name(n)?
+                schema_name(n)?
             }
             // The schema is named after the role.
             ast::SchemaName::UnnamedAuthorization(role) => crate::bind::ident(role),
         };
+        if name.contains('.') {
+            return Err(crate::bind::dotted_name(&name));
+        }
         if name.starts_with("pg_") {
             return Err(SqlError::new("42939", format!("unacceptable schema name \"{name}\""))
                 .detail("The prefix \"pg_\" is reserved for system schemas."));
         }
-        if !SCHEMAS.contains(&name.as_str()) {
-            return Err(only_public());
+        let exists = SCHEMAS.contains(&name.as_str())
+            || self.db.catalog.schema(&mut self.ts.txn, database, &name)?.is_some();
+        if exists {
+            if if_not_exists {
+                self.skipping(code::DUPLICATE_SCHEMA, format!("schema \"{name}\" already exists"));
+                return Ok(Output::Command("CREATE SCHEMA".into()));
+            }
+            return Err(SqlError::new(
+                code::DUPLICATE_SCHEMA,
+                format!("schema \"{name}\" already exists"),
+            ));
         }
-        if if_not_exists {
-            self.skipping("42P06", format!("schema \"{name}\" already exists"));
-            return Ok(Output::Command("CREATE SCHEMA".into()));
+        let id = self.db.catalog.next_id(&mut self.ts.txn)?;
+        let schema = Schema { id, name, comment: None };
+        self.db.catalog.put_schema(&mut self.ts.txn, database, &schema)?;
+        Ok(Output::Command("CREATE SCHEMA".into()))
+    }
+
+    /// 3F000 unless the schema a new relation's catalog name places it in exists; 42501 for
+    /// the system schemas, which hold only Kiln's own relations.
+    pub(crate) fn check_schema_of(&mut self, database: &str, name: &str) -> Result<()> {
+        let schema = schema_of(name);
+        if schema == "public" {
+            return Ok(());
         }
-        Err(SqlError::new("42P06", format!("schema \"{name}\" already exists")))
+        if SCHEMAS.contains(&schema) {
+            return Err(SqlError::new(
+                code::INSUFFICIENT_PRIVILEGE,
+                format!("permission denied to create \"{name}\""),
+            )
+            .detail(format!("System catalog modifications are currently disallowed; {schema} holds Kiln's own relations.")));
+        }
+        if self.db.catalog.schema(&mut self.ts.txn, database, schema)?.is_none() {
+            return Err(undefined_schema(schema));
+        }
+        Ok(())
     }
 
     /// DROP SCHEMA [IF EXISTS] name, … [CASCADE | RESTRICT].
@@ -53,21 +94,106 @@ impl Writer<'_> {
         &mut self,
         names: &[ast::ObjectName],
         if_exists: bool,
+        cascade: bool,
+        database: &str,
     ) -> Result<Output> {
         for n in names {
-            let name = object_name(n)?;
+            let name = schema_name(n)?;
             if SCHEMAS.contains(&name.as_str()) {
                 return Err(SqlError::unsupported(format!("dropping the schema {name}"))
-                    .hint("Kiln keeps every table, view and sequence in the schema public."));
+                    .hint("Kiln keeps unqualified names in the schema public, which always exists; drop its tables instead."));
             }
-            if !if_exists {
-                return Err(SqlError::new(
-                    code::UNDEFINED_SCHEMA,
-                    format!("schema \"{name}\" does not exist"),
-                ));
+            if self.db.catalog.schema(&mut self.ts.txn, database, &name)?.is_none() {
+                if !if_exists {
+                    return Err(undefined_schema(&name));
+                }
+                self.skipping("00000", format!("schema \"{name}\" does not exist"));
+                continue;
             }
-            self.skipping("00000", format!("schema \"{name}\" does not exist"));
+            self.drop_schema_objects(&name, cascade, database)?;
+            self.db.catalog.delete_schema(&mut self.ts.txn, database, &name)?;
         }
         Ok(Output::Command("DROP SCHEMA".into()))
     }
+
+    /// Drops the relations of schema `name` (2BP01 without `cascade` when it has any):
+    /// views first, then tables (with their indexes, constraints and owned sequences), then
+    /// the other sequences.
+    fn drop_schema_objects(&mut self, name: &str, cascade: bool, database: &str) -> Result<()> {
+        let catalog = &self.db.catalog;
+        let txn = &mut self.ts.txn;
+        let mine = |n: &str| n.contains('.') && schema_of(n) == name;
+        let mut objects: Vec<(u64, &'static str, String)> = Vec::new();
+        for t in catalog.tables(txn, database)? {
+            if mine(&t.name) {
+                objects.push((t.id, "table", t.name.clone()));
+            }
+        }
+        for v in catalog.views(txn, database)? {
+            if mine(&v.name) {
+                objects.push((v.id, "view", v.name.clone()));
+            }
+        }
+        for s in catalog.sequences(txn, database)? {
+            if mine(&s.name) && s.owned_by.is_none() {
+                objects.push((s.id, "sequence", s.name.clone()));
+            }
+        }
+        objects.sort();
+        if objects.is_empty() {
+            return Ok(());
+        }
+        if !cascade {
+            let lines: Vec<String> = objects
+                .iter()
+                .map(|(_, kind, n)| format!("{kind} {n} depends on schema {name}"))
+                .collect();
+            return Err(SqlError::new(
+                code::DEPENDENT_OBJECTS,
+                format!("cannot drop schema {name} because other objects depend on it"),
+            )
+            .detail(lines.join("\n"))
+            .hint("Use DROP ... CASCADE to drop the dependent objects too."));
+        }
+        for (_, kind, n) in &objects {
+            self.cascade_to(format!("{kind} {n}"));
+        }
+        let as_name = |n: &str| {
+            ast::ObjectName::from(vec![ast::Ident::new(name), ast::Ident::new(unqualified(n))])
+        };
+        let views: Vec<String> =
+            objects.iter().filter(|o| o.1 == "view").map(|o| o.2.clone()).collect();
+        if !views.is_empty() {
+            self.drop_views(&views, true, true, database)?;
+        }
+        let tables: Vec<ast::ObjectName> =
+            objects.iter().filter(|o| o.1 == "table").map(|o| as_name(&o.2)).collect();
+        if !tables.is_empty() {
+            self.drop(ast::ObjectType::Table, true, true, &tables, database)?;
+        }
+        let sequences: Vec<ast::ObjectName> =
+            objects.iter().filter(|o| o.1 == "sequence").map(|o| as_name(&o.2)).collect();
+        if !sequences.is_empty() {
+            self.drop_sequences(&sequences, true, true, database)?;
+        }
+        Ok(())
+    }
+}
+
+/// The catalog name a relation `old` takes when renamed to `new`: it stays in its schema,
+/// and the new name may not name one (as in PostgreSQL's grammar).
+pub(crate) fn renamed(old: &str, new: &ast::ObjectName) -> Result<String> {
+    let new = object_name(new)?;
+    if new.contains('.') {
+        return Err(SqlError::new(
+            code::SYNTAX,
+            format!("a renamed relation stays in its schema: name it without one ({new})"),
+        ));
+    }
+    Ok(crate::catalog::beside(old, &new))
+}
+
+/// 3F000 for a schema that does not exist.
+pub(crate) fn undefined_schema(name: &str) -> SqlError {
+    SqlError::new(code::UNDEFINED_SCHEMA, format!("schema \"{name}\" does not exist"))
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use sqlparser::ast;
 
 use crate::bind::*;
+use crate::catalog::unqualified;
 use crate::catalog::Table;
 use crate::error::{code, Result, SqlError};
 use crate::exec::write::*;
@@ -201,7 +202,8 @@ impl Writer<'_> {
         table: &str,
         column: &str,
     ) -> Result<String> {
-        let base = format!("{table}_{column}_seq");
+        // In the table's schema.
+        let base = crate::catalog::beside(table, &format!("{}_{column}_seq", unqualified(table)));
         let mut name = base.clone();
         let mut n = 0;
         while self.db.catalog.relation_exists(&mut self.ts.txn, database, &name)? {
@@ -352,7 +354,11 @@ impl Writer<'_> {
         match &a.action {
             AlterSequenceAction::OwnerTo => done(),
             AlterSequenceAction::RenameTo(new) => {
-                self.rename_sequence(&seq, &object_name(new)?, database)?;
+                self.rename_sequence(
+                    &seq,
+                    &crate::exec::schema::renamed(&seq.name, new)?,
+                    database,
+                )?;
                 done()
             }
             AlterSequenceAction::Options(spec) => {
@@ -543,13 +549,14 @@ impl Writer<'_> {
 /// `nextval('<name>'::regclass)`, as PostgreSQL shows a `serial` column's default: the name
 /// quoted when case folding would change it.
 pub(crate) fn nextval_call(name: &str) -> String {
-    format!("nextval('{}'::regclass)", nextval_arg(name))
+    format!("nextval('{}'::regclass)", nextval_arg(name, false))
 }
 
 /// A sequence's name as the text of a regclass literal (quoted when case folding would change
-/// it), its quotes doubled for the SQL string.
-fn nextval_arg(name: &str) -> String {
-    crate::bind::quote_ident(name).replace('\'', "''")
+/// it, with its schema when not in `public` or when `qualified`), its quotes doubled for the
+/// SQL string.
+fn nextval_arg(name: &str, qualified: bool) -> String {
+    crate::pg::system::shown_relation(name, qualified).replace('\'', "''")
 }
 
 /// The sequence a DEFAULT that is exactly `nextval('s')` draws from (a `serial` column's).
@@ -585,8 +592,7 @@ fn each_nextval_arg(expr: &mut ast::Expr, mut f: impl FnMut(&mut ast::Expr)) {
 
 /// A `nextval` argument naming sequence `name` (`public.s` when `qualified`).
 fn regclass_literal(name: &str, qualified: bool) -> ast::Expr {
-    let schema = if qualified { "public." } else { "" };
-    crate::parse::parse_expr(&format!("'{schema}{}'::regclass", nextval_arg(name)))
+    crate::parse::parse_expr(&format!("'{}'::regclass", nextval_arg(name, qualified)))
         .expect("a quoted name parses")
 }
 
@@ -623,7 +629,7 @@ fn default_with_sequence(default: &str, old: &str, new: &str) -> String {
 pub(crate) fn default_qualified(default: &str) -> String {
     let Ok(mut expr) = crate::parse::parse_expr(default) else { return default.to_string() };
     if let Some(name) = nextval_of(&expr) {
-        return format!("nextval('public.{}'::regclass)", nextval_arg(&name));
+        return format!("nextval('{}'::regclass)", nextval_arg(&name, true));
     }
     let mut changed = false;
     each_nextval_arg(&mut expr, |arg| {

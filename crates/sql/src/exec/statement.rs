@@ -280,8 +280,10 @@ impl Session {
                 )?;
                 w.create_view(view, cv.or_replace)
             }
-            S::Drop { object_type: ast::ObjectType::Schema, if_exists, names, .. } => {
-                w.drop_schemas(names, *if_exists)
+            S::Drop { object_type: ast::ObjectType::Schema, if_exists, names, cascade, .. } => {
+                let out = w.drop_schemas(names, *if_exists, *cascade, &self.database);
+                w.report_cascade();
+                out
             }
             S::Drop {
                 object_type: ast::ObjectType::Sequence, if_exists, names, cascade, ..
@@ -328,7 +330,7 @@ impl Session {
             S::CreateIndex(ci) => w.create_index(ci, &self.database),
             S::AlterIndex { name, operation } => w.rename_index(name, operation, &self.database),
             S::CreateSchema { schema_name, if_not_exists, .. } => {
-                w.create_schema(schema_name, *if_not_exists)
+                w.create_schema(schema_name, *if_not_exists, &self.database)
             }
             S::CreateExtension(ce) => w.create_extension(ce, &self.database),
             S::DropExtension(de) => w.drop_extensions(de, &self.database),
@@ -384,7 +386,8 @@ impl Session {
                             ast::RenameTableNameKind::To(new) | ast::RenameTableNameKind::As(new),
                     } = op
                     {
-                        crate::exec::views::recheck_views(&mut planner!(), &object_name(new)?)?;
+                        let new = crate::exec::schema::renamed(&name, new)?;
+                        crate::exec::views::recheck_views(&mut planner!(), &new)?;
                     }
                 }
                 Ok(out)
@@ -434,7 +437,8 @@ impl Session {
                 }
                 // The tables CASCADE added, each told to the client as PostgreSQL does.
                 for table in tables.iter().skip(named) {
-                    w.notice(format!("truncate cascades to table \"{}\"", table.name));
+                    let name = crate::catalog::unqualified(&table.name);
+                    w.notice(format!("truncate cascades to table \"{name}\""));
                 }
                 for table in &tables {
                     w.truncate(table)?;

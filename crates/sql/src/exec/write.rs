@@ -218,7 +218,8 @@ impl Writer<'_> {
                     code::NOT_NULL,
                     format!(
                         "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
-                        c.name, table.name
+                        c.name,
+                        crate::catalog::unqualified(&table.name)
                     ),
                 )
                 .column(&table.name, &c.name));

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 use kiln_engine::Transaction;
 
 use crate::bind::SystemTables;
+use crate::catalog::{schema_of, unqualified};
 use crate::database::Database;
 use crate::error::Result;
 use crate::plan::Relation;
@@ -96,6 +97,8 @@ pub mod oid {
     pub const FIRST: i64 = 16384;
     /// The `public` schema.
     pub const PUBLIC: i64 = 2200;
+    /// information_schema.
+    pub const INFORMATION_SCHEMA: i64 = 13000;
     /// The `pg_catalog` schema.
     pub const PG_CATALOG: i64 = 11;
     /// The only role.
@@ -383,9 +386,8 @@ impl SystemTables for System<'_> {
                         .collect(),
                 ))
             }
-            "pg_namespace" => Some((
-                cols(&[("oid", O), ("nspname", N), ("nspowner", O), ("nspacl", TA)]),
-                vec![
+            "pg_namespace" => {
+                let mut rows = vec![
                     vec![
                         Value::Int(oid::PG_CATALOG),
                         text("pg_catalog"),
@@ -401,13 +403,23 @@ impl SystemTables for System<'_> {
                         public_schema_acl(),
                     ],
                     vec![
-                        Value::Int(13000),
+                        Value::Int(oid::INFORMATION_SCHEMA),
                         text("information_schema"),
                         Value::Int(oid::ROLE),
                         Value::Null,
                     ],
-                ],
-            )),
+                ];
+                // The schemas made with CREATE SCHEMA, owned by their creator.
+                for schema in self.db.catalog().schemas(txn, self.database)? {
+                    rows.push(vec![
+                        Value::Int(oid::object(schema.id)),
+                        text(&schema.name),
+                        Value::Int(oid::ROLE),
+                        Value::Null,
+                    ]);
+                }
+                Some((cols(&[("oid", O), ("nspname", N), ("nspowner", O), ("nspacl", TA)]), rows))
+            }
             "pg_am" => Some((
                 cols(&[("oid", O), ("amname", N), ("amhandler", T), ("amtype", C)]),
                 vec![
@@ -1011,8 +1023,8 @@ impl SystemTables for System<'_> {
                         .map(|s| {
                             vec![
                                 text(self.database),
-                                text("public"),
-                                text(&s.name),
+                                text(schema_of(&s.name)),
+                                text(unqualified(&s.name)),
                                 text(&s.ty.sql_name()),
                                 Value::Int(bits(s.ty)),
                                 Value::Int(2),
@@ -1205,8 +1217,11 @@ impl SystemTables for System<'_> {
                 let rows = tables
                     .iter()
                     .map(|t| {
-                        let mut row =
-                            vec![Value::Int(oid::object(t.id)), text("public"), text(&t.name)];
+                        let mut row = vec![
+                            Value::Int(oid::object(t.id)),
+                            text(schema_of(&t.name)),
+                            text(unqualified(&t.name)),
+                        ];
                         row.extend(counters.iter().map(|_| Value::Null));
                         row
                     })
@@ -1243,11 +1258,39 @@ impl SystemTables for System<'_> {
                 cols(&[("oid", O), ("spcname", N), ("spcowner", O)]),
                 vec![vec![Value::Int(1663), text("pg_default"), Value::Int(oid::ROLE)]],
             )),
+            "information_schema.schemata" => {
+                let row = |name: &str, owner: &str| {
+                    let mut row = vec![text(self.database), text(name), text(owner)];
+                    row.extend((0..4).map(|_| Value::Null));
+                    row
+                };
+                let mut rows = vec![
+                    row("pg_catalog", "kiln"),
+                    row("public", "pg_database_owner"),
+                    row("information_schema", "kiln"),
+                ];
+                for schema in self.db.catalog().schemas(txn, self.database)? {
+                    rows.push(row(&schema.name, "kiln"));
+                }
+                Some((
+                    cols(&[
+                        ("catalog_name", N),
+                        ("schema_name", N),
+                        ("schema_owner", N),
+                        ("default_character_set_catalog", N),
+                        ("default_character_set_schema", N),
+                        ("default_character_set_name", N),
+                        ("sql_path", T),
+                    ]),
+                    rows,
+                ))
+            }
             "information_schema.tables" => {
                 let tables = self.db.catalog().tables(txn, self.database)?;
                 let views = self.db.catalog().views(txn, self.database)?;
                 let row = |name: &str, kind: &str| {
-                    vec![text(self.database), text("public"), text(name), text(kind)]
+                    let (schema, name) = (schema_of(name), unqualified(name));
+                    vec![text(self.database), text(schema), text(name), text(kind)]
                 };
                 let mut rows: Vec<Vec<Value>> =
                     tables.iter().map(|t| row(&t.name, "BASE TABLE")).collect();
@@ -1276,7 +1319,12 @@ impl SystemTables for System<'_> {
                         views
                             .iter()
                             .map(|v| {
-                                vec![text("public"), text(&v.name), text("kiln"), definition(v)]
+                                vec![
+                                    text(schema_of(&v.name)),
+                                    text(unqualified(&v.name)),
+                                    text("kiln"),
+                                    definition(v),
+                                ]
                             })
                             .collect(),
                     )
@@ -1299,8 +1347,8 @@ impl SystemTables for System<'_> {
                             .map(|v| {
                                 let mut row = vec![
                                     text(self.database),
-                                    text("public"),
-                                    text(&v.name),
+                                    text(schema_of(&v.name)),
+                                    text(unqualified(&v.name)),
                                     definition(v),
                                     text("NONE"),
                                 ];
@@ -1320,8 +1368,8 @@ impl SystemTables for System<'_> {
                     for (i, c) in t.columns.iter().enumerate() {
                         let mut row = vec![
                             text(self.database),
-                            text("public"),
-                            text(&t.name),
+                            text(schema_of(&t.name)),
+                            text(unqualified(&t.name)),
                             text(&c.name),
                             Value::Int(t.attnum(i).into()),
                             c.default.as_deref().map_or(Value::Null, |d| {
@@ -1369,8 +1417,8 @@ impl SystemTables for System<'_> {
                     {
                         let mut row = vec![
                             text(self.database),
-                            text("public"),
-                            text(&v.name),
+                            text(schema_of(&v.name)),
+                            text(unqualified(&v.name)),
                             text(name),
                             Value::Int(i as i64 + 1),
                             Value::Null,
@@ -1572,6 +1620,7 @@ fn attribute_row(rel: i64, name: &str, ty: DataType, attnum: i16) -> Vec<Value> 
 /// A pg_class row.
 fn class_row(
     oid: i64,
+    namespace: i64,
     name: &str,
     kind: &str,
     natts: usize,
@@ -1585,7 +1634,7 @@ fn class_row(
     vec![
         int(oid),
         text(name),
-        int(oid::PUBLIC),
+        int(namespace),
         int(0),
         int(oid::ROLE),
         int(am),
@@ -1821,10 +1870,11 @@ impl System<'_> {
         let sequences = self.db.catalog().sequences(txn, self.database)?;
         // Off the search path, user objects are named with their schema.
         let qualify = !crate::pg::settings::search_path(self.settings).contains(&"public");
-        let schema = if qualify { "public." } else { "" };
+        let ns = Namespaces::load(self.db, txn, self.database)?;
         for seq in &sequences {
             if which == "pg_class" {
-                rows.push(class_row(oid::object(seq.id), &seq.name, "S", 3, 0, false));
+                let (nsp, name) = (ns.oid(&seq.name), unqualified(&seq.name));
+                rows.push(class_row(oid::object(seq.id), nsp, name, "S", 3, 0, false));
             }
         }
         for t in &tables {
@@ -1877,10 +1927,10 @@ impl System<'_> {
                         .join(", ")
                 };
                 let mut def = format!(
-                    "CREATE {}INDEX {} ON public.{} USING btree ({parts})",
+                    "CREATE {}INDEX {} ON {} USING btree ({parts})",
                     if *unique { "UNIQUE " } else { "" },
                     crate::bind::quote_ident(name),
-                    crate::bind::quote_ident(&t.name),
+                    shown_relation(&t.name, true),
                 );
                 let included = if include.is_empty() {
                     String::new()
@@ -1911,9 +1961,9 @@ impl System<'_> {
                     .collect::<Vec<_>>()
                     .join(", ");
                 let mut def = format!(
-                    "FOREIGN KEY ({}) REFERENCES {schema}{}({pcols})",
+                    "FOREIGN KEY ({}) REFERENCES {}({pcols})",
                     colnames(&fk.columns),
-                    crate::bind::quote_ident(&fk.table)
+                    shown_relation(&fk.table, qualify)
                 );
                 if fk.on_update != crate::catalog::FkAction::NoAction {
                     def.push_str(&format!(" ON UPDATE {}", fk.on_update.sql()));
@@ -1936,16 +1986,17 @@ impl System<'_> {
                 "pg_class" | "pg_tables" => {
                     if which == "pg_tables" {
                         rows.push(vec![
-                            text("public"),
-                            text(&t.name),
+                            text(schema_of(&t.name)),
+                            text(unqualified(&t.name)),
                             text("kiln"),
                             Value::Null,
                             boolean(!indexes.is_empty()),
                         ]);
                         continue;
                     }
-                    let mut row =
-                        class_row(toid, &t.name, "r", t.columns.len(), 2, !indexes.is_empty());
+                    let (nsp, tname) = (ns.oid(&t.name), unqualified(&t.name));
+                    let has_index = !indexes.is_empty();
+                    let mut row = class_row(toid, nsp, tname, "r", t.columns.len(), 2, has_index);
                     // psql's \d shows CHECK constraints when relchecks > 0, and foreign keys
                     // (both ways) when relhastriggers: PostgreSQL's FKs are triggers.
                     row[17] = int(t.checks.len() as i64);
@@ -1954,7 +2005,7 @@ impl System<'_> {
                     for (ioid, name, c, .., (exprs, _, include, _)) in &indexes {
                         let parts = if exprs.is_empty() { c.len() } else { exprs.len() };
                         let parts = parts + include.len();
-                        rows.push(class_row(*ioid, name, "i", parts, 403, false));
+                        rows.push(class_row(*ioid, nsp, name, "i", parts, 403, false));
                     }
                 }
                 "pg_attribute" => {
@@ -2025,8 +2076,8 @@ impl System<'_> {
                                 .map(|(_, d)| d.clone())
                                 .unwrap_or_default();
                             rows.push(vec![
-                                text("public"),
-                                text(&t.name),
+                                text(schema_of(&t.name)),
+                                text(unqualified(&t.name)),
                                 text(name),
                                 Value::Null,
                                 text(&def),
@@ -2090,7 +2141,7 @@ impl System<'_> {
                         rows.push(vec![
                             int(oid::constraint(*ioid)),
                             text(name),
-                            int(oid::PUBLIC),
+                            int(ns.oid(&t.name)),
                             text(&k.to_string()),
                             boolean(false),
                             boolean(false),
@@ -2137,7 +2188,7 @@ impl System<'_> {
                         rows.push(vec![
                             int(oid::table_constraint(t.id, n)),
                             text(&fk.name),
-                            int(oid::PUBLIC),
+                            int(ns.oid(&t.name)),
                             text("f"),
                             boolean(fk.deferrable),
                             boolean(fk.initially_deferred),
@@ -2162,7 +2213,7 @@ impl System<'_> {
                         rows.push(vec![
                             int(oid::table_constraint(t.id, 500 + n)),
                             text(&ck.name),
-                            int(oid::PUBLIC),
+                            int(ns.oid(&t.name)),
                             text("c"),
                             boolean(false),
                             boolean(false),
@@ -2204,7 +2255,10 @@ impl System<'_> {
             defs.push((voids, format!(" {query};")));
             let columns = v.column_names().into_iter().zip(v.columns.iter().map(|(_, t)| *t));
             match which {
-                "pg_class" => rows.push(class_row(voids, &v.name, "v", v.columns.len(), 0, false)),
+                "pg_class" => {
+                    let (nsp, vname) = (ns.oid(&v.name), unqualified(&v.name));
+                    rows.push(class_row(voids, nsp, vname, "v", v.columns.len(), 0, false))
+                }
                 "pg_attribute" => {
                     for (i, (name, ty)) in columns.enumerate() {
                         rows.push(attribute_row(voids, &name, ty, i as i16 + 1));
@@ -2340,5 +2394,36 @@ impl System<'_> {
             ]),
         };
         Ok((columns, rows))
+    }
+}
+
+/// The namespaces relations are in, by the schemas their catalog names give.
+struct Namespaces(Vec<(String, i64)>);
+
+impl Namespaces {
+    fn load(db: &Database, txn: &mut Transaction, database: &str) -> Result<Namespaces> {
+        let schemas = db.catalog().schemas(txn, database)?;
+        Ok(Namespaces(schemas.into_iter().map(|s| (s.name, oid::object(s.id))).collect()))
+    }
+
+    /// The OID of the namespace of the relation with catalog name `name`.
+    fn oid(&self, name: &str) -> i64 {
+        match schema_of(name) {
+            "public" => oid::PUBLIC,
+            "pg_catalog" => oid::PG_CATALOG,
+            "information_schema" => oid::INFORMATION_SCHEMA,
+            schema => self.0.iter().find(|(n, _)| n == schema).map_or(0, |(_, o)| *o),
+        }
+    }
+}
+
+/// A relation's name as catalog functions write it: with its schema when it is not in
+/// `public`, or when `qualify` (`public` is off the search path).
+pub(crate) fn shown_relation(name: &str, qualify: bool) -> String {
+    let (schema, own) = (schema_of(name), unqualified(name));
+    if schema == "public" && !qualify {
+        crate::bind::quote_ident(own)
+    } else {
+        format!("{}.{}", crate::bind::quote_ident(schema), crate::bind::quote_ident(own))
     }
 }

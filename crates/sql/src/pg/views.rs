@@ -19,9 +19,9 @@ pub(crate) fn system_view(name: &str) -> Option<&'static str> {
 }
 
 const TABLE_CONSTRAINTS: &str = "\
-SELECT current_database()::text AS constraint_catalog, 'public'::text AS constraint_schema, \
+SELECT current_database()::text AS constraint_catalog, n.nspname::text AS constraint_schema, \
   c.conname::text AS constraint_name, current_database()::text AS table_catalog, \
-  'public'::text AS table_schema, r.relname::text AS table_name, \
+  n.nspname::text AS table_schema, r.relname::text AS table_name, \
   CASE c.contype WHEN 'c' THEN 'CHECK' WHEN 'f' THEN 'FOREIGN KEY' WHEN 'p' THEN 'PRIMARY KEY' \
     WHEN 'u' THEN 'UNIQUE' END AS constraint_type, \
   CASE WHEN c.condeferrable THEN 'YES' ELSE 'NO' END AS is_deferrable, \
@@ -30,37 +30,41 @@ SELECT current_database()::text AS constraint_catalog, 'public'::text AS constra
   CASE WHEN c.contype = 'u' THEN CASE WHEN (SELECT NOT i.indnullsnotdistinct FROM pg_index i \
     WHERE i.indexrelid = c.conindid) THEN 'YES' ELSE 'NO' END END AS nulls_distinct \
 FROM pg_constraint c JOIN pg_class r ON r.oid = c.conrelid \
+  JOIN pg_namespace n ON n.oid = r.relnamespace \
 WHERE c.contype IN ('c', 'f', 'p', 'u')";
 
 const KEY_COLUMN_USAGE: &str = "\
-SELECT current_database()::text AS constraint_catalog, 'public'::text AS constraint_schema, \
+SELECT current_database()::text AS constraint_catalog, n.nspname::text AS constraint_schema, \
   c.conname::text AS constraint_name, current_database()::text AS table_catalog, \
-  'public'::text AS table_schema, r.relname::text AS table_name, a.attname::text AS column_name, \
+  n.nspname::text AS table_schema, r.relname::text AS table_name, a.attname::text AS column_name, \
   k.n::int AS ordinal_position, \
   CASE WHEN c.contype = 'f' THEN array_position((SELECT u.conkey FROM pg_constraint u \
     WHERE u.conindid = c.conindid AND u.contype IN ('p', 'u')), c.confkey[k.n])::int END \
     AS position_in_unique_constraint \
 FROM pg_constraint c JOIN pg_class r ON r.oid = c.conrelid \
+  JOIN pg_namespace n ON n.oid = r.relnamespace \
   CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, n) \
   JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum = k.attnum \
 WHERE c.contype IN ('f', 'p', 'u')";
 
 const CONSTRAINT_COLUMN_USAGE: &str = "\
-SELECT current_database()::text AS table_catalog, 'public'::text AS table_schema, \
+SELECT current_database()::text AS table_catalog, rn.nspname::text AS table_schema, \
   r.relname::text AS table_name, a.attname::text AS column_name, \
-  current_database()::text AS constraint_catalog, 'public'::text AS constraint_schema, \
+  current_database()::text AS constraint_catalog, cn.nspname::text AS constraint_schema, \
   c.conname::text AS constraint_name \
 FROM pg_constraint c \
   JOIN pg_class r ON r.oid = CASE WHEN c.contype = 'f' THEN c.confrelid ELSE c.conrelid END \
+  JOIN pg_namespace rn ON rn.oid = r.relnamespace \
+  JOIN pg_namespace cn ON cn.oid = c.connamespace \
   CROSS JOIN LATERAL unnest(CASE WHEN c.contype = 'f' THEN c.confkey ELSE c.conkey END) \
     AS k(attnum) \
   JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum = k.attnum \
 WHERE c.contype IN ('f', 'p', 'u')";
 
 const REFERENTIAL_CONSTRAINTS: &str = "\
-SELECT current_database()::text AS constraint_catalog, 'public'::text AS constraint_schema, \
+SELECT current_database()::text AS constraint_catalog, cn.nspname::text AS constraint_schema, \
   c.conname::text AS constraint_name, current_database()::text AS unique_constraint_catalog, \
-  'public'::text AS unique_constraint_schema, u.conname::text AS unique_constraint_name, \
+  un.nspname::text AS unique_constraint_schema, u.conname::text AS unique_constraint_name, \
   CASE c.confmatchtype WHEN 'f' THEN 'FULL' WHEN 'p' THEN 'PARTIAL' ELSE 'NONE' END \
     AS match_option, \
   CASE c.confupdtype WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL' WHEN 'd' THEN 'SET DEFAULT' \
@@ -68,7 +72,9 @@ SELECT current_database()::text AS constraint_catalog, 'public'::text AS constra
   CASE c.confdeltype WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL' WHEN 'd' THEN 'SET DEFAULT' \
     WHEN 'r' THEN 'RESTRICT' ELSE 'NO ACTION' END AS delete_rule \
 FROM pg_constraint c \
+  JOIN pg_namespace cn ON cn.oid = c.connamespace \
   LEFT JOIN pg_constraint u ON u.conindid = c.conindid AND u.contype IN ('p', 'u') \
+  LEFT JOIN pg_namespace un ON un.oid = u.connamespace \
 WHERE c.contype = 'f'";
 
 #[cfg(test)]
