@@ -293,5 +293,6 @@ scripts!(
     cursors,
     windows,
     tpcc,
-    enums
+    enums,
+    schemas
 );

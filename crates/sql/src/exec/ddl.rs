@@ -516,6 +516,9 @@ impl Writer<'_> {
                     for view in self.db.catalog.views(&mut self.ts.txn, &name)? {
                         self.db.catalog.delete_view(&mut self.ts.txn, &view)?;
                     }
+                    for schema in self.db.catalog.schemas(&mut self.ts.txn, &name)? {
+                        self.db.catalog.delete_schema(&mut self.ts.txn, &name, &schema.name)?;
+                    }
                     for ext in self.db.catalog.extensions(&mut self.ts.txn, &name)? {
                         self.db.catalog.delete_extension(&mut self.ts.txn, &name, &ext.name)?;
                     }
