@@ -939,7 +939,13 @@ impl Env for SessionEnv<'_> {
                 if implicit && !path.contains(&"pg_catalog") {
                     schemas.push(Value::Text("pg_catalog".into()));
                 }
-                schemas.extend(path.iter().map(|s| Value::Text(s.to_string())));
+                let created = crate::bind::search::current_schemas();
+                if created.is_empty() {
+                    schemas.extend(path.iter().map(|s| Value::Text(s.to_string())));
+                } else {
+                    // A path naming created schemas: those that exist, in order.
+                    schemas.extend(created.into_iter().map(Value::Text));
+                }
                 Value::Array(schemas)
             }
             CatalogFunc::StatisticsColumns | CatalogFunc::Description => Value::Null,

@@ -183,6 +183,10 @@ impl Session {
                 own.as_mut().expect("just set")
             }
         };
+        let path = settings.get("search_path").cloned().unwrap_or_default();
+        let search =
+            crate::bind::search::SearchPath::load(&self.db.catalog, txn, &self.database, &path)?;
+        let _installed = crate::bind::search::install(search);
         let env = session_env!(self, zone, &settings);
         let system = System::new(&self.db, &self.database, &settings, &self.cursors);
         let mut planner =
@@ -293,6 +297,8 @@ pub(crate) struct CachedPlan {
     /// The time zone its constants were read in (a timestamp with time zone literal without
     /// an offset is a local time in it).
     zone: crate::zone::Zone,
+    /// The search path's schemas it was bound under (empty: the default).
+    search: Vec<String>,
     plan: StatementPlan,
 }
 
@@ -322,7 +328,8 @@ impl PlanSlot {
         PlanSlot { params, described, plan: Mutex::new(None) }
     }
 
-    /// The kept plan, when it is still valid in `txn` and time zone `zone`.
+    /// The kept plan, when it is still valid in `txn`, time zone `zone` and the search path
+    /// installed now.
     pub(crate) fn get(
         &self,
         txn: &mut Transaction,
@@ -331,7 +338,7 @@ impl PlanSlot {
         zone: crate::zone::Zone,
     ) -> Result<Option<StatementPlan>> {
         let Some(cached) = self.plan.lock().clone() else { return Ok(None) };
-        if cached.zone != zone {
+        if cached.zone != zone || cached.search != crate::bind::search::current_schemas() {
             *self.plan.lock() = None;
             return Ok(None);
         }
@@ -402,6 +409,7 @@ impl PlanSlot {
                 views: planner.views.clone(),
                 enum_types: planner.enum_types.clone(),
                 zone: planner.env.zone(),
+                search: crate::bind::search::current_schemas(),
                 plan,
             })
         });

@@ -315,6 +315,9 @@ pub fn parse_name(text: &str, database: Option<&str>) -> Result<String> {
     }
     match parts.as_slice() {
         [name] | [_, name] if name.contains('.') => Err(crate::bind::dotted_name(name)),
+        // A name in SQL is found along the search path; a stored one (no database) is
+        // `public`'s.
+        [name] if database.is_some() => Ok(crate::bind::search::resolve(name)),
         [name] => Ok(name.clone()),
         [schema, name] if schema == "public" || schema == "pg_catalog" => Ok(name.clone()),
         [schema, _] if schema.contains('.') => Err(crate::bind::dotted_name(schema)),

@@ -1370,7 +1370,7 @@ impl Session {
                 Ok(Output::Command("PREPARE".into()))
             }
             S::Execute { name: Some(name), parameters, immediate: false, .. } => {
-                let name = object_name(name)?;
+                let name = crate::bind::name_as_written(name)?;
                 let prepared = self.get_prepared(&name).ok_or_else(|| {
                     SqlError::new(
                         code::INVALID_STATEMENT_NAME,
@@ -1480,8 +1480,23 @@ impl Session {
         }
         let before = self.txn.as_ref().map(|t| t.txn.operations()).unwrap_or_default();
         self.set_configs.lock().clear();
+        // Unqualified names are found along the search path in force (nothing to read
+        // unless it names a schema made with CREATE SCHEMA).
+        let search = match self.search_path() {
+            Ok(path) => path,
+            Err(e) => {
+                if autocommit {
+                    if let Some(ts) = self.txn.take() {
+                        self.finish(ts, false);
+                    }
+                }
+                return Err(e);
+            }
+        };
+        let installed = crate::bind::search::install(search);
         // A statement's set_config calls take effect when it succeeds, before it commits.
         let result = f(self).and_then(|out| self.apply_set_configs().map(|()| out));
+        drop(installed);
         if let Some(t) = &self.txn {
             self.last_operations = Some(t.txn.operations().since(before));
         }
@@ -1513,6 +1528,22 @@ impl Session {
             }
             result
         }
+    }
+}
+
+impl Session {
+    /// The search path to install for a statement of the open transaction (none when the
+    /// path in force names no schema made with CREATE SCHEMA).
+    pub(crate) fn search_path(
+        &mut self,
+    ) -> Result<Option<std::rc::Rc<crate::bind::search::SearchPath>>> {
+        let local = self.txn.as_ref().map(|t| &t.local);
+        let path = crate::pg::settings::settings_in_force(&self.settings, local)
+            .get("search_path")
+            .cloned()
+            .unwrap_or_default();
+        let Some(ts) = self.txn.as_mut() else { return Ok(None) };
+        crate::bind::search::SearchPath::load(&self.db.catalog, &mut ts.txn, &self.database, &path)
     }
 }
 

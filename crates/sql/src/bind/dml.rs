@@ -65,7 +65,7 @@ pub(crate) fn plan_returning(
                 ast::SelectItemQualifiedWildcardKind::ObjectName(n),
                 _,
             ) => {
-                let name = object_name(n)?;
+                let name = crate::bind::name_as_written(n)?;
                 let before = exprs.len();
                 for (i, c) in scope.cols.iter().enumerate() {
                     if c.table.as_deref() == Some(name.as_str()) && !c.system {
@@ -174,6 +174,8 @@ pub(crate) fn bind_default(planner: &mut Planner, text: &str) -> Result<Expr> {
     let expr = crate::parse::parse_expr(text).map_err(|e| {
         SqlError::new(code::DATA_CORRUPTED, format!("stored DEFAULT {text} does not parse: {e}"))
     })?;
+    // Stored names are the catalog's, read without the search path.
+    let _unsearched = crate::bind::search::install(None);
     Ok(planner.expr(&expr, &Scope::default(), false)?.0)
 }
 
@@ -199,7 +201,10 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
     let targets: Vec<usize> = if ins.columns.is_empty() {
         (0..table.columns.len()).collect()
     } else {
-        ins.columns.iter().map(|c| table.column_or_err(&object_name(c)?)).collect::<Result<_>>()?
+        ins.columns
+            .iter()
+            .map(|c| table.column_or_err(&crate::bind::name_as_written(c)?))
+            .collect::<Result<_>>()?
     };
     let mut seen = HashSet::new();
     for t in &targets {
@@ -298,7 +303,7 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
                     Arbiters::Keys { primary, indexes }
                 }
                 Some(ast::ConflictTarget::OnConstraint(name)) => {
-                    let name = object_name(name)?;
+                    let name = crate::bind::name_as_written(name)?;
                     let pk_name = table.pkey_name();
                     if !table.primary_key.is_empty() && name == pk_name {
                         Arbiters::Keys { primary: true, indexes: vec![] }

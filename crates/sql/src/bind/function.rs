@@ -221,7 +221,7 @@ impl<'a> Planner<'a> {
         scope: &Scope,
         aggs: bool,
     ) -> Result<(Expr, DataType)> {
-        let name = crate::bind::srf::function_name(&object_name(&f.name)?);
+        let name = crate::bind::srf::function_name(&crate::bind::name_as_written(&f.name)?);
 
         let mut order_by: &[ast::OrderByExpr] = &[];
         let (args, distinct, star) = match &f.args {

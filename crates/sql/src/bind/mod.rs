@@ -10,6 +10,7 @@ pub mod function;
 pub mod json;
 pub mod query;
 pub mod reg;
+pub(crate) mod search;
 pub mod srf;
 pub mod view;
 pub mod window;
@@ -293,11 +294,24 @@ pub(crate) fn ident(i: &ast::Ident) -> String {
     }
 }
 
-/// An object's catalog name, each part lowercased unless quoted: `t` for `t`, `public.t` and
-/// `pg_catalog.t`; `s.t` for `s.t` in any other schema (`information_schema.tables` too),
+/// An object's catalog name, each part lowercased unless quoted: `t` for `t` (or the
+/// relation the search path finds first, see [`search`]), `public.t` and `pg_catalog.t`; `s.t` for `s.t` in any other schema (`information_schema.tables` too),
 /// which is how the catalog names a relation in a schema made with CREATE SCHEMA. A name
 /// within a schema may not hold a dot, the boundary of those names.
 pub fn object_name(name: &ast::ObjectName) -> Result<String> {
+    match name.0.as_slice() {
+        [ast::ObjectNamePart::Identifier(i)] if !ident(i).contains('.') => {
+            Ok(search::resolve(&ident(i)))
+        }
+        _ => name_as_written(name),
+    }
+}
+
+/// An object's catalog name without the search path: `t` for `t`, `s.t` for `s.t`. For the
+/// names of what schemas do not hold in Kiln (functions, types, extensions, schemas,
+/// prepared statements, columns, constraints) and of a relation named within its table's
+/// schema (an index's new name).
+pub fn name_as_written(name: &ast::ObjectName) -> Result<String> {
     let parts: Vec<String> = name
         .0
         .iter()
@@ -317,6 +331,30 @@ pub fn object_name(name: &ast::ObjectName) -> Result<String> {
             code::SYNTAX,
             format!("improper qualified name (too many dotted names): {name}"),
         )),
+    }
+}
+
+/// The catalog name of a relation a CREATE statement names: an unqualified name is placed
+/// in the first schema of the search path ([`search::creation_name`]), not looked up.
+pub fn new_object_name(name: &ast::ObjectName) -> Result<String> {
+    match name.0.as_slice() {
+        [ast::ObjectNamePart::Identifier(i)] => {
+            let n = ident(i);
+            if n.contains('.') {
+                return Err(dotted_name(&n));
+            }
+            Ok(search::creation_name(&n))
+        }
+        _ => name_as_written(name),
+    }
+}
+
+/// The name an object name gives without the search path: its last part when it has one
+/// part (a common table expression's name is matched so, before any relation).
+pub(crate) fn unresolved_name(name: &ast::ObjectName) -> Option<String> {
+    match name.0.as_slice() {
+        [ast::ObjectNamePart::Identifier(i)] => Some(ident(i)),
+        _ => None,
     }
 }
 
@@ -424,7 +462,7 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
         },
         D::JSON => DataType::Json,
         D::JSONB => DataType::Jsonb,
-        D::Custom(name, _) => match object_name(name)?.as_str() {
+        D::Custom(name, _) => match name_as_written(name)?.as_str() {
             "timestamptz" => DataType::TimestampTz,
             "json" => DataType::Json,
             "jsonb" => DataType::Jsonb,
@@ -536,7 +574,7 @@ pub fn resolve_type(
     match t {
         ast::DataType::Custom(name, modifiers) => match data_type(t) {
             Err(e) if e.code == code::UNDEFINED_OBJECT => {
-                let n = object_name(name)?;
+                let n = name_as_written(name)?;
                 let (def, array) = match catalog.enum_type(txn, db, &n)? {
                     Some(d) => (d, false),
                     None => match n.strip_prefix('_').map(|e| catalog.enum_type(txn, db, e)) {

@@ -612,7 +612,11 @@ impl<'a> Planner<'a> {
                         }],
                     ));
                 }
-                if let Some(i) = self.ctes.iter().rposition(|c| c.name == tname) {
+                // A common table expression's name is matched as written, before the search
+                // path finds a relation of that name.
+                let as_written = crate::bind::unresolved_name(name);
+                let cte_name = as_written.as_deref().unwrap_or(&tname);
+                if let Some(i) = self.ctes.iter().rposition(|c| c.name == cte_name) {
                     return self.cte_item(i, alias_name, &rename, offset);
                 }
                 let table = self.table(&tname)?;
@@ -1153,7 +1157,9 @@ impl<'a> Planner<'a> {
                 }
                 ast::SelectItem::QualifiedWildcard(kind, _) => {
                     let name = match kind {
-                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => object_name(n)?,
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
+                            crate::bind::name_as_written(n)?
+                        }
                         _ => return Err(SqlError::unsupported("this wildcard")),
                     };
                     let mut any = false;

@@ -27,7 +27,7 @@ pub(crate) enum Reg {
 /// holds `array_in`), for a constant; `None` when `x` is not a constant string.
 pub(crate) fn regproc_constant(dt: &ast::DataType, x: &ast::Expr) -> Option<String> {
     let ast::DataType::Custom(name, _) = dt else { return None };
-    if !object_name(name).is_ok_and(|n| n == "regproc" || n == "regprocedure") {
+    if !crate::bind::name_as_written(name).is_ok_and(|n| n == "regproc" || n == "regprocedure") {
         return None;
     }
     let ast::Expr::Value(v) = x else { return None };
@@ -40,7 +40,7 @@ pub(crate) fn regproc_constant(dt: &ast::DataType, x: &ast::Expr) -> Option<Stri
 pub(crate) fn reg_kind(dt: &ast::DataType) -> Option<Reg> {
     match dt {
         ast::DataType::Regclass => Some(Reg::Class),
-        ast::DataType::Custom(name, _) => match object_name(name).ok()?.as_str() {
+        ast::DataType::Custom(name, _) => match crate::bind::name_as_written(name).ok()?.as_str() {
             "regclass" => Some(Reg::Class),
             "regtype" => Some(Reg::Type),
             _ => None,

@@ -422,7 +422,7 @@ impl<'a> Planner<'a> {
             if let (ast::Expr::Function(f), [ast::AccessExpr::Dot(ast::Expr::Identifier(field))]) =
                 (root, access_chain.as_slice())
             {
-                if function_name(&object_name(&f.name)?) == "_pg_expandarray" {
+                if function_name(&crate::bind::name_as_written(&f.name)?) == "_pg_expandarray" {
                     let args = call_args(f)?;
                     let field = ident(field);
                     let (e, t) = match field.as_str() {
@@ -452,7 +452,7 @@ impl<'a> Planner<'a> {
             return Ok(None);
         }
         let ast::Expr::Function(f) = x else { return Ok(None) };
-        let name = object_name(&f.name)?;
+        let name = crate::bind::name_as_written(&f.name)?;
         let name = function_name(&name);
         if !is_srf(&name) || f.over.is_some() {
             return Ok(None);

@@ -31,7 +31,10 @@ pub(crate) fn view_query(view: &View) -> Result<ast::Query> {
 
 impl Planner<'_> {
     /// Plans `query` as a view's query: nothing of the statement around it is in scope.
+    /// A view's query names relations as the catalog does (a new view's query is qualified
+    /// first, `search::qualify_query`), so it is read without the search path.
     pub(crate) fn plan_view_query(&mut self, name: &str, query: &ast::Query) -> Result<SelectPlan> {
+        let _unsearched = crate::bind::search::install(None);
         if self.expanding.iter().any(|n| n == name) {
             return Err(SqlError::new(
                 code::INVALID_OBJECT_DEFINITION,

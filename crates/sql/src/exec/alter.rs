@@ -276,12 +276,15 @@ impl Writer<'_> {
                     // nextval('s'): stored as PostgreSQL shows it; each existing row takes
                     // the sequence's next value.
                     Some(seq) => {
+                        let seq = crate::exec::sequences::written(&seq);
                         self.db.catalog.sequence_or_err(&mut self.ts.txn, &t.database, &seq)?;
                         col.default = Some(crate::exec::sequences::nextval_call(&seq));
                     }
                     None => {
                         self.bind_default_expr(&t.database, e, ty, env)?;
-                        col.default = Some(stored_text(e));
+                        let text = stored_text(e);
+                        col.default =
+                            Some(crate::exec::sequences::default_stored(&text, &t.database));
                     }
                 },
                 ast::ColumnOption::Unique(u) => {
@@ -580,13 +583,16 @@ impl Writer<'_> {
                 }
                 match crate::exec::sequences::nextval_of(value) {
                     Some(seq) => {
+                        let seq = crate::exec::sequences::written(&seq);
                         self.db.catalog.sequence_or_err(&mut self.ts.txn, &t.database, &seq)?;
                         t.columns[p].default = Some(crate::exec::sequences::nextval_call(&seq));
                     }
                     None => {
                         let ty = t.columns[p].ty;
                         self.bind_default_expr(&t.database, value, ty, env)?;
-                        t.columns[p].default = Some(stored_text(value));
+                        let text = stored_text(value);
+                        t.columns[p].default =
+                            Some(crate::exec::sequences::default_stored(&text, &t.database));
                     }
                 }
             }

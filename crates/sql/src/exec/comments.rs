@@ -23,7 +23,12 @@ impl Writer<'_> {
         // `IS ''` removes the comment, as `IS NULL` does.
         let comment = comment.filter(|c| !c.is_empty()).map(str::to_string);
         if let O::Type = object_type {
-            return self.comment_on_type(&object_name(name)?, comment, if_exists, database);
+            return self.comment_on_type(
+                &crate::bind::name_as_written(name)?,
+                comment,
+                if_exists,
+                database,
+            );
         }
         let txn = &mut self.ts.txn;
         let catalog = &self.db.catalog;

@@ -13,7 +13,7 @@ use crate::encoding::{decode_row, encode_key};
 use crate::error::{code, Result, SqlError};
 use crate::types::{DataType, Value};
 
-use crate::exec::sequences::{nextval_call, nextval_of, serial_type};
+use crate::exec::sequences::{default_stored, nextval_call, nextval_of, serial_type, written};
 use crate::exec::write::*;
 use crate::expr::Env;
 use crate::session::*;
@@ -126,7 +126,7 @@ impl Writer<'_> {
         database: &str,
         env: &dyn Env,
     ) -> Result<Output> {
-        let name = object_name(&ct.name)?;
+        let name = new_object_name(&ct.name)?;
         if ct.query.is_some() {
             return Err(SqlError::unsupported("CREATE TABLE … AS"));
         }
@@ -175,7 +175,7 @@ impl Writer<'_> {
                             col.name
                         )));
                     }
-                    ast::ColumnOption::Default(e) => match nextval_of(e) {
+                    ast::ColumnOption::Default(e) => match nextval_of(e).map(|s| written(&s)) {
                         // A sequence's next value: the sequence must exist.
                         Some(seq) => {
                             self.db.catalog.sequence_or_err(&mut self.ts.txn, database, &seq)?;
@@ -184,7 +184,7 @@ impl Writer<'_> {
                         None => {
                             // Check now that it binds (no columns, no subqueries).
                             self.bind_default_expr(database, e, col.ty, env)?;
-                            col.default = Some(stored_text(e));
+                            col.default = Some(default_stored(&stored_text(e), database));
                         }
                     },
                     ast::ColumnOption::Generated {
@@ -488,7 +488,7 @@ impl Writer<'_> {
                     ));
                 }
                 for n in names {
-                    let name = object_name(n)?;
+                    let name = crate::bind::name_as_written(n)?;
                     if name == database {
                         return Err(SqlError::new(
                             "55006",

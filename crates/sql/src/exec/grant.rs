@@ -25,7 +25,7 @@ impl Writer<'_> {
         let public = |g: &ast::Grantee| {
             g.grantee_type == ast::GranteesType::Public
                 || matches!(&g.name, Some(ast::GranteeName::ObjectName(n))
-                    if object_name(n).is_ok_and(|n| n == "public"))
+                    if crate::bind::name_as_written(n).is_ok_and(|n| n == "public"))
         };
         if with_grant_option && grantees.iter().any(public) {
             return Err(SqlError::new("0LP01", "grant options can only be granted to roles"));
@@ -71,7 +71,7 @@ impl Writer<'_> {
             | G::AllViewsInSchema { schemas }
             | G::AllFunctionsInSchema { schemas } => {
                 for s in schemas {
-                    let name = object_name(s)?;
+                    let name = crate::bind::name_as_written(s)?;
                     if !crate::exec::schema::SCHEMAS.contains(&name.as_str()) {
                         return Err(SqlError::new(
                             code::UNDEFINED_SCHEMA,

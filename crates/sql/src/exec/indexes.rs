@@ -246,7 +246,7 @@ impl Writer<'_> {
     ) -> Result<Output> {
         let ast::AlterIndexOperation::RenameIndex { index_name } = operation;
         let name = object_name(name)?;
-        let new = object_name(index_name)?;
+        let new = crate::bind::name_as_written(index_name)?;
         let table = match self.db.catalog.index_table(&mut self.ts.txn, database, &name)? {
             Some(t) => Some(self.db.catalog.table_or_err(&mut self.ts.txn, database, &t)?),
             // A primary key of a table written before key names were registered as relation
@@ -312,7 +312,7 @@ impl Writer<'_> {
             columns.clear();
         }
         let name = match &ci.name {
-            Some(n) => index_name_only(&object_name(n)?)?,
+            Some(n) => index_name_only(&crate::bind::name_as_written(n)?)?,
             None => {
                 // PostgreSQL's choice: each part's column or function name, else "expr".
                 let mut base = format!("{}_", unqualified(&tname));

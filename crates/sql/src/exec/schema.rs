@@ -7,7 +7,7 @@
 
 use sqlparser::ast;
 
-use crate::bind::object_name;
+use crate::bind::name_as_written;
 use crate::catalog::{schema_of, unqualified, Schema};
 use crate::error::{code, Result, SqlError};
 use crate::exec::write::Writer;
@@ -18,7 +18,7 @@ pub(crate) const SCHEMAS: &[&str] = &["public", "pg_catalog", "information_schem
 
 /// The name of the schema a CREATE or DROP SCHEMA names.
 fn schema_name(name: &ast::ObjectName) -> Result<String> {
-    let name = object_name(name)?;
+    let name = name_as_written(name)?;
     if name.contains('.') {
         // `a.b`: a schema has no schema of its own.
         return Err(SqlError::new(
@@ -183,7 +183,7 @@ impl Writer<'_> {
 /// The catalog name a relation `old` takes when renamed to `new`: it stays in its schema,
 /// and the new name may not name one (as in PostgreSQL's grammar).
 pub(crate) fn renamed(old: &str, new: &ast::ObjectName) -> Result<String> {
-    let new = object_name(new)?;
+    let new = name_as_written(new)?;
     if new.contains('.') {
         return Err(SqlError::new(
             code::SYNTAX,

@@ -21,7 +21,7 @@ use crate::types::DataType;
 /// stand for.
 pub(crate) fn serial_type(t: &ast::DataType) -> Option<DataType> {
     let ast::DataType::Custom(name, _) = t else { return None };
-    match object_name(name).ok()?.as_str() {
+    match crate::bind::name_as_written(name).ok()?.as_str() {
         "serial" | "serial4" => Some(DataType::Int4),
         "bigserial" | "serial8" => Some(DataType::Int8),
         "smallserial" | "serial2" => Some(DataType::Int2),
@@ -239,7 +239,7 @@ impl Writer<'_> {
         owned_by: Option<&ast::ObjectName>,
         database: &str,
     ) -> Result<Output> {
-        let name = object_name(name)?;
+        let name = new_object_name(name)?;
         if self.relation_taken(database, &name, if_not_exists)? {
             return Ok(Output::Command("CREATE SEQUENCE".into()));
         }
@@ -549,20 +549,25 @@ impl Writer<'_> {
 /// `nextval('<name>'::regclass)`, as PostgreSQL shows a `serial` column's default: the name
 /// quoted when case folding would change it.
 pub(crate) fn nextval_call(name: &str) -> String {
-    format!("nextval('{}'::regclass)", nextval_arg(name, false))
+    format!("nextval('{}'::regclass)", nextval_arg(name, None))
 }
 
 /// A sequence's name as the text of a regclass literal (quoted when case folding would change
-/// it, with its schema when not in `public` or when `qualified`), its quotes doubled for the
-/// SQL string.
-fn nextval_arg(name: &str, qualified: bool) -> String {
-    crate::pg::system::shown_relation(name, qualified).replace('\'', "''")
+/// it), its quotes doubled for the SQL string: as stored (`shown` none: with its schema when
+/// not in `public`, whatever the search path), or as catalog functions show it (`shown`
+/// Some(qualify): see [`crate::pg::system::shown_relation`]).
+fn nextval_arg(name: &str, shown: Option<bool>) -> String {
+    let text = match shown {
+        Some(qualify) => crate::pg::system::shown_relation(name, qualify),
+        None => crate::pg::system::stored_relation(name),
+    };
+    text.replace('\'', "''")
 }
 
 /// The sequence a DEFAULT that is exactly `nextval('s')` draws from (a `serial` column's).
 pub(crate) fn nextval_of(expr: &ast::Expr) -> Option<String> {
     let ast::Expr::Function(f) = expr else { return None };
-    if !object_name(&f.name).is_ok_and(|n| n == "nextval") {
+    if !crate::bind::name_as_written(&f.name).is_ok_and(|n| n == "nextval") {
         return None;
     }
     let ast::FunctionArguments::List(list) = &f.args else { return None };
@@ -576,7 +581,7 @@ pub(crate) fn nextval_of(expr: &ast::Expr) -> Option<String> {
 fn each_nextval_arg(expr: &mut ast::Expr, mut f: impl FnMut(&mut ast::Expr)) {
     let _ = ast::visit_expressions_mut(expr, |e| {
         if let ast::Expr::Function(call) = e {
-            if object_name(&call.name).is_ok_and(|n| n == "nextval") {
+            if crate::bind::name_as_written(&call.name).is_ok_and(|n| n == "nextval") {
                 if let ast::FunctionArguments::List(list) = &mut call.args {
                     if let Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))) =
                         list.args.first_mut()
@@ -591,8 +596,8 @@ fn each_nextval_arg(expr: &mut ast::Expr, mut f: impl FnMut(&mut ast::Expr)) {
 }
 
 /// A `nextval` argument naming sequence `name` (`public.s` when `qualified`).
-fn regclass_literal(name: &str, qualified: bool) -> ast::Expr {
-    crate::parse::parse_expr(&format!("'{}'::regclass", nextval_arg(name, qualified)))
+fn regclass_literal(name: &str, shown: Option<bool>) -> ast::Expr {
+    crate::parse::parse_expr(&format!("'{}'::regclass", nextval_arg(name, shown)))
         .expect("a quoted name parses")
 }
 
@@ -618,23 +623,24 @@ fn default_with_sequence(default: &str, old: &str, new: &str) -> String {
     }
     each_nextval_arg(&mut expr, |arg| {
         if sequence_literal(arg).is_some_and(|n| n == old) {
-            *arg = regclass_literal(new, false);
+            *arg = regclass_literal(new, None);
         }
     });
     expr.to_string()
 }
 
-/// A default as PostgreSQL shows it to a session whose search path lacks `public`: its
-/// `nextval` calls name their sequences `public.s` (the text stays as stored otherwise).
-pub(crate) fn default_qualified(default: &str) -> String {
+/// A default as PostgreSQL shows it: its `nextval` calls name their sequences as catalog
+/// functions do (`public.s` to a session whose search path lacks `public`, `app.s` unless
+/// the path finds it; the text stays as stored otherwise).
+pub(crate) fn default_shown(default: &str, qualify: bool) -> String {
     let Ok(mut expr) = crate::parse::parse_expr(default) else { return default.to_string() };
     if let Some(name) = nextval_of(&expr) {
-        return format!("nextval('{}'::regclass)", nextval_arg(&name, true));
+        return format!("nextval('{}'::regclass)", nextval_arg(&name, Some(qualify)));
     }
     let mut changed = false;
     each_nextval_arg(&mut expr, |arg| {
         if let Some(name) = sequence_literal(arg) {
-            *arg = regclass_literal(&name, true);
+            *arg = regclass_literal(&name, Some(qualify));
             changed = true;
         }
     });
@@ -642,6 +648,53 @@ pub(crate) fn default_qualified(default: &str) -> String {
         expr.to_string()
     } else {
         default.to_string()
+    }
+}
+
+/// A DEFAULT written under a search path that names created schemas, as stored: its `nextval`
+/// calls name the sequences the path finds with their schemas, so the stored text means the
+/// same under any path (stored defaults are read without one).
+pub(crate) fn default_stored(default: &str, database: &str) -> String {
+    if crate::bind::search::current_schemas().is_empty() {
+        return default.to_string();
+    }
+    let Ok(mut expr) = crate::parse::parse_expr(default) else { return default.to_string() };
+    let mut changed = false;
+    each_nextval_arg(&mut expr, |arg| {
+        let text = match arg {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(s) => Some(s.clone()),
+                _ => None,
+            },
+            ast::Expr::Cast { expr, .. } => match expr.as_ref() {
+                ast::Expr::Value(v) => match &v.value {
+                    ast::Value::SingleQuotedString(s) => Some(s.clone()),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(name) = text.and_then(|t| crate::sequence::parse_name(&t, Some(database)).ok())
+        {
+            *arg = regclass_literal(&name, None);
+            changed = true;
+        }
+    });
+    if changed {
+        expr.to_string()
+    } else {
+        default.to_string()
+    }
+}
+
+/// The catalog name of a sequence a new DEFAULT names (as [`nextval_of`] reads it, without the
+/// search path): an unqualified name found along the path.
+pub(crate) fn written(name: &str) -> String {
+    if name.contains('.') {
+        name.to_string()
+    } else {
+        crate::bind::search::resolve(name)
     }
 }
 

@@ -209,7 +209,7 @@ impl Session {
                 let lines = match statement.as_ref() {
                     // EXPLAIN EXECUTE: the generic plan a prepared statement runs with.
                     S::Execute { name: Some(name), .. } => {
-                        let name = object_name(name)?;
+                        let name = crate::bind::name_as_written(name)?;
                         let prepared = self.prepared.get(&name).cloned().ok_or_else(|| {
                             SqlError::new(
                                 code::INVALID_STATEMENT_NAME,
@@ -242,7 +242,7 @@ impl Session {
             }
             S::CreateTable(ct) if ct.query.is_some() => {
                 let query = ct.query.as_ref().expect("matched");
-                let name = object_name(&ct.name)?;
+                let name = new_object_name(&ct.name)?;
                 if w.table_name_taken(&self.database, &name, ct.if_not_exists)? {
                     return Ok(Output::Command("CREATE TABLE AS".into()));
                 }
@@ -269,7 +269,7 @@ impl Session {
                 if cv.materialized || cv.temporary || cv.or_alter || cv.to.is_some() {
                     return Err(SqlError::unsupported("this CREATE VIEW"));
                 }
-                let name = object_name(&cv.name)?;
+                let name = new_object_name(&cv.name)?;
                 let aliases = cv.columns.iter().map(|c| ident(&c.name)).collect();
                 let view = crate::exec::views::plan_new_view(
                     &mut planner!(),
@@ -449,7 +449,7 @@ impl Session {
                 Ok(Output::Command("TRUNCATE TABLE".into()))
             }
             S::CreateDatabase { db_name, if_not_exists, .. } => {
-                let name = object_name(db_name)?;
+                let name = crate::bind::name_as_written(db_name)?;
                 if self.db.catalog.database_exists(&mut w.ts.txn, &name)? {
                     if *if_not_exists {
                         return Ok(Output::Command("CREATE DATABASE".into()));

@@ -8,7 +8,7 @@
 
 use sqlparser::ast;
 
-use crate::bind::{ident, object_name};
+use crate::bind::ident;
 use crate::catalog::Table;
 use crate::enums::{self, EnumLabel, EnumType};
 use crate::error::{code, Result, SqlError};
@@ -79,7 +79,7 @@ impl Writer<'_> {
             return Err(SqlError::unsupported("composite, range and base types")
                 .hint("Kiln has enum types: CREATE TYPE name AS ENUM ('a', 'b', …)."));
         };
-        let name = object_name(name)?;
+        let name = crate::bind::name_as_written(name)?;
         self.type_name_free(database, &name)?;
         let labels = labels.iter().map(label).collect::<Result<Vec<_>>>()?;
         enums::check_count(labels.len())?;
@@ -138,7 +138,7 @@ impl Writer<'_> {
         database: &str,
     ) -> Result<Output> {
         for n in names {
-            let name = object_name(n)?;
+            let name = crate::bind::name_as_written(n)?;
             let Some(def) = self.db.catalog.enum_type(&mut self.ts.txn, database, &name)? else {
                 let relation =
                     if self.db.catalog.table(&mut self.ts.txn, database, &name)?.is_some() {
@@ -216,7 +216,7 @@ impl Writer<'_> {
     /// `ALTER TYPE name {ADD VALUE [IF NOT EXISTS] 'l' [{BEFORE | AFTER} 'n'] | RENAME VALUE
     /// 'a' TO 'b' | RENAME TO new}`.
     pub(crate) fn alter_type(&mut self, at: &ast::AlterType, database: &str) -> Result<Output> {
-        let name = object_name(&at.name)?;
+        let name = crate::bind::name_as_written(&at.name)?;
         let def =
             self.db.catalog.enum_type(&mut self.ts.txn, database, &name)?.ok_or_else(|| {
                 if let Some(t) = crate::bind::reg::type_by_name(&name) {
@@ -306,7 +306,7 @@ impl Writer<'_> {
         schema: Option<&ast::Ident>,
         database: &str,
     ) -> Result<Output> {
-        let name = object_name(name)?;
+        let name = crate::bind::name_as_written(name)?;
         if self.db.catalog.enum_type(&mut self.ts.txn, database, &name)?.is_none() {
             return Err(crate::bind::reg::undefined_type(&name));
         }

@@ -22,6 +22,8 @@ pub(crate) fn plan_new_view(
     aliases: Vec<String>,
     query: &sqlparser::ast::Query,
 ) -> Result<View> {
+    // The names the search path resolves are kept with their schemas.
+    let query = &crate::bind::search::qualify_query(query);
     let plan = planner.plan_view_query(name, query)?;
     if !planner.params.is_empty() {
         return Err(SqlError::new(code::UNDEFINED_PARAMETER, "there is no parameter $1"));

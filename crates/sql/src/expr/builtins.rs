@@ -337,7 +337,10 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         | Func::UuidNs(_) => crate::expr::crypto::call(f, &args, ctx.env.now())?,
         Func::Version => Value::Text(crate::VERSION_STRING.to_string()),
         Func::CurrentDatabase => Value::Text(ctx.env.database()),
-        Func::CurrentSchema => Value::Text("public".into()),
+        // The first schema of the search path that exists.
+        Func::CurrentSchema => Value::Text(
+            crate::bind::search::current_schemas().into_iter().next().unwrap_or("public".into()),
+        ),
         Func::CurrentUser => Value::Text(ctx.env.user()),
         Func::BackendPid => Value::Int(ctx.env.backend_pid() as i64),
         Func::StartTime

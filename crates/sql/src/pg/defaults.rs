@@ -20,7 +20,10 @@ pub(crate) fn shown(stored: &str, ty: DataType, qualify: bool) -> String {
     match constant(&expr, ty, qualify) {
         Some(c) => c,
         // Off the search path, its `nextval` calls name their sequences `public.s`.
-        None if qualify => crate::exec::sequences::default_qualified(stored),
+        // Its `nextval` calls name their sequences as the session's path shows them.
+        None if qualify || stored.contains('.') => {
+            crate::exec::sequences::default_shown(stored, qualify)
+        }
         None => stored.to_string(),
     }
 }

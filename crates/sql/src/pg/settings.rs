@@ -162,7 +162,7 @@ pub(crate) fn set_config_call(
     else {
         return Ok(None);
     };
-    if !crate::bind::object_name(&f.name).is_ok_and(|n| n == "set_config") {
+    if !crate::bind::name_as_written(&f.name).is_ok_and(|n| n == "set_config") {
         return Ok(None);
     }
     let ast::FunctionArguments::List(list) = &f.args else { return Ok(None) };
@@ -444,40 +444,10 @@ impl Session {
             startup: &self.startup,
         }
         .normalize(&name, value)?;
-        if name == "search_path" {
-            self.check_search_path(&normalized)?;
-        }
         if name == "application_name" {
             self.activity.set_application_name(&normalized);
         }
         self.store(name, normalized, local)
-    }
-
-    /// Refuses a `search_path` that names a schema made with CREATE SCHEMA: Kiln looks
-    /// unqualified names up in `public` alone, and a path that PostgreSQL would search first
-    /// would silently find other objects (0A000; such objects are named with their schema).
-    fn check_search_path(&self, path: &str) -> Result<()> {
-        let mut txn = self.db.engine.begin(TxnOptions::new().read_only())?;
-        for part in path.split(',') {
-            let part = part.trim();
-            let name = match part.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
-                Some(quoted) => quoted.to_string(),
-                None => part.to_lowercase(),
-            };
-            if ["public", "pg_catalog", "information_schema", "$user", ""].contains(&name.as_str())
-            {
-                continue;
-            }
-            if self.db.catalog.schema(&mut txn, &self.database, &name)?.is_some() {
-                txn.close_unused();
-                return Err(SqlError::unsupported(format!(
-                    "a search_path naming schema \"{name}\""
-                ))
-                .hint(format!("Kiln finds unqualified names in schema public only; name objects of {name} with their schema ({name}.table).")));
-            }
-        }
-        txn.close_unused();
-        Ok(())
     }
 
     /// Applies the `set_config` calls of the statement that just succeeded, in order.

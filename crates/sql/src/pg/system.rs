@@ -2417,11 +2417,23 @@ impl Namespaces {
     }
 }
 
+/// A relation's name as stored texts (defaults) name it: with its schema when not in
+/// `public`, whatever the search path.
+pub(crate) fn stored_relation(name: &str) -> String {
+    let (schema, own) = (schema_of(name), unqualified(name));
+    if schema == "public" {
+        crate::bind::quote_ident(own)
+    } else {
+        format!("{}.{}", crate::bind::quote_ident(schema), crate::bind::quote_ident(own))
+    }
+}
+
 /// A relation's name as catalog functions write it: with its schema when it is not in
 /// `public`, or when `qualify` (`public` is off the search path).
 pub(crate) fn shown_relation(name: &str, qualify: bool) -> String {
     let (schema, own) = (schema_of(name), unqualified(name));
-    if schema == "public" && !qualify {
+    let on_path = schema != "public" && crate::bind::search::visible(name);
+    if (schema == "public" && !qualify) || on_path {
         crate::bind::quote_ident(own)
     } else {
         format!("{}.{}", crate::bind::quote_ident(schema), crate::bind::quote_ident(own))

@@ -1,0 +1,192 @@
+//! Where unqualified relation names are found: the `search_path`.
+//!
+//! A relation of a schema made with CREATE SCHEMA has the catalog name `schema.name`, one of
+//! `public` its bare name (see [`crate::catalog::schema_of`]). With the default path
+//! (`"$user", public`), or any path that names no created schema, an unqualified name is a
+//! relation of `public`, as it always was, and nothing here is read. When the path in force
+//! names created schemas (`SET search_path TO app, public`), the session installs a
+//! [`SearchPath`] for the statement: [`resolve`] then gives an unqualified name the catalog
+//! name of the first relation of that name in the path's schemas, in order (or its bare name,
+//! when none has it: `public`'s, as before, which PostgreSQL would not search when the path
+//! leaves it out), and [`creation_name`] places a new relation in the path's first existing
+//! schema. The path is read once per statement: the relations it can find are listed then,
+//! so the cost is paid only by sessions whose path names created schemas.
+//!
+//! `"$user"` is not searched (a schema named after the session's user is found only by its
+//! name). A view's query is stored with the names it resolved qualified
+//! ([`qualify_query`]), so a view reads the same relations whatever path its readers have.
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::ops::ControlFlow;
+use std::rc::Rc;
+
+use kiln_engine::Transaction;
+use sqlparser::ast;
+
+use crate::catalog::{qualified, schema_of, Catalog};
+use crate::error::Result;
+
+/// The schemas of a path that names created schemas, and the relations they hold.
+#[derive(Debug)]
+pub(crate) struct SearchPath {
+    /// The path's existing schemas, in order (`public` among them where the path names it).
+    schemas: Vec<String>,
+    /// The catalog names of the relations (tables, views, sequences, indexes) in them.
+    relations: HashSet<String>,
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Rc<SearchPath>>> = const { RefCell::new(None) };
+}
+
+/// The path installed for a statement; the one before comes back when it is dropped.
+pub(crate) struct Installed(Option<Rc<SearchPath>>);
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        let previous = self.0.take();
+        CURRENT.with(|c| *c.borrow_mut() = previous);
+    }
+}
+
+/// Installs `path` (none: unqualified names are `public`'s) until the result is dropped.
+pub(crate) fn install(path: Option<Rc<SearchPath>>) -> Installed {
+    Installed(CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), path)))
+}
+
+/// The schema names `search_path` lists, in order, unquoted (`"$user"` and empty entries
+/// left out).
+fn listed(path: &str) -> Vec<String> {
+    path.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+            Some(quoted) => quoted.replace("\"\"", "\""),
+            None => p.to_lowercase(),
+        })
+        .filter(|n| n != "$user")
+        .collect()
+}
+
+impl SearchPath {
+    /// The path to install for `search_path` in database `db`: none when it names no schema
+    /// made with CREATE SCHEMA that exists (the common case, which reads no catalog).
+    pub(crate) fn load(
+        catalog: &Catalog,
+        txn: &mut Transaction,
+        db: &str,
+        search_path: &str,
+    ) -> Result<Option<Rc<SearchPath>>> {
+        let names = listed(search_path);
+        let built_in = |n: &str| ["public", "pg_catalog", "information_schema"].contains(&n);
+        if names.iter().all(|n| built_in(n)) {
+            return Ok(None);
+        }
+        let mut schemas = Vec::new();
+        for n in names {
+            if schemas.contains(&n) {
+                continue;
+            }
+            if n == "public" || (!built_in(&n) && catalog.schema(txn, db, &n)?.is_some()) {
+                schemas.push(n);
+            }
+        }
+        if schemas.iter().all(|s| s == "public") {
+            return Ok(None);
+        }
+        let mut relations = HashSet::new();
+        let mut add = |name: &str| {
+            if schemas.iter().any(|s| s == schema_of(name)) {
+                relations.insert(name.to_string());
+            }
+        };
+        for t in catalog.tables(txn, db)? {
+            add(&t.name);
+            for index in &t.indexes {
+                add(&crate::catalog::beside(&t.name, &index.name));
+            }
+            if !t.primary_key.is_empty() {
+                add(&crate::catalog::beside(&t.name, &t.pkey_name()));
+            }
+        }
+        for v in catalog.views(txn, db)? {
+            add(&v.name);
+        }
+        for s in catalog.sequences(txn, db)? {
+            add(&s.name);
+        }
+        Ok(Some(Rc::new(SearchPath { schemas, relations })))
+    }
+}
+
+/// The catalog name an unqualified relation name `name` denotes in the installed path.
+pub(crate) fn resolve(name: &str) -> String {
+    CURRENT.with(|c| {
+        let current = c.borrow();
+        let Some(path) = current.as_ref() else { return name.to_string() };
+        path.schemas
+            .iter()
+            .map(|s| qualified(s, name))
+            .find(|q| path.relations.contains(q))
+            .unwrap_or_else(|| name.to_string())
+    })
+}
+
+/// The catalog name a new relation named `name` (unqualified) takes: in the installed path's
+/// first schema, else in `public`.
+pub(crate) fn creation_name(name: &str) -> String {
+    CURRENT.with(|c| match c.borrow().as_ref().and_then(|p| p.schemas.first()) {
+        Some(schema) => qualified(schema, name),
+        None => name.to_string(),
+    })
+}
+
+/// Whether a relation of a created schema, by its catalog name, is the one its unqualified
+/// name finds along the installed path (catalog functions then name it without its schema,
+/// as PostgreSQL does).
+pub(crate) fn visible(name: &str) -> bool {
+    let own = crate::catalog::unqualified(name);
+    name.contains('.') && resolve(own) == name
+}
+
+/// The schemas of the installed path (empty when none is): what a plan bound under it
+/// depends on, beside the definitions it read.
+pub(crate) fn current_schemas() -> Vec<String> {
+    CURRENT.with(|c| c.borrow().as_ref().map(|p| p.schemas.clone()).unwrap_or_default())
+}
+
+/// `query` with each unqualified relation name that the installed path resolves into a
+/// created schema written with that schema (common table expressions' names left alone), so
+/// that a view's stored query means the same under any path.
+pub(crate) fn qualify_query(query: &ast::Query) -> ast::Query {
+    let mut query = query.clone();
+    if CURRENT.with(|c| c.borrow().is_none()) {
+        return query;
+    }
+    struct Ctes(HashSet<String>);
+    impl ast::Visitor for Ctes {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &ast::Query) -> ControlFlow<()> {
+            if let Some(with) = &q.with {
+                self.0.extend(with.cte_tables.iter().map(|c| crate::bind::ident(&c.alias.name)));
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut ctes = Ctes(HashSet::new());
+    let _ = ast::Visit::visit(&query, &mut ctes);
+    let ctes = ctes.0;
+    let _ = ast::visit_relations_mut(&mut query, |name| {
+        if let [ast::ObjectNamePart::Identifier(id)] = name.0.as_slice() {
+            let n = crate::bind::ident(id);
+            let found = resolve(&n);
+            if !ctes.contains(&n) && found.contains('.') {
+                let schema = ast::Ident::with_quote('"', schema_of(&found));
+                name.0.insert(0, ast::ObjectNamePart::Identifier(schema));
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    query
+}
