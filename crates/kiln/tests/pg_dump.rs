@@ -180,8 +180,9 @@ fn a_pg_dump_script_restores_into_kiln() {
 /// More of what a schema holds, for the dump taken from Kiln: quoted names (mixed case, a
 /// keyword, spaces), a view over a view whose name sorts before the views and tables it
 /// reads, a table whose default draws from a sequence whose name sorts after it, a dropped
-/// column, an INCLUDE index, comments on an index, a sequence and a column, and values of
-/// most types (with NaN, infinities, backslashes, tabs and NULLs).
+/// column, an INCLUDE index, comments on an index, a sequence and a column, values of most
+/// types (with NaN, infinities, backslashes, tabs and NULLs), and a schema of its own with a
+/// table (a serial key, a foreign key to `public`, a unique and an index), a view and a comment.
 const MORE_SCHEMA: &str = r#"
 CREATE TABLE "Mixed Case" ("Id" int PRIMARY KEY, "select" text, n bigint DEFAULT nextval('invoice_no'),
     flags boolean[] DEFAULT '{}');
@@ -199,6 +200,13 @@ INSERT INTO events (at, span, payload, u, t, d, f, c) VALUES
 COMMENT ON INDEX "Mixed idx" IS 'an index';
 COMMENT ON SEQUENCE invoice_no IS 'invoice numbers';
 COMMENT ON COLUMN "Mixed Case"."select" IS 'a keyword';
+CREATE SCHEMA archive;
+COMMENT ON SCHEMA archive IS 'old orders';
+CREATE TABLE archive.orders (id bigserial PRIMARY KEY, customer_id int REFERENCES customers (id),
+    note text UNIQUE);
+CREATE INDEX archived_by_customer ON archive.orders (customer_id);
+CREATE VIEW archive.recent AS SELECT id, note FROM archive.orders WHERE id > 1;
+INSERT INTO archive.orders (customer_id, note) SELECT id, email FROM customers;
 "#;
 
 const MORE_QUERIES: &str = r#"
@@ -210,6 +218,9 @@ INSERT INTO "Mixed Case" ("Id") VALUES (4) RETURNING *;
 INSERT INTO "Mixed Case" ("Id") VALUES (4);
 INSERT INTO events DEFAULT VALUES RETURNING id;
 SELECT obj_description('"Mixed idx"'::regclass, 'pg_class'), obj_description('invoice_no'::regclass, 'pg_class');
+SELECT * FROM archive.recent ORDER BY 1;
+INSERT INTO archive.orders (note) VALUES ('new') RETURNING id;
+SELECT nspname, obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = 'archive';
 "#;
 
 /// A plain dump with its random `\restrict` key lines and its privilege (ACL) sections left

@@ -1,4 +1,4 @@
-//! `COMMENT ON {TABLE | VIEW | SEQUENCE | INDEX | COLUMN | TYPE} name IS 'text' | NULL`: the comment
+//! `COMMENT ON {TABLE | VIEW | SEQUENCE | INDEX | COLUMN | TYPE | SCHEMA} name IS 'text' | NULL`: the comment
 //! is kept with the object's definition (so it is dropped and renamed with it) and shown by
 //! `pg_description`, `obj_description` and `col_description`.
 
@@ -22,6 +22,9 @@ impl Writer<'_> {
         let done = || Ok(Output::Command("COMMENT".into()));
         // `IS ''` removes the comment, as `IS NULL` does.
         let comment = comment.filter(|c| !c.is_empty()).map(str::to_string);
+        if let O::Schema = object_type {
+            return self.comment_on_schema(name, comment, if_exists, database);
+        }
         if let O::Type = object_type {
             return self.comment_on_type(
                 &crate::bind::name_as_written(name)?,

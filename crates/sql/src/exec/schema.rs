@@ -180,6 +180,60 @@ impl Writer<'_> {
     }
 }
 
+impl Writer<'_> {
+    /// `ALTER SCHEMA name OWNER TO role` (Kiln has one role, which owns every schema: the
+    /// schema is checked and nothing changes). Renaming a schema is refused (0A000).
+    pub(crate) fn alter_schema(&mut self, a: &ast::AlterSchema, database: &str) -> Result<Output> {
+        let name = schema_name(&a.name)?;
+        let exists = SCHEMAS.contains(&name.as_str())
+            || self.db.catalog.schema(&mut self.ts.txn, database, &name)?.is_some();
+        if !exists {
+            if a.if_exists {
+                self.skipping("00000", format!("schema \"{name}\" does not exist"));
+                return Ok(Output::Command("ALTER SCHEMA".into()));
+            }
+            return Err(undefined_schema(&name));
+        }
+        for op in &a.operations {
+            match op {
+                ast::AlterSchemaOperation::OwnerTo { .. } => {}
+                ast::AlterSchemaOperation::Rename { .. } => {
+                    return Err(SqlError::unsupported("renaming a schema").hint(
+                        "Create the new schema and move each table with CREATE TABLE … AS, or keep the name.",
+                    ))
+                }
+                other => return Err(SqlError::unsupported(format!("ALTER SCHEMA … {other}"))),
+            }
+        }
+        Ok(Output::Command("ALTER SCHEMA".into()))
+    }
+
+    /// `COMMENT ON SCHEMA name IS 'text' | NULL`: kept with a created schema (`public`'s
+    /// comment is PostgreSQL's own and stays).
+    pub(crate) fn comment_on_schema(
+        &mut self,
+        name: &ast::ObjectName,
+        comment: Option<String>,
+        if_exists: bool,
+        database: &str,
+    ) -> Result<Output> {
+        let name = schema_name(name)?;
+        let done = Ok(Output::Command("COMMENT".into()));
+        match self.db.catalog.schema(&mut self.ts.txn, database, &name)? {
+            Some(mut schema) => {
+                schema.comment = comment;
+                self.db.catalog.put_schema(&mut self.ts.txn, database, &schema)?;
+                done
+            }
+            None if SCHEMAS.contains(&name.as_str()) => Err(SqlError::unsupported(format!(
+                "COMMENT ON SCHEMA {name}, a schema every database has"
+            ))),
+            None if if_exists => done,
+            None => Err(undefined_schema(&name)),
+        }
+    }
+}
+
 /// The catalog name a relation `old` takes when renamed to `new`: it stays in its schema,
 /// and the new name may not name one (as in PostgreSQL's grammar).
 pub(crate) fn renamed(old: &str, new: &ast::ObjectName) -> Result<String> {

@@ -434,9 +434,16 @@ impl Writer<'_> {
         match parts.as_slice() {
             [none] if none == "none" => Ok(None),
             [table, column] | [_, table, column] => {
-                let t = self.db.catalog.table_or_err(&mut self.ts.txn, database, table)?;
+                let table = match parts.as_slice() {
+                    [schema, ..] if parts.len() == 3 && schema != "public" => {
+                        crate::catalog::qualified(schema, table)
+                    }
+                    _ if parts.len() == 3 => table.clone(),
+                    _ => crate::bind::search::resolve(table),
+                };
+                let t = self.db.catalog.table_or_err(&mut self.ts.txn, database, &table)?;
                 t.column_or_err(column)?;
-                Ok(Some((table.clone(), column.clone())))
+                Ok(Some((table, column.clone())))
             }
             _ => Err(SqlError::new(code::INVALID_PARAMETER_VALUE, "invalid OWNED BY option")
                 .hint("Specify OWNED BY table.column or OWNED BY NONE.")),

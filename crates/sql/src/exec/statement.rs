@@ -307,6 +307,7 @@ impl Session {
                 w.create_type(name, representation.as_ref(), &self.database)
             }
             S::AlterType(at) => w.alter_type(at, &self.database),
+            S::AlterSchema(a) => w.alter_schema(a, &self.database),
             S::Drop { object_type, if_exists, names, cascade, .. } => {
                 let out = w.drop(*object_type, *if_exists, *cascade, names, &self.database);
                 w.report_cascade();

@@ -1727,6 +1727,16 @@ impl System<'_> {
             Value::Int(0),
             Value::Text("standard public schema".into()),
         ]);
+        for schema in catalog.schemas(txn, self.database)? {
+            if let Some(text) = schema.comment {
+                rows.push(vec![
+                    Value::Int(oid::object(schema.id)),
+                    Value::Int(2615),
+                    Value::Int(0),
+                    Value::Text(text),
+                ]);
+            }
+        }
         let columns = cols(&[("objoid", O), ("classoid", O), ("objsubid", I4), ("description", T)]);
         Ok((columns, rows))
     }
