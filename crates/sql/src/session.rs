@@ -990,6 +990,7 @@ impl Session {
         }
         let database = self.database.clone();
         let db = self.db.clone();
+        let _installed = crate::bind::search::install(self.search_path()?);
         let ts = self.block("LOCK TABLE")?;
         if ts.isolation == IsolationLevel::ReadCommitted {
             return Err(SqlError::unsupported(
@@ -999,7 +1000,7 @@ impl Session {
         }
         for target in &lock.tables {
             let name = object_name(&target.name)?;
-            let name = name.strip_prefix("public.").unwrap_or(&name);
+            let name = name.as_str();
             if crate::bind::reg::system_relation_oid(name).is_none()
                 && db.catalog.table(&mut ts.txn, &database, name)?.is_none()
                 && db.catalog.view(&mut ts.txn, &database, name)?.is_none()

@@ -270,7 +270,8 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
             .hint("Use OVERRIDING SYSTEM VALUE to override."));
         }
     }
-    let alias = table.name.clone();
+    // A table is known by its own name (its schema's left off).
+    let alias = crate::catalog::unqualified(&table.name).to_string();
     let scope = table_scope(&table, &alias);
     let on_conflict = match &ins.on {
         None => None,
@@ -415,7 +416,10 @@ pub(crate) fn target_scan(
     let tname = object_name(name)?;
     let at = name.0.first().and_then(|p| p.as_ident()).and_then(crate::bind::location_of);
     let table = planner.table_or_err(&tname).map_err(|e| e.located(at))?;
-    let alias = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| table.name.clone());
+    let alias = alias
+        .as_ref()
+        .map(|a| ident(&a.name))
+        .unwrap_or_else(|| crate::catalog::unqualified(&table.name).to_string());
     let mut scope = table_scope(&table, &alias);
     let mut from = vec![FromItem {
         source: Source::Table(table.clone(), Access::Full),

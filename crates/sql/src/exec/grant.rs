@@ -72,7 +72,8 @@ impl Writer<'_> {
             | G::AllFunctionsInSchema { schemas } => {
                 for s in schemas {
                     let name = crate::bind::name_as_written(s)?;
-                    if !crate::exec::schema::SCHEMAS.contains(&name.as_str()) {
+                    let created = self.db.catalog.schema(&mut self.ts.txn, database, &name)?;
+                    if !crate::exec::schema::SCHEMAS.contains(&name.as_str()) && created.is_none() {
                         return Err(SqlError::new(
                             code::UNDEFINED_SCHEMA,
                             format!("schema \"{name}\" does not exist"),
