@@ -482,8 +482,10 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
                     .ok_or_else(|| unknown_type(other))?;
                 crate::array::array_of(elem)?
             }
-            // pg_catalog.int2 and the like: the unqualified name is one sqlparser knows.
-            other if name.0.len() > 1 => {
+            // pg_catalog.int2 and the like: the unqualified name is one sqlparser knows (a
+            // name of another schema stays qualified, and names no type: Kiln's types are
+            // all pg_catalog's and public's).
+            other if name.0.len() > 1 && !other.contains('.') => {
                 crate::bind::reg::type_by_name(other).ok_or_else(|| unknown_type(other))?
             }
             other => return Err(unknown_type(other)),
@@ -1009,5 +1011,31 @@ mod keyword_tests {
         assert_eq!(super::quote_ident("name"), "name");
         assert_eq!(super::quote_ident("type"), "type");
         assert_eq!(super::quote_ident("Mixed"), "\"Mixed\"");
+    }
+}
+
+#[cfg(test)]
+mod type_name_tests {
+    use crate::error::code;
+
+    /// A type named with a schema: pg_catalog's and public's names are the types they name;
+    /// any other schema's name is an unknown type, answered without recursing (`x.y` once
+    /// sent the binder between the type's text and its parse until the stack overflowed).
+    #[test]
+    fn qualified_type_names_resolve_or_fail_cleanly() {
+        let parse = |t: &str| {
+            let dialect = sqlparser::dialect::PostgreSqlDialect {};
+            let mut p = sqlparser::parser::Parser::new(&dialect).try_with_sql(t).unwrap();
+            p.parse_data_type().unwrap()
+        };
+        let int2 = super::data_type(&parse("pg_catalog.int2")).unwrap();
+        assert_eq!(int2, super::data_type(&parse("smallint")).unwrap());
+        for name in ["app.mood", "dat.\"from\"", "x.y[]", "a.b.c"] {
+            let e = super::data_type(&parse(name)).unwrap_err();
+            assert!(
+                [code::UNDEFINED_OBJECT, code::FEATURE_NOT_SUPPORTED].contains(&e.code),
+                "{name}: {e:?}"
+            );
+        }
     }
 }

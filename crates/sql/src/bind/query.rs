@@ -1157,8 +1157,10 @@ impl<'a> Planner<'a> {
                 }
                 ast::SelectItem::QualifiedWildcard(kind, _) => {
                     let name = match kind {
+                        // `s.t.*`: a FROM item is known by its table's own name.
                         ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
-                            crate::bind::name_as_written(n)?
+                            let name = crate::bind::name_as_written(n)?;
+                            crate::catalog::unqualified(&name).to_string()
                         }
                         _ => return Err(SqlError::unsupported("this wildcard")),
                     };

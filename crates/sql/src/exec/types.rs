@@ -80,6 +80,12 @@ impl Writer<'_> {
                 .hint("Kiln has enum types: CREATE TYPE name AS ENUM ('a', 'b', …)."));
         };
         let name = crate::bind::name_as_written(name)?;
+        if name.contains('.') {
+            return Err(SqlError::unsupported(format!(
+                "the enum type {name}, in a schema other than public"
+            ))
+            .hint("Kiln keeps enum types in schema public: name the type without a schema."));
+        }
         self.type_name_free(database, &name)?;
         let labels = labels.iter().map(label).collect::<Result<Vec<_>>>()?;
         enums::check_count(labels.len())?;
