@@ -834,6 +834,31 @@ impl Catalog {
         Err(SqlError::new(code::UNDEFINED_SCHEMA, format!("schema \"{schema}\" does not exist")))
     }
 
+    /// The catalog names of the relations (tables, views, sequences, indexes) of schema
+    /// `schema`, read from the keys alone (a schema's relations share a key prefix; those of
+    /// `public` are the names without a dot).
+    pub fn relations_in(
+        &self,
+        txn: &mut Transaction,
+        db: &str,
+        schema: &str,
+    ) -> Result<Vec<String>> {
+        let prefix_of = if schema == "public" { String::new() } else { format!("{schema}.") };
+        let mut names = Vec::new();
+        for key in [table_key, view_key, sequence_key, index_key] {
+            let prefix = key(db, &prefix_of);
+            let end = crate::encoding::prefix_end(&prefix).expect("prefix ends");
+            let whole = key(db, "").len();
+            for (k, _) in txn.scan(CATALOG, Scan::range(&prefix, &end))? {
+                let name = String::from_utf8_lossy(&k[whole..]).into_owned();
+                if schema_of(&name) == schema {
+                    names.push(name);
+                }
+            }
+        }
+        Ok(names)
+    }
+
     /// The schemas made with CREATE SCHEMA in a database, by name.
     pub fn schemas(&self, txn: &mut Transaction, db: &str) -> Result<Vec<Schema>> {
         let prefix = schema_key(db, "");

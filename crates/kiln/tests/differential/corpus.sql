@@ -2885,3 +2885,20 @@ select conname, pg_get_constraintdef(oid) from pg_constraint where conname like 
 drop schema tenant1 cascade;
 drop schema tenant2 cascade;
 drop table tn_orders;
+-- The search path with public first: public's relations before a created schema's, new relations in public, indexes in their table's schema.
+create schema app2;
+create table both_t (src text); insert into both_t values ('public');
+create table app2.both_t (src text); insert into app2.both_t values ('app2');
+create table app2.only_t (src text); insert into app2.only_t values ('app2 only');
+set search_path = public, app2;
+select * from both_t;
+select * from only_t;
+create table made_here (a int);
+select n.nspname from pg_class c join pg_namespace n on n.oid = c.relnamespace where relname = 'made_here';
+set search_path = app2, public;
+select * from both_t;
+create index both_idx on both_t (src);
+select indexname, schemaname from pg_indexes where indexname = 'both_idx';
+drop index both_idx;
+reset search_path;
+drop schema app2 cascade; drop table both_t; drop table made_here;

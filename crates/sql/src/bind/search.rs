@@ -95,26 +95,15 @@ impl SearchPath {
         if schemas.iter().all(|s| s == "public") {
             return Ok(None);
         }
+        // The relations of each schema but a last `public` (a name found nowhere before it is
+        // `public`'s anyway): read from the catalog's keys, a prefix per schema.
         let mut relations = HashSet::new();
-        let mut add = |name: &str| {
-            if schemas.iter().any(|s| s == schema_of(name)) {
-                relations.insert(name.to_string());
-            }
+        let searched = match schemas.last().map(String::as_str) {
+            Some("public") => &schemas[..schemas.len() - 1],
+            _ => &schemas[..],
         };
-        for t in catalog.tables(txn, db)? {
-            add(&t.name);
-            for index in &t.indexes {
-                add(&crate::catalog::beside(&t.name, &index.name));
-            }
-            if !t.primary_key.is_empty() {
-                add(&crate::catalog::beside(&t.name, &t.pkey_name()));
-            }
-        }
-        for v in catalog.views(txn, db)? {
-            add(&v.name);
-        }
-        for s in catalog.sequences(txn, db)? {
-            add(&s.name);
+        for schema in searched {
+            relations.extend(catalog.relations_in(txn, db, schema)?);
         }
         Ok(Some(Rc::new(SearchPath { schemas, relations })))
     }
