@@ -158,12 +158,6 @@ impl Session {
                 origins,
             ));
         }
-        if crate::pg::settings::set_config_call(stmt, &[])?.is_some() {
-            let types =
-                declared.iter().map(|t| if *t == DataType::Unknown { DataType::Text } else { *t });
-            let columns = Some(vec![("set_config".to_string(), DataType::Text)]);
-            return Ok((types.collect(), columns, vec![]));
-        }
         let failed = self.txn.as_ref().is_some_and(|t| t.failed);
         if failed {
             return Err(in_failed());

@@ -1227,17 +1227,6 @@ impl Session {
         {
             return Err(in_failed());
         }
-        if let Some((name, value, local)) = crate::pg::settings::set_config_call(stmt, params)? {
-            // `SELECT set_config(name, value, is_local)`: SET, answering the new value.
-            self.set(&name, &value, local)?;
-            let value = self.setting(&name).unwrap_or(value);
-            return Ok(Output::Rows {
-                columns: vec![("set_config".into(), DataType::Text)],
-                origins: vec![],
-                rows: vec![vec![Value::Text(value)]],
-                tag: "SELECT 1".into(),
-            });
-        }
         match stmt {
             S::StartTransaction { modes, .. } => {
                 let (isolation, read_only) = txn_modes(modes)?;

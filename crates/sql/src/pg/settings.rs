@@ -8,7 +8,6 @@ use crate::error::{code, Result, SqlError};
 
 use crate::database::*;
 use crate::session::*;
-use crate::types::{DataType, Value};
 
 pub(crate) fn default_settings(config: &SessionConfig) -> Vec<(&'static str, String)> {
     vec![
@@ -144,61 +143,6 @@ pub(crate) fn show_column(name: &str) -> String {
 
 /// A setting's name as `SET` and `RESET` give it: `name`, or a custom one with a prefix
 /// (`kiln.read_after`, `myapp.tenant`), as PostgreSQL allows.
-/// `SELECT set_config(name, value, is_local)` alone, with constant or parameter arguments:
-/// the setting, its value and whether it is local. PostgreSQL's function changes a setting
-/// like SET does; Kiln runs it as the SET it is.
-pub(crate) fn set_config_call(
-    stmt: &ast::Statement,
-    params: &[Value],
-) -> Result<Option<(String, String, bool)>> {
-    let ast::Statement::Query(q) = stmt else { return Ok(None) };
-    let ast::SetExpr::Select(s) = q.body.as_ref() else { return Ok(None) };
-    if !s.from.is_empty() || s.selection.is_some() || q.order_by.is_some() {
-        return Ok(None);
-    }
-    let [item] = s.projection.as_slice() else { return Ok(None) };
-    let (ast::SelectItem::UnnamedExpr(ast::Expr::Function(f))
-    | ast::SelectItem::ExprWithAlias { expr: ast::Expr::Function(f), .. }) = item
-    else {
-        return Ok(None);
-    };
-    if !crate::bind::name_as_written(&f.name).is_ok_and(|n| n == "set_config") {
-        return Ok(None);
-    }
-    let ast::FunctionArguments::List(list) = &f.args else { return Ok(None) };
-    let mut args = Vec::with_capacity(3);
-    for a in &list.args {
-        let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = a else { return Ok(None) };
-        let v = match e {
-            ast::Expr::Value(v) => match &v.value {
-                ast::Value::SingleQuotedString(s) => Value::Text(s.clone()),
-                ast::Value::Boolean(b) => Value::Bool(*b),
-                ast::Value::Placeholder(p) => {
-                    let n: usize = p.trim_start_matches('$').parse().unwrap_or(0);
-                    // Unknown while the statement is only described.
-                    n.checked_sub(1).and_then(|i| params.get(i)).cloned().unwrap_or(Value::Null)
-                }
-                _ => return Ok(None),
-            },
-            _ => return Ok(None),
-        };
-        args.push(v);
-    }
-    let [name, value, local] = args.as_slice() else {
-        return Err(SqlError::new(
-            code::UNDEFINED_FUNCTION,
-            format!("function set_config with {} arguments does not exist", args.len()),
-        ));
-    };
-    let text = |v: &Value| v.to_text(DataType::Text).unwrap_or_default();
-    let local = match local {
-        Value::Bool(b) => *b,
-        Value::Null => false,
-        other => crate::types::parse_bool(&text(other))?,
-    };
-    Ok(Some((text(name).to_lowercase(), text(value), local)))
-}
-
 pub(crate) fn setting_name(variable: &ast::ObjectName) -> Result<String> {
     let parts = variable
         .0
