@@ -1527,11 +1527,16 @@ impl Session {
     pub(crate) fn search_path(
         &mut self,
     ) -> Result<Option<std::rc::Rc<crate::bind::search::SearchPath>>> {
-        let local = self.txn.as_ref().map(|t| &t.local);
-        let path = crate::pg::settings::settings_in_force(&self.settings, local)
-            .get("search_path")
-            .cloned()
-            .unwrap_or_default();
+        // The transaction's SET LOCAL value, else the session's; read without copying unless
+        // it may name a created schema (every statement passes here).
+        let local = self.txn.as_ref().and_then(|t| t.local.get("search_path"));
+        let Some(path) = local.or_else(|| self.settings.get("search_path")) else {
+            return Ok(None);
+        };
+        if !crate::bind::search::may_name_created_schema(path) {
+            return Ok(None);
+        }
+        let path = path.clone();
         let Some(ts) = self.txn.as_mut() else { return Ok(None) };
         crate::bind::search::SearchPath::load(&self.db.catalog, &mut ts.txn, &self.database, &path)
     }

@@ -55,6 +55,21 @@ pub(crate) fn install(path: Option<Rc<SearchPath>>) -> Installed {
     Installed(CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), path)))
 }
 
+/// Whether `search_path` may name a schema made with CREATE SCHEMA: false for a path of the
+/// built-in schemas and `"$user"` as they are usually written (the default among them), which
+/// is answered without allocating.
+pub(crate) fn may_name_created_schema(search_path: &str) -> bool {
+    search_path.split(',').any(|p| {
+        let p = p.trim();
+        let p = p.strip_prefix('"').and_then(|q| q.strip_suffix('"')).unwrap_or(p);
+        !(p.is_empty()
+            || p == "$user"
+            || p == "public"
+            || p == "pg_catalog"
+            || p == "information_schema")
+    })
+}
+
 /// The schema names `search_path` lists, in order, unquoted (`"$user"` and empty entries
 /// left out).
 fn listed(path: &str) -> Vec<String> {
@@ -178,4 +193,21 @@ pub(crate) fn qualify_query(query: &ast::Query) -> ast::Query {
         ControlFlow::<()>::Continue(())
     });
     query
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_paths_that_may_name_created_schemas_are_read() {
+        for built_in in ["\"$user\", public", "public", "", "pg_catalog, public", "\"public\""] {
+            assert!(!super::may_name_created_schema(built_in), "{built_in}");
+        }
+        for other in ["app, public", "\"$user\", tenant1", "\"Public\"", "PUBLIC"] {
+            assert!(super::may_name_created_schema(other), "{other}");
+        }
+        assert_eq!(
+            super::listed("\"$user\", App, \"Mixed\"\"q\", public"),
+            ["app", "Mixed\"q", "public"]
+        );
+    }
 }
