@@ -580,6 +580,24 @@ fn all_decoded<T: serde::de::DeserializeOwned>(
     Ok(out)
 }
 
+/// The JSON entries under `prefix`, decoded (uncached: schemas and extensions are few and
+/// read by DDL and the system catalogs only).
+fn entries<T: serde::de::DeserializeOwned>(
+    txn: &mut Transaction,
+    prefix: Vec<u8>,
+    what: &str,
+) -> Result<Vec<T>> {
+    let end = crate::encoding::prefix_end(&prefix).expect("prefix ends");
+    let rows = txn.scan(CATALOG, Scan::range(&prefix, &end))?;
+    rows.into_iter()
+        .map(|(_, raw)| {
+            serde_json::from_slice(&raw).map_err(|e| {
+                SqlError::new(code::DATA_CORRUPTED, format!("{what} entry is damaged: {e}"))
+            })
+        })
+        .collect()
+}
+
 /// Decoded-definition cache: the raw bytes read through the transaction are compared with the
 /// cached bytes, so a definition is parsed once per change, and reads stay transactional.
 #[derive(Default)]
@@ -861,16 +879,7 @@ impl Catalog {
 
     /// The schemas made with CREATE SCHEMA in a database, by name.
     pub fn schemas(&self, txn: &mut Transaction, db: &str) -> Result<Vec<Schema>> {
-        let prefix = schema_key(db, "");
-        let end = crate::encoding::prefix_end(&prefix).expect("prefix ends");
-        let rows = txn.scan(CATALOG, Scan::range(&prefix, &end))?;
-        rows.into_iter()
-            .map(|(_, raw)| {
-                serde_json::from_slice(&raw).map_err(|e| {
-                    SqlError::new(code::DATA_CORRUPTED, format!("a schema entry is damaged: {e}"))
-                })
-            })
-            .collect()
+        entries(txn, schema_key(db, ""), "a schema")
     }
 
     /// Records a schema (create or replace).
@@ -888,19 +897,7 @@ impl Catalog {
 
     /// The extensions created in a database, by name.
     pub fn extensions(&self, txn: &mut Transaction, db: &str) -> Result<Vec<Extension>> {
-        let prefix = extension_key(db, "");
-        let end = crate::encoding::prefix_end(&prefix).expect("prefix ends");
-        let rows = txn.scan(CATALOG, Scan::range(&prefix, &end))?;
-        rows.into_iter()
-            .map(|(_, raw)| {
-                serde_json::from_slice(&raw).map_err(|e| {
-                    SqlError::new(
-                        code::DATA_CORRUPTED,
-                        format!("an extension entry is damaged: {e}"),
-                    )
-                })
-            })
-            .collect()
+        entries(txn, extension_key(db, ""), "an extension")
     }
 
     /// Records an extension.

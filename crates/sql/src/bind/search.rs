@@ -72,7 +72,7 @@ pub(crate) fn may_name_created_schema(search_path: &str) -> bool {
 
 /// The schema names `search_path` lists, in order, unquoted (`"$user"` and empty entries
 /// left out).
-fn listed(path: &str) -> Vec<String> {
+pub(crate) fn listed(path: &str) -> Vec<String> {
     path.split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())

@@ -387,18 +387,13 @@ impl Writer<'_> {
                 continue;
             }
             if !cascade {
-                return Err(SqlError::new(
-                    code::DEPENDENT_OBJECTS,
-                    format!(
-                        "cannot drop column {name} of table {} because other objects depend on it",
-                        t.name
-                    ),
-                )
-                .detail(format!(
-                    "constraint {} on table {} depends on column {name} of table {}",
-                    r.constraint, r.table, t.name
-                ))
-                .hint("Use DROP ... CASCADE to drop the dependent objects too."));
+                return Err(crate::exec::write::depended_on(
+                    &format!("column {name} of table {}", t.name),
+                    &[format!(
+                        "constraint {} on table {} depends on column {name} of table {}",
+                        r.constraint, r.table, t.name
+                    )],
+                ));
             }
             self.cascade_to(format!("constraint {} on table {}", r.constraint, r.table));
             t.referenced_by.retain(|x| x != &r);

@@ -1056,15 +1056,13 @@ impl Writer<'_> {
                 continue;
             }
             if !cascade {
-                return Err(SqlError::new(
-                    code::DEPENDENT_OBJECTS,
-                    format!("cannot drop table {} because other objects depend on it", table.name),
-                )
-                .detail(format!(
-                    "constraint {} on table {} depends on table {}",
-                    r.constraint, r.table, table.name
-                ))
-                .hint("Use DROP ... CASCADE to drop the dependent objects too."));
+                return Err(crate::exec::write::depended_on(
+                    &format!("table {}", table.name),
+                    &[format!(
+                        "constraint {} on table {} depends on table {}",
+                        r.constraint, r.table, table.name
+                    )],
+                ));
             }
             self.cascade_to(format!("constraint {} on table {}", r.constraint, r.table));
             let mut child =

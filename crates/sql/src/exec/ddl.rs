@@ -825,12 +825,13 @@ impl Writer<'_> {
                 continue;
             }
             if !cascade {
-                return Err(SqlError::new(
-                        code::DEPENDENT_OBJECTS,
-                        format!("cannot drop constraint {name} on table {} because other objects depend on it", t.name),
-                    )
-                    .detail(format!("constraint {} on table {} depends on index {name}", r.constraint, r.table))
-                    .hint("Use DROP ... CASCADE to drop the dependent objects too."));
+                return Err(crate::exec::write::depended_on(
+                    &format!("constraint {name} on table {}", t.name),
+                    &[format!(
+                        "constraint {} on table {} depends on index {name}",
+                        r.constraint, r.table
+                    )],
+                ));
             }
             self.cascade_to(format!("constraint {} on table {}", r.constraint, r.table));
             t.referenced_by.retain(|x| x != &r);

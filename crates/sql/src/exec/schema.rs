@@ -83,10 +83,7 @@ impl Writer<'_> {
             )
             .detail(format!("System catalog modifications are currently disallowed; {schema} holds Kiln's own relations.")));
         }
-        if self.db.catalog.schema(&mut self.ts.txn, database, schema)?.is_none() {
-            return Err(undefined_schema(schema));
-        }
-        Ok(())
+        self.db.catalog.check_schema_of(&mut self.ts.txn, database, name)
     }
 
     /// DROP SCHEMA [IF EXISTS] name, … [CASCADE | RESTRICT].
@@ -148,12 +145,7 @@ impl Writer<'_> {
                 .iter()
                 .map(|(_, kind, n)| format!("{kind} {n} depends on schema {name}"))
                 .collect();
-            return Err(SqlError::new(
-                code::DEPENDENT_OBJECTS,
-                format!("cannot drop schema {name} because other objects depend on it"),
-            )
-            .detail(lines.join("\n"))
-            .hint("Use DROP ... CASCADE to drop the dependent objects too."));
+            return Err(crate::exec::write::depended_on(&format!("schema {name}"), &lines));
         }
         for (_, kind, n) in &objects {
             self.cascade_to(format!("{kind} {n}"));

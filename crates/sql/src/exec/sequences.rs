@@ -500,15 +500,13 @@ impl Writer<'_> {
                     )));
                 }
                 if !cascade {
-                    return Err(SqlError::new(
-                        code::DEPENDENT_OBJECTS,
-                        format!("cannot drop sequence {name} because other objects depend on it"),
-                    )
-                    .detail(format!(
-                        "default value for column {} of table {} depends on sequence {name}",
-                        column.name, table.name
-                    ))
-                    .hint("Use DROP ... CASCADE to drop the dependent objects too."));
+                    return Err(crate::exec::write::depended_on(
+                        &format!("sequence {name}"),
+                        &[format!(
+                            "default value for column {} of table {} depends on sequence {name}",
+                            column.name, table.name
+                        )],
+                    ));
                 }
                 // CASCADE drops the default that uses the sequence (as PostgreSQL does).
                 self.cascade_to(format!(

@@ -183,12 +183,7 @@ impl Writer<'_> {
                     lines.extend(
                         deps.views.iter().map(|v| format!("view {v} depends on type {name}")),
                     );
-                    return Err(SqlError::new(
-                        code::DEPENDENT_OBJECTS,
-                        format!("cannot drop type {name} because other objects depend on it"),
-                    )
-                    .detail(lines.join("\n"))
-                    .hint("Use DROP ... CASCADE to drop the dependent objects too."));
+                    return Err(crate::exec::write::depended_on(&format!("type {name}"), &lines));
                 }
                 // PostgreSQL reaches the columns of the type's array type first (through that
                 // type), then the type's own.

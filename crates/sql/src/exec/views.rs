@@ -189,14 +189,8 @@ impl Writer<'_> {
                     .map_or("?", |s| s.as_str());
                 lines.push(format!("view {} depends on view {via}", v.name));
             }
-            return Err(SqlError::new(
-                code::DEPENDENT_OBJECTS,
-                format!(
-                    "cannot drop column {column} of table {table} because other objects depend on it"
-                ),
-            )
-            .detail(lines.join("\n"))
-            .hint("Use DROP ... CASCADE to drop the dependent objects too."));
+            let object = format!("column {column} of table {table}");
+            return Err(crate::exec::write::depended_on(&object, &lines));
         }
         for v in broken {
             self.cascade_to(format!("view {v}"));
@@ -234,12 +228,7 @@ impl Writer<'_> {
                     }
                 })
                 .collect();
-            return Err(SqlError::new(
-                code::DEPENDENT_OBJECTS,
-                format!("cannot drop {kind} {name} because other objects depend on it"),
-            )
-            .detail(lines.join("\n"))
-            .hint("Use DROP ... CASCADE to drop the dependent objects too."));
+            return Err(crate::exec::write::depended_on(&format!("{kind} {name}"), &lines));
         }
         if cascade {
             for v in &views {

@@ -84,6 +84,17 @@ impl Writer<'_> {
     }
 }
 
+/// 2BP01 for dropping `object` (`table t`, `column c of table t`) while `dependents` depend
+/// on it (a DETAIL line each, as PostgreSQL lists them), without CASCADE.
+pub(crate) fn depended_on(object: &str, dependents: &[String]) -> SqlError {
+    SqlError::new(
+        code::DEPENDENT_OBJECTS,
+        format!("cannot drop {object} because other objects depend on it"),
+    )
+    .detail(dependents.join("\n"))
+    .hint("Use DROP ... CASCADE to drop the dependent objects too.")
+}
+
 /// 23505 for a new key `values` of the key parts named `parts` (columns or expressions).
 pub(crate) fn unique_violation(
     table: &Table,

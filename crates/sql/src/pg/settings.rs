@@ -115,12 +115,7 @@ pub(crate) fn search_path(
 ) -> Vec<&'static str> {
     let path = settings.get("search_path").map_or("\"$user\", public", |s| s.as_str());
     let mut schemas = Vec::new();
-    for part in path.split(',') {
-        let part = part.trim();
-        let name = match part.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
-            Some(quoted) => quoted.to_string(),
-            None => part.to_lowercase(),
-        };
+    for name in crate::bind::search::listed(path) {
         let known = ["pg_catalog", "public", "information_schema"];
         if let Some(k) = known.iter().find(|k| **k == name) {
             if !schemas.contains(k) {
