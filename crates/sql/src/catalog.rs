@@ -260,6 +260,67 @@ pub struct Table {
     /// Its `COMMENT ON` text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    /// Its triggers (`CREATE TRIGGER`), by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triggers: Vec<Trigger>,
+}
+
+/// A trigger on a table (`CREATE TRIGGER`, see `exec::triggers`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trigger {
+    /// Its id (its OID is derived from it).
+    pub id: u64,
+    /// Its name, unique among the table's triggers.
+    pub name: String,
+    /// BEFORE (true) or AFTER (false).
+    pub before: bool,
+    /// Whether it fires on INSERT.
+    pub insert: bool,
+    /// Whether it fires on UPDATE.
+    pub update: bool,
+    /// Whether it fires on DELETE.
+    pub delete: bool,
+    /// `UPDATE OF` columns, by name (empty: any UPDATE).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub update_of: Vec<String>,
+    /// FOR EACH ROW (true) or FOR EACH STATEMENT (false).
+    pub row: bool,
+    /// The WHEN condition, as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    /// The function it runs (its catalog name).
+    pub function: String,
+    /// The arguments given to it (`TG_ARGV`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+}
+
+impl Trigger {
+    /// Whether it fires for an event (`INSERT`, `UPDATE`, `DELETE`).
+    pub fn fires_on(&self, event: &str) -> bool {
+        match event {
+            "INSERT" => self.insert,
+            "UPDATE" => self.update,
+            "DELETE" => self.delete,
+            _ => false,
+        }
+    }
+}
+
+/// A function made with CREATE FUNCTION: a PL/pgSQL trigger function (see `exec::triggers`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Function {
+    /// Its id (its OID is derived from it).
+    pub id: u64,
+    /// Its name.
+    pub name: String,
+    /// Its language (`plpgsql`).
+    pub language: String,
+    /// Its body, as written.
+    pub body: String,
+    /// Its `COMMENT ON` text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
 }
 
 /// What a foreign key does to referencing rows when the referenced row is deleted or its
@@ -510,6 +571,10 @@ pub fn qualified(schema: &str, name: &str) -> String {
 /// sequence and a renamed relation live in the schema of the relation they come from.
 pub fn beside(sibling: &str, name: &str) -> String {
     qualified(schema_of(sibling), unqualified(name))
+}
+
+fn function_key(db: &str, name: &str) -> Vec<u8> {
+    format!("f/{db}/{name}").into_bytes()
 }
 
 fn extension_key(db: &str, name: &str) -> Vec<u8> {
@@ -892,6 +957,40 @@ impl Catalog {
     /// Removes a schema's record (its objects are dropped by the caller).
     pub fn delete_schema(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<()> {
         txn.delete_guarded(CATALOG, &schema_key(db, name))?;
+        Ok(())
+    }
+
+    /// A function made with CREATE FUNCTION.
+    pub fn function(
+        &self,
+        txn: &mut Transaction,
+        db: &str,
+        name: &str,
+    ) -> Result<Option<Function>> {
+        let Some(raw) = txn.get(CATALOG, &function_key(db, name))? else { return Ok(None) };
+        serde_json::from_slice(&raw).map(Some).map_err(|e| {
+            SqlError::new(
+                code::DATA_CORRUPTED,
+                format!("function entry \"{name}\" is damaged: {e}"),
+            )
+        })
+    }
+
+    /// The functions made in a database, by name.
+    pub fn functions(&self, txn: &mut Transaction, db: &str) -> Result<Vec<Function>> {
+        entries(txn, function_key(db, ""), "a function")
+    }
+
+    /// Records a function (create or replace).
+    pub fn put_function(&self, txn: &mut Transaction, db: &str, f: &Function) -> Result<()> {
+        let raw = serde_json::to_vec(f).expect("functions serialize");
+        txn.put_guarded(CATALOG, &function_key(db, &f.name), &raw)?;
+        Ok(())
+    }
+
+    /// Removes a function's record.
+    pub fn delete_function(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<()> {
+        txn.delete_guarded(CATALOG, &function_key(db, name))?;
         Ok(())
     }
 

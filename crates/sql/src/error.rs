@@ -138,6 +138,10 @@ pub mod code {
     pub const WRONG_OBJECT_TYPE: &str = "42809";
     /// foreign_key_violation
     pub const FOREIGN_KEY: &str = "23503";
+    /// duplicate_function
+    pub const DUPLICATE_FUNCTION: &str = "42723";
+    /// invalid_function_definition
+    pub const INVALID_FUNCTION_DEFINITION: &str = "42P13";
     /// check_violation
     pub const CHECK: &str = "23514";
     /// invalid_foreign_key

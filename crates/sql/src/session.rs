@@ -321,6 +321,7 @@ macro_rules! session_writer {
             constraints: Default::default(),
             notices: &$s.notices,
             cascaded: Vec::new(),
+            triggers: Default::default(),
         }
     };
 }
@@ -791,6 +792,10 @@ impl Session {
                     do_query(&format!("SELECT ({e})"))?;
                 }
                 Stmt::Block(b) => self.check_do_block(b)?,
+                // The parser reads these in functions only.
+                Stmt::Assign(..) | Stmt::Return(_) => {
+                    return Err(SqlError::unsupported("variables and RETURN in a DO block"))
+                }
             }
         }
         Ok(())
@@ -879,6 +884,9 @@ impl Session {
                     }
                 }
                 Stmt::Block(b) => self.do_block(b, caught)?,
+                Stmt::Assign(..) | Stmt::Return(_) => {
+                    return Err(SqlError::unsupported("variables and RETURN in a DO block"))
+                }
             }
         }
         Ok(())
@@ -928,7 +936,7 @@ impl Session {
         r: &crate::parse::do_block::Raise,
         caught: Option<&SqlError>,
     ) -> Result<()> {
-        use crate::parse::do_block::{errcode, format_message, Level};
+        use crate::parse::do_block::{raised, Level};
         if r.format.is_none() && r.condition.is_none() && r.using.is_empty() {
             return Err(match caught {
                 Some(e) if r.level == Level::Exception => e.clone(),
@@ -941,32 +949,7 @@ impl Session {
         let params = self.do_values(&r.params)?;
         let using_exprs: Vec<String> = r.using.iter().map(|(_, e)| e.clone()).collect();
         let using = self.do_values(&using_exprs)?;
-        let option =
-            |name: &str| r.using.iter().position(|(n, _)| n == name).and_then(|i| using[i].clone());
-        let errcode_given = option("errcode");
-        let code_text = match &errcode_given {
-            Some(c) => Some(errcode(c)?),
-            None => r.condition.as_ref().map(|(code, _)| code.clone()),
-        };
-        let message = match (&r.format, option("message")) {
-            (Some(f), _) => format_message(f, &params),
-            (None, Some(m)) => m,
-            // Named by its condition only: the condition is the message.
-            (None, None) => r
-                .condition
-                .as_ref()
-                .map(|(_, name)| name.clone())
-                .or(errcode_given)
-                .unwrap_or_default(),
-        };
-        let default = match r.level {
-            Level::Exception => "P0001",
-            Level::Warning => "01000",
-            _ => "00000",
-        };
-        let mut e = SqlError::new(code_text.as_deref().map_or(default, static_code), message);
-        e.detail = option("detail");
-        e.hint = option("hint");
+        let e = raised(r, &params, &using)?.expect("a RAISE with parameters raises");
         if r.level == Level::Exception {
             return Err(e);
         }
@@ -1184,6 +1167,17 @@ impl Session {
                 })
             }
             Utility::Do(block) => self.in_transaction_with(hint, in_implicit, |s| s.run_do(&block)),
+            Utility::CreateTrigger(t) => self.in_transaction_with(hint, in_implicit, |s| {
+                let zone = s.zone();
+                let settings = crate::pg::settings::settings_in_force(
+                    &s.settings,
+                    s.txn.as_ref().map(|t| &t.local),
+                );
+                let env = session_env!(s, zone, &settings);
+                let ts = s.txn.as_mut().expect("a transaction is open");
+                let mut w = session_writer!(s, ts, None);
+                w.create_trigger(&t, &s.database, &env)
+            }),
             Utility::Vacuum(tables) => self.vacuum(&tables),
             Utility::SetConstraints(names, deferred) => {
                 self.set_constraints(names.as_deref(), deferred)
@@ -1618,22 +1612,4 @@ fn do_query(text: &str) -> Result<ast::Statement> {
         (Some(stmt @ ast::Statement::Query(_)), true) => Ok(stmt),
         _ => Err(SqlError::syntax(format!("syntax error in the expression or query \"{text}\""))),
     }
-}
-
-/// A SQLSTATE as the `'static` code errors carry: the known ones as they are, others
-/// interned once each (up to a bound; past it, P0001).
-fn static_code(state: &str) -> &'static str {
-    use std::collections::HashSet;
-    use std::sync::OnceLock;
-    static INTERNED: OnceLock<parking_lot::Mutex<HashSet<&'static str>>> = OnceLock::new();
-    let mut set = INTERNED.get_or_init(Default::default).lock();
-    if let Some(s) = set.get(state) {
-        return s;
-    }
-    if set.len() >= 4096 {
-        return "P0001";
-    }
-    let s: &'static str = Box::leak(state.to_string().into_boxed_str());
-    set.insert(s);
-    s
 }

@@ -294,5 +294,6 @@ scripts!(
     windows,
     tpcc,
     enums,
-    schemas
+    schemas,
+    triggers
 );

@@ -34,6 +34,7 @@ use crate::ed::SessionEnv;
 use crate::encoding::{decode_row, encode_key};
 use crate::error::{code, Result, SqlError};
 use crate::exec::select::*;
+use crate::exec::triggers::Event;
 use crate::exec::write::*;
 use crate::expr::{assign, BinOp, Ctx, Env, Expr};
 use crate::locks::LockMode;
@@ -606,8 +607,25 @@ impl Writer<'_> {
                 let mut changed = current.clone();
                 match (action, new) {
                     (FkAction::Cascade, None) => {
+                        // The child's row triggers fire as for a DELETE of the row (a
+                        // BEFORE trigger that skips it leaves it, as in PostgreSQL).
+                        if Self::has_row_triggers(&child, Event::Delete, true)
+                            && self
+                                .before_row(
+                                    &child,
+                                    Event::Delete,
+                                    None,
+                                    Some(&current),
+                                    None,
+                                    ctx.env,
+                                )?
+                                .is_none()
+                        {
+                            continue;
+                        }
                         self.delete_row(&child, &pk, &current)?;
                         self.referenced_row_changed(&child, &current, None, ctx)?;
+                        self.after_cascaded_row(&child, Event::Delete, None, Some(&current), None);
                         continue;
                     }
                     (FkAction::Cascade, Some(new)) => {
@@ -630,7 +648,31 @@ impl Writer<'_> {
                         }
                     }
                 }
-                self.update_row(&child, &pk, &current, changed, ctx)?;
+                let changed = if Self::has_row_triggers(&child, Event::Update, true) {
+                    let set = Some(&fk.columns[..]);
+                    let old = Some(&current[..]);
+                    match self.before_row(
+                        &child,
+                        Event::Update,
+                        Some(changed),
+                        old,
+                        set,
+                        ctx.env,
+                    )? {
+                        Some(row) => row,
+                        None => continue,
+                    }
+                } else {
+                    changed
+                };
+                let written = self.update_row(&child, &pk, &current, changed, ctx)?;
+                self.after_cascaded_row(
+                    &child,
+                    Event::Update,
+                    Some(&written),
+                    Some(&current),
+                    Some(&fk.columns),
+                );
             }
         }
         Ok(())

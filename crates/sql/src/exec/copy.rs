@@ -11,6 +11,7 @@ use crate::expr::Ctx;
 use crate::types::{now_micros, DataType, Value};
 
 use crate::ed::*;
+use crate::exec::triggers::Event;
 use crate::session::*;
 
 /// COPY FROM STDIN is inserted in chunks of about this many bytes.
@@ -667,6 +668,7 @@ impl Session {
         let ts = self.txn.as_mut().expect("copy runs in a transaction");
         let mut w = session_writer!(self, ts, None);
         let defaults = w.defaults(&table, &env)?;
+        let before = crate::exec::write::Writer::has_row_triggers(&table, Event::Insert, true);
         for row in rows {
             self.activity.check_interrupt()?;
             let full = row
@@ -680,9 +682,21 @@ impl Session {
                     },
                 })
                 .collect::<Result<Vec<_>>>()?;
+            let full = if before {
+                match w.before_row(&table, Event::Insert, Some(full), None, None, ctx.env)? {
+                    Some(row) => row,
+                    None => continue,
+                }
+            } else {
+                full
+            };
             let full = crate::exec::write::Writer::fit_row(&table, full, ctx.env.zone())?;
-            w.insert_row(&table, full, None, &ctx)?;
+            w.insert_row(&table, full.clone(), None, &ctx)?;
+            w.after_row(&table, Event::Insert, Some(&full), None, None);
         }
+        // The AFTER ROW triggers of the rows of this piece of the data (COPY runs them as
+        // each piece is written, not once at its end as PostgreSQL does).
+        w.end_of_statement(&table, &[], ctx.env)?;
         if let Some(c) = &mut self.copy {
             c.rows += n;
         }
@@ -697,6 +711,21 @@ impl Session {
         let rest = std::mem::take(&mut copy.buffer);
         let result = self.copy_lines(&rest);
         let copy = self.copy.take().expect("copy in progress");
+        let result = result.and_then(|()| {
+            // AFTER STATEMENT triggers, at the end of the data.
+            if !copy.table.triggers.iter().any(|t| !t.row) {
+                return Ok(());
+            }
+            let zone = self.zone();
+            let settings = crate::pg::settings::settings_in_force(
+                &self.settings,
+                self.txn.as_ref().map(|t| &t.local),
+            );
+            let env = session_env!(self, zone, &settings);
+            let ts = self.txn.as_mut().expect("copy runs in a transaction");
+            let mut w = session_writer!(self, ts, None);
+            w.end_of_statement(&copy.table, &[Event::Insert], &env)
+        });
         if let Err(e) = result {
             self.fail();
             return Err(e);

@@ -109,6 +109,7 @@ impl Writer<'_> {
             checks: vec![],
             last_attnum: 0,
             comment: None,
+            triggers: vec![],
         };
         self.db.catalog.put_table(&mut self.ts.txn, &table)?;
         let n = rows.len();
@@ -345,6 +346,7 @@ impl Writer<'_> {
             checks: vec![],
             last_attnum: 0,
             comment: None,
+            triggers: vec![],
         };
         if !table.primary_key.is_empty() {
             let base = format!("{}_pkey", unqualified(&name));
@@ -518,6 +520,9 @@ impl Writer<'_> {
                     }
                     for schema in self.db.catalog.schemas(&mut self.ts.txn, &name)? {
                         self.db.catalog.delete_schema(&mut self.ts.txn, &name, &schema.name)?;
+                    }
+                    for f in self.db.catalog.functions(&mut self.ts.txn, &name)? {
+                        self.db.catalog.delete_function(&mut self.ts.txn, &name, &f.name)?;
                     }
                     for ext in self.db.catalog.extensions(&mut self.ts.txn, &name)? {
                         self.db.catalog.delete_extension(&mut self.ts.txn, &name, &ext.name)?;

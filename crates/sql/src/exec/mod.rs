@@ -15,6 +15,7 @@ pub mod schema;
 pub mod select;
 pub mod sequences;
 pub mod statement;
+pub mod triggers;
 pub mod types;
 pub mod views;
 pub mod window;

@@ -329,6 +329,9 @@ impl Session {
                 &self.database,
             ),
             S::CreateIndex(ci) => w.create_index(ci, &self.database),
+            S::CreateFunction(cf) => w.create_function(cf, &self.database),
+            S::DropFunction(df) => w.drop_functions(df, &self.database),
+            S::DropTrigger(dt) => w.drop_trigger(dt, &self.database),
             S::AlterIndex { name, operation } => w.rename_index(name, operation, &self.database),
             S::CreateSchema { schema_name, if_not_exists, .. } => {
                 w.create_schema(schema_name, *if_not_exists, &self.database)
@@ -497,6 +500,12 @@ impl Session {
                             .iter()
                             .map(|&c| (table.columns[c].name.clone(), table.columns[c].ty))
                             .collect();
+                        w.statement_triggers(
+                            &table,
+                            crate::exec::triggers::Event::Insert,
+                            true,
+                            &env,
+                        )?;
                         self.copy = Some(CopyState {
                             bytes: 0,
                             scanned: (0, false),

@@ -13,6 +13,7 @@ use crate::encoding::{decode_row, encode_key, encode_row};
 use crate::error::{code, Result, SqlError};
 use crate::exec::constraints::{key_text_named, names_of};
 use crate::exec::select::*;
+use crate::exec::triggers::Event;
 use crate::expr::{assign, Ctx, Env, Expr};
 use crate::locks::LockMode;
 use crate::pg::activity::{Activity, Wait};
@@ -40,6 +41,8 @@ pub(crate) struct Writer<'a> {
     /// What a CASCADE dropped beyond the objects the statement names (`view v`,
     /// `constraint c on table t`), reported by [`Writer::report_cascade`].
     pub(crate) cascaded: Vec<String>,
+    /// Triggers' bound programs and pending AFTER calls (`exec::triggers`).
+    pub(crate) triggers: crate::exec::triggers::TriggerState,
 }
 
 impl Writer<'_> {
@@ -545,6 +548,14 @@ impl Writer<'_> {
         limits: &ExecLimits,
     ) -> Result<Output> {
         let table = plan.table.clone();
+        let upserts = matches!(&plan.on_conflict, Some((_, Some(_))));
+        let events: &[Event] =
+            if upserts { &[Event::Insert, Event::Update] } else { &[Event::Insert] };
+        for &event in events {
+            self.statement_triggers(&table, event, true, ctx.env)?;
+        }
+        let before_insert = Self::has_row_triggers(&table, Event::Insert, true);
+        let before_update = Self::has_row_triggers(&table, Event::Update, true);
         let source_rows = {
             let cell = RefCell::new(&mut self.ts.txn);
             let exec = Exec::new(&cell, limits);
@@ -572,18 +583,29 @@ impl Writer<'_> {
                     },
                 });
             }
+            // BEFORE ROW triggers see the row with its defaults, and may change or skip it.
+            let full = if before_insert {
+                match self.before_row(&table, Event::Insert, Some(full), None, None, ctx.env)? {
+                    Some(row) => row,
+                    None => continue,
+                }
+            } else {
+                full
+            };
             // Fitted to the columns (a typmod's scale, a char's padding) before it is
             // written: RETURNING shows the row as stored.
             let full = Self::fit_row(&table, full, ctx.env.zone())?;
             let written = match &plan.on_conflict {
                 None => {
                     self.insert_row(&table, full.clone(), None, ctx)?;
+                    self.after_row(&table, Event::Insert, Some(&full), None, None);
                     Some(full)
                 }
                 Some((arbiters, action)) => {
                     match self.insert_row(&table, full.clone(), Some(arbiters), ctx)? {
                         Inserted::Row(pk) => {
                             touched.insert(pk);
+                            self.after_row(&table, Event::Insert, Some(&full), None, None);
                             Some(full)
                         }
                         Inserted::Conflict(_) if action.is_none() => None,
@@ -619,9 +641,35 @@ impl Writer<'_> {
                                 for (c, e) in sets {
                                     new[*c] = e.eval(&both, ctx)?;
                                 }
-                                let new = self.update_row(&table, &pk, &existing, new, ctx)?;
-                                touched.insert(self.primary_key(&table, &new)?);
-                                Some(new)
+                                let set: Vec<usize> = sets.iter().map(|(c, _)| *c).collect();
+                                let new = if before_update {
+                                    self.before_row(
+                                        &table,
+                                        Event::Update,
+                                        Some(new),
+                                        Some(&existing),
+                                        Some(&set),
+                                        ctx.env,
+                                    )?
+                                } else {
+                                    Some(new)
+                                };
+                                match new {
+                                    Some(new) => {
+                                        let new =
+                                            self.update_row(&table, &pk, &existing, new, ctx)?;
+                                        touched.insert(self.primary_key(&table, &new)?);
+                                        self.after_row(
+                                            &table,
+                                            Event::Update,
+                                            Some(&new),
+                                            Some(&existing),
+                                            Some(&set),
+                                        );
+                                        Some(new)
+                                    }
+                                    None => None,
+                                }
                             } else {
                                 None
                             }
@@ -633,6 +681,7 @@ impl Writer<'_> {
                 written_rows.push(row);
             }
         }
+        self.end_of_statement(&table, events, ctx.env)?;
         self.finish_constraints(ctx)?;
         returning_output(plan.returning, written_rows, "INSERT", ctx)
     }
@@ -694,16 +743,30 @@ impl Writer<'_> {
         let table = plan.table.clone();
         let mut changed = Vec::new();
         let width = table.columns.len();
+        self.statement_triggers(&table, Event::Update, true, ctx.env)?;
+        let before = Self::has_row_triggers(&table, Event::Update, true);
+        let set: Vec<usize> = plan.sets.iter().map(|(c, _)| *c).collect();
         for (pk, mut joined) in self.target_rows(&table, &plan.scan, ctx, limits)? {
             let mut new = joined[..width].to_vec();
             for (c, e) in &plan.sets {
                 new[*c] = e.eval(&joined, ctx)?;
             }
             let rest = joined.split_off(width);
+            let new = if before {
+                let old = Some(&joined[..]);
+                match self.before_row(&table, Event::Update, Some(new), old, Some(&set), ctx.env)? {
+                    Some(new) => new,
+                    None => continue,
+                }
+            } else {
+                new
+            };
             let mut row = self.update_row(&table, &pk, &joined, new, ctx)?;
+            self.after_row(&table, Event::Update, Some(&row), Some(&joined), Some(&set));
             row.extend(rest); // RETURNING may read the FROM items' columns
             changed.push(row);
         }
+        self.end_of_statement(&table, &[Event::Update], ctx.env)?;
         self.finish_constraints(ctx)?;
         returning_output(plan.returning, changed, "UPDATE", ctx)
     }
@@ -717,14 +780,25 @@ impl Writer<'_> {
         let table = plan.table.clone();
         let mut deleted = Vec::new();
         let width = table.columns.len();
+        self.statement_triggers(&table, Event::Delete, true, ctx.env)?;
+        let before = Self::has_row_triggers(&table, Event::Delete, true);
         for (pk, joined) in self.target_rows(&table, &plan.scan, ctx, limits)? {
             let current = &joined[..width];
+            if before
+                && self
+                    .before_row(&table, Event::Delete, None, Some(current), None, ctx.env)?
+                    .is_none()
+            {
+                continue;
+            }
             self.delete_row(&table, &pk, current)?;
             if !table.referenced_by.is_empty() {
                 self.referenced_row_changed(&table, current, None, ctx)?;
             }
+            self.after_row(&table, Event::Delete, None, Some(current), None);
             deleted.push(joined); // RETURNING may read the USING items' columns
         }
+        self.end_of_statement(&table, &[Event::Delete], ctx.env)?;
         self.finish_constraints(ctx)?;
         returning_output(plan.returning, deleted, "DELETE", ctx)
     }

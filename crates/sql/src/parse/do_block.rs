@@ -81,6 +81,35 @@ pub enum Stmt {
     Execute(String),
     /// A nested block.
     Block(Block),
+    /// `target := expression` (or `=`): a variable, or a field of one (`NEW.col`), as
+    /// written (lowercased unless quoted); only in functions.
+    Assign(Vec<String>, String),
+    /// `RETURN [expression]`; only in functions.
+    Return(Option<String>),
+}
+
+/// The body of a PL/pgSQL function: `[DECLARE declarations] BEGIN … END`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionBody {
+    /// Its variables, in order.
+    pub declarations: Vec<Declaration>,
+    /// Its outermost block.
+    pub body: Block,
+}
+
+/// `name [CONSTANT] type [NOT NULL] [{:= | = | DEFAULT} expression];` in DECLARE.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Declaration {
+    /// The variable's name (lowercased unless quoted).
+    pub name: String,
+    /// Its type, as written.
+    pub ty: String,
+    /// Whether it is CONSTANT.
+    pub constant: bool,
+    /// Whether it is NOT NULL.
+    pub not_null: bool,
+    /// Its initial value's expression (NULL when none).
+    pub default: Option<String>,
 }
 
 /// The levels of RAISE.
@@ -193,6 +222,12 @@ fn refused(what: &str) -> SqlError {
     )
 }
 
+fn refused_in_function(what: &str) -> SqlError {
+    SqlError::unsupported(format!("{what} in a PL/pgSQL function")).hint(
+        "Kiln runs trigger functions of variables (DECLARE), assignments, IF, RAISE, PERFORM, ASSERT, SQL statements, SELECT … INTO and RETURN; it runs no loops, cursors, dynamic SQL or exception handlers in functions.",
+    )
+}
+
 fn word_is(t: &Token, s: &str) -> bool {
     matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(s))
 }
@@ -251,22 +286,37 @@ struct Parser<'a> {
     toks: Vec<Tok>,
     at: usize,
     depth: usize,
+    /// A function's body (variables, assignments and RETURN allowed), not a DO block's.
+    function: bool,
+}
+
+impl Parser<'_> {
+    fn refused(&self, what: &str) -> SqlError {
+        if self.function {
+            refused_in_function(what)
+        } else {
+            refused(what)
+        }
+    }
+}
+
+/// Reads the body of a PL/pgSQL function (`CREATE FUNCTION … AS $$ body $$`).
+pub fn function_body(body: &str) -> Result<FunctionBody> {
+    let mut p = Parser::new(body, true)?;
+    let declarations = if p.eat_word("declare") { p.declarations()? } else { Vec::new() };
+    if p.peek().is_some_and(|t| *t == Token::ShiftLeft) {
+        return Err(p.refused("a block label"));
+    }
+    let block = p.block()?;
+    p.eat(&Token::SemiColon);
+    if let Some(t) = p.peek() {
+        return Err(SqlError::syntax(format!("syntax error at or near \"{t}\"")));
+    }
+    Ok(FunctionBody { declarations, body: block })
 }
 
 fn parse_body(body: &str) -> Result<Block> {
-    let spanned = Tokenizer::new(&PostgreSqlDialect {}, body)
-        .tokenize_with_location()
-        .map_err(|e| SqlError::syntax(e.to_string()))?;
-    let mut cursor = crate::parse::Cursor::new(body);
-    let mut toks = Vec::with_capacity(spanned.len());
-    for t in spanned {
-        let start = cursor.advance_to(t.span.start.line, t.span.start.column);
-        let end = cursor.advance_to(t.span.end.line, t.span.end.column);
-        if !matches!(t.token, Token::Whitespace(_)) {
-            toks.push(Tok { token: t.token, start, end });
-        }
-    }
-    let mut p = Parser { body, toks, at: 0, depth: 0 };
+    let mut p = Parser::new(body, false)?;
     if p.peek_is("declare") {
         return Err(refused("DECLARE"));
     }
@@ -282,7 +332,106 @@ fn parse_body(body: &str) -> Result<Block> {
     Ok(block)
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
+    fn new(body: &'a str, function: bool) -> Result<Parser<'a>> {
+        let spanned = Tokenizer::new(&PostgreSqlDialect {}, body)
+            .tokenize_with_location()
+            .map_err(|e| SqlError::syntax(e.to_string()))?;
+        let mut cursor = crate::parse::Cursor::new(body);
+        let mut toks = Vec::with_capacity(spanned.len());
+        for t in spanned {
+            let start = cursor.advance_to(t.span.start.line, t.span.start.column);
+            let end = cursor.advance_to(t.span.end.line, t.span.end.column);
+            if !matches!(t.token, Token::Whitespace(_)) {
+                toks.push(Tok { token: t.token, start, end });
+            }
+        }
+        Ok(Parser { body, toks, at: 0, depth: 0, function })
+    }
+
+    /// The declarations after DECLARE, up to BEGIN.
+    fn declarations(&mut self) -> Result<Vec<Declaration>> {
+        let mut out: Vec<Declaration> = Vec::new();
+        while !self.peek_is("begin") {
+            let Some(Token::Word(w)) = self.peek().cloned() else {
+                return Err(match self.peek() {
+                    Some(t) => SqlError::syntax(format!("syntax error at or near \"{t}\"")),
+                    None => SqlError::syntax("syntax error at end of the block (expected BEGIN)"),
+                });
+            };
+            self.at += 1;
+            let name = if w.quote_style.is_some() { w.value } else { w.value.to_lowercase() };
+            if out.iter().any(|d| d.name == name) {
+                return Err(SqlError::new(
+                    code::DUPLICATE_OBJECT,
+                    format!("duplicate declaration of \"{name}\""),
+                ));
+            }
+            let end = self.semicolon()?;
+            let constant = self.eat_word("constant");
+            if self.peek_is("alias") || self.peek_is("cursor") || self.peek_is("refcursor") {
+                return Err(refused_in_function(&format!(
+                    "{} declarations",
+                    self.peek().map(|t| t.to_string().to_uppercase()).unwrap_or_default()
+                )));
+            }
+            let mut i = self.at;
+            let mut depth = 0i32;
+            while i < end {
+                match &self.toks[i].token {
+                    Token::LParen => depth += 1,
+                    Token::RParen => depth -= 1,
+                    Token::Assignment | Token::Eq if depth == 0 => break,
+                    t if depth == 0 && (word_is(t, "default") || word_is(t, "not")) => break,
+                    t if depth == 0 && (word_is(t, "collate")) => break,
+                    _ => {}
+                }
+                i += 1;
+            }
+            let ty = self.text(self.at, i);
+            if ty.is_empty() {
+                return Err(SqlError::syntax(format!("variable \"{name}\" needs a type")));
+            }
+            if ty.contains('%') {
+                return Err(refused_in_function("%TYPE and %ROWTYPE"));
+            }
+            self.at = i;
+            let not_null = if self.eat_word("not") {
+                self.expect_word("null")?;
+                true
+            } else {
+                false
+            };
+            let default = if self.at < end {
+                if !(self.eat(&Token::Assignment)
+                    || self.eat(&Token::Eq)
+                    || self.eat_word("default"))
+                {
+                    return Err(SqlError::syntax(format!(
+                        "syntax error at or near \"{}\"",
+                        self.toks[self.at].token
+                    )));
+                }
+                let e = self.text(self.at, end);
+                if e.is_empty() {
+                    return Err(SqlError::syntax(format!("variable \"{name}\" needs a value")));
+                }
+                Some(e)
+            } else {
+                None
+            };
+            if (constant || not_null) && default.is_none() {
+                return Err(SqlError::syntax(format!(
+                    "variable \"{name}\" must have a default value, since it's declared {}",
+                    if constant { "CONSTANT" } else { "NOT NULL" }
+                )));
+            }
+            self.at = end + 1;
+            out.push(Declaration { name, ty, constant, not_null, default });
+        }
+        Ok(out)
+    }
+
     /// One level deeper into a block or IF (54000 past [`NESTING_MAX`]).
     fn nest(&mut self) -> Result<()> {
         self.depth += 1;
@@ -372,6 +521,9 @@ impl Parser<'_> {
                 return Err(SqlError::syntax("EXCEPTION needs WHEN … THEN"));
             }
         }
+        if self.function && !handlers.is_empty() {
+            return Err(refused_in_function("EXCEPTION handlers"));
+        }
         self.expect_word("end")?;
         // `END label` is not taken: labels are refused.
         self.depth -= 1;
@@ -442,13 +594,34 @@ impl Parser<'_> {
         ];
         let Some(Token::Word(w)) = self.peek().cloned() else {
             if self.peek() == Some(&Token::ShiftLeft) {
-                return Err(refused("a block label"));
+                return Err(self.refused("a block label"));
             }
             return self.sql().map(Some);
         };
         let word = if w.quote_style.is_none() { w.value.to_lowercase() } else { String::new() };
+        if self.function {
+            if let Some(target) = self.assignment_target() {
+                let end = self.semicolon()?;
+                let expr = self.text(self.at, end);
+                if expr.is_empty() {
+                    return Err(SqlError::syntax("an assignment needs an expression"));
+                }
+                self.at = end + 1;
+                return Ok(Some(Stmt::Assign(target, expr)));
+            }
+            if word == "return" {
+                self.at += 1;
+                let end = self.semicolon()?;
+                let expr = self.text(self.at, end);
+                self.at = end + 1;
+                return Ok(Some(Stmt::Return((!expr.is_empty()).then_some(expr))));
+            }
+            if word == "execute" {
+                return Err(refused_in_function("EXECUTE"));
+            }
+        }
         if REFUSED.contains(&word.as_str()) {
-            return Err(refused(&word.to_uppercase()));
+            return Err(self.refused(&word.to_uppercase()));
         }
         match word.as_str() {
             "begin" => {
@@ -486,7 +659,7 @@ impl Parser<'_> {
                 if (self.at..end).any(|i| {
                     word_is(&self.toks[i].token, "into") || word_is(&self.toks[i].token, "using")
                 }) {
-                    return Err(refused("EXECUTE … INTO or USING"));
+                    return Err(self.refused("EXECUTE … INTO or USING"));
                 }
                 let expr = self.text(self.at, end);
                 self.at = end + 1;
@@ -496,11 +669,34 @@ impl Parser<'_> {
         }
     }
 
+    /// `target :=` or `target =` at the statement's start (`x`, `new.col`): the target's
+    /// parts, after which the parser stands at the expression.
+    fn assignment_target(&mut self) -> Option<Vec<String>> {
+        let mut parts = Vec::new();
+        let mut i = self.at;
+        loop {
+            let Some(Token::Word(w)) = self.toks.get(i).map(|t| &t.token) else { return None };
+            parts.push(if w.quote_style.is_some() {
+                w.value.clone()
+            } else {
+                w.value.to_lowercase()
+            });
+            i += 1;
+            match self.toks.get(i).map(|t| &t.token) {
+                Some(Token::Period) if parts.len() < 2 => i += 1,
+                Some(Token::Assignment) | Some(Token::Eq) => break,
+                _ => return None,
+            }
+        }
+        self.at = i + 1;
+        Some(parts)
+    }
+
     /// An SQL statement, up to its `;`.
     fn sql(&mut self) -> Result<Stmt> {
         let end = self.semicolon()?;
         if (self.at..end).any(|i| self.toks[i].token == Token::Assignment) {
-            return Err(refused("assignments"));
+            return Err(self.refused("assignments"));
         }
         let text = self.text(self.at, end);
         self.at = end + 1;
@@ -676,6 +872,62 @@ impl Parser<'_> {
         self.at = end + 1;
         Ok(Stmt::Raise(raise))
     }
+}
+
+/// What a RAISE raises, given the texts of its parameters and of its USING options (in
+/// their order): the error or notice's fields (SQLSTATE, message, DETAIL, HINT); `None` for
+/// a bare `RAISE`, which raises again the error being handled.
+pub fn raised(
+    r: &Raise,
+    params: &[Option<String>],
+    using: &[Option<String>],
+) -> Result<Option<SqlError>> {
+    if r.format.is_none() && r.condition.is_none() && r.using.is_empty() {
+        return Ok(None);
+    }
+    let option = |name: &str| {
+        r.using.iter().position(|(n, _)| n == name).and_then(|i| using.get(i).cloned().flatten())
+    };
+    let errcode_given = option("errcode");
+    let code_text = match &errcode_given {
+        Some(c) => Some(errcode(c)?),
+        None => r.condition.as_ref().map(|(code, _)| code.clone()),
+    };
+    let message = match (&r.format, option("message")) {
+        (Some(f), _) => format_message(f, params),
+        (None, Some(m)) => m,
+        // Named by its condition only: the condition is the message.
+        (None, None) => {
+            r.condition.as_ref().map(|(_, name)| name.clone()).or(errcode_given).unwrap_or_default()
+        }
+    };
+    let default = match r.level {
+        Level::Exception => "P0001",
+        Level::Warning => "01000",
+        _ => "00000",
+    };
+    let mut e = SqlError::new(code_text.as_deref().map_or(default, static_code), message);
+    e.detail = option("detail");
+    e.hint = option("hint");
+    Ok(Some(e))
+}
+
+/// A SQLSTATE as the `&'static str` errors carry (RAISE may name any): interned, at most
+/// 4,096 distinct codes (`P0001` past that).
+pub(crate) fn static_code(state: &str) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::OnceLock;
+    static INTERNED: OnceLock<parking_lot::Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut set = INTERNED.get_or_init(Default::default).lock();
+    if let Some(s) = set.get(state) {
+        return s;
+    }
+    if set.len() >= 4096 {
+        return "P0001";
+    }
+    let s: &'static str = Box::leak(state.to_string().into_boxed_str());
+    set.insert(s);
+    s
 }
 
 /// How many `%` parameters a RAISE format takes (`%%` is a `%`).

@@ -26,6 +26,7 @@ use crate::error::{code, Result, SqlError};
 
 pub mod do_block;
 pub mod sequence;
+pub mod trigger;
 
 /// The deepest nesting of expressions and subqueries a statement may have.
 pub const EXPRESSION_DEPTH_MAX: usize = 4_000;
@@ -241,6 +242,8 @@ pub enum Utility {
     /// `ALTER TABLE … ALTER COLUMN …` of an identity column (DROP IDENTITY, SET GENERATED,
     /// SET option, RESTART), transactional too.
     AlterIdentity(Box<sequence::AlterIdentity>),
+    /// `CREATE TRIGGER …` (see [`trigger`]).
+    CreateTrigger(Box<trigger::CreateTrigger>),
 }
 
 impl Utility {
@@ -252,6 +255,7 @@ impl Utility {
                 | Utility::AlterIdentity(_)
                 | Utility::AlterTypeOwner(..)
                 | Utility::Do(_)
+                | Utility::CreateTrigger(_)
         )
     }
 }
@@ -266,6 +270,9 @@ pub fn utility(sql: &str) -> Result<Option<Utility>> {
     }
     if let Some(alter) = sequence::alter_sequence(sql)? {
         return Ok(Some(Utility::AlterSequence(Box::new(alter))));
+    }
+    if let Some(t) = trigger::create_trigger(sql)? {
+        return Ok(Some(Utility::CreateTrigger(Box::new(t))));
     }
     if let Some(block) = do_block::do_block(sql)? {
         return Ok(Some(Utility::Do(Box::new(block))));
