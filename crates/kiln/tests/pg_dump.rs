@@ -182,7 +182,8 @@ fn a_pg_dump_script_restores_into_kiln() {
 /// reads, a table whose default draws from a sequence whose name sorts after it, a dropped
 /// column, an INCLUDE index, comments on an index, a sequence and a column, values of most
 /// types (with NaN, infinities, backslashes, tabs and NULLs), and a schema of its own with a
-/// table (a serial key, a foreign key to `public`, a unique and an index), a view and a comment.
+/// table (a serial key, a foreign key to `public`, a unique, an index and a trigger running a
+/// PL/pgSQL function), a view and a comment.
 const MORE_SCHEMA: &str = r#"
 CREATE TABLE "Mixed Case" ("Id" int PRIMARY KEY, "select" text, n bigint DEFAULT nextval('invoice_no'),
     flags boolean[] DEFAULT '{}');
@@ -206,6 +207,13 @@ CREATE TABLE archive.orders (id bigserial PRIMARY KEY, customer_id int REFERENCE
     note text UNIQUE);
 CREATE INDEX archived_by_customer ON archive.orders (customer_id);
 CREATE VIEW archive.recent AS SELECT id, note FROM archive.orders WHERE id > 1;
+CREATE FUNCTION stamp_note() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.note := coalesce(NEW.note, 'none') || TG_ARGV[0];
+    RETURN NEW;
+END $$;
+CREATE TRIGGER archive_stamp BEFORE INSERT OR UPDATE OF note ON archive.orders
+    FOR EACH ROW WHEN (NEW.id > 0) EXECUTE FUNCTION stamp_note('!');
 INSERT INTO archive.orders (customer_id, note) SELECT id, email FROM customers;
 "#;
 
@@ -219,7 +227,7 @@ INSERT INTO "Mixed Case" ("Id") VALUES (4);
 INSERT INTO events DEFAULT VALUES RETURNING id;
 SELECT obj_description('"Mixed idx"'::regclass, 'pg_class'), obj_description('invoice_no'::regclass, 'pg_class');
 SELECT * FROM archive.recent ORDER BY 1;
-INSERT INTO archive.orders (note) VALUES ('new') RETURNING id;
+INSERT INTO archive.orders (note) VALUES ('new') RETURNING id, note;
 SELECT nspname, obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = 'archive';
 "#;
 

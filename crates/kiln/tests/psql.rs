@@ -22,6 +22,10 @@ INSERT INTO accounts VALUES (1, 'ann', 10.50, '2024-01-31'), (2, 'bob', 0, NULL)
 \du
 \df
 \ds
+CREATE FUNCTION note_it() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.note := upper(NEW.note); RETURN NEW; END $$;
+CREATE TRIGGER audit_note BEFORE INSERT ON audit FOR EACH ROW EXECUTE FUNCTION note_it();
+\d audit
+\df note_it
 CREATE VIEW rich (who, amount) AS SELECT owner, balance FROM accounts WHERE balance > 1;
 \dv
 \d+ rich
@@ -87,6 +91,9 @@ SELECT count(*) AS n FROM accounts;
         " who    | character varying(20) |           |          |         | extended |",
         " amount | numeric(12,2)         |           |          |         | main     |",
         "View definition:",
+        // Triggers and trigger functions.
+        "Triggers:\n    audit_note BEFORE INSERT ON audit FOR EACH ROW EXECUTE FUNCTION note_it()",
+        " public | note_it | trigger          |                     | func",
     ] {
         assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
     }

@@ -492,7 +492,7 @@ impl SessionEnv<'_> {
                 DataType::Numeric(Some((m >> 16, m & 0xffff))).sql_name()
             }
             Some(t) => t.sql_name(),
-            None => return "???".into(),
+            None => return pseudo_type_name(oid).unwrap_or("???").into(),
         };
         match array {
             Some(_) => format!("{name}[]"),
@@ -970,6 +970,9 @@ impl Env for SessionEnv<'_> {
             CatalogFunc::RegTypeName => match arg_int(0) {
                 Some(o) => Value::Text(match DataType::from_oid(o as u32) {
                     Some(t) => t.sql_name(),
+                    None if pseudo_type_name(o).is_some() => {
+                        pseudo_type_name(o).unwrap_or_default().to_string()
+                    }
                     None => self
                         .db
                         .remembered_type(self.database, o as u32)
@@ -1058,13 +1061,33 @@ impl Env for SessionEnv<'_> {
                 let column = def.and_then(|d| index_parts(&d).into_iter().nth(n as usize - 1));
                 column.map_or(Value::Text(String::new()), Value::Text)
             }
-            CatalogFunc::IndexDef | CatalogFunc::ConstraintDef | CatalogFunc::ViewDef => {
+            // A function made with CREATE FUNCTION has its definition remembered.
+            CatalogFunc::FunctionResult | CatalogFunc::FunctionArguments => {
+                let known = arg_int(0).is_some_and(|oid| {
+                    self.db
+                        .definitions
+                        .lock()
+                        .get(&oid)
+                        .is_some_and(|d| d.starts_with("CREATE OR REPLACE FUNCTION"))
+                });
+                match (known, func) {
+                    (false, _) => Value::Null,
+                    (true, CatalogFunc::FunctionResult) => Value::Text("trigger".into()),
+                    (true, _) => Value::Text(String::new()),
+                }
+            }
+            CatalogFunc::IndexDef
+            | CatalogFunc::ConstraintDef
+            | CatalogFunc::ViewDef
+            | CatalogFunc::TriggerDef
+            | CatalogFunc::FunctionDef => {
                 let def = arg_int(0).and_then(|oid| self.db.definitions.lock().get(&oid).cloned());
                 // pg_get_indexdef(oid, 0, true), as psql's \d asks: the table not qualified
                 // (public is on the search path), a partial index's condition without its
                 // outer parentheses.
-                let pretty =
-                    func == CatalogFunc::IndexDef && args.get(2) == Some(&Value::Bool(true));
+                let pretty = (func == CatalogFunc::IndexDef
+                    && args.get(2) == Some(&Value::Bool(true)))
+                    || (func == CatalogFunc::TriggerDef && args.get(1) == Some(&Value::Bool(true)));
                 match def.map(|d| if pretty { d.replacen(" ON public.", " ON ", 1) } else { d }) {
                     Some(d) if pretty => Value::Text(match d.split_once(" WHERE (") {
                         Some((head, cond)) if cond.ends_with(')') => {
@@ -1077,6 +1100,15 @@ impl Env for SessionEnv<'_> {
                 }
             }
         })
+    }
+}
+
+/// The name of a pseudo-type a catalog row may name (a trigger function's result).
+fn pseudo_type_name(oid: i64) -> Option<&'static str> {
+    match oid {
+        2278 => Some("void"),
+        2279 => Some("trigger"),
+        _ => None,
     }
 }
 

@@ -1183,6 +1183,46 @@ pub static FUNCTIONS: &[FuncDef] = &[
         VOLATILE,
     ),
     f(
+        &["pg_get_triggerdef"],
+        Func::Catalog(CatalogFunc::TriggerDef),
+        1,
+        2,
+        &[A::Any],
+        Type(T::Text),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(
+        &["pg_get_functiondef"],
+        Func::Catalog(CatalogFunc::FunctionDef),
+        1,
+        1,
+        &[A::Any],
+        Type(T::Text),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(
+        &["pg_get_function_result"],
+        Func::Catalog(CatalogFunc::FunctionResult),
+        1,
+        1,
+        &[A::Any],
+        Type(T::Text),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(
+        &["pg_get_function_arguments", "pg_get_function_identity_arguments"],
+        Func::Catalog(CatalogFunc::FunctionArguments),
+        1,
+        1,
+        &[A::Any],
+        Type(T::Text),
+        LENIENT,
+        VOLATILE,
+    ),
+    f(
         &["pg_get_viewdef"],
         Func::Catalog(CatalogFunc::ViewDef),
         0,
@@ -1234,15 +1274,8 @@ pub static FUNCTIONS: &[FuncDef] = &[
     ),
     f(
         // shobj_description: Kiln keeps no comments on databases or roles.
-        // pg_get_triggerdef and the function ones: Kiln has no triggers and no pg_proc rows.
-        // The sizes: Kiln does not account storage per relation, so they are unknown.
-        &[
-            "shobj_description",
-            "pg_get_triggerdef",
-            "pg_get_function_result",
-            "pg_get_function_arguments",
-            "pg_get_function_identity_arguments",
-        ],
+        // pg_get_function_sqlbody: no function has an SQL-standard body.
+        &["shobj_description", "pg_get_function_sqlbody"],
         Func::Catalog(CatalogFunc::Description),
         0,
         4,

@@ -655,6 +655,10 @@ impl<'a> Planner<'a> {
                 CatalogFunc::IndexDef
                 | CatalogFunc::ConstraintDef
                 | CatalogFunc::ViewDef
+                | CatalogFunc::TriggerDef
+                | CatalogFunc::FunctionDef
+                | CatalogFunc::FunctionResult
+                | CatalogFunc::FunctionArguments
                 | CatalogFunc::FormatType
                 | CatalogFunc::OidVectorTypes
                 | CatalogFunc::RegTypeOid(_),

@@ -401,6 +401,35 @@ impl Writer<'_> {
             child.foreign_keys.retain(|f| f.name != r.constraint);
             self.db.catalog.put_table(&mut self.ts.txn, &child)?;
         }
+        // Triggers that fire on an UPDATE OF the column.
+        let triggers: Vec<String> = t
+            .triggers
+            .iter()
+            .filter(|tr| tr.update_of.iter().any(|c| c == name))
+            .map(|tr| tr.name.clone())
+            .collect();
+        if !triggers.is_empty() && !cascade {
+            let shown = crate::catalog::unqualified(&t.name);
+            let lines: Vec<String> = triggers
+                .iter()
+                .map(|tr| {
+                    format!(
+                        "trigger {tr} on table {shown} depends on column {name} of table {shown}"
+                    )
+                })
+                .collect();
+            return Err(crate::exec::write::depended_on(
+                &format!("column {name} of table {shown}"),
+                &lines,
+            ));
+        }
+        for tr in triggers {
+            self.cascade_to(format!(
+                "trigger {tr} on table {}",
+                crate::catalog::unqualified(&t.name)
+            ));
+            t.triggers.retain(|x| x.name != tr);
+        }
         // A primary key on the column goes with it (the rows are then keyed by row number).
         if t.primary_key.contains(&p) {
             let pk = t.pkey_name();
@@ -502,6 +531,16 @@ impl Writer<'_> {
             ));
         }
         t.columns[p].name = new.to_string();
+        for tr in &mut t.triggers {
+            for c in &mut tr.update_of {
+                if c == old {
+                    *c = new.to_string();
+                }
+            }
+            if let Some(w) = &tr.when {
+                tr.when = Some(crate::exec::triggers::rename_in_when(w, old, new)?);
+            }
+        }
         for ck in &mut t.checks {
             ck.expr = rename_in_check(&ck.expr, old, new)?;
         }

@@ -331,6 +331,7 @@ impl Session {
             S::CreateIndex(ci) => w.create_index(ci, &self.database),
             S::CreateFunction(cf) => w.create_function(cf, &self.database),
             S::DropFunction(df) => w.drop_functions(df, &self.database),
+            S::AlterFunction(af) => w.alter_function(af, &self.database),
             S::DropTrigger(dt) => w.drop_trigger(dt, &self.database),
             S::AlterIndex { name, operation } => w.rename_index(name, operation, &self.database),
             S::CreateSchema { schema_name, if_not_exists, .. } => {

@@ -565,6 +565,58 @@ impl Writer<'_> {
         Ok(Output::Command("DROP FUNCTION".into()))
     }
 
+    /// `ALTER FUNCTION name[()] OWNER TO role | RENAME TO new` (owners change nothing: Kiln
+    /// has no privileges).
+    pub(crate) fn alter_function(
+        &mut self,
+        af: &ast::AlterFunction,
+        database: &str,
+    ) -> Result<Output> {
+        if af.kind != ast::AlterFunctionKind::Function {
+            return Err(SqlError::unsupported("ALTER AGGREGATE"));
+        }
+        let name = name_as_written(&af.function.name)?;
+        let takes_args = af.function.args.as_ref().is_some_and(|a| !a.is_empty());
+        let Some(mut f) = self.db.catalog.function(&mut self.ts.txn, database, &name)? else {
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!("function {} does not exist", af.function),
+            ));
+        };
+        if takes_args {
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!("function {} does not exist", af.function),
+            ));
+        }
+        match &af.operation {
+            ast::AlterFunctionOperation::OwnerTo(_) => {}
+            ast::AlterFunctionOperation::RenameTo { new_name } => {
+                let new = crate::bind::ident(new_name);
+                if self.db.catalog.function(&mut self.ts.txn, database, &new)?.is_some() {
+                    return Err(SqlError::new(
+                        code::DUPLICATE_FUNCTION,
+                        format!("function {}() already exists in schema \"public\"", new),
+                    ));
+                }
+                for (t, _) in self.triggers_running(database, &name)? {
+                    let mut table = (*t).clone();
+                    for tr in &mut table.triggers {
+                        if tr.function == name {
+                            tr.function = new.clone();
+                        }
+                    }
+                    self.db.catalog.put_table(&mut self.ts.txn, &table)?;
+                }
+                self.db.catalog.delete_function(&mut self.ts.txn, database, &name)?;
+                f.name = new;
+                self.db.catalog.put_function(&mut self.ts.txn, database, &f)?;
+            }
+            _ => return Err(SqlError::unsupported("this form of ALTER FUNCTION")),
+        }
+        Ok(Output::Command("ALTER FUNCTION".into()))
+    }
+
     /// `CREATE [OR REPLACE] TRIGGER …` (see `parse::trigger`).
     pub(crate) fn create_trigger(
         &mut self,
@@ -1355,5 +1407,89 @@ impl Writer<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// `pg_trigger.tgtype`: ROW 1, BEFORE 2, INSERT 4, DELETE 8, UPDATE 16.
+pub(crate) fn tgtype(t: &Trigger) -> i16 {
+    let bit = |on: bool, b: i16| if on { b } else { 0 };
+    bit(t.row, 1) | bit(t.before, 2) | bit(t.insert, 4) | bit(t.delete, 8) | bit(t.update, 16)
+}
+
+/// `pg_get_triggerdef`: the trigger as CREATE TRIGGER (its table qualified, psql's pretty
+/// form drops `public.`; its function qualified when `public` is off the search path, as
+/// under pg_dump).
+pub(crate) fn definition(table: &Table, t: &Trigger, qualify: bool) -> String {
+    use crate::bind::quote_ident;
+    let mut events = Vec::new();
+    if t.insert {
+        events.push("INSERT".to_string());
+    }
+    if t.delete {
+        events.push("DELETE".to_string());
+    }
+    if t.update {
+        let mut e = "UPDATE".to_string();
+        if !t.update_of.is_empty() {
+            let cols: Vec<String> = t.update_of.iter().map(|c| quote_ident(c)).collect();
+            e.push_str(&format!(" OF {}", cols.join(", ")));
+        }
+        events.push(e);
+    }
+    let mut def = format!(
+        "CREATE TRIGGER {} {} {} ON {}.{} FOR EACH {}",
+        quote_ident(&t.name),
+        if t.before { "BEFORE" } else { "AFTER" },
+        events.join(" OR "),
+        quote_ident(crate::catalog::schema_of(&table.name)),
+        quote_ident(crate::catalog::unqualified(&table.name)),
+        if t.row { "ROW" } else { "STATEMENT" },
+    );
+    if let Some(w) = &t.when {
+        def.push_str(&format!(" WHEN ({w})"));
+    }
+    let args: Vec<String> = t.args.iter().map(|a| format!("'{}'", a.replace('\'', "''"))).collect();
+    def.push_str(&format!(
+        " EXECUTE FUNCTION {}{}({})",
+        if qualify { "public." } else { "" },
+        quote_ident(&t.function),
+        args.join(", ")
+    ));
+    def
+}
+
+/// `pg_get_functiondef`: the function as CREATE OR REPLACE FUNCTION.
+pub(crate) fn function_definition(f: &Function) -> String {
+    let mut tag = "function".to_string();
+    while f.body.contains(&format!("${tag}$")) {
+        tag.push('_');
+    }
+    format!(
+        "CREATE OR REPLACE FUNCTION public.{}()\n RETURNS trigger\n LANGUAGE plpgsql\nAS ${tag}${}${tag}$\n",
+        crate::bind::quote_ident(&f.name),
+        f.body
+    )
+}
+
+/// A trigger's WHEN condition with column `old` of its table renamed `new` (`NEW.old`,
+/// `OLD.old`), as RENAME COLUMN leaves it.
+pub(crate) fn rename_in_when(when: &str, old: &str, new: &str) -> Result<String> {
+    let mut stmt = one_statement(&format!("SELECT ({when})"))?;
+    let _ = ast::visit_expressions_mut(&mut stmt, |e| {
+        if let ast::Expr::CompoundIdentifier(parts) = e {
+            if parts.len() == 2 {
+                let record = crate::bind::ident(&parts[0]);
+                if (record == "new" || record == "old") && crate::bind::ident(&parts[1]) == old {
+                    parts[1] = ast::Ident::new(crate::bind::quote_ident(new));
+                }
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    let ast::Statement::Query(q) = &stmt else { return Ok(when.to_string()) };
+    let ast::SetExpr::Select(s) = q.body.as_ref() else { return Ok(when.to_string()) };
+    match s.projection.first() {
+        Some(ast::SelectItem::UnnamedExpr(ast::Expr::Nested(e))) => Ok(e.to_string()),
+        _ => Ok(when.to_string()),
     }
 }

@@ -559,6 +559,16 @@ pub enum CatalogFunc {
     ConstraintDef,
     /// pg_get_viewdef(view oid [, pretty]): the view's query as stored
     ViewDef,
+    /// pg_get_triggerdef(trigger oid [, pretty])
+    TriggerDef,
+    /// pg_get_functiondef(function oid): `CREATE OR REPLACE FUNCTION …`
+    FunctionDef,
+    /// pg_get_function_result(oid): `trigger` for a trigger function made with CREATE
+    /// FUNCTION, NULL otherwise
+    FunctionResult,
+    /// pg_get_function_arguments / _identity_arguments(oid): empty for a trigger function
+    /// made with CREATE FUNCTION, NULL otherwise
+    FunctionArguments,
     /// pg_encoding_to_char(int)
     EncodingToChar,
     /// pg_relation_is_publishable(oid): false

@@ -103,6 +103,10 @@ pub mod oid {
     pub const PG_CATALOG: i64 = 11;
     /// The only role.
     pub const ROLE: i64 = 10;
+    /// The `plpgsql` language (PostgreSQL gives it an OID at initdb; this is 15's).
+    pub const PLPGSQL: i64 = 13563;
+    /// The `trigger` pseudo-type.
+    pub const TRIGGER: i64 = 2279;
     /// The predefined role `pg_database_owner` (owner of the `public` schema).
     pub const DATABASE_OWNER: i64 = 6171;
     /// A table or index with catalog id `id`.
@@ -474,34 +478,9 @@ impl SystemTables for System<'_> {
                     rows
                 },
             )),
-            // Kiln's functions are built in; none is a catalog row (psql's \df lists none).
-            "pg_proc" => empty(&[
-                ("oid", O),
-                ("proname", N),
-                ("pronamespace", O),
-                ("proowner", O),
-                ("prolang", O),
-                ("procost", DataType::Float4),
-                ("prorows", DataType::Float4),
-                ("prokind", C),
-                ("prosecdef", B),
-                ("proleakproof", B),
-                ("proisstrict", B),
-                ("proretset", B),
-                ("provolatile", C),
-                ("proparallel", C),
-                ("pronargs", I2),
-                ("pronargdefaults", I2),
-                ("prorettype", O),
-                ("proargtypes", DataType::OidVector),
-                ("proallargtypes", OA),
-                ("proargmodes", TA),
-                ("proargnames", TA),
-                ("prosrc", T),
-                ("probin", T),
-                ("proconfig", TA),
-                ("proacl", TA),
-            ]),
+            // Kiln's own functions are built in and have no rows; the trigger functions made
+            // with CREATE FUNCTION do.
+            "pg_proc" => Some(self.functions(txn)?),
             // Catalogs of objects Kiln does not have (operators, operator families, text
             // search, foreign data, default privileges, conversions, casts, transforms,
             // event triggers, subscriptions, large objects, security labels, initial
@@ -796,7 +775,11 @@ impl SystemTables for System<'_> {
                         ("lanvalidator", O),
                         ("lanacl", TA),
                     ]),
-                    vec![row(12, "internal", 2246), row(14, "sql", 2248)],
+                    vec![
+                        row(12, "internal", 2246),
+                        row(14, "sql", 2248),
+                        row(oid::PLPGSQL, "plpgsql", 0),
+                    ],
                 ))
             }
             "pg_type" => {
@@ -1146,22 +1129,7 @@ impl SystemTables for System<'_> {
                 ("partexprs", T),
             ]),
             "pg_description" => Some(self.descriptions(txn)?),
-            "pg_trigger" => empty(&[
-                ("oid", O),
-                ("tgrelid", O),
-                ("tgparentid", O),
-                ("tgname", N),
-                ("tgfoid", O),
-                ("tgtype", I2),
-                ("tgenabled", C),
-                ("tgisinternal", B),
-                ("tgconstrrelid", O),
-                ("tgconstrindid", O),
-                ("tgconstraint", O),
-                ("tgdeferrable", B),
-                ("tginitdeferred", B),
-                ("tgnargs", I2),
-            ]),
+            "pg_trigger" => Some(self.triggers(txn)?),
             "pg_rewrite" => Some(self.rules(txn)?),
             "pg_depend" => Some(self.dependencies(txn)?),
             "pg_cursors" => Some((
@@ -1743,6 +1711,147 @@ impl System<'_> {
 
     /// pg_rewrite: each view's `_RETURN` rule (PostgreSQL implements a view as a relation
     /// with that rule; tools find a view's dependencies through it).
+    /// `pg_trigger`: the triggers of the database's tables.
+    fn triggers(&self, txn: &mut Transaction) -> Result<Relation> {
+        let text = |s: &str| Value::Text(s.to_string());
+        let catalog = self.db.catalog();
+        let functions = catalog.functions(txn, self.database)?;
+        let mut rows = Vec::new();
+        for t in catalog.tables(txn, self.database)? {
+            for tr in &t.triggers {
+                let foid = functions
+                    .iter()
+                    .find(|f| f.name == tr.function)
+                    .map_or(0, |f| oid::object(f.id));
+                let attrs: Vec<Value> = tr
+                    .update_of
+                    .iter()
+                    .filter_map(|c| t.column(c).map(|i| Value::Int(t.attnum(i).into())))
+                    .collect();
+                let mut args = Vec::new();
+                for a in &tr.args {
+                    args.extend_from_slice(a.as_bytes());
+                    args.push(0);
+                }
+                rows.push(vec![
+                    Value::Int(oid::object(tr.id)),
+                    Value::Int(oid::object(t.id)),
+                    Value::Int(0),
+                    text(&tr.name),
+                    Value::Int(foid),
+                    Value::Int(crate::exec::triggers::tgtype(tr).into()),
+                    text("O"),
+                    Value::Bool(false),
+                    Value::Int(0),
+                    Value::Int(0),
+                    Value::Int(0),
+                    Value::Bool(false),
+                    Value::Bool(false),
+                    Value::Int(tr.args.len() as i64),
+                    Value::Array(attrs),
+                    Value::Bytea(args),
+                    tr.when.as_deref().map_or(Value::Null, text),
+                    Value::Null,
+                    Value::Null,
+                ]);
+            }
+        }
+        let columns = cols(&[
+            ("oid", O),
+            ("tgrelid", O),
+            ("tgparentid", O),
+            ("tgname", N),
+            ("tgfoid", O),
+            ("tgtype", I2),
+            ("tgenabled", C),
+            ("tgisinternal", B),
+            ("tgconstrrelid", O),
+            ("tgconstrindid", O),
+            ("tgconstraint", O),
+            ("tgdeferrable", B),
+            ("tginitdeferred", B),
+            ("tgnargs", I2),
+            ("tgattr", DataType::Int2Vector),
+            ("tgargs", DataType::Bytea),
+            ("tgqual", T),
+            ("tgoldtable", N),
+            ("tgnewtable", N),
+        ]);
+        Ok((columns, rows))
+    }
+
+    /// `pg_proc`: the trigger functions made with CREATE FUNCTION.
+    fn functions(&self, txn: &mut Transaction) -> Result<Relation> {
+        let text = |s: &str| Value::Text(s.to_string());
+        let mut rows = Vec::new();
+        for f in self.db.catalog().functions(txn, self.database)? {
+            rows.push(vec![
+                Value::Int(oid::object(f.id)),
+                text(&f.name),
+                Value::Int(oid::PUBLIC),
+                Value::Int(oid::ROLE),
+                Value::Int(oid::PLPGSQL),
+                Value::Float(100.0),
+                Value::Float(0.0),
+                text("-"),
+                text("f"),
+                Value::Bool(false),
+                Value::Bool(false),
+                Value::Bool(false),
+                Value::Bool(false),
+                text("v"),
+                text("u"),
+                Value::Int(0),
+                Value::Int(0),
+                Value::Int(oid::TRIGGER),
+                Value::Array(vec![]),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                text(&f.body),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+            ]);
+        }
+        let columns = cols(&[
+            ("oid", O),
+            ("proname", N),
+            ("pronamespace", O),
+            ("proowner", O),
+            ("prolang", O),
+            ("procost", DataType::Float4),
+            ("prorows", DataType::Float4),
+            // regproc, which Kiln shows as text: `-` for none.
+            ("prosupport", T),
+            ("prokind", C),
+            ("prosecdef", B),
+            ("proleakproof", B),
+            ("proisstrict", B),
+            ("proretset", B),
+            ("provolatile", C),
+            ("proparallel", C),
+            ("pronargs", I2),
+            ("pronargdefaults", I2),
+            ("prorettype", O),
+            ("proargtypes", DataType::OidVector),
+            ("proallargtypes", OA),
+            ("proargmodes", TA),
+            ("proargnames", TA),
+            ("proargdefaults", T),
+            ("protrftypes", OA),
+            ("prosrc", T),
+            ("probin", T),
+            ("prosqlbody", T),
+            ("proconfig", TA),
+            ("proacl", TA),
+        ]);
+        Ok((columns, rows))
+    }
+
     fn rules(&self, txn: &mut Transaction) -> Result<Relation> {
         let text = |s: &str| Value::Text(s.to_string());
         let rows = self
@@ -2008,9 +2117,14 @@ impl System<'_> {
                     let has_index = !indexes.is_empty();
                     let mut row = class_row(toid, nsp, tname, "r", t.columns.len(), 2, has_index);
                     // psql's \d shows CHECK constraints when relchecks > 0, and foreign keys
-                    // (both ways) when relhastriggers: PostgreSQL's FKs are triggers.
+                    // (both ways) and triggers when relhastriggers (PostgreSQL's FKs are
+                    // triggers).
                     row[17] = int(t.checks.len() as i64);
-                    row[19] = boolean(!t.foreign_keys.is_empty() || !t.referenced_by.is_empty());
+                    row[19] = boolean(
+                        !t.foreign_keys.is_empty()
+                            || !t.referenced_by.is_empty()
+                            || !t.triggers.is_empty(),
+                    );
                     rows.push(row);
                     for (ioid, name, c, .., (exprs, _, include, _)) in &indexes {
                         let parts = if exprs.is_empty() { c.len() } else { exprs.len() };
@@ -2276,6 +2390,14 @@ impl System<'_> {
                 }
                 _ => {}
             }
+        }
+        for t in &tables {
+            for tr in &t.triggers {
+                defs.push((oid::object(tr.id), crate::exec::triggers::definition(t, tr, qualify)));
+            }
+        }
+        for f in self.db.catalog().functions(txn, self.database)? {
+            defs.push((oid::object(f.id), crate::exec::triggers::function_definition(&f)));
         }
         self.db.remember_definitions(defs);
         // Column types: format_type(atttypid, …) names enum types by what it remembers.
