@@ -1,5 +1,5 @@
 //! Random SQL: statements generated from a grammar over the fuzzer's schema (expressions of
-//! random depth, joins, grouping, subqueries, DML, transaction control, settings), hostile
+//! random depth, joins, grouping, subqueries, DML, transaction control, settings, triggers), hostile
 //! shapes (deep chains, huge lists, huge and odd literals), and byte-level mutations of
 //! both.
 
@@ -497,6 +497,22 @@ impl<'r> Gen<'r> {
             "DROP TYPE IF EXISTS fz CASCADE",
             "DO $$ BEGIN CREATE TYPE fz AS ENUM ('a'); EXCEPTION WHEN duplicate_object THEN NULL; END $$",
             "DO 'BEGIN INSERT INTO f2 VALUES (98, NULL, NULL, NULL); EXCEPTION WHEN unique_violation OR SQLSTATE ''23505'' THEN NULL; END'",
+            "CREATE OR REPLACE FUNCTION fzt() RETURNS trigger LANGUAGE plpgsql AS $$ DECLARE n bigint := 0; BEGIN SELECT count(*) INTO n FROM f1 WHERE k = NEW.k; IF n > 5 THEN NEW.b := NEW.b || n; ELSIF NEW.a IS NULL THEN RETURN NULL; END IF; IF TG_OP = 'UPDATE' AND NEW IS DISTINCT FROM OLD THEN NEW.f := coalesce(OLD.f, 0) + 1; END IF; RETURN NEW; END $$",
+            "CREATE OR REPLACE TRIGGER fzt BEFORE INSERT OR UPDATE OF a, b ON f0 FOR EACH ROW WHEN (NEW.k % 3 = 0) EXECUTE FUNCTION fzt()",
+            "CREATE OR REPLACE FUNCTION fzlog() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO f1 VALUES (coalesce(NEW.k, OLD.k) % 20, 1000 + coalesce(NEW.k, OLD.k), TG_OP || TG_ARGV[0], 0) ON CONFLICT DO NOTHING; RAISE NOTICE '% %', TG_OP, TG_LEVEL; RETURN coalesce(NEW, OLD); END $$",
+            "CREATE OR REPLACE TRIGGER fzlog AFTER INSERT OR DELETE ON f2 FOR EACH ROW EXECUTE FUNCTION fzlog('x')",
+            "CREATE OR REPLACE TRIGGER fzstmt BEFORE UPDATE ON f1 EXECUTE FUNCTION fzlog()",
+            "CREATE OR REPLACE FUNCTION fzloop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE f2 SET n = n WHERE id = NEW.id; RETURN NEW; END $$",
+            "CREATE OR REPLACE TRIGGER fzloop AFTER UPDATE ON f2 FOR EACH ROW EXECUTE FUNCTION fzloop()",
+            "CREATE OR REPLACE FUNCTION fzbad() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.nosuch := 1; RETURN NEW; END $$",
+            "CREATE OR REPLACE TRIGGER fzbad BEFORE DELETE ON f2 FOR EACH ROW EXECUTE FUNCTION fzbad()",
+            "DROP TRIGGER IF EXISTS fzt ON f0",
+            "DROP TRIGGER IF EXISTS fzloop ON f2",
+            "DROP TRIGGER IF EXISTS fzbad ON f2",
+            "DROP FUNCTION IF EXISTS fzlog() CASCADE",
+            "ALTER TABLE f0 RENAME COLUMN a TO a2",
+            "ALTER TABLE f0 RENAME COLUMN a2 TO a",
+            "SELECT tgname, pg_get_triggerdef(oid, true) FROM pg_trigger",
             "/*+ FAST */ INSERT INTO f2 VALUES (99, NULL, NULL, NULL)",
             "/*+ SAFE */ DELETE FROM f2 WHERE id = 99",
         ])
@@ -506,7 +522,12 @@ impl<'r> Gen<'r> {
     /// Shapes made to break things: deep chains, huge lists and values, odd bytes.
     fn hostile(&mut self) -> String {
         let n = *[10usize, 500, 3_000, 5_000, 20_000, 100_000].choose(self.rng).expect("non-empty");
-        match self.rng.gen_range(0..10) {
+        match self.rng.gen_range(0..11) {
+            10 => format!(
+                "CREATE OR REPLACE FUNCTION fzdeep() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN {} NULL; {} RETURN NEW; END $$",
+                "IF true THEN ".repeat(n.min(5_000)),
+                "END IF; ".repeat(n.min(5_000))
+            ),
             0 => format!("SELECT 1{}", " + 1".repeat(n)),
             1 => format!("SELECT 1 WHERE {}", vec!["k = 1"; n.min(20_000)].join(" OR ")),
             2 => format!("SELECT {}1{}", "(".repeat(n.min(2_000)), ")".repeat(n.min(2_000))),

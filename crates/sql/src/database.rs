@@ -69,6 +69,10 @@ pub struct Database {
     /// or the binding of a statement that calls pg_get_indexdef, pg_get_constraintdef or
     /// pg_get_viewdef (`SystemTables::remember_catalog`); an OID names one object for ever.
     pub(crate) definitions: Mutex<HashMap<i64, String>>,
+    /// Trigger functions bound for their tables, by database and trigger id
+    /// (`exec::triggers`).
+    pub(crate) trigger_programs:
+        Mutex<HashMap<(String, u64), Arc<crate::exec::triggers::KeptProgram>>>,
     /// Enum types by database, as the last catalog query (or the binding of a statement
     /// that names types by OID at execution) saw them.
     enum_types: Mutex<HashMap<String, Vec<&'static crate::enums::EnumType>>>,
@@ -182,6 +186,7 @@ impl Database {
             listeners: Default::default(),
             stop: Arc::new(AtomicBool::new(false)),
             definitions: Mutex::new(HashMap::new()),
+            trigger_programs: Mutex::new(HashMap::new()),
             enum_types: Mutex::new(HashMap::new()),
             notifier_started: Mutex::new(false),
             activities: Activities::default(),

@@ -284,16 +284,124 @@ fn same_enum_types(a: &Table, b: &Table) -> bool {
 }
 
 pub(crate) struct CachedPlan {
+    deps: Dependencies,
+    plan: StatementPlan,
+}
+
+/// The definitions a bound plan depends on, and the session state it was bound under: the
+/// plan stays valid while each is still what the transaction sees.
+#[derive(Clone, Default)]
+pub(crate) struct Dependencies {
     tables: Vec<Arc<Table>>,
     sequences: Vec<Arc<crate::sequence::Sequence>>,
     views: Vec<Arc<crate::catalog::View>>,
     enum_types: Vec<&'static crate::enums::EnumType>,
     /// The time zone its constants were read in (a timestamp with time zone literal without
     /// an offset is a local time in it).
-    zone: crate::zone::Zone,
+    zone: Option<crate::zone::Zone>,
     /// The search path's schemas it was bound under (empty: the default).
     search: Vec<String>,
-    plan: StatementPlan,
+    /// Cleared when a planner read something no definition above covers.
+    reusable: bool,
+}
+
+impl Dependencies {
+    /// Nothing yet: reusable until a planner says otherwise.
+    pub(crate) fn new() -> Dependencies {
+        Dependencies { reusable: true, ..Default::default() }
+    }
+
+    /// Dependencies that are never valid (nothing bound may be used again).
+    pub(crate) fn unusable() -> Dependencies {
+        Dependencies::default()
+    }
+
+    /// Adds what `planner` bound against.
+    pub(crate) fn absorb(&mut self, planner: &Planner) {
+        for t in &planner.tables {
+            if !self.tables.iter().any(|x| Arc::ptr_eq(x, t)) {
+                self.tables.push(t.clone());
+            }
+        }
+        for q in &planner.sequences {
+            if !self.sequences.iter().any(|x| Arc::ptr_eq(x, q)) {
+                self.sequences.push(q.clone());
+            }
+        }
+        for v in &planner.views {
+            if !self.views.iter().any(|x| Arc::ptr_eq(x, v)) {
+                self.views.push(v.clone());
+            }
+        }
+        for e in &planner.enum_types {
+            if !self.enum_types.iter().any(|x| std::ptr::eq(*x, *e)) {
+                self.enum_types.push(e);
+            }
+        }
+        self.zone = Some(planner.env.zone());
+        self.search = crate::bind::search::current_schemas();
+        self.reusable &= planner.reusable;
+    }
+
+    /// Adds a table read outside a planner.
+    pub(crate) fn table(&mut self, t: &Arc<Table>) {
+        if !self.tables.iter().any(|x| Arc::ptr_eq(x, t)) {
+            self.tables.push(t.clone());
+        }
+    }
+
+    /// Whether what was bound can be used again here.
+    pub(crate) fn reusable(&self) -> bool {
+        self.reusable
+    }
+
+    /// Whether every definition is still the one the transaction sees, under the same zone
+    /// and search path.
+    pub(crate) fn still_valid(
+        &self,
+        txn: &mut Transaction,
+        catalog: &Catalog,
+        db: &str,
+        zone: crate::zone::Zone,
+    ) -> Result<bool> {
+        if self.zone.is_some_and(|z| z != zone)
+            || self.search != crate::bind::search::current_schemas()
+        {
+            return Ok(false);
+        }
+        for t in &self.tables {
+            match catalog.table(txn, db, &t.name)? {
+                Some(now) if Arc::ptr_eq(&now, t) || (now == *t && same_enum_types(&now, t)) => {}
+                _ => return Ok(false),
+            }
+        }
+        for s in &self.sequences {
+            match catalog.sequence(txn, db, &s.name)? {
+                Some(now) if Arc::ptr_eq(&now, s) || now == *s => {}
+                _ => return Ok(false),
+            }
+        }
+        for v in &self.views {
+            match catalog.view(txn, db, &v.name)? {
+                Some(now)
+                    if Arc::ptr_eq(&now, v)
+                        || (now == *v
+                            && now
+                                .columns
+                                .iter()
+                                .zip(&v.columns)
+                                .all(|(a, b)| crate::enums::identical(a.1, b.1))) => {}
+                _ => return Ok(false),
+            }
+        }
+        for e in &self.enum_types {
+            match catalog.enum_type(txn, db, &e.name)? {
+                Some(now) if std::ptr::eq(now, *e) => {}
+                _ => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
 }
 
 /// A bound, planned statement.
@@ -332,52 +440,9 @@ impl PlanSlot {
         zone: crate::zone::Zone,
     ) -> Result<Option<StatementPlan>> {
         let Some(cached) = self.plan.lock().clone() else { return Ok(None) };
-        if cached.zone != zone || cached.search != crate::bind::search::current_schemas() {
+        if !cached.deps.still_valid(txn, catalog, db, zone)? {
             *self.plan.lock() = None;
             return Ok(None);
-        }
-        for t in &cached.tables {
-            match catalog.table(txn, db, &t.name)? {
-                Some(now) if Arc::ptr_eq(&now, t) || (now == *t && same_enum_types(&now, t)) => {}
-                _ => {
-                    *self.plan.lock() = None;
-                    return Ok(None);
-                }
-            }
-        }
-        for s in &cached.sequences {
-            match catalog.sequence(txn, db, &s.name)? {
-                Some(now) if Arc::ptr_eq(&now, s) || now == *s => {}
-                _ => {
-                    *self.plan.lock() = None;
-                    return Ok(None);
-                }
-            }
-        }
-        for v in &cached.views {
-            match catalog.view(txn, db, &v.name)? {
-                Some(now)
-                    if Arc::ptr_eq(&now, v)
-                        || (now == *v
-                            && now
-                                .columns
-                                .iter()
-                                .zip(&v.columns)
-                                .all(|(a, b)| crate::enums::identical(a.1, b.1))) => {}
-                _ => {
-                    *self.plan.lock() = None;
-                    return Ok(None);
-                }
-            }
-        }
-        for e in &cached.enum_types {
-            match catalog.enum_type(txn, db, &e.name)? {
-                Some(now) if std::ptr::eq(now, *e) => {}
-                _ => {
-                    *self.plan.lock() = None;
-                    return Ok(None);
-                }
-            }
         }
         Ok(Some(cached.plan.clone()))
     }
@@ -396,17 +461,9 @@ impl PlanSlot {
                 ));
             }
         }
-        *self.plan.lock() = planner.reusable.then(|| {
-            Arc::new(CachedPlan {
-                tables: planner.tables.clone(),
-                sequences: planner.sequences.clone(),
-                views: planner.views.clone(),
-                enum_types: planner.enum_types.clone(),
-                zone: planner.env.zone(),
-                search: crate::bind::search::current_schemas(),
-                plan,
-            })
-        });
+        let mut deps = Dependencies::new();
+        deps.absorb(planner);
+        *self.plan.lock() = deps.reusable().then(|| Arc::new(CachedPlan { deps, plan }));
         Ok(())
     }
 }

@@ -27,7 +27,6 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use sqlparser::ast;
@@ -44,6 +43,7 @@ use crate::expr::{assign, Ctx, Env};
 use crate::parse::do_block::{self, FunctionBody, Level, Raise, Stmt};
 use crate::parse::trigger::CreateTrigger;
 use crate::plan::SelectPlan;
+use crate::prepared::Dependencies;
 use crate::session::{raise_notice, Notice, Output};
 use crate::types::{DataType, Value};
 
@@ -92,6 +92,19 @@ fn tg_type(k: usize) -> DataType {
     }
 }
 
+/// How many bound trigger programs the server keeps (all are dropped past it; each is bound
+/// again at its next use).
+const KEPT_PROGRAMS_MAX: usize = 4096;
+
+/// A bound program kept for later statements (`Database::trigger_programs`).
+pub(crate) struct KeptProgram {
+    /// The function's body it was bound from.
+    body: String,
+    /// What its binding depended on.
+    deps: Dependencies,
+    program: Arc<Program>,
+}
+
 /// AFTER ROW triggers' pending calls of one statement.
 #[derive(Default)]
 pub(crate) struct Pending {
@@ -112,7 +125,7 @@ struct AfterRow {
 #[derive(Default)]
 pub(crate) struct TriggerState {
     /// Bound programs, by trigger id.
-    programs: HashMap<u64, Rc<Program>>,
+    programs: HashMap<u64, Arc<Program>>,
     /// How deep trigger calls nest now.
     depth: usize,
     /// AFTER ROW calls waiting for the end of the statement.
@@ -127,7 +140,7 @@ struct Query {
 }
 
 /// A trigger function bound to one trigger of one table.
-struct Program {
+pub(crate) struct Program {
     /// The table's column count (`NEW` and `OLD` each take that many slots).
     width: usize,
     /// The declared variables: slot, type, initial value, NOT NULL.
@@ -189,6 +202,8 @@ struct Frame<'t> {
     types: Vec<DataType>,
     /// The slots of variables declared NOT NULL.
     not_null: Vec<usize>,
+    /// What the program's binding depended on (when it may be used again).
+    deps: Dependencies,
     /// Whether `NEW` / `OLD` were referred to (WHEN's checks).
     used_new: bool,
     used_old: bool,
@@ -759,25 +774,39 @@ impl<'t> Frame<'t> {
             vars.push((name.clone(), types.len(), *constant));
             types.push(*ty);
         }
-        Frame { table, vars, types, not_null: Vec::new(), used_new: false, used_old: false }
+        Frame {
+            table,
+            vars,
+            types,
+            not_null: Vec::new(),
+            deps: Dependencies::new(),
+            used_new: false,
+            used_old: false,
+        }
     }
 }
 
 impl Writer<'_> {
-    fn planner<'p>(
-        &'p mut self,
-        database: &'p str,
-        frame: &Frame,
-        env: &'p dyn Env,
-    ) -> Planner<'p> {
-        Planner::new(
+    /// Binds with a planner whose parameters are the frame's slots, and records what the
+    /// binding depended on.
+    fn planned<T>(
+        &mut self,
+        database: &str,
+        frame: &mut Frame,
+        env: &dyn Env,
+        bind: impl FnOnce(&mut Planner) -> Result<T>,
+    ) -> Result<T> {
+        let mut planner = Planner::new(
             &mut self.ts.txn,
             &self.db.catalog,
             database,
             frame.types.clone(),
             &NoSystemTables,
             env,
-        )
+        );
+        let bound = bind(&mut planner)?;
+        frame.deps.absorb(&planner);
+        Ok(bound)
     }
 
     /// Binds an expression of the frame as a one-column query.
@@ -793,13 +822,18 @@ impl Writer<'_> {
         let ast::Statement::Query(q) = &stmt else {
             return Err(SqlError::syntax(format!("syntax error in expression \"{text}\"")));
         };
-        let plan = self.planner(database, frame, env).query(q, None)?;
+        let plan = self.planned(database, frame, env, |p| p.query(q, None))?;
         let ty = plan.columns.first().map_or(DataType::Unknown, |c| c.1);
         Ok(Query { plan: Box::new(plan), ty })
     }
 
     /// The bound program of `trigger` on `table` (bound once per statement).
-    fn program(&mut self, table: &Table, trigger: &Trigger, env: &dyn Env) -> Result<Rc<Program>> {
+    ///
+    /// Programs are also kept across statements and sessions (`Database::trigger_programs`),
+    /// each used again while its function's body, its table's definition and every
+    /// definition its statements were bound against are unchanged (as a prepared statement's
+    /// plan is), under the same time zone and search path.
+    fn program(&mut self, table: &Table, trigger: &Trigger, env: &dyn Env) -> Result<Arc<Program>> {
         if let Some(p) = self.triggers.programs.get(&trigger.id) {
             return Ok(p.clone());
         }
@@ -812,6 +846,43 @@ impl Writer<'_> {
                 format!("function {} does not exist", signature(&trigger.function)),
             ));
         };
+        let key = (database.clone(), trigger.id);
+        let kept = self.db.trigger_programs.lock().get(&key).cloned();
+        if let Some(kept) = kept {
+            if kept.body == function.body
+                && kept.deps.still_valid(
+                    &mut self.ts.txn,
+                    &self.db.catalog,
+                    &database,
+                    env.zone(),
+                )?
+            {
+                self.triggers.programs.insert(trigger.id, kept.program.clone());
+                return Ok(kept.program.clone());
+            }
+        }
+        let (program, deps) = self.bind_program(table, trigger, &function, env)?;
+        self.triggers.programs.insert(trigger.id, program.clone());
+        if deps.reusable() {
+            let mut kept = self.db.trigger_programs.lock();
+            if kept.len() >= KEPT_PROGRAMS_MAX {
+                kept.clear();
+            }
+            let entry = KeptProgram { body: function.body, deps, program: program.clone() };
+            kept.insert(key, Arc::new(entry));
+        }
+        Ok(program)
+    }
+
+    /// Binds a trigger's function for its table: the program and what it depends on.
+    fn bind_program(
+        &mut self,
+        table: &Table,
+        trigger: &Trigger,
+        function: &Function,
+        env: &dyn Env,
+    ) -> Result<(Arc<Program>, Dependencies)> {
+        let database = table.database.clone();
         let body: FunctionBody = do_block::function_body(&function.body)?;
         let mut declared = Vec::new();
         for d in &body.declarations {
@@ -844,9 +915,14 @@ impl Writer<'_> {
         };
         let steps = self.steps(&mut frame, &database, &body.body.statements, env)?;
         let program =
-            Rc::new(Program { width: table.columns.len(), declared: bound, when, body: steps });
-        self.triggers.programs.insert(trigger.id, program.clone());
-        Ok(program)
+            Arc::new(Program { width: table.columns.len(), declared: bound, when, body: steps });
+        // The frame is the table's columns: the program depends on its definition too.
+        let mut deps = frame.deps;
+        match self.db.catalog.table(&mut self.ts.txn, &database, &table.name)? {
+            Some(t) => deps.table(&t),
+            None => deps = Dependencies::unusable(),
+        }
+        Ok((program, deps))
     }
 
     fn steps(
@@ -926,7 +1002,9 @@ impl Writer<'_> {
                     let ast::Statement::Query(q) = &stmt else {
                         return Err(SqlError::syntax("PERFORM takes a query"));
                     };
-                    Step::Perform(Box::new(self.planner(database, frame, env).query(q, None)?))
+                    Step::Perform(Box::new(
+                        self.planned(database, frame, env, |p| p.query(q, None))?,
+                    ))
                 }
                 Stmt::Sql(text) => self.sql_step(frame, database, text, env)?,
                 Stmt::Return(e) => Step::Return(match e.as_deref().map(returned_record) {
@@ -1005,7 +1083,7 @@ impl Writer<'_> {
                     };
                     targets.push((slot, frame.types[slot]));
                 }
-                let plan = self.planner(database, frame, env).query(q, None)?;
+                let plan = self.planned(database, frame, env, |p| p.query(q, None))?;
                 if plan.columns.len() != targets.len() {
                     return Err(SqlError::syntax(format!(
                         "the query gives {} columns into {} variables",
@@ -1015,15 +1093,20 @@ impl Writer<'_> {
                 }
                 Ok(Step::SelectInto { plan: Box::new(plan), targets })
             }
-            ast::Statement::Insert(ins) => Ok(Step::Insert(Box::new(plan_insert(
-                &mut self.planner(database, frame, env),
-                ins,
-            )?))),
+            ast::Statement::Insert(ins) => {
+                Ok(Step::Insert(Box::new(
+                    self.planned(database, frame, env, |p| plan_insert(p, ins))?,
+                )))
+            }
             ast::Statement::Update(u) => {
-                Ok(Step::Update(Box::new(plan_update(&mut self.planner(database, frame, env), u)?)))
+                Ok(Step::Update(Box::new(
+                    self.planned(database, frame, env, |p| plan_update(p, u))?,
+                )))
             }
             ast::Statement::Delete(d) => {
-                Ok(Step::Delete(Box::new(plan_delete(&mut self.planner(database, frame, env), d)?)))
+                Ok(Step::Delete(Box::new(
+                    self.planned(database, frame, env, |p| plan_delete(p, d))?,
+                )))
             }
             other => Err(refused(&format!(
                 "the statement {}",
