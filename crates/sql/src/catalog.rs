@@ -293,11 +293,17 @@ pub struct Trigger {
     /// The arguments given to it (`TG_ARGV`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
+    /// Set by `ALTER TABLE … DISABLE TRIGGER`: it does not fire.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disabled: bool,
 }
 
 impl Trigger {
     /// Whether it fires for an event (`INSERT`, `UPDATE`, `DELETE`).
     pub fn fires_on(&self, event: &str) -> bool {
+        if self.disabled {
+            return false;
+        }
         match event {
             "INSERT" => self.insert,
             "UPDATE" => self.update,

@@ -712,6 +712,12 @@ impl Writer<'_> {
                 ast::AlterTableOperation::AlterColumn { column_name, op } => {
                     self.alter_column(&mut t, &ident(column_name), op, env)?;
                 }
+                ast::AlterTableOperation::EnableTrigger { name } => {
+                    self.enable_trigger(&mut t, name, true)?;
+                }
+                ast::AlterTableOperation::DisableTrigger { name } => {
+                    self.enable_trigger(&mut t, name, false)?;
+                }
                 other => {
                     return Err(SqlError::unsupported(format!(
                         "ALTER TABLE … {}",

@@ -693,6 +693,7 @@ impl Writer<'_> {
             when: ct.when.clone(),
             function,
             args: ct.args.clone(),
+            disabled: false,
         };
         if let Some(when) = &trigger.when {
             // Bound now, so that a wrong condition fails the CREATE, as in PostgreSQL.
@@ -1574,5 +1575,36 @@ pub(crate) fn rename_in_when(when: &str, old: &str, new: &str) -> Result<String>
     match s.projection.first() {
         Some(ast::SelectItem::UnnamedExpr(ast::Expr::Nested(e))) => Ok(e.to_string()),
         _ => Ok(when.to_string()),
+    }
+}
+
+impl Writer<'_> {
+    /// `ALTER TABLE … {ENABLE | DISABLE} TRIGGER {name | ALL | USER}`.
+    pub(crate) fn enable_trigger(
+        &self,
+        t: &mut Table,
+        name: &ast::Ident,
+        enable: bool,
+    ) -> Result<()> {
+        let every = name.quote_style.is_none()
+            && (name.value.eq_ignore_ascii_case("all") || name.value.eq_ignore_ascii_case("user"));
+        let name = crate::bind::ident(name);
+        let mut found = false;
+        for tr in &mut t.triggers {
+            if every || tr.name == name {
+                tr.disabled = !enable;
+                found = true;
+            }
+        }
+        if !found && !every {
+            return Err(SqlError::new(
+                code::UNDEFINED_OBJECT,
+                format!(
+                    "trigger \"{name}\" for table \"{}\" does not exist",
+                    crate::catalog::unqualified(&t.name)
+                ),
+            ));
+        }
+        Ok(())
     }
 }

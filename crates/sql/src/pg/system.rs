@@ -1740,7 +1740,7 @@ impl System<'_> {
                     text(&tr.name),
                     Value::Int(foid),
                     Value::Int(crate::exec::triggers::tgtype(tr).into()),
-                    text("O"),
+                    text(if tr.disabled { "D" } else { "O" }),
                     Value::Bool(false),
                     Value::Int(0),
                     Value::Int(0),
