@@ -2975,3 +2975,15 @@ select pg_get_triggerdef(oid), pg_get_triggerdef(oid, true) from pg_trigger wher
 alter table trg_e disable trigger nosuch;
 drop trigger trg_e_t on trg_e;
 drop table trg_e; drop function trg_e_g();
+create table trg_acct (id int primary key, "Owner" text, bal numeric(10,2));
+create table trg_acct_hist (id int, "Owner" text, bal numeric(10,2), op text);
+create table trg_acct_audit (seq serial primary key, op text, old_row jsonb, new_row json, r json);
+create function trg_acct_f() returns trigger language plpgsql as $$ begin insert into trg_acct_audit (op, old_row, new_row, r) values (TG_OP, to_jsonb(OLD), to_json(NEW), row_to_json(NEW)); if TG_OP <> 'INSERT' then insert into trg_acct_hist select OLD.*, TG_OP; insert into trg_acct_hist values (OLD.*, 'v-' || TG_OP); end if; return null; end $$;
+create trigger trg_acct_t after insert or update or delete on trg_acct for each row execute function trg_acct_f();
+insert into trg_acct values (1, 'ann', 10.5), (2, NULL, NULL);
+update trg_acct set bal = 20 where id = 1;
+delete from trg_acct where id = 1;
+delete from trg_acct where id = 2;
+select op, old_row, new_row, r from trg_acct_audit order by seq;
+select * from trg_acct_hist order by op, id;
+drop table trg_acct, trg_acct_hist, trg_acct_audit; drop function trg_acct_f();

@@ -250,6 +250,7 @@ impl Frame<'_> {
 
     /// Rewrites the references to the frame's names in a statement into parameters.
     fn rewrite(&mut self, stmt: &mut ast::Statement) -> Result<()> {
+        self.expand_records(stmt)?;
         let argv = self.tg_slot(TG_VARS.iter().position(|v| *v == "tg_argv").expect("listed"));
         let flow = ast::visit_expressions_mut(stmt, |e| {
             match self.rewritten(e, argv) {
@@ -258,6 +259,125 @@ impl Frame<'_> {
                 Err(err) => return ControlFlow::Break(err),
             }
             ControlFlow::Continue(())
+        });
+        match flow {
+            ControlFlow::Break(e) => Err(e),
+            ControlFlow::Continue(()) => Ok(()),
+        }
+    }
+
+    /// The whole-row uses of `NEW` and `OLD` that name their columns, written out column by
+    /// column: `NEW.*` in a select list or a VALUES row, and `to_jsonb(NEW)`, `to_json(NEW)`,
+    /// `row_to_json(NEW)` (an object of the columns, as PostgreSQL builds for a record).
+    fn expand_records(&mut self, stmt: &mut ast::Statement) -> Result<()> {
+        let columns: Vec<String> = self.table.columns.iter().map(|c| c.name.clone()).collect();
+        let record_of = |name: &ast::ObjectName| match name.0.as_slice() {
+            [ast::ObjectNamePart::Identifier(i)] => {
+                let n = crate::bind::ident(i);
+                (n == "new" || n == "old").then_some(n)
+            }
+            _ => None,
+        };
+        let fields = |record: &str| -> Vec<ast::Expr> {
+            columns
+                .iter()
+                .map(|c| {
+                    ast::Expr::CompoundIdentifier(vec![
+                        ast::Ident::new(record),
+                        ast::Ident::with_quote('"', c.clone()),
+                    ])
+                })
+                .collect()
+        };
+        let query = match stmt {
+            ast::Statement::Query(q) => Some(q.as_mut()),
+            ast::Statement::Insert(ins) => ins.source.as_deref_mut(),
+            _ => None,
+        };
+        if let Some(q) = query {
+            match q.body.as_mut() {
+                ast::SetExpr::Select(sel) => {
+                    let mut items = Vec::with_capacity(sel.projection.len());
+                    for item in std::mem::take(&mut sel.projection) {
+                        let record = match &item {
+                            ast::SelectItem::QualifiedWildcard(
+                                ast::SelectItemQualifiedWildcardKind::ObjectName(n),
+                                _,
+                            ) => record_of(n),
+                            _ => None,
+                        };
+                        match record {
+                            Some(r) => items
+                                .extend(fields(&r).into_iter().map(ast::SelectItem::UnnamedExpr)),
+                            None => items.push(item),
+                        }
+                    }
+                    sel.projection = items;
+                }
+                ast::SetExpr::Values(values) => {
+                    for row in &mut values.rows {
+                        let mut out = Vec::with_capacity(row.len());
+                        for e in std::mem::take(&mut row.content) {
+                            match &e {
+                                ast::Expr::QualifiedWildcard(n, _) if record_of(n).is_some() => {
+                                    out.extend(fields(&record_of(n).expect("matched")))
+                                }
+                                _ => out.push(e),
+                            }
+                        }
+                        row.content = out;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let flow = ast::visit_expressions_mut(stmt, |e| {
+            let ast::Expr::Function(f) = e else { return ControlFlow::Continue(()) };
+            let name = f.name.to_string().to_lowercase();
+            if !matches!(name.as_str(), "to_jsonb" | "to_json" | "row_to_json") {
+                return ControlFlow::Continue(());
+            }
+            let ast::FunctionArguments::List(list) = &f.args else {
+                return ControlFlow::Continue(());
+            };
+            let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Identifier(i)))] =
+                list.args.as_slice()
+            else {
+                return ControlFlow::Continue(());
+            };
+            let record = crate::bind::ident(i);
+            if record != "new" && record != "old" {
+                return ControlFlow::Continue(());
+            }
+            // The row as a one-row derived table, whose whole row the function converts;
+            // NULL when the record is (OLD of an INSERT, NEW of a DELETE, both at statement
+            // level).
+            let fields: Vec<String> = columns
+                .iter()
+                .map(|c| {
+                    let c = crate::bind::quote_ident(c);
+                    format!("{record}.{c} AS {c}")
+                })
+                .collect();
+            let absent = if record == "new" { "DELETE" } else { "INSERT" };
+            let text = format!(
+                "SELECT CASE WHEN tg_level = 'ROW' AND tg_op <> '{absent}' THEN (SELECT {name}(kiln_record) FROM (SELECT {}) AS kiln_record) END",
+                fields.join(", ")
+            );
+            match one_statement(&text) {
+                Ok(ast::Statement::Query(q)) => {
+                    if let ast::SetExpr::Select(sel) = *q.body {
+                        if let Some(ast::SelectItem::UnnamedExpr(built)) =
+                            sel.projection.into_iter().next()
+                        {
+                            *e = built;
+                        }
+                    }
+                    ControlFlow::Continue(())
+                }
+                Ok(_) => ControlFlow::Continue(()),
+                Err(err) => ControlFlow::Break(err),
+            }
         });
         match flow {
             ControlFlow::Break(e) => Err(e),
