@@ -369,3 +369,45 @@ def test_show_and_deallocate(conn):
     conn.execute("DEALLOCATE twice")
     with pytest.raises(errors.InvalidSqlStatementName):
         conn.execute("DEALLOCATE twice")
+
+
+def test_triggers_notify_and_audit():
+    """A trigger that stamps rows, audits them and notifies listeners, as realtime apps
+    write one; its writes commit (fast) and harden with the row's, and a rolled-back
+    savepoint takes its notification back."""
+    with psycopg.connect(DSN, autocommit=True) as c, psycopg.connect(DSN, autocommit=True) as l:
+        c.execute("DROP TABLE IF EXISTS tr_items, tr_audit")
+        c.execute("CREATE TABLE tr_items (id serial PRIMARY KEY, name text, version int DEFAULT 0)")
+        c.execute("CREATE TABLE tr_audit (seq serial PRIMARY KEY, op text, doc jsonb)")
+        c.execute(
+            """CREATE OR REPLACE FUNCTION tr_items_changed() RETURNS trigger
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                IF TG_OP = 'UPDATE' THEN
+                    NEW.version := OLD.version + 1;
+                END IF;
+                INSERT INTO tr_audit (op, doc) VALUES (TG_OP, to_jsonb(NEW));
+                PERFORM pg_notify('tr_items', json_build_object('op', TG_OP, 'id', NEW.id)::text);
+                RETURN NEW;
+            END $$"""
+        )
+        c.execute(
+            "CREATE TRIGGER tr_items_changed BEFORE INSERT OR UPDATE ON tr_items "
+            "FOR EACH ROW EXECUTE FUNCTION tr_items_changed()"
+        )
+        l.execute("LISTEN tr_items")
+        c.execute("SET synchronous_commit = off")
+        row = c.execute("INSERT INTO tr_items (name) VALUES (%s) RETURNING id, version", ("a",)).fetchone()
+        txid = c.execute("SELECT kiln_last_txid()").fetchone()[0]
+        assert c.execute("SELECT kiln_wait(%s, 5000)", (txid,)).fetchone() == ("durable",)
+        with c.transaction():
+            c.execute("UPDATE tr_items SET name = 'b' WHERE id = %s", (row[0],))
+            with pytest.raises(errors.DivisionByZero):
+                with c.transaction():
+                    c.execute("UPDATE tr_items SET name = 'c' WHERE id = %s", (row[0],))
+                    c.execute("SELECT 1 / 0")
+        got = [n.payload for n in l.notifies(timeout=2, stop_after=2)]
+        assert got == [f'{{"op" : "INSERT", "id" : {row[0]}}}', f'{{"op" : "UPDATE", "id" : {row[0]}}}'], got
+        assert c.execute("SELECT name, version FROM tr_items").fetchall() == [("b", 1)]
+        audit = c.execute("SELECT op, doc->>'name', (doc->>'version')::int FROM tr_audit ORDER BY seq").fetchall()
+        assert audit == [("INSERT", "a", 0), ("UPDATE", "b", 1)], audit
