@@ -40,7 +40,9 @@ use crate::exec::init::InitPlans;
 use crate::exec::select::{execute_select, Exec};
 use crate::exec::write::Writer;
 use crate::expr::{assign, Ctx, Env};
-use crate::parse::do_block::{self, FunctionBody, Level, Raise, Stmt};
+use crate::parse::do_block::{
+    self, refused_in_function as refused, FunctionBody, Level, Raise, Stmt,
+};
 use crate::parse::trigger::CreateTrigger;
 use crate::plan::SelectPlan;
 use crate::prepared::Dependencies;
@@ -218,11 +220,15 @@ impl Frame<'_> {
         2 * self.width() + k
     }
 
-    /// The slot of a one-part name: a declared variable (the innermost, so the last), or
-    /// a `TG_` variable.
+    /// A declared variable's slot and whether it is CONSTANT.
+    fn declared(&self, name: &str) -> Option<(usize, bool)> {
+        self.vars.iter().find(|(n, _, _)| n == name).map(|(_, slot, constant)| (*slot, *constant))
+    }
+
+    /// The slot of a one-part name: a declared variable, or a `TG_` variable.
     fn var(&self, name: &str) -> Option<usize> {
-        if let Some((_, slot, _)) = self.vars.iter().rev().find(|(n, _, _)| n == name) {
-            return Some(*slot);
+        if let Some((slot, _)) = self.declared(name) {
+            return Some(slot);
         }
         TG_VARS.iter().position(|v| *v == name).map(|k| self.tg_slot(k))
     }
@@ -500,12 +506,6 @@ fn joined(
     ))
 }
 
-fn refused(what: &str) -> SqlError {
-    SqlError::unsupported(format!("{what} in a PL/pgSQL function")).hint(
-        "Kiln runs trigger functions of variables, assignments, IF, RAISE, PERFORM, ASSERT, SELECT … INTO, INSERT, UPDATE, DELETE and RETURN.",
-    )
-}
-
 /// The single statement of `sql`.
 fn one_statement(sql: &str) -> Result<ast::Statement> {
     let mut stmts = crate::parse::parse(sql)?;
@@ -612,6 +612,7 @@ impl Writer<'_> {
         let body = body_text(&cf.function_body)?;
         do_block::function_body(&body)?;
         let existing = self.db.catalog.function(&mut self.ts.txn, database, &name)?;
+        let comment = existing.as_ref().and_then(|f| f.comment.clone());
         let id = match existing {
             Some(f) if cf.or_replace => f.id,
             Some(_) => {
@@ -622,8 +623,6 @@ impl Writer<'_> {
             }
             None => self.db.catalog.next_id(&mut self.ts.txn)?,
         };
-        let comment =
-            self.db.catalog.function(&mut self.ts.txn, database, &name)?.and_then(|f| f.comment);
         let f = Function { id, name, language: "plpgsql".into(), body, comment };
         self.db.catalog.put_function(&mut self.ts.txn, database, &f)?;
         Ok(Output::Command("CREATE FUNCTION".into()))
@@ -1063,9 +1062,7 @@ impl Writer<'_> {
                             (slot, frame.types[slot], false)
                         }
                         [name] => {
-                            let Some((_, slot, constant)) =
-                                frame.vars.iter().rev().find(|(n, _, _)| n == name).cloned()
-                            else {
+                            let Some((slot, constant)) = frame.declared(name) else {
                                 if frame.var(name).is_some() {
                                     return Err(refused(&format!("assigning to {name}")));
                                 }
@@ -1177,15 +1174,9 @@ impl Writer<'_> {
                     let slot = match t {
                         ast::Expr::Identifier(i) => {
                             let n = crate::bind::ident(i);
-                            frame
-                                .vars
-                                .iter()
-                                .rev()
-                                .find(|(v, _, _)| *v == n)
-                                .map(|(_, s, _)| *s)
-                                .ok_or_else(|| {
-                                    SqlError::syntax(format!("\"{n}\" is not a known variable"))
-                                })?
+                            frame.declared(&n).map(|(slot, _)| slot).ok_or_else(|| {
+                                SqlError::syntax(format!("\"{n}\" is not a known variable"))
+                            })?
                         }
                         ast::Expr::CompoundIdentifier(p) if p.len() == 2 => {
                             let record = crate::bind::ident(&p[0]);

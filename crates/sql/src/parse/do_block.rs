@@ -222,9 +222,10 @@ fn refused(what: &str) -> SqlError {
     )
 }
 
-fn refused_in_function(what: &str) -> SqlError {
+/// 0A000 for a PL/pgSQL construct Kiln does not run in functions.
+pub(crate) fn refused_in_function(what: &str) -> SqlError {
     SqlError::unsupported(format!("{what} in a PL/pgSQL function")).hint(
-        "Kiln runs trigger functions of variables (DECLARE), assignments, IF, RAISE, PERFORM, ASSERT, SQL statements, SELECT … INTO and RETURN; it runs no loops, cursors, dynamic SQL or exception handlers in functions.",
+        "Kiln runs trigger functions of variables (DECLARE), assignments, IF, RAISE, PERFORM, ASSERT, SELECT … INTO, INSERT, UPDATE, DELETE and RETURN; it runs no loops, cursors, dynamic SQL or exception handlers in functions.",
     )
 }
 
