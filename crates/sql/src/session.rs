@@ -793,8 +793,12 @@ impl Session {
                 }
                 Stmt::Block(b) => self.check_do_block(b)?,
                 // The parser reads these in functions only.
-                Stmt::Assign(..) | Stmt::Return(_) => {
-                    return Err(SqlError::unsupported("variables and RETURN in a DO block"))
+                Stmt::Assign(..)
+                | Stmt::Return(_)
+                | Stmt::Loop(..)
+                | Stmt::ForRange(_)
+                | Stmt::Exit(..) => {
+                    return Err(SqlError::unsupported("variables, loops and RETURN in a DO block"))
                 }
             }
         }
@@ -884,8 +888,12 @@ impl Session {
                     }
                 }
                 Stmt::Block(b) => self.do_block(b, caught)?,
-                Stmt::Assign(..) | Stmt::Return(_) => {
-                    return Err(SqlError::unsupported("variables and RETURN in a DO block"))
+                Stmt::Assign(..)
+                | Stmt::Return(_)
+                | Stmt::Loop(..)
+                | Stmt::ForRange(_)
+                | Stmt::Exit(..) => {
+                    return Err(SqlError::unsupported("variables, loops and RETURN in a DO block"))
                 }
             }
         }

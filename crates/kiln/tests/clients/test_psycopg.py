@@ -346,6 +346,19 @@ def test_statement_timeout_and_cancel(conn):
         conn.execute("SELECT count(*) FROM generate_series(1, 5000000) AS a, generate_series(1, 1000) AS b")
     conn.execute("SET statement_timeout = 0")
     assert conn.execute("SELECT 1").fetchone() == (1,)
+    # A trigger function's loop that never ends is stopped too, and its row is not written.
+    conn.execute("DROP TABLE IF EXISTS spin")
+    conn.execute("CREATE TABLE spin (a int)")
+    conn.execute(
+        "CREATE OR REPLACE FUNCTION spin() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        "DECLARE n bigint := 0; BEGIN LOOP n := n + 1; CONTINUE WHEN n % 2 = 0; END LOOP; END $$"
+    )
+    conn.execute("CREATE TRIGGER spin BEFORE INSERT ON spin FOR EACH ROW EXECUTE FUNCTION spin()")
+    conn.execute("SET statement_timeout = 200")
+    with pytest.raises(errors.QueryCanceled):
+        conn.execute("INSERT INTO spin VALUES (1)")
+    conn.execute("SET statement_timeout = 0")
+    assert conn.execute("SELECT count(*) FROM spin").fetchone() == (0,)
 
 
 def test_show_and_deallocate(conn):

@@ -145,6 +145,8 @@ struct Query {
 pub(crate) struct Program {
     /// The table's column count (`NEW` and `OLD` each take that many slots).
     width: usize,
+    /// How many slots its frame has (the loop variables' last).
+    slots: usize,
     /// The declared variables: slot, type, initial value, NOT NULL.
     declared: Vec<(usize, DataType, Option<Query>, bool)>,
     /// The trigger's WHEN condition.
@@ -154,17 +156,48 @@ pub(crate) struct Program {
 }
 
 enum Step {
-    Assign { slot: usize, ty: DataType, value: Query, not_null: bool },
+    Assign {
+        slot: usize,
+        ty: DataType,
+        value: Query,
+        not_null: bool,
+    },
     If(Vec<(Query, Vec<Step>)>, Vec<Step>),
-    Raise { raise: Raise, params: Vec<Query>, using: Vec<Query> },
+    Raise {
+        raise: Raise,
+        params: Vec<Query>,
+        using: Vec<Query>,
+    },
     Assert(Query, Option<Query>),
     Perform(Box<SelectPlan>),
-    SelectInto { plan: Box<SelectPlan>, targets: Vec<(usize, DataType)> },
+    SelectInto {
+        plan: Box<SelectPlan>,
+        targets: Vec<(usize, DataType)>,
+    },
     Insert(Box<InsertPlan>),
     Update(Box<UpdatePlan>),
     Delete(Box<DeletePlan>),
     Return(Returned),
     Block(Vec<Step>),
+    /// `[WHILE condition] LOOP … END LOOP`.
+    Loop {
+        condition: Option<Query>,
+        body: Vec<Step>,
+    },
+    /// `FOR var IN [REVERSE] low .. high [BY step] LOOP … END LOOP`.
+    ForRange {
+        slot: usize,
+        low: Query,
+        high: Query,
+        step: Option<Query>,
+        reverse: bool,
+        body: Vec<Step>,
+    },
+    /// `EXIT` (true) or `CONTINUE` (false), `[WHEN condition]`.
+    Exit {
+        exit: bool,
+        condition: Option<Query>,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -194,6 +227,10 @@ fn returned_record(e: &str) -> Option<Returned> {
 enum Flow {
     Next,
     Return(Returned),
+    /// EXIT: out of the innermost loop.
+    Exit,
+    /// CONTINUE: to the innermost loop's next iteration.
+    Continue,
 }
 
 /// The names a function's code can refer to, and their slots.
@@ -222,7 +259,9 @@ impl Frame<'_> {
 
     /// A declared variable's slot and whether it is CONSTANT.
     fn declared(&self, name: &str) -> Option<(usize, bool)> {
-        self.vars.iter().find(|(n, _, _)| n == name).map(|(_, slot, constant)| (*slot, *constant))
+        // The innermost (a FOR loop's variable hides a declared one of its name).
+        let found = self.vars.iter().rev().find(|(n, _, _)| n == name);
+        found.map(|(_, slot, constant)| (*slot, *constant))
     }
 
     /// The slot of a one-part name: a declared variable, or a `TG_` variable.
@@ -1034,8 +1073,13 @@ impl Writer<'_> {
             None => None,
         };
         let steps = self.steps(&mut frame, &database, &body.body.statements, env)?;
-        let program =
-            Arc::new(Program { width: table.columns.len(), declared: bound, when, body: steps });
+        let program = Arc::new(Program {
+            width: table.columns.len(),
+            slots: frame.types.len(),
+            declared: bound,
+            when,
+            body: steps,
+        });
         // The frame is the table's columns: the program depends on its definition too.
         let mut deps = frame.deps;
         match self.db.catalog.table(&mut self.ts.txn, &database, &table.name)? {
@@ -1139,6 +1183,35 @@ impl Writer<'_> {
                     }
                 }),
                 Stmt::Block(b) => Step::Block(self.steps(frame, database, &b.statements, env)?),
+                Stmt::Loop(condition, body) => {
+                    let condition = match condition {
+                        Some(c) => Some(self.expression(frame, database, c, env)?),
+                        None => None,
+                    };
+                    Step::Loop { condition, body: self.steps(frame, database, body, env)? }
+                }
+                Stmt::ForRange(f) => {
+                    let low = self.expression(frame, database, &f.low, env)?;
+                    let high = self.expression(frame, database, &f.high, env)?;
+                    let step = match &f.step {
+                        Some(s) => Some(self.expression(frame, database, s, env)?),
+                        None => None,
+                    };
+                    // The loop variable: an integer of its own, seen inside the loop only.
+                    let slot = frame.types.len();
+                    frame.types.push(DataType::Int4);
+                    frame.vars.push((f.var.clone(), slot, false));
+                    let body = self.steps(frame, database, &f.body, env);
+                    frame.vars.pop();
+                    Step::ForRange { slot, low, high, step, reverse: f.reverse, body: body? }
+                }
+                Stmt::Exit(exit, condition) => {
+                    let condition = match condition {
+                        Some(c) => Some(self.expression(frame, database, c, env)?),
+                        None => None,
+                    };
+                    Step::Exit { exit: *exit, condition }
+                }
                 Stmt::Execute(_) => return Err(refused("EXECUTE")),
             });
         }
@@ -1279,15 +1352,15 @@ impl Writer<'_> {
                             break;
                         }
                     }
-                    if let Flow::Return(r) = self.run_steps(width, taken, frame, env)? {
-                        return Ok(Flow::Return(r));
+                    match self.run_steps(width, taken, frame, env)? {
+                        Flow::Next => {}
+                        other => return Ok(other),
                     }
                 }
-                Step::Block(body) => {
-                    if let Flow::Return(r) = self.run_steps(width, body, frame, env)? {
-                        return Ok(Flow::Return(r));
-                    }
-                }
+                Step::Block(body) => match self.run_steps(width, body, frame, env)? {
+                    Flow::Next => {}
+                    other => return Ok(other),
+                },
                 Step::Raise { raise, params, using } => {
                     let mut texts = Vec::with_capacity(params.len());
                     for q in params {
@@ -1337,6 +1410,67 @@ impl Writer<'_> {
                     frame[found] = Value::Bool(n > 0);
                 }
                 Step::Return(r) => return Ok(Flow::Return(*r)),
+                Step::Exit { exit, condition } => {
+                    let taken = match condition {
+                        Some(c) => self.truth(c, frame, env)?,
+                        None => true,
+                    };
+                    if taken {
+                        return Ok(if *exit { Flow::Exit } else { Flow::Continue });
+                    }
+                }
+                Step::Loop { condition, body } => loop {
+                    self.interrupted()?;
+                    if let Some(c) = condition {
+                        if !self.truth(c, frame, env)? {
+                            break;
+                        }
+                    }
+                    match self.run_steps(width, body, frame, env)? {
+                        Flow::Return(r) => return Ok(Flow::Return(r)),
+                        Flow::Exit => break,
+                        Flow::Next | Flow::Continue => {}
+                    }
+                },
+                Step::ForRange { slot, low, high, step, reverse, body } => {
+                    let bound = |w: &mut Self, q: &Query, what: &str| -> Result<i64> {
+                        match assign(w.eval(q, frame, env)?, DataType::Int4, env.zone())? {
+                            Value::Int(i) => Ok(i),
+                            _ => Err(SqlError::new(
+                                "22004",
+                                format!("{what} of FOR loop cannot be null"),
+                            )),
+                        }
+                    };
+                    let (low, high) =
+                        (bound(self, low, "lower bound")?, bound(self, high, "upper bound")?);
+                    let by = match step {
+                        Some(q) => bound(self, q, "BY value")?,
+                        None => 1,
+                    };
+                    if by <= 0 {
+                        return Err(SqlError::new(
+                            code::INVALID_PARAMETER_VALUE,
+                            "BY value of FOR loop must be greater than zero",
+                        ));
+                    }
+                    // REVERSE counts from the first bound down to the second.
+                    let mut i = low;
+                    while if *reverse { i >= high } else { i <= high } {
+                        self.interrupted()?;
+                        frame[*slot] = Value::Int(i);
+                        match self.run_steps(width, body, frame, env)? {
+                            Flow::Return(r) => return Ok(Flow::Return(r)),
+                            Flow::Exit => break,
+                            Flow::Next | Flow::Continue => {}
+                        }
+                        let next = if *reverse { i.checked_sub(by) } else { i.checked_add(by) };
+                        match next {
+                            Some(n) => i = n,
+                            None => break,
+                        }
+                    }
+                }
             }
         }
         Ok(Flow::Next)
@@ -1387,7 +1521,7 @@ impl Writer<'_> {
     ) -> Result<Option<(Returned, Vec<Value>)>> {
         let program = self.program(table, trigger, env)?;
         let width = program.width;
-        let mut frame = Vec::with_capacity(2 * width + TG_VARS.len() + program.declared.len());
+        let mut frame = Vec::with_capacity(program.slots);
         for record in [new, old] {
             match record {
                 Some(r) => frame.extend_from_slice(r),
@@ -1405,7 +1539,7 @@ impl Writer<'_> {
         frame.push(Value::Int(trigger.args.len() as i64));
         frame.push(Value::Array(trigger.args.iter().map(|a| text(a)).collect()));
         frame.push(Value::Bool(false));
-        frame.extend(std::iter::repeat_n(Value::Null, program.declared.len()));
+        frame.resize(program.slots, Value::Null);
         if let Some(when) = &program.when {
             if !self.truth(when, &frame, env)? {
                 return Ok(None);
@@ -1440,14 +1574,15 @@ impl Writer<'_> {
         let flow = result?;
         Ok(Some(match flow {
             Flow::Return(r) => (r, frame),
-            Flow::Next if trigger.before && trigger.row => {
+            // (EXIT and CONTINUE are read inside loops only.)
+            Flow::Next | Flow::Exit | Flow::Continue if trigger.before && trigger.row => {
                 return Err(SqlError::new(
                     "2F005",
                     "control reached end of trigger procedure without RETURN",
                 )
                 .hint(format!("The function is {}.", signature(&trigger.function))))
             }
-            Flow::Next => (Returned::Null, frame),
+            Flow::Next | Flow::Exit | Flow::Continue => (Returned::Null, frame),
         }))
     }
 

@@ -86,6 +86,31 @@ pub enum Stmt {
     Assign(Vec<String>, String),
     /// `RETURN [expression]`; only in functions.
     Return(Option<String>),
+    /// `[WHILE condition] LOOP … END LOOP`; only in functions.
+    Loop(Option<String>, Vec<Stmt>),
+    /// `FOR name IN [REVERSE] low .. high [BY step] LOOP … END LOOP`: the loop variable
+    /// (an integer of its own), the bounds' and step's expressions, REVERSE, the body; only
+    /// in functions.
+    ForRange(Box<ForRange>),
+    /// `EXIT [WHEN condition]` (true) or `CONTINUE [WHEN condition]` (false); only in a loop.
+    Exit(bool, Option<String>),
+}
+
+/// A counted loop (see [`Stmt::ForRange`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForRange {
+    /// The loop variable.
+    pub var: String,
+    /// The first value's expression.
+    pub low: String,
+    /// The last value's expression.
+    pub high: String,
+    /// The step's expression (1 when none).
+    pub step: Option<String>,
+    /// Counting down.
+    pub reverse: bool,
+    /// The body.
+    pub body: Vec<Stmt>,
 }
 
 /// The body of a PL/pgSQL function: `[DECLARE declarations] BEGIN … END`.
@@ -225,7 +250,7 @@ fn refused(what: &str) -> SqlError {
 /// 0A000 for a PL/pgSQL construct Kiln does not run in functions.
 pub(crate) fn refused_in_function(what: &str) -> SqlError {
     SqlError::unsupported(format!("{what} in a PL/pgSQL function")).hint(
-        "Kiln runs trigger functions of variables (DECLARE), assignments, IF, RAISE, PERFORM, ASSERT, SELECT … INTO, INSERT, UPDATE, DELETE and RETURN; it runs no loops, cursors, dynamic SQL or exception handlers in functions.",
+        "Kiln runs trigger functions of variables (DECLARE), assignments, IF, LOOP, WHILE, FOR over integers, EXIT, CONTINUE, RAISE, PERFORM, ASSERT, SELECT … INTO, INSERT, UPDATE, DELETE and RETURN; it runs no loops over queries, cursors, dynamic SQL or exception handlers in functions.",
     )
 }
 
@@ -289,6 +314,8 @@ struct Parser<'a> {
     depth: usize,
     /// A function's body (variables, assignments and RETURN allowed), not a DO block's.
     function: bool,
+    /// How many loops enclose the statement being read (EXIT and CONTINUE need one).
+    loops: usize,
 }
 
 impl Parser<'_> {
@@ -347,7 +374,7 @@ impl<'a> Parser<'a> {
                 toks.push(Tok { token: t.token, start, end });
             }
         }
-        Ok(Parser { body, toks, at: 0, depth: 0, function })
+        Ok(Parser { body, toks, at: 0, depth: 0, function, loops: 0 })
     }
 
     /// The declarations after DECLARE, up to BEGIN.
@@ -620,6 +647,36 @@ impl<'a> Parser<'a> {
             if word == "execute" {
                 return Err(refused_in_function("EXECUTE"));
             }
+            if word == "loop" || word == "while" {
+                return self.loop_statement().map(Some);
+            }
+            if word == "for" {
+                return self.for_statement().map(Some);
+            }
+            if word == "exit" || word == "continue" {
+                if self.loops == 0 {
+                    return Err(SqlError::syntax(if word == "exit" {
+                        "EXIT cannot be used outside a loop, unless it has a label"
+                    } else {
+                        "CONTINUE cannot be used outside a loop"
+                    }));
+                }
+                self.at += 1;
+                let end = self.semicolon()?;
+                let condition = if self.eat_word("when") {
+                    let c = self.text(self.at, end);
+                    if c.is_empty() {
+                        return Err(SqlError::syntax("WHEN needs a condition"));
+                    }
+                    Some(c)
+                } else if self.at < end {
+                    return Err(refused_in_function("EXIT or CONTINUE with a label"));
+                } else {
+                    None
+                };
+                self.at = end + 1;
+                return Ok(Some(Stmt::Exit(word == "exit", condition)));
+            }
         }
         if REFUSED.contains(&word.as_str()) {
             return Err(self.refused(&word.to_uppercase()));
@@ -746,6 +803,85 @@ impl<'a> Parser<'a> {
             self.at += 1;
         }
         Err(SqlError::syntax("IF … needs THEN"))
+    }
+
+    /// `[WHILE condition] LOOP … END LOOP;`, at LOOP or WHILE.
+    fn loop_statement(&mut self) -> Result<Stmt> {
+        self.nest()?;
+        let condition = if self.eat_word("while") {
+            let start = self.at;
+            while self.peek().is_some_and(|t| !word_is(t, "loop") && *t != Token::SemiColon) {
+                self.at += 1;
+            }
+            let c = self.text(start, self.at);
+            if c.is_empty() {
+                return Err(SqlError::syntax("WHILE needs a condition"));
+            }
+            Some(c)
+        } else {
+            None
+        };
+        let body = self.loop_body()?;
+        self.depth -= 1;
+        Ok(Stmt::Loop(condition, body))
+    }
+
+    /// `LOOP statements END LOOP;`, at LOOP.
+    fn loop_body(&mut self) -> Result<Vec<Stmt>> {
+        self.expect_word("loop")?;
+        self.loops += 1;
+        let body = self.statements(&["end"]);
+        self.loops -= 1;
+        let body = body?;
+        self.expect_word("end")?;
+        self.expect_word("loop")?;
+        self.expect_semicolon()?;
+        Ok(body)
+    }
+
+    /// `FOR i IN [REVERSE] low .. high [BY step] LOOP … END LOOP;`, at FOR.
+    fn for_statement(&mut self) -> Result<Stmt> {
+        self.nest()?;
+        self.at += 1;
+        let var = match self.peek().cloned() {
+            Some(Token::Word(w)) => {
+                self.at += 1;
+                if w.quote_style.is_some() {
+                    w.value
+                } else {
+                    w.value.to_lowercase()
+                }
+            }
+            _ => return Err(SqlError::syntax("FOR needs a loop variable")),
+        };
+        self.expect_word("in")?;
+        let reverse = self.eat_word("reverse");
+        let start = self.at;
+        let mut by = None;
+        let mut depth = 0i32;
+        while let Some(t) = self.peek() {
+            match t {
+                Token::LParen => depth += 1,
+                Token::RParen => depth -= 1,
+                t if depth == 0 && word_is(t, "loop") => break,
+                t if depth == 0 && word_is(t, "by") => by = Some(self.at),
+                Token::SemiColon => break,
+                _ => {}
+            }
+            self.at += 1;
+        }
+        // `1..10` may be read as the numbers `1.` and `.10`: the range is split in its text.
+        let range = self.text(start, by.unwrap_or(self.at));
+        let Some((low, high)) = split_range(&range) else {
+            return Err(refused_in_function("FOR over a query (records)"));
+        };
+        let step = by.map(|b| self.text(b + 1, self.at));
+        if low.is_empty() || high.is_empty() || step.as_ref().is_some_and(String::is_empty) {
+            return Err(SqlError::syntax("FOR needs low .. high [BY step]"));
+        }
+        let body = self.loop_body()?;
+        self.depth -= 1;
+        Ok(Stmt::ForRange(Box::new(ForRange { var, low, high, step, reverse, body })))
     }
 
     /// `IF … END IF;`, at IF.
@@ -931,6 +1067,24 @@ pub(crate) fn static_code(state: &str) -> &'static str {
     s
 }
 
+/// `low .. high` split at its `..` outside quotes and parentheses.
+fn split_range(text: &str) -> Option<(String, String)> {
+    let (mut depth, mut quoted) = (0i32, false);
+    let bytes = text.as_bytes();
+    for i in 0..bytes.len() {
+        match bytes[i] {
+            b'\'' => quoted = !quoted,
+            b'(' if !quoted => depth += 1,
+            b')' if !quoted => depth -= 1,
+            b'.' if !quoted && depth == 0 && bytes.get(i + 1) == Some(&b'.') => {
+                return Some((text[..i].trim().to_string(), text[i + 2..].trim().to_string()));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// How many `%` parameters a RAISE format takes (`%%` is a `%`).
 fn placeholders(format: &str) -> usize {
     let mut n = 0;
@@ -1043,6 +1197,37 @@ mod tests {
         let Stmt::Raise(r) = &inner.handlers[0].statements[0] else { panic!() };
         assert_eq!(r.using, [("message".into(), "'m'".into()), ("hint".into(), "'h'".into())]);
         assert_eq!(format_message("x % y %% %", &[Some("3".into()), None]), "x 3 y % <NULL>");
+    }
+
+    #[test]
+    fn function_bodies_are_read() {
+        let f = function_body(
+            "DECLARE n int := 0; s CONSTANT text = 'x'; BEGIN NEW.a := n; n = n + 1; WHILE n < 3 LOOP n := n + 1; EXIT WHEN n = 2; END LOOP; FOR i IN REVERSE 10..1 BY 2 LOOP CONTINUE; END LOOP; LOOP EXIT; END LOOP; RETURN NEW; END",
+        )
+        .unwrap();
+        assert_eq!(f.declarations.len(), 2);
+        assert!(f.declarations[1].constant && f.declarations[1].default.as_deref() == Some("'x'"));
+        let s = &f.body.statements;
+        assert_eq!(s[0], Stmt::Assign(vec!["new".into(), "a".into()], "n".into()));
+        assert_eq!(s[1], Stmt::Assign(vec!["n".into()], "n + 1".into()));
+        let Stmt::Loop(Some(c), body) = &s[2] else { panic!("{s:?}") };
+        assert_eq!((c.as_str(), &body[1]), ("n < 3", &Stmt::Exit(true, Some("n = 2".into()))));
+        let Stmt::ForRange(r) = &s[3] else { panic!("{s:?}") };
+        assert_eq!((r.low.as_str(), r.high.as_str(), r.step.as_deref()), ("10", "1", Some("2")));
+        assert!(r.reverse && r.body == [Stmt::Exit(false, None)]);
+        assert_eq!(s[5], Stmt::Return(Some("NEW".into())));
+        for (body, code) in [
+            ("BEGIN EXIT; END", code::SYNTAX),
+            ("BEGIN FOR r IN SELECT 1 LOOP NULL; END LOOP; END", code::FEATURE_NOT_SUPPORTED),
+            ("BEGIN EXECUTE 'x'; END", code::FEATURE_NOT_SUPPORTED),
+            ("BEGIN NULL; EXCEPTION WHEN others THEN NULL; END", code::FEATURE_NOT_SUPPORTED),
+            ("DECLARE x t%ROWTYPE; BEGIN NULL; END", code::FEATURE_NOT_SUPPORTED),
+            ("DECLARE x int; x int; BEGIN NULL; END", code::DUPLICATE_OBJECT),
+            ("DECLARE x CONSTANT int; BEGIN NULL; END", code::SYNTAX),
+            ("BEGIN LOOP NULL; END; END", code::SYNTAX),
+        ] {
+            assert_eq!(function_body(body).unwrap_err().code, code, "{body}");
+        }
     }
 
     #[test]
