@@ -15,10 +15,15 @@
 //! A block is SQL statements, `IF … THEN … [ELSIF …] [ELSE …] END IF`, `RAISE` (with `%`
 //! parameters and `USING` options), `PERFORM`, `ASSERT`, `EXECUTE` of a string, `NULL`,
 //! and nested `BEGIN … [EXCEPTION WHEN … THEN …] END` blocks whose handlers run statements
-//! too. Conditions and parameters are SQL expressions, run as queries. Kiln runs no
+//! too. Conditions and parameters are SQL expressions, run as queries. A DO block has no
 //! variables: `DECLARE`, assignments, loops, `RETURN`, cursors and `GET DIAGNOSTICS` are
 //! refused with 0A000 before anything runs, as is any language but `plpgsql`. The session
 //! runs the block (`Session::run_do`).
+//!
+//! The body of a trigger function (`function_body`) is read by the same parser with more
+//! allowed: a `DECLARE` section, assignments, `RETURN`, `LOOP` / `WHILE` / integer `FOR`
+//! loops with `EXIT` and `CONTINUE`; and less: no `EXECUTE` and no exception handlers.
+//! `exec::triggers` binds and runs it.
 
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
