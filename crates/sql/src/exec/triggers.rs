@@ -790,6 +790,17 @@ impl Writer<'_> {
         Ok(Output::Command("ALTER FUNCTION".into()))
     }
 
+    /// The error for a table name that names no table: 42P01, or 42809 naming a view.
+    fn no_table(&mut self, database: &str, name: &str) -> SqlError {
+        match self.db.catalog.table_or_err(&mut self.ts.txn, database, name) {
+            Err(e) => e,
+            Ok(_) => SqlError::new(
+                code::UNDEFINED_TABLE,
+                format!("relation \"{}\" does not exist", crate::catalog::unqualified(name)),
+            ),
+        }
+    }
+
     /// `CREATE [OR REPLACE] TRIGGER …` (see `parse::trigger`).
     pub(crate) fn create_trigger(
         &mut self,
@@ -806,11 +817,7 @@ impl Writer<'_> {
                 )
                 .detail("Views cannot have row-level BEFORE or AFTER triggers."));
             }
-            return self
-                .db
-                .catalog
-                .table_or_err(&mut self.ts.txn, database, &table_name)
-                .map(|_| Output::Command("CREATE TRIGGER".into()));
+            return Err(self.no_table(database, &table_name));
         };
         let function = name_as_written(&ct.function)?;
         if self.db.catalog.function(&mut self.ts.txn, database, &function)?.is_none() {
@@ -898,10 +905,7 @@ impl Writer<'_> {
                 self.skipping("00000", format!("relation \"{shown}\" does not exist"));
                 return Ok(Output::Command("DROP TRIGGER".into()));
             }
-            None => {
-                self.db.catalog.table_or_err(&mut self.ts.txn, database, &table_name)?;
-                unreachable!("table_or_err fails for a missing table")
-            }
+            None => return Err(self.no_table(database, &table_name)),
         };
         if !table.triggers.iter().any(|t| t.name == name) {
             if dt.if_exists {
