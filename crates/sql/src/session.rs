@@ -797,7 +797,8 @@ impl Session {
                 | Stmt::Return(_)
                 | Stmt::Loop(..)
                 | Stmt::ForRange(_)
-                | Stmt::Exit(..) => {
+                | Stmt::Exit(..)
+                | Stmt::GetDiagnostics(_) => {
                     return Err(SqlError::unsupported("variables, loops and RETURN in a DO block"))
                 }
             }
@@ -892,7 +893,8 @@ impl Session {
                 | Stmt::Return(_)
                 | Stmt::Loop(..)
                 | Stmt::ForRange(_)
-                | Stmt::Exit(..) => {
+                | Stmt::Exit(..)
+                | Stmt::GetDiagnostics(_) => {
                     return Err(SqlError::unsupported("variables, loops and RETURN in a DO block"))
                 }
             }

@@ -2996,3 +2996,10 @@ create trigger trg_s_bad before update on trg_s for each row execute function tr
 update trg_s set title = 'x' where id = 1;
 create function trg_badexit() returns trigger language plpgsql as $$ begin exit; return new; end $$;
 drop table trg_s; drop function trg_slugify(), trg_badloop();
+create table trg_cnt (k text primary key, n int);
+create table trg_ev (id int primary key, k text);
+create function trg_bump() returns trigger language plpgsql as $$ declare c bigint; d int; begin update trg_cnt set n = n + 1 where k = NEW.k; get diagnostics c = row_count; if c = 0 then insert into trg_cnt values (NEW.k, 1); end if; perform 1 from trg_cnt; get current diagnostics d := row_count, c = row_count; raise notice 'rows % %', c, d; return NEW; end $$;
+create trigger trg_ev_bump after insert on trg_ev for each row execute function trg_bump();
+insert into trg_ev values (1, 'a'), (2, 'b'), (3, 'a');
+select * from trg_cnt order by k;
+drop table trg_ev, trg_cnt; drop function trg_bump();

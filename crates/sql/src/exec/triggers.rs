@@ -198,6 +198,8 @@ enum Step {
         exit: bool,
         condition: Option<Query>,
     },
+    /// `GET DIAGNOSTICS var = ROW_COUNT, …`: the variables' slots and types.
+    GetDiagnostics(Vec<(usize, DataType)>),
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -932,6 +934,8 @@ impl<'t> Frame<'t> {
         let mut types: Vec<DataType> = table.columns.iter().map(|c| c.ty).collect();
         types.extend(table.columns.iter().map(|c| c.ty));
         types.extend((0..TG_VARS.len()).map(tg_type));
+        // The last SQL statement's row count (GET DIAGNOSTICS), which no name reaches.
+        types.push(DataType::Int8);
         let mut vars = Vec::new();
         for (name, ty, constant) in declared {
             vars.push((name.clone(), types.len(), *constant));
@@ -1209,6 +1213,23 @@ impl Writer<'_> {
                     frame.vars.pop();
                     Step::ForRange { slot, low, high, step, reverse: f.reverse, body: body? }
                 }
+                Stmt::GetDiagnostics(names) => {
+                    let mut targets = Vec::with_capacity(names.len());
+                    for n in names {
+                        let Some((slot, constant)) = frame.declared(n) else {
+                            return Err(SqlError::syntax(format!(
+                                "\"{n}\" is not a known variable"
+                            )));
+                        };
+                        if constant {
+                            return Err(SqlError::syntax(format!(
+                                "variable \"{n}\" is declared CONSTANT"
+                            )));
+                        }
+                        targets.push((slot, frame.types[slot]));
+                    }
+                    Step::GetDiagnostics(targets)
+                }
                 Stmt::Exit(exit, condition) => {
                     let condition = match condition {
                         Some(c) => Some(self.expression(frame, database, c, env)?),
@@ -1338,6 +1359,7 @@ impl Writer<'_> {
         env: &dyn Env,
     ) -> Result<Flow> {
         let found = 2 * width + FOUND;
+        let row_count = 2 * width + TG_VARS.len();
         for s in steps {
             self.interrupted()?;
             match s {
@@ -1398,11 +1420,15 @@ impl Writer<'_> {
                     }
                 }
                 Step::Perform(plan) => {
-                    frame[found] = Value::Bool(!self.rows(plan, frame, env)?.is_empty());
+                    let n = self.rows(plan, frame, env)?.len();
+                    frame[found] = Value::Bool(n > 0);
+                    frame[row_count] = Value::Int(n as i64);
                 }
                 Step::SelectInto { plan, targets } => {
                     let rows = self.rows(plan, frame, env)?;
                     frame[found] = Value::Bool(!rows.is_empty());
+                    // The one row taken, as in PL/pgSQL.
+                    frame[row_count] = Value::Int(rows.len().min(1) as i64);
                     let row = rows.into_iter().next();
                     for (k, (slot, ty)) in targets.iter().enumerate() {
                         let v = row.as_ref().map_or(Value::Null, |r| r[k].clone());
@@ -1412,8 +1438,14 @@ impl Writer<'_> {
                 Step::Insert(_) | Step::Update(_) | Step::Delete(_) => {
                     let n = self.nested(s, frame, env)?;
                     frame[found] = Value::Bool(n > 0);
+                    frame[row_count] = Value::Int(n as i64);
                 }
                 Step::Return(r) => return Ok(Flow::Return(*r)),
+                Step::GetDiagnostics(targets) => {
+                    for (slot, ty) in targets {
+                        frame[*slot] = assign(frame[row_count].clone(), *ty, env.zone())?;
+                    }
+                }
                 Step::Exit { exit, condition } => {
                     let taken = match condition {
                         Some(c) => self.truth(c, frame, env)?,
@@ -1543,6 +1575,7 @@ impl Writer<'_> {
         frame.push(Value::Int(trigger.args.len() as i64));
         frame.push(Value::Array(trigger.args.iter().map(|a| text(a)).collect()));
         frame.push(Value::Bool(false));
+        frame.push(Value::Int(0));
         frame.resize(program.slots, Value::Null);
         if let Some(when) = &program.when {
             if !self.truth(when, &frame, env)? {

@@ -22,7 +22,7 @@
 //!
 //! The body of a trigger function (`function_body`) is read by the same parser with more
 //! allowed: a `DECLARE` section, assignments, `RETURN`, `LOOP` / `WHILE` / integer `FOR`
-//! loops with `EXIT` and `CONTINUE`; and less: no `EXECUTE` and no exception handlers.
+//! loops with `EXIT` and `CONTINUE`, `GET DIAGNOSTICS … ROW_COUNT`; and less: no `EXECUTE` and no exception handlers.
 //! `exec::triggers` binds and runs it.
 
 use sqlparser::dialect::PostgreSqlDialect;
@@ -99,6 +99,8 @@ pub enum Stmt {
     ForRange(Box<ForRange>),
     /// `EXIT [WHEN condition]` (true) or `CONTINUE [WHEN condition]` (false); only in a loop.
     Exit(bool, Option<String>),
+    /// `GET [CURRENT] DIAGNOSTICS var = ROW_COUNT [, …]`: the variables; only in functions.
+    GetDiagnostics(Vec<String>),
 }
 
 /// A counted loop (see [`Stmt::ForRange`]).
@@ -255,7 +257,7 @@ fn refused(what: &str) -> SqlError {
 /// 0A000 for a PL/pgSQL construct Kiln does not run in functions.
 pub(crate) fn refused_in_function(what: &str) -> SqlError {
     SqlError::unsupported(format!("{what} in a PL/pgSQL function")).hint(
-        "Kiln runs trigger functions of variables (DECLARE), assignments, IF, LOOP, WHILE, FOR over integers, EXIT, CONTINUE, RAISE, PERFORM, ASSERT, SELECT … INTO, INSERT, UPDATE, DELETE and RETURN; it runs no loops over queries, cursors, dynamic SQL or exception handlers in functions.",
+        "Kiln runs trigger functions of variables (DECLARE), assignments, IF, LOOP, WHILE, FOR over integers, EXIT, CONTINUE, RAISE, PERFORM, ASSERT, SELECT … INTO, INSERT, UPDATE, DELETE, GET DIAGNOSTICS … ROW_COUNT and RETURN; it runs no loops over queries, cursors, dynamic SQL or exception handlers in functions.",
     )
 }
 
@@ -652,6 +654,9 @@ impl<'a> Parser<'a> {
             if word == "execute" {
                 return Err(refused_in_function("EXECUTE"));
             }
+            if word == "get" {
+                return self.get_diagnostics().map(Some);
+            }
             if word == "loop" || word == "while" {
                 return self.loop_statement().map(Some);
             }
@@ -808,6 +813,39 @@ impl<'a> Parser<'a> {
             self.at += 1;
         }
         Err(SqlError::syntax("IF … needs THEN"))
+    }
+
+    /// `GET [CURRENT] DIAGNOSTICS var {= | :=} ROW_COUNT [, …];`, at GET.
+    fn get_diagnostics(&mut self) -> Result<Stmt> {
+        self.at += 1;
+        self.eat_word("current");
+        if self.peek_is("stacked") {
+            return Err(refused_in_function("GET STACKED DIAGNOSTICS"));
+        }
+        self.expect_word("diagnostics")?;
+        let end = self.semicolon()?;
+        let mut targets = Vec::new();
+        loop {
+            let Some(Token::Word(w)) = self.peek().cloned() else {
+                return Err(SqlError::syntax("GET DIAGNOSTICS needs a variable"));
+            };
+            self.at += 1;
+            targets.push(if w.quote_style.is_some() { w.value } else { w.value.to_lowercase() });
+            if !(self.eat(&Token::Assignment) || self.eat(&Token::Eq)) {
+                return Err(SqlError::syntax("GET DIAGNOSTICS takes variable = item"));
+            }
+            if !self.eat_word("row_count") {
+                return Err(refused_in_function("GET DIAGNOSTICS items other than ROW_COUNT"));
+            }
+            if !self.eat(&Token::Comma) {
+                break;
+            }
+        }
+        if self.at != end {
+            return Err(SqlError::syntax("syntax error in GET DIAGNOSTICS"));
+        }
+        self.at = end + 1;
+        Ok(Stmt::GetDiagnostics(targets))
     }
 
     /// `[WHILE condition] LOOP … END LOOP;`, at LOOP or WHILE.
@@ -1221,6 +1259,11 @@ mod tests {
         assert_eq!((r.low.as_str(), r.high.as_str(), r.step.as_deref()), ("10", "1", Some("2")));
         assert!(r.reverse && r.body == [Stmt::Exit(false, None)]);
         assert_eq!(s[5], Stmt::Return(Some("NEW".into())));
+        let g = function_body("BEGIN GET CURRENT DIAGNOSTICS a = ROW_COUNT, b := row_count; END");
+        assert_eq!(
+            g.unwrap().body.statements,
+            [Stmt::GetDiagnostics(vec!["a".into(), "b".into()])]
+        );
         for (body, code) in [
             ("BEGIN EXIT; END", code::SYNTAX),
             ("BEGIN FOR r IN SELECT 1 LOOP NULL; END LOOP; END", code::FEATURE_NOT_SUPPORTED),
@@ -1229,6 +1272,8 @@ mod tests {
             ("DECLARE x t%ROWTYPE; BEGIN NULL; END", code::FEATURE_NOT_SUPPORTED),
             ("DECLARE x int; x int; BEGIN NULL; END", code::DUPLICATE_OBJECT),
             ("DECLARE x CONSTANT int; BEGIN NULL; END", code::SYNTAX),
+            ("BEGIN GET DIAGNOSTICS x = PG_CONTEXT; END", code::FEATURE_NOT_SUPPORTED),
+            ("BEGIN GET STACKED DIAGNOSTICS x = MESSAGE_TEXT; END", code::FEATURE_NOT_SUPPORTED),
             ("BEGIN LOOP NULL; END; END", code::SYNTAX),
         ] {
             assert_eq!(function_body(body).unwrap_err().code, code, "{body}");
