@@ -792,15 +792,8 @@ impl Session {
                     do_query(&format!("SELECT ({e})"))?;
                 }
                 Stmt::Block(b) => self.check_do_block(b)?,
-                // The parser reads these in functions only.
-                Stmt::Assign(..)
-                | Stmt::Return(_)
-                | Stmt::Loop(..)
-                | Stmt::ForRange(_)
-                | Stmt::Exit(..)
-                | Stmt::GetDiagnostics(_) => {
-                    return Err(SqlError::unsupported("variables, loops and RETURN in a DO block"))
-                }
+                // What only functions hold.
+                other => return Err(other.not_in_do_block()),
             }
         }
         Ok(())
@@ -889,14 +882,7 @@ impl Session {
                     }
                 }
                 Stmt::Block(b) => self.do_block(b, caught)?,
-                Stmt::Assign(..)
-                | Stmt::Return(_)
-                | Stmt::Loop(..)
-                | Stmt::ForRange(_)
-                | Stmt::Exit(..)
-                | Stmt::GetDiagnostics(_) => {
-                    return Err(SqlError::unsupported("variables, loops and RETURN in a DO block"))
-                }
+                other => return Err(other.not_in_do_block()),
             }
         }
         Ok(())

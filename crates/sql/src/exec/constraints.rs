@@ -34,7 +34,7 @@ use crate::ed::SessionEnv;
 use crate::encoding::{decode_row, encode_key};
 use crate::error::{code, Result, SqlError};
 use crate::exec::select::*;
-use crate::exec::triggers::Event;
+use crate::exec::triggers::{Cause, Event};
 use crate::exec::write::*;
 use crate::expr::{assign, BinOp, Ctx, Env, Expr};
 use crate::locks::LockMode;
@@ -625,7 +625,13 @@ impl Writer<'_> {
                         }
                         self.delete_row(&child, &pk, &current)?;
                         self.referenced_row_changed(&child, &current, None, ctx)?;
-                        self.after_cascaded_row(&child, Event::Delete, None, Some(&current), None);
+                        self.after_row(
+                            &child,
+                            Event::Delete,
+                            (None, Some(&current)),
+                            None,
+                            Cause::Action,
+                        );
                         continue;
                     }
                     (FkAction::Cascade, Some(new)) => {
@@ -666,12 +672,12 @@ impl Writer<'_> {
                     changed
                 };
                 let written = self.update_row(&child, &pk, &current, changed, ctx)?;
-                self.after_cascaded_row(
+                self.after_row(
                     &child,
                     Event::Update,
-                    Some(&written),
-                    Some(&current),
+                    (Some(&written), Some(&current)),
                     Some(&fk.columns),
+                    Cause::Action,
                 );
             }
         }

@@ -11,7 +11,7 @@ use crate::expr::Ctx;
 use crate::types::{now_micros, DataType, Value};
 
 use crate::ed::*;
-use crate::exec::triggers::Event;
+use crate::exec::triggers::{Cause, Event};
 use crate::session::*;
 
 /// COPY FROM STDIN is inserted in chunks of about this many bytes.
@@ -692,7 +692,7 @@ impl Session {
             };
             let full = crate::exec::write::Writer::fit_row(&table, full, ctx.env.zone())?;
             w.insert_row(&table, full.clone(), None, &ctx)?;
-            w.after_row(&table, Event::Insert, Some(&full), None, None);
+            w.after_row(&table, Event::Insert, (Some(&full), None), None, Cause::Statement);
         }
         // The AFTER ROW triggers of the rows of this piece of the data (COPY runs them as
         // each piece is written, not once at its end as PostgreSQL does).

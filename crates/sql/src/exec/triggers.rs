@@ -70,6 +70,15 @@ impl Event {
     }
 }
 
+/// What wrote a row whose AFTER triggers are queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cause {
+    /// The statement itself.
+    Statement,
+    /// A foreign key's CASCADE, SET NULL or SET DEFAULT.
+    Action,
+}
+
 /// The variables every trigger function has, after `NEW`'s and `OLD`'s columns.
 const TG_VARS: &[&str] = &[
     "tg_op",
@@ -1679,40 +1688,17 @@ impl Writer<'_> {
         table.triggers.iter().any(|t| t.row && t.before == before && t.fires_on(event.name()))
     }
 
-    /// Queues the AFTER ROW triggers of a row written, for the end of the statement.
+    /// Queues the AFTER ROW triggers of a row written, for the end of the statement. The
+    /// rows a foreign key's action changed (`Cause::Action`) run theirs after the statement's
+    /// own AFTER triggers, as in PostgreSQL, whose actions are themselves AFTER triggers of the
+    /// statement queueing what they change behind them.
     pub(crate) fn after_row(
         &mut self,
         table: &Arc<Table>,
         event: Event,
-        new: Option<&[Value]>,
-        old: Option<&[Value]>,
+        (new, old): (Option<&[Value]>, Option<&[Value]>),
         set: Option<&[usize]>,
-    ) {
-        self.queue_after(table, event, new, old, set, false)
-    }
-
-    /// [`Writer::after_row`] of a row a foreign key's action changed: its triggers run after
-    /// the statement's own AFTER triggers, as in PostgreSQL (whose actions are themselves
-    /// AFTER triggers of the statement, queueing what they change behind them).
-    pub(crate) fn after_cascaded_row(
-        &mut self,
-        table: &Arc<Table>,
-        event: Event,
-        new: Option<&[Value]>,
-        old: Option<&[Value]>,
-        set: Option<&[usize]>,
-    ) {
-        self.queue_after(table, event, new, old, set, true)
-    }
-
-    fn queue_after(
-        &mut self,
-        table: &Arc<Table>,
-        event: Event,
-        new: Option<&[Value]>,
-        old: Option<&[Value]>,
-        set: Option<&[usize]>,
-        cascaded: bool,
+        cause: Cause,
     ) {
         if !table.triggers.iter().any(|t| !t.before && t.row && Self::fires(t, table, event, set)) {
             return;
@@ -1723,7 +1709,7 @@ impl Writer<'_> {
             new: new.map(<[Value]>::to_vec),
             old: old.map(<[Value]>::to_vec),
             set: set.map(<[usize]>::to_vec),
-            cascaded,
+            cascaded: cause == Cause::Action,
         });
     }
 

@@ -13,7 +13,7 @@ use crate::encoding::{decode_row, encode_key, encode_row};
 use crate::error::{code, Result, SqlError};
 use crate::exec::constraints::{key_text_named, names_of};
 use crate::exec::select::*;
-use crate::exec::triggers::Event;
+use crate::exec::triggers::{Cause, Event};
 use crate::expr::{assign, Ctx, Env, Expr};
 use crate::locks::LockMode;
 use crate::pg::activity::{Activity, Wait};
@@ -598,14 +598,26 @@ impl Writer<'_> {
             let written = match &plan.on_conflict {
                 None => {
                     self.insert_row(&table, full.clone(), None, ctx)?;
-                    self.after_row(&table, Event::Insert, Some(&full), None, None);
+                    self.after_row(
+                        &table,
+                        Event::Insert,
+                        (Some(&full), None),
+                        None,
+                        Cause::Statement,
+                    );
                     Some(full)
                 }
                 Some((arbiters, action)) => {
                     match self.insert_row(&table, full.clone(), Some(arbiters), ctx)? {
                         Inserted::Row(pk) => {
                             touched.insert(pk);
-                            self.after_row(&table, Event::Insert, Some(&full), None, None);
+                            self.after_row(
+                                &table,
+                                Event::Insert,
+                                (Some(&full), None),
+                                None,
+                                Cause::Statement,
+                            );
                             Some(full)
                         }
                         Inserted::Conflict(_) if action.is_none() => None,
@@ -662,9 +674,9 @@ impl Writer<'_> {
                                         self.after_row(
                                             &table,
                                             Event::Update,
-                                            Some(&new),
-                                            Some(&existing),
+                                            (Some(&new), Some(&existing)),
                                             Some(&set),
+                                            Cause::Statement,
                                         );
                                         Some(new)
                                     }
@@ -762,7 +774,13 @@ impl Writer<'_> {
                 new
             };
             let mut row = self.update_row(&table, &pk, &joined, new, ctx)?;
-            self.after_row(&table, Event::Update, Some(&row), Some(&joined), Some(&set));
+            self.after_row(
+                &table,
+                Event::Update,
+                (Some(&row), Some(&joined)),
+                Some(&set),
+                Cause::Statement,
+            );
             row.extend(rest); // RETURNING may read the FROM items' columns
             changed.push(row);
         }
@@ -795,7 +813,7 @@ impl Writer<'_> {
             if !table.referenced_by.is_empty() {
                 self.referenced_row_changed(&table, current, None, ctx)?;
             }
-            self.after_row(&table, Event::Delete, None, Some(current), None);
+            self.after_row(&table, Event::Delete, (None, Some(current)), None, Cause::Statement);
             deleted.push(joined); // RETURNING may read the USING items' columns
         }
         self.end_of_statement(&table, &[Event::Delete], ctx.env)?;

@@ -30,6 +30,7 @@ use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::error::{code, Result, SqlError};
+use crate::parse::Tok;
 
 /// A `DO` block.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,6 +119,14 @@ pub struct ForRange {
     pub reverse: bool,
     /// The body.
     pub body: Vec<Stmt>,
+}
+
+impl Stmt {
+    /// 0A000 for a statement only a function's body holds (the parser never reads one in a
+    /// DO block; the session's interpreter answers this if it ever met one).
+    pub fn not_in_do_block(&self) -> SqlError {
+        SqlError::unsupported("variables, loops and RETURN in a DO block")
+    }
 }
 
 /// The body of a PL/pgSQL function: `[DECLARE declarations] BEGIN … END`.
@@ -307,13 +316,6 @@ pub fn do_block(sql: &str) -> Result<Option<DoBlock>> {
 /// How deep blocks and IFs may nest.
 const NESTING_MAX: usize = 64;
 
-/// A token of the body and where its text starts and ends.
-struct Tok {
-    token: Token,
-    start: usize,
-    end: usize,
-}
-
 struct Parser<'a> {
     body: &'a str,
     toks: Vec<Tok>,
@@ -369,18 +371,8 @@ fn parse_body(body: &str) -> Result<Block> {
 
 impl<'a> Parser<'a> {
     fn new(body: &'a str, function: bool) -> Result<Parser<'a>> {
-        let spanned = Tokenizer::new(&PostgreSqlDialect {}, body)
-            .tokenize_with_location()
-            .map_err(|e| SqlError::syntax(e.to_string()))?;
-        let mut cursor = crate::parse::Cursor::new(body);
-        let mut toks = Vec::with_capacity(spanned.len());
-        for t in spanned {
-            let start = cursor.advance_to(t.span.start.line, t.span.start.column);
-            let end = cursor.advance_to(t.span.end.line, t.span.end.column);
-            if !matches!(t.token, Token::Whitespace(_)) {
-                toks.push(Tok { token: t.token, start, end });
-            }
-        }
+        let toks =
+            crate::parse::tokens_with_offsets(body).map_err(|e| SqlError::syntax(e.to_string()))?;
         Ok(Parser { body, toks, at: 0, depth: 0, function, loops: 0 })
     }
 

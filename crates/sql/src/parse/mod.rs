@@ -133,6 +133,32 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// A token and the byte range of its text.
+pub(crate) struct Tok {
+    pub(crate) token: Token,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+}
+
+/// The tokens of `sql` but whitespace, each with where its text starts and ends (for the
+/// hand-written readers that keep pieces of the text: DO blocks, function bodies, CREATE
+/// TRIGGER).
+pub(crate) fn tokens_with_offsets(
+    sql: &str,
+) -> std::result::Result<Vec<Tok>, sqlparser::tokenizer::TokenizerError> {
+    let spanned = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location()?;
+    let mut cursor = Cursor::new(sql);
+    let mut toks = Vec::with_capacity(spanned.len());
+    for t in spanned {
+        let start = cursor.advance_to(t.span.start.line, t.span.start.column);
+        let end = cursor.advance_to(t.span.end.line, t.span.end.column);
+        if !matches!(t.token, Token::Whitespace(_)) {
+            toks.push(Tok { token: t.token, start, end });
+        }
+    }
+    Ok(toks)
+}
+
 fn push_statement(tokens: &[Token], text: &str, out: &mut Vec<StatementText>) -> Result<()> {
     if tokens.iter().all(|t| matches!(t, Token::Whitespace(_))) {
         return Ok(());

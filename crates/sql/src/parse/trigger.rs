@@ -11,10 +11,10 @@
 //! `INSTEAD OF`, `TRUNCATE`, `REFERENCING` (transition tables) and `FROM` are refused (0A000).
 
 use sqlparser::ast::{Ident, ObjectName};
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::Token;
 
 use crate::error::{Result, SqlError};
+use crate::parse::Tok;
 
 /// A parsed `CREATE TRIGGER`.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,12 +45,6 @@ pub struct CreateTrigger {
     pub args: Vec<String>,
 }
 
-struct Tok {
-    token: Token,
-    start: usize,
-    end: usize,
-}
-
 fn is(t: Option<&Tok>, word: &str) -> bool {
     matches!(t.map(|t| &t.token), Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
 }
@@ -61,18 +55,7 @@ pub fn create_trigger(sql: &str) -> Result<Option<CreateTrigger>> {
     if !head.get(..6).is_some_and(|w| w.eq_ignore_ascii_case("create")) {
         return Ok(None);
     }
-    let Ok(spanned) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location() else {
-        return Ok(None);
-    };
-    let mut cursor = crate::parse::Cursor::new(sql);
-    let mut toks = Vec::with_capacity(spanned.len());
-    for t in spanned {
-        let start = cursor.advance_to(t.span.start.line, t.span.start.column);
-        let end = cursor.advance_to(t.span.end.line, t.span.end.column);
-        if !matches!(t.token, Token::Whitespace(_)) {
-            toks.push(Tok { token: t.token, start, end });
-        }
-    }
+    let Ok(mut toks) = crate::parse::tokens_with_offsets(sql) else { return Ok(None) };
     while toks.last().is_some_and(|t| t.token == Token::SemiColon) {
         toks.pop();
     }
