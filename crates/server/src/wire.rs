@@ -118,7 +118,7 @@ pub fn decode_param(
         }
         DataType::Bytea => Value::Bytea(b.to_vec()),
         DataType::Uuid => Value::Uuid(b.try_into().map_err(|_| bad_binary(ty))?),
-        DataType::Time => {
+        DataType::Time(_) => {
             let t = i64::from_sql(&Type::INT8, b).map_err(|_| bad_binary(ty))?;
             if !(0..=kiln_sql::types::MICROS_PER_DAY).contains(&t) {
                 return Err(bad_binary(ty));
@@ -139,10 +139,10 @@ pub fn decode_param(
         DataType::Date => {
             Value::Date(from_pg_days(i32::from_sql(&Type::INT4, b).map_err(|_| bad_binary(ty))?))
         }
-        DataType::Timestamp => Value::Timestamp(from_pg_micros(
+        DataType::Timestamp(_) => Value::Timestamp(from_pg_micros(
             i64::from_sql(&Type::INT8, b).map_err(|_| bad_binary(ty))?,
         )),
-        DataType::TimestampTz => Value::TimestampTz(from_pg_micros(
+        DataType::TimestampTz(_) => Value::TimestampTz(from_pg_micros(
             i64::from_sql(&Type::INT8, b).map_err(|_| bad_binary(ty))?,
         )),
         DataType::Array(_) | DataType::Int2Vector | DataType::OidVector => {
@@ -349,15 +349,15 @@ mod tests {
                 kiln_sql::array::array_of(DataType::Uuid).unwrap(),
             ),
             (Value::Date(19_000), DataType::Date),
-            (Value::Time(45_296_123_456), DataType::Time),
+            (Value::Time(45_296_123_456), DataType::Time(None)),
             (
                 Value::Interval(kiln_sql::interval::Interval { months: -14, days: 3, micros: -7 }),
                 DataType::Interval(None),
             ),
-            (Value::Timestamp(1_700_000_000_000_000), DataType::Timestamp),
-            (Value::TimestampTz(-5), DataType::TimestampTz),
-            (Value::TimestampTz(i64::MAX), DataType::TimestampTz),
-            (Value::Timestamp(i64::MIN), DataType::Timestamp),
+            (Value::Timestamp(1_700_000_000_000_000), DataType::Timestamp(None)),
+            (Value::TimestampTz(-5), DataType::TimestampTz(None)),
+            (Value::TimestampTz(i64::MAX), DataType::TimestampTz(None)),
+            (Value::Timestamp(i64::MIN), DataType::Timestamp(None)),
             (Value::Date(i32::MIN), DataType::Date),
             (
                 Value::Array(vec![Value::Int(1), Value::Null, Value::Int(-3)]),

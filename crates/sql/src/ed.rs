@@ -487,6 +487,13 @@ impl SessionEnv<'_> {
             Some(DataType::Interval(_)) if typmod >= 0 => {
                 DataType::Interval(Some(typmod as u32)).sql_name()
             }
+            Some(DataType::Timestamp(_)) if typmod >= 0 => {
+                DataType::Timestamp(Some(typmod as u8)).sql_name()
+            }
+            Some(DataType::TimestampTz(_)) if typmod >= 0 => {
+                DataType::TimestampTz(Some(typmod as u8)).sql_name()
+            }
+            Some(DataType::Time(_)) if typmod >= 0 => DataType::Time(Some(typmod as u8)).sql_name(),
             Some(DataType::Numeric(_)) if typmod >= 4 => {
                 let m = (typmod - 4) as u32;
                 DataType::Numeric(Some((m >> 16, m & 0xffff))).sql_name()

@@ -980,7 +980,10 @@ mod tests {
         assert_eq!(format(&iv("35 days").justify_days().unwrap()), "1 mon 5 days");
         assert_eq!(format(&iv("50 hours").justify_hours().unwrap()), "2 days 02:00:00");
         assert_eq!(format(&iv("1 mon -1 hour").justify().unwrap()), "29 days 23:00:00");
-        let ts = |s: &str| match crate::types::Value::parse(s, crate::types::DataType::Timestamp) {
+        let ts = |s: &str| match crate::types::Value::parse(
+            s,
+            crate::types::DataType::Timestamp(None),
+        ) {
             Ok(crate::types::Value::Timestamp(t)) => t,
             other => panic!("{other:?}"),
         };

@@ -984,7 +984,8 @@ fn write_value(out: &mut String, v: &Value, ty: DataType, zone: Zone) -> Result<
                 Value::TimestampTz(_) => zone.to_local(*t),
                 _ => *t,
             };
-            let mut text = Value::Timestamp(local).to_text(DataType::Timestamp).unwrap_or_default();
+            let mut text =
+                Value::Timestamp(local).to_text(DataType::Timestamp(None)).unwrap_or_default();
             text = text.replacen(' ', "T", 1);
             if let Value::TimestampTz(_) = v {
                 let offset = crate::zone::format_offset(zone.offset_at(*t));

@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
-use chrono::{DateTime, Datelike, NaiveDate, NaiveTime};
+use chrono::{DateTime, Datelike, NaiveDate, NaiveTime, Timelike};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
@@ -11,7 +11,13 @@ use crate::error::{code, Result, SqlError};
 use crate::zone::Zone;
 
 /// A column or expression type. OIDs are PostgreSQL's, so clients decode values unchanged.
+///
+/// Stored catalogs hold it as JSON. The derived form is reached through `DataType::serialize`
+/// and `DataType::deserialize` (serde's `remote = "Self"`); the trait implementations below
+/// wrap it so that definitions written before `timestamp`, `timestamptz` and `time` carried
+/// a precision still read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub enum DataType {
     /// boolean
     Bool,
@@ -37,14 +43,15 @@ pub enum DataType {
     Bytea,
     /// date
     Date,
-    /// timestamp without time zone
-    Timestamp,
-    /// timestamp with time zone (an instant, kept as microseconds since 1970-01-01 UTC)
-    TimestampTz,
+    /// timestamp(p) without time zone; `None` for all six fractional digits unbounded by a
+    /// type modifier.
+    Timestamp(Option<u8>),
+    /// timestamp(p) with time zone (an instant, kept as microseconds since 1970-01-01 UTC)
+    TimestampTz(Option<u8>),
     /// uuid
     Uuid,
-    /// time without time zone
-    Time,
+    /// time(p) without time zone
+    Time(Option<u8>),
     /// A string literal or parameter whose type the context has not fixed yet.
     Unknown,
     /// An array of the element type (one dimension; see [`crate::array`]).
@@ -85,11 +92,63 @@ mod element_serde {
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<&'static DataType, D::Error> {
-        let t = DataType::deserialize(d)?;
+        let t = <DataType as Deserialize>::deserialize(d)?;
         match crate::array::array_of(t) {
             Ok(DataType::Array(e)) => Ok(e),
             _ => Err(serde::de::Error::custom("an array element type")),
         }
+    }
+}
+
+impl Serialize for DataType {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        DataType::serialize(self, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for DataType {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<DataType, D::Error> {
+        let stored = serde_json::Value::deserialize(d)?;
+        // Written before these types carried a precision: a unit variant's bare name.
+        match stored.as_str() {
+            Some("Timestamp") => return Ok(DataType::Timestamp(None)),
+            Some("TimestampTz") => return Ok(DataType::TimestampTz(None)),
+            Some("Time") => return Ok(DataType::Time(None)),
+            _ => {}
+        }
+        DataType::deserialize(stored).map_err(serde::de::Error::custom)
+    }
+}
+
+/// `(p)` after a type's name when it has a precision.
+fn precision_text(precision: Option<u8>) -> String {
+    precision.map(|p| format!("({p})")).unwrap_or_default()
+}
+
+/// [`round_micros`] for a timestamp: the infinities stay as they are.
+/// PostgreSQL counts timestamps from 2000-01-01, and a tie rounds away from that instant
+/// (`1999-01-08 04:05:06.5` to `…:06`), so Kiln rounds from there too.
+pub fn round_timestamp(micros: i64, precision: Option<u8>) -> i64 {
+    const Y2000: i64 = 946_684_800_000_000;
+    match micros {
+        TIMESTAMP_INFINITY | TIMESTAMP_NEG_INFINITY => micros,
+        _ => round_micros(micros.saturating_sub(Y2000), precision).saturating_add(Y2000),
+    }
+}
+
+/// The most fractional digits `timestamp(p)`, `timestamptz(p)` and `time(p)` keep.
+pub const MAX_TIME_PRECISION: u8 = 6;
+
+/// Rounds microseconds to `precision` fractional digits, half away from zero, as
+/// PostgreSQL's typmod adjustment does; `None` keeps them all.
+pub fn round_micros(micros: i64, precision: Option<u8>) -> i64 {
+    let Some(p) = precision.filter(|p| *p < MAX_TIME_PRECISION) else { return micros };
+    let unit = 10i64.pow((MAX_TIME_PRECISION - p) as u32);
+    let half = unit / 2;
+    if micros >= 0 {
+        micros.saturating_add(half) / unit * unit
+    } else {
+        -(micros.saturating_neg().saturating_add(half) / unit * unit)
     }
 }
 
@@ -109,11 +168,11 @@ impl DataType {
             DataType::Char(_) => 1042,
             DataType::Varchar(_) => 1043,
             DataType::Date => 1082,
-            DataType::Timestamp => 1114,
-            DataType::TimestampTz => 1184,
+            DataType::Timestamp(_) => 1114,
+            DataType::TimestampTz(_) => 1184,
             DataType::Numeric(_) => 1700,
             DataType::Uuid => 2950,
-            DataType::Time => 1083,
+            DataType::Time(_) => 1083,
             DataType::Interval(_) => 1186,
             DataType::Json => 114,
             DataType::Jsonb => 3802,
@@ -155,11 +214,11 @@ impl DataType {
             1042 => DataType::Char(1),
             1043 => DataType::Varchar(None),
             1082 => DataType::Date,
-            1114 => DataType::Timestamp,
-            1184 => DataType::TimestampTz,
+            1114 => DataType::Timestamp(None),
+            1184 => DataType::TimestampTz(None),
             1700 => DataType::Numeric(None),
             2950 => DataType::Uuid,
-            1083 => DataType::Time,
+            1083 => DataType::Time(None),
             1186 => DataType::Interval(None),
             114 => DataType::Json,
             3802 => DataType::Jsonb,
@@ -183,9 +242,9 @@ impl DataType {
             DataType::Name => 64,
             DataType::Int8
             | DataType::Float8
-            | DataType::Timestamp
-            | DataType::TimestampTz
-            | DataType::Time => 8,
+            | DataType::Timestamp(_)
+            | DataType::TimestampTz(_)
+            | DataType::Time(_) => 8,
             DataType::Uuid | DataType::Interval(_) => 16,
             _ => -1,
         }
@@ -198,6 +257,9 @@ impl DataType {
             DataType::Numeric(Some((p, s))) => (((p << 16) | s) + 4) as i32,
             DataType::Array(e) => e.modifier(),
             DataType::Interval(Some(t)) => t as i32,
+            DataType::Timestamp(Some(p))
+            | DataType::TimestampTz(Some(p))
+            | DataType::Time(Some(p)) => p as i32,
             _ => -1,
         }
     }
@@ -219,10 +281,10 @@ impl DataType {
             DataType::Char(n) => format!("character({n})"),
             DataType::Bytea => "bytea".into(),
             DataType::Date => "date".into(),
-            DataType::Timestamp => "timestamp without time zone".into(),
-            DataType::TimestampTz => "timestamp with time zone".into(),
+            DataType::Timestamp(p) => format!("timestamp{} without time zone", precision_text(p)),
+            DataType::TimestampTz(p) => format!("timestamp{} with time zone", precision_text(p)),
             DataType::Uuid => "uuid".into(),
-            DataType::Time => "time without time zone".into(),
+            DataType::Time(p) => format!("time{} without time zone", precision_text(p)),
             DataType::Interval(None) => "interval".into(),
             DataType::Interval(Some(t)) => format!("interval{}", crate::interval::typmod_text(t)),
             DataType::Json => "json".into(),
@@ -253,10 +315,10 @@ impl DataType {
             DataType::Text | DataType::Unknown => "text".into(),
             DataType::Bytea => "bytea".into(),
             DataType::Date => "date".into(),
-            DataType::Timestamp => "timestamp".into(),
-            DataType::TimestampTz => "timestamptz".into(),
+            DataType::Timestamp(_) => "timestamp".into(),
+            DataType::TimestampTz(_) => "timestamptz".into(),
             DataType::Uuid => "uuid".into(),
-            DataType::Time => "time".into(),
+            DataType::Time(_) => "time".into(),
             DataType::Interval(_) => "interval".into(),
             DataType::Json => "json".into(),
             DataType::Jsonb => "jsonb".into(),
@@ -268,6 +330,29 @@ impl DataType {
             DataType::Oid => "oid".into(),
             DataType::Name => "name".into(),
             DataType::PgChar => "char".into(),
+        }
+    }
+
+    /// The type without its type modifier (a `timestamp(3)` column's value plus an interval
+    /// is a `timestamp`).
+    pub fn unmodified(self) -> DataType {
+        match self {
+            DataType::Timestamp(_) => DataType::Timestamp(None),
+            DataType::TimestampTz(_) => DataType::TimestampTz(None),
+            DataType::Time(_) => DataType::Time(None),
+            DataType::Interval(_) => DataType::Interval(None),
+            DataType::Varchar(_) => DataType::Varchar(None),
+            DataType::Numeric(_) => DataType::Numeric(None),
+            t => t,
+        }
+    }
+
+    /// The type's name as `regtype` shows it (`pg_typeof`): without a type modifier.
+    pub fn regtype_name(self) -> String {
+        match self {
+            DataType::Array(e) => format!("{}[]", e.regtype_name()),
+            DataType::Char(_) => "character".into(),
+            t => t.unmodified().sql_name(),
         }
     }
 
@@ -319,9 +404,12 @@ impl DataType {
             (Int8, _) | (_, Int8) if a.is_integer() && b.is_integer() => Int8,
             (Int4, _) | (_, Int4) if a.is_integer() && b.is_integer() => Int4,
             (x, y) if x.is_string() && y.is_string() => Text,
-            (Timestamp, TimestampTz) | (TimestampTz, Timestamp) => TimestampTz,
-            (Date, Timestamp) | (Timestamp, Date) => Timestamp,
-            (Date, TimestampTz) | (TimestampTz, Date) => TimestampTz,
+            (Timestamp(_), Timestamp(_)) => Timestamp(None),
+            (TimestampTz(_), TimestampTz(_)) => TimestampTz(None),
+            (Time(_), Time(_)) => Time(None),
+            (Timestamp(_), TimestampTz(_)) | (TimestampTz(_), Timestamp(_)) => TimestampTz(None),
+            (Date, Timestamp(_)) | (Timestamp(_), Date) => Timestamp(None),
+            (Date, TimestampTz(_)) | (TimestampTz(_), Date) => TimestampTz(None),
             (x, _) => x,
         }
     }
@@ -472,29 +560,35 @@ impl Value {
             DataType::Char(n) => Value::Text(fit_string(text, Some(n), true)?),
             DataType::Bytea => Value::Bytea(parse_bytea(text)?),
             DataType::Uuid => Value::Uuid(parse_uuid(t).ok_or_else(|| bad("uuid"))?),
-            DataType::Time => Value::Time(parse_time(t).map_err(|in_range| match in_range {
-                false => {
-                    SqlError::new("22008", format!("date/time field value out of range: \"{t}\""))
-                }
-                true => {
-                    SqlError::new("22007", format!("invalid input syntax for type time: \"{t}\""))
-                }
-            })?),
+            DataType::Time(p) => {
+                let micros = parse_time(t).map_err(|in_range| match in_range {
+                    false => SqlError::new(
+                        "22008",
+                        format!("date/time field value out of range: \"{t}\""),
+                    ),
+                    true => SqlError::new(
+                        "22007",
+                        format!("invalid input syntax for type time: \"{t}\""),
+                    ),
+                })?;
+                Value::Time(round_micros(micros, p))
+            }
             DataType::Interval(m) => Value::Interval(crate::interval::parse(text, m)?),
             DataType::Json => Value::Text(crate::json::json_in(text)?),
             DataType::Jsonb => Value::Text(crate::json::jsonb_in(text)?),
             DataType::Date => {
                 Value::Date(parse_date(t, zone).ok_or_else(|| datetime_error(t, "date"))?)
             }
-            DataType::Timestamp | DataType::TimestampTz => {
-                let micros = parse_timestamp(t, ty == DataType::TimestampTz, zone)
-                    .ok_or_else(|| datetime_error(t, &ty.sql_name()))?;
-                if ty == DataType::Timestamp {
-                    Value::Timestamp(micros)
-                } else {
-                    Value::TimestampTz(micros)
-                }
-            }
+            DataType::Timestamp(p) => Value::Timestamp(round_timestamp(
+                parse_timestamp(t, false, zone)
+                    .ok_or_else(|| datetime_error(t, &ty.unmodified().sql_name()))?,
+                p,
+            )),
+            DataType::TimestampTz(p) => Value::TimestampTz(round_timestamp(
+                parse_timestamp(t, true, zone)
+                    .ok_or_else(|| datetime_error(t, &ty.unmodified().sql_name()))?,
+                p,
+            )),
             DataType::Array(e) => Value::Array(crate::array::parse(text, *e, zone)?),
             DataType::Enum(e) => e.parse(text)?,
             DataType::ExpandedElement(_) => {
@@ -680,7 +774,7 @@ impl Value {
             // with a label added since a plan was bound stays itself.
             (Value::Enum(v), DataType::Enum(_)) => Value::Enum(v),
             (Value::Uuid(u), DataType::Uuid) => Value::Uuid(u),
-            (Value::Time(t), DataType::Time) => Value::Time(t),
+            (Value::Time(t), DataType::Time(p)) => Value::Time(round_micros(t, p)),
             (Value::Interval(iv), DataType::Interval(m)) => {
                 Value::Interval(crate::interval::apply_typmod(iv, m)?)
             }
@@ -691,27 +785,34 @@ impl Value {
                     m,
                 )?)
             }
-            (Value::Interval(iv), DataType::Time) => {
-                Value::Time(crate::interval::add_to_time(0, iv))
+            (Value::Interval(iv), DataType::Time(p)) => {
+                Value::Time(round_micros(crate::interval::add_to_time(0, iv), p))
             }
             // A timestamp with time zone reads as its local time in the zone.
-            (Value::TimestampTz(t), DataType::Time | DataType::Date | DataType::Timestamp) => {
-                Value::Timestamp(zone.to_local(t)).cast_in(ty, zone)?
-            }
-            (Value::Timestamp(t), DataType::Time)
+            (
+                Value::TimestampTz(t),
+                DataType::Time(_) | DataType::Date | DataType::Timestamp(_),
+            ) => Value::Timestamp(zone.to_local(t)).cast_in(ty, zone)?,
+            (Value::Timestamp(t), DataType::Time(p))
                 if t != TIMESTAMP_INFINITY && t != TIMESTAMP_NEG_INFINITY =>
             {
-                Value::Time(t.rem_euclid(MICROS_PER_DAY))
+                Value::Time(round_micros(t.rem_euclid(MICROS_PER_DAY), p))
             }
             (Value::Date(d), DataType::Date) => Value::Date(d),
-            (Value::Date(d), DataType::Timestamp) => Value::Timestamp(date_micros(d)),
-            (Value::Date(d), DataType::TimestampTz) => {
+            (Value::Date(d), DataType::Timestamp(_)) => Value::Timestamp(date_micros(d)),
+            (Value::Date(d), DataType::TimestampTz(_)) => {
                 Value::TimestampTz(zone.from_local(date_micros(d)))
             }
             (Value::Timestamp(t), DataType::Date) => Value::Date(micros_date(t)),
-            (Value::Timestamp(t), DataType::Timestamp) => Value::Timestamp(t),
-            (Value::Timestamp(t), DataType::TimestampTz) => Value::TimestampTz(zone.from_local(t)),
-            (Value::TimestampTz(t), DataType::TimestampTz) => Value::TimestampTz(t),
+            (Value::Timestamp(t), DataType::Timestamp(p)) => {
+                Value::Timestamp(round_timestamp(t, p))
+            }
+            (Value::Timestamp(t), DataType::TimestampTz(p)) => {
+                Value::TimestampTz(round_timestamp(zone.from_local(t), p))
+            }
+            (Value::TimestampTz(t), DataType::TimestampTz(p)) => {
+                Value::TimestampTz(round_timestamp(t, p))
+            }
             (v, _) => return Err(bad(&v)),
         })
     }
@@ -815,11 +916,11 @@ impl Value {
             Value::Text(_) => DataType::Text,
             Value::Bytea(_) => DataType::Bytea,
             Value::Uuid(_) => DataType::Uuid,
-            Value::Time(_) => DataType::Time,
+            Value::Time(_) => DataType::Time(None),
             Value::Interval(_) => DataType::Interval(None),
             Value::Date(_) => DataType::Date,
-            Value::Timestamp(_) => DataType::Timestamp,
-            Value::TimestampTz(_) => DataType::TimestampTz,
+            Value::Timestamp(_) => DataType::Timestamp(None),
+            Value::TimestampTz(_) => DataType::TimestampTz(None),
             Value::Array(items) => {
                 crate::array::array_of_plain(crate::array::natural_element(items))
             }
@@ -1233,7 +1334,10 @@ fn parse_timestamp(s: &str, tz: bool, session: Zone) -> Option<i64> {
         }
     }
     let (date, time, zone) = parse_datetime(s)?;
-    let local = date.and_time(time.unwrap_or(NaiveTime::MIN)).and_utc().timestamp_micros();
+    let time = time.unwrap_or(NaiveTime::MIN);
+    // Digits past the sixth round to the nearest microsecond, as PostgreSQL reads them.
+    let local = date.and_time(time.with_nanosecond(0)?).and_utc().timestamp_micros()
+        + ((time.nanosecond() as i64 + 500) / 1000);
     // timestamp without time zone ignores a zone, as PostgreSQL does; timestamptz is the
     // instant of the local time in the zone given, or else in the session's.
     Some(match (tz, zone) {
@@ -1337,6 +1441,51 @@ mod tests {
     use super::*;
 
     #[test]
+    fn stored_types_read_with_and_without_a_precision() {
+        let read = |json: &str| serde_json::from_str::<DataType>(json).expect(json);
+        // As catalogs written before these types had a precision hold them.
+        assert_eq!(read("\"Timestamp\""), DataType::Timestamp(None));
+        assert_eq!(read("\"TimestampTz\""), DataType::TimestampTz(None));
+        assert_eq!(read("\"Time\""), DataType::Time(None));
+        assert_eq!(
+            read("{\"Array\":\"TimestampTz\"}"),
+            crate::array::array_of_plain(DataType::TimestampTz(None))
+        );
+        assert_eq!(read("\"Int4\""), DataType::Int4);
+        for t in [
+            DataType::Timestamp(Some(3)),
+            DataType::TimestampTz(Some(0)),
+            DataType::Time(None),
+            DataType::Interval(Some(7)),
+            DataType::Varchar(Some(10)),
+            crate::array::array_of(DataType::Timestamp(Some(2))).unwrap(),
+        ] {
+            assert_eq!(read(&serde_json::to_string(&t).unwrap()), t);
+        }
+        assert!(serde_json::from_str::<DataType>("\"Timestamps\"").is_err());
+    }
+
+    #[test]
+    fn precision_rounds_half_away_from_2000() {
+        let ts = |s: &str, p| {
+            Value::parse(s, DataType::Timestamp(p))
+                .unwrap()
+                .to_text(DataType::Timestamp(None))
+                .unwrap()
+        };
+        assert_eq!(ts("2024-01-01 00:00:00.5", Some(0)), "2024-01-01 00:00:01");
+        assert_eq!(ts("1999-01-08 04:05:06.5", Some(0)), "1999-01-08 04:05:06");
+        assert_eq!(ts("2024-01-01 00:00:00.1234567", None), "2024-01-01 00:00:00.123457");
+        assert_eq!(ts("2024-12-31 23:59:59.96", Some(1)), "2025-01-01 00:00:00");
+        assert_eq!(ts("infinity", Some(0)), "infinity");
+        let time = |s: &str, p| {
+            Value::parse(s, DataType::Time(p)).unwrap().to_text(DataType::Time(None)).unwrap()
+        };
+        assert_eq!(time("23:59:59.99", Some(1)), "24:00:00");
+        assert_eq!(time("10:00:00.449", Some(2)), "10:00:00.45");
+    }
+
+    #[test]
     fn uuid_text_forms() {
         let canonical = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11";
         let expect = parse_uuid(canonical).expect("the canonical form");
@@ -1369,7 +1518,9 @@ mod tests {
 
     #[test]
     fn time_text_forms() {
-        let t = |s: &str| Value::parse(s, DataType::Time).map(|v| v.to_text(DataType::Time));
+        let t = |s: &str| {
+            Value::parse(s, DataType::Time(None)).map(|v| v.to_text(DataType::Time(None)))
+        };
         assert_eq!(t("13:04:05.123456").unwrap().as_deref(), Some("13:04:05.123456"));
         assert_eq!(t("7:5").unwrap().as_deref(), Some("07:05:00"));
         assert_eq!(t("24:00:00").unwrap().as_deref(), Some("24:00:00"));

@@ -331,8 +331,8 @@ mod tests {
             let _ = parse_at(&s);
             for z in ZONES {
                 let zone = parse_setting(z).unwrap().0;
-                let _ = crate::types::Value::parse_in(&s, crate::types::DataType::TimestampTz, zone);
-                let _ = crate::types::Value::parse_in(&format!("2024-03-10 02:30 {s}"), crate::types::DataType::TimestampTz, zone);
+                let _ = crate::types::Value::parse_in(&s, crate::types::DataType::TimestampTz(None), zone);
+                let _ = crate::types::Value::parse_in(&format!("2024-03-10 02:30 {s}"), crate::types::DataType::TimestampTz(None), zone);
             }
         }
 
@@ -346,8 +346,8 @@ mod tests {
         ) {
             let zone = parse_setting(ZONES[z]).unwrap().0;
             let v = crate::types::Value::TimestampTz(t);
-            let text = v.to_text_in(crate::types::DataType::TimestampTz, zone).unwrap();
-            let back = crate::types::Value::parse_in(&text, crate::types::DataType::TimestampTz, zone);
+            let text = v.to_text_in(crate::types::DataType::TimestampTz(None), zone).unwrap();
+            let back = crate::types::Value::parse_in(&text, crate::types::DataType::TimestampTz(None), zone);
             proptest::prop_assert_eq!(back.unwrap(), v, "{}", text);
             let local = zone.to_local(t);
             let again = zone.from_local(local);

@@ -3003,3 +3003,15 @@ create trigger trg_ev_bump after insert on trg_ev for each row execute function 
 insert into trg_ev values (1, 'a'), (2, 'b'), (3, 'a');
 select * from trg_cnt order by k;
 drop table trg_ev, trg_cnt; drop function trg_bump();
+CREATE TABLE dtp_t (id int PRIMARY KEY, a timestamp(0), b timestamptz(3), c time(1), d timestamp(2)[], e timestamp(6));
+INSERT INTO dtp_t VALUES (1, '2024-01-01 00:00:00.5', '2024-01-01 00:00:00.12345+00', '10:00:00.66', ARRAY['2024-01-01 00:00:00.125'::timestamp(2)], '2024-01-01 00:00:00.1234567');
+INSERT INTO dtp_t VALUES (2, '1999-01-08 04:05:06.5', 'infinity', '23:59:59.99', NULL, '1999-01-08 04:05:06.5');
+SELECT * FROM dtp_t ORDER BY id;
+UPDATE dtp_t SET a = '2024-06-01 12:00:00.49', b = b + interval '0.0005 s' WHERE id = 1 RETURNING a, b;
+SELECT format_type(atttypid, atttypmod), atttypmod FROM pg_attribute WHERE attrelid = 'dtp_t'::regclass AND attnum > 0 ORDER BY attnum;
+SELECT column_name, data_type, datetime_precision FROM information_schema.columns WHERE table_name = 'dtp_t' ORDER BY ordinal_position;
+SELECT '2024-12-31 23:59:59.999999'::timestamp(5), '23:59:59.95'::time(1), '-infinity'::timestamptz(0), pg_typeof('2024-01-01'::timestamp(3)), pg_typeof('x'::varchar(3)), pg_typeof('x'::char(2));
+SELECT '1999-01-08 04:05:06.5'::timestamp(0) UNION ALL SELECT '1999-01-08 04:05:06.4'::timestamp(3);
+ALTER TABLE dtp_t ALTER COLUMN e TYPE timestamp(0);
+SELECT id, e FROM dtp_t ORDER BY id;
+DROP TABLE dtp_t;

@@ -552,19 +552,19 @@ pub(crate) fn bind_free(e: &ast::Expr) -> Result<(Expr, DataType)> {
             (Expr::Cast(Box::new(x), ty), ty)
         }
         E::Identifier(i) if i.value.eq_ignore_ascii_case("current_timestamp") => {
-            (Expr::Func(Func::Now, vec![]), DataType::TimestampTz)
+            (Expr::Func(Func::Now, vec![]), DataType::TimestampTz(None))
         }
         E::Identifier(i) if i.value.eq_ignore_ascii_case("localtimestamp") => {
-            (Expr::Func(Func::LocalTimestamp, vec![]), DataType::Timestamp)
+            (Expr::Func(Func::LocalTimestamp, vec![]), DataType::Timestamp(None))
         }
         E::Identifier(i) if i.value.eq_ignore_ascii_case("localtime") => {
-            (Expr::Func(Func::LocalTime, vec![]), DataType::Time)
+            (Expr::Func(Func::LocalTime, vec![]), DataType::Time(None))
         }
         E::Identifier(i) if i.value.eq_ignore_ascii_case("current_date") => {
             (Expr::Func(Func::CurrentDate, vec![]), DataType::Date)
         }
         E::Function(f) if f.name.to_string().eq_ignore_ascii_case("now") => {
-            (Expr::Func(Func::Now, vec![]), DataType::TimestampTz)
+            (Expr::Func(Func::Now, vec![]), DataType::TimestampTz(None))
         }
         E::BinaryOp { left, op, right } => {
             let (a, at) = bind_free(left)?;

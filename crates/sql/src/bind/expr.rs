@@ -63,12 +63,12 @@ impl<'a> Planner<'a> {
                     Ok(found) => found,
                     Err(err) => match name.as_str() {
                         "current_timestamp" | "now" => {
-                            (Expr::Func(Func::Now, vec![]), DataType::TimestampTz)
+                            (Expr::Func(Func::Now, vec![]), DataType::TimestampTz(None))
                         }
                         "localtimestamp" => {
-                            (Expr::Func(Func::LocalTimestamp, vec![]), DataType::Timestamp)
+                            (Expr::Func(Func::LocalTimestamp, vec![]), DataType::Timestamp(None))
                         }
-                        "localtime" => (Expr::Func(Func::LocalTime, vec![]), DataType::Time),
+                        "localtime" => (Expr::Func(Func::LocalTime, vec![]), DataType::Time(None)),
                         "current_date" => (Expr::Func(Func::CurrentDate, vec![]), DataType::Date),
                         "current_user" | "session_user" | "user" => {
                             (Expr::Func(Func::CurrentUser, vec![]), DataType::Text)
@@ -846,10 +846,10 @@ impl<'a> Planner<'a> {
         // A timestamp or date compared with a timestamp with time zone is read as a local
         // time in the session's zone first, as PostgreSQL's implicit cast does.
         let (a, b) = match (at2, bt2) {
-            (DataType::Date | DataType::Timestamp, DataType::TimestampTz) => {
+            (DataType::Date | DataType::Timestamp(_), DataType::TimestampTz(_)) => {
                 (self.to_timestamptz(a)?, b)
             }
-            (DataType::TimestampTz, DataType::Date | DataType::Timestamp) => {
+            (DataType::TimestampTz(_), DataType::Date | DataType::Timestamp(_)) => {
                 (a, self.to_timestamptz(b)?)
             }
             _ => (a, b),
@@ -912,8 +912,8 @@ impl Planner<'_> {
     /// `x` (a date or timestamp) as a timestamp with time zone in the session's zone.
     fn to_timestamptz(&self, x: Expr) -> Result<Expr> {
         Ok(match x {
-            Expr::Const(v) => Expr::Const(v.cast_in(DataType::TimestampTz, self.env.zone())?),
-            x => Expr::Cast(Box::new(x), DataType::TimestampTz),
+            Expr::Const(v) => Expr::Const(v.cast_in(DataType::TimestampTz(None), self.env.zone())?),
+            x => Expr::Cast(Box::new(x), DataType::TimestampTz(None)),
         })
     }
 }
@@ -1020,7 +1020,8 @@ fn datetime_operator(
     use DataType::{Date, Float8, Int4, Time, Timestamp, TimestampTz, Unknown};
     const IV: DataType = DataType::Interval(None);
     let iv = |t: DataType| matches!(t, DataType::Interval(_));
-    let temporal = |t: DataType| matches!(t, Date | Time | Timestamp | TimestampTz) || iv(t);
+    let temporal =
+        |t: DataType| matches!(t, Date | Time(_) | Timestamp(_) | TimestampTz(_)) || iv(t);
     if !matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div)
         || !(temporal(a) || temporal(b))
     {
@@ -1049,27 +1050,31 @@ fn datetime_operator(
                 format!("operator is not unique: {} + {}", if a == Date { "date" } else { "unknown" }, if b == Date { "date" } else { "unknown" }),
             )
             .hint("Could not choose a best candidate operator. You might need to add explicit type casts."))),
-            (Date, t) if iv(t) => ok(Date, IV, Timestamp),
-            (t, Date) if iv(t) => ok(IV, Date, Timestamp),
-            (Date, Time) => ok(Date, Time, Timestamp),
-            (Time, Date) => ok(Time, Date, Timestamp),
-            (Timestamp | TimestampTz | Time, t) if iv(t) || t == Unknown => ok(a, IV, a),
-            (t, Timestamp | TimestampTz | Time) if iv(t) || t == Unknown => ok(IV, b, b),
+            (Date, t) if iv(t) => ok(Date, IV, Timestamp(None)),
+            (t, Date) if iv(t) => ok(IV, Date, Timestamp(None)),
+            (Date, Time(_)) => ok(Date, Time(None), Timestamp(None)),
+            (Time(_), Date) => ok(Time(None), Date, Timestamp(None)),
+            (Timestamp(_) | TimestampTz(_) | Time(_), t) if iv(t) || t == Unknown => {
+                ok(a.unmodified(), IV, a.unmodified())
+            }
+            (t, Timestamp(_) | TimestampTz(_) | Time(_)) if iv(t) || t == Unknown => {
+                ok(IV, b.unmodified(), b.unmodified())
+            }
             (x, y) if (iv(x) || x == Unknown) && (iv(y) || y == Unknown) => ok(IV, IV, IV),
             _ => no_operator(),
         },
         BinOp::Sub => match (a, b) {
             (Date, t) if t.is_integer() => ok(Date, Int4, Date),
             (Date, Date | Unknown) | (Unknown, Date) => ok(Date, Date, Int4),
-            (Date, t) if iv(t) => ok(Date, IV, Timestamp),
-            (Time, Time | Unknown) | (Unknown, Time) => ok(Time, Time, IV),
-            (Time, t) if iv(t) => ok(Time, IV, Time),
-            (Timestamp | TimestampTz | Date, t) if iv(t) => ok(a, IV, if a == Date { Timestamp } else { a }),
-            (Timestamp | TimestampTz | Date, Timestamp | TimestampTz | Date | Unknown)
-            | (Unknown, Timestamp | TimestampTz) => {
+            (Date, t) if iv(t) => ok(Date, IV, Timestamp(None)),
+            (Time(_), Time(_) | Unknown) | (Unknown, Time(_)) => ok(Time(None), Time(None), IV),
+            (Time(_), t) if iv(t) => ok(Time(None), IV, Time(None)),
+            (Timestamp(_) | TimestampTz(_), t) if iv(t) => ok(a.unmodified(), IV, a.unmodified()),
+            (Timestamp(_) | TimestampTz(_) | Date, Timestamp(_) | TimestampTz(_) | Date | Unknown)
+            | (Unknown, Timestamp(_) | TimestampTz(_)) => {
                 let common = match (a, b) {
-                    (TimestampTz, _) | (_, TimestampTz) => TimestampTz,
-                    _ => Timestamp,
+                    (TimestampTz(_), _) | (_, TimestampTz(_)) => TimestampTz(None),
+                    _ => Timestamp(None),
                 };
                 ok(common, common, IV)
             }

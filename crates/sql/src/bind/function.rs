@@ -113,7 +113,7 @@ impl<'a> Planner<'a> {
                 )
                 .hint("Could not choose a best candidate function. You might need to add explicit type casts."))
             }
-            DataType::Time if func != Func::DateTrunc => match func {
+            DataType::Time(_) if func != Func::DateTrunc => match func {
                 Func::Extract => DataType::Numeric(None),
                 _ => DataType::Float8,
             },
@@ -122,10 +122,10 @@ impl<'a> Planner<'a> {
                 Func::DatePart => DataType::Float8,
                 _ => DataType::Interval(None),
             },
-            DataType::Date | DataType::Timestamp | DataType::TimestampTz => match func {
+            DataType::Date | DataType::Timestamp(_) | DataType::TimestampTz(_) => match func {
                 Func::Extract => DataType::Numeric(None),
                 Func::DatePart => DataType::Float8,
-                _ if st == DataType::Date => DataType::TimestampTz,
+                _ if st == DataType::Date => DataType::TimestampTz(None),
                 _ => st,
             },
             other => {
@@ -171,10 +171,14 @@ impl<'a> Planner<'a> {
             other => return Err(no_function(other, t)),
         };
         let (x, to) = match t {
-            DataType::TimestampTz => (x, DataType::Timestamp),
-            DataType::Timestamp => (x, DataType::TimestampTz),
-            DataType::Unknown => (self.coerce(x, t, DataType::TimestampTz)?.0, DataType::Timestamp),
-            DataType::Date => (Expr::Cast(Box::new(x), DataType::TimestampTz), DataType::Timestamp),
+            DataType::TimestampTz(_) => (x, DataType::Timestamp(None)),
+            DataType::Timestamp(_) => (x, DataType::TimestampTz(None)),
+            DataType::Unknown => {
+                (self.coerce(x, t, DataType::TimestampTz(None))?.0, DataType::Timestamp(None))
+            }
+            DataType::Date => {
+                (Expr::Cast(Box::new(x), DataType::TimestampTz(None)), DataType::Timestamp(None))
+            }
             other => return Err(no_function(zt, other)),
         };
         self.fold(Func::Timezone, vec![zone, x], to)
@@ -457,11 +461,11 @@ impl<'a> Planner<'a> {
             let (unit, ut) = self.expr(&args[0], scope, aggs)?;
             let (unit, _) = self.coerce(unit, ut, DataType::Text)?;
             let (source, st) = self.expr(&args[1], scope, aggs)?;
-            let (source, st) = self.coerce(source, st, DataType::TimestampTz)?;
+            let (source, st) = self.coerce(source, st, DataType::TimestampTz(None))?;
             let source = match st {
-                DataType::TimestampTz => source,
-                DataType::Date | DataType::Timestamp => {
-                    Expr::Cast(Box::new(source), DataType::TimestampTz)
+                DataType::TimestampTz(_) => source,
+                DataType::Date | DataType::Timestamp(_) => {
+                    Expr::Cast(Box::new(source), DataType::TimestampTz(None))
                 }
                 other => {
                     return Err(SqlError::new(
@@ -476,7 +480,7 @@ impl<'a> Planner<'a> {
             let (zone, zt) = self.expr(&args[2], scope, aggs)?;
             let (zone, _) = self.coerce(zone, zt, DataType::Text)?;
             let args = vec![unit, source, zone];
-            return Ok((Expr::Func(Func::DateTrunc, args), DataType::TimestampTz));
+            return Ok((Expr::Func(Func::DateTrunc, args), DataType::TimestampTz(None)));
         }
         if name == "date_part" || name == "date_trunc" {
             check_arity(&name, args.len(), 2, 2)?;
@@ -490,7 +494,8 @@ impl<'a> Planner<'a> {
             // The argument's type, known when binding (shown by name, as regtype is).
             check_arity("pg_typeof", args.len(), 1, 1)?;
             let (x, ty) = self.expr(&args[0], scope, aggs)?;
-            let shown = if ty == DataType::Unknown { "unknown".to_string() } else { ty.sql_name() };
+            let shown =
+                if ty == DataType::Unknown { "unknown".to_string() } else { ty.regtype_name() };
             let shown = Expr::Const(Value::Text(shown));
             // Of an aggregate, the query still aggregates: the aggregate stays in the
             // expression (COALESCE answers the name before evaluating it).
@@ -569,12 +574,12 @@ impl<'a> Planner<'a> {
         // Beside a timestamp with time zone an untyped timestamp argument is one too (read
         // with its offset), then taken as a local time, as PostgreSQL's age(timestamptz,
         // timestamptz) reads both.
-        let zoned = types.contains(&DataType::TimestampTz);
+        let zoned = types.iter().any(|t| matches!(t, DataType::TimestampTz(_)));
         let mut fixed = Vec::with_capacity(bound.len());
         for (i, (x, t)) in bound.into_iter().zip(types).enumerate() {
             if zoned && t == DataType::Unknown && def.arg(i) == Arg::Timestamp {
-                let (x, _) = self.coerce(x, t, DataType::TimestampTz)?;
-                fixed.push(Expr::Cast(Box::new(x), DataType::Timestamp));
+                let (x, _) = self.coerce(x, t, DataType::TimestampTz(None))?;
+                fixed.push(Expr::Cast(Box::new(x), DataType::Timestamp(None)));
                 continue;
             }
             let want = match def.arg(i) {
@@ -587,7 +592,7 @@ impl<'a> Planner<'a> {
                 Arg::Int8 => DataType::Int8,
                 Arg::Float8 => DataType::Float8,
                 Arg::Numeric => DataType::Numeric(None),
-                Arg::Timestamp => DataType::Timestamp,
+                Arg::Timestamp => DataType::Timestamp(None),
                 Arg::Interval => DataType::Interval(None),
                 Arg::Bytea => DataType::Bytea,
                 Arg::Uuid => DataType::Uuid,
@@ -595,8 +600,8 @@ impl<'a> Planner<'a> {
             };
             // Arguments of a date/time type must be of it or convert to it implicitly.
             let converts = match want {
-                DataType::Timestamp => {
-                    matches!(t, DataType::Date | DataType::Timestamp | DataType::TimestampTz)
+                DataType::Timestamp(_) => {
+                    matches!(t, DataType::Date | DataType::Timestamp(_) | DataType::TimestampTz(_))
                 }
                 DataType::Interval(_) => matches!(t, DataType::Interval(_)),
                 DataType::Bytea | DataType::Uuid => t == want,
@@ -611,7 +616,7 @@ impl<'a> Planner<'a> {
             }
             let (x, t) = self.coerce(x, t, want)?;
             fixed.push(match (want, t) {
-                (DataType::Timestamp, DataType::Date | DataType::TimestampTz) => {
+                (DataType::Timestamp(_), DataType::Date | DataType::TimestampTz(_)) => {
                     Expr::Cast(Box::new(x), want)
                 }
                 _ => x,

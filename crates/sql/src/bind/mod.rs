@@ -384,6 +384,13 @@ pub(crate) fn interval_typmod(range: Option<u32>, precision: Option<u64>) -> Res
     Ok(Some(typmod(range, precision)))
 }
 
+/// The fractional digits of `timestamp(p)`, `timestamptz(p)` or `time(p)`: a larger precision
+/// is reduced to the six PostgreSQL keeps, as PostgreSQL does (with a warning there), and
+/// `(6)` is all of them but still shown.
+fn time_precision(precision: Option<u64>) -> Option<u8> {
+    precision.map(|p| p.min(crate::types::MAX_TIME_PRECISION as u64) as u8)
+}
+
 /// Converts an SQL type name.
 pub fn data_type(t: &ast::DataType) -> Result<DataType> {
     use ast::DataType as D;
@@ -430,11 +437,11 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
         D::Bytea => DataType::Bytea,
         D::Uuid => DataType::Uuid,
         D::Date => DataType::Date,
-        D::Time(_, tz) => match tz {
+        D::Time(precision, tz) => match tz {
             ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => {
                 return Err(SqlError::unsupported("time with time zone"))
             }
-            _ => DataType::Time,
+            _ => DataType::Time(time_precision(*precision)),
         },
         D::Interval { fields, precision } => {
             use crate::interval::{DAY, HOUR, MINUTE, MONTH, SECOND, YEAR};
@@ -456,14 +463,27 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
             });
             DataType::Interval(interval_typmod(range, *precision)?)
         }
-        D::Timestamp(_, tz) => match tz {
-            ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => DataType::TimestampTz,
-            _ => DataType::Timestamp,
+        D::Timestamp(precision, tz) => match tz {
+            ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => {
+                DataType::TimestampTz(time_precision(*precision))
+            }
+            _ => DataType::Timestamp(time_precision(*precision)),
         },
         D::JSON => DataType::Json,
         D::JSONB => DataType::Jsonb,
-        D::Custom(name, _) => match name_as_written(name)?.as_str() {
-            "timestamptz" => DataType::TimestampTz,
+        D::Custom(name, modifiers) => match name_as_written(name)?.as_str() {
+            "timestamptz" => match modifiers.as_slice() {
+                [] => DataType::TimestampTz(None),
+                [p] => DataType::TimestampTz(time_precision(Some(p.parse().map_err(|_| {
+                    SqlError::new(code::SYNTAX, format!("invalid type modifier \"{p}\""))
+                })?))),
+                _ => {
+                    return Err(SqlError::new(
+                        code::SYNTAX,
+                        "invalid type modifier: timestamptz takes one precision",
+                    ))
+                }
+            },
             "json" => DataType::Json,
             "jsonb" => DataType::Jsonb,
             "bpchar" => DataType::Char(1),

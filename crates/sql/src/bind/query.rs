@@ -564,7 +564,10 @@ impl<'a> Planner<'a> {
                     // A series of timestamps is the set-returning call's (its step an
                     // interval); integers stream from `Source::Series`.
                     let temporal = bound.iter().take(2).any(|(_, t)| {
-                        matches!(t, DataType::Date | DataType::Timestamp | DataType::TimestampTz)
+                        matches!(
+                            t,
+                            DataType::Date | DataType::Timestamp(_) | DataType::TimestampTz(_)
+                        )
                     });
                     if temporal {
                         return self.srf_from_item(

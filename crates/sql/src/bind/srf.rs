@@ -147,13 +147,13 @@ impl<'a> Planner<'a> {
                     typed.push(self.expr(a, scope, false)?);
                 }
                 let temporal = typed.iter().map(|(_, t)| *t).find(|t| {
-                    matches!(t, DataType::Timestamp | DataType::TimestampTz | DataType::Date)
+                    matches!(t, DataType::Timestamp(_) | DataType::TimestampTz(_) | DataType::Date)
                 });
                 if let Some(t) = temporal {
-                    let ty = if t == DataType::Timestamp {
-                        DataType::Timestamp
+                    let ty = if matches!(t, DataType::Timestamp(_)) {
+                        DataType::Timestamp(None)
                     } else {
-                        DataType::TimestampTz
+                        DataType::TimestampTz(None)
                     };
                     let Some(step) = args.get(2) else {
                         return Err(SqlError::new(
@@ -167,7 +167,7 @@ impl<'a> Planner<'a> {
                         let (x, xt) = self.coerce(x, xt, ty)?;
                         bound.push(match xt {
                             _ if xt == ty => x,
-                            DataType::Date | DataType::Timestamp | DataType::TimestampTz => {
+                            DataType::Date | DataType::Timestamp(_) | DataType::TimestampTz(_) => {
                                 Expr::Cast(Box::new(x), ty)
                             }
                             other => {

@@ -127,12 +127,12 @@ impl<'a> Planner<'a> {
                         DataType::Date => {
                             // Compared as timestamps: date ± interval is one.
                             let key = order.pop().unwrap_or(Expr::Const(Value::Null));
-                            order.push(Expr::Cast(Box::new(key), DataType::Timestamp));
+                            order.push(Expr::Cast(Box::new(key), DataType::Timestamp(None)));
                             DataType::Interval(None)
                         }
-                        DataType::Timestamp
-                        | DataType::TimestampTz
-                        | DataType::Time
+                        DataType::Timestamp(_)
+                        | DataType::TimestampTz(_)
+                        | DataType::Time(_)
                         | DataType::Interval(_) => DataType::Interval(None),
                         t => {
                             return Err(SqlError::new(

@@ -97,7 +97,7 @@ fn check_immutable(e: &Expr, table: &Table, what: &str) -> Result<()> {
                     _ => Some(not_immutable()),
                 },
             },
-            Expr::Column(c) if table.columns[*c].ty == DataType::TimestampTz => {
+            Expr::Column(c) if matches!(table.columns[*c].ty, DataType::TimestampTz(_)) => {
                 Some(not_immutable())
             }
             _ => None,

@@ -373,7 +373,7 @@ mod tests {
     use crate::types::DataType;
 
     fn ts(s: &str) -> Value {
-        Value::parse(s, DataType::Timestamp).unwrap()
+        Value::parse(s, DataType::Timestamp(None)).unwrap()
     }
 
     #[test]
@@ -401,8 +401,9 @@ mod tests {
     #[test]
     fn truncation() {
         let t = ts("2024-05-17 13:04:05.5");
-        let cut =
-            |u: &str| date_trunc(u, &t, Zone::UTC).unwrap().to_text(DataType::Timestamp).unwrap();
+        let cut = |u: &str| {
+            date_trunc(u, &t, Zone::UTC).unwrap().to_text(DataType::Timestamp(None)).unwrap()
+        };
         assert_eq!(cut("second"), "2024-05-17 13:04:05");
         assert_eq!(cut("hour"), "2024-05-17 13:00:00");
         assert_eq!(cut("day"), "2024-05-17 00:00:00");
@@ -414,8 +415,10 @@ mod tests {
         assert_eq!(cut("century"), "2001-01-01 00:00:00");
         assert_eq!(cut("millennium"), "2001-01-01 00:00:00");
         let before = ts("1969-12-31 23:59:59.5");
-        let s =
-            date_trunc("second", &before, Zone::UTC).unwrap().to_text(DataType::Timestamp).unwrap();
+        let s = date_trunc("second", &before, Zone::UTC)
+            .unwrap()
+            .to_text(DataType::Timestamp(None))
+            .unwrap();
         assert_eq!(s, "1969-12-31 23:59:59");
     }
 }

@@ -877,7 +877,8 @@ mod tests {
     fn timestamps_with_offsets_and_clocks() {
         let ts = |i: &str, t: &str| to_timestamp(i, t, Zone::Fixed(0));
         let v = ts("2024-01-02 03:04 -05", "YYYY-MM-DD HH24:MI TZH").unwrap();
-        let want = Value::parse("2024-01-02 08:04:00+00", crate::types::DataType::TimestampTz);
+        let want =
+            Value::parse("2024-01-02 08:04:00+00", crate::types::DataType::TimestampTz(None));
         assert_eq!(v, want.unwrap());
         assert_eq!(ts("2024-01-02 13:04", "YYYY-MM-DD HH:MI").unwrap_err().code, "22007");
         assert_eq!(ts("2024-01-02 24:00", "YYYY-MM-DD HH24:MI").unwrap_err().code, "22008");

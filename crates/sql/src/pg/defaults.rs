@@ -148,9 +148,9 @@ mod tests {
             ("false", DataType::Bool, "false"),
             ("('y')", DataType::Varchar(None), "'y'::character varying"),
             ("'a'::text", DataType::Varchar(None), "'a'::text"),
-            ("'10:00'", DataType::Time, "'10:00:00'::time without time zone"),
-            ("now()", DataType::TimestampTz, "now()"),
-            ("CURRENT_TIMESTAMP", DataType::TimestampTz, "CURRENT_TIMESTAMP"),
+            ("'10:00'", DataType::Time(None), "'10:00:00'::time without time zone"),
+            ("now()", DataType::TimestampTz(None), "now()"),
+            ("CURRENT_TIMESTAMP", DataType::TimestampTz(None), "CURRENT_TIMESTAMP"),
             ("nextval('s'::regclass)", DataType::Int4, "nextval('s'::regclass)"),
             ("3000000000", DataType::Int8, "'3000000000'::bigint"),
         ];

@@ -236,10 +236,10 @@ impl SystemTables for System<'_> {
                         ("client_addr", T),
                         ("client_hostname", T),
                         ("client_port", I4),
-                        ("backend_start", DataType::TimestampTz),
-                        ("xact_start", DataType::TimestampTz),
-                        ("query_start", DataType::TimestampTz),
-                        ("state_change", DataType::TimestampTz),
+                        ("backend_start", DataType::TimestampTz(None)),
+                        ("xact_start", DataType::TimestampTz(None)),
+                        ("query_start", DataType::TimestampTz(None)),
+                        ("state_change", DataType::TimestampTz(None)),
                         ("wait_event_type", T),
                         ("wait_event", T),
                         ("state", T),
@@ -446,7 +446,7 @@ impl SystemTables for System<'_> {
                     ("rolconfig", TA),
                     ("usename", N),
                     ("usesysid", O),
-                    ("rolvaliduntil", DataType::TimestampTz),
+                    ("rolvaliduntil", DataType::TimestampTz(None)),
                     ("rolpassword", T),
                 ]),
                 {
@@ -795,11 +795,11 @@ impl SystemTables for System<'_> {
                     DataType::Char(1),
                     DataType::Varchar(None),
                     DataType::Date,
-                    DataType::Timestamp,
-                    DataType::TimestampTz,
+                    DataType::Timestamp(None),
+                    DataType::TimestampTz(None),
                     DataType::Numeric(None),
                     DataType::Uuid,
-                    DataType::Time,
+                    DataType::Time(None),
                     DataType::Interval(None),
                     DataType::Json,
                     DataType::Jsonb,
@@ -829,9 +829,9 @@ impl SystemTables for System<'_> {
                         DataType::Enum(_) => "E",
                         DataType::Bool => "B",
                         DataType::Date
-                        | DataType::Timestamp
-                        | DataType::TimestampTz
-                        | DataType::Time => "D",
+                        | DataType::Timestamp(_)
+                        | DataType::TimestampTz(_)
+                        | DataType::Time(_) => "D",
                         DataType::Interval(_) => "T",
                         DataType::Json | DataType::Jsonb => "U",
                         t if t.is_numeric() => "N",
@@ -853,9 +853,9 @@ impl SystemTables for System<'_> {
                         // PostgreSQL's newer types name their I/O functions with an underscore.
                         let sep = match t {
                             DataType::Date
-                            | DataType::Time
-                            | DataType::Timestamp
-                            | DataType::TimestampTz
+                            | DataType::Time(_)
+                            | DataType::Timestamp(_)
+                            | DataType::TimestampTz(_)
                             | DataType::Interval(_)
                             | DataType::Uuid
                             | DataType::Json
@@ -884,7 +884,7 @@ impl SystemTables for System<'_> {
                             DataType::Text
                                 | DataType::Bool
                                 | DataType::Float8
-                                | DataType::TimestampTz
+                                | DataType::TimestampTz(_)
                                 | DataType::Numeric(_)
                                 | DataType::Interval(_)
                         )),
@@ -1139,7 +1139,7 @@ impl SystemTables for System<'_> {
                     ("is_holdable", B),
                     ("is_binary", B),
                     ("is_scrollable", B),
-                    ("creation_time", DataType::TimestampTz),
+                    ("creation_time", DataType::TimestampTz(None)),
                 ]),
                 self.cursors
                     .iter()
@@ -1452,8 +1452,7 @@ fn column_data_type(ty: DataType) -> String {
         DataType::Varchar(_) => "character varying".into(),
         DataType::Char(_) => "character".into(),
         DataType::Numeric(_) => "numeric".into(),
-        DataType::Interval(_) => "interval".into(),
-        t => t.sql_name(),
+        t => t.unmodified().sql_name(),
     }
 }
 
@@ -1479,8 +1478,15 @@ fn type_facts(ty: DataType) -> [Value; 6] {
         }
         DataType::Numeric(None) => [null(), null(), null(), n(10), null(), null()],
         DataType::Date => [null(), null(), null(), null(), null(), n(0)],
-        DataType::Timestamp | DataType::TimestampTz | DataType::Time | DataType::Interval(_) => {
-            [null(), null(), null(), null(), null(), n(6)]
+        DataType::Timestamp(p) | DataType::TimestampTz(p) | DataType::Time(p) => {
+            [null(), null(), null(), null(), null(), n(p.unwrap_or(6).into())]
+        }
+        DataType::Interval(m) => {
+            let precision = m.map_or(6, |m| match m & 0xFFFF {
+                p if p < 6 => p,
+                _ => 6,
+            });
+            [null(), null(), null(), null(), null(), n(precision.into())]
         }
         _ => [null(), null(), null(), null(), null(), null()],
     }

@@ -128,7 +128,10 @@ pub fn key_order(plan: &mut SelectPlan) {
         !col.nullable
             && (col.ty.is_integer()
                 || col.ty.is_string()
-                || matches!(col.ty, DataType::Date | DataType::Timestamp | DataType::TimestampTz))
+                || matches!(
+                    col.ty,
+                    DataType::Date | DataType::Timestamp(_) | DataType::TimestampTz(_)
+                ))
     };
     if fixed >= pk.len() || !pk.iter().all(|&c| orderable(c)) {
         return; // one row at most, or not in value order
@@ -414,8 +417,8 @@ pub(crate) fn key_compatible(e: &Expr, ty: DataType) -> bool {
                     (v, ty),
                     (Value::Bool(_), DataType::Bool)
                         | (Value::Date(_), DataType::Date)
-                        | (Value::Timestamp(_), DataType::Timestamp)
-                        | (Value::TimestampTz(_), DataType::TimestampTz)
+                        | (Value::Timestamp(_), DataType::Timestamp(_))
+                        | (Value::TimestampTz(_), DataType::TimestampTz(_))
                         | (Value::Bytea(_), DataType::Bytea)
                         | (Value::Float(_), DataType::Float8 | DataType::Float4)
                 )
