@@ -688,14 +688,14 @@ impl Conn {
                     return self.extended_error(e).await;
                 }
                 let mut params = Vec::with_capacity(b.parameters.len());
-                let zone = self.session.zone();
+                let style = self.session.style();
                 let types = match self.session.current_types(&prepared.param_types) {
                     Ok(t) => t,
                     Err(e) => return self.extended_error(e).await,
                 };
                 for (i, raw) in b.parameters.iter().enumerate() {
                     let format = format_for(&b.parameter_format_codes, i);
-                    match decode_param(raw.as_ref(), format, types[i], zone) {
+                    match decode_param(raw.as_ref(), format, types[i], style) {
                         Ok(v) => params.push(v),
                         Err(e) => return self.extended_error(e).await,
                     }
@@ -918,11 +918,11 @@ impl Conn {
             Some(m) if rows.len() > m => Some(rows.split_off(m)),
             _ => None,
         };
-        let zone = self.session.zone();
+        let style = self.session.style();
         for row in rows {
             let mut data = BytesMut::new();
             for (i, (v, (_, ty))) in row.iter().zip(columns).enumerate() {
-                match encode_value(v, format_for(formats, i), *ty, zone) {
+                match encode_value(v, format_for(formats, i), *ty, style) {
                     Ok(Some(b)) => {
                         data.extend_from_slice(&(b.len() as i32).to_be_bytes());
                         data.extend_from_slice(&b);

@@ -6,8 +6,8 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use kiln_sql::error::{code, SqlError};
 use kiln_sql::exec::copy::COPY_ROW_BYTES_MAX;
+use kiln_sql::style::Style;
 use kiln_sql::types::{DataType, Value};
-use kiln_sql::zone::Zone;
 
 use crate::wire::{decode_param, encode_value};
 
@@ -149,7 +149,7 @@ impl BinaryCopyIn {
             pos += len as usize;
             // Binary forms are instants: no zone reads them.
             let raw = Bytes::copy_from_slice(field);
-            values.push(decode_param(Some(&raw), 1, *ty, Zone::UTC)?);
+            values.push(decode_param(Some(&raw), 1, *ty, Style::DEFAULT)?);
         }
         Ok(Row::Values(values, pos))
     }
@@ -176,7 +176,7 @@ pub fn row(values: &[Value], types: &[DataType]) -> Result<Bytes, SqlError> {
     b.put_i16(values.len() as i16);
     for (v, ty) in values.iter().zip(types) {
         // Binary forms are instants: no zone writes them.
-        match encode_value(v, 1, *ty, Zone::UTC)? {
+        match encode_value(v, 1, *ty, Style::DEFAULT)? {
             None => b.put_i32(-1),
             Some(bytes) => {
                 b.put_i32(bytes.len() as i32);

@@ -1,7 +1,7 @@
 //! Values on the wire: PostgreSQL's text and binary formats of each type.
 
 use bytes::{Bytes, BytesMut};
-use kiln_sql::zone::Zone;
+use kiln_sql::style::Style;
 use kiln_sql::{code, DataType, SqlError, Value};
 use postgres_types::{FromSql, ToSql, Type};
 use rust_decimal::Decimal;
@@ -54,20 +54,20 @@ fn bad_binary(ty: DataType) -> SqlError {
 }
 
 /// Decodes a parameter sent in `format` (0 text, 1 binary) as type `ty`; a timestamp with
-/// time zone in text without an offset is a local time in `zone` (binary forms are
+/// time zone in text without an offset is a local time in the `style`'s zone (binary forms are
 /// instants).
 pub fn decode_param(
     raw: Option<&Bytes>,
     format: i16,
     ty: DataType,
-    zone: Zone,
+    style: Style,
 ) -> Result<Value, SqlError> {
     let Some(raw) = raw else { return Ok(Value::Null) };
     if format == 0 {
         let text = std::str::from_utf8(raw).map_err(|_| {
             SqlError::new(code::BAD_ENCODING, "invalid byte sequence for encoding \"UTF8\"")
         })?;
-        return Value::parse_in(text, ty, zone);
+        return Value::parse_in(text, ty, style);
     }
     let b = raw.as_ref();
     let v = match ty {
@@ -153,7 +153,7 @@ pub fn decode_param(
         }
     };
     // Values arrive typed; fit them to the parameter's type (e.g. varchar(n)).
-    v.cast_in(ty, zone)
+    v.cast_in(ty, style)
 }
 
 /// PostgreSQL's binary array: dimensions, a has-NULL flag, the element type OID, then per
@@ -200,7 +200,7 @@ fn decode_array(b: &[u8], ty: DataType) -> Option<Result<Value, SqlError>> {
         r = &r[n..];
         // oids are 4 bytes (Kiln holds them as bigint).
         let elem = if ty == DataType::OidVector { DataType::Int4 } else { elem };
-        match decode_param(Some(&raw), 1, elem, Zone::UTC) {
+        match decode_param(Some(&raw), 1, elem, Style::DEFAULT) {
             Ok(v) => items.push(v),
             Err(e) => return Some(Err(e)),
         }
@@ -212,18 +212,18 @@ fn decode_array(b: &[u8], ty: DataType) -> Option<Result<Value, SqlError>> {
 }
 
 /// Encodes a result value in `format` (0 text, 1 binary) as type `ty`; `None` is NULL. In
-/// text a timestamp with time zone is written in `zone` (binary forms are instants).
+/// text values are written in the session's `style` (binary forms are instants).
 pub fn encode_value(
     v: &Value,
     format: i16,
     ty: DataType,
-    zone: Zone,
+    style: Style,
 ) -> Result<Option<Bytes>, SqlError> {
     if v.is_null() {
         return Ok(None);
     }
     if format == 0 {
-        return Ok(v.to_text_in(ty, zone).map(Bytes::from));
+        return Ok(v.to_text_in(ty, style).map(Bytes::from));
     }
     let mut buf = BytesMut::new();
     let err = |_| {
@@ -233,7 +233,7 @@ pub fn encode_value(
         )
     };
     // Convert to the declared type first (an integer column computed as i64, say).
-    let v = match v.clone().cast_in(ty, zone) {
+    let v = match v.clone().cast_in(ty, style) {
         Ok(v) => v,
         Err(_) => v.clone(),
     };
@@ -264,7 +264,7 @@ pub fn encode_value(
                     (Value::Int(i), DataType::OidVector) => {
                         Some(Bytes::copy_from_slice(&(*i as u32).to_be_bytes()))
                     }
-                    _ => encode_value(item, 1, elem, zone)?,
+                    _ => encode_value(item, 1, elem, style)?,
                 };
                 match bytes {
                     None => buf.extend_from_slice(&(-1i32).to_be_bytes()),
@@ -305,7 +305,9 @@ pub fn encode_value(
             out.extend_from_slice(s.as_bytes());
             return Ok(Some(Bytes::from(out)));
         }
-        (Value::Text(_) | Value::Enum(_), _) => return Ok(v.to_text_in(ty, zone).map(Bytes::from)),
+        (Value::Text(_) | Value::Enum(_), _) => {
+            return Ok(v.to_text_in(ty, style).map(Bytes::from))
+        }
         (Value::Bytea(b), _) => return Ok(Some(Bytes::from(b.clone()))),
         (Value::Uuid(u), _) => return Ok(Some(Bytes::copy_from_slice(u))),
         (Value::Time(t), _) => t.to_sql(&Type::INT8, &mut buf).map_err(err)?,
@@ -372,16 +374,30 @@ mod tests {
             (Value::Array(vec![Value::Int(23), Value::Int(25)]), DataType::OidVector),
         ];
         for (v, ty) in cases {
-            let bytes = encode_value(&v, 1, ty, Zone::UTC).unwrap().unwrap();
-            assert_eq!(decode_param(Some(&bytes), 1, ty, Zone::UTC).unwrap(), v, "{ty:?}");
-            let text = encode_value(&v, 0, ty, Zone::UTC).unwrap().unwrap();
-            assert_eq!(decode_param(Some(&text), 0, ty, Zone::UTC).unwrap(), v, "{ty:?} as text");
+            let bytes = encode_value(&v, 1, ty, Style::DEFAULT).unwrap().unwrap();
+            assert_eq!(decode_param(Some(&bytes), 1, ty, Style::DEFAULT).unwrap(), v, "{ty:?}");
+            let text = encode_value(&v, 0, ty, Style::DEFAULT).unwrap().unwrap();
+            assert_eq!(
+                decode_param(Some(&text), 0, ty, Style::DEFAULT).unwrap(),
+                v,
+                "{ty:?} as text"
+            );
         }
-        assert_eq!(decode_param(None, 1, DataType::Int4, Zone::UTC).unwrap(), Value::Null);
-        assert!(decode_param(Some(&Bytes::from_static(&[1, 2, 3])), 1, DataType::Int4, Zone::UTC)
-            .is_err());
-        assert!(decode_param(Some(&Bytes::from_static(&[1; 15])), 1, DataType::Uuid, Zone::UTC)
-            .is_err());
+        assert_eq!(decode_param(None, 1, DataType::Int4, Style::DEFAULT).unwrap(), Value::Null);
+        assert!(decode_param(
+            Some(&Bytes::from_static(&[1, 2, 3])),
+            1,
+            DataType::Int4,
+            Style::DEFAULT
+        )
+        .is_err());
+        assert!(decode_param(
+            Some(&Bytes::from_static(&[1; 15])),
+            1,
+            DataType::Uuid,
+            Style::DEFAULT
+        )
+        .is_err());
     }
 
     /// A numeric keeps its scale in binary, zero too (`0.00` is not `0` to a client).
@@ -389,10 +405,12 @@ mod tests {
     fn numeric_binary_keeps_scale() {
         for text in ["0.00", "0", "-1.50", "12345678.000100", "0.0000001"] {
             let v = Value::Numeric(text.parse().unwrap());
-            let bytes = encode_value(&v, 1, DataType::Numeric(None), Zone::UTC).unwrap().unwrap();
+            let bytes =
+                encode_value(&v, 1, DataType::Numeric(None), Style::DEFAULT).unwrap().unwrap();
             let dscale = u16::from_be_bytes([bytes[6], bytes[7]]);
             assert_eq!(usize::from(dscale), text.split_once('.').map_or(0, |(_, f)| f.len()));
-            let back = decode_param(Some(&bytes), 1, DataType::Numeric(None), Zone::UTC).unwrap();
+            let back =
+                decode_param(Some(&bytes), 1, DataType::Numeric(None), Style::DEFAULT).unwrap();
             let Value::Numeric(d) = back else { panic!("{back:?}") };
             assert_eq!(d.to_string(), text);
         }

@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use crate::error::{code, Result, SqlError};
+use crate::style::Style;
 use crate::types::{DataType, Value};
-use crate::zone::Zone;
 
 /// Most elements one array may hold (PostgreSQL's limit is about 134 million): an array is
 /// built in memory, so this bounds what one value of a statement may take (about 128 MiB).
@@ -204,21 +204,21 @@ pub fn parse_text(s: &str) -> Result<Vec<Option<String>>> {
     Ok(out)
 }
 
-/// Parses an array's text form with elements of type `elem` (timestamps with time zone
-/// without an offset in `zone`).
-pub fn parse(s: &str, elem: DataType, zone: Zone) -> Result<Vec<Value>> {
+/// Parses an array's text form with elements of type `elem`, read in the session's `style`
+/// (timestamps with time zone without an offset in its zone).
+pub fn parse(s: &str, elem: DataType, style: Style) -> Result<Vec<Value>> {
     parse_text(s)?
         .into_iter()
         .map(|item| match item {
             None => Ok(Value::Null),
-            Some(t) => Value::parse_in(&t, elem, zone),
+            Some(t) => Value::parse_in(&t, elem, style),
         })
         .collect()
 }
 
 /// One element in an array's text form: quoted when it must be.
-pub fn format_item(out: &mut String, v: &Value, elem: DataType, zone: Zone) {
-    match v.to_text_in(elem, zone) {
+pub fn format_item(out: &mut String, v: &Value, elem: DataType, style: Style) {
+    match v.to_text_in(elem, style) {
         None => out.push_str("NULL"),
         Some(s) => {
             if s.is_empty()
@@ -241,14 +241,14 @@ pub fn format_item(out: &mut String, v: &Value, elem: DataType, zone: Zone) {
     }
 }
 
-/// An array's text form (`{…}`), timestamps with time zone written in `zone`.
-pub fn format(items: &[Value], elem: DataType, zone: Zone) -> String {
+/// An array's text form (`{…}`), its elements written in the session's `style`.
+pub fn format(items: &[Value], elem: DataType, style: Style) -> String {
     let mut out = String::from("{");
     for (i, v) in items.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        format_item(&mut out, v, elem, zone);
+        format_item(&mut out, v, elem, style);
     }
     out.push('}');
     out
@@ -334,27 +334,27 @@ mod tests {
             Value::Text("x\"y\\z".into()),
             Value::Text("plain".into()),
         ];
-        let text = format(&items, DataType::Text, Zone::UTC);
+        let text = format(&items, DataType::Text, Style::DEFAULT);
         assert_eq!(text, r#"{"a b",NULL,"NULL","","x\"y\\z",plain}"#);
-        assert_eq!(parse(&text, DataType::Text, Zone::UTC).unwrap(), items);
+        assert_eq!(parse(&text, DataType::Text, Style::DEFAULT).unwrap(), items);
         assert_eq!(
-            parse(" { 1 , 2,NULL } ", DataType::Int4, Zone::UTC).unwrap(),
+            parse(" { 1 , 2,NULL } ", DataType::Int4, Style::DEFAULT).unwrap(),
             vec![Value::Int(1), Value::Int(2), Value::Null]
         );
-        assert_eq!(parse("{}", DataType::Int4, Zone::UTC).unwrap(), vec![]);
+        assert_eq!(parse("{}", DataType::Int4, Style::DEFAULT).unwrap(), vec![]);
         for bad in ["1,2", "{1,,2}", "{1,2", "{\"a}", "{a\"b}", "{1} x"] {
             assert_eq!(
-                parse(bad, DataType::Text, Zone::UTC).unwrap_err().code,
+                parse(bad, DataType::Text, Style::DEFAULT).unwrap_err().code,
                 code::INVALID_TEXT,
                 "{bad}"
             );
         }
         assert_eq!(
-            parse("{{1},{2}}", DataType::Int4, Zone::UTC).unwrap_err().code,
+            parse("{{1},{2}}", DataType::Int4, Style::DEFAULT).unwrap_err().code,
             code::FEATURE_NOT_SUPPORTED
         );
         assert_eq!(
-            parse("[0:1]={1,2}", DataType::Int4, Zone::UTC).unwrap_err().code,
+            parse("[0:1]={1,2}", DataType::Int4, Style::DEFAULT).unwrap_err().code,
             code::FEATURE_NOT_SUPPORTED
         );
     }

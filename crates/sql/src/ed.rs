@@ -349,8 +349,8 @@ pub(crate) struct SessionEnv<'a> {
     pub(crate) database: &'a str,
     pub(crate) pid: i32,
     pub(crate) now: i64,
-    /// The session's time zone.
-    pub(crate) zone: crate::zone::Zone,
+    /// The session's time zone, DateStyle and IntervalStyle.
+    pub(crate) style: crate::style::Style,
     pub(crate) activity: &'a Activity,
     pub(crate) sequence_values: &'a parking_lot::Mutex<crate::sequence::SessionValues>,
     /// The session's advisory locks.
@@ -520,8 +520,8 @@ impl Env for SessionEnv<'_> {
     fn now(&self) -> i64 {
         self.now
     }
-    fn zone(&self) -> crate::zone::Zone {
-        self.zone
+    fn style(&self) -> crate::style::Style {
+        self.style
     }
     fn database(&self) -> String {
         self.database.to_string()
@@ -738,6 +738,7 @@ impl Env for SessionEnv<'_> {
                     user: self.user,
                     settings: self.settings,
                     startup: self.startup,
+                    datestyle: self.settings.get("datestyle").map_or("ISO, MDY", String::as_str),
                 };
                 let (call, value) = if args[1].is_null() {
                     // What RESET gives (which checks the name).

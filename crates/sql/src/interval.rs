@@ -284,6 +284,148 @@ pub fn apply_typmod(iv: Interval, typmod: Option<u32>) -> Result<Interval> {
     Ok(iv)
 }
 
+/// The text output in IntervalStyle `style`.
+pub fn format_in(iv: &Interval, style: crate::style::IntervalStyle) -> String {
+    use crate::style::IntervalStyle as S;
+    match style {
+        S::Postgres => format(iv),
+        S::PostgresVerbose => format_verbose(iv),
+        S::SqlStandard => format_sql_standard(iv),
+        S::Iso8601 => format_iso_8601(iv),
+    }
+}
+
+/// Seconds and their fraction without trailing zeros, unsigned; `pad` writes at least two
+/// digits of seconds.
+fn seconds_text(sec: i64, frac: i64, pad: bool) -> String {
+    let mut out = if pad { format!("{:02}", sec.abs()) } else { sec.abs().to_string() };
+    if frac != 0 {
+        let digits = format!("{:06}", frac.abs());
+        out.push('.');
+        out.push_str(digits.trim_end_matches('0'));
+    }
+    out
+}
+
+/// `postgres_verbose`: `@ 1 year 2 mons -3 days 4 hours 5 mins 6.5 secs ago`, a leading
+/// negative field turning the whole into `… ago` with the others' signs flipped.
+fn format_verbose(iv: &Interval) -> String {
+    let [year, mon, day, hour, min, sec, frac] = iv.fields();
+    let mut out = String::from("@");
+    let (mut is_zero, mut is_before) = (true, false);
+    for (value, unit) in [(year, "year"), (mon, "mon"), (day, "day"), (hour, "hour"), (min, "min")]
+    {
+        if value == 0 {
+            continue;
+        }
+        let value = if is_zero {
+            is_before = value < 0;
+            value.abs()
+        } else if is_before {
+            -value
+        } else {
+            value
+        };
+        out.push_str(&format!(" {value} {unit}{}", if value == 1 { "" } else { "s" }));
+        is_zero = false;
+    }
+    if sec != 0 || frac != 0 {
+        out.push(' ');
+        if sec < 0 || (sec == 0 && frac < 0) {
+            if is_zero {
+                is_before = true;
+            } else if !is_before {
+                out.push('-');
+            }
+        } else if is_before {
+            out.push('-');
+        }
+        out.push_str(&seconds_text(sec, frac, false));
+        out.push_str(if sec.abs() != 1 || frac != 0 { " secs" } else { " sec" });
+        is_zero = false;
+    }
+    if is_zero {
+        out.push_str(" 0");
+    }
+    if is_before {
+        out.push_str(" ago");
+    }
+    out
+}
+
+/// `sql_standard`: `1-2` (years-months), `3 4:05:06` (days and time), one sign in front;
+/// a value mixing signs, or years-months with days-time, writes every part signed
+/// (`+1-2 -3 +4:05:06`).
+fn format_sql_standard(iv: &Interval) -> String {
+    let [mut year, mut mon, mut day, mut hour, mut min, mut sec, mut frac] = iv.fields();
+    let parts = [year, mon, day, hour, min, sec, frac];
+    let negative = parts.iter().any(|p| *p < 0);
+    let positive = parts.iter().any(|p| *p > 0);
+    let year_month = year != 0 || mon != 0;
+    let day_time = day != 0 || hour != 0 || min != 0 || sec != 0 || frac != 0;
+    let standard = !((negative && positive) || (year_month && day_time));
+    let mut out = String::new();
+    if negative && standard {
+        out.push('-');
+        for p in [&mut year, &mut mon, &mut day, &mut hour, &mut min, &mut sec, &mut frac] {
+            *p = -*p;
+        }
+    }
+    if !negative && !positive {
+        out.push('0');
+    } else if !standard {
+        let year_sign = if year < 0 || mon < 0 { '-' } else { '+' };
+        let day_sign = if day < 0 { '-' } else { '+' };
+        let time_sign = if hour < 0 || min < 0 || sec < 0 || frac < 0 { '-' } else { '+' };
+        out.push_str(&format!(
+            "{year_sign}{}-{} {day_sign}{} {time_sign}{}:{:02}:{}",
+            year.abs(),
+            mon.abs(),
+            day.abs(),
+            hour.abs(),
+            min.abs(),
+            seconds_text(sec, frac, true)
+        ));
+    } else if year_month {
+        out.push_str(&format!("{year}-{mon}"));
+    } else if day != 0 {
+        out.push_str(&format!("{day} {hour}:{min:02}:{}", seconds_text(sec, frac, true)));
+    } else {
+        out.push_str(&format!("{hour}:{min:02}:{}", seconds_text(sec, frac, true)));
+    }
+    out
+}
+
+/// `iso_8601`: `P1Y2M3DT4H5M6.5S`, each part with its own sign; zero is `PT0S`.
+fn format_iso_8601(iv: &Interval) -> String {
+    let [year, mon, day, hour, min, sec, frac] = iv.fields();
+    if [year, mon, day, hour, min, sec, frac].iter().all(|p| *p == 0) {
+        return "PT0S".into();
+    }
+    let mut out = String::from("P");
+    let part = |out: &mut String, value: i64, unit: char| {
+        if value != 0 {
+            out.push_str(&format!("{value}{unit}"));
+        }
+    };
+    part(&mut out, year, 'Y');
+    part(&mut out, mon, 'M');
+    part(&mut out, day, 'D');
+    if hour != 0 || min != 0 || sec != 0 || frac != 0 {
+        out.push('T');
+    }
+    part(&mut out, hour, 'H');
+    part(&mut out, min, 'M');
+    if sec != 0 || frac != 0 {
+        if sec < 0 || frac < 0 {
+            out.push('-');
+        }
+        out.push_str(&seconds_text(sec, frac, false));
+        out.push('S');
+    }
+    out
+}
+
 /// PostgreSQL's text output in the `postgres` IntervalStyle:
 /// `1 year 2 mons -3 days +04:05:06.5`.
 pub fn format(iv: &Interval) -> String {
@@ -336,7 +478,19 @@ enum Bad {
 /// Reads an interval's text form, the range of a type modifier (if any) deciding what a
 /// number without a unit means (`interval '2' hour`) and which fields are kept.
 pub fn parse(text: &str, typmod: Option<u32>) -> Result<Interval> {
-    let iv = read(text, range_of(typmod)).map_err(|bad| match bad {
+    parse_in(text, typmod, crate::style::IntervalStyle::Postgres)
+}
+
+/// [`parse`] in IntervalStyle `style`: under `sql_standard` a minus before the first field,
+/// when no other field has a sign of its own, applies to every field (`-1 2:03:04` is minus
+/// a day, two hours, three minutes and four seconds), as in PostgreSQL.
+pub fn parse_in(
+    text: &str,
+    typmod: Option<u32>,
+    style: crate::style::IntervalStyle,
+) -> Result<Interval> {
+    let sql_standard = style == crate::style::IntervalStyle::SqlStandard;
+    let iv = read(text, range_of(typmod), sql_standard).map_err(|bad| match bad {
         Bad::Syntax => SqlError::new(
             code::INVALID_DATETIME,
             format!("invalid input syntax for type interval: \"{text}\""),
@@ -621,14 +775,21 @@ fn bare_unit(range: u32) -> Unit {
     }
 }
 
-fn read(text: &str, range: u32) -> std::result::Result<Interval, Bad> {
+fn read(text: &str, range: u32, sql_standard: bool) -> std::result::Result<Interval, Bad> {
     let s = text.trim().to_ascii_lowercase();
     if s.is_empty() {
         return Err(Bad::Syntax);
     }
     let sum = match s.strip_prefix('p') {
         Some(iso) => read_iso(iso)?,
-        None => read_postgres(s.strip_prefix('@').unwrap_or(&s), range)?,
+        None => {
+            let s = s.strip_prefix('@').unwrap_or(&s);
+            let mut fields = s.split_ascii_whitespace();
+            let leading_sign_for_all = sql_standard
+                && fields.next().is_some_and(|f| f.starts_with('-'))
+                && !fields.any(|f| f.starts_with(['-', '+']));
+            read_postgres(s, range, leading_sign_for_all)?
+        }
     };
     let fit = |v: i128| i32::try_from(v).map_err(|_| Bad::Field);
     Ok(Interval {
@@ -638,8 +799,18 @@ fn read(text: &str, range: u32) -> std::result::Result<Interval, Bad> {
     })
 }
 
-fn read_postgres(s: &str, range: u32) -> std::result::Result<Sum, Bad> {
-    let tokens = lex(s)?;
+fn read_postgres(s: &str, range: u32, all_negative: bool) -> std::result::Result<Sum, Bad> {
+    let mut tokens = lex(s)?;
+    if all_negative {
+        for token in &mut tokens {
+            match token {
+                Token::Number(whole, frac) => (*whole, *frac) = (-whole.abs(), -frac.abs()),
+                Token::Time(negative, _) => *negative = true,
+                Token::YearMonth(y, m) => (*y, *m) = (-y.abs(), -m.abs()),
+                Token::Word(_) => {}
+            }
+        }
+    }
     if tokens.is_empty() {
         return Err(Bad::Syntax);
     }

@@ -915,8 +915,8 @@ mod tests {
 // Evaluation: SQL values in, SQL values out (a json or jsonb value is its text).
 
 use crate::expr::JsonFunc;
+use crate::style::Style;
 use crate::types::{DataType, Value};
-use crate::zone::Zone;
 
 fn doc_of(v: &Value) -> Result<&str> {
     match v {
@@ -947,15 +947,17 @@ fn text_items(v: &Value) -> Result<Vec<Option<String>>> {
 
 /// A value's JSON text as `to_json` writes it: numbers and booleans as themselves (a float
 /// that is not finite as a string), json as it is, arrays as arrays, timestamps in ISO 8601
-/// (with time zone in `zone`), everything else a string of its text form.
-pub fn to_json(v: &Value, ty: DataType, zone: Zone) -> Result<String> {
+/// (with time zone in the `style`'s zone), everything else a string of its text form in the
+/// session's `style`.
+pub fn to_json(v: &Value, ty: DataType, style: Style) -> Result<String> {
     let mut out = String::new();
-    write_value(&mut out, v, ty, zone)?;
+    write_value(&mut out, v, ty, style)?;
     Ok(out)
 }
 
 #[recursive::recursive]
-fn write_value(out: &mut String, v: &Value, ty: DataType, zone: Zone) -> Result<()> {
+fn write_value(out: &mut String, v: &Value, ty: DataType, style: Style) -> Result<()> {
+    let zone = style.zone;
     match (v, ty) {
         (Value::Null, _) => out.push_str("null"),
         (Value::Text(s), DataType::Json | DataType::Jsonb) => out.push_str(s),
@@ -972,7 +974,7 @@ fn write_value(out: &mut String, v: &Value, ty: DataType, zone: Zone) -> Result<
                 if i > 0 {
                     out.push(',');
                 }
-                write_value(out, item, elem, zone)?;
+                write_value(out, item, elem, style)?;
             }
             out.push(']');
         }
@@ -988,15 +990,27 @@ fn write_value(out: &mut String, v: &Value, ty: DataType, zone: Zone) -> Result<
                 Value::Timestamp(local).to_text(DataType::Timestamp(None)).unwrap_or_default();
             text = text.replacen(' ', "T", 1);
             if let Value::TimestampTz(_) = v {
+                // The offset goes before a BC year's ` BC`, as PostgreSQL writes it.
+                let bc = text.strip_suffix(" BC").map(str::len);
+                if let Some(len) = bc {
+                    text.truncate(len);
+                }
                 let offset = crate::zone::format_offset(zone.offset_at(*t));
                 text.push_str(&offset);
                 if offset.len() == 3 {
                     text.push_str(":00");
                 }
+                if bc.is_some() {
+                    text.push_str(" BC");
+                }
             }
             write_string(out, &text);
         }
-        (other, _) => write_string(out, &other.to_text_in(ty, zone).unwrap_or_default()),
+        // Dates in ISO 8601 whatever the DateStyle, as PostgreSQL writes them in JSON.
+        (Value::Date(_), _) => {
+            write_string(out, &v.to_text_in(ty, Style::DEFAULT).unwrap_or_default())
+        }
+        (other, _) => write_string(out, &other.to_text_in(ty, style).unwrap_or_default()),
     }
     if out.len() > crate::expr::TEXT_BYTES_MAX {
         return Err(crate::expr::too_long());
@@ -1042,13 +1056,13 @@ pub fn build_object(args: &[Value], jsonb: bool) -> Result<Value> {
 }
 
 /// json_agg / jsonb_agg: the collected values of type `elem` as a JSON array.
-pub fn aggregate(items: &[Value], elem: DataType, jsonb: bool, zone: Zone) -> Result<Value> {
+pub fn aggregate(items: &[Value], elem: DataType, jsonb: bool, style: Style) -> Result<Value> {
     let mut out = String::from("[");
     for (i, v) in items.iter().enumerate() {
         if i > 0 {
             out.push_str(", ");
         }
-        write_value(&mut out, v, elem, zone)?;
+        write_value(&mut out, v, elem, style)?;
     }
     out.push(']');
     Ok(Value::Text(if jsonb { jsonb_in(&out)? } else { out }))
@@ -1062,7 +1076,7 @@ pub fn object_aggregate(
     key_ty: DataType,
     value_ty: DataType,
     jsonb: bool,
-    zone: Zone,
+    style: Style,
 ) -> Result<Value> {
     let mut out = String::from("{ ");
     for (i, pair) in pairs.iter().enumerate() {
@@ -1077,9 +1091,9 @@ pub fn object_aggregate(
         if i > 0 {
             out.push_str(", ");
         }
-        write_string(&mut out, &key.to_text_in(key_ty, zone).unwrap_or_default());
+        write_string(&mut out, &key.to_text_in(key_ty, style).unwrap_or_default());
         out.push_str(" : ");
-        write_value(&mut out, value, value_ty, zone)?;
+        write_value(&mut out, value, value_ty, style)?;
     }
     out.push_str(" }");
     Ok(Value::Text(if jsonb { jsonb_in(&out)? } else { out }))

@@ -62,6 +62,7 @@ pub mod plan;
 pub mod prepared;
 pub mod sequence;
 pub mod session;
+pub mod style;
 pub mod types;
 pub mod zone;
 

@@ -162,7 +162,7 @@ impl Session {
         if failed {
             return Err(in_failed());
         }
-        let zone = self.zone();
+        let style = self.style();
         let settings = crate::pg::settings::settings_in_force(
             &self.settings,
             self.txn.as_ref().map(|t| &t.local),
@@ -181,7 +181,7 @@ impl Session {
         let search =
             crate::bind::search::SearchPath::load(&self.db.catalog, txn, &self.database, &path)?;
         let _installed = crate::bind::search::install(search);
-        let env = session_env!(self, zone, &settings);
+        let env = session_env!(self, style, &settings);
         let system = System::new(&self.db, &self.database, &settings, &self.cursors);
         let mut planner =
             Planner::new(txn, &self.db.catalog, &self.database, declared.to_vec(), &system, &env);
@@ -296,9 +296,10 @@ pub(crate) struct Dependencies {
     sequences: Vec<Arc<crate::sequence::Sequence>>,
     views: Vec<Arc<crate::catalog::View>>,
     enum_types: Vec<&'static crate::enums::EnumType>,
-    /// The time zone its constants were read in (a timestamp with time zone literal without
-    /// an offset is a local time in it).
-    zone: Option<crate::zone::Zone>,
+    /// The time zone, DateStyle and IntervalStyle its constants were read and written in (a
+    /// timestamp with time zone literal without an offset is a local time in the zone; an
+    /// interval cast to text is written in the IntervalStyle).
+    style: Option<crate::style::Style>,
     /// The search path's schemas it was bound under (empty: the default).
     search: Vec<String>,
     /// Cleared when a planner read something no definition above covers.
@@ -338,7 +339,7 @@ impl Dependencies {
                 self.enum_types.push(e);
             }
         }
-        self.zone = Some(planner.env.zone());
+        self.style = Some(planner.env.style());
         self.search = crate::bind::search::current_schemas();
         self.reusable &= planner.reusable;
     }
@@ -355,16 +356,16 @@ impl Dependencies {
         self.reusable
     }
 
-    /// Whether every definition is still the one the transaction sees, under the same zone
+    /// Whether every definition is still the one the transaction sees, under the same style
     /// and search path.
     pub(crate) fn still_valid(
         &self,
         txn: &mut Transaction,
         catalog: &Catalog,
         db: &str,
-        zone: crate::zone::Zone,
+        style: crate::style::Style,
     ) -> Result<bool> {
-        if self.zone.is_some_and(|z| z != zone)
+        if self.style.is_some_and(|s| s != style)
             || self.search != crate::bind::search::current_schemas()
         {
             return Ok(false);
@@ -430,17 +431,17 @@ impl PlanSlot {
         PlanSlot { params, described, plan: Mutex::new(None) }
     }
 
-    /// The kept plan, when it is still valid in `txn`, time zone `zone` and the search path
-    /// installed now.
+    /// The kept plan, when it is still valid in `txn`, the session's `style` and the search
+    /// path installed now.
     pub(crate) fn get(
         &self,
         txn: &mut Transaction,
         catalog: &Catalog,
         db: &str,
-        zone: crate::zone::Zone,
+        style: crate::style::Style,
     ) -> Result<Option<StatementPlan>> {
         let Some(cached) = self.plan.lock().clone() else { return Ok(None) };
-        if !cached.deps.still_valid(txn, catalog, db, zone)? {
+        if !cached.deps.still_valid(txn, catalog, db, style)? {
             *self.plan.lock() = None;
             return Ok(None);
         }

@@ -257,10 +257,10 @@ pub(crate) fn with_stack<R>(f: impl FnOnce() -> R) -> R {
     stacker::maybe_grow(STATEMENT_STACK_BYTES, STATEMENT_STACK_BYTES + (1 << 20), f)
 }
 
-/// The evaluation environment of a statement of session `$s` in time zone `$zone` (a macro,
-/// so that it borrows only the fields it names).
+/// The evaluation environment of a statement of session `$s` in `$style` (its time zone,
+/// DateStyle and IntervalStyle; a macro, so that it borrows only the fields it names).
 macro_rules! session_env {
-    ($s:ident, $zone:expr, $settings:expr) => {
+    ($s:ident, $style:expr, $settings:expr) => {
         SessionEnv {
             db: &$s.db,
             last_write: $s.last_write,
@@ -277,7 +277,7 @@ macro_rules! session_env {
             database: &$s.database,
             pid: $s.pid,
             now: now_micros(),
-            zone: $zone,
+            style: $style,
             activity: &$s.activity,
         }
     };
@@ -897,10 +897,10 @@ impl Session {
         let mut out = Vec::with_capacity(exprs.len());
         let stmt = do_query(&format!("SELECT {}", list.join(", ")))?;
         if let Output::Rows { columns, mut rows, .. } = self.run(&stmt, &[], None)? {
-            let zone = self.zone();
+            let style = self.style();
             let row = rows.pop().unwrap_or_default();
             for (v, (_, ty)) in row.iter().zip(&columns) {
-                out.push(v.to_text_in(*ty, zone));
+                out.push(v.to_text_in(*ty, style));
             }
         }
         Ok(out)
@@ -1164,12 +1164,12 @@ impl Session {
             }
             Utility::Do(block) => self.in_transaction_with(hint, in_implicit, |s| s.run_do(&block)),
             Utility::CreateTrigger(t) => self.in_transaction_with(hint, in_implicit, |s| {
-                let zone = s.zone();
+                let style = s.style();
                 let settings = crate::pg::settings::settings_in_force(
                     &s.settings,
                     s.txn.as_ref().map(|t| &t.local),
                 );
-                let env = session_env!(s, zone, &settings);
+                let env = session_env!(s, style, &settings);
                 let ts = s.txn.as_mut().expect("a transaction is open");
                 let mut w = session_writer!(s, ts, None);
                 w.create_trigger(&t, &s.database, &env)
@@ -1371,13 +1371,13 @@ impl Session {
                 let types = self.current_types(&prepared.param_types)?;
                 for (p, ty) in parameters.iter().zip(&types) {
                     let (e, _) = bind_free(p)?;
-                    let zone = self.zone();
+                    let style = self.style();
                     let settings = crate::pg::settings::settings_in_force(
                         &self.settings,
                         self.txn.as_ref().map(|t| &t.local),
                     );
-                    let env = session_env!(self, zone, &settings);
-                    values.push(e.eval(&[], &Ctx::new(params, &env))?.cast_in(*ty, zone)?);
+                    let env = session_env!(self, style, &settings);
+                    values.push(e.eval(&[], &Ctx::new(params, &env))?.cast_in(*ty, style)?);
                 }
                 self.execute_prepared_inner(&prepared, &values)
             }

@@ -8,6 +8,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{code, Result, SqlError};
+use crate::style::Style;
 use crate::zone::Zone;
 
 /// A column or expression type. OIDs are PostgreSQL's, so clients decode values unchanged.
@@ -496,12 +497,13 @@ impl Value {
 
     /// Parses PostgreSQL's text form of a value of type `ty`.
     pub fn parse(text: &str, ty: DataType) -> Result<Value> {
-        Value::parse_in(text, ty, Zone::UTC)
+        Value::parse_in(text, ty, Style::DEFAULT)
     }
 
-    /// [`Value::parse`] in the session's time `zone`: a `timestamp with time zone` given
-    /// without an offset is a local time there.
-    pub fn parse_in(text: &str, ty: DataType, zone: Zone) -> Result<Value> {
+    /// [`Value::parse`] in the session's `style`: a `timestamp with time zone` given without
+    /// an offset is a local time in its zone; an interval reads as its IntervalStyle says.
+    pub fn parse_in(text: &str, ty: DataType, style: Style) -> Result<Value> {
+        let zone = style.zone;
         let bad = |what: &str| {
             SqlError::new(
                 code::INVALID_TEXT,
@@ -573,7 +575,9 @@ impl Value {
                 })?;
                 Value::Time(round_micros(micros, p))
             }
-            DataType::Interval(m) => Value::Interval(crate::interval::parse(text, m)?),
+            DataType::Interval(m) => {
+                Value::Interval(crate::interval::parse_in(text, m, style.intervals)?)
+            }
             DataType::Json => Value::Text(crate::json::json_in(text)?),
             DataType::Jsonb => Value::Text(crate::json::jsonb_in(text)?),
             DataType::Date => {
@@ -589,7 +593,7 @@ impl Value {
                     .ok_or_else(|| datetime_error(t, &ty.unmodified().sql_name()))?,
                 p,
             )),
-            DataType::Array(e) => Value::Array(crate::array::parse(text, *e, zone)?),
+            DataType::Array(e) => Value::Array(crate::array::parse(text, *e, style)?),
             DataType::Enum(e) => e.parse(text)?,
             DataType::ExpandedElement(_) => {
                 return Err(SqlError::unsupported("input of a record value"))
@@ -607,12 +611,13 @@ impl Value {
 
     /// PostgreSQL's text output of the value as type `ty` (`None` for NULL).
     pub fn to_text(&self, ty: DataType) -> Option<String> {
-        self.to_text_in(ty, Zone::UTC)
+        self.to_text_in(ty, Style::DEFAULT)
     }
 
-    /// [`Value::to_text`] in the session's time `zone`: a `timestamp with time zone` is
-    /// written as the local time there and its offset.
-    pub fn to_text_in(&self, ty: DataType, zone: Zone) -> Option<String> {
+    /// [`Value::to_text`] in the session's `style`: a `timestamp with time zone` is written
+    /// as the local time in its zone, dates and times as its DateStyle, intervals as its
+    /// IntervalStyle.
+    pub fn to_text_in(&self, ty: DataType, style: Style) -> Option<String> {
         Some(match self {
             Value::Null => return None,
             Value::Bool(b) => if *b { "t" } else { "f" }.to_string(),
@@ -639,16 +644,16 @@ impl Value {
             Value::Uuid(u) => uuid::Uuid::from_bytes(*u).hyphenated().to_string(),
             Value::Enum(e) => e.label.clone(),
             Value::Time(us) => format_time(*us),
-            Value::Interval(iv) => crate::interval::format(iv),
-            Value::Date(d) => format_date(*d),
-            Value::Timestamp(us) => format_timestamp(*us),
+            Value::Interval(iv) => crate::interval::format_in(iv, style.intervals),
+            Value::Date(d) => format_date(*d, style),
+            Value::Timestamp(us) => format_timestamp(*us, None, style),
             Value::TimestampTz(us @ (TIMESTAMP_INFINITY | TIMESTAMP_NEG_INFINITY)) => {
-                format_timestamp(*us)
+                format_timestamp(*us, None, style)
             }
             Value::TimestampTz(us) => {
-                let (shown, bc) = timestamp_text(zone.to_local(*us));
-                let offset = crate::zone::format_offset(zone.offset_at(*us));
-                format!("{shown}{offset}{}", if bc { " BC" } else { "" })
+                let zone = style.zone;
+                let shown = (zone.offset_at(*us), zone.abbreviation_at(*us));
+                format_timestamp(zone.to_local(*us), Some(shown), style)
             }
             Value::Array(items) => match ty {
                 DataType::ExpandedElement(e) => format!(
@@ -664,7 +669,7 @@ impl Value {
                 _ => crate::array::format(
                     items,
                     ty.element().unwrap_or_else(|| crate::array::natural_element(items)),
-                    zone,
+                    style,
                 ),
             },
         })
@@ -672,15 +677,15 @@ impl Value {
 
     /// An explicit cast (`CAST`, `::`): like [`Value::cast`], but a string too long for
     /// varchar(n) or char(n) is cut to n characters, as PostgreSQL does.
-    pub fn cast_explicit(self, ty: DataType, zone: Zone) -> Result<Value> {
+    pub fn cast_explicit(self, ty: DataType, style: Style) -> Result<Value> {
         match (&self, ty) {
             (Value::Null, _) => Ok(Value::Null),
             (_, DataType::Varchar(Some(n)) | DataType::Char(n)) => {
-                let s = self.to_text_in(DataType::Text, zone).unwrap_or_default();
+                let s = self.to_text_in(DataType::Text, style).unwrap_or_default();
                 let cut: String = s.chars().take(n as usize).collect();
                 Value::Text(cut).cast(ty)
             }
-            _ => self.cast_in(ty, zone),
+            _ => self.cast_in(ty, style),
         }
     }
 
@@ -688,12 +693,14 @@ impl Value {
     /// in UTC: for values that are not `timestamp with time zone`, or conversions that do
     /// not read one as a local time.
     pub fn cast(self, ty: DataType) -> Result<Value> {
-        self.cast_in(ty, Zone::UTC)
+        self.cast_in(ty, Style::DEFAULT)
     }
 
-    /// [`Value::cast`] in the session's time `zone`, which converts between `timestamp with
-    /// time zone` and text, `timestamp`, `date` and `time` (local times there).
-    pub fn cast_in(self, ty: DataType, zone: Zone) -> Result<Value> {
+    /// [`Value::cast`] in the session's `style`: its zone converts between `timestamp with
+    /// time zone` and `timestamp`, `date` and `time` (local times there), and it writes and
+    /// reads text.
+    pub fn cast_in(self, ty: DataType, style: Style) -> Result<Value> {
+        let zone = style.zone;
         if self.is_null() {
             return Ok(Value::Null);
         }
@@ -704,28 +711,28 @@ impl Value {
             )
         };
         Ok(match (self, ty) {
-            (Value::Text(s), ty) => Value::parse_in(&s, ty, zone)?,
+            (Value::Text(s), ty) => Value::parse_in(&s, ty, style)?,
             (Value::Array(items), ty) if ty.element().is_some() => {
                 let elem = ty.element().unwrap_or(DataType::Text);
                 Value::Array(
-                    items.into_iter().map(|v| v.cast_in(elem, zone)).collect::<Result<_>>()?,
+                    items.into_iter().map(|v| v.cast_in(elem, style)).collect::<Result<_>>()?,
                 )
             }
             (v, DataType::Text | DataType::Unknown | DataType::Name) => {
-                Value::Text(v.to_text_in(DataType::Text, zone).unwrap_or_default())
+                Value::Text(v.to_text_in(DataType::Text, style).unwrap_or_default())
             }
             (v, DataType::PgChar) => Value::parse_in(
-                &v.to_text_in(DataType::Text, zone).unwrap_or_default(),
+                &v.to_text_in(DataType::Text, style).unwrap_or_default(),
                 DataType::PgChar,
-                zone,
+                style,
             )?,
             (v, DataType::Varchar(n)) => Value::Text(fit_string(
-                &v.to_text_in(DataType::Text, zone).unwrap_or_default(),
+                &v.to_text_in(DataType::Text, style).unwrap_or_default(),
                 n,
                 false,
             )?),
             (v, DataType::Char(n)) => Value::Text(fit_string(
-                &v.to_text_in(DataType::Text, zone).unwrap_or_default(),
+                &v.to_text_in(DataType::Text, style).unwrap_or_default(),
                 Some(n),
                 true,
             )?),
@@ -792,7 +799,7 @@ impl Value {
             (
                 Value::TimestampTz(t),
                 DataType::Time(_) | DataType::Date | DataType::Timestamp(_),
-            ) => Value::Timestamp(zone.to_local(t)).cast_in(ty, zone)?,
+            ) => Value::Timestamp(zone.to_local(t)).cast_in(ty, style)?,
             (Value::Timestamp(t), DataType::Time(p))
                 if t != TIMESTAMP_INFINITY && t != TIMESTAMP_NEG_INFINITY =>
             {
@@ -1352,7 +1359,7 @@ pub fn now_micros() -> i64 {
     chrono::Utc::now().timestamp_micros()
 }
 
-fn format_date(days: i32) -> String {
+fn format_date(days: i32, style: Style) -> String {
     match days {
         DATE_INFINITY => return "infinity".into(),
         DATE_NEG_INFINITY => return "-infinity".into(),
@@ -1360,7 +1367,7 @@ fn format_date(days: i32) -> String {
     }
     match UNIX_EPOCH_DATE.checked_add_signed(chrono::Duration::days(days as i64)) {
         Some(d) => {
-            let (shown, bc) = date_text(d);
+            let (shown, bc) = date_text(d, style);
             if bc {
                 shown + " BC"
             } else {
@@ -1371,44 +1378,73 @@ fn format_date(days: i32) -> String {
     }
 }
 
-/// A date as PostgreSQL writes it, `YYYY-MM-DD`, and whether it is BC (then its year is
-/// counted back from 1 BC, which is chrono's year 0).
-fn date_text(d: NaiveDate) -> (String, bool) {
+/// A date as DateStyle `style` writes it (`2024-01-02`, `01/02/2024`, `01-02-2024`,
+/// `02.01.2024`), and whether it is BC (then its year is counted back from 1 BC, which is
+/// chrono's year 0).
+fn date_text(d: NaiveDate, style: Style) -> (String, bool) {
+    use crate::style::{DateFormat, DateOrder};
     let (year, bc) = if d.year() <= 0 { (1 - d.year(), true) } else { (d.year(), false) };
-    (format!("{year:04}-{:02}-{:02}", d.month(), d.day()), bc)
+    let (m, day) = (d.month(), d.day());
+    let dmy = style.order == DateOrder::Dmy;
+    let shown = match style.dates {
+        DateFormat::Iso => format!("{year:04}-{m:02}-{day:02}"),
+        DateFormat::Sql if dmy => format!("{day:02}/{m:02}/{year:04}"),
+        DateFormat::Sql => format!("{m:02}/{day:02}/{year:04}"),
+        DateFormat::German => format!("{day:02}.{m:02}.{year:04}"),
+        DateFormat::Postgres if dmy => format!("{day:02}-{m:02}-{year:04}"),
+        DateFormat::Postgres => format!("{m:02}-{day:02}-{year:04}"),
+    };
+    (shown, bc)
 }
 
-fn format_timestamp(micros: i64) -> String {
-    let (shown, bc) = timestamp_text(micros);
-    if bc {
-        shown + " BC"
-    } else {
-        shown
-    }
-}
-
-/// A timestamp as PostgreSQL writes it (the fraction without trailing zeros), and whether
-/// it is BC (PostgreSQL writes ` BC` last, after a zone's offset).
-fn timestamp_text(micros: i64) -> (String, bool) {
+/// A timestamp (local time) as DateStyle `style` writes it, with `zone` — an offset and
+/// an abbreviation — for a timestamp with time zone: ISO writes the offset (`+05:30`), the
+/// others the abbreviation (`IST`). `infinity` and `-infinity` in every style.
+fn format_timestamp(micros: i64, zone: Option<(i32, String)>, style: Style) -> String {
+    use crate::style::{DateFormat, DateOrder};
     match micros {
-        TIMESTAMP_INFINITY => return ("infinity".into(), false),
-        TIMESTAMP_NEG_INFINITY => return ("-infinity".into(), false),
+        TIMESTAMP_INFINITY => return "infinity".into(),
+        TIMESTAMP_NEG_INFINITY => return "-infinity".into(),
         _ => {}
     }
-    match DateTime::from_timestamp_micros(micros) {
-        Some(t) => {
-            let t = t.naive_utc();
-            let (date, bc) = date_text(t.date());
-            let mut out = format!("{date} {}", t.format("%H:%M:%S"));
-            let frac = micros.rem_euclid(1_000_000);
-            if frac != 0 {
-                let f = format!(".{frac:06}");
-                out.push_str(f.trim_end_matches('0'));
-            }
-            (out, bc)
-        }
-        None => ("infinity".into(), false),
+    let Some(t) = DateTime::from_timestamp_micros(micros) else { return "infinity".into() };
+    let t = t.naive_utc();
+    let mut time = t.format("%H:%M:%S").to_string();
+    let frac = micros.rem_euclid(1_000_000);
+    if frac != 0 {
+        let f = format!(".{frac:06}");
+        time.push_str(f.trim_end_matches('0'));
     }
+    let (date, bc) = date_text(t.date(), style);
+    let mut out = match style.dates {
+        DateFormat::Iso | DateFormat::Sql | DateFormat::German => format!("{date} {time}"),
+        DateFormat::Postgres => {
+            let (year, _) = if t.year() <= 0 { (1 - t.year(), true) } else { (t.year(), false) };
+            let (dow, mon) = (t.format("%a"), t.format("%b"));
+            if style.order == DateOrder::Dmy {
+                format!("{dow} {:02} {mon} {time} {year:04}", t.day())
+            } else {
+                format!("{dow} {mon} {:02} {time} {year:04}", t.day())
+            }
+        }
+    };
+    if let Some((offset, name)) = zone {
+        match style.dates {
+            DateFormat::Iso => out.push_str(&crate::zone::format_offset(offset)),
+            _ if name.is_empty() => {
+                out.push(' ');
+                out.push_str(&crate::zone::format_offset(offset));
+            }
+            _ => {
+                out.push(' ');
+                out.push_str(&name);
+            }
+        }
+    }
+    if bc {
+        out.push_str(" BC");
+    }
+    out
 }
 
 /// PostgreSQL's float output (shortest exact form, as with extra_float_digits = 1).

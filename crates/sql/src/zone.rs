@@ -108,6 +108,25 @@ impl Zone {
         }
     }
 
+    /// The zone's abbreviation at the instant `utc`, as PostgreSQL writes it after a time
+    /// (`to_char`'s `TZ`, the SQL, Postgres and German DateStyles): `UTC`, `EST`, `CEST`,
+    /// or for a zone without letters its offset (`+0530`, `-03`).
+    pub fn abbreviation_at(self, utc: i64) -> String {
+        match self {
+            Zone::Fixed(0) => "UTC".to_string(),
+            Zone::Fixed(secs) => format_offset(secs),
+            Zone::Named(tz) => {
+                let t = DateTime::from_timestamp_micros(utc).unwrap_or(if utc < 0 {
+                    DateTime::<chrono::Utc>::MIN_UTC
+                } else {
+                    DateTime::<chrono::Utc>::MAX_UTC
+                });
+                chrono_tz::OffsetName::abbreviation(&tz.offset_from_utc_datetime(&t.naive_utc()))
+                    .to_string()
+            }
+        }
+    }
+
     /// The instant of local wall-clock time `local` in this zone. The infinities stay
     /// infinite.
     pub fn from_local(self, local: i64) -> i64 {
@@ -331,8 +350,8 @@ mod tests {
             let _ = parse_at(&s);
             for z in ZONES {
                 let zone = parse_setting(z).unwrap().0;
-                let _ = crate::types::Value::parse_in(&s, crate::types::DataType::TimestampTz(None), zone);
-                let _ = crate::types::Value::parse_in(&format!("2024-03-10 02:30 {s}"), crate::types::DataType::TimestampTz(None), zone);
+                let _ = crate::types::Value::parse_in(&s, crate::types::DataType::TimestampTz(None), zone.into());
+                let _ = crate::types::Value::parse_in(&format!("2024-03-10 02:30 {s}"), crate::types::DataType::TimestampTz(None), zone.into());
             }
         }
 
@@ -346,8 +365,8 @@ mod tests {
         ) {
             let zone = parse_setting(ZONES[z]).unwrap().0;
             let v = crate::types::Value::TimestampTz(t);
-            let text = v.to_text_in(crate::types::DataType::TimestampTz(None), zone).unwrap();
-            let back = crate::types::Value::parse_in(&text, crate::types::DataType::TimestampTz(None), zone);
+            let text = v.to_text_in(crate::types::DataType::TimestampTz(None), zone.into()).unwrap();
+            let back = crate::types::Value::parse_in(&text, crate::types::DataType::TimestampTz(None), zone.into());
             proptest::prop_assert_eq!(back.unwrap(), v, "{}", text);
             let local = zone.to_local(t);
             let again = zone.from_local(local);

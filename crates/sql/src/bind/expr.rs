@@ -401,7 +401,7 @@ impl<'a> Planner<'a> {
                             let (e, _) = self.reg_name(kind, x, scope, aggs)?;
                             return Ok(match e {
                                 Expr::Const(v) => {
-                                    (Expr::Const(v.cast_explicit(ty, self.env.zone())?), ty)
+                                    (Expr::Const(v.cast_explicit(ty, self.env.style())?), ty)
                                 }
                                 e if ty == DataType::Text => (e, ty),
                                 e => (Expr::Cast(Box::new(e), ty), ty),
@@ -424,7 +424,7 @@ impl<'a> Planner<'a> {
                     ));
                 }
                 match x {
-                    Expr::Const(v) => (Expr::Const(v.cast_explicit(ty, self.env.zone())?), ty),
+                    Expr::Const(v) => (Expr::Const(v.cast_explicit(ty, self.env.style())?), ty),
                     // A cast to the type it has already changes nothing (and a column so
                     // cast still shows that column).
                     x if xty == ty => (x, ty),
@@ -451,7 +451,7 @@ impl<'a> Planner<'a> {
                     }
                 };
                 let ty = DataType::Interval(interval_qualifier(iv)?);
-                (Expr::Const(Value::parse(&text, ty)?), ty)
+                (Expr::Const(Value::parse_in(&text, ty, self.env.style())?), ty)
             }
             E::TypedString(ts) => {
                 let ty = self.data_type(&ts.data_type)?;
@@ -459,7 +459,7 @@ impl<'a> Planner<'a> {
                     ast::Value::SingleQuotedString(s) => s.clone(),
                     other => other.to_string(),
                 };
-                (Expr::Const(Value::parse_in(&text, ty, self.env.zone())?), ty)
+                (Expr::Const(Value::parse_in(&text, ty, self.env.style())?), ty)
             }
             E::Tuple(_) | E::Function(_) if row_items(e).is_some() => {
                 return Err(SqlError::unsupported(
@@ -767,11 +767,11 @@ impl<'a> Planner<'a> {
             let (left_ty, right_ty, ty) = types?;
             let (a, _) = self.coerce(a, at, left_ty)?;
             let (b, _) = self.coerce(b, bt, right_ty)?;
-            let zone = self.env.zone();
+            let style = self.env.style();
             // An integer or numeric factor of an interval is a double, as in PostgreSQL.
             let widen = |x: Expr, from: DataType, to: DataType| match x {
                 Expr::Const(v) if from != to && from != DataType::Unknown => {
-                    v.cast_in(to, zone).map(Expr::Const)
+                    v.cast_in(to, style).map(Expr::Const)
                 }
                 x if from != to && from != DataType::Unknown => Ok(Expr::Cast(Box::new(x), to)),
                 x => Ok(x),
@@ -779,7 +779,7 @@ impl<'a> Planner<'a> {
             let a = widen(a, at, left_ty)?;
             let b = widen(b, bt, right_ty)?;
             if let (Expr::Const(x), Expr::Const(y)) = (&a, &b) {
-                match crate::expr::binary(bop, x.clone(), y.clone(), self.env.zone()) {
+                match crate::expr::binary(bop, x.clone(), y.clone(), self.env.style()) {
                     Ok(v) => return Ok((Expr::Const(v), ty)),
                     Err(e) if !self.dead_arm => return Err(e),
                     Err(_) => {}
@@ -882,7 +882,7 @@ impl<'a> Planner<'a> {
         // expression that fails (overflow, division by zero) fails the statement when it is
         // planned, whether or not a row would have evaluated it.
         if let (Expr::Const(x), Expr::Const(y)) = (&a, &b) {
-            let folded = crate::expr::binary(bop, x.clone(), y.clone(), self.env.zone()).and_then(
+            let folded = crate::expr::binary(bop, x.clone(), y.clone(), self.env.style()).and_then(
                 |v| match (&v, ty) {
                     (Value::Int(_), DataType::Int4 | DataType::Int2) => v.cast(ty),
                     _ => Ok(v),
@@ -912,7 +912,9 @@ impl Planner<'_> {
     /// `x` (a date or timestamp) as a timestamp with time zone in the session's zone.
     fn to_timestamptz(&self, x: Expr) -> Result<Expr> {
         Ok(match x {
-            Expr::Const(v) => Expr::Const(v.cast_in(DataType::TimestampTz(None), self.env.zone())?),
+            Expr::Const(v) => {
+                Expr::Const(v.cast_in(DataType::TimestampTz(None), self.env.style())?)
+            }
             x => Expr::Cast(Box::new(x), DataType::TimestampTz(None)),
         })
     }

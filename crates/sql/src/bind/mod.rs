@@ -765,7 +765,7 @@ impl<'a> Planner<'a> {
                 Ok((Expr::Param(i), target))
             }
             Expr::Const(Value::Text(s)) => {
-                Ok((Expr::Const(Value::parse_in(&s, target, self.env.zone())?), target))
+                Ok((Expr::Const(Value::parse_in(&s, target, self.env.style())?), target))
             }
             e => Ok((e, ty)),
         }

@@ -328,7 +328,7 @@ impl Writer<'_> {
             let ctx = Ctx::new(&[], env);
             self.rewrite_table(&old, t, |_, mut row| {
                 let value = match &fill {
-                    Some(e) => e.eval(&[], &ctx)?.cast_in(ty, env.zone())?,
+                    Some(e) => e.eval(&[], &ctx)?.cast_in(ty, env.style())?,
                     None => Value::Null,
                 };
                 if value.is_null() && !nullable {
@@ -758,7 +758,7 @@ impl Writer<'_> {
                 Some(x) => x.eval(&row, &Ctx::new(&[], env))?,
                 None => std::mem::replace(&mut row[p], Value::Null),
             };
-            row[p] = v.cast_in(ty, env.zone()).map_err(|e| {
+            row[p] = v.cast_in(ty, env.style()).map_err(|e| {
                 if e.code == code::DATATYPE_MISMATCH {
                     SqlError::new(
                         code::DATATYPE_MISMATCH,

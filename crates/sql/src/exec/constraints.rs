@@ -260,7 +260,7 @@ impl Writer<'_> {
                 let vals = row
                     .iter()
                     .map(|v| {
-                        v.to_text_in(DataType::Text, ctx.env.zone())
+                        v.to_text_in(DataType::Text, ctx.env.style())
                             .unwrap_or_else(|| "null".into())
                     })
                     .collect::<Vec<_>>();
@@ -285,7 +285,7 @@ impl Writer<'_> {
         table: &Table,
         row: &[Value],
         old: Option<&[Value]>,
-        zone: crate::zone::Zone,
+        style: crate::style::Style,
     ) -> Result<()> {
         for fk in &table.foreign_keys {
             let values: Vec<Value> = fk.columns.iter().map(|&c| row[c].clone()).collect();
@@ -298,7 +298,7 @@ impl Writer<'_> {
                 }
             }
             let parent = self.related_table(&table.database, &fk.table)?;
-            if self.referenced_row(&parent, &fk.ref_columns, &values, zone)?.is_none() {
+            if self.referenced_row(&parent, &fk.ref_columns, &values, style)?.is_none() {
                 if self.ts.modes.deferred(fk) {
                     self.ts.pending.push(PendingCheck::References {
                         database: table.database.clone(),
@@ -364,7 +364,7 @@ impl Writer<'_> {
         };
         match &check {
             PendingCheck::References { key, .. } => {
-                if self.referenced_row(&parent, &fk.ref_columns, key, ctx.env.zone())?.is_some() {
+                if self.referenced_row(&parent, &fk.ref_columns, key, ctx.env.style())?.is_some() {
                     return Ok(());
                 }
                 // The row written then may be gone, or hold another key by now.
@@ -390,12 +390,12 @@ impl Writer<'_> {
         parent: &Table,
         cols: &[usize],
         values: &[Value],
-        zone: crate::zone::Zone,
+        style: crate::style::Style,
     ) -> Result<Option<Vec<u8>>> {
         // The values as the referenced columns' types (a value that does not fit is absent).
         let mut typed = Vec::with_capacity(values.len());
         for (&c, v) in cols.iter().zip(values) {
-            match assign(v.clone(), parent.columns[c].ty, zone) {
+            match assign(v.clone(), parent.columns[c].ty, style) {
                 Ok(v) => typed.push(v),
                 Err(_) => return Ok(None),
             }
@@ -481,7 +481,7 @@ impl Writer<'_> {
     ) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
         let mut filters = Vec::with_capacity(key.len());
         for (&c, v) in fk.columns.iter().zip(key) {
-            let v = match assign(v.clone(), child.columns[c].ty, ctx.env.zone()) {
+            let v = match assign(v.clone(), child.columns[c].ty, ctx.env.style()) {
                 Ok(v) => v,
                 Err(_) => return Ok(vec![]),
             };
@@ -1141,9 +1141,9 @@ impl Session {
     /// Runs the transaction's deferred foreign-key checks (with `immediate`, only those SET
     /// CONSTRAINTS made immediate); `ts` is the transaction, taken out of the session.
     pub(crate) fn check_pending(&self, ts: &mut TxnState, immediate: bool) -> Result<()> {
-        let zone = crate::pg::settings::zone_setting(Some(&ts.local), &self.settings);
+        let style = crate::pg::settings::style_setting(Some(&ts.local), &self.settings);
         let settings = crate::pg::settings::settings_in_force(&self.settings, Some(&ts.local));
-        let env = session_env!(self, zone, &settings);
+        let env = session_env!(self, style, &settings);
         let ctx = Ctx::new(&[], &env);
         session_writer!(self, ts, None).run_pending(immediate, &ctx)
     }

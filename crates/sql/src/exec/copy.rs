@@ -462,7 +462,7 @@ pub(crate) fn copy_out_lines(
     rows: &[Vec<Value>],
     columns: &[(String, DataType)],
     o: &CopyOptions,
-    zone: crate::zone::Zone,
+    style: crate::style::Style,
     table: Option<&Table>,
 ) -> Result<Vec<String>> {
     let mut force = vec![false; columns.len()];
@@ -477,7 +477,7 @@ pub(crate) fn copy_out_lines(
     }
     for r in rows {
         let texts: Vec<Option<String>> =
-            r.iter().zip(columns).map(|(v, (_, ty))| v.to_text_in(*ty, zone)).collect();
+            r.iter().zip(columns).map(|(v, (_, ty))| v.to_text_in(*ty, style)).collect();
         lines.push(format_copy_line(&texts, o, &force));
     }
     Ok(lines)
@@ -563,7 +563,7 @@ impl Session {
     }
 
     pub(crate) fn copy_lines(&mut self, chunk: &[u8]) -> Result<()> {
-        let zone = self.zone();
+        let style = self.style();
         let copy = self.copy.as_mut().expect("copy in progress");
         let text = std::str::from_utf8(chunk).map_err(|_| {
             SqlError::new(
@@ -626,7 +626,7 @@ impl Session {
             for (field, &c) in rec.into_iter().zip(&columns) {
                 row.push(Some(match field {
                     None => Value::Null,
-                    Some(s) => Value::parse_in(&s, table.columns[c].ty, zone)?,
+                    Some(s) => Value::parse_in(&s, table.columns[c].ty, style)?,
                 }));
             }
             rows.push(row);
@@ -658,12 +658,12 @@ impl Session {
             rows.push(row);
         }
         let n = rows.len() as u64;
-        let zone = self.zone();
+        let style = self.style();
         let settings = crate::pg::settings::settings_in_force(
             &self.settings,
             self.txn.as_ref().map(|t| &t.local),
         );
-        let env = session_env!(self, zone, &settings);
+        let env = session_env!(self, style, &settings);
         let ctx = Ctx::new(&[], &env);
         let ts = self.txn.as_mut().expect("copy runs in a transaction");
         let mut w = session_writer!(self, ts, None);
@@ -690,7 +690,7 @@ impl Session {
             } else {
                 full
             };
-            let full = crate::exec::write::Writer::fit_row(&table, full, ctx.env.zone())?;
+            let full = crate::exec::write::Writer::fit_row(&table, full, ctx.env.style())?;
             w.insert_row(&table, full.clone(), None, &ctx)?;
             w.after_row(&table, Event::Insert, (Some(&full), None), None, Cause::Statement);
         }
@@ -716,12 +716,12 @@ impl Session {
             if !copy.table.triggers.iter().any(|t| !t.row) {
                 return Ok(());
             }
-            let zone = self.zone();
+            let style = self.style();
             let settings = crate::pg::settings::settings_in_force(
                 &self.settings,
                 self.txn.as_ref().map(|t| &t.local),
             );
-            let env = session_env!(self, zone, &settings);
+            let env = session_env!(self, style, &settings);
             let ts = self.txn.as_mut().expect("copy runs in a transaction");
             let mut w = session_writer!(self, ts, None);
             w.end_of_statement(&copy.table, &[Event::Insert], &env)

@@ -115,7 +115,7 @@ impl Writer<'_> {
         let n = rows.len();
         for row in rows {
             self.interrupted()?;
-            let row = Self::fit_row(&table, row, ctx.env.zone())?;
+            let row = Self::fit_row(&table, row, ctx.env.style())?;
             self.insert_row(&table, row, None, ctx)?;
         }
         Ok(Output::Command(format!("SELECT {n}")))
@@ -757,10 +757,10 @@ impl Writer<'_> {
                 }
                 if !not_valid {
                     let checked = t.clone();
-                    let zone = env.zone();
+                    let style = env.style();
                     self.each_row(&t.keyspace(), |w, _, raw| {
                         let row = decode_row(&raw, checked.columns.len())?;
-                        w.check_references(&checked, &row, None, zone)
+                        w.check_references(&checked, &row, None, style)
                     })?;
                 }
             }

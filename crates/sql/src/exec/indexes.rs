@@ -24,7 +24,6 @@ use crate::exec::write::*;
 use crate::expr::{CatalogFunc, Ctx, Env, Expr, Func, SeqFunc};
 use crate::session::Output;
 use crate::types::{DataType, Value};
-use crate::zone::Zone;
 
 /// What an index expression may ask of the session: nothing that could differ between
 /// sessions or over time (the binder refuses such expressions; this answers the rest).
@@ -34,8 +33,8 @@ impl Env for IndexEnv {
     fn now(&self) -> i64 {
         0
     }
-    fn zone(&self) -> Zone {
-        Zone::UTC
+    fn style(&self) -> crate::style::Style {
+        crate::style::Style::DEFAULT
     }
     fn database(&self) -> String {
         String::new()

@@ -129,7 +129,7 @@ fn recursive_rows(
             .map(|r| {
                 r.into_iter()
                     .zip(&types)
-                    .map(|(v, t)| v.cast_in(*t, ctx.env.zone()))
+                    .map(|(v, t)| v.cast_in(*t, ctx.env.style()))
                     .collect::<Result<Row>>()
             })
             .collect()

@@ -47,8 +47,8 @@ pub(crate) fn key_value(e: &Expr, ty: DataType, row: &[Value], ctx: &Ctx) -> Res
             DataType::Char(_) => s.trim_end_matches(' ').to_string(),
             _ => s,
         })),
-        (Value::Text(s), t) => Value::parse_in(&s, t, ctx.env.zone()).ok(),
-        (v, t) => match v.clone().cast_in(t, ctx.env.zone()) {
+        (Value::Text(s), t) => Value::parse_in(&s, t, ctx.env.style()).ok(),
+        (v, t) => match v.clone().cast_in(t, ctx.env.style()) {
             Ok(c) if c.sql_cmp(&v) == Some(Ordering::Equal) => Some(c),
             _ => None,
         },

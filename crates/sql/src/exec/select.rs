@@ -620,9 +620,9 @@ fn group_key(key: &[Value]) -> String {
     out
 }
 
-/// The time zone of aggregates' arithmetic: sums and averages add numbers and intervals
-/// only, which no zone changes.
-pub(crate) const NUMBERS: crate::zone::Zone = crate::zone::Zone::UTC;
+/// The style of aggregates' arithmetic: sums and averages add numbers and intervals only,
+/// which no zone or style changes.
+pub(crate) const NUMBERS: crate::style::Style = crate::style::Style::DEFAULT;
 
 pub(crate) fn widen(v: Value) -> Value {
     match v {

@@ -31,7 +31,7 @@ impl Session {
         slot: Option<&PlanSlot>,
     ) -> Result<Output> {
         use ast::Statement as S;
-        let zone = self.zone();
+        let style = self.style();
         let settings = crate::pg::settings::settings_in_force(
             &self.settings,
             self.txn.as_ref().map(|t| &t.local),
@@ -41,7 +41,7 @@ impl Session {
             // READ COMMITTED: each statement sees what committed before it began.
             ts.txn.refresh_snapshot()?;
         }
-        let env = session_env!(self, zone, &settings);
+        let env = session_env!(self, style, &settings);
         let system = System::new(&self.db, &self.database, &settings, &self.cursors);
         let limits = session_limits!(self);
         let ctx = Ctx::new(params, &env);
@@ -168,7 +168,7 @@ impl Session {
         // The plan: the prepared statement's kept one while it is valid, else bound now
         // (and kept, for a prepared statement).
         let kept = match slot {
-            Some(slot) => slot.get(&mut w.ts.txn, &self.db.catalog, &self.database, zone)?,
+            Some(slot) => slot.get(&mut w.ts.txn, &self.db.catalog, &self.database, style)?,
             None => None,
         };
         macro_rules! plan {
@@ -570,7 +570,7 @@ impl Session {
                                 &rows,
                                 &plan.columns,
                                 &opts,
-                                zone,
+                                style,
                                 source_table.as_deref(),
                             )?)
                         };

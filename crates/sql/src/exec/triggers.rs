@@ -1030,7 +1030,7 @@ impl Writer<'_> {
                     &mut self.ts.txn,
                     &self.db.catalog,
                     &database,
-                    env.zone(),
+                    env.style(),
                 )?
             {
                 self.triggers.programs.insert(trigger.id, kept.program.clone());
@@ -1377,7 +1377,7 @@ impl Writer<'_> {
                     if *not_null && v.is_null() {
                         return Err(null_into_not_null());
                     }
-                    frame[*slot] = assign(v, *ty, env.zone())?;
+                    frame[*slot] = assign(v, *ty, env.style())?;
                 }
                 Step::If(arms, otherwise) => {
                     let mut taken = otherwise;
@@ -1399,11 +1399,11 @@ impl Writer<'_> {
                 Step::Raise { raise, params, using } => {
                     let mut texts = Vec::with_capacity(params.len());
                     for q in params {
-                        texts.push(self.eval(q, frame, env)?.to_text_in(q.ty, env.zone()));
+                        texts.push(self.eval(q, frame, env)?.to_text_in(q.ty, env.style()));
                     }
                     let mut options = Vec::with_capacity(using.len());
                     for q in using {
-                        options.push(self.eval(q, frame, env)?.to_text_in(q.ty, env.zone()));
+                        options.push(self.eval(q, frame, env)?.to_text_in(q.ty, env.style()));
                     }
                     let Some(e) = do_block::raised(raise, &texts, &options)? else {
                         return Err(SqlError::new(
@@ -1421,7 +1421,7 @@ impl Writer<'_> {
                         let message = match m {
                             Some(m) => self
                                 .eval(m, frame, env)?
-                                .to_text_in(m.ty, env.zone())
+                                .to_text_in(m.ty, env.style())
                                 .unwrap_or_else(|| "<NULL>".into()),
                             None => "assertion failed".into(),
                         };
@@ -1441,7 +1441,7 @@ impl Writer<'_> {
                     let row = rows.into_iter().next();
                     for (k, (slot, ty)) in targets.iter().enumerate() {
                         let v = row.as_ref().map_or(Value::Null, |r| r[k].clone());
-                        frame[*slot] = assign(v, *ty, env.zone())?;
+                        frame[*slot] = assign(v, *ty, env.style())?;
                     }
                 }
                 Step::Insert(_) | Step::Update(_) | Step::Delete(_) => {
@@ -1452,7 +1452,7 @@ impl Writer<'_> {
                 Step::Return(r) => return Ok(Flow::Return(*r)),
                 Step::GetDiagnostics(targets) => {
                     for (slot, ty) in targets {
-                        frame[*slot] = assign(frame[row_count].clone(), *ty, env.zone())?;
+                        frame[*slot] = assign(frame[row_count].clone(), *ty, env.style())?;
                     }
                 }
                 Step::Exit { exit, condition } => {
@@ -1479,7 +1479,7 @@ impl Writer<'_> {
                 },
                 Step::ForRange { slot, low, high, step, reverse, body } => {
                     let bound = |w: &mut Self, q: &Query, what: &str| -> Result<i64> {
-                        match assign(w.eval(q, frame, env)?, DataType::Int4, env.zone())? {
+                        match assign(w.eval(q, frame, env)?, DataType::Int4, env.style())? {
                             Value::Int(i) => Ok(i),
                             _ => Err(SqlError::new(
                                 "22004",
@@ -1608,7 +1608,7 @@ impl Writer<'_> {
             for (slot, ty, default, not_null) in &program.declared {
                 if let Some(d) = default {
                     let v = self.eval(d, &frame, env)?;
-                    frame[*slot] = assign(v, *ty, env.zone())?;
+                    frame[*slot] = assign(v, *ty, env.style())?;
                 }
                 if *not_null && frame[*slot].is_null() {
                     return Err(null_into_not_null());

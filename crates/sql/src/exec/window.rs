@@ -136,7 +136,7 @@ fn range_target(key: &Value, offset: &Value, add: bool, ctx: &Ctx) -> Target {
         }
         (key, offset) => {
             let op = if add { BinOp::Add } else { BinOp::Sub };
-            match binary(op, key.clone(), offset.clone(), ctx.env.zone()) {
+            match binary(op, key.clone(), offset.clone(), ctx.env.style()) {
                 Ok(v) => Target::At(v),
                 Err(_) => past,
             }

@@ -18,8 +18,8 @@ use crate::expr::{assign, Ctx, Env, Expr};
 use crate::locks::LockMode;
 use crate::pg::activity::{Activity, Wait};
 use crate::plan::*;
+use crate::style::Style;
 use crate::types::Value;
-use crate::zone::Zone;
 
 use crate::bind::dml::*;
 use crate::database::*;
@@ -209,11 +209,12 @@ impl Writer<'_> {
         encode_key(&vals)
     }
 
-    /// Checks types, NOT NULL, and fits values to their columns.
-    pub(crate) fn fit_row(table: &Table, row: Vec<Value>, zone: Zone) -> Result<Vec<Value>> {
+    /// Checks types, NOT NULL, and fits values to their columns (text read in the session's
+    /// `style`).
+    pub(crate) fn fit_row(table: &Table, row: Vec<Value>, style: Style) -> Result<Vec<Value>> {
         let mut out = Vec::with_capacity(row.len());
         for (v, c) in row.into_iter().zip(&table.columns) {
-            let v = assign(v, c.ty, zone).map_err(|e| {
+            let v = assign(v, c.ty, style).map_err(|e| {
                 if e.code == code::DATATYPE_MISMATCH {
                     SqlError::new(
                         code::DATATYPE_MISMATCH,
@@ -327,7 +328,7 @@ impl Writer<'_> {
             self.ts.txn.put(&ks, &pk, &encode_row(&row))?;
         }
         if !table.foreign_keys.is_empty() {
-            self.check_references(table, &row, None, ctx.env.zone())?;
+            self.check_references(table, &row, None, ctx.env.style())?;
         }
         Ok(Inserted::Row(pk))
     }
@@ -350,7 +351,7 @@ impl Writer<'_> {
         new: Vec<Value>,
         ctx: &Ctx,
     ) -> Result<Vec<Value>> {
-        let new = Self::fit_row(table, new, ctx.env.zone())?;
+        let new = Self::fit_row(table, new, ctx.env.style())?;
         self.check_row(table, &new, ctx)?;
         let pk_changed = table
             .primary_key
@@ -398,7 +399,7 @@ impl Writer<'_> {
             }
             self.ts.txn.put(&table.keyspace(), pk, &encode_row(&new))?;
             if !table.foreign_keys.is_empty() {
-                self.check_references(table, &new, Some(old), ctx.env.zone())?;
+                self.check_references(table, &new, Some(old), ctx.env.style())?;
             }
         }
         if !table.referenced_by.is_empty() {
@@ -594,7 +595,7 @@ impl Writer<'_> {
             };
             // Fitted to the columns (a typmod's scale, a char's padding) before it is
             // written: RETURNING shows the row as stored.
-            let full = Self::fit_row(&table, full, ctx.env.zone())?;
+            let full = Self::fit_row(&table, full, ctx.env.style())?;
             let written = match &plan.on_conflict {
                 None => {
                     self.insert_row(&table, full.clone(), None, ctx)?;

@@ -15,7 +15,7 @@ pub fn array_items(v: Value) -> Result<Vec<Value>> {
     match v {
         Value::Array(items) => Ok(items),
         Value::Null => Ok(vec![]),
-        Value::Text(s) => crate::array::parse(&s, DataType::Text, crate::zone::Zone::UTC),
+        Value::Text(s) => crate::array::parse(&s, DataType::Text, crate::style::Style::DEFAULT),
         other => Err(SqlError::new(
             code::DATATYPE_MISMATCH,
             format!("{} is not an array", other.to_text(DataType::Text).unwrap_or_default()),
@@ -206,7 +206,7 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             )
         }
         Func::Concat => Value::Text(
-            args.iter().filter_map(|v| v.to_text_in(DataType::Text, ctx.env.zone())).collect(),
+            args.iter().filter_map(|v| v.to_text_in(DataType::Text, ctx.env.style())).collect(),
         ),
         Func::Repeat => match (&args[0], &args[1]) {
             (Value::Null, _) | (_, Value::Null) => Value::Null,
@@ -365,7 +365,7 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         | Func::CurrentSetting
         | Func::Sleep => ctx.env.kiln(f, &args)?,
         Func::Catalog(c) => ctx.env.catalog(c, &args)?,
-        Func::Str(s) => super::strings::eval(s, &args, ctx.env.zone())?,
+        Func::Str(s) => super::strings::eval(s, &args, ctx.env.style())?,
         Func::Math(m) => super::strings::eval_math(m, &args)?,
         Func::Time(TimeFunc::ClockTimestamp) => Value::TimestampTz(crate::types::now_micros()),
         Func::Time(t) => super::dates::eval(t, &args, ctx.env.zone(), ctx.env.now())?,
@@ -376,7 +376,7 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             let mut out = String::new();
             let mut first = true;
             for item in &items {
-                let text = match (item.to_text_in(DataType::Text, ctx.env.zone()), &null) {
+                let text = match (item.to_text_in(DataType::Text, ctx.env.style()), &null) {
                     (Some(t), _) => t,
                     (None, Some(n)) => n.clone(),
                     (None, None) => continue,
@@ -592,14 +592,14 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         Func::ToJson(ty, jsonb) => match arg(0) {
             Value::Null => Value::Null,
             v => {
-                let text = crate::json::to_json(&v, ty, ctx.env.zone())?;
+                let text = crate::json::to_json(&v, ty, ctx.env.style())?;
                 Value::Text(if jsonb { crate::json::jsonb_in(&text)? } else { text })
             }
         },
         Func::Json(f, jsonb) => crate::json::call(f, jsonb, &args)?,
         Func::JsonObjectAgg(key, value, jsonb) => match arg(0) {
             Value::Array(pairs) => {
-                crate::json::object_aggregate(&pairs, key, value, jsonb, ctx.env.zone())?
+                crate::json::object_aggregate(&pairs, key, value, jsonb, ctx.env.style())?
             }
             _ => Value::Null, // no rows
         },
@@ -612,7 +612,7 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             _ => Value::Null, // no rows
         },
         Func::JsonAgg(elem, jsonb) => match arg(0) {
-            Value::Array(items) => crate::json::aggregate(&items, elem, jsonb, ctx.env.zone())?,
+            Value::Array(items) => crate::json::aggregate(&items, elem, jsonb, ctx.env.style())?,
             _ => Value::Null, // no rows
         },
         Func::SizePretty => {
@@ -683,14 +683,14 @@ pub(crate) fn pseudo_random() -> f64 {
 }
 
 /// Converts a value to a column's type on assignment (integers range-checked; a timestamp
-/// with time zone and a local time converted in `zone`).
-pub fn assign(v: Value, ty: DataType, zone: crate::zone::Zone) -> Result<Value> {
+/// with time zone and a local time converted in the `style`'s zone, text read in it).
+pub fn assign(v: Value, ty: DataType, style: crate::style::Style) -> Result<Value> {
     match (&v, ty) {
         (Value::Int(i), t) if t.is_integer() => {
             check_int_range(*i, t)?;
             Ok(v)
         }
-        _ => v.cast_in(ty, zone),
+        _ => v.cast_in(ty, style),
     }
 }
 

@@ -812,8 +812,12 @@ pub enum Expr {
 pub trait Env {
     /// The statement's timestamp (now()).
     fn now(&self) -> i64;
+    /// The session's time zone, DateStyle and IntervalStyle.
+    fn style(&self) -> crate::style::Style;
     /// The session's time zone (the `TimeZone` setting).
-    fn zone(&self) -> crate::zone::Zone;
+    fn zone(&self) -> crate::zone::Zone {
+        self.style().zone
+    }
     /// current_database()
     fn database(&self) -> String;
     /// current_user
@@ -907,7 +911,7 @@ impl Expr {
                 // a comparison was NULL.
                 let mut saw_null = false;
                 for item in items {
-                    match binary(*op, v.clone(), item, ctx.env.zone())?.as_bool()? {
+                    match binary(*op, v.clone(), item, ctx.env.style())?.as_bool()? {
                         None => saw_null = true,
                         Some(b) if b != *all => return Ok(Value::Bool(b)),
                         Some(_) => {}
@@ -936,7 +940,7 @@ impl Expr {
                 v => return Err(type_error("-", &v)),
             },
             Expr::Binary(op, a, b) => {
-                binary(*op, a.eval(row, ctx)?, b.eval(row, ctx)?, ctx.env.zone())?
+                binary(*op, a.eval(row, ctx)?, b.eval(row, ctx)?, ctx.env.style())?
             }
             Expr::And(a, b) => {
                 let a = a.eval(row, ctx)?.as_bool()?;
@@ -1017,7 +1021,7 @@ impl Expr {
                     None => Value::Null,
                 }
             }
-            Expr::Cast(e, ty) => e.eval(row, ctx)?.cast_explicit(*ty, ctx.env.zone())?,
+            Expr::Cast(e, ty) => e.eval(row, ctx)?.cast_explicit(*ty, ctx.env.style())?,
             Expr::Func(f, args) => {
                 let mut values = Vec::with_capacity(args.len());
                 // coalesce is lazy.

@@ -7,6 +7,7 @@ use std::cmp::Ordering;
 use rust_decimal::Decimal;
 
 use crate::error::{code, Result, SqlError};
+use crate::style::Style;
 use crate::types::{DataType, Value};
 use crate::zone::Zone;
 
@@ -107,9 +108,11 @@ pub(crate) fn numeric_operand(v: Value) -> Result<Value> {
     }
 }
 
-/// Applies a binary operator (NULL in, NULL out) in time zone `zone` (which writes a
-/// timestamp with time zone concatenated to text, and places calendar arithmetic on one).
-pub fn binary(op: BinOp, a: Value, b: Value, zone: Zone) -> Result<Value> {
+/// Applies a binary operator (NULL in, NULL out) in the session's `style` (which writes a
+/// date, time or interval concatenated to text; its zone places calendar arithmetic on a
+/// timestamp with time zone).
+pub fn binary(op: BinOp, a: Value, b: Value, style: Style) -> Result<Value> {
+    let zone = style.zone;
     if a.is_null() || b.is_null() {
         return Ok(Value::Null);
     }
@@ -122,8 +125,8 @@ pub fn binary(op: BinOp, a: Value, b: Value, zone: Zone) -> Result<Value> {
         BinOp::Gt => Value::Bool(cmp(&a, &b)? == Ordering::Greater),
         BinOp::GtEq => Value::Bool(cmp(&a, &b)? != Ordering::Less),
         BinOp::Concat => {
-            let mut s = a.to_text_in(DataType::Text, zone).unwrap_or_default();
-            let t = b.to_text_in(DataType::Text, zone).unwrap_or_default();
+            let mut s = a.to_text_in(DataType::Text, style).unwrap_or_default();
+            let t = b.to_text_in(DataType::Text, style).unwrap_or_default();
             if s.len() + t.len() > TEXT_BYTES_MAX {
                 return Err(too_long());
             }

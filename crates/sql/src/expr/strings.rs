@@ -5,8 +5,8 @@
 
 use crate::error::{code, Result, SqlError};
 use crate::expr::builtins::{quote_literal, text_arg, too_long, TEXT_BYTES_MAX};
+use crate::style::Style;
 use crate::types::Value;
-use crate::zone::Zone;
 
 /// A string function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +117,7 @@ fn bounded(s: String) -> Result<Value> {
 }
 
 /// Evaluates a string function on arguments already NULL-checked where it is strict.
-pub(crate) fn eval(f: StrFunc, args: &[Value], zone: Zone) -> Result<Value> {
+pub(crate) fn eval(f: StrFunc, args: &[Value], style: Style) -> Result<Value> {
     let text = |i: usize| args.get(i).map(text_arg).unwrap_or_default();
     Ok(match f {
         StrFunc::Replace => {
@@ -230,15 +230,15 @@ pub(crate) fn eval(f: StrFunc, args: &[Value], zone: Zone) -> Result<Value> {
                 return Ok(Value::Null);
             };
             let parts: Vec<String> =
-                args[1..].iter().filter(|v| !v.is_null()).map(|v| value_text(v, zone)).collect();
+                args[1..].iter().filter(|v| !v.is_null()).map(|v| value_text(v, style)).collect();
             bounded(parts.join(&separator))?
         }
         StrFunc::StartsWith => Value::Bool(text(0).starts_with(&text(1))),
         StrFunc::QuoteNullable => match args.first() {
             None | Some(Value::Null) => Value::Text("NULL".into()),
-            Some(v) => Value::Text(quote_literal(&value_text(v, zone))),
+            Some(v) => Value::Text(quote_literal(&value_text(v, style))),
         },
-        StrFunc::Format => format(args, zone)?,
+        StrFunc::Format => format(args, style)?,
         StrFunc::RegexpReplace => {
             let flags = flags(args.get(3))?;
             let replacement = replacement(&text(2));
@@ -367,9 +367,9 @@ pub(crate) fn eval(f: StrFunc, args: &[Value], zone: Zone) -> Result<Value> {
     })
 }
 
-/// A value as `concat` shows it: its own type's text, timestamps in the session's `zone`.
-fn value_text(v: &Value, zone: Zone) -> String {
-    v.to_text_in(v.natural_type(), zone).unwrap_or_default()
+/// A value as `concat` shows it: its own type's text, written in the session's `style`.
+fn value_text(v: &Value, style: Style) -> String {
+    v.to_text_in(v.natural_type(), style).unwrap_or_default()
 }
 
 struct Flags {
@@ -440,7 +440,7 @@ fn split<'s>(re: &regex::Regex, s: &'s str) -> Vec<&'s str> {
 }
 
 /// format(template, args…): `%s`, `%I`, `%L`, `%%`, with `n$` positions and `-`/width.
-fn format(args: &[Value], zone: Zone) -> Result<Value> {
+fn format(args: &[Value], style: Style) -> Result<Value> {
     let Some(template) = args.first().filter(|v| !v.is_null()).map(text_arg) else {
         return Ok(Value::Null);
     };
@@ -506,7 +506,7 @@ fn format(args: &[Value], zone: Zone) -> Result<Value> {
                 if v.is_null() {
                     String::new()
                 } else {
-                    value_text(v, zone)
+                    value_text(v, style)
                 }
             }
             'I' => {
@@ -516,13 +516,13 @@ fn format(args: &[Value], zone: Zone) -> Result<Value> {
                         "null values cannot be formatted as an SQL identifier",
                     ));
                 }
-                crate::bind::quote_ident(&value_text(v, zone))
+                crate::bind::quote_ident(&value_text(v, style))
             }
             'L' => {
                 if v.is_null() {
                     "NULL".into()
                 } else {
-                    quote_literal(&value_text(v, zone))
+                    quote_literal(&value_text(v, style))
                 }
             }
             other => {

@@ -2,8 +2,7 @@
 //! formatting functions write them (its template patterns, the `FM` and `TH` modifiers,
 //! quoted literal text).
 
-use chrono::{DateTime, Datelike, NaiveDateTime, TimeZone, Timelike};
-use chrono_tz::OffsetName;
+use chrono::{DateTime, Datelike, NaiveDateTime, Timelike};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::{Decimal, RoundingStrategy};
 
@@ -37,13 +36,7 @@ pub fn to_char(v: &Value, template: &str, zone: Zone) -> Result<Value> {
         Value::TimestampTz(us) => {
             let local = datetime(zone.to_local(*us))?;
             let offset = zone.offset_at(*us);
-            let name = match zone {
-                Zone::Fixed(0) => "UTC".to_string(),
-                Zone::Fixed(secs) => format_offset(secs),
-                Zone::Named(tz) => {
-                    tz.offset_from_utc_datetime(&datetime(*us)?).abbreviation().to_string()
-                }
-            };
+            let name = zone.abbreviation_at(*us);
             Value::Text(format_datetime(&Moment::Zoned(local, offset, name), template))
         }
         Value::Interval(iv) => {

@@ -297,6 +297,20 @@ pub(crate) fn zone_setting(
     value.and_then(|v| crate::zone::parse_setting(v)).map_or(crate::zone::Zone::UTC, |z| z.0)
 }
 
+/// The [`crate::style::Style`] of a session's settings (a transaction's SET LOCAL values
+/// over its own).
+pub(crate) fn style_setting(
+    local: Option<&std::collections::HashMap<String, String>>,
+    settings: &std::collections::BTreeMap<String, String>,
+) -> crate::style::Style {
+    let get = |name: &str| local.and_then(|l| l.get(name)).or_else(|| settings.get(name));
+    crate::style::Style::of(
+        zone_setting(local, settings),
+        get("datestyle").map(String::as_str),
+        get("intervalstyle").map(String::as_str),
+    )
+}
+
 impl Session {
     /// A setting's current value.
     pub fn setting(&self, name: &str) -> Option<String> {
@@ -320,6 +334,11 @@ impl Session {
     /// A duration setting's value in milliseconds (`statement_timeout`, …; none when unset).
     pub fn setting_ms(&self, name: &str) -> Option<u64> {
         self.setting(name).and_then(|v| parse_duration_ms(name, &v).ok())
+    }
+
+    /// The session's time zone, DateStyle and IntervalStyle in force.
+    pub fn style(&self) -> crate::style::Style {
+        style_setting(self.txn.as_ref().map(|t| &t.local), &self.settings)
     }
 
     /// The session's time zone: the `TimeZone` setting in force.
@@ -376,11 +395,13 @@ impl Session {
 
     pub(crate) fn set(&mut self, name: &str, value: &str, local: bool) -> Result<()> {
         let name = name.to_lowercase();
+        let datestyle = self.setting("datestyle").unwrap_or_else(|| "ISO, MDY".into());
         let normalized = SettingRules {
             db: &self.db,
             user: &self.user,
             settings: &self.settings,
             startup: &self.startup,
+            datestyle: &datestyle,
         }
         .normalize(&name, value)?;
         if name == "application_name" {
@@ -549,6 +570,8 @@ pub(crate) struct SettingRules<'a> {
     pub(crate) user: &'a str,
     pub(crate) settings: &'a std::collections::BTreeMap<String, String>,
     pub(crate) startup: &'a std::collections::BTreeMap<String, String>,
+    /// The DateStyle in force, which a new value's missing half keeps.
+    pub(crate) datestyle: &'a str,
 }
 
 impl SettingRules<'_> {
@@ -602,21 +625,8 @@ impl SettingRules<'_> {
                     .hint("Give a zone of the tz database (Europe/Berlin, America/New_York, UTC), hours east of UTC (5.5), or a POSIX offset (UTC+3 is three hours west)."))
                 }
             },
-            "intervalstyle" => match value.to_lowercase().as_str() {
-                "postgres" => "postgres".into(),
-                "postgres_verbose" | "sql_standard" | "iso_8601" => {
-                    return Err(SqlError::unsupported(format!(
-                        "IntervalStyle {value} (Kiln writes intervals in the postgres style)"
-                    )))
-                }
-                _ => {
-                    return Err(SqlError::new(
-                        code::INVALID_PARAMETER_VALUE,
-                        format!("invalid value for parameter \"IntervalStyle\": \"{value}\""),
-                    )
-                    .hint("Available values: postgres, postgres_verbose, sql_standard, iso_8601."))
-                }
-            },
+            "intervalstyle" => crate::style::normalize_intervalstyle(&value)?,
+            "datestyle" => crate::style::normalize_datestyle(&value, self.datestyle)?,
             "kiln.read_after" => {
                 if value.is_empty() {
                     String::new()
@@ -662,7 +672,6 @@ impl SettingRules<'_> {
             "search_path"
             | "application_name"
             | "extra_float_digits"
-            | "datestyle"
             | "client_min_messages"
             | "work_mem"
             | "jit"
