@@ -1096,6 +1096,17 @@ impl Env for SessionEnv<'_> {
                 let pretty = (func == CatalogFunc::IndexDef
                     && args.get(2) == Some(&Value::Bool(true)))
                     || (func == CatalogFunc::TriggerDef && args.get(1) == Some(&Value::Bool(true)));
+                // pg_get_constraintdef(oid) without `pretty`: a CHECK condition parenthesized
+                // as PostgreSQL's deparser writes it (`CHECK ((a > 0))`), which ORMs read.
+                let def = match def {
+                    Some(d)
+                        if func == CatalogFunc::ConstraintDef
+                            && args.get(1) != Some(&Value::Bool(true)) =>
+                    {
+                        Some(crate::pg::defaults::check_def_parenthesized(&d))
+                    }
+                    d => d,
+                };
                 match def.map(|d| if pretty { d.replacen(" ON public.", " ON ", 1) } else { d }) {
                     Some(d) if pretty => Value::Text(match d.split_once(" WHERE (") {
                         Some((head, cond)) if cond.ends_with(')') => {

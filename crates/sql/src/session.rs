@@ -1150,6 +1150,11 @@ impl Session {
                 let mut w = session_writer!(s, ts, None);
                 w.alter_sequence(&a, &s.database)
             }),
+            Utility::AlterView(a) => self.in_transaction_with(hint, in_implicit, |s| {
+                let ts = s.txn.as_mut().expect("a transaction is open");
+                let mut w = session_writer!(s, ts, None);
+                w.alter_view(&a, &s.database)
+            }),
             Utility::AlterIdentity(a) => self.in_transaction_with(hint, in_implicit, |s| {
                 let ts = s.txn.as_mut().expect("a transaction is open");
                 let mut w = session_writer!(s, ts, None);

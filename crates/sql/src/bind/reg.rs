@@ -198,9 +198,14 @@ pub fn undefined_type(name: &str) -> SqlError {
     SqlError::new(code::UNDEFINED_OBJECT, format!("type \"{name}\" does not exist"))
 }
 
-/// 42P01 for a relation name that does not exist.
+/// 42P01 for a relation name that does not exist, named as PostgreSQL names it: its parts
+/// as read (quotes taken off, unquoted parts folded), joined by dots.
 pub fn undefined_relation(name: &str) -> SqlError {
-    SqlError::new(code::UNDEFINED_TABLE, format!("relation \"{name}\" does not exist"))
+    let shown = match crate::sequence::name_parts(name) {
+        Ok(parts) => parts.into_iter().map(|(p, _)| p).collect::<Vec<_>>().join("."),
+        Err(_) => name.to_string(),
+    };
+    SqlError::new(code::UNDEFINED_TABLE, format!("relation \"{shown}\" does not exist"))
 }
 
 impl<'a> Planner<'a> {

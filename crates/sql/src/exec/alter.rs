@@ -97,31 +97,7 @@ impl Writer<'_> {
     pub(crate) fn rename_table(&mut self, table: &Table, new: &str) -> Result<Output> {
         let (db, old) = (table.database.clone(), table.name.clone());
         self.table_name_taken(&db, new, false)?;
-        // The views that read it read it under its new name (each is planned again after
-        // the statement, and must still give its columns).
-        for v in self.db.catalog.views_on(&mut self.ts.txn, &db, &old)? {
-            if old.contains('.') {
-                return Err(SqlError::unsupported(format!(
-                    "renaming table {old}, which view {} reads (views rename only tables of schema public)",
-                    v.name
-                )));
-            }
-            let query = crate::bind::view::view_query(&v)?;
-            let Some(renamed) = crate::exec::views::rename_table_in_query(&query, &old, new) else {
-                return Err(SqlError::unsupported(format!(
-                    "renaming table \"{old}\", which view \"{}\" reads under a name that also means something else there",
-                    v.name
-                )));
-            };
-            let mut v = (*v).clone();
-            v.query = renamed.to_string();
-            for d in &mut v.depends_on {
-                if *d == old {
-                    *d = new.to_string();
-                }
-            }
-            self.db.catalog.put_view(&mut self.ts.txn, &v)?;
-        }
+        self.follow_rename_in_views(&db, &old, new)?;
         let mut t = table.clone();
         if !t.primary_key.is_empty() && t.primary_key_name.is_none() {
             t.primary_key_name = Some(format!("{}_pkey", unqualified(&old)));
@@ -168,6 +144,63 @@ impl Writer<'_> {
             }
         }
         Ok(Output::Command("ALTER TABLE".into()))
+    }
+
+    /// The views that read relation `old` read it under its `new` name (each is planned
+    /// again after the statement, and must still give its columns).
+    pub(crate) fn follow_rename_in_views(&mut self, db: &str, old: &str, new: &str) -> Result<()> {
+        for v in self.db.catalog.views_on(&mut self.ts.txn, db, old)? {
+            if old.contains('.') {
+                return Err(SqlError::unsupported(format!(
+                    "renaming relation {old}, which view {} reads (views rename only relations of schema public)",
+                    v.name
+                )));
+            }
+            let query = crate::bind::view::view_query(&v)?;
+            let Some(renamed) = crate::exec::views::rename_table_in_query(&query, old, new) else {
+                return Err(SqlError::unsupported(format!(
+                    "renaming relation \"{old}\", which view \"{}\" reads under a name that also means something else there",
+                    v.name
+                )));
+            };
+            let mut v = (*v).clone();
+            v.query = renamed.to_string();
+            for d in &mut v.depends_on {
+                if *d == old {
+                    *d = new.to_string();
+                }
+            }
+            self.db.catalog.put_view(&mut self.ts.txn, &v)?;
+        }
+        Ok(())
+    }
+
+    /// `ALTER TABLE name RENAME TO new` or `ALTER INDEX name RENAME TO new` where `name` is
+    /// a relation of another kind, which PostgreSQL renames too: a sequence, a view or (for
+    /// ALTER TABLE) an index. `None` when `name` is none of them.
+    pub(crate) fn rename_other_relation(
+        &mut self,
+        name: &str,
+        new: &ast::ObjectName,
+        database: &str,
+    ) -> Result<Option<()>> {
+        if let Some(seq) = self.db.catalog.sequence(&mut self.ts.txn, database, name)? {
+            let new = crate::exec::schema::renamed(&seq.name, new)?;
+            self.rename_sequence(&seq, &new, database)?;
+            return Ok(Some(()));
+        }
+        if let Some(view) = self.db.catalog.view(&mut self.ts.txn, database, name)? {
+            let new = crate::exec::schema::renamed(&view.name, new)?;
+            self.rename_view(&view, &new)?;
+            return Ok(Some(()));
+        }
+        if self.db.catalog.index_table(&mut self.ts.txn, database, name)?.is_some() {
+            let rename = ast::AlterIndexOperation::RenameIndex { index_name: new.clone() };
+            let parts = name.split('.').map(|p| ast::Ident::with_quote('"', p)).collect::<Vec<_>>();
+            self.rename_index(&ast::ObjectName::from(parts), &rename, database)?;
+            return Ok(Some(()));
+        }
+        Ok(None)
     }
 
     /// Writes every row of `old` again into `new` (which gets a new keyspace and new index

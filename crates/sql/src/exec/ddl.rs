@@ -607,6 +607,17 @@ impl Writer<'_> {
             }
             return Ok(Output::Command("ALTER TABLE".into()));
         }
+        // RENAME of a sequence, view or index by ALTER TABLE renames it, as in PostgreSQL.
+        if let [ast::AlterTableOperation::RenameTable {
+            table_name: ast::RenameTableNameKind::To(new) | ast::RenameTableNameKind::As(new),
+        }] = at.operations.as_slice()
+        {
+            if self.db.catalog.table(&mut self.ts.txn, database, &tname)?.is_none()
+                && self.rename_other_relation(&tname, new, database)?.is_some()
+            {
+                return Ok(Output::Command("ALTER TABLE".into()));
+            }
+        }
         // ALTER TABLE IF EXISTS of a table that does not exist changes nothing (PostgreSQL
         // notes that it skips it).
         if at.if_exists && self.db.catalog.table(&mut self.ts.txn, database, &tname)?.is_none() {

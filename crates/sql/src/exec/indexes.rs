@@ -258,6 +258,16 @@ impl Writer<'_> {
                 .find(|t| !t.primary_key.is_empty() && beside(&t.name, &t.pkey_name()) == name),
         };
         let Some(table) = table else {
+            // ALTER INDEX … RENAME of another relation renames it, as in PostgreSQL.
+            let done = || Ok(Output::Command("ALTER INDEX".into()));
+            if let Some(table) = self.db.catalog.table(&mut self.ts.txn, database, &name)? {
+                let new = crate::exec::schema::renamed(&table.name, index_name)?;
+                self.rename_table(&table, &new)?;
+                return done();
+            }
+            if self.rename_other_relation(&name, index_name, database)?.is_some() {
+                return done();
+            }
             return Err(SqlError::new(
                 code::UNDEFINED_TABLE,
                 format!("relation \"{name}\" does not exist"),

@@ -403,7 +403,12 @@ impl Writer<'_> {
 
     /// Renames a sequence: a new catalog entry (the same record key: its values go on), and
     /// the identity columns and `nextval` defaults that name it name the new one.
-    fn rename_sequence(&mut self, seq: &Sequence, new: &str, database: &str) -> Result<()> {
+    pub(crate) fn rename_sequence(
+        &mut self,
+        seq: &Sequence,
+        new: &str,
+        database: &str,
+    ) -> Result<()> {
         if self.db.catalog.relation_exists(&mut self.ts.txn, database, new)? {
             return Err(SqlError::new(
                 code::DUPLICATE_TABLE,

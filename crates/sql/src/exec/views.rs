@@ -8,9 +8,11 @@ use sqlparser::ast;
 
 use crate::bind::view::view_query;
 use crate::bind::Planner;
-use crate::catalog::View;
+use crate::bind::{ident, object_name};
+use crate::catalog::{unqualified, View};
 use crate::error::{code, Result, SqlError};
 use crate::exec::write::Writer;
+use crate::parse::sequence::{AlterView, AlterViewAction};
 use crate::session::Output;
 
 /// Plans `query` as the query of a new view `name` in `database`: its columns and what it
@@ -131,6 +133,83 @@ impl Writer<'_> {
         };
         self.db.catalog.put_view(&mut self.ts.txn, &view)?;
         Ok(Output::Command("CREATE VIEW".into()))
+    }
+
+    /// `ALTER VIEW [IF EXISTS] name {RENAME TO new | RENAME [COLUMN] a TO b | OWNER TO role}`
+    /// (a view's owner is Kiln's one role: OWNER TO checks the view and changes nothing).
+    pub(crate) fn alter_view(&mut self, a: &AlterView, database: &str) -> Result<Output> {
+        let done = || Ok(Output::Command("ALTER VIEW".into()));
+        let name = object_name(&a.name)?;
+        let Some(view) = self.db.catalog.view(&mut self.ts.txn, database, &name)? else {
+            if self.db.catalog.relation_exists(&mut self.ts.txn, database, &name)? {
+                return Err(SqlError::new(
+                    code::WRONG_OBJECT_TYPE,
+                    format!("\"{}\" is not a view", unqualified(&name)),
+                ));
+            }
+            let missing = format!("relation \"{name}\" does not exist");
+            if a.if_exists {
+                self.skipping("00000", missing);
+                return done();
+            }
+            return Err(SqlError::new(code::UNDEFINED_TABLE, missing));
+        };
+        match &a.action {
+            AlterViewAction::OwnerTo => {}
+            AlterViewAction::RenameTo(new) => {
+                let new = crate::exec::schema::renamed(&view.name, new)?;
+                self.rename_view(&view, &new)?;
+            }
+            AlterViewAction::RenameColumn(old, new) => {
+                self.rename_view_column(&view, &ident(old), &ident(new))?;
+            }
+        }
+        done()
+    }
+
+    /// Renames a view; the views that read it read it under its new name.
+    pub(crate) fn rename_view(&mut self, view: &View, new: &str) -> Result<()> {
+        let db = view.database.clone();
+        self.table_name_taken(&db, new, false)?;
+        self.follow_rename_in_views(&db, &view.name, new)?;
+        self.db.catalog.delete_view(&mut self.ts.txn, view)?;
+        let mut renamed = view.clone();
+        renamed.name = new.to_string();
+        self.db.catalog.put_view(&mut self.ts.txn, &renamed)
+    }
+
+    /// `ALTER VIEW … RENAME COLUMN old TO new`: the view's column takes a new name (kept as
+    /// its alias; the query stays as written). Refused while another view reads this one,
+    /// as renaming a column another view reads is (the reader keeps its query's text).
+    fn rename_view_column(&mut self, view: &View, old: &str, new: &str) -> Result<()> {
+        let names = view.column_names();
+        let Some(at) = names.iter().position(|n| n == old) else {
+            return Err(SqlError::new(
+                code::UNDEFINED_COLUMN,
+                format!("column \"{old}\" does not exist"),
+            ));
+        };
+        if names.iter().any(|n| n == new) {
+            return Err(SqlError::new(
+                code::DUPLICATE_COLUMN,
+                format!(
+                    "column \"{new}\" of relation \"{}\" already exists",
+                    unqualified(&view.name)
+                ),
+            ));
+        }
+        if let Some(reader) =
+            self.db.catalog.views_on(&mut self.ts.txn, &view.database, &view.name)?.first()
+        {
+            return Err(SqlError::unsupported(format!(
+                "renaming a column of view \"{}\", which view \"{}\" reads",
+                view.name, reader.name
+            )));
+        }
+        let mut renamed = view.clone();
+        renamed.aliases = names;
+        renamed.aliases[at] = new.to_string();
+        self.db.catalog.put_view(&mut self.ts.txn, &renamed)
     }
 
     /// DROP VIEW.

@@ -270,6 +270,8 @@ pub enum Utility {
     AlterIdentity(Box<sequence::AlterIdentity>),
     /// `CREATE TRIGGER …` (see [`trigger`]).
     CreateTrigger(Box<trigger::CreateTrigger>),
+    /// `ALTER VIEW … {RENAME TO | RENAME COLUMN | OWNER TO}`.
+    AlterView(Box<sequence::AlterView>),
 }
 
 impl Utility {
@@ -282,6 +284,7 @@ impl Utility {
                 | Utility::AlterTypeOwner(..)
                 | Utility::Do(_)
                 | Utility::CreateTrigger(_)
+                | Utility::AlterView(_)
         )
     }
 }
@@ -296,6 +299,9 @@ pub fn utility(sql: &str) -> Result<Option<Utility>> {
     }
     if let Some(alter) = sequence::alter_sequence(sql)? {
         return Ok(Some(Utility::AlterSequence(Box::new(alter))));
+    }
+    if let Some(alter) = sequence::alter_view(sql)? {
+        return Ok(Some(Utility::AlterView(Box::new(alter))));
     }
     if let Some(t) = trigger::create_trigger(sql)? {
         return Ok(Some(Utility::CreateTrigger(Box::new(t))));

@@ -237,6 +237,64 @@ pub(crate) fn alter_sequence(sql: &str) -> Result<Option<AlterSequence>> {
     Ok(Some(AlterSequence { if_exists, name, action }))
 }
 
+/// `ALTER VIEW [IF EXISTS] name …`, which sqlparser reads only in other dialects' forms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterView {
+    pub if_exists: bool,
+    pub name: ast::ObjectName,
+    pub action: AlterViewAction,
+}
+
+/// What an ALTER VIEW does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlterViewAction {
+    /// `RENAME TO new`
+    RenameTo(ast::ObjectName),
+    /// `RENAME [COLUMN] old TO new`
+    RenameColumn(ast::Ident, ast::Ident),
+    /// `OWNER TO role`
+    OwnerTo,
+}
+
+/// `ALTER VIEW [IF EXISTS] name {RENAME TO new | RENAME [COLUMN] a TO b | OWNER TO role}`
+/// (`None`: another statement); its other forms are refused (0A000).
+pub(crate) fn alter_view(sql: &str) -> Result<Option<AlterView>> {
+    if !starts_with_word(sql, "alter") || !contains_word(sql, "view") {
+        return Ok(None);
+    }
+    let Some(mut p) = parser_for(sql) else { return Ok(None) };
+    if !p.parse_keywords(&[Keyword::ALTER, Keyword::VIEW]) {
+        return Ok(None);
+    }
+    let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+    let name = p.parse_object_name(false).map_err(|_| unexpected(&p, "a view name"))?;
+    let action = if p.parse_keywords(&[Keyword::OWNER, Keyword::TO]) {
+        p.parse_identifier().map_err(|_| unexpected(&p, "a role name"))?;
+        AlterViewAction::OwnerTo
+    } else if p.parse_keywords(&[Keyword::RENAME, Keyword::TO]) {
+        AlterViewAction::RenameTo(
+            p.parse_object_name(false).map_err(|_| unexpected(&p, "a new name"))?,
+        )
+    } else if p.parse_keyword(Keyword::RENAME) {
+        let _ = p.parse_keyword(Keyword::COLUMN);
+        let old = p.parse_identifier().map_err(|_| unexpected(&p, "a column name"))?;
+        if !p.parse_keyword(Keyword::TO) {
+            return Err(unexpected(&p, "TO"));
+        }
+        let new = p.parse_identifier().map_err(|_| unexpected(&p, "a new column name"))?;
+        AlterViewAction::RenameColumn(old, new)
+    } else if p.parse_keyword(Keyword::AS) {
+        return Err(unexpected(&p, "RENAME, OWNER TO or ALTER COLUMN"));
+    } else {
+        return Err(SqlError::unsupported(
+            "ALTER VIEW other than RENAME TO, RENAME COLUMN and OWNER TO (views in Kiln are \
+             read-only and have no defaults, options or schema moves)",
+        ));
+    };
+    end(&mut p)?;
+    Ok(Some(AlterView { if_exists, name, action }))
+}
+
 /// `ALTER TABLE [IF EXISTS] [ONLY] t ALTER [COLUMN] c` and an identity action, which
 /// sqlparser does not read.
 #[derive(Debug, Clone, PartialEq)]
@@ -451,6 +509,32 @@ mod tests {
         assert!(create_sequence("CREATE SEQUENCE s START 1 bogus").is_err());
         assert!(create_sequence("CREATE SEQUENCE s RESTART 1").is_err());
         assert_eq!(create_sequence("CREATE TABLE t (a int)").unwrap(), None);
+    }
+
+    #[test]
+    fn alter_view_reads_its_forms() {
+        let read = |sql: &str| alter_view(sql).map(|a| a.map(|a| (a.if_exists, a.action)));
+        let id = |s: &str| ast::Ident::new(s);
+        assert_eq!(
+            read("ALTER VIEW IF EXISTS v RENAME COLUMN a TO b").unwrap(),
+            Some((true, AlterViewAction::RenameColumn(id("a"), id("b"))))
+        );
+        assert_eq!(
+            read("alter view v rename a to b;").unwrap(),
+            Some((false, AlterViewAction::RenameColumn(id("a"), id("b"))))
+        );
+        assert!(matches!(
+            read("ALTER VIEW s.v RENAME TO w").unwrap(),
+            Some((false, AlterViewAction::RenameTo(_)))
+        ));
+        assert_eq!(
+            read("ALTER VIEW v OWNER TO kiln").unwrap(),
+            Some((false, AlterViewAction::OwnerTo))
+        );
+        assert_eq!(read("ALTER VIEW v ALTER COLUMN a SET DEFAULT 1").unwrap_err().code, "0A000");
+        assert_eq!(read("ALTER VIEW v RENAME a b").unwrap_err().code, "42601");
+        assert_eq!(read("ALTER VIEW v RENAME TO w x").unwrap_err().code, "42601");
+        assert_eq!(read("ALTER TABLE v RENAME TO w").unwrap(), None);
     }
 
     #[test]

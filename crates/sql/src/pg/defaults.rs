@@ -159,3 +159,75 @@ mod tests {
         }
     }
 }
+
+/// A CHECK constraint's definition (`CHECK (cond)`, its condition as written, perhaps with
+/// ` NOT VALID` after it) as `pg_get_constraintdef` writes it without `pretty`: every
+/// operator, NOT, IS, BETWEEN, IN, LIKE and ANY in parentheses of its own inside the CHECK's
+/// (`CHECK ((a > 0))`, `CHECK (((a > 0) AND (b IS NOT NULL)))`), which ORMs that read a
+/// constraint back rely on. Any other definition, or one that does not parse, as it is.
+pub(crate) fn check_def_parenthesized(def: &str) -> String {
+    let (body, suffix) = match def.strip_suffix(" NOT VALID") {
+        Some(body) => (body, " NOT VALID"),
+        None => (def, ""),
+    };
+    let Some(cond) = body.strip_prefix("CHECK (").and_then(|r| r.strip_suffix(')')) else {
+        return def.to_string();
+    };
+    let Ok(mut expr) = crate::parse::parse_expr(cond) else { return def.to_string() };
+    use ast::Expr as E;
+    // Children first: an operator is wrapped once, and parentheses the text already had
+    // around it are not doubled.
+    let _ = ast::visit_expressions_mut(&mut expr, |e| {
+        let operator = matches!(
+            e,
+            E::BinaryOp { .. }
+                | E::UnaryOp { .. }
+                | E::IsNull(_)
+                | E::IsNotNull(_)
+                | E::IsTrue(_)
+                | E::IsNotTrue(_)
+                | E::IsFalse(_)
+                | E::IsNotFalse(_)
+                | E::IsUnknown(_)
+                | E::IsNotUnknown(_)
+                | E::IsDistinctFrom(..)
+                | E::IsNotDistinctFrom(..)
+                | E::InList { .. }
+                | E::Between { .. }
+                | E::Like { .. }
+                | E::ILike { .. }
+                | E::SimilarTo { .. }
+                | E::AnyOp { .. }
+                | E::AllOp { .. }
+        );
+        if operator {
+            *e = E::Nested(Box::new(e.clone()));
+        } else if let E::Nested(inner) = e {
+            if let E::Nested(innermost) = &**inner {
+                *e = E::Nested(innermost.clone());
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    format!("CHECK ({expr}){suffix}")
+}
+
+#[cfg(test)]
+mod check_tests {
+    use super::check_def_parenthesized as p;
+
+    #[test]
+    fn check_conditions_parenthesized_as_postgresql_deparses_them() {
+        assert_eq!(p("CHECK (pages > 0)"), "CHECK ((pages > 0))");
+        assert_eq!(p("CHECK ((pages > 0))"), "CHECK ((pages > 0))");
+        assert_eq!(p("CHECK (a > 0 AND (b < 5))"), "CHECK (((a > 0) AND (b < 5)))");
+        assert_eq!(p("CHECK (NOT flag)"), "CHECK ((NOT flag))");
+        assert_eq!(p("CHECK (flag)"), "CHECK (flag)");
+        assert_eq!(
+            p("CHECK (a IS NOT NULL OR b > 1) NOT VALID"),
+            "CHECK (((a IS NOT NULL) OR (b > 1))) NOT VALID"
+        );
+        assert_eq!(p("FOREIGN KEY (a) REFERENCES t(id)"), "FOREIGN KEY (a) REFERENCES t(id)");
+        assert_eq!(p("CHECK (((("), "CHECK ((((");
+    }
+}

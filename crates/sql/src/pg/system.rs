@@ -803,6 +803,9 @@ impl SystemTables for System<'_> {
                     DataType::Interval(None),
                     DataType::Json,
                     DataType::Jsonb,
+                    DataType::Oid,
+                    DataType::Name,
+                    DataType::PgChar,
                 ];
                 let mut types: Vec<DataType> = scalars.to_vec();
                 types.extend(scalars.iter().map(|t| crate::array::array_of_plain(*t)));
