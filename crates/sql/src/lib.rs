@@ -46,6 +46,7 @@ pub mod bind;
 pub mod catalog;
 mod cursor;
 pub mod database;
+pub mod datetime_in;
 pub mod ed;
 pub mod encoding;
 pub mod enums;

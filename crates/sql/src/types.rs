@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
-use chrono::{DateTime, Datelike, NaiveDate, NaiveTime, Timelike};
+use chrono::{DateTime, Datelike, NaiveDate};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
@@ -503,7 +503,6 @@ impl Value {
     /// [`Value::parse`] in the session's `style`: a `timestamp with time zone` given without
     /// an offset is a local time in its zone; an interval reads as its IntervalStyle says.
     pub fn parse_in(text: &str, ty: DataType, style: Style) -> Result<Value> {
-        let zone = style.zone;
         let bad = |what: &str| {
             SqlError::new(
                 code::INVALID_TEXT,
@@ -581,16 +580,16 @@ impl Value {
             DataType::Json => Value::Text(crate::json::json_in(text)?),
             DataType::Jsonb => Value::Text(crate::json::jsonb_in(text)?),
             DataType::Date => {
-                Value::Date(parse_date(t, zone).ok_or_else(|| datetime_error(t, "date"))?)
+                Value::Date(parse_date(t, style).map_err(|bad| datetime_error(t, "date", bad))?)
             }
             DataType::Timestamp(p) => Value::Timestamp(round_timestamp(
-                parse_timestamp(t, false, zone)
-                    .ok_or_else(|| datetime_error(t, &ty.unmodified().sql_name()))?,
+                parse_timestamp(t, false, style)
+                    .map_err(|bad| datetime_error(t, "timestamp", bad))?,
                 p,
             )),
             DataType::TimestampTz(p) => Value::TimestampTz(round_timestamp(
-                parse_timestamp(t, true, zone)
-                    .ok_or_else(|| datetime_error(t, &ty.unmodified().sql_name()))?,
+                parse_timestamp(t, true, style)
+                    .map_err(|bad| datetime_error(t, "timestamp with time zone", bad))?,
                 p,
             )),
             DataType::Array(e) => Value::Array(crate::array::parse(text, *e, style)?),
@@ -1075,22 +1074,22 @@ fn fit_string(s: &str, n: Option<u32>, pad: bool) -> Result<String> {
     Ok(trimmed.to_string())
 }
 
-/// 22008 when the text has a date's shape but no such day exists, else 22007.
-fn datetime_error(t: &str, what: &str) -> SqlError {
-    let shaped = t.len() >= 10
-        && t.as_bytes()[4] == b'-'
-        && t.as_bytes()[7] == b'-'
-        && t.as_bytes()[..10].iter().copied().filter(|b| *b != b'-').all(|b| b.is_ascii_digit());
-    // A word after the date that is no zone is a syntax error, not a field out of range.
-    let word = shaped
-        && t[10..].trim_start_matches([' ', 'T', 't']).contains(|c: char| c.is_ascii_alphabetic());
-    if shaped && !word {
-        SqlError::new("22008", format!("date/time field value out of range: \"{t}\""))
-    } else {
-        SqlError::new(
+/// The error for text that is no date or timestamp (`what`), as PostgreSQL words it.
+fn datetime_error(t: &str, what: &str, bad: crate::datetime_in::Bad) -> SqlError {
+    use crate::datetime_in::Bad;
+    let out_of_range =
+        || SqlError::new("22008", format!("date/time field value out of range: \"{t}\""));
+    match bad {
+        Bad::Syntax => SqlError::new(
             code::INVALID_DATETIME,
             format!("invalid input syntax for type {what}: \"{t}\""),
-        )
+        ),
+        Bad::Field => out_of_range(),
+        Bad::MonthDay => out_of_range().hint("Perhaps you need a different \"datestyle\" setting."),
+        Bad::Zone(z) => SqlError::new(
+            code::INVALID_PARAMETER_VALUE,
+            format!("time zone \"{z}\" not recognized"),
+        ),
     }
 }
 
@@ -1164,61 +1163,6 @@ pub const TIMESTAMP_INFINITY: i64 = i64::MAX;
 /// `-infinity` for `timestamp` and `timestamptz`.
 pub const TIMESTAMP_NEG_INFINITY: i64 = i64::MIN;
 
-/// A date and time as PostgreSQL reads them: `YYYY-MM-DD`, then optionally a time
-/// (`HH:MM[:SS[.fraction]]`, after a space or `T`), then optionally a zone (`Z`, an offset
-/// `+HH`, `+HH:MM`, `+HHMM`, an abbreviation or a tz database name, with or without a space
-/// before it).
-fn parse_datetime(s: &str) -> Option<(NaiveDate, Option<NaiveTime>, Option<Zone>)> {
-    let s = s.trim();
-    // `… BC` (or `… AD`) last: a year before 1 AD, counted back from 1 BC.
-    let (s, bc) = match s.rsplit_once(|c: char| c.is_ascii_whitespace()) {
-        Some((head, era)) if era.eq_ignore_ascii_case("bc") => (head.trim_end(), true),
-        Some((head, era)) if era.eq_ignore_ascii_case("ad") => (head.trim_end(), false),
-        _ => (s, false),
-    };
-    let date_len = s.find([' ', 'T', 't']).unwrap_or(s.len());
-    // A zone straight after the date ('2024-01-02+02') is not PostgreSQL's form either.
-    let date = parse_ymd(&s[..date_len])?;
-    // There is no year 0: 1 BC is the year before 1 AD.
-    if date.year() <= 0 {
-        return None;
-    }
-    let date = if bc { date.with_year(1 - date.year())? } else { date };
-    let mut rest = s[date_len..].trim_start_matches([' ', 'T', 't']).trim();
-    let mut time = None;
-    if rest.as_bytes().first().is_some_and(u8::is_ascii_digit) {
-        let end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == ':' || c == '.'))
-            .unwrap_or(rest.len());
-        let t = &rest[..end];
-        time = Some(
-            NaiveTime::parse_from_str(t, "%H:%M:%S%.f")
-                .or_else(|_| NaiveTime::parse_from_str(t, "%H:%M"))
-                .ok()?,
-        );
-        rest = rest[end..].trim();
-    }
-    if rest.is_empty() {
-        return Some((date, time, None));
-    }
-    let zone = crate::zone::parse_input(rest)?;
-    Some((date, time, Some(zone)))
-}
-
-/// `YYYY-MM-DD`, the year of four or more digits (years past 9999 too, within chrono's
-/// calendar).
-fn parse_ymd(s: &str) -> Option<NaiveDate> {
-    let mut parts = s.split('-');
-    let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
-    let digits = |p: &str, lo: usize, hi: usize| {
-        (lo..=hi).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit())
-    };
-    if parts.next().is_some() || !digits(y, 3, 6) || !digits(m, 1, 2) || !digits(d, 1, 2) {
-        return None;
-    }
-    NaiveDate::from_ymd_opt(y.parse().ok()?, m.parse().ok()?, d.parse().ok()?)
-}
-
 /// A time of day as PostgreSQL reads it: `HH:MM[:SS[.ffffff]]` (up to `24:00:00`), `allballs`,
 /// a zone after it read and dropped; microseconds since midnight. The error says whether the
 /// fields were in range (a syntax error) or not.
@@ -1288,32 +1232,32 @@ fn local_midnight(zone: Zone, days: i64) -> i64 {
     (today + days) * MICROS_PER_DAY
 }
 
-/// The words PostgreSQL reads as dates relative to now: their offset from today in days.
-fn relative_day(s: &str) -> Option<i64> {
-    match s {
-        "today" => Some(0),
-        "tomorrow" => Some(1),
-        "yesterday" => Some(-1),
-        _ => None,
-    }
-}
-
-fn parse_date(s: &str, zone: Zone) -> Option<i32> {
+/// A date's text: a special word, or what [`crate::datetime_in::decode`] reads (a time and
+/// zone after the date read and dropped, as PostgreSQL does).
+fn parse_date(s: &str, style: Style) -> std::result::Result<i32, crate::datetime_in::Bad> {
+    let zone = style.zone;
     let lower = s.trim().to_ascii_lowercase();
     match lower.as_str() {
-        "infinity" | "+infinity" => return Some(DATE_INFINITY),
-        "-infinity" => return Some(DATE_NEG_INFINITY),
-        "epoch" => return Some(0),
-        "now" => return Some(local_midnight(zone, 0).div_euclid(MICROS_PER_DAY) as i32),
-        word => {
-            if let Some(days) = relative_day(word) {
-                return Some(local_midnight(zone, days).div_euclid(MICROS_PER_DAY) as i32);
-            }
-        }
+        "infinity" | "+infinity" => return Ok(DATE_INFINITY),
+        "-infinity" => return Ok(DATE_NEG_INFINITY),
+        "epoch" => return Ok(0),
+        "now" => return Ok(local_midnight(zone, 0).div_euclid(MICROS_PER_DAY) as i32),
+        _ => {}
     }
-    // A time and zone after the date are read and dropped, as PostgreSQL does.
-    let (d, _, _) = parse_datetime(s)?;
-    i32::try_from((d - UNIX_EPOCH_DATE).num_days()).ok()
+    let d = decoded(s, style)?;
+    i32::try_from((d.date - UNIX_EPOCH_DATE).num_days()).map_err(|_| crate::datetime_in::Bad::Field)
+}
+
+/// [`crate::datetime_in::decode`] in the session's DateStyle order, `today` in its zone.
+fn decoded(
+    s: &str,
+    style: Style,
+) -> std::result::Result<crate::datetime_in::Decoded, crate::datetime_in::Bad> {
+    let relative = |days: i64| {
+        let local = local_midnight(style.zone, days);
+        UNIX_EPOCH_DATE + chrono::Duration::days(local.div_euclid(MICROS_PER_DAY))
+    };
+    crate::datetime_in::decode(s, style.order, &relative)
 }
 
 /// A date as days since 1970-01-01, checked against the range Kiln can represent
@@ -1325,29 +1269,32 @@ pub fn check_date(days: i64) -> Result<i32> {
     ok.ok_or_else(|| SqlError::new("22008", "date out of range"))
 }
 
-fn parse_timestamp(s: &str, tz: bool, session: Zone) -> Option<i64> {
-    let s = s.trim();
-    match s.to_ascii_lowercase().as_str() {
-        "epoch" => return Some(0),
-        "now" if tz => return Some(now_micros()),
-        "now" => return Some(session.to_local(now_micros())),
-        "infinity" | "+infinity" => return Some(TIMESTAMP_INFINITY),
-        "-infinity" => return Some(TIMESTAMP_NEG_INFINITY),
-        word => {
-            if let Some(days) = relative_day(word) {
-                let local = local_midnight(session, days);
-                return Some(if tz { session.from_local(local) } else { local });
-            }
-        }
+/// A timestamp's text (with time zone when `tz`: the instant of its local time in the zone
+/// it names, or else in the session's).
+fn parse_timestamp(
+    s: &str,
+    tz: bool,
+    style: Style,
+) -> std::result::Result<i64, crate::datetime_in::Bad> {
+    let session = style.zone;
+    match s.trim().to_ascii_lowercase().as_str() {
+        "epoch" => return Ok(0),
+        "now" if tz => return Ok(now_micros()),
+        "now" => return Ok(session.to_local(now_micros())),
+        "infinity" | "+infinity" => return Ok(TIMESTAMP_INFINITY),
+        "-infinity" => return Ok(TIMESTAMP_NEG_INFINITY),
+        _ => {}
     }
-    let (date, time, zone) = parse_datetime(s)?;
-    let time = time.unwrap_or(NaiveTime::MIN);
-    // Digits past the sixth round to the nearest microsecond, as PostgreSQL reads them.
-    let local = date.and_time(time.with_nanosecond(0)?).and_utc().timestamp_micros()
-        + ((time.nanosecond() as i64 + 500) / 1000);
+    let d = decoded(s, style)?;
+    let local = d
+        .date
+        .and_hms_opt(0, 0, 0)
+        .map(|t| t.and_utc().timestamp_micros())
+        .and_then(|midnight| midnight.checked_add(d.micros))
+        .ok_or(crate::datetime_in::Bad::Field)?;
     // timestamp without time zone ignores a zone, as PostgreSQL does; timestamptz is the
     // instant of the local time in the zone given, or else in the session's.
-    Some(match (tz, zone) {
+    Ok(match (tz, d.zone) {
         (true, Some(z)) => z.from_local(local),
         (true, None) => session.from_local(local),
         _ => local,
