@@ -51,12 +51,25 @@ pub struct Column {
     /// Its `COMMENT ON` text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    /// `GENERATED ALWAYS AS (expression) STORED`: the expression, as SQL text, over the
+    /// row's other columns; its value is computed and stored whenever the row is written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated: Option<String>,
 }
 
 impl Column {
     /// A nullable column with no default, numbered when its table takes it.
     pub fn new(name: String, ty: DataType) -> Column {
-        Column { name, ty, nullable: true, default: None, identity: None, number: 0, comment: None }
+        Column {
+            name,
+            ty,
+            nullable: true,
+            default: None,
+            identity: None,
+            number: 0,
+            comment: None,
+            generated: None,
+        }
     }
 }
 
@@ -682,7 +695,13 @@ pub struct Catalog {
     check_cache: Mutex<HashMap<u64, CachedChecks>>,
     /// Index expressions and conditions bound once per definition, by index id.
     index_cache: Mutex<HashMap<u64, CachedIndex>>,
+    /// Generated columns' expressions bound once per definition, by table id.
+    generated_cache: Mutex<HashMap<u64, CachedGenerated>>,
 }
+
+/// A table's bound generation expressions (by column) and what they were bound against.
+type CachedGenerated =
+    (Vec<Option<String>>, Vec<(String, DataType)>, Arc<Vec<(usize, crate::expr::Expr)>>);
 
 /// A table's bound CHECK constraints and what they were bound against: the columns'
 /// names and types (a dropped column moves the ones after it).
@@ -705,6 +724,28 @@ impl Catalog {
         let cache = self.check_cache.lock();
         let (checks, shape, bound) = cache.get(&table.id)?;
         (*checks == table.checks && *shape == row_shape(table)).then(|| bound.clone())
+    }
+
+    /// The bound generation expressions of `table`'s generated columns, if bound for its
+    /// current definition.
+    pub(crate) fn bound_generated(
+        &self,
+        table: &Table,
+    ) -> Option<Arc<Vec<(usize, crate::expr::Expr)>>> {
+        let cache = self.generated_cache.lock();
+        let (exprs, shape, bound) = cache.get(&table.id)?;
+        let now: Vec<Option<String>> = table.columns.iter().map(|c| c.generated.clone()).collect();
+        (*exprs == now && *shape == row_shape(table)).then(|| bound.clone())
+    }
+
+    /// Keeps the bound generation expressions of `table`.
+    pub(crate) fn remember_generated(
+        &self,
+        table: &Table,
+        bound: Arc<Vec<(usize, crate::expr::Expr)>>,
+    ) {
+        let exprs = table.columns.iter().map(|c| c.generated.clone()).collect();
+        self.generated_cache.lock().insert(table.id, (exprs, row_shape(table), bound));
     }
 
     /// The bound expressions of `index` of `table`, if bound for their current definitions.

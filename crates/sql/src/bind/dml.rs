@@ -160,6 +160,12 @@ fn generated_always(c: &Column, message: String) -> SqlError {
         .detail(format!("Column \"{}\" is an identity column defined as GENERATED ALWAYS.", c.name))
 }
 
+/// 428C9 for a value given to a generated column.
+fn generated_column(c: &Column, message: String) -> SqlError {
+    SqlError::new(code::GENERATED_ALWAYS, message)
+        .detail(format!("Column \"{}\" is a generated column.", c.name))
+}
+
 /// A column's default bound for a statement: its DEFAULT, or for an identity column the
 /// next value of its sequence.
 pub(crate) fn column_default(planner: &mut Planner, c: &Column) -> Result<Option<Expr>> {
@@ -262,6 +268,12 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
         let c = &table.columns[t];
         let all_default = plain_values
             .is_some_and(|v| v.rows.iter().all(|r| r.get(i).is_some_and(is_default_keyword)));
+        if c.generated.is_some() && !all_default {
+            return Err(generated_column(
+                c,
+                format!("cannot insert a non-DEFAULT value into column \"{}\"", c.name),
+            ));
+        }
         if c.identity.as_ref().is_some_and(|i| i.always) && !all_default && overriding.is_none() {
             return Err(generated_always(
                 c,
@@ -348,6 +360,13 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
                                 None => (Expr::Const(Value::Null), DataType::Unknown),
                             }
                         } else {
+                            let c = &table.columns[col];
+                            if c.generated.is_some() {
+                                return Err(generated_column(
+                                    c,
+                                    format!("column \"{}\" can only be updated to DEFAULT", c.name),
+                                ));
+                            }
                             planner.expr(&a.value, &both, false)?
                         };
                         let (e, _) = planner.coerce(e, t, table.columns[col].ty)?;
@@ -482,6 +501,12 @@ pub(crate) fn plan_update(planner: &mut Planner, u: &ast::Update) -> Result<Upda
             },
             v => {
                 let c = &table.columns[col];
+                if c.generated.is_some() {
+                    return Err(generated_column(
+                        c,
+                        format!("column \"{}\" can only be updated to DEFAULT", c.name),
+                    ));
+                }
                 if c.identity.as_ref().is_some_and(|i| i.always) {
                     return Err(generated_always(
                         c,

@@ -337,6 +337,11 @@ impl Writer<'_> {
                     fk.columns = vec![def.name.clone()];
                     constraints.push(ast::TableConstraint::ForeignKey(fk));
                 }
+                ast::ColumnOption::Generated {
+                    generation_expr: Some(e),
+                    generation_expr_mode: Some(ast::GeneratedExpressionMode::Stored),
+                    ..
+                } if serial.is_none() => col.generated = Some(stored_text(e)),
                 other => {
                     return Err(SqlError::unsupported(format!(
                         "ADD COLUMN with the column option {other}"
@@ -353,16 +358,34 @@ impl Writer<'_> {
             }
             None => None,
         };
+        if col.generated.is_some() && col.default.is_some() {
+            return Err(SqlError::syntax(format!(
+                "both default and generation expression specified for column \"{name}\" of table \"{}\"",
+                unqualified(&t.name)
+            )));
+        }
         let old = t.clone();
         t.push_column(col);
         let nullable = t.columns.last().is_some_and(|c| c.nullable);
-        if fill.is_some() || !nullable {
+        // A generated column: checked against the table as it now is, and computed for the
+        // existing rows.
+        let generated = match t.columns.last().and_then(|c| c.generated.clone()) {
+            Some(text) => {
+                let parsed = crate::parse::parse_expr(&text)?;
+                let mut planner = self.definition_planner(&t.database, env);
+                let at = t.columns.len() - 1;
+                Some(crate::exec::constraints::bind_generation(&mut planner, t, at, &parsed)?)
+            }
+            None => None,
+        };
+        if fill.is_some() || !nullable || generated.is_some() {
             let tname = t.name.clone();
             let ctx = Ctx::new(&[], env);
             self.rewrite_table(&old, t, |_, mut row| {
-                let value = match &fill {
-                    Some(e) => e.eval(&[], &ctx)?.cast_in(ty, env.style())?,
-                    None => Value::Null,
+                let value = match (&fill, &generated) {
+                    (_, Some(g)) => g.eval(&row, &ctx)?.cast_in(ty, env.style())?,
+                    (Some(e), None) => e.eval(&[], &ctx)?.cast_in(ty, env.style())?,
+                    (None, None) => Value::Null,
                 };
                 if value.is_null() && !nullable {
                     return Err(SqlError::new(
@@ -463,6 +486,29 @@ impl Writer<'_> {
             ));
             t.triggers.retain(|x| x.name != tr);
         }
+        // Generated columns that read it go with it only with CASCADE, as in PostgreSQL.
+        let readers = generated_readers(t, name)?;
+        if !readers.is_empty() && !cascade {
+            let shown = crate::catalog::unqualified(&t.name);
+            let lines: Vec<String> = readers
+                .iter()
+                .map(|g| {
+                    format!("column {g} of table {shown} depends on column {name} of table {shown}")
+                })
+                .collect();
+            return Err(crate::exec::write::depended_on(
+                &format!("column {name} of table {shown}"),
+                &lines,
+            ));
+        }
+        for g in readers {
+            self.cascade_to(format!(
+                "column {g} of table {}",
+                crate::catalog::unqualified(&t.name)
+            ));
+            self.drop_column(t, &g, false, cascade)?;
+        }
+        let p = t.column(name).ok_or_else(|| no_column(t, name))?;
         // A primary key on the column goes with it (the rows are then keyed by row number).
         if t.primary_key.contains(&p) {
             let pk = t.pkey_name();
@@ -577,6 +623,11 @@ impl Writer<'_> {
         for ck in &mut t.checks {
             ck.expr = rename_in_check(&ck.expr, old, new)?;
         }
+        for c in &mut t.columns {
+            if let Some(g) = &c.generated {
+                c.generated = Some(rename_in_check(g, old, new)?);
+            }
+        }
         for i in &mut t.indexes {
             for e in &mut i.expressions {
                 *e = rename_in_check(e, old, new)?;
@@ -641,6 +692,20 @@ impl Writer<'_> {
                 }
                 t.columns[p].nullable = false;
             }
+            ast::AlterColumnOperation::SetDefault { .. }
+            | ast::AlterColumnOperation::DropDefault
+                if t.columns[p].generated.is_some() =>
+            {
+                let e = SqlError::syntax(format!(
+                    "column \"{name}\" of relation \"{}\" is a generated column",
+                    unqualified(&t.name)
+                ));
+                return Err(if matches!(op, ast::AlterColumnOperation::DropDefault) {
+                    e.hint("Use ALTER TABLE ... ALTER COLUMN ... DROP EXPRESSION instead.")
+                } else {
+                    e
+                });
+            }
             ast::AlterColumnOperation::SetDefault { value } => {
                 if t.columns[p].identity.is_some() {
                     return Err(SqlError::syntax(format!(
@@ -665,6 +730,15 @@ impl Writer<'_> {
             }
             ast::AlterColumnOperation::DropDefault => t.columns[p].default = None,
             ast::AlterColumnOperation::SetDataType { data_type: dt, using, .. } => {
+                if let Some(reader) = generated_readers(t, name)?.first() {
+                    return Err(SqlError::new(
+                        code::FEATURE_NOT_SUPPORTED,
+                        "cannot alter type of a column used by a generated column",
+                    )
+                    .detail(format!(
+                        "Column \"{name}\" is used by generated column \"{reader}\"."
+                    )));
+                }
                 let ty = resolve_type(dt, &self.db.catalog, &mut self.ts.txn, &t.database)?;
                 self.change_type(t, p, ty, using.as_ref(), env)?;
             }
@@ -816,4 +890,17 @@ impl Writer<'_> {
         })?;
         self.check_all_rows(t, env)
     }
+}
+
+/// The generated columns of `t` whose expressions read column `name`.
+fn generated_readers(t: &Table, name: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for c in &t.columns {
+        if let Some(g) = &c.generated {
+            if c.name != name && reads_column(g, name)? {
+                out.push(c.name.clone());
+            }
+        }
+    }
+    Ok(out)
 }

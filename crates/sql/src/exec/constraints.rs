@@ -84,6 +84,50 @@ pub(crate) fn bind_check(planner: &mut Planner, table: &Table, e: &ast::Expr) ->
     Ok(bound)
 }
 
+/// Binds the generation expression of column `column` of `table` over the row, as
+/// PostgreSQL allows one: immutable, without subqueries or aggregates, reading no generated
+/// column; its value converted to the column's type.
+pub(crate) fn bind_generation(
+    planner: &mut Planner,
+    table: &Table,
+    column: usize,
+    e: &ast::Expr,
+) -> Result<Expr> {
+    let scope = table_scope(table, &table.name);
+    let (bound, ty) = planner.expr(e, &scope, false)?;
+    let mut generated = None;
+    bound.walk(&mut |x| {
+        if let Expr::Column(c) = x {
+            if table.columns[*c].generated.is_some() || *c == column {
+                generated.get_or_insert(*c);
+            }
+        }
+    });
+    if let Some(c) = generated {
+        return Err(SqlError::new(
+            code::INVALID_OBJECT_DEFINITION,
+            format!(
+                "cannot use generated column \"{}\" in column generation expression",
+                table.columns[c].name
+            ),
+        )
+        .detail("A generated column cannot reference another generated column."));
+    }
+    crate::exec::indexes::check_immutable(&bound, table, "column generation expression").map_err(
+        |e| {
+            if e.code == code::INVALID_OBJECT_DEFINITION {
+                SqlError::new(
+                    code::INVALID_OBJECT_DEFINITION,
+                    "generation expression is not immutable",
+                )
+            } else {
+                e
+            }
+        },
+    )?;
+    Ok(planner.coerce(bound, ty, table.columns[column].ty)?.0)
+}
+
 /// Renders key values as PostgreSQL's DETAIL does: `(a, b)=(1, x)`.
 pub(crate) fn key_text(table: &Table, cols: &[usize], values: &[Value]) -> String {
     key_text_named(&names_of(table, cols), values)
@@ -247,6 +291,33 @@ impl Writer<'_> {
         }
         let bound = Arc::new(out);
         self.db.catalog.remember_checks(table, bound.clone());
+        Ok(bound)
+    }
+
+    /// The generation expressions of `table`'s generated columns, bound (once per
+    /// definition).
+    pub(crate) fn bound_generated(
+        &mut self,
+        table: &Table,
+        env: &dyn Env,
+    ) -> Result<Arc<Vec<(usize, Expr)>>> {
+        if let Some(bound) = self.db.catalog.bound_generated(table) {
+            return Ok(bound);
+        }
+        let mut out = Vec::new();
+        for (i, c) in table.columns.iter().enumerate() {
+            let Some(text) = &c.generated else { continue };
+            let parsed = crate::parse::parse_expr(text).map_err(|e| {
+                SqlError::new(
+                    code::DATA_CORRUPTED,
+                    format!("stored generation expression {text} does not parse: {e}"),
+                )
+            })?;
+            let mut planner = self.definition_planner(&table.database, env);
+            out.push((i, bind_generation(&mut planner, table, i, &parsed)?));
+        }
+        let bound = Arc::new(out);
+        self.db.catalog.remember_generated(table, bound.clone());
         Ok(bound)
     }
 

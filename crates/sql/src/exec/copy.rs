@@ -691,6 +691,7 @@ impl Session {
                 full
             };
             let full = crate::exec::write::Writer::fit_row(&table, full, ctx.env.style())?;
+            let full = w.generate(&table, full, &ctx)?;
             w.insert_row(&table, full.clone(), None, &ctx)?;
             w.after_row(&table, Event::Insert, (Some(&full), None), None, Cause::Statement);
         }

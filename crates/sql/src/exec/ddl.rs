@@ -147,6 +147,8 @@ impl Writer<'_> {
         let mut checks: Vec<(Option<String>, &ast::Expr)> = Vec::new();
         // Columns whose values come from a sequence: `serial` (None) or identity.
         let mut generated: Vec<(usize, Option<IdentitySpec>)> = Vec::new();
+        // Generated columns' expressions, bound once the columns are known.
+        let mut generation: Vec<(usize, &ast::Expr)> = Vec::new();
         for (i, c) in ct.columns.iter().enumerate() {
             let cname = ident(&c.name);
             if columns.iter().any(|x| x.name == cname) {
@@ -217,9 +219,23 @@ impl Writer<'_> {
                         ));
                         col.nullable = false;
                     }
+                    ast::ColumnOption::Generated {
+                        generation_expr: Some(e),
+                        generation_expr_mode: Some(ast::GeneratedExpressionMode::Stored),
+                        ..
+                    } => {
+                        if col.generated.is_some() {
+                            return Err(SqlError::syntax(format!(
+                                "multiple generation clauses specified for column \"{}\" of table \"{name}\"",
+                                col.name
+                            )));
+                        }
+                        col.generated = Some(stored_text(e));
+                        generation.push((i, e));
+                    }
                     ast::ColumnOption::Generated { .. } => {
                         return Err(SqlError::unsupported(
-                            "generated columns (GENERATED ALWAYS AS (expression) STORED)",
+                            "virtual generated columns (Kiln stores them: GENERATED ALWAYS AS (expression) STORED)",
                         ));
                     }
                     ast::ColumnOption::PrimaryKey(pk) => {
@@ -369,6 +385,24 @@ impl Writer<'_> {
                 }
                 None => table.columns[i].default = Some(nextval_call(&seq)),
             }
+        }
+        for (i, e) in generation {
+            let c = &table.columns[i];
+            let both = if c.default.is_some() {
+                "default"
+            } else if c.identity.is_some() {
+                "identity"
+            } else {
+                ""
+            };
+            if !both.is_empty() {
+                return Err(SqlError::syntax(format!(
+                    "both {both} and generation expression specified for column \"{}\" of table \"{name}\"",
+                    c.name
+                )));
+            }
+            let mut planner = self.definition_planner(database, env);
+            crate::exec::constraints::bind_generation(&mut planner, &table, i, e)?;
         }
         for (given, cols, u) in uniques {
             let index = self.unique_constraint(&table, given, cols, Some(u))?;

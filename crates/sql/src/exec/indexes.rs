@@ -66,7 +66,7 @@ fn not_immutable() -> SqlError {
 /// Refuses what could give another value for the same row: anything not immutable, and
 /// anything reading a `timestamp with time zone` column other than the column itself (its
 /// text, date or local time depend on the session's time zone).
-fn check_immutable(e: &Expr, table: &Table, what: &str) -> Result<()> {
+pub(crate) fn check_immutable(e: &Expr, table: &Table, what: &str) -> Result<()> {
     if matches!(e, Expr::Column(_)) {
         return Ok(());
     }

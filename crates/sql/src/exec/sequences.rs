@@ -289,6 +289,19 @@ impl Writer<'_> {
         };
         let mut t = (*table).clone();
         match &a.action {
+            IdentityAction::DropExpression { if_exists } => {
+                if t.columns[p].generated.take().is_none() {
+                    let message = format!(
+                        "column \"{cname}\" of relation \"{tname}\" is not a stored generated column"
+                    );
+                    if *if_exists {
+                        self.skipping("00000", message);
+                        return done();
+                    }
+                    return Err(SqlError::new(code::NOT_IN_PREREQUISITE_STATE, message));
+                }
+                self.db.catalog.put_table(&mut self.ts.txn, &t)?;
+            }
             IdentityAction::Drop { if_exists } => {
                 let Some(identity) = t.columns[p].identity.take() else {
                     if *if_exists {

@@ -481,14 +481,7 @@ impl Session {
                             &self.database,
                             &object_name(table_name)?,
                         )?;
-                        let cols = if columns.is_empty() {
-                            (0..table.columns.len()).collect()
-                        } else {
-                            columns
-                                .iter()
-                                .map(|c| table.column_or_err(&ident(c)))
-                                .collect::<Result<Vec<_>>>()?
-                        };
+                        let cols = copy_columns(&table, columns)?;
                         let names: Vec<&str> =
                             cols.iter().map(|&c| table.columns[c].name.as_str()).collect();
                         for n in &opts.force_not_null {
@@ -544,14 +537,20 @@ impl Session {
                                     )
                                     .ok()
                                     .flatten();
-                                let cols = if columns.is_empty() {
-                                    "*".to_string()
-                                } else {
-                                    columns
+                                let cols = match &source_table {
+                                    Some(t) if t.columns.iter().any(|c| c.generated.is_some()) => {
+                                        copy_columns(t, columns)?
+                                            .iter()
+                                            .map(|&c| quote_ident(&t.columns[c].name))
+                                            .collect::<Vec<_>>()
+                                            .join(", ")
+                                    }
+                                    _ if columns.is_empty() => "*".to_string(),
+                                    _ => columns
                                         .iter()
                                         .map(|c| c.to_string())
                                         .collect::<Vec<_>>()
-                                        .join(", ")
+                                        .join(", "),
                                 };
                                 let q = format!("SELECT {cols} FROM {table_name}");
                                 let Some(ast::Statement::Query(q)) = parse(&q)?.pop() else {
@@ -616,4 +615,28 @@ fn explain_statement(planner: &mut Planner, stmt: &ast::Statement) -> Result<Vec
         }
         other => return Err(SqlError::unsupported(format!("EXPLAIN of {other}"))),
     })
+}
+
+/// The columns COPY moves: those named, or every column but the generated ones (which COPY
+/// FROM computes); naming a generated column is 42P10, as in PostgreSQL.
+fn copy_columns(table: &crate::catalog::Table, columns: &[ast::Ident]) -> Result<Vec<usize>> {
+    if columns.is_empty() {
+        return Ok((0..table.columns.len())
+            .filter(|&c| table.columns[c].generated.is_none())
+            .collect());
+    }
+    columns
+        .iter()
+        .map(|c| {
+            let i = table.column_or_err(&ident(c))?;
+            if table.columns[i].generated.is_some() {
+                return Err(SqlError::new(
+                    "42P10",
+                    format!("column \"{}\" is a generated column", table.columns[i].name),
+                )
+                .detail("Generated columns cannot be used in COPY."));
+            }
+            Ok(i)
+        })
+        .collect()
 }

@@ -210,7 +210,7 @@ impl Writer<'_> {
     }
 
     /// Checks types, NOT NULL, and fits values to their columns (text read in the session's
-    /// `style`).
+    /// `style`). A generated column is left to [`Self::generate`], which comes after.
     pub(crate) fn fit_row(table: &Table, row: Vec<Value>, style: Style) -> Result<Vec<Value>> {
         let mut out = Vec::with_capacity(row.len());
         for (v, c) in row.into_iter().zip(&table.columns) {
@@ -228,20 +228,34 @@ impl Writer<'_> {
                     e
                 }
             })?;
-            if v.is_null() && !c.nullable {
-                return Err(SqlError::new(
-                    code::NOT_NULL,
-                    format!(
-                        "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
-                        c.name,
-                        crate::catalog::unqualified(&table.name)
-                    ),
-                )
-                .column(&table.name, &c.name));
+            if v.is_null() && !c.nullable && c.generated.is_none() {
+                return Err(not_null_violation(table, c));
             }
             out.push(v);
         }
         Ok(out)
+    }
+
+    /// Computes the generated columns of a fitted row from its other columns (after BEFORE
+    /// triggers, before constraints, as PostgreSQL does), fitted to their types in turn.
+    pub(crate) fn generate(
+        &mut self,
+        table: &Table,
+        mut row: Vec<Value>,
+        ctx: &Ctx,
+    ) -> Result<Vec<Value>> {
+        if table.columns.iter().all(|c| c.generated.is_none()) {
+            return Ok(row);
+        }
+        for (i, e) in self.bound_generated(table, ctx.env)?.iter() {
+            let c = &table.columns[*i];
+            let v = assign(e.eval(&row, ctx)?, c.ty, ctx.env.style())?;
+            if v.is_null() && !c.nullable {
+                return Err(not_null_violation(table, c));
+            }
+            row[*i] = v;
+        }
+        Ok(row)
     }
 
     /// Inserts a row, already fitted to its columns ([`Self::fit_row`]). A key that holds
@@ -352,6 +366,7 @@ impl Writer<'_> {
         ctx: &Ctx,
     ) -> Result<Vec<Value>> {
         let new = Self::fit_row(table, new, ctx.env.style())?;
+        let new = self.generate(table, new, ctx)?;
         self.check_row(table, &new, ctx)?;
         let pk_changed = table
             .primary_key
@@ -596,6 +611,7 @@ impl Writer<'_> {
             // Fitted to the columns (a typmod's scale, a char's padding) before it is
             // written: RETURNING shows the row as stored.
             let full = Self::fit_row(&table, full, ctx.env.style())?;
+            let full = self.generate(&table, full, ctx)?;
             let written = match &plan.on_conflict {
                 None => {
                     self.insert_row(&table, full.clone(), None, ctx)?;
@@ -840,4 +856,17 @@ pub(crate) enum Inserted {
     /// An ON CONFLICT arbiter key holds another row, whose primary key this is; nothing
     /// was written.
     Conflict(Vec<u8>),
+}
+
+/// 23502 for a NULL in NOT NULL column `c` of `table`.
+fn not_null_violation(table: &Table, c: &crate::catalog::Column) -> SqlError {
+    SqlError::new(
+        code::NOT_NULL,
+        format!(
+            "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+            c.name,
+            crate::catalog::unqualified(&table.name)
+        ),
+    )
+    .column(&table.name, &c.name)
 }

@@ -310,6 +310,9 @@ pub struct AlterIdentity {
 pub enum IdentityAction {
     /// `DROP IDENTITY [IF EXISTS]`: the column keeps its values, its sequence goes.
     Drop { if_exists: bool },
+    /// `DROP EXPRESSION [IF EXISTS]`: a generated column becomes an ordinary one, keeping
+    /// its values.
+    DropExpression { if_exists: bool },
     /// Any of `SET GENERATED {ALWAYS | BY DEFAULT}`, `SET option`, `RESTART [[WITH] n]`.
     Change { always: Option<bool>, spec: Box<SequenceSpec> },
 }
@@ -319,6 +322,7 @@ pub enum IdentityAction {
 pub(crate) fn alter_identity(sql: &str) -> Result<Option<AlterIdentity>> {
     if !starts_with_word(sql, "alter")
         || !(contains_word(sql, "identity")
+            || contains_word(sql, "expression")
             || contains_word(sql, "generated")
             || contains_word(sql, "restart")
             || contains_word(sql, "increment")
@@ -340,6 +344,17 @@ pub(crate) fn alter_identity(sql: &str) -> Result<Option<AlterIdentity>> {
     let Ok(column) = p.parse_identifier() else { return Ok(None) };
     let action = if p.parse_keywords(&[Keyword::DROP, Keyword::IDENTITY]) {
         IdentityAction::Drop { if_exists: p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]) }
+    } else if p
+        .peek_tokens::<2>()
+        .iter()
+        .map(|t| t.to_string().to_ascii_lowercase())
+        .eq(["drop", "expression"])
+    {
+        p.next_token();
+        p.next_token();
+        IdentityAction::DropExpression {
+            if_exists: p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]),
+        }
     } else {
         let (mut always, mut spec) = (None, SequenceSpec::default());
         loop {

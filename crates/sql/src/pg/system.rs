@@ -1376,8 +1376,8 @@ impl SystemTables for System<'_> {
                             } else {
                                 text("NO")
                             },
-                            text("NEVER"),
-                            Value::Null,
+                            text(if c.generated.is_some() { "ALWAYS" } else { "NEVER" }),
+                            c.generated.as_deref().map_or(Value::Null, text),
                             text("YES"),
                         ]);
                         rows.push(row);
@@ -2145,12 +2145,13 @@ impl System<'_> {
                     for (i, c) in t.columns.iter().enumerate() {
                         let mut row = attribute_row(toid, &c.name, c.ty, t.attnum(i));
                         row[6] = boolean(!c.nullable);
-                        row[7] = boolean(c.default.is_some());
+                        row[7] = boolean(c.default.is_some() || c.generated.is_some());
                         row[8] = text(match &c.identity {
                             Some(i) if i.always => "a",
                             Some(_) => "d",
                             None => "",
                         });
+                        row[9] = text(if c.generated.is_some() { "s" } else { "" });
                         rows.push(row);
                     }
                     // Dropped columns keep their numbers, listed as PostgreSQL lists them
@@ -2187,6 +2188,14 @@ impl System<'_> {
                 }
                 "pg_attrdef" => {
                     for (i, c) in t.columns.iter().enumerate() {
+                        if let Some(g) = &c.generated {
+                            rows.push(vec![
+                                int(oid::attrdef(toid, i)),
+                                int(toid),
+                                int(t.attnum(i).into()),
+                                text(g),
+                            ]);
+                        }
                         if let Some(d) = &c.default {
                             let shown = crate::pg::defaults::shown(d, c.ty, qualify);
                             rows.push(vec![
