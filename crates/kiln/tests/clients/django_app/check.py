@@ -1,6 +1,6 @@
 """A Django project against one server (DB_PORT, DB_NAME, DB_USER; KILN=1 for Kiln):
 migrate from scratch with the contrib apps, a migration that adds a column to a table with
-rows and one that renames a column, model CRUD with a foreign key, bulk_create, .iterator()
+rows and one that renames a column, a GeneratedField (a stored generated column), model CRUD with a foreign key, bulk_create, .iterator()
 (a server-side cursor), constraint errors inside atomic blocks, and on Kiln the ED surface.
 Prints "django ok" when every check passed; any failure raises."""
 
@@ -46,9 +46,9 @@ columns = [r[0] for r in sql(
     "SELECT column_name FROM information_schema.columns WHERE table_name = 'shop_product' "
     "ORDER BY ordinal_position"
 )]
-assert "title" not in columns and {"name", "stock"} <= set(columns), columns
+assert "title" not in columns and {"name", "stock", "value"} <= set(columns), columns
 applied = sql("SELECT count(*) FROM django_migrations WHERE app = 'shop'")[0][0]
-assert applied == 5, applied
+assert applied == 6, applied
 
 # DurationField is an interval: stored, compared, summed and added to a timestamp.
 garden = Category.objects.create(name="tools")
@@ -94,6 +94,14 @@ assert p.price == Decimal("8.50") and p.tags == ["fiction", "sale"]
 assert list(Product.objects.filter(tags__contains=["sale"]).values_list("name", flat=True)) == ["novel"]
 Product.objects.filter(category=toys).update(stock=F("stock") + 5)
 assert Product.objects.get(name="ball").stock == 5
+# 0006's generated column: computed by the server on insert and update (the row that was
+# there when the column was added too).
+assert Product.objects.get(name="ball").value == Decimal("15.00")
+assert Product.objects.get(name="kept").value == Decimal("0.00")
+p.refresh_from_db()
+assert p.value == Decimal("0.00"), p.value
+Product.objects.filter(name="novel").update(stock=4)
+assert Product.objects.get(name="novel").value == Decimal("34.00")
 counts = dict(Category.objects.annotate(n=Count("products")).values_list("name", "n"))
 assert counts == {"old": 1, "books": 1, "toys": 1}, counts
 toys.delete()  # cascades

@@ -19,6 +19,12 @@ class Product(models.Model):
     warranty = models.DurationField(null=True, blank=True)
     # Added by 0005: a jsonb column.
     attrs = models.JSONField(default=dict, blank=True)
+    # 0006: a stored generated column (GENERATED ALWAYS AS (…) STORED).
+    value = models.GeneratedField(
+        expression=models.F("price") * models.F("stock"),
+        output_field=models.DecimalField(max_digits=14, decimal_places=2),
+        db_persist=True,
+    )
 
     class Meta:
         constraints = [models.CheckConstraint(condition=models.Q(price__gte=0), name="price_not_negative")]
