@@ -454,14 +454,15 @@ pub fn decode(
                 Parts::set(&mut p.day, date.day() as i64)?;
             }
             Field::Number(s) => {
-                let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
-                if s.contains('.') && !p.date_complete() && !whole.is_empty() && whole.len() <= 4 {
+                let dotted = s.contains('.');
+                let whole = s.split_once('.').map_or(s.as_str(), |(w, _)| w);
+                if dotted && !p.date_complete() && !whole.is_empty() && whole.len() <= 4 {
                     // `1999.008`, a year and a day of the year.
                     p.date(s, order)?;
-                } else if s.contains('.') && whole.len() > 2 {
+                } else if dotted && whole.len() > 2 {
+                    // `040506.789`, a time with its fraction.
                     p.run_together(s)?;
-                } else if s.contains('.') {
-                    let _ = frac;
+                } else if dotted {
                     return Err(Bad::Syntax);
                 } else if s.len() >= 6 && (!p.date_complete() || p.time.is_none()) {
                     p.run_together(s)?;
