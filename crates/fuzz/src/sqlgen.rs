@@ -1,5 +1,6 @@
 //! Random SQL: statements generated from a grammar over the fuzzer's schema (expressions of
-//! random depth, joins, grouping, subqueries, DML, transaction control, settings, triggers), hostile
+//! random depth, joins, grouping, subqueries, DML, transaction control, settings and date
+//! styles, triggers, generated columns), hostile
 //! shapes (deep chains, huge lists, huge and odd literals), and byte-level mutations of
 //! both.
 
@@ -131,6 +132,14 @@ const LITERALS: &[&str] = &[
     "'2024-01-01 00:00:00'::timestamp",
     "'2024-03-10 02:30'::timestamptz",
     "'2024-11-03 01:30 America/New_York'::timestamptz",
+    "'January 8, 99 BC'::date",
+    "'1/2/03 04:05 PM'::timestamp",
+    "'Tue Jan 02 03:04:05.5 2024 EST'::timestamptz",
+    "'19990108 040506.789'::timestamp",
+    "'J2451187'::date",
+    "'today allballs'::timestamp",
+    "'-1 2:03:04'::interval",
+    "'2024-01-02 03:04:05.123456'::timestamp(2)",
     "'1850-01-01 00:00+05:53:28'::timestamptz",
     "'294276-12-31 23:59:59+15:59'::timestamptz",
     "'infinity'::timestamptz",
@@ -448,6 +457,20 @@ impl<'r> Gen<'r> {
             "SET TIME ZONE INTERVAL '+05:45' HOUR TO MINUTE",
             "SET LOCAL TIME ZONE 'Asia/Kathmandu'",
             "SET timezone = 'Nowhere/Else'",
+            "SET datestyle = 'SQL, DMY'",
+            "SET datestyle = 'Postgres, YMD'",
+            "SET datestyle = 'German'",
+            "SET datestyle = 'iso, sql'",
+            "SET intervalstyle = iso_8601",
+            "SET intervalstyle = sql_standard",
+            "SET LOCAL intervalstyle = postgres_verbose",
+            "SELECT e, e::text, t, t::text, e - date '2000-01-01', interval '-1 2:03:04' FROM f0, f2",
+            "CREATE TABLE IF NOT EXISTS fz_gen (k int PRIMARY KEY, a int, g int GENERATED ALWAYS AS (a * 2) STORED, h text GENERATED ALWAYS AS (upper(a::text)) STORED)",
+            "INSERT INTO fz_gen (k, a) SELECT k, a FROM f0 ON CONFLICT (k) DO UPDATE SET a = excluded.a + 1",
+            "UPDATE fz_gen SET a = a + k, g = DEFAULT",
+            "INSERT INTO fz_gen VALUES (0, 0, 0)",
+            "ALTER TABLE fz_gen ADD COLUMN IF NOT EXISTS i bigint GENERATED ALWAYS AS (k + a) STORED",
+            "ALTER TABLE fz_gen ALTER COLUMN g DROP EXPRESSION IF EXISTS",
             "DISCARD ALL",
             "RESET ALL",
             "EXPLAIN SELECT * FROM f0 WHERE k = 1",
