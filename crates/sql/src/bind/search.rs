@@ -7,8 +7,9 @@
 //! names created schemas (`SET search_path TO app, public`), the session installs a
 //! [`SearchPath`] for the statement: [`resolve`] then gives an unqualified name the catalog
 //! name of the first relation of that name in the path's schemas, in order (or its bare name,
-//! when none has it: `public`'s, as before, which PostgreSQL would not search when the path
-//! leaves it out), and [`creation_name`] places a new relation in the path's first existing
+//! when none has it: a relation of `public` when the path names `public`, a system relation
+//! else; a relation of `public` that a path without `public` leaves out is not found, as in
+//! PostgreSQL), and [`creation_name`] places a new relation in the path's first existing
 //! schema. The path is read once per statement: the relations it can find are listed then,
 //! so the cost is paid only by sessions whose path names created schemas.
 //!
@@ -34,6 +35,8 @@ pub(crate) struct SearchPath {
     schemas: Vec<String>,
     /// The catalog names of the relations (tables, views, sequences, indexes) in them.
     relations: HashSet<String>,
+    /// `public`'s relations when the path leaves `public` out: names it must not find.
+    hidden: HashSet<String>,
 }
 
 thread_local! {
@@ -120,7 +123,12 @@ impl SearchPath {
         for schema in searched {
             relations.extend(catalog.relations_in(txn, db, schema)?);
         }
-        Ok(Some(Rc::new(SearchPath { schemas, relations })))
+        let hidden = if schemas.iter().any(|s| s == "public") {
+            HashSet::new()
+        } else {
+            catalog.relations_in(txn, db, "public")?.into_iter().collect()
+        };
+        Ok(Some(Rc::new(SearchPath { schemas, relations, hidden })))
     }
 }
 
@@ -129,11 +137,15 @@ pub(crate) fn resolve(name: &str) -> String {
     CURRENT.with(|c| {
         let current = c.borrow();
         let Some(path) = current.as_ref() else { return name.to_string() };
-        path.schemas
-            .iter()
-            .map(|s| qualified(s, name))
-            .find(|q| path.relations.contains(q))
-            .unwrap_or_else(|| name.to_string())
+        let found =
+            path.schemas.iter().map(|s| qualified(s, name)).find(|q| path.relations.contains(q));
+        match found {
+            Some(q) => q,
+            // Named in the path's first schema, where it is not: not found, rather than
+            // `public`'s, which the path leaves out.
+            None if path.hidden.contains(name) => qualified(&path.schemas[0], name),
+            None => name.to_string(),
+        }
     })
 }
 
