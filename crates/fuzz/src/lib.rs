@@ -102,11 +102,15 @@ impl Server {
                 break addr.parse::<SocketAddr>().map_err(|e| e.to_string())?;
             }
         };
-        // Keep the server's log flowing (a panic message would show here).
+        // Keep the server's log flowing (a panic, a stack overflow or another fatal runtime
+        // error would show here).
         std::thread::spawn(move || {
             let mut sink = String::new();
             while reader.read_line(&mut sink).unwrap_or(0) > 0 {
-                if sink.contains("panicked") || std::env::var_os("KILN_FUZZ_SERVER_LOG").is_some() {
+                let fatal = ["panicked", "overflowed", "fatal", "memory allocation"]
+                    .iter()
+                    .any(|w| sink.contains(w));
+                if fatal || std::env::var_os("KILN_FUZZ_SERVER_LOG").is_some() {
                     eprint!("[kiln] {sink}");
                 }
                 sink.clear();

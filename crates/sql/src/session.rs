@@ -253,7 +253,21 @@ pub(crate) fn raise_notice(notices: &parking_lot::Mutex<Vec<Notice>>, notice: No
 /// embedding application) runs the statement on a fresh segment of this size instead.
 pub const STATEMENT_STACK_BYTES: usize = 32 << 20;
 
+/// The stack a function marked `#[recursive]` (the binder's and the evaluator's recursion)
+/// wants left before it goes on: with less, it continues on a new segment of
+/// [`RECURSION_SEGMENT_BYTES`]. What runs between two such calls (an operator's binding, a
+/// cast, a literal's parsing) must fit in it — in an unoptimized build too, whose frames are
+/// several times larger; the crate's default, 128 KiB, did not.
+const RECURSION_RED_ZONE_BYTES: usize = 1 << 20;
+/// The size of each new segment of stack `#[recursive]` functions take.
+const RECURSION_SEGMENT_BYTES: usize = 8 << 20;
+
 pub(crate) fn with_stack<R>(f: impl FnOnce() -> R) -> R {
+    static SIZES: std::sync::Once = std::sync::Once::new();
+    SIZES.call_once(|| {
+        recursive::set_minimum_stack_size(RECURSION_RED_ZONE_BYTES);
+        recursive::set_stack_allocation_size(RECURSION_SEGMENT_BYTES);
+    });
     stacker::maybe_grow(STATEMENT_STACK_BYTES, STATEMENT_STACK_BYTES + (1 << 20), f)
 }
 

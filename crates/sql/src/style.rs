@@ -74,11 +74,6 @@ impl Style {
         let intervals = intervalstyle.and_then(interval_style).unwrap_or_default();
         Style { zone, dates, order, intervals }
     }
-
-    /// The same style in another zone.
-    pub fn in_zone(self, zone: Zone) -> Style {
-        Style { zone, ..self }
-    }
 }
 
 impl From<Zone> for Style {
