@@ -457,55 +457,34 @@ impl Writer<'_> {
             child.foreign_keys.retain(|f| f.name != r.constraint);
             self.db.catalog.put_table(&mut self.ts.txn, &child)?;
         }
-        // Triggers that fire on an UPDATE OF the column.
+        // Triggers that fire on an UPDATE OF the column, and generated columns that read it,
+        // go with it only with CASCADE, as in PostgreSQL.
+        let shown = crate::catalog::unqualified(&t.name).to_string();
         let triggers: Vec<String> = t
             .triggers
             .iter()
             .filter(|tr| tr.update_of.iter().any(|c| c == name))
             .map(|tr| tr.name.clone())
             .collect();
-        if !triggers.is_empty() && !cascade {
-            let shown = crate::catalog::unqualified(&t.name);
-            let lines: Vec<String> = triggers
-                .iter()
-                .map(|tr| {
-                    format!(
-                        "trigger {tr} on table {shown} depends on column {name} of table {shown}"
-                    )
-                })
-                .collect();
-            return Err(crate::exec::write::depended_on(
-                &format!("column {name} of table {shown}"),
-                &lines,
-            ));
-        }
-        for tr in triggers {
-            self.cascade_to(format!(
-                "trigger {tr} on table {}",
-                crate::catalog::unqualified(&t.name)
-            ));
-            t.triggers.retain(|x| x.name != tr);
-        }
-        // Generated columns that read it go with it only with CASCADE, as in PostgreSQL.
         let readers = generated_readers(t, name)?;
-        if !readers.is_empty() && !cascade {
-            let shown = crate::catalog::unqualified(&t.name);
-            let lines: Vec<String> = readers
+        let mut dependents: Vec<String> =
+            triggers.iter().map(|tr| format!("trigger {tr} on table {shown}")).collect();
+        dependents.extend(readers.iter().map(|g| format!("column {g} of table {shown}")));
+        if !dependents.is_empty() && !cascade {
+            let lines: Vec<String> = dependents
                 .iter()
-                .map(|g| {
-                    format!("column {g} of table {shown} depends on column {name} of table {shown}")
-                })
+                .map(|d| format!("{d} depends on column {name} of table {shown}"))
                 .collect();
             return Err(crate::exec::write::depended_on(
                 &format!("column {name} of table {shown}"),
                 &lines,
             ));
         }
+        for d in dependents {
+            self.cascade_to(d);
+        }
+        t.triggers.retain(|x| !triggers.contains(&x.name));
         for g in readers {
-            self.cascade_to(format!(
-                "column {g} of table {}",
-                crate::catalog::unqualified(&t.name)
-            ));
             self.drop_column(t, &g, false, cascade)?;
         }
         let p = t.column(name).ok_or_else(|| no_column(t, name))?;

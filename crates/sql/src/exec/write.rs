@@ -581,6 +581,8 @@ impl Writer<'_> {
         let mut written_rows = Vec::new();
         // The rows this statement inserted or changed: DO UPDATE may not change one again.
         let mut touched: std::collections::HashSet<Vec<u8>> = Default::default();
+        let arbiters = plan.on_conflict.as_ref().map(|(arbiters, _)| arbiters);
+        let action = plan.on_conflict.as_ref().and_then(|(_, action)| action.as_ref());
         for src in source_rows {
             limits.check()?;
             let mut row: Vec<Option<Value>> = vec![None; table.columns.len()];
@@ -612,9 +614,11 @@ impl Writer<'_> {
             // written: RETURNING shows the row as stored.
             let full = Self::fit_row(&table, full, ctx.env.style())?;
             let full = self.generate(&table, full, ctx)?;
-            let written = match &plan.on_conflict {
-                None => {
-                    self.insert_row(&table, full.clone(), None, ctx)?;
+            let written = match self.insert_row(&table, full.clone(), arbiters, ctx)? {
+                Inserted::Row(pk) => {
+                    if arbiters.is_some() {
+                        touched.insert(pk);
+                    }
                     self.after_row(
                         &table,
                         Event::Insert,
@@ -624,87 +628,72 @@ impl Writer<'_> {
                     );
                     Some(full)
                 }
-                Some((arbiters, action)) => {
-                    match self.insert_row(&table, full.clone(), Some(arbiters), ctx)? {
-                        Inserted::Row(pk) => {
-                            touched.insert(pk);
-                            self.after_row(
-                                &table,
-                                Event::Insert,
-                                (Some(&full), None),
-                                None,
-                                Cause::Statement,
-                            );
-                            Some(full)
+                Inserted::Conflict(pk) => match action {
+                    None => None,
+                    Some((sets, cond)) => {
+                        if touched.contains(&pk) {
+                            return Err(SqlError::new(
+                            code::CARDINALITY,
+                            "ON CONFLICT DO UPDATE command cannot affect row a second time",
+                        )
+                        .hint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values."));
                         }
-                        Inserted::Conflict(_) if action.is_none() => None,
-                        Inserted::Conflict(pk) => {
-                            let (sets, cond) = action.as_ref().expect("DO UPDATE");
-                            if touched.contains(&pk) {
-                                return Err(SqlError::new(
-                                    code::CARDINALITY,
-                                    "ON CONFLICT DO UPDATE command cannot affect row a second time",
-                                )
-                                .hint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values."));
+                        // The row in the way, locked and read in its newest version.
+                        self.lock(table.id, &pk)?;
+                        if self.ts.isolation == IsolationLevel::ReadCommitted {
+                            self.ts.txn.refresh_snapshot()?;
+                        }
+                        let Some(raw) = self.ts.txn.get(&table.keyspace(), &pk)? else {
+                            return Err(SqlError::new(
+                                code::SERIALIZATION,
+                                "could not serialize access due to concurrent delete",
+                            ));
+                        };
+                        let existing = decode_row(&raw, table.columns.len())?;
+                        let mut both = existing.clone();
+                        both.extend(full.iter().cloned());
+                        let go = match cond {
+                            Some(c) => c.eval_bool(&both, ctx)?,
+                            None => true,
+                        };
+                        if go {
+                            let mut new = existing.clone();
+                            for (c, e) in sets {
+                                new[*c] = e.eval(&both, ctx)?;
                             }
-                            // The row in the way, locked and read in its newest version.
-                            self.lock(table.id, &pk)?;
-                            if self.ts.isolation == IsolationLevel::ReadCommitted {
-                                self.ts.txn.refresh_snapshot()?;
-                            }
-                            let Some(raw) = self.ts.txn.get(&table.keyspace(), &pk)? else {
-                                return Err(SqlError::new(
-                                    code::SERIALIZATION,
-                                    "could not serialize access due to concurrent delete",
-                                ));
+                            let set: Vec<usize> = sets.iter().map(|(c, _)| *c).collect();
+                            let new = if before_update {
+                                self.before_row(
+                                    &table,
+                                    Event::Update,
+                                    Some(new),
+                                    Some(&existing),
+                                    Some(&set),
+                                    ctx.env,
+                                )?
+                            } else {
+                                Some(new)
                             };
-                            let existing = decode_row(&raw, table.columns.len())?;
-                            let mut both = existing.clone();
-                            both.extend(full.iter().cloned());
-                            let go = match cond {
-                                Some(c) => c.eval_bool(&both, ctx)?,
-                                None => true,
-                            };
-                            if go {
-                                let mut new = existing.clone();
-                                for (c, e) in sets {
-                                    new[*c] = e.eval(&both, ctx)?;
-                                }
-                                let set: Vec<usize> = sets.iter().map(|(c, _)| *c).collect();
-                                let new = if before_update {
-                                    self.before_row(
+                            match new {
+                                Some(new) => {
+                                    let new = self.update_row(&table, &pk, &existing, new, ctx)?;
+                                    touched.insert(self.primary_key(&table, &new)?);
+                                    self.after_row(
                                         &table,
                                         Event::Update,
-                                        Some(new),
-                                        Some(&existing),
+                                        (Some(&new), Some(&existing)),
                                         Some(&set),
-                                        ctx.env,
-                                    )?
-                                } else {
+                                        Cause::Statement,
+                                    );
                                     Some(new)
-                                };
-                                match new {
-                                    Some(new) => {
-                                        let new =
-                                            self.update_row(&table, &pk, &existing, new, ctx)?;
-                                        touched.insert(self.primary_key(&table, &new)?);
-                                        self.after_row(
-                                            &table,
-                                            Event::Update,
-                                            (Some(&new), Some(&existing)),
-                                            Some(&set),
-                                            Cause::Statement,
-                                        );
-                                        Some(new)
-                                    }
-                                    None => None,
                                 }
-                            } else {
-                                None
+                                None => None,
                             }
+                        } else {
+                            None
                         }
                     }
-                }
+                },
             };
             if let Some(row) = written {
                 written_rows.push(row);
