@@ -109,6 +109,9 @@ fn error_fields(e: &SqlError, severity: &str) -> Vec<(u8, String)> {
     if let Some(p) = e.position {
         fields.push((b'P', p.to_string()));
     }
+    if let Some(w) = e.context_text() {
+        fields.push((b'W', w.to_string()));
+    }
     if let Some(o) = &e.object {
         let named = [
             (b's', &o.schema),

@@ -326,20 +326,80 @@ impl Trigger {
     }
 }
 
-/// A function made with CREATE FUNCTION: a PL/pgSQL trigger function (see `exec::triggers`).
+/// A function made with CREATE FUNCTION (see `exec::routines`): a PL/pgSQL trigger
+/// function, or a function of SQL or PL/pgSQL that returns a value, or a procedure.
+///
+/// Functions of one name are told apart by their argument types (overloading): each is
+/// kept under its name and those types ([`Function::signature`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Function {
     /// Its id (its OID is derived from it).
     pub id: u64,
     /// Its name.
     pub name: String,
-    /// Its language (`plpgsql`).
+    /// Its language (`plpgsql` or `sql`).
     pub language: String,
     /// Its body, as written.
     pub body: String,
     /// Its `COMMENT ON` text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    /// Its arguments, in order (a trigger function has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<FunctionArg>,
+    /// What it returns (a function stored before functions returned values is a trigger
+    /// function).
+    #[serde(default)]
+    pub returns: Returns,
+    /// `IMMUTABLE` (`i`), `STABLE` (`s`) or `VOLATILE` (`v`, the default), as `provolatile`.
+    #[serde(default = "volatile")]
+    pub volatility: char,
+    /// `STRICT`: a call with a NULL argument is NULL without running the body.
+    #[serde(default)]
+    pub strict: bool,
+}
+
+fn volatile() -> char {
+    'v'
+}
+
+/// An argument of a function.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionArg {
+    /// Its name, when it has one (the body may refer to it by it).
+    pub name: Option<String>,
+    /// Its type.
+    pub ty: DataType,
+    /// Its default, as written (an expression of no variables).
+    pub default: Option<String>,
+}
+
+/// What a function returns.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub enum Returns {
+    /// `RETURNS trigger`.
+    #[default]
+    Trigger,
+    /// `RETURNS type`: one value.
+    Value(DataType),
+    /// `RETURNS void`.
+    Void,
+    /// A procedure (CREATE PROCEDURE), run by CALL.
+    Procedure,
+}
+
+impl Function {
+    /// The argument types, as a call names them: `(integer, text)`.
+    pub fn signature(&self) -> String {
+        let types: Vec<String> = self.args.iter().map(|a| a.ty.sql_name()).collect();
+        format!("{}({})", unqualified(&self.name), types.join(", "))
+    }
+
+    /// How many arguments a call must give (those after the first with a default may be
+    /// left out).
+    pub fn required_args(&self) -> usize {
+        self.args.iter().position(|a| a.default.is_some()).unwrap_or(self.args.len())
+    }
 }
 
 /// What a foreign key does to referencing rows when the referenced row is deleted or its
@@ -592,8 +652,16 @@ pub fn beside(sibling: &str, name: &str) -> String {
     qualified(schema_of(sibling), unqualified(name))
 }
 
-fn function_key(db: &str, name: &str) -> Vec<u8> {
-    format!("f/{db}/{name}").into_bytes()
+/// A function's key: its name, and when it takes arguments their types' OIDs (a function
+/// without arguments — every trigger function — is kept under its name alone).
+fn function_key(db: &str, name: &str, args: &[DataType]) -> Vec<u8> {
+    let mut key = format!("f/{db}/{name}");
+    if !args.is_empty() {
+        let oids: Vec<String> = args.iter().map(|t| t.oid().to_string()).collect();
+        key.push('\u{1}');
+        key.push_str(&oids.join(","));
+    }
+    key.into_bytes()
 }
 
 fn extension_key(db: &str, name: &str) -> Vec<u8> {
@@ -1014,7 +1082,20 @@ impl Catalog {
         db: &str,
         name: &str,
     ) -> Result<Option<Function>> {
-        let Some(raw) = txn.get(CATALOG, &function_key(db, name))? else { return Ok(None) };
+        self.function_with(txn, db, name, &[])
+    }
+
+    /// The function `name` whose arguments have types `args` exactly.
+    pub fn function_with(
+        &self,
+        txn: &mut Transaction,
+        db: &str,
+        name: &str,
+        args: &[DataType],
+    ) -> Result<Option<Function>> {
+        let Some(raw) = txn.get(CATALOG, &function_key(db, name, args))? else {
+            return Ok(None);
+        };
         serde_json::from_slice(&raw).map(Some).map_err(|e| {
             SqlError::new(
                 code::DATA_CORRUPTED,
@@ -1023,21 +1104,34 @@ impl Catalog {
         })
     }
 
+    /// The functions named `name`, whatever their arguments.
+    pub fn functions_named(
+        &self,
+        txn: &mut Transaction,
+        db: &str,
+        name: &str,
+    ) -> Result<Vec<Function>> {
+        let all: Vec<Function> = entries(txn, function_key(db, name, &[]), "a function")?;
+        Ok(all.into_iter().filter(|f| f.name == name).collect())
+    }
+
     /// The functions made in a database, by name.
     pub fn functions(&self, txn: &mut Transaction, db: &str) -> Result<Vec<Function>> {
-        entries(txn, function_key(db, ""), "a function")
+        entries(txn, function_key(db, "", &[]), "a function")
     }
 
     /// Records a function (create or replace).
     pub fn put_function(&self, txn: &mut Transaction, db: &str, f: &Function) -> Result<()> {
         let raw = serde_json::to_vec(f).expect("functions serialize");
-        txn.put_guarded(CATALOG, &function_key(db, &f.name), &raw)?;
+        let types: Vec<DataType> = f.args.iter().map(|a| a.ty).collect();
+        txn.put_guarded(CATALOG, &function_key(db, &f.name, &types), &raw)?;
         Ok(())
     }
 
     /// Removes a function's record.
-    pub fn delete_function(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<()> {
-        txn.delete_guarded(CATALOG, &function_key(db, name))?;
+    pub fn delete_function(&self, txn: &mut Transaction, db: &str, f: &Function) -> Result<()> {
+        let types: Vec<DataType> = f.args.iter().map(|a| a.ty).collect();
+        txn.delete_guarded(CATALOG, &function_key(db, &f.name, &types))?;
         Ok(())
     }
 

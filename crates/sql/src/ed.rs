@@ -520,6 +520,9 @@ impl Env for SessionEnv<'_> {
     fn now(&self) -> i64 {
         self.now
     }
+    fn notice(&self, notice: crate::session::Notice) {
+        crate::session::raise_notice(self.notices, notice);
+    }
     fn style(&self) -> crate::style::Style {
         self.style
     }
@@ -1069,19 +1072,27 @@ impl Env for SessionEnv<'_> {
                 let column = def.and_then(|d| index_parts(&d).into_iter().nth(n as usize - 1));
                 column.map_or(Value::Text(String::new()), Value::Text)
             }
-            // A function made with CREATE FUNCTION has its definition remembered.
-            CatalogFunc::FunctionResult | CatalogFunc::FunctionArguments => {
-                let known = arg_int(0).is_some_and(|oid| {
-                    self.db
-                        .definitions
-                        .lock()
-                        .get(&oid)
-                        .is_some_and(|d| d.starts_with("CREATE OR REPLACE FUNCTION"))
-                });
-                match (known, func) {
-                    (false, _) => Value::Null,
-                    (true, CatalogFunc::FunctionResult) => Value::Text("trigger".into()),
-                    (true, _) => Value::Text(String::new()),
+            // A function made with CREATE FUNCTION has its definition remembered, which
+            // names its arguments and result as these functions do.
+            CatalogFunc::FunctionResult
+            | CatalogFunc::FunctionArguments
+            | CatalogFunc::FunctionIdentityArguments => {
+                let def = arg_int(0).and_then(|oid| self.db.definitions.lock().get(&oid).cloned());
+                match def.as_deref().and_then(function_header) {
+                    Some((args, result)) => match func {
+                        CatalogFunc::FunctionResult => result.map_or(Value::Null, Value::Text),
+                        CatalogFunc::FunctionArguments => Value::Text(args),
+                        _ => {
+                            let (parts, _) = part_list(&format!("{args})"));
+                            let parts: Vec<&str> = parts
+                                .iter()
+                                .filter(|p| !p.is_empty())
+                                .map(|p| p.split(" DEFAULT ").next().unwrap_or(p))
+                                .collect();
+                            Value::Text(parts.join(", "))
+                        }
+                    },
+                    None => Value::Null,
                 }
             }
             CatalogFunc::IndexDef
@@ -1120,6 +1131,37 @@ impl Env for SessionEnv<'_> {
             }
         })
     }
+}
+
+/// The argument list and result of a function definition as `routines::function_definition`
+/// writes it (`CREATE OR REPLACE FUNCTION public.name(args)\n RETURNS type\n …`).
+fn function_header(def: &str) -> Option<(String, Option<String>)> {
+    let rest = def
+        .strip_prefix("CREATE OR REPLACE FUNCTION public.")
+        .or_else(|| def.strip_prefix("CREATE OR REPLACE PROCEDURE public."))?;
+    let (first, rest) = rest.split_once('\n')?;
+    // After the name, quoted ("a""b") or not.
+    let open = if first.starts_with('"') {
+        let mut i = 1;
+        let bytes = first.as_bytes();
+        while i < bytes.len() {
+            if bytes[i] == b'"' {
+                if bytes.get(i + 1) == Some(&b'"') {
+                    i += 2;
+                    continue;
+                }
+                break;
+            }
+            i += 1;
+        }
+        i + 1
+    } else {
+        first.find('(')?
+    };
+    let args = first.get(open + 1..first.len().checked_sub(1)?)?.to_string();
+    let result =
+        rest.strip_prefix(" RETURNS ").and_then(|r| r.split('\n').next()).map(str::to_string);
+    Some((args, result))
 }
 
 /// The name of a pseudo-type a catalog row may name (a trigger function's result).

@@ -186,6 +186,9 @@ pub struct ErrorObject {
     pub datatype: Option<String>,
     /// The constraint.
     pub constraint: Option<String>,
+    /// Where it happened, beyond the statement (`PL/pgSQL function f(integer)`): the wire's
+    /// CONTEXT field.
+    pub context: Option<String>,
 }
 
 /// Result type of the SQL layer.
@@ -244,6 +247,17 @@ impl SqlError {
     pub fn detail(mut self, detail: impl Into<String>) -> SqlError {
         self.detail = Some(detail.into());
         self
+    }
+
+    /// Adds a context (where the error happened).
+    pub fn context(mut self, context: impl Into<String>) -> SqlError {
+        self.object_mut().context = Some(context.into());
+        self
+    }
+
+    /// Its context, when it has one.
+    pub fn context_text(&self) -> Option<&str> {
+        self.object.as_ref().and_then(|o| o.context.as_deref())
     }
 
     /// Adds a hint.

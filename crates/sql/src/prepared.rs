@@ -296,6 +296,8 @@ pub(crate) struct Dependencies {
     sequences: Vec<Arc<crate::sequence::Sequence>>,
     views: Vec<Arc<crate::catalog::View>>,
     enum_types: Vec<&'static crate::enums::EnumType>,
+    /// The functions made with CREATE FUNCTION it calls, as they were.
+    functions: Vec<crate::catalog::Function>,
     /// The time zone, DateStyle and IntervalStyle its constants were read and written in (a
     /// timestamp with time zone literal without an offset is a local time in the zone; an
     /// interval cast to text is written in the IntervalStyle).
@@ -337,6 +339,11 @@ impl Dependencies {
         for e in &planner.enum_types {
             if !self.enum_types.iter().any(|x| std::ptr::eq(*x, *e)) {
                 self.enum_types.push(e);
+            }
+        }
+        for f in &planner.functions {
+            if !self.functions.contains(f) {
+                self.functions.push(f.clone());
             }
         }
         self.style = Some(planner.env.style());
@@ -401,7 +408,45 @@ impl Dependencies {
                 _ => return Ok(false),
             }
         }
+        for f in &self.functions {
+            let types: Vec<DataType> = f.args.iter().map(|a| a.ty).collect();
+            if catalog.function_with(txn, db, &f.name, &types)?.as_ref() != Some(f) {
+                return Ok(false);
+            }
+        }
         Ok(true)
+    }
+}
+
+impl Planner<'_> {
+    /// Makes this statement's plan depend on what a function body bound for it did.
+    pub(crate) fn depend_on(&mut self, deps: &Dependencies) {
+        for t in &deps.tables {
+            if !self.tables.iter().any(|x| Arc::ptr_eq(x, t)) {
+                self.tables.push(t.clone());
+            }
+        }
+        for q in &deps.sequences {
+            if !self.sequences.iter().any(|x| Arc::ptr_eq(x, q)) {
+                self.sequences.push(q.clone());
+            }
+        }
+        for v in &deps.views {
+            if !self.views.iter().any(|x| Arc::ptr_eq(x, v)) {
+                self.views.push(v.clone());
+            }
+        }
+        for e in &deps.enum_types {
+            if !self.enum_types.iter().any(|x| std::ptr::eq(*x, *e)) {
+                self.enum_types.push(e);
+            }
+        }
+        for f in &deps.functions {
+            if !self.functions.contains(f) {
+                self.functions.push(f.clone());
+            }
+        }
+        self.reusable &= deps.reusable;
     }
 }
 

@@ -295,5 +295,6 @@ scripts!(
     tpcc,
     enums,
     schemas,
-    triggers
+    triggers,
+    functions
 );

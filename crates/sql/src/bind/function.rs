@@ -524,6 +524,29 @@ impl<'a> Planner<'a> {
             )
             .hint("Kiln takes a set-returning function as a whole select-list item or as a FROM item."));
         }
+        // A function made with CREATE FUNCTION, where no built-in one has the name.
+        if crate::functions::by_name(&name).is_none() {
+            if distinct || star || !order_by.is_empty() {
+                return Err(SqlError::new(
+                    code::WRONG_OBJECT_TYPE,
+                    format!("DISTINCT, ORDER BY or * specified, but {name} is not an aggregate function"),
+                ));
+            }
+            let at = match f.name.0.first() {
+                Some(ast::ObjectNamePart::Identifier(i)) => crate::bind::location_of(i),
+                _ => None,
+            };
+            if let Some(bound) =
+                self.routine_call(&name, &args, scope, aggs).map_err(|e| match e.location {
+                    None if e.code == code::UNDEFINED_FUNCTION || e.code == "42725" => {
+                        e.located(at)
+                    }
+                    _ => e,
+                })?
+            {
+                return Ok(bound);
+            }
+        }
         let mut bound = Vec::with_capacity(args.len());
         let mut types = Vec::with_capacity(args.len());
         for a in &args {
@@ -539,11 +562,20 @@ impl<'a> Planner<'a> {
             _ => crate::functions::by_name(&name),
         };
         let Some(def) = def else {
+            let shown: Vec<String> = types
+                .iter()
+                .map(|t| if *t == DataType::Unknown { "unknown".into() } else { t.sql_name() })
+                .collect();
+            let at = match f.name.0.first() {
+                Some(ast::ObjectNamePart::Identifier(i)) => crate::bind::location_of(i),
+                _ => None,
+            };
             return Err(SqlError::new(
                 code::UNDEFINED_FUNCTION,
-                format!("function {name} does not exist"),
+                format!("function {name}({}) does not exist", shown.join(", ")),
             )
-            .hint("Kiln supports the common scalar functions, count/sum/min/max/avg and the kiln_* functions."));
+            .hint("No function matches the given name and argument types. You might need to add explicit type casts.")
+            .located(at));
         };
         if !(def.args_min..=def.args_max).contains(&args.len()) {
             let shown: Vec<String> = types

@@ -246,6 +246,16 @@ pub struct Planner<'a> {
     pub(crate) ctes: Vec<Cte>,
     /// Work table ids handed out (recursive CTEs).
     pub(crate) work_tables: usize,
+    /// Likewise the functions made with CREATE FUNCTION it calls.
+    pub(crate) functions: Vec<crate::catalog::Function>,
+    /// The functions whose bodies are being bound around this statement (one of them
+    /// calling itself is refused).
+    pub(crate) routines: Vec<u64>,
+    /// Binding an SQL function's query: the function's name and its arguments' names and
+    /// parameters, which a name no column has refers to (`arg` or `function.arg`).
+    pub(crate) routine_args: Option<(String, Vec<(String, usize)>)>,
+    /// Whether it calls a function whose body writes.
+    pub(crate) calls_writing: bool,
 }
 
 /// Whether an ORDER BY item sorts descending: `DESC` or `USING >` (`USING <` is ascending;
@@ -674,6 +684,10 @@ impl<'a> Planner<'a> {
             describing: false,
             ctes: Vec::new(),
             work_tables: 0,
+            functions: Vec::new(),
+            routines: Vec::new(),
+            routine_args: None,
+            calls_writing: false,
         }
     }
 
@@ -723,6 +737,14 @@ impl<'a> Planner<'a> {
                 }
                 Err(e) if e.code == code::AMBIGUOUS_COLUMN => return Err(e),
                 Err(_) => {}
+            }
+        }
+        // An SQL function's argument, where no column has the name.
+        if let Some((function, args)) = &self.routine_args {
+            if table.is_none_or(|t| t == function) {
+                if let Some(&(_, k)) = args.iter().find(|(n, _)| n == name) {
+                    return Ok((Expr::Param(k), self.params[k]));
+                }
             }
         }
         Err(err)

@@ -66,6 +66,7 @@ pub(crate) fn bind_check(planner: &mut Planner, table: &Table, e: &ast::Expr) ->
     bound.walk(&mut |x| match x {
         Expr::Subquery(..) | Expr::InValues(..) => refused = Some("subquery"),
         Expr::Sequence(..) => refused = Some("sequence functions"),
+        Expr::Routine(..) => refused = Some("functions made with CREATE FUNCTION"),
         Expr::Param(_) => refused = Some("parameters"),
         _ => {}
     });

@@ -556,7 +556,7 @@ impl Writer<'_> {
                         self.db.catalog.delete_schema(&mut self.ts.txn, &name, &schema.name)?;
                     }
                     for f in self.db.catalog.functions(&mut self.ts.txn, &name)? {
-                        self.db.catalog.delete_function(&mut self.ts.txn, &name, &f.name)?;
+                        self.db.catalog.delete_function(&mut self.ts.txn, &name, &f)?;
                     }
                     for ext in self.db.catalog.extensions(&mut self.ts.txn, &name)? {
                         self.db.catalog.delete_extension(&mut self.ts.txn, &name, &ext.name)?;

@@ -88,7 +88,7 @@ pub(crate) fn check_immutable(e: &Expr, table: &Table, what: &str) -> Result<()>
                 code::GROUPING,
                 format!("aggregate and window functions are not allowed in {what}"),
             )),
-            Expr::Sequence(..) => Some(not_immutable()),
+            Expr::Sequence(..) | Expr::Routine(..) => Some(not_immutable()),
             Expr::Func(f, _) => match f {
                 Func::Json(..) => None,
                 f => match crate::functions::of(*f) {

@@ -10,6 +10,8 @@ pub mod grant;
 pub mod indexes;
 pub mod init;
 pub mod join;
+pub mod plpgsql;
+pub mod routines;
 pub mod scan;
 pub mod schema;
 pub mod select;

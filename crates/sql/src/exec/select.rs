@@ -50,6 +50,20 @@ impl SubqueryRunner for Exec<'_, '_> {
         self.done.borrow_mut().insert(key, values.clone());
         Ok(values)
     }
+
+    fn call(
+        &self,
+        routine: &crate::exec::routines::Routine,
+        args: Vec<Value>,
+        ctx: &Ctx,
+    ) -> Result<Value> {
+        let mut host = crate::exec::plpgsql::QueryHost {
+            txn: self.txn,
+            limits: self.limits,
+            name: &routine.name,
+        };
+        crate::exec::routines::call(routine, &mut host, args, ctx.env)
+    }
 }
 
 /// A joined row with the primary key of the first FROM item's row (when it is a table).

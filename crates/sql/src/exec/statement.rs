@@ -86,6 +86,8 @@ impl Session {
                 let plan = init!(select, plan);
                 let rows = if let Some(mode) = plan.lock {
                     w.select_for_update(&plan, mode, &ctx, &limits)?
+                } else if crate::exec::routines::writing_call(&plan) {
+                    w.call_alone(&plan, &ctx)?
                 } else {
                     select_rows!(&plan)
                 };
@@ -329,7 +331,12 @@ impl Session {
                 &self.database,
             ),
             S::CreateIndex(ci) => w.create_index(ci, &self.database),
-            S::CreateFunction(cf) => w.create_function(cf, &self.database),
+            S::CreateFunction(cf) => {
+                let check = settings.get("check_function_bodies").is_none_or(|v| {
+                    !matches!(v.to_lowercase().as_str(), "off" | "false" | "no" | "0")
+                });
+                w.create_function(cf, &self.database, check, &env)
+            }
             S::DropFunction(df) => w.drop_functions(df, &self.database),
             S::AlterFunction(af) => w.alter_function(af, &self.database),
             S::DropTrigger(dt) => w.drop_trigger(dt, &self.database),

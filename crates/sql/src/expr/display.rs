@@ -126,6 +126,12 @@ impl std::fmt::Display for Expr {
                 list(f, args)?;
                 f.write_str(")")
             }
+            Expr::Routine(routine, args) => {
+                let name = routine.name.split('(').next().unwrap_or_default();
+                write!(f, "{name}(")?;
+                list(f, args)?;
+                f.write_str(")")
+            }
             Expr::Sequence(func, seq, args) => {
                 write!(f, "{}('{}'::regclass", func.name(), seq.name.replace('\'', "''"))?;
                 for a in args {

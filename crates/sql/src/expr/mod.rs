@@ -563,12 +563,13 @@ pub enum CatalogFunc {
     TriggerDef,
     /// pg_get_functiondef(function oid): `CREATE OR REPLACE FUNCTION …`
     FunctionDef,
-    /// pg_get_function_result(oid): `trigger` for a trigger function made with CREATE
-    /// FUNCTION, NULL otherwise
+    /// pg_get_function_result(oid): the type a function made with CREATE FUNCTION
+    /// returns, NULL for any other OID
     FunctionResult,
-    /// pg_get_function_arguments / _identity_arguments(oid): empty for a trigger function
-    /// made with CREATE FUNCTION, NULL otherwise
+    /// pg_get_function_arguments(oid): its arguments with their names and defaults
     FunctionArguments,
+    /// pg_get_function_identity_arguments(oid): its arguments without defaults
+    FunctionIdentityArguments,
     /// pg_encoding_to_char(int)
     EncodingToChar,
     /// pg_relation_is_publishable(oid): false
@@ -737,6 +738,14 @@ pub trait SubqueryRunner {
     /// The values of an uncorrelated subquery: run on the first call, remembered for the
     /// rest of the statement (PostgreSQL's InitPlan).
     fn run_once(&self, plan: &SubPlan, ctx: &Ctx) -> Result<SubqueryValues>;
+
+    /// Calls a function made with CREATE FUNCTION on its arguments' values.
+    fn call(
+        &self,
+        routine: &crate::exec::routines::Routine,
+        args: Vec<Value>,
+        ctx: &Ctx,
+    ) -> Result<Value>;
 }
 
 /// A bound expression: columns are positions in the input row.
@@ -800,6 +809,9 @@ pub enum Expr {
     /// `nextval`, `currval` or `setval` on the sequence its first argument named when the
     /// statement was bound, with the other arguments.
     Sequence(SeqFunc, std::sync::Arc<crate::sequence::Sequence>, Vec<Expr>),
+    /// A call of a function made with CREATE FUNCTION: its body bound, and the arguments
+    /// (converted to its argument types, defaults filled in).
+    Routine(std::sync::Arc<crate::exec::routines::Routine>, Vec<Expr>),
     /// An aggregate (only before aggregation is planned; evaluation never sees it): the
     /// function, DISTINCT, the argument (none for count(*)) and the result type.
     Agg(AggFunc, bool, Option<Box<Expr>>, DataType),
@@ -828,6 +840,8 @@ pub trait Env {
     fn kiln(&self, func: Func, args: &[Value]) -> Result<Value>;
     /// Catalog functions (definitions of indexes and constraints by oid, type names).
     fn catalog(&self, func: CatalogFunc, args: &[Value]) -> Result<Value>;
+    /// Sends a notice to the client (RAISE NOTICE in a function); dropped by default.
+    fn notice(&self, _notice: crate::session::Notice) {}
     /// A sequence function; `args` are the arguments after the sequence.
     fn sequence(
         &self,
@@ -1043,6 +1057,16 @@ impl Expr {
                 let values = args.iter().map(|a| a.eval(row, ctx)).collect::<Result<Vec<_>>>()?;
                 ctx.env.sequence(*f, seq, &values)?
             }
+            Expr::Routine(routine, args) => {
+                let values = args.iter().map(|a| a.eval(row, ctx)).collect::<Result<Vec<_>>>()?;
+                let Some(runner) = ctx.runner else {
+                    return Err(SqlError::unsupported(format!(
+                        "a call of function {} in this position",
+                        routine.name
+                    )));
+                };
+                runner.call(routine, values, ctx)?
+            }
             Expr::Agg(..) => {
                 return Err(SqlError::new(
                     code::GROUPING,
@@ -1141,7 +1165,9 @@ impl Expr {
                     f(o);
                 }
             }
-            Expr::Func(_, args) | Expr::Sequence(_, _, args) => args.iter().for_each(f),
+            Expr::Func(_, args) | Expr::Sequence(_, _, args) | Expr::Routine(_, args) => {
+                args.iter().for_each(f)
+            }
             Expr::Agg(_, _, arg, _) => {
                 if let Some(a) = arg {
                     f(a);
@@ -1223,6 +1249,9 @@ impl Expr {
             }
             Expr::Sequence(func, seq, args) => {
                 Expr::Sequence(func, seq, args.into_iter().map(f).collect::<Result<_>>()?)
+            }
+            Expr::Routine(routine, args) => {
+                Expr::Routine(routine, args.into_iter().map(f).collect::<Result<_>>()?)
             }
             Expr::Agg(func, distinct, arg, ty) => Expr::Agg(
                 func,

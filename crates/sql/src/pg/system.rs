@@ -1789,34 +1789,48 @@ impl System<'_> {
         Ok((columns, rows))
     }
 
-    /// `pg_proc`: the trigger functions made with CREATE FUNCTION.
+    /// `pg_proc`: the functions made with CREATE FUNCTION.
     fn functions(&self, txn: &mut Transaction) -> Result<Relation> {
+        use crate::catalog::Returns;
         let text = |s: &str| Value::Text(s.to_string());
         let mut rows = Vec::new();
         for f in self.db.catalog().functions(txn, self.database)? {
+            let rettype = match f.returns {
+                Returns::Trigger => oid::TRIGGER,
+                Returns::Void => 2278,
+                Returns::Value(t) => t.oid().into(),
+                Returns::Procedure => 0,
+            };
+            let names = if f.args.iter().any(|a| a.name.is_some()) {
+                let names = f.args.iter().map(|a| text(a.name.as_deref().unwrap_or("")));
+                Value::Array(names.collect())
+            } else {
+                Value::Null
+            };
+            let defaults = f.args.iter().filter(|a| a.default.is_some()).count();
             rows.push(vec![
                 Value::Int(oid::object(f.id)),
                 text(&f.name),
                 Value::Int(oid::PUBLIC),
                 Value::Int(oid::ROLE),
-                Value::Int(oid::PLPGSQL),
+                Value::Int(if f.language == "sql" { 14 } else { oid::PLPGSQL }),
                 Value::Float(100.0),
                 Value::Float(0.0),
                 text("-"),
-                text("f"),
+                text(if f.returns == Returns::Procedure { "p" } else { "f" }),
                 Value::Bool(false),
                 Value::Bool(false),
+                Value::Bool(f.strict),
                 Value::Bool(false),
-                Value::Bool(false),
-                text("v"),
+                text(&f.volatility.to_string()),
                 text("u"),
-                Value::Int(0),
-                Value::Int(0),
-                Value::Int(oid::TRIGGER),
-                Value::Array(vec![]),
+                Value::Int(f.args.len() as i64),
+                Value::Int(defaults as i64),
+                Value::Int(rettype),
+                Value::Array(f.args.iter().map(|a| Value::Int(a.ty.oid().into())).collect()),
                 Value::Null,
                 Value::Null,
-                Value::Null,
+                names,
                 Value::Null,
                 Value::Null,
                 text(&f.body),
@@ -2415,7 +2429,7 @@ impl System<'_> {
             }
         }
         for f in self.db.catalog().functions(txn, self.database)? {
-            defs.push((oid::object(f.id), crate::exec::triggers::function_definition(&f)));
+            defs.push((oid::object(f.id), crate::exec::routines::function_definition(&f)));
         }
         self.db.remember_definitions(defs);
         // Column types: format_type(atttypid, …) names enum types by what it remembers.

@@ -1,0 +1,1534 @@
+//! PL/pgSQL programs: binding a function's body and running it.
+//!
+//! A body (parsed by `parse::do_block`) is bound once into a [`Program`]: every expression
+//! and SQL statement in it is planned as a query whose parameters are the program's
+//! *frame* — for a trigger function `NEW`'s columns, `OLD`'s columns, `TG_OP` and the other
+//! `TG_` variables; for any function its arguments; then `FOUND`, the declared variables and
+//! the loop variables — with each reference to one of them rewritten into its parameter
+//! (PL/pgSQL's own approach), so conditions may hold subqueries and statements read and
+//! write other tables in the same transaction.
+//!
+//! A program runs on a [`Host`]: the statement's writer (a trigger, a `CALL`, a function
+//! called where the statement writes nothing else), which runs its INSERT, UPDATE and DELETE
+//! as statements of their own, or a query's executor, which runs its reads only.
+
+use std::cell::RefCell;
+use std::ops::ControlFlow;
+
+use sqlparser::ast;
+
+use crate::bind::dml::{plan_delete, plan_insert, plan_update, DeletePlan, InsertPlan, UpdatePlan};
+use crate::bind::Planner;
+use crate::catalog::{Catalog, Table};
+use crate::error::{code, Result, SqlError};
+use crate::exec::constraints::NoSystemTables;
+use crate::exec::init::InitPlans;
+use crate::exec::select::{execute_select, Exec, ExecLimits, TxnCell};
+use crate::exec::write::Writer;
+use crate::expr::{assign, Ctx, Env};
+use crate::parse::do_block::{
+    self, refused_in_function as refused, FunctionBody, Level, Raise, Stmt,
+};
+use crate::plan::SelectPlan;
+use crate::prepared::Dependencies;
+use crate::session::{Notice, Output};
+use crate::types::{DataType, Value};
+use kiln_engine::Transaction;
+
+/// The variables every trigger function has, after `NEW`'s and `OLD`'s columns.
+const TG_VARS: &[&str] = &[
+    "tg_op",
+    "tg_name",
+    "tg_when",
+    "tg_level",
+    "tg_table_name",
+    "tg_table_schema",
+    "tg_relname",
+    "tg_nargs",
+    "tg_argv",
+    "found",
+];
+
+fn tg_type(k: usize) -> DataType {
+    match TG_VARS[k] {
+        "tg_nargs" => DataType::Int4,
+        "tg_argv" => DataType::Array(&DataType::Text),
+        "found" => DataType::Bool,
+        _ => DataType::Text,
+    }
+}
+
+/// A one-column query: an expression of the frame.
+#[derive(Clone)]
+pub(crate) struct Query {
+    plan: Box<SelectPlan>,
+    ty: DataType,
+}
+
+/// A bound function body: a trigger function bound to one trigger of one table, or a
+/// function's or procedure's body.
+pub(crate) struct Program {
+    /// The table's column count for a trigger function (`NEW` and `OLD` each take that many
+    /// slots); 0 otherwise.
+    pub(crate) width: usize,
+    /// How many slots its frame has (the loop variables' last).
+    pub(crate) slots: usize,
+    /// The slots of `FOUND`, of the last statement's row count and of the value returned.
+    found: usize,
+    row_count: usize,
+    result: usize,
+    /// The declared variables: slot, type, initial value, NOT NULL.
+    declared: Vec<(usize, DataType, Option<Query>, bool)>,
+    /// The trigger's WHEN condition.
+    pub(crate) when: Option<Query>,
+    /// The body.
+    body: Vec<Step>,
+    /// Whether a step writes (INSERT, UPDATE or DELETE) or calls a function that does: only
+    /// a writer runs its writes.
+    pub(crate) writes: bool,
+}
+
+pub(crate) enum Step {
+    Assign {
+        slot: usize,
+        ty: DataType,
+        value: Query,
+        not_null: bool,
+    },
+    If(Vec<(Query, Vec<Step>)>, Vec<Step>),
+    Raise {
+        raise: Raise,
+        params: Vec<Query>,
+        using: Vec<Query>,
+    },
+    Assert(Query, Option<Query>),
+    Perform(Box<SelectPlan>),
+    SelectInto {
+        plan: Box<SelectPlan>,
+        targets: Vec<(usize, DataType)>,
+    },
+    Insert(Box<InsertPlan>),
+    Update(Box<UpdatePlan>),
+    Delete(Box<DeletePlan>),
+    Return(Returned),
+    /// `RETURN [e]` of a function (none in one returning void), or an SQL function's last
+    /// query, whose first row's first column is the value: converted to `ty`.
+    ReturnValue(Option<Query>, DataType),
+    Block(Vec<Step>),
+    /// `[WHILE condition] LOOP … END LOOP`.
+    Loop {
+        condition: Option<Query>,
+        body: Vec<Step>,
+    },
+    /// `FOR var IN [REVERSE] low .. high [BY step] LOOP … END LOOP`.
+    ForRange {
+        slot: usize,
+        low: Query,
+        high: Query,
+        step: Option<Query>,
+        reverse: bool,
+        body: Vec<Step>,
+    },
+    /// `EXIT` (true) or `CONTINUE` (false), `[WHEN condition]`.
+    Exit {
+        exit: bool,
+        condition: Option<Query>,
+    },
+    /// `GET DIAGNOSTICS var = ROW_COUNT, …`: the variables' slots and types.
+    GetDiagnostics(Vec<(usize, DataType)>),
+    /// An INSERT, UPDATE or DELETE with `RETURNING … INTO`: the write, and the slots its
+    /// first returned row is assigned to (NULLs when it wrote none).
+    WriteInto(Box<Step>, Vec<(usize, DataType)>),
+}
+
+/// What a program returned.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Returned {
+    /// A function's value, in its result slot.
+    Value,
+    New,
+    Old,
+    Null,
+    /// `COALESCE(NEW, OLD)`
+    NewOrOld,
+    /// `COALESCE(OLD, NEW)`
+    OldOrNew,
+}
+
+/// What `RETURN e` returns, for the records a trigger function can return.
+fn returned_record(e: &str) -> Option<Returned> {
+    let words: String = e.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_lowercase();
+    Some(match words.as_str() {
+        "new" => Returned::New,
+        "old" => Returned::Old,
+        "null" => Returned::Null,
+        "coalesce(new,old)" => Returned::NewOrOld,
+        "coalesce(old,new)" => Returned::OldOrNew,
+        _ => return None,
+    })
+}
+
+pub(crate) enum Flow {
+    Next,
+    Return(Returned),
+    /// EXIT: out of the innermost loop.
+    Exit,
+    /// CONTINUE: to the innermost loop's next iteration.
+    Continue,
+}
+
+/// What a program is bound for.
+pub(crate) enum Kind<'t> {
+    /// A trigger function, for a trigger of this table.
+    Trigger(&'t Table),
+    /// A function or procedure: its name, its arguments (name, type) and what it returns
+    /// (`None`: nothing — void, or a procedure).
+    Function { name: String, args: Vec<(Option<String>, DataType)>, returns: Option<DataType> },
+}
+
+/// The names a function's code can refer to, and their slots.
+///
+/// A trigger function's frame is `NEW`'s columns, `OLD`'s, the `TG_` variables (`FOUND`
+/// last); a function's is its arguments (so `$n` is slot n - 1), then `FOUND`. Both go on
+/// with the last statement's row count (which no name reaches), the value returned, then
+/// the declared variables and the loop variables.
+pub(crate) struct Frame<'t> {
+    kind: Kind<'t>,
+    /// Variables: name, slot, constant (a function's named arguments first).
+    vars: Vec<(String, usize, bool)>,
+    types: Vec<DataType>,
+    found: usize,
+    /// The slots of variables declared NOT NULL.
+    not_null: Vec<usize>,
+    /// What the program's binding depended on (when it may be used again).
+    pub(crate) deps: Dependencies,
+    /// Whether `NEW` / `OLD` were referred to (WHEN's checks).
+    used_new: bool,
+    used_old: bool,
+    /// Whether a statement calls a function that writes.
+    writes: bool,
+}
+
+impl<'t> Frame<'t> {
+    pub(crate) fn new(kind: Kind<'t>) -> Frame<'t> {
+        let mut types = Vec::new();
+        let mut vars = Vec::new();
+        match &kind {
+            Kind::Trigger(table) => {
+                types.extend(table.columns.iter().map(|c| c.ty));
+                types.extend(table.columns.iter().map(|c| c.ty));
+                types.extend((0..TG_VARS.len()).map(tg_type));
+            }
+            Kind::Function { args, .. } => {
+                for (k, (name, ty)) in args.iter().enumerate() {
+                    if let Some(n) = name {
+                        vars.push((n.clone(), k, false));
+                    }
+                    types.push(*ty);
+                }
+                types.push(DataType::Bool);
+            }
+        }
+        let found = types.len() - 1;
+        // The row count and the value returned.
+        types.push(DataType::Int8);
+        types.push(DataType::Unknown);
+        Frame {
+            kind,
+            vars,
+            types,
+            found,
+            not_null: Vec::new(),
+            deps: Dependencies::new(),
+            used_new: false,
+            used_old: false,
+            writes: false,
+        }
+    }
+
+    /// Declares a variable: its slot.
+    fn declare(&mut self, name: &str, ty: DataType, constant: bool) -> usize {
+        let slot = self.types.len();
+        self.vars.push((name.to_string(), slot, constant));
+        self.types.push(ty);
+        slot
+    }
+
+    fn width(&self) -> usize {
+        match &self.kind {
+            Kind::Trigger(table) => table.columns.len(),
+            Kind::Function { .. } => 0,
+        }
+    }
+
+    fn table(&self) -> Option<&Table> {
+        match &self.kind {
+            Kind::Trigger(table) => Some(table),
+            Kind::Function { .. } => None,
+        }
+    }
+
+    fn tg_slot(&self, k: usize) -> usize {
+        2 * self.width() + k
+    }
+
+    /// A declared variable's slot and whether it is CONSTANT.
+    fn declared(&self, name: &str) -> Option<(usize, bool)> {
+        // The innermost (a FOR loop's variable hides a declared one of its name).
+        let found = self.vars.iter().rev().find(|(n, _, _)| n == name);
+        found.map(|(_, slot, constant)| (*slot, *constant))
+    }
+
+    /// The slot of a one-part name: a variable, `FOUND`, or a trigger's `TG_` variable.
+    fn var(&self, name: &str) -> Option<usize> {
+        if let Some((slot, _)) = self.declared(name) {
+            return Some(slot);
+        }
+        if name == "found" {
+            return Some(self.found);
+        }
+        match self.kind {
+            Kind::Trigger(_) => TG_VARS.iter().position(|v| *v == name).map(|k| self.tg_slot(k)),
+            Kind::Function { .. } => None,
+        }
+    }
+
+    /// Whether `name` is `NEW` or `OLD` of a trigger function.
+    fn is_record(&self, name: &str) -> bool {
+        matches!(self.kind, Kind::Trigger(_)) && (name == "new" || name == "old")
+    }
+
+    /// The slot of `NEW.col` / `OLD.col`.
+    fn field(&mut self, record: &str, col: &str) -> Result<usize> {
+        let Some(i) = self.table().and_then(|t| t.columns.iter().position(|c| c.name == col))
+        else {
+            return Err(SqlError::new(
+                code::UNDEFINED_COLUMN,
+                format!("record \"{record}\" has no field \"{col}\""),
+            ));
+        };
+        if record == "new" {
+            self.used_new = true;
+            Ok(i)
+        } else {
+            self.used_old = true;
+            Ok(self.width() + i)
+        }
+    }
+
+    fn placeholder(slot: usize) -> ast::Expr {
+        ast::Expr::Value(ast::Value::Placeholder(format!("${}", slot + 1)).into())
+    }
+
+    /// Rewrites the references to the frame's names in a statement into parameters.
+    fn rewrite(&mut self, stmt: &mut ast::Statement) -> Result<()> {
+        let argv = match self.kind {
+            Kind::Trigger(_) => {
+                self.expand_records(stmt)?;
+                Some(self.tg_slot(TG_VARS.iter().position(|v| *v == "tg_argv").expect("listed")))
+            }
+            Kind::Function { .. } => None,
+        };
+        let flow = ast::visit_expressions_mut(stmt, |e| {
+            match self.rewritten(e, argv) {
+                Ok(Some(new)) => *e = new,
+                Ok(None) => {}
+                Err(err) => return ControlFlow::Break(err),
+            }
+            ControlFlow::Continue(())
+        });
+        match flow {
+            ControlFlow::Break(e) => Err(e),
+            ControlFlow::Continue(()) => Ok(()),
+        }
+    }
+
+    /// The whole-row uses of `NEW` and `OLD` that name their columns, written out column by
+    /// column: `NEW.*` in a select list or a VALUES row, and `to_jsonb(NEW)`, `to_json(NEW)`,
+    /// `row_to_json(NEW)` (an object of the columns, as PostgreSQL builds for a record).
+    fn expand_records(&mut self, stmt: &mut ast::Statement) -> Result<()> {
+        let Some(table) = self.table() else { return Ok(()) };
+        let columns: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
+        let record_of = |name: &ast::ObjectName| match name.0.as_slice() {
+            [ast::ObjectNamePart::Identifier(i)] => {
+                let n = crate::bind::ident(i);
+                (n == "new" || n == "old").then_some(n)
+            }
+            _ => None,
+        };
+        let fields = |record: &str| -> Vec<ast::Expr> {
+            columns
+                .iter()
+                .map(|c| {
+                    ast::Expr::CompoundIdentifier(vec![
+                        ast::Ident::new(record),
+                        ast::Ident::with_quote('"', c.clone()),
+                    ])
+                })
+                .collect()
+        };
+        let query = match stmt {
+            ast::Statement::Query(q) => Some(q.as_mut()),
+            ast::Statement::Insert(ins) => ins.source.as_deref_mut(),
+            _ => None,
+        };
+        if let Some(q) = query {
+            match q.body.as_mut() {
+                ast::SetExpr::Select(sel) => {
+                    let mut items = Vec::with_capacity(sel.projection.len());
+                    for item in std::mem::take(&mut sel.projection) {
+                        let record = match &item {
+                            ast::SelectItem::QualifiedWildcard(
+                                ast::SelectItemQualifiedWildcardKind::ObjectName(n),
+                                _,
+                            ) => record_of(n),
+                            _ => None,
+                        };
+                        match record {
+                            Some(r) => items
+                                .extend(fields(&r).into_iter().map(ast::SelectItem::UnnamedExpr)),
+                            None => items.push(item),
+                        }
+                    }
+                    sel.projection = items;
+                }
+                ast::SetExpr::Values(values) => {
+                    for row in &mut values.rows {
+                        let mut out = Vec::with_capacity(row.len());
+                        for e in std::mem::take(&mut row.content) {
+                            match &e {
+                                ast::Expr::QualifiedWildcard(n, _) if record_of(n).is_some() => {
+                                    out.extend(fields(&record_of(n).expect("matched")))
+                                }
+                                _ => out.push(e),
+                            }
+                        }
+                        row.content = out;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let flow = ast::visit_expressions_mut(stmt, |e| {
+            let ast::Expr::Function(f) = e else { return ControlFlow::Continue(()) };
+            let name = f.name.to_string().to_lowercase();
+            if !matches!(name.as_str(), "to_jsonb" | "to_json" | "row_to_json") {
+                return ControlFlow::Continue(());
+            }
+            let ast::FunctionArguments::List(list) = &f.args else {
+                return ControlFlow::Continue(());
+            };
+            let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Identifier(i)))] =
+                list.args.as_slice()
+            else {
+                return ControlFlow::Continue(());
+            };
+            let record = crate::bind::ident(i);
+            if record != "new" && record != "old" {
+                return ControlFlow::Continue(());
+            }
+            // The row as a one-row derived table, whose whole row the function converts;
+            // NULL when the record is (OLD of an INSERT, NEW of a DELETE, both at statement
+            // level).
+            let fields: Vec<String> = columns
+                .iter()
+                .map(|c| {
+                    let c = crate::bind::quote_ident(c);
+                    format!("{record}.{c} AS {c}")
+                })
+                .collect();
+            let absent = if record == "new" { "DELETE" } else { "INSERT" };
+            let text = format!(
+                "SELECT CASE WHEN tg_level = 'ROW' AND tg_op <> '{absent}' THEN (SELECT {name}(kiln_record) FROM (SELECT {}) AS kiln_record) END",
+                fields.join(", ")
+            );
+            match one_statement(&text) {
+                Ok(ast::Statement::Query(q)) => {
+                    if let ast::SetExpr::Select(sel) = *q.body {
+                        if let Some(ast::SelectItem::UnnamedExpr(built)) =
+                            sel.projection.into_iter().next()
+                        {
+                            *e = built;
+                        }
+                    }
+                    ControlFlow::Continue(())
+                }
+                Ok(_) => ControlFlow::Continue(()),
+                Err(err) => ControlFlow::Break(err),
+            }
+        });
+        match flow {
+            ControlFlow::Break(e) => Err(e),
+            ControlFlow::Continue(()) => Ok(()),
+        }
+    }
+
+    fn rewritten(&mut self, e: &ast::Expr, argv: Option<usize>) -> Result<Option<ast::Expr>> {
+        let name = |i: &ast::Ident| {
+            if i.quote_style.is_some() {
+                i.value.clone()
+            } else {
+                i.value.to_lowercase()
+            }
+        };
+        Ok(match e {
+            ast::Expr::Identifier(i) => {
+                let n = name(i);
+                if self.is_record(&n) {
+                    // The whole row: a row value of its columns.
+                    let cols: Vec<ast::Expr> = (0..self.width())
+                        .map(|c| {
+                            let slot = if n == "new" { c } else { self.width() + c };
+                            Self::placeholder(slot)
+                        })
+                        .collect();
+                    if n == "new" {
+                        self.used_new = true;
+                    } else {
+                        self.used_old = true;
+                    }
+                    Some(ast::Expr::Tuple(cols))
+                } else {
+                    self.var(&n).map(Self::placeholder)
+                }
+            }
+            ast::Expr::CompoundIdentifier(parts) if parts.len() == 2 => {
+                let record = name(&parts[0]);
+                if self.is_record(&record) {
+                    Some(Self::placeholder(self.field(&record, &name(&parts[1]))?))
+                } else {
+                    match &self.kind {
+                        // `function.argument`
+                        Kind::Function { name: f, args, .. } if *f == record => {
+                            let arg = name(&parts[1]);
+                            let k = args.iter().position(|(n, _)| n.as_deref() == Some(&arg));
+                            k.map(Self::placeholder)
+                        }
+                        _ => None,
+                    }
+                }
+            }
+            // Whole rows (`NEW IS DISTINCT FROM OLD`, `OLD IS NULL`), compared column by
+            // column as PostgreSQL compares row values.
+            ast::Expr::IsDistinctFrom(a, b) | ast::Expr::IsNotDistinctFrom(a, b) => {
+                let (ast::Expr::Tuple(x), ast::Expr::Tuple(y)) = (a.as_ref(), b.as_ref()) else {
+                    return Ok(None);
+                };
+                if x.len() != y.len() {
+                    return Ok(None);
+                }
+                let distinct = matches!(e, ast::Expr::IsDistinctFrom(..));
+                let parts = x.iter().zip(y).map(|(l, r)| {
+                    let (l, r) = (Box::new(l.clone()), Box::new(r.clone()));
+                    if distinct {
+                        ast::Expr::IsDistinctFrom(l, r)
+                    } else {
+                        ast::Expr::IsNotDistinctFrom(l, r)
+                    }
+                });
+                let op = if distinct { ast::BinaryOperator::Or } else { ast::BinaryOperator::And };
+                Some(joined(parts, op, !distinct))
+            }
+            ast::Expr::IsNull(a) | ast::Expr::IsNotNull(a) => {
+                let ast::Expr::Tuple(x) = a.as_ref() else { return Ok(None) };
+                let null = matches!(e, ast::Expr::IsNull(_));
+                let parts = x.iter().map(|v| {
+                    let v = Box::new(v.clone());
+                    if null {
+                        ast::Expr::IsNull(v)
+                    } else {
+                        ast::Expr::IsNotNull(v)
+                    }
+                });
+                Some(joined(parts, ast::BinaryOperator::And, true))
+            }
+            // TG_ARGV counts from 0.
+            ast::Expr::CompoundFieldAccess { root, access_chain }
+                if argv.is_some_and(|argv| {
+                    matches!(root.as_ref(), ast::Expr::Value(v)
+                    if v.value == ast::Value::Placeholder(format!("${}", argv + 1)))
+                }) =>
+            {
+                let mut chain = access_chain.clone();
+                if let Some(ast::AccessExpr::Subscript(ast::Subscript::Index { index })) =
+                    chain.first_mut()
+                {
+                    let i = std::mem::replace(index, ast::Expr::Value(ast::Value::Null.into()));
+                    *index = ast::Expr::BinaryOp {
+                        left: Box::new(ast::Expr::Nested(Box::new(i))),
+                        op: ast::BinaryOperator::Plus,
+                        right: Box::new(ast::Expr::Value(
+                            ast::Value::Number("1".into(), false).into(),
+                        )),
+                    };
+                }
+                Some(ast::Expr::CompoundFieldAccess { root: root.clone(), access_chain: chain })
+            }
+            _ => None,
+        })
+    }
+}
+
+/// `parts` joined with `op`, in parentheses (`empty` when there are none).
+fn joined(
+    parts: impl Iterator<Item = ast::Expr>,
+    op: ast::BinaryOperator,
+    empty: bool,
+) -> ast::Expr {
+    let all = parts.fold(None, |acc: Option<ast::Expr>, p| {
+        Some(match acc {
+            None => p,
+            Some(a) => {
+                ast::Expr::BinaryOp { left: Box::new(a), op: op.clone(), right: Box::new(p) }
+            }
+        })
+    });
+    ast::Expr::Nested(Box::new(
+        all.unwrap_or_else(|| ast::Expr::Value(ast::Value::Boolean(empty).into())),
+    ))
+}
+
+/// The single statement of `sql`.
+pub(crate) fn one_statement(sql: &str) -> Result<ast::Statement> {
+    let mut stmts = crate::parse::parse(sql)?;
+    if stmts.len() != 1 {
+        return Err(SqlError::syntax(format!("expected one statement in \"{sql}\"")));
+    }
+    Ok(stmts.remove(0))
+}
+
+fn null_into_not_null() -> SqlError {
+    SqlError::new("22004", "null value cannot be assigned to a variable declared NOT NULL")
+}
+
+/// The type a declaration names.
+fn type_named(text: &str) -> Result<ast::DataType> {
+    match one_statement(&format!("SELECT NULL::{text}"))? {
+        ast::Statement::Query(q) => match q.body.as_ref() {
+            ast::SetExpr::Select(s) => match s.projection.first() {
+                Some(ast::SelectItem::UnnamedExpr(ast::Expr::Cast { data_type, .. })) => {
+                    Ok(data_type.clone())
+                }
+                _ => Err(SqlError::syntax(format!("\"{text}\" is not a type"))),
+            },
+            _ => Err(SqlError::syntax(format!("\"{text}\" is not a type"))),
+        },
+        _ => Err(SqlError::syntax(format!("\"{text}\" is not a type"))),
+    }
+}
+
+/// The most function bodies bound inside one another (a function whose body calls a
+/// function whose body calls …).
+const NESTING_MAX: usize = 16;
+
+/// Binds programs, reading definitions through the statement's transaction.
+pub(crate) struct Binder<'a> {
+    pub(crate) txn: &'a mut Transaction,
+    pub(crate) catalog: &'a Catalog,
+    pub(crate) database: &'a str,
+    pub(crate) env: &'a dyn Env,
+    /// The functions whose bodies are being bound around this one, outermost first.
+    pub(crate) routines: Vec<u64>,
+    /// An SQL function's argument names and slots: its queries' planners take a name no
+    /// column has for the argument (where PL/pgSQL's variables are rewritten first).
+    pub(crate) sql_args: Option<(String, Vec<(String, usize)>)>,
+}
+
+impl Binder<'_> {
+    /// Binds with a planner whose parameters are the frame's slots, and records what the
+    /// binding depended on.
+    fn planned<T>(
+        &mut self,
+        frame: &mut Frame,
+        bind: impl FnOnce(&mut Planner) -> Result<T>,
+    ) -> Result<T> {
+        let mut planner = Planner::new(
+            self.txn,
+            self.catalog,
+            self.database,
+            frame.types.clone(),
+            &NoSystemTables,
+            self.env,
+        );
+        planner.routines = self.routines.clone();
+        planner.routine_args = self.sql_args.clone();
+        let bound = bind(&mut planner)?;
+        frame.deps.absorb(&planner);
+        frame.writes |= planner.calls_writing;
+        Ok(bound)
+    }
+
+    /// Binds an expression of the frame as a one-column query.
+    fn expression(&mut self, frame: &mut Frame, text: &str) -> Result<Query> {
+        let mut stmt = one_statement(&format!("SELECT ({text})"))?;
+        frame.rewrite(&mut stmt)?;
+        let ast::Statement::Query(q) = &stmt else {
+            return Err(SqlError::syntax(format!("syntax error in expression \"{text}\"")));
+        };
+        let plan = self.planned(frame, |p| p.query(q, None))?;
+        let ty = plan.columns.first().map_or(DataType::Unknown, |c| c.1);
+        Ok(Query { plan: Box::new(plan), ty })
+    }
+
+    /// Binds a PL/pgSQL body (and a trigger's WHEN condition) for `kind`: the program and
+    /// what its binding depended on.
+    pub(crate) fn plpgsql(
+        &mut self,
+        kind: Kind,
+        body: &str,
+        when: Option<&str>,
+    ) -> Result<(Program, Dependencies)> {
+        if self.routines.len() > NESTING_MAX {
+            return Err(nested_too_deep());
+        }
+        let body: FunctionBody = do_block::function_body(body)?;
+        let mut frame = Frame::new(kind);
+        let mut declared = Vec::new();
+        for d in &body.declarations {
+            let ty = crate::bind::resolve_type(
+                &type_named(&d.ty)?,
+                self.catalog,
+                self.txn,
+                self.database,
+            )?;
+            // Each variable's initial value may read the variables declared before it.
+            let default = match &d.default {
+                Some(e) => Some(self.expression(&mut frame, e)?),
+                None => None,
+            };
+            let slot = frame.declare(&d.name, ty, d.constant);
+            if d.not_null {
+                frame.not_null.push(slot);
+            }
+            declared.push((slot, ty, default, d.not_null));
+        }
+        let when = match when {
+            Some(w) => Some(self.expression(&mut frame, w)?),
+            None => None,
+        };
+        let steps = self.steps(&mut frame, &body.body.statements)?;
+        Ok(program(frame, declared, when, steps))
+    }
+
+    /// Binds a trigger's WHEN condition alone: its type, and whether it reads `NEW` and
+    /// `OLD`.
+    pub(crate) fn trigger_condition(
+        &mut self,
+        table: &Table,
+        when: &str,
+    ) -> Result<(DataType, bool, bool)> {
+        let mut frame = Frame::new(Kind::Trigger(table));
+        let q = self.expression(&mut frame, when)?;
+        Ok((q.ty, frame.used_new, frame.used_old))
+    }
+
+    /// Binds an SQL function's body: its statements run in order, the last one's first row
+    /// giving the value (a query's first column; nothing for a function returning void).
+    pub(crate) fn sql(
+        &mut self,
+        name: &str,
+        args: Vec<(Option<String>, DataType)>,
+        returns: Option<DataType>,
+        body: &str,
+    ) -> Result<(Program, Dependencies)> {
+        if self.routines.len() > NESTING_MAX {
+            return Err(nested_too_deep());
+        }
+        let named =
+            args.iter().enumerate().filter_map(|(k, (n, _))| n.clone().map(|n| (n, k))).collect();
+        self.sql_args = Some((name.to_string(), named));
+        let mut frame =
+            Frame::new(Kind::Function { name: name.to_string(), args: vec![], returns });
+        // The arguments are parameters of the planners (not variables PL/pgSQL-style).
+        frame.types.splice(0..0, args.iter().map(|(_, t)| *t));
+        frame.found += args.len();
+        let statements = crate::parse::parse(body)?;
+        let mut steps = Vec::with_capacity(statements.len());
+        let last = statements.len().saturating_sub(1);
+        for (k, stmt) in statements.iter().enumerate() {
+            let step = match stmt {
+                ast::Statement::Query(q) if k == last && returns.is_some() => {
+                    let plan = self.planned(&mut frame, |p| p.query(q, None))?;
+                    let ty = returns.expect("checked");
+                    if plan.columns.len() != 1 {
+                        return Err(SqlError::new(
+                            code::INVALID_FUNCTION_DEFINITION,
+                            "return type mismatch in function declared to return ".to_string()
+                                + &ty.sql_name(),
+                        )
+                        .detail("Final statement must return exactly one column."));
+                    }
+                    let q = Query { ty: plan.columns[0].1, plan: Box::new(plan) };
+                    Step::ReturnValue(Some(q), ty)
+                }
+                ast::Statement::Query(q) => {
+                    Step::Perform(Box::new(self.planned(&mut frame, |p| p.query(q, None))?))
+                }
+                ast::Statement::Insert(ins) => {
+                    Step::Insert(Box::new(self.planned(&mut frame, |p| plan_insert(p, ins))?))
+                }
+                ast::Statement::Update(u) => {
+                    Step::Update(Box::new(self.planned(&mut frame, |p| plan_update(p, u))?))
+                }
+                ast::Statement::Delete(d) => {
+                    Step::Delete(Box::new(self.planned(&mut frame, |p| plan_delete(p, d))?))
+                }
+                other => {
+                    return Err(SqlError::unsupported(format!(
+                        "the statement {} in an SQL function",
+                        other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+                    )))
+                }
+            };
+            steps.push(step);
+        }
+        if let Some(ty) = returns {
+            if !matches!(steps.last(), Some(Step::ReturnValue(..))) {
+                return Err(SqlError::new(
+                    code::INVALID_FUNCTION_DEFINITION,
+                    format!(
+                        "return type mismatch in function declared to return {}",
+                        ty.sql_name()
+                    ),
+                )
+                .detail(
+                    "Function's final statement must be SELECT or INSERT/UPDATE/DELETE RETURNING.",
+                ));
+            }
+        }
+        Ok(program(frame, vec![], None, steps))
+    }
+
+    fn steps(&mut self, frame: &mut Frame, statements: &[Stmt]) -> Result<Vec<Step>> {
+        let mut out = Vec::with_capacity(statements.len());
+        for s in statements {
+            out.push(match s {
+                Stmt::Assign(target, e) => {
+                    let (slot, ty, not_null) = match target.as_slice() {
+                        [record, col] if frame.is_record(record) => {
+                            let slot = frame.field(record, col)?;
+                            (slot, frame.types[slot], false)
+                        }
+                        [name] => {
+                            let Some((slot, constant)) = frame.declared(name) else {
+                                if frame.var(name).is_some() {
+                                    return Err(refused(&format!("assigning to {name}")));
+                                }
+                                return Err(SqlError::syntax(format!(
+                                    "\"{name}\" is not a known variable"
+                                )));
+                            };
+                            if constant {
+                                return Err(SqlError::syntax(format!(
+                                    "variable \"{name}\" is declared CONSTANT"
+                                )));
+                            }
+                            (slot, frame.types[slot], frame.not_null.contains(&slot))
+                        }
+                        _ => {
+                            return Err(SqlError::syntax(format!(
+                                "\"{}\" is not a known variable",
+                                target.join(".")
+                            )))
+                        }
+                    };
+                    let value = self.expression(frame, e)?;
+                    Step::Assign { slot, ty, value, not_null }
+                }
+                Stmt::If(arms, otherwise) => {
+                    let mut bound = Vec::with_capacity(arms.len());
+                    for (c, body) in arms {
+                        let c = self.expression(frame, c)?;
+                        bound.push((c, self.steps(frame, body)?));
+                    }
+                    Step::If(bound, self.steps(frame, otherwise)?)
+                }
+                Stmt::Raise(r) => {
+                    let mut params = Vec::new();
+                    for p in &r.params {
+                        params.push(self.expression(frame, p)?);
+                    }
+                    let mut using = Vec::new();
+                    for (_, e) in &r.using {
+                        using.push(self.expression(frame, e)?);
+                    }
+                    Step::Raise { raise: r.clone(), params, using }
+                }
+                Stmt::Assert(c, m) => {
+                    let c = self.expression(frame, c)?;
+                    let m = match m {
+                        Some(m) => Some(self.expression(frame, m)?),
+                        None => None,
+                    };
+                    Step::Assert(c, m)
+                }
+                Stmt::Perform(q) => {
+                    let mut stmt = one_statement(q)?;
+                    frame.rewrite(&mut stmt)?;
+                    let ast::Statement::Query(q) = &stmt else {
+                        return Err(SqlError::syntax("PERFORM takes a query"));
+                    };
+                    Step::Perform(Box::new(
+                        self.planned(frame, |p| p.query(q, None))?,
+                    ))
+                }
+                Stmt::Sql(text) => self.sql_step(frame, text)?,
+                Stmt::Return(e) => match &frame.kind {
+                    Kind::Trigger(_) => Step::Return(match e.as_deref().map(returned_record) {
+                        Some(Some(r)) => r,
+                        None => {
+                            return Err(SqlError::syntax(
+                                "RETURN in a trigger function needs NEW, OLD or NULL",
+                            ))
+                        }
+                        Some(None) => {
+                            return Err(refused(
+                                "RETURN of anything but NEW, OLD, NULL or COALESCE(NEW, OLD)",
+                            ));
+                        }
+                    }),
+                    Kind::Function { returns: Some(ty), .. } => {
+                        let ty = *ty;
+                        let Some(e) = e else {
+                            return Err(SqlError::syntax("missing expression at or near \";\"")
+                                .hint("A function that returns a value returns it with RETURN expression."));
+                        };
+                        Step::ReturnValue(Some(self.expression(frame, e)?), ty)
+                    }
+                    Kind::Function { returns: None, .. } => {
+                        if e.is_some() {
+                            return Err(SqlError::new(
+                                code::DATATYPE_MISMATCH,
+                                "RETURN cannot have a parameter in function returning void",
+                            ));
+                        }
+                        Step::ReturnValue(None, DataType::Unknown)
+                    }
+                },
+                Stmt::Block(b) => Step::Block(self.steps(frame, &b.statements)?),
+                Stmt::Loop(condition, body) => {
+                    let condition = match condition {
+                        Some(c) => Some(self.expression(frame, c)?),
+                        None => None,
+                    };
+                    Step::Loop { condition, body: self.steps(frame, body)? }
+                }
+                Stmt::ForRange(f) => {
+                    let low = self.expression(frame, &f.low)?;
+                    let high = self.expression(frame, &f.high)?;
+                    let step = match &f.step {
+                        Some(s) => Some(self.expression(frame, s)?),
+                        None => None,
+                    };
+                    // The loop variable: an integer of its own, seen inside the loop only.
+                    let slot = frame.declare(&f.var, DataType::Int4, false);
+                    let body = self.steps(frame, &f.body);
+                    frame.vars.pop();
+                    Step::ForRange { slot, low, high, step, reverse: f.reverse, body: body? }
+                }
+                Stmt::GetDiagnostics(names) => {
+                    let mut targets = Vec::with_capacity(names.len());
+                    for n in names {
+                        let Some((slot, constant)) = frame.declared(n) else {
+                            return Err(SqlError::syntax(format!(
+                                "\"{n}\" is not a known variable"
+                            )));
+                        };
+                        if constant {
+                            return Err(SqlError::syntax(format!(
+                                "variable \"{n}\" is declared CONSTANT"
+                            )));
+                        }
+                        targets.push((slot, frame.types[slot]));
+                    }
+                    Step::GetDiagnostics(targets)
+                }
+                Stmt::Exit(exit, condition) => {
+                    let condition = match condition {
+                        Some(c) => Some(self.expression(frame, c)?),
+                        None => None,
+                    };
+                    Step::Exit { exit: *exit, condition }
+                }
+                Stmt::Execute(_) => return Err(refused("EXECUTE")),
+            });
+        }
+        Ok(out)
+    }
+
+    /// An SQL statement of a function: SELECT … INTO, INSERT, UPDATE or DELETE.
+    fn sql_step(&mut self, frame: &mut Frame, text: &str) -> Result<Step> {
+        // INSERT, UPDATE or DELETE … RETURNING … INTO targets: the write, and the targets of
+        // its first row.
+        if let Some((write, targets)) = returning_into(text)? {
+            let mut slots = Vec::with_capacity(targets.len());
+            for t in &targets {
+                let parts: Vec<&str> = t.split('.').collect();
+                let slot = match parts.as_slice() {
+                    [record, col] if frame.is_record(record) => frame.field(record, col)?,
+                    [n] => frame.declared(n).map(|(slot, _)| slot).ok_or_else(|| {
+                        SqlError::syntax(format!("\"{n}\" is not a known variable"))
+                    })?,
+                    _ => return Err(SqlError::syntax(format!("\"{t}\" is not a known variable"))),
+                };
+                slots.push((slot, frame.types[slot]));
+            }
+            let step = self.sql_step(frame, &write)?;
+            return Ok(Step::WriteInto(Box::new(step), slots));
+        }
+        let mut stmt = one_statement(text)?;
+        // SELECT … INTO targets: taken out before the rewrite (they are assigned, not read).
+        let mut into = None;
+        if let ast::Statement::Query(q) = &mut stmt {
+            if let ast::SetExpr::Select(s) = q.body.as_mut() {
+                into = s.into.take();
+            }
+        }
+        frame.rewrite(&mut stmt)?;
+        match &stmt {
+            ast::Statement::Query(q) => {
+                let Some(into) = into else {
+                    return Err(SqlError::syntax("query has no destination for result data").hint(
+                        "If you want to discard the results of a SELECT, use PERFORM instead.",
+                    ));
+                };
+                let mut targets = Vec::new();
+                for t in &into.targets {
+                    let slot = match t {
+                        ast::Expr::Identifier(i) => {
+                            let n = crate::bind::ident(i);
+                            frame.declared(&n).map(|(slot, _)| slot).ok_or_else(|| {
+                                SqlError::syntax(format!("\"{n}\" is not a known variable"))
+                            })?
+                        }
+                        ast::Expr::CompoundIdentifier(p) if p.len() == 2 => {
+                            let record = crate::bind::ident(&p[0]);
+                            if !frame.is_record(&record) {
+                                return Err(SqlError::syntax(format!(
+                                    "\"{t}\" is not a known variable"
+                                )));
+                            }
+                            frame.field(&record, &crate::bind::ident(&p[1]))?
+                        }
+                        _ => {
+                            return Err(SqlError::syntax(format!(
+                                "\"{t}\" is not a known variable"
+                            )))
+                        }
+                    };
+                    targets.push((slot, frame.types[slot]));
+                }
+                let plan = self.planned(frame, |p| p.query(q, None))?;
+                if plan.columns.len() != targets.len() {
+                    return Err(SqlError::syntax(format!(
+                        "the query gives {} columns into {} variables",
+                        plan.columns.len(),
+                        targets.len()
+                    )));
+                }
+                Ok(Step::SelectInto { plan: Box::new(plan), targets })
+            }
+            ast::Statement::Insert(ins) => {
+                Ok(Step::Insert(Box::new(self.planned(frame, |p| plan_insert(p, ins))?)))
+            }
+            ast::Statement::Update(u) => {
+                Ok(Step::Update(Box::new(self.planned(frame, |p| plan_update(p, u))?)))
+            }
+            ast::Statement::Delete(d) => {
+                Ok(Step::Delete(Box::new(self.planned(frame, |p| plan_delete(p, d))?)))
+            }
+            other => Err(refused(&format!(
+                "the statement {}",
+                other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+            ))),
+        }
+    }
+}
+
+/// Who runs a program's statements.
+pub(crate) trait Host {
+    /// Every row of `plan`, with the frame as its parameters.
+    fn rows(
+        &mut self,
+        plan: &SelectPlan,
+        frame: &[Value],
+        env: &dyn Env,
+    ) -> Result<Vec<Vec<Value>>>;
+    /// Runs an INSERT, UPDATE or DELETE step: how many rows it wrote, and the first row
+    /// it returned (RETURNING).
+    fn write(
+        &mut self,
+        step: &Step,
+        frame: &[Value],
+        env: &dyn Env,
+    ) -> Result<(u64, Option<Vec<Value>>)>;
+    /// Fails when the statement was canceled.
+    fn interrupted(&self) -> Result<()>;
+}
+
+/// Runs a one-column query with the frame as its parameters.
+fn eval(host: &mut dyn Host, q: &Query, frame: &[Value], env: &dyn Env) -> Result<Value> {
+    let rows = host.rows(&q.plan, frame, env)?;
+    Ok(rows.into_iter().next().and_then(|r| r.into_iter().next()).unwrap_or(Value::Null))
+}
+
+fn truth(host: &mut dyn Host, q: &Query, frame: &[Value], env: &dyn Env) -> Result<bool> {
+    Ok(matches!(eval(host, q, frame, env)?, Value::Bool(true)))
+}
+
+/// A bound program of `frame`'s slots.
+fn program(
+    frame: Frame,
+    declared: Vec<(usize, DataType, Option<Query>, bool)>,
+    when: Option<Query>,
+    body: Vec<Step>,
+) -> (Program, Dependencies) {
+    fn writes(steps: &[Step]) -> bool {
+        steps.iter().any(|s| match s {
+            Step::Insert(_) | Step::Update(_) | Step::Delete(_) | Step::WriteInto(..) => true,
+            Step::If(arms, otherwise) => arms.iter().any(|(_, b)| writes(b)) || writes(otherwise),
+            Step::Block(b) | Step::Loop { body: b, .. } | Step::ForRange { body: b, .. } => {
+                writes(b)
+            }
+            _ => false,
+        })
+    }
+    let width = frame.width();
+    let program = Program {
+        width,
+        slots: frame.types.len(),
+        found: frame.found,
+        row_count: frame.found + 1,
+        result: frame.found + 2,
+        declared,
+        when,
+        writes: frame.writes || writes(&body),
+        body,
+    };
+    (program, frame.deps)
+}
+
+impl Program {
+    /// A frame of NULLs but for `first`, its leading slots (a trigger's rows and
+    /// variables, a function's arguments).
+    pub(crate) fn frame(&self, first: Vec<Value>) -> Vec<Value> {
+        let mut frame = first;
+        frame.resize(self.slots, Value::Null);
+        frame
+    }
+
+    /// Whether the trigger's WHEN condition holds for `frame`.
+    pub(crate) fn when(&self, host: &mut dyn Host, frame: &[Value], env: &dyn Env) -> Result<bool> {
+        match &self.when {
+            Some(w) => truth(host, w, frame, env),
+            None => Ok(true),
+        }
+    }
+
+    /// Runs the program on `frame`: its variables' initial values, then its body.
+    pub(crate) fn run(
+        &self,
+        host: &mut dyn Host,
+        frame: &mut Vec<Value>,
+        env: &dyn Env,
+    ) -> Result<Flow> {
+        for (slot, ty, default, not_null) in &self.declared {
+            if let Some(d) = default {
+                let v = eval(host, d, frame, env)?;
+                frame[*slot] = assign(v, *ty, env.style())?;
+            }
+            if *not_null && frame[*slot].is_null() {
+                return Err(null_into_not_null());
+            }
+        }
+        run_steps(host, self, &self.body, frame, env)
+    }
+
+    /// Runs a function's program on its arguments: the value it returned (the empty string
+    /// for one returning void). `name` is the function as messages show it.
+    pub(crate) fn call(
+        &self,
+        host: &mut dyn Host,
+        args: Vec<Value>,
+        returns_value: bool,
+        name: &str,
+        env: &dyn Env,
+    ) -> Result<Value> {
+        let mut frame = self.frame(args);
+        match self.run(host, &mut frame, env)? {
+            Flow::Return(_) if returns_value => {
+                Ok(std::mem::replace(&mut frame[self.result], Value::Null))
+            }
+            Flow::Next | Flow::Exit | Flow::Continue if returns_value => {
+                Err(SqlError::new("2F005", "control reached end of function without RETURN")
+                    .context(format!("PL/pgSQL function {}", name.replace(", ", ","))))
+            }
+            // `void` is a value, written as the empty string.
+            Flow::Return(_) | Flow::Next | Flow::Exit | Flow::Continue => {
+                Ok(Value::Text(String::new()))
+            }
+        }
+    }
+}
+
+/// Runs a program's steps.
+fn run_steps(
+    host: &mut dyn Host,
+    p: &Program,
+    steps: &[Step],
+    frame: &mut Vec<Value>,
+    env: &dyn Env,
+) -> Result<Flow> {
+    for s in steps {
+        host.interrupted()?;
+        match s {
+            Step::Assign { slot, ty, value, not_null } => {
+                let v = eval(host, value, frame, env)?;
+                if *not_null && v.is_null() {
+                    return Err(null_into_not_null());
+                }
+                frame[*slot] = assign(v, *ty, env.style())?;
+            }
+            Step::If(arms, otherwise) => {
+                let mut taken = otherwise;
+                for (c, body) in arms {
+                    if truth(host, c, frame, env)? {
+                        taken = body;
+                        break;
+                    }
+                }
+                match run_steps(host, p, taken, frame, env)? {
+                    Flow::Next => {}
+                    other => return Ok(other),
+                }
+            }
+            Step::Block(body) => match run_steps(host, p, body, frame, env)? {
+                Flow::Next => {}
+                other => return Ok(other),
+            },
+            Step::Raise { raise, params, using } => {
+                let mut texts = Vec::with_capacity(params.len());
+                for q in params {
+                    texts.push(eval(host, q, frame, env)?.to_text_in(q.ty, env.style()));
+                }
+                let mut options = Vec::with_capacity(using.len());
+                for q in using {
+                    options.push(eval(host, q, frame, env)?.to_text_in(q.ty, env.style()));
+                }
+                let Some(e) = do_block::raised(raise, &texts, &options)? else {
+                    return Err(SqlError::new(
+                        "0Z002",
+                        "RAISE without parameters cannot be used outside an exception handler",
+                    ));
+                };
+                if raise.level == Level::Exception {
+                    return Err(e);
+                }
+                env.notice(Notice { level: raise.level, fields: e });
+            }
+            Step::Assert(c, m) => {
+                if !truth(host, c, frame, env)? {
+                    let message = match m {
+                        Some(m) => eval(host, m, frame, env)?
+                            .to_text_in(m.ty, env.style())
+                            .unwrap_or_else(|| "<NULL>".into()),
+                        None => "assertion failed".into(),
+                    };
+                    return Err(SqlError::new("P0004", message));
+                }
+            }
+            Step::Perform(plan) => {
+                let n = host.rows(plan, frame, env)?.len();
+                frame[p.found] = Value::Bool(n > 0);
+                frame[p.row_count] = Value::Int(n as i64);
+            }
+            Step::SelectInto { plan, targets } => {
+                let rows = host.rows(plan, frame, env)?;
+                frame[p.found] = Value::Bool(!rows.is_empty());
+                // The one row taken, as in PL/pgSQL.
+                frame[p.row_count] = Value::Int(rows.len().min(1) as i64);
+                let row = rows.into_iter().next();
+                for (k, (slot, ty)) in targets.iter().enumerate() {
+                    let v = row.as_ref().map_or(Value::Null, |r| r[k].clone());
+                    frame[*slot] = assign(v, *ty, env.style())?;
+                }
+            }
+            Step::Insert(_) | Step::Update(_) | Step::Delete(_) => {
+                let (n, _) = host.write(s, frame, env)?;
+                frame[p.found] = Value::Bool(n > 0);
+                frame[p.row_count] = Value::Int(n as i64);
+            }
+            Step::WriteInto(write, targets) => {
+                let (n, row) = host.write(write, frame, env)?;
+                frame[p.found] = Value::Bool(n > 0);
+                frame[p.row_count] = Value::Int(n as i64);
+                for (k, (slot, ty)) in targets.iter().enumerate() {
+                    let v = row.as_ref().and_then(|r| r.get(k).cloned()).unwrap_or(Value::Null);
+                    frame[*slot] = assign(v, *ty, env.style())?;
+                }
+            }
+            Step::Return(r) => return Ok(Flow::Return(*r)),
+            Step::ReturnValue(q, ty) => {
+                if let Some(q) = q {
+                    let v = eval(host, q, frame, env)?;
+                    frame[p.result] = assign(v, *ty, env.style())?;
+                }
+                return Ok(Flow::Return(Returned::Value));
+            }
+            Step::GetDiagnostics(targets) => {
+                for (slot, ty) in targets {
+                    frame[*slot] = assign(frame[p.row_count].clone(), *ty, env.style())?;
+                }
+            }
+            Step::Exit { exit, condition } => {
+                let taken = match condition {
+                    Some(c) => truth(host, c, frame, env)?,
+                    None => true,
+                };
+                if taken {
+                    return Ok(if *exit { Flow::Exit } else { Flow::Continue });
+                }
+            }
+            Step::Loop { condition, body } => loop {
+                host.interrupted()?;
+                if let Some(c) = condition {
+                    if !truth(host, c, frame, env)? {
+                        break;
+                    }
+                }
+                match run_steps(host, p, body, frame, env)? {
+                    Flow::Return(r) => return Ok(Flow::Return(r)),
+                    Flow::Exit => break,
+                    Flow::Next | Flow::Continue => {}
+                }
+            },
+            Step::ForRange { slot, low, high, step, reverse, body } => {
+                let bound = |host: &mut dyn Host, q: &Query, what: &str| -> Result<i64> {
+                    match assign(eval(host, q, frame, env)?, DataType::Int4, env.style())? {
+                        Value::Int(i) => Ok(i),
+                        _ => Err(SqlError::new(
+                            "22004",
+                            format!("{what} of FOR loop cannot be null"),
+                        )),
+                    }
+                };
+                let (low, high) =
+                    (bound(host, low, "lower bound")?, bound(host, high, "upper bound")?);
+                let by = match step {
+                    Some(q) => bound(host, q, "BY value")?,
+                    None => 1,
+                };
+                if by <= 0 {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        "BY value of FOR loop must be greater than zero",
+                    ));
+                }
+                // REVERSE counts from the first bound down to the second.
+                let mut i = low;
+                while if *reverse { i >= high } else { i <= high } {
+                    host.interrupted()?;
+                    frame[*slot] = Value::Int(i);
+                    match run_steps(host, p, body, frame, env)? {
+                        Flow::Return(r) => return Ok(Flow::Return(r)),
+                        Flow::Exit => break,
+                        Flow::Next | Flow::Continue => {}
+                    }
+                    let next = if *reverse { i.checked_sub(by) } else { i.checked_add(by) };
+                    match next {
+                        Some(n) => i = n,
+                        None => break,
+                    }
+                }
+            }
+        }
+    }
+    Ok(Flow::Next)
+}
+
+impl Host for Writer<'_> {
+    fn rows(
+        &mut self,
+        plan: &SelectPlan,
+        frame: &[Value],
+        env: &dyn Env,
+    ) -> Result<Vec<Vec<Value>>> {
+        let limits = self.limits.clone();
+        let ctx = Ctx::new(frame, env);
+        // `PERFORM f(…)` of a function that writes.
+        if crate::exec::routines::writing_call(plan) {
+            return self.call_alone(plan, &ctx);
+        }
+        let plan = InitPlans::with(&mut self.ts.txn, &ctx, &limits, |i| i.select(plan.clone()))?;
+        let cell = RefCell::new(&mut self.ts.txn);
+        let exec = Exec::new(&cell, &limits);
+        let ctx = Ctx { runner: Some(&exec), ..ctx };
+        execute_select(&plan, &cell, &ctx, &limits)
+    }
+
+    fn write(
+        &mut self,
+        step: &Step,
+        frame: &[Value],
+        env: &dyn Env,
+    ) -> Result<(u64, Option<Vec<Value>>)> {
+        self.nested(step, frame, env)
+    }
+
+    fn interrupted(&self) -> Result<()> {
+        Writer::interrupted(self)
+    }
+}
+
+/// A query's executor as a host: a function called while a statement reads runs its reads
+/// in the statement's transaction; a write there is refused.
+pub(crate) struct QueryHost<'a, 't> {
+    pub(crate) txn: &'a TxnCell<'t>,
+    pub(crate) limits: &'a ExecLimits,
+    /// The function, for the message refusing a write.
+    pub(crate) name: &'a str,
+}
+
+impl Host for QueryHost<'_, '_> {
+    fn rows(
+        &mut self,
+        plan: &SelectPlan,
+        frame: &[Value],
+        env: &dyn Env,
+    ) -> Result<Vec<Vec<Value>>> {
+        let ctx = Ctx::new(frame, env);
+        let plan = {
+            let mut txn = self.txn.borrow_mut();
+            InitPlans::with(&mut txn, &ctx, self.limits, |i| i.select(plan.clone()))?
+        };
+        let exec = Exec::new(self.txn, self.limits);
+        let ctx = Ctx { runner: Some(&exec), ..ctx };
+        execute_select(&plan, self.txn, &ctx, self.limits)
+    }
+
+    fn write(
+        &mut self,
+        _step: &Step,
+        _frame: &[Value],
+        _env: &dyn Env,
+    ) -> Result<(u64, Option<Vec<Value>>)> {
+        Err(writes_in_query(self.name))
+    }
+
+    fn interrupted(&self) -> Result<()> {
+        self.limits.check()
+    }
+}
+
+/// Splits `INSERT | UPDATE | DELETE … RETURNING … INTO [STRICT] targets` into the statement
+/// without its INTO clause and the targets (`None` for any other statement).
+fn returning_into(text: &str) -> Result<Option<(String, Vec<String>)>> {
+    use sqlparser::keywords::Keyword;
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let dialect = sqlparser::dialect::PostgreSqlDialect {};
+    let Ok(tokens) = Tokenizer::new(&dialect, text).tokenize() else { return Ok(None) };
+    let words: Vec<(usize, Keyword)> = tokens
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| match t {
+            Token::Word(w) => Some((i, w.keyword)),
+            _ => None,
+        })
+        .collect();
+    if !matches!(words.first(), Some((_, Keyword::INSERT | Keyword::UPDATE | Keyword::DELETE))) {
+        return Ok(None);
+    }
+    let mut depth = 0i32;
+    let mut returning = false;
+    for (i, t) in tokens.iter().enumerate() {
+        match t {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            Token::Word(w) if depth == 0 && w.keyword == Keyword::RETURNING => returning = true,
+            Token::Word(w) if depth == 0 && returning && w.keyword == Keyword::INTO => {
+                let write: String = tokens[..i].iter().map(|t| t.to_string()).collect();
+                let mut targets = Vec::new();
+                let mut current = String::new();
+                for t in &tokens[i + 1..] {
+                    match t {
+                        Token::Word(w)
+                            if w.keyword == Keyword::STRICT
+                                && targets.is_empty()
+                                && current.is_empty() => {}
+                        Token::Word(w) => current.push_str(&match w.quote_style {
+                            Some(_) => w.value.clone(),
+                            None => w.value.to_lowercase(),
+                        }),
+                        Token::Period => current.push('.'),
+                        Token::Comma => targets.push(std::mem::take(&mut current)),
+                        Token::Whitespace(_) | Token::SemiColon => {}
+                        other => {
+                            return Err(SqlError::syntax(format!(
+                                "syntax error at or near \"{other}\" in the INTO targets"
+                            )))
+                        }
+                    }
+                }
+                if !current.is_empty() {
+                    targets.push(current);
+                }
+                if targets.is_empty() {
+                    return Err(SqlError::syntax("INTO needs a variable"));
+                }
+                return Ok(Some((write, targets)));
+            }
+            _ => {}
+        }
+    }
+    Ok(None)
+}
+
+/// The error for a function that writes, called where its statement reads or writes rows.
+pub(crate) fn writes_in_query(name: &str) -> SqlError {
+    SqlError::unsupported(format!(
+        "function {name} writes (INSERT, UPDATE or DELETE) and is called inside a query"
+    ))
+    .hint("Kiln runs a function's writes when it is called alone (SELECT f(…) without FROM, PERFORM f(…)) or by CALL; inside a query or a write it may only read.")
+}
+
+fn nested_too_deep() -> SqlError {
+    SqlError::new(code::STATEMENT_TOO_COMPLEX, "stack depth limit exceeded").hint(format!(
+        "Function bodies nest at most {NESTING_MAX} calls deep (a function calling itself is not supported)."
+    ))
+}
+
+impl Writer<'_> {
+    /// Runs an INSERT, UPDATE or DELETE of a function as a statement of its own: its AFTER
+    /// triggers and NO ACTION checks run when it ends, apart from the calling statement's.
+    /// Returns how many rows it wrote, and the first row it returned.
+    pub(crate) fn nested(
+        &mut self,
+        step: &Step,
+        frame: &[Value],
+        env: &dyn Env,
+    ) -> Result<(u64, Option<Vec<Value>>)> {
+        let limits = self.limits.clone();
+        let ctx = Ctx::new(frame, env);
+        let outer_constraints = std::mem::take(&mut self.constraints);
+        let outer_pending = std::mem::take(&mut self.triggers.pending);
+        let txn = &mut self.ts.txn;
+        let result = match step {
+            Step::Insert(p) => InitPlans::with(txn, &ctx, &limits, |i| i.insert((**p).clone()))
+                .and_then(|p| self.insert(p, &ctx, &limits)),
+            Step::Update(p) => InitPlans::with(txn, &ctx, &limits, |i| i.update((**p).clone()))
+                .and_then(|p| self.update(p, &ctx, &limits)),
+            Step::Delete(p) => InitPlans::with(txn, &ctx, &limits, |i| i.delete((**p).clone()))
+                .and_then(|p| self.delete(p, &ctx, &limits)),
+            _ => unreachable!("nested runs writes"),
+        };
+        self.constraints = outer_constraints;
+        self.triggers.pending = outer_pending;
+        Ok(match result? {
+            Output::Rows { rows, .. } => (rows.len() as u64, rows.into_iter().next()),
+            Output::Command(tag) => {
+                (tag.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0), None)
+            }
+            _ => (0, None),
+        })
+    }
+}

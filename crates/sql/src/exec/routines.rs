@@ -1,0 +1,832 @@
+//! Functions made with CREATE FUNCTION, and calls of them.
+//!
+//! **Definitions.** `CREATE [OR REPLACE] FUNCTION name([arg type [DEFAULT e], …]) RETURNS
+//! type | void | trigger LANGUAGE sql | plpgsql [IMMUTABLE | STABLE | VOLATILE] [STRICT] AS
+//! $$ … $$` (or an SQL function's `RETURN e`) stores a `catalog::Function`, kept under its name
+//! and argument types, so one name may have several (overloading). Its body is read when it
+//! is made (a syntax error fails the CREATE); what it names is looked up when a statement
+//! calls it, as PostgreSQL does with `check_function_bodies` off.
+//!
+//! **Calls.** A call of a name no built-in function has resolves among the functions of
+//! that name ([`Planner::routine_call`]) by the number of arguments (defaults filling the
+//! rest) and their types (an exact match preferred, then any that converts implicitly).
+//! The function's body is bound then, inside the calling statement's binding, into a
+//! [`Routine`]: an SQL function's statements become planned queries whose parameters are
+//! the arguments (a name that is no column of the query is an argument, as in PostgreSQL); a
+//! PL/pgSQL function becomes a `plpgsql::Program`. The call is an expression
+//! (`Expr::Routine`) evaluated by the statement's subquery runner: a STRICT function of a
+//! NULL argument is NULL without running; otherwise the program runs on the arguments,
+//! reading in the statement's transaction and snapshot. A plan that calls a function
+//! depends on its definition (a prepared statement is bound again after CREATE OR REPLACE).
+//!
+//! A function that writes (INSERT, UPDATE, DELETE in its body) runs those writes as
+//! statements of their own when the statement is the call alone — `SELECT f(…)` without
+//! FROM — or a PL/pgSQL `PERFORM f(…)` of one; called inside a query or a write, it is
+//! refused (0A000) when it reaches a write. Recursion (a function whose body calls
+//! itself) is refused when bound; bodies nest at most 16 deep.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use sqlparser::ast;
+
+use crate::bind::{name_as_written, Planner, Scope};
+use crate::catalog::{Function, FunctionArg, Returns, Table};
+use crate::error::{code, Result, SqlError};
+use crate::exec::plpgsql::{Binder, Kind, Program};
+use crate::exec::select::{execute_select, Exec};
+use crate::exec::write::Writer;
+use crate::expr::{subquery_values, Ctx, Expr, SubPlan, SubqueryRunner, SubqueryValues};
+use crate::parse::do_block;
+use crate::plan::SelectPlan;
+use crate::session::Output;
+use crate::types::{DataType, Value};
+
+/// How the refusal of a recursive call reads.
+const RECURSIVE: &str = "calling itself (a recursive function)";
+
+/// A function's body bound for a call: what `Expr::Routine` runs.
+pub struct Routine {
+    /// The function as messages name it: `f(integer, text)`.
+    pub(crate) name: String,
+    /// STRICT: NULL for a NULL argument, without running.
+    pub(crate) strict: bool,
+    /// The type of its value (`None`: void).
+    pub(crate) returns: Option<DataType>,
+    /// LANGUAGE sql (whose void is NULL, where PL/pgSQL's is the empty string).
+    pub(crate) sql: bool,
+    pub(crate) program: Program,
+}
+
+impl std::fmt::Debug for Routine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.name)
+    }
+}
+
+impl PartialEq for Routine {
+    fn eq(&self, other: &Routine) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Routine {
+    /// Whether its body writes (only a writer may run it).
+    pub(crate) fn writes(&self) -> bool {
+        self.program.writes
+    }
+}
+
+/// Whether `plan` is a select list alone (no FROM, WHERE, grouping, ordering or limit) that
+/// calls a function whose body writes: the writer runs it ([`Writer::call_alone`]).
+pub(crate) fn writing_call(plan: &SelectPlan) -> bool {
+    let alone = plan.from.is_empty()
+        && plan.constant_filters.is_empty()
+        && plan.grouping.is_none()
+        && plan.having.is_none()
+        && !plan.distinct
+        && plan.distinct_on.is_empty()
+        && plan.limit.is_none()
+        && plan.offset.is_none()
+        && plan.expand.is_empty()
+        && plan.windows.is_empty();
+    let mut writes = false;
+    if alone {
+        for e in &plan.projection {
+            e.walk(&mut |x| {
+                if let Expr::Routine(r, _) = x {
+                    writes |= r.writes();
+                }
+            });
+        }
+    }
+    writes
+}
+
+/// Runs a statement's subqueries and calls with the writer: its calls of functions run
+/// their writes.
+struct WriterRunner<'w, 'a> {
+    w: RefCell<&'w mut Writer<'a>>,
+}
+
+impl SubqueryRunner for WriterRunner<'_, '_> {
+    fn run(&self, plan: &SelectPlan, ctx: &Ctx) -> Result<Vec<Vec<Value>>> {
+        let mut w = self.w.borrow_mut();
+        let limits = w.limits.clone();
+        let cell = RefCell::new(&mut w.ts.txn);
+        let exec = Exec::new(&cell, &limits);
+        execute_select(plan, &cell, &Ctx { runner: Some(&exec), ..*ctx }, &limits)
+    }
+
+    fn run_once(&self, plan: &SubPlan, ctx: &Ctx) -> Result<SubqueryValues> {
+        Ok(subquery_values(self.run(&plan.0, &Ctx { outer: &[], ..*ctx })?))
+    }
+
+    fn call(&self, routine: &Routine, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
+        let mut w = self.w.borrow_mut();
+        call(routine, &mut **w, args, ctx.env)
+    }
+}
+
+impl Writer<'_> {
+    /// The row of a select list alone ([`writing_call`]), its calls run by the writer.
+    pub(crate) fn call_alone(&mut self, plan: &SelectPlan, ctx: &Ctx) -> Result<Vec<Vec<Value>>> {
+        let runner = WriterRunner { w: RefCell::new(self) };
+        let ctx = Ctx { runner: Some(&runner), ..*ctx };
+        let row = plan.projection.iter().map(|e| e.eval(&[], &ctx)).collect::<Result<_>>()?;
+        Ok(vec![row])
+    }
+}
+
+/// The error for a function that does not exist, as PostgreSQL words it.
+fn no_function(name: &str, types: &[DataType]) -> SqlError {
+    let shown: Vec<String> = types
+        .iter()
+        .map(|t| if *t == DataType::Unknown { "unknown".into() } else { t.sql_name() })
+        .collect();
+    SqlError::new(
+        code::UNDEFINED_FUNCTION,
+        format!("function {}({}) does not exist", crate::catalog::unqualified(name), shown.join(", ")),
+    )
+    .hint("No function matches the given name and argument types. You might need to add explicit type casts.")
+}
+
+impl Planner<'_> {
+    /// A call of a function made with CREATE FUNCTION (`None` when no function of that name
+    /// returns a value): the arguments bound and converted to the function's types, its
+    /// body bound. `args` are the call's arguments, positional.
+    pub(crate) fn routine_call(
+        &mut self,
+        name: &str,
+        args: &[ast::Expr],
+        scope: &Scope,
+        aggs: bool,
+    ) -> Result<Option<(Expr, DataType)>> {
+        let name = name.strip_prefix("public.").unwrap_or(name);
+        let candidates: Vec<Function> = self
+            .catalog
+            .functions_named(self.txn, self.db, name)?
+            .into_iter()
+            .filter(|f| matches!(f.returns, Returns::Value(_) | Returns::Void))
+            .collect();
+        if candidates.is_empty() {
+            return Ok(None);
+        }
+        let mut bound = Vec::with_capacity(args.len());
+        let mut types = Vec::with_capacity(args.len());
+        for a in args {
+            let (x, t) = self.expr(a, scope, aggs)?;
+            bound.push(x);
+            types.push(t);
+        }
+        // Each candidate that takes this many arguments and whose types the arguments have
+        // or convert to implicitly, ranked by how many they have exactly.
+        let mut best: Vec<(usize, &Function)> = Vec::new();
+        for f in &candidates {
+            if !(f.required_args()..=f.args.len()).contains(&types.len()) {
+                continue;
+            }
+            let mut exact = 0;
+            let fits = types.iter().zip(&f.args).all(|(t, a)| {
+                if *t == a.ty.unmodified() || *t == a.ty {
+                    exact += 1;
+                    true
+                } else {
+                    *t == DataType::Unknown || implicitly_converts(*t, a.ty)
+                }
+            });
+            if fits {
+                match best.first() {
+                    Some((e, _)) if *e > exact => {}
+                    Some((e, _)) if *e == exact => best.push((exact, f)),
+                    _ => best = vec![(exact, f)],
+                }
+            }
+        }
+        // An untyped literal prefers a string type, as PostgreSQL's resolution prefers the
+        // string category for unknown arguments.
+        if best.len() > 1 {
+            let stringy = |f: &Function| {
+                types
+                    .iter()
+                    .zip(&f.args)
+                    .filter(|(t, a)| {
+                        **t == DataType::Unknown
+                            && matches!(a.ty, DataType::Text | DataType::Varchar(_))
+                    })
+                    .count()
+            };
+            let most = best.iter().map(|(_, f)| stringy(f)).max().unwrap_or(0);
+            best.retain(|(_, f)| stringy(f) == most);
+        }
+        let f = match best.as_slice() {
+            [] => return Err(no_function(name, &types)),
+            [(_, f)] => (*f).clone(),
+            _ => {
+                let shown: Vec<String> = types.iter().map(|t| t.sql_name()).collect();
+                return Err(SqlError::new(
+                    "42725",
+                    format!("function {name}({}) is not unique", shown.join(", ")),
+                )
+                .hint("Could not choose a best candidate function. You might need to add explicit type casts."));
+            }
+        };
+        let mut call_args = Vec::with_capacity(f.args.len());
+        for (k, a) in f.args.iter().enumerate() {
+            let (x, t) = match bound.get(k) {
+                Some(x) => (x.clone(), types[k]),
+                None => {
+                    let default = a.default.as_deref().expect("a default fills a missing argument");
+                    self.expr(&crate::parse::parse_expr(default)?, &Scope::default(), false)?
+                }
+            };
+            let (x, t) = self.coerce(x, t, a.ty)?;
+            call_args.push(if t == a.ty { x } else { Expr::Cast(Box::new(x), a.ty) });
+        }
+        let routine = self.bind_routine(&f)?;
+        self.calls_writing |= routine.writes();
+        let ty = routine.returns.unwrap_or(DataType::Unknown);
+        Ok(Some((Expr::Routine(Arc::new(routine), call_args), ty)))
+    }
+
+    /// Binds a function's body for a call from this statement.
+    fn bind_routine(&mut self, f: &Function) -> Result<Routine> {
+        if self.routines.contains(&f.id) {
+            return Err(SqlError::unsupported(format!("function {} {RECURSIVE}", f.signature())));
+        }
+        let returns = match f.returns {
+            Returns::Value(t) => Some(t),
+            _ => None,
+        };
+        let args: Vec<(Option<String>, DataType)> =
+            f.args.iter().map(|a| (a.name.clone(), a.ty)).collect();
+        let mut routines = self.routines.clone();
+        routines.push(f.id);
+        let mut binder = Binder {
+            txn: self.txn,
+            catalog: self.catalog,
+            database: self.db,
+            env: self.env,
+            routines,
+            sql_args: None,
+        };
+        let (program, deps) = match f.language.as_str() {
+            "sql" => binder.sql(&f.name, args, returns, &f.body),
+            _ => binder.plpgsql(
+                Kind::Function { name: f.name.clone(), args, returns },
+                &f.body,
+                None,
+            ),
+        }
+        .map_err(|mut e| {
+            // A place in the body is no place in the calling statement.
+            (e.location, e.position) = (None, None);
+            e
+        })?;
+        self.depend_on(&deps);
+        self.functions.push(f.clone());
+        let sql = f.language == "sql";
+        Ok(Routine { name: f.signature(), strict: f.strict, returns, sql, program })
+    }
+}
+
+/// Whether a value of `from` converts implicitly to `to` for a function's argument, as
+/// PostgreSQL's implicit casts do: a number to a wider one, a date or timestamp to a
+/// timestamp (with time zone), a string type to another, any type to itself.
+fn implicitly_converts(from: DataType, to: DataType) -> bool {
+    use DataType as T;
+    let rank = |t: DataType| match t {
+        T::Int2 => Some(0),
+        T::Int4 => Some(1),
+        T::Int8 => Some(2),
+        T::Numeric(_) => Some(3),
+        T::Float4 => Some(4),
+        T::Float8 => Some(5),
+        _ => None,
+    };
+    if let (Some(a), Some(b)) = (rank(from), rank(to)) {
+        return a <= b;
+    }
+    let text = |t: DataType| matches!(t, T::Text | T::Varchar(_) | T::Char(_) | T::Name);
+    from.unmodified() == to.unmodified()
+        || (text(from) && text(to))
+        || matches!(
+            (from, to),
+            (T::Date, T::Timestamp(_) | T::TimestampTz(_)) | (T::Timestamp(_), T::TimestampTz(_))
+        )
+}
+
+/// The type a `CREATE FUNCTION` names for an argument or a result.
+fn function_type(ty: &ast::DataType, w: &mut Writer, database: &str) -> Result<DataType> {
+    crate::bind::resolve_type(ty, &w.db.catalog, &mut w.ts.txn, database)
+}
+
+/// A type as PostgreSQL's grammar names it in a message: the SQL standard's type words as
+/// `pg_catalog.int4` …, any other name as written.
+fn grammar_type(ty: &ast::DataType) -> String {
+    let written = ty.to_string();
+    let bare = written.split('(').next().unwrap_or(&written).trim().to_uppercase();
+    let internal = match bare.as_str() {
+        "INT" | "INTEGER" => "int4",
+        "BIGINT" => "int8",
+        "SMALLINT" => "int2",
+        "REAL" => "float4",
+        "FLOAT" | "DOUBLE PRECISION" => "float8",
+        "NUMERIC" | "DECIMAL" | "DEC" => "numeric",
+        "BOOLEAN" => "bool",
+        "VARCHAR" | "CHARACTER VARYING" => "varchar",
+        "CHAR" | "CHARACTER" => "bpchar",
+        "TIMESTAMP" | "TIMESTAMP WITHOUT TIME ZONE" => "timestamp",
+        "TIMESTAMP WITH TIME ZONE" => "timestamptz",
+        "TIME" | "TIME WITHOUT TIME ZONE" => "time",
+        "INTERVAL" => "interval",
+        _ => return written.to_lowercase(),
+    };
+    format!("pg_catalog.{internal}")
+}
+
+/// Whether a type as written is the pseudo-type `name` (`trigger`, `void`).
+fn is_pseudo(ty: &ast::DataType, name: &str) -> bool {
+    match ty {
+        ast::DataType::Trigger => name == "trigger",
+        ast::DataType::Custom(n, _) => n.to_string().eq_ignore_ascii_case(name),
+        _ => false,
+    }
+}
+
+impl Writer<'_> {
+    /// `CREATE [OR REPLACE] FUNCTION`.
+    /// With `check_bodies` (the `check_function_bodies` setting, which pg_dump turns off)
+    /// an SQL function's statements are bound now, so that one naming what does not exist
+    /// or returning the wrong shape fails the CREATE, as in PostgreSQL.
+    pub(crate) fn create_function(
+        &mut self,
+        cf: &ast::CreateFunction,
+        database: &str,
+        check_bodies: bool,
+        env: &dyn crate::expr::Env,
+    ) -> Result<Output> {
+        let name = name_as_written(&cf.name)?;
+        let name = name.strip_prefix("public.").map(str::to_string).unwrap_or(name);
+        if name.contains('.') {
+            return Err(SqlError::unsupported("functions in a schema other than public"));
+        }
+        let mut args = Vec::new();
+        for a in cf.args.iter().flatten() {
+            if matches!(a.mode, Some(ast::ArgMode::Out | ast::ArgMode::InOut)) {
+                return Err(SqlError::unsupported("OUT and INOUT arguments").hint(
+                    "Kiln's functions take IN arguments and return one value (RETURNS type).",
+                ));
+            }
+            let default = a.default_expr.as_ref().map(|e| e.to_string());
+            if default.is_none() && args.last().is_some_and(|p: &FunctionArg| p.default.is_some()) {
+                return Err(SqlError::new(
+                    code::INVALID_FUNCTION_DEFINITION,
+                    "input parameters after one with a default value must also have defaults",
+                ));
+            }
+            let arg_name = a.name.as_ref().map(crate::bind::ident);
+            if let Some(n) = &arg_name {
+                if args.iter().any(|p: &FunctionArg| p.name.as_ref() == Some(n)) {
+                    return Err(SqlError::new(
+                        code::INVALID_FUNCTION_DEFINITION,
+                        format!("parameter name \"{n}\" used more than once"),
+                    ));
+                }
+            }
+            // As in PostgreSQL, an argument's type modifier is not kept (`varchar(10)` takes
+            // any varchar).
+            let ty = function_type(&a.data_type, self, database)?.unmodified();
+            args.push(FunctionArg { name: arg_name, ty, default });
+        }
+        let returns = match &cf.return_type {
+            None => {
+                return Err(SqlError::new(
+                    code::INVALID_FUNCTION_DEFINITION,
+                    "function result type must be specified",
+                ))
+            }
+            Some(ast::FunctionReturnType::SetOf(_)) => {
+                return Err(SqlError::unsupported("functions returning SETOF").hint(
+                    "Kiln's functions return one value; a view or a query gives a set of rows.",
+                ))
+            }
+            Some(ast::FunctionReturnType::DataType(t)) if is_pseudo(t, "trigger") => {
+                Returns::Trigger
+            }
+            Some(ast::FunctionReturnType::DataType(t)) if is_pseudo(t, "void") => Returns::Void,
+            Some(ast::FunctionReturnType::DataType(ast::DataType::Table(_))) => {
+                return Err(SqlError::unsupported("functions returning TABLE").hint(
+                    "Kiln's functions return one value; a view or a query gives a set of rows.",
+                ))
+            }
+            Some(ast::FunctionReturnType::DataType(t)) => {
+                Returns::Value(function_type(t, self, database)?.unmodified())
+            }
+        };
+        if returns == Returns::Trigger && !args.is_empty() {
+            return Err(SqlError::new(
+                code::INVALID_FUNCTION_DEFINITION,
+                "trigger functions cannot have declared arguments",
+            )
+            .hint("The arguments of the trigger can be accessed through TG_NARGS and TG_ARGV instead."));
+        }
+        let standard = matches!(cf.function_body, Some(ast::CreateFunctionBody::Return(_)));
+        let language = match cf.language.as_ref().map(|l| l.value.to_lowercase()) {
+            Some(l) => l,
+            None if standard => "sql".into(),
+            None => {
+                return Err(SqlError::new(
+                    code::INVALID_FUNCTION_DEFINITION,
+                    "no language specified",
+                ))
+            }
+        };
+        let body = match &cf.function_body {
+            Some(ast::CreateFunctionBody::Return(e)) if language == "sql" => format!("SELECT {e}"),
+            body => body_text(body)?,
+        };
+        match language.as_str() {
+            "plpgsql" => {
+                do_block::function_body(&body)?;
+            }
+            "sql" if returns == Returns::Trigger => {
+                return Err(SqlError::new(
+                    code::INVALID_FUNCTION_DEFINITION,
+                    "SQL functions cannot return type trigger",
+                ))
+            }
+            "sql" => {
+                crate::parse::parse(&body)?;
+            }
+            other @ ("c" | "internal") => {
+                return Err(SqlError::unsupported(format!("functions in language {other}"))
+                    .hint("Kiln runs functions in LANGUAGE sql and LANGUAGE plpgsql."))
+            }
+            other => {
+                return Err(SqlError::new(
+                    code::UNDEFINED_OBJECT,
+                    format!("language \"{other}\" does not exist"),
+                ))
+            }
+        }
+        let types: Vec<DataType> = args.iter().map(|a| a.ty).collect();
+        let existing = self.db.catalog.function_with(&mut self.ts.txn, database, &name, &types)?;
+        let comment = existing.as_ref().and_then(|f| f.comment.clone());
+        let f = Function {
+            id: 0,
+            name: name.clone(),
+            language,
+            body,
+            comment,
+            args,
+            returns,
+            volatility: match cf.behavior {
+                Some(ast::FunctionBehavior::Immutable) => 'i',
+                Some(ast::FunctionBehavior::Stable) => 's',
+                _ => 'v',
+            },
+            strict: matches!(
+                cf.called_on_null,
+                Some(
+                    ast::FunctionCalledOnNull::Strict
+                        | ast::FunctionCalledOnNull::ReturnsNullOnNullInput
+                )
+            ),
+        };
+        let id = match existing {
+            Some(old) if cf.or_replace => {
+                if old.returns != f.returns {
+                    return Err(SqlError::new(
+                        code::INVALID_FUNCTION_DEFINITION,
+                        "cannot change return type of existing function",
+                    )
+                    .hint(format!(
+                        "Use DROP FUNCTION {} first.",
+                        old.signature().replace(", ", ",")
+                    )));
+                }
+                old.id
+            }
+            Some(_) => {
+                return Err(SqlError::new(
+                    code::DUPLICATE_FUNCTION,
+                    format!("function \"{name}\" already exists with same argument types"),
+                ))
+            }
+            None => self.db.catalog.next_id(&mut self.ts.txn)?,
+        };
+        let f = Function { id, ..f };
+        self.db.catalog.put_function(&mut self.ts.txn, database, &f)?;
+        if check_bodies && f.language == "sql" {
+            let returns = match f.returns {
+                Returns::Value(t) => Some(t),
+                _ => None,
+            };
+            let mut binder = Binder {
+                txn: &mut self.ts.txn,
+                catalog: &self.db.catalog,
+                database,
+                env,
+                routines: vec![f.id],
+                sql_args: None,
+            };
+            let args = f.args.iter().map(|a| (a.name.clone(), a.ty)).collect();
+            match binder.sql(&f.name, args, returns, &f.body) {
+                Ok(_) => {}
+                // Its calls of itself are refused when it is called, not made.
+                Err(e)
+                    if e.code == code::FEATURE_NOT_SUPPORTED && e.message.contains(RECURSIVE) => {}
+                Err(mut e) if e.context_text().is_none() => {
+                    // A place in the body is no place in the CREATE statement.
+                    (e.location, e.position) = (None, None);
+                    return Err(e.context(format!("SQL function \"{}\"", f.name)));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Output::Command("CREATE FUNCTION".into()))
+    }
+
+    /// The function a DROP or ALTER names: by its argument types when they are given, by
+    /// its name when it is the only one (`None`: there is none).
+    fn named_function(
+        &mut self,
+        desc: &ast::FunctionDesc,
+        database: &str,
+    ) -> Result<Option<Function>> {
+        let name = name_as_written(&desc.name)?;
+        let name = name.strip_prefix("public.").unwrap_or(&name).to_string();
+        match &desc.args {
+            Some(args) => {
+                let mut types = Vec::with_capacity(args.len());
+                for a in args {
+                    if matches!(a.mode, Some(ast::ArgMode::Out)) {
+                        continue; // OUT arguments are not part of the signature
+                    }
+                    types.push(function_type(&a.data_type, self, database)?.unmodified());
+                }
+                self.db.catalog.function_with(&mut self.ts.txn, database, &name, &types)
+            }
+            None => {
+                let mut all = self.db.catalog.functions_named(&mut self.ts.txn, database, &name)?;
+                if all.len() > 1 {
+                    return Err(SqlError::new(
+                        "42725",
+                        format!("function name \"{name}\" is not unique"),
+                    )
+                    .hint("Specify the argument list to select the function unambiguously."));
+                }
+                Ok(all.pop())
+            }
+        }
+    }
+
+    /// The tables with triggers that run function `f` (a trigger function), and those
+    /// triggers' names.
+    fn triggers_running(
+        &mut self,
+        database: &str,
+        f: &Function,
+    ) -> Result<Vec<(Arc<Table>, String)>> {
+        let mut out = Vec::new();
+        if f.returns != Returns::Trigger {
+            return Ok(out);
+        }
+        for t in self.db.catalog.tables(&mut self.ts.txn, database)? {
+            for tr in &t.triggers {
+                if tr.function == f.name {
+                    out.push((t.clone(), tr.name.clone()));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// `DROP FUNCTION [IF EXISTS] name[(types)] [, …] [CASCADE | RESTRICT]`.
+    pub(crate) fn drop_functions(
+        &mut self,
+        df: &ast::DropFunction,
+        database: &str,
+    ) -> Result<Output> {
+        let cascade = matches!(df.drop_behavior, Some(ast::DropBehavior::Cascade));
+        for desc in &df.func_desc {
+            let Some(f) = self.named_function(desc, database)? else {
+                let name = name_as_written(&desc.name)?;
+                let shown = match &desc.args {
+                    Some(_) => desc.to_string(),
+                    None => crate::catalog::unqualified(&name).to_string(),
+                };
+                if df.if_exists {
+                    // As PostgreSQL's notice names the types: by the grammar's names.
+                    let types: Vec<String> =
+                        desc.args.iter().flatten().map(|a| grammar_type(&a.data_type)).collect();
+                    let name = crate::catalog::unqualified(&name);
+                    self.skipping(
+                        "00000",
+                        format!("function {name}({}) does not exist", types.join(",")),
+                    );
+                    continue;
+                }
+                let message = match &desc.args {
+                    Some(args) => {
+                        let mut types = Vec::with_capacity(args.len());
+                        for a in args {
+                            types.push(function_type(&a.data_type, self, database)?.sql_name());
+                        }
+                        let name = crate::catalog::unqualified(&name);
+                        format!("function {name}({}) does not exist", types.join(", "))
+                    }
+                    None => format!("could not find a function named \"{shown}\""),
+                };
+                return Err(SqlError::new(code::UNDEFINED_FUNCTION, message));
+            };
+            let users = self.triggers_running(database, &f)?;
+            if !users.is_empty() && !cascade {
+                let lines: Vec<String> = users
+                    .iter()
+                    .map(|(t, tr)| {
+                        format!(
+                            "trigger {tr} on table {} depends on function {}",
+                            crate::catalog::unqualified(&t.name),
+                            f.signature()
+                        )
+                    })
+                    .collect();
+                return Err(crate::exec::write::depended_on(
+                    &format!("function {}", f.signature()),
+                    &lines,
+                ));
+            }
+            for (t, tr) in users {
+                let mut table = (*t).clone();
+                table.triggers.retain(|x| x.name != tr);
+                self.db.catalog.put_table(&mut self.ts.txn, &table)?;
+                self.cascade_to(format!(
+                    "trigger {tr} on table {}",
+                    crate::catalog::unqualified(&t.name)
+                ));
+            }
+            self.db.catalog.delete_function(&mut self.ts.txn, database, &f)?;
+        }
+        self.report_cascade();
+        Ok(Output::Command("DROP FUNCTION".into()))
+    }
+
+    /// `ALTER FUNCTION name[(types)] OWNER TO role | RENAME TO new` (owners change nothing:
+    /// Kiln has no privileges).
+    pub(crate) fn alter_function(
+        &mut self,
+        af: &ast::AlterFunction,
+        database: &str,
+    ) -> Result<Output> {
+        if af.kind != ast::AlterFunctionKind::Function {
+            return Err(SqlError::unsupported("ALTER AGGREGATE"));
+        }
+        let Some(mut f) = self.named_function(&af.function, database)? else {
+            let shown = match &af.function.args {
+                Some(_) => af.function.to_string(),
+                None => format!("{}()", af.function),
+            };
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!("function {shown} does not exist"),
+            ));
+        };
+        match &af.operation {
+            ast::AlterFunctionOperation::OwnerTo(_) => {}
+            ast::AlterFunctionOperation::RenameTo { new_name } => {
+                let new = crate::bind::ident(new_name);
+                let types: Vec<DataType> = f.args.iter().map(|a| a.ty).collect();
+                if self
+                    .db
+                    .catalog
+                    .function_with(&mut self.ts.txn, database, &new, &types)?
+                    .is_some()
+                {
+                    let renamed = Function { name: new.clone(), ..f.clone() };
+                    return Err(SqlError::new(
+                        code::DUPLICATE_FUNCTION,
+                        format!(
+                            "function {} already exists in schema \"public\"",
+                            renamed.signature()
+                        ),
+                    ));
+                }
+                for (t, _) in self.triggers_running(database, &f)? {
+                    let mut table = (*t).clone();
+                    for tr in &mut table.triggers {
+                        if tr.function == f.name {
+                            tr.function = new.clone();
+                        }
+                    }
+                    self.db.catalog.put_table(&mut self.ts.txn, &table)?;
+                }
+                self.db.catalog.delete_function(&mut self.ts.txn, database, &f)?;
+                f.name = new;
+                self.db.catalog.put_function(&mut self.ts.txn, database, &f)?;
+            }
+            _ => return Err(SqlError::unsupported("this form of ALTER FUNCTION")),
+        }
+        Ok(Output::Command("ALTER FUNCTION".into()))
+    }
+}
+
+/// The text of a function's body given as a string.
+fn body_text(body: &Option<ast::CreateFunctionBody>) -> Result<String> {
+    let expr = match body {
+        Some(ast::CreateFunctionBody::AsBeforeOptions { body, .. }) => body,
+        Some(ast::CreateFunctionBody::AsAfterOptions(body)) => body,
+        Some(_) => return Err(SqlError::unsupported("this form of a function's body")),
+        None => {
+            return Err(SqlError::new(
+                code::INVALID_FUNCTION_DEFINITION,
+                "no function body specified",
+            ))
+        }
+    };
+    match expr {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) => {
+                Ok(s.clone())
+            }
+            ast::Value::DollarQuotedString(d) => Ok(d.value.clone()),
+            _ => Err(SqlError::syntax("a function's body is a string")),
+        },
+        _ => Err(SqlError::syntax("a function's body is a string")),
+    }
+}
+
+/// `pg_get_function_arguments`: `a integer, b text DEFAULT 'x'` (`identity`: without the
+/// defaults, as `pg_get_function_identity_arguments` writes them).
+pub(crate) fn function_arguments(f: &Function, identity: bool) -> String {
+    let parts: Vec<String> = f
+        .args
+        .iter()
+        .map(|a| {
+            let mut s = match &a.name {
+                Some(n) => format!("{} {}", crate::bind::quote_ident(n), a.ty.sql_name()),
+                None => a.ty.sql_name(),
+            };
+            if let (Some(d), false) = (&a.default, identity) {
+                s.push_str(" DEFAULT ");
+                s.push_str(&crate::pg::defaults::shown(d, a.ty, false));
+            }
+            s
+        })
+        .collect();
+    parts.join(", ")
+}
+
+/// `pg_get_function_result`: the type it returns, as a function definition names it.
+pub(crate) fn function_result(f: &Function) -> Option<String> {
+    match f.returns {
+        Returns::Trigger => Some("trigger".into()),
+        Returns::Void => Some("void".into()),
+        Returns::Value(t) => Some(t.sql_name()),
+        Returns::Procedure => None,
+    }
+}
+
+/// `pg_get_functiondef`: the function as CREATE OR REPLACE FUNCTION, as PostgreSQL writes it.
+pub(crate) fn function_definition(f: &Function) -> String {
+    let mut tag = "$function".to_string();
+    while f.body.contains(&tag) {
+        tag.push('x');
+    }
+    tag.push('$');
+    let mut options = String::new();
+    match f.volatility {
+        'i' => options.push_str(" IMMUTABLE"),
+        's' => options.push_str(" STABLE"),
+        _ => {}
+    }
+    if f.strict {
+        options.push_str(" STRICT");
+    }
+    if !options.is_empty() {
+        options.push('\n');
+    }
+    format!(
+        "CREATE OR REPLACE FUNCTION public.{}({})\n RETURNS {}\n LANGUAGE {}\n{options}AS {tag}{}{tag}\n",
+        crate::bind::quote_ident(&f.name),
+        function_arguments(f, false),
+        function_result(f).unwrap_or_default(),
+        f.language,
+        f.body
+    )
+}
+
+/// Runs a call's routine on its arguments' values with `host`.
+pub(crate) fn call(
+    routine: &Routine,
+    host: &mut dyn crate::exec::plpgsql::Host,
+    args: Vec<Value>,
+    env: &dyn crate::expr::Env,
+) -> Result<Value> {
+    if routine.strict && args.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    let value = routine.program.call(host, args, routine.returns.is_some(), &routine.name, env)?;
+    Ok(if routine.sql && routine.returns.is_none() { Value::Null } else { value })
+}
