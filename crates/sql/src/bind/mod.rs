@@ -256,6 +256,10 @@ pub struct Planner<'a> {
     pub(crate) routine_args: Option<(String, Vec<(String, usize)>)>,
     /// Whether it calls a function whose body writes.
     pub(crate) calls_writing: bool,
+    /// How many function bodies the statement has bound (shared with the planners of the
+    /// bodies it binds): bounded, as a function calling another twice at each of 16 levels
+    /// would otherwise bind 65,536 bodies.
+    pub(crate) routines_bound: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Whether an ORDER BY item sorts descending: `DESC` or `USING >` (`USING <` is ascending;
@@ -688,6 +692,7 @@ impl<'a> Planner<'a> {
             routines: Vec::new(),
             routine_args: None,
             calls_writing: false,
+            routines_bound: Default::default(),
         }
     }
 

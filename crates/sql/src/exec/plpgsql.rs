@@ -632,6 +632,8 @@ pub(crate) struct Binder<'a> {
     /// An SQL function's argument names and slots: its queries' planners take a name no
     /// column has for the argument (where PL/pgSQL's variables are rewritten first).
     pub(crate) sql_args: Option<(String, Vec<(String, usize)>)>,
+    /// The statement's count of function bodies bound (`Planner::routines_bound`).
+    pub(crate) bound: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Binder<'_> {
@@ -652,6 +654,7 @@ impl Binder<'_> {
         );
         planner.routines = self.routines.clone();
         planner.routine_args = self.sql_args.clone();
+        planner.routines_bound = self.bound.clone();
         let bound = bind(&mut planner)?;
         frame.deps.absorb(&planner);
         frame.writes |= planner.calls_writing;

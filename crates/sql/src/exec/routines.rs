@@ -42,6 +42,9 @@ use crate::plan::SelectPlan;
 use crate::session::Output;
 use crate::types::{DataType, Value};
 
+/// The most function bodies one statement binds (its calls, the calls in their bodies, …).
+const ROUTINES_BOUND_MAX: usize = 1000;
+
 /// How the refusal of a recursive call reads.
 const RECURSIVE: &str = "calling itself (a recursive function)";
 
@@ -262,6 +265,14 @@ impl Planner<'_> {
             f.args.iter().map(|a| (a.name.clone(), a.ty)).collect();
         let mut routines = self.routines.clone();
         routines.push(f.id);
+        let bound = self.routines_bound.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if bound > ROUTINES_BOUND_MAX {
+            return Err(SqlError::new(
+                code::STATEMENT_TOO_COMPLEX,
+                format!("statement calls more than {ROUTINES_BOUND_MAX} function bodies"),
+            )
+            .hint("Each call of a function binds its body, and the calls in it theirs."));
+        }
         let mut binder = Binder {
             txn: self.txn,
             catalog: self.catalog,
@@ -269,6 +280,7 @@ impl Planner<'_> {
             env: self.env,
             routines,
             sql_args: None,
+            bound: self.routines_bound.clone(),
         };
         let (program, deps) = match f.language.as_str() {
             "sql" => binder.sql(&f.name, args, returns, &f.body),
@@ -530,6 +542,7 @@ impl Writer<'_> {
                 env,
                 routines: vec![f.id],
                 sql_args: None,
+                bound: Default::default(),
             };
             let args = f.args.iter().map(|a| (a.name.clone(), a.ty)).collect();
             match binder.sql(&f.name, args, returns, &f.body) {

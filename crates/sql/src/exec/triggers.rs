@@ -191,6 +191,7 @@ impl Writer<'_> {
                 env,
                 routines: vec![],
                 sql_args: None,
+                bound: Default::default(),
             };
             let (ty, used_new, used_old) = binder.trigger_condition(&table, when)?;
             if ty != DataType::Bool && ty != DataType::Unknown {
@@ -318,6 +319,7 @@ impl Writer<'_> {
             env,
             routines: vec![function.id],
             sql_args: None,
+            bound: Default::default(),
         };
         let (program, mut deps) =
             binder.plpgsql(Kind::Trigger(table), &function.body, trigger.when.as_deref())?;
