@@ -674,13 +674,22 @@ impl Value {
         })
     }
 
+    /// The value as a cast to a string type writes it: as its text, but a boolean as
+    /// `true` / `false` (PostgreSQL's `bool::text`, where its output is `t` / `f`).
+    pub fn to_text_cast(&self, style: Style) -> Option<String> {
+        match self {
+            Value::Bool(b) => Some(if *b { "true" } else { "false" }.to_string()),
+            v => v.to_text_in(DataType::Text, style),
+        }
+    }
+
     /// An explicit cast (`CAST`, `::`): like [`Value::cast`], but a string too long for
     /// varchar(n) or char(n) is cut to n characters, as PostgreSQL does.
     pub fn cast_explicit(self, ty: DataType, style: Style) -> Result<Value> {
         match (&self, ty) {
             (Value::Null, _) => Ok(Value::Null),
             (_, DataType::Varchar(Some(n)) | DataType::Char(n)) => {
-                let s = self.to_text_in(DataType::Text, style).unwrap_or_default();
+                let s = self.to_text_cast(style).unwrap_or_default();
                 let cut: String = s.chars().take(n as usize).collect();
                 Value::Text(cut).cast(ty)
             }
@@ -718,23 +727,19 @@ impl Value {
                 )
             }
             (v, DataType::Text | DataType::Unknown | DataType::Name) => {
-                Value::Text(v.to_text_in(DataType::Text, style).unwrap_or_default())
+                Value::Text(v.to_text_cast(style).unwrap_or_default())
             }
             (v, DataType::PgChar) => Value::parse_in(
-                &v.to_text_in(DataType::Text, style).unwrap_or_default(),
+                &v.to_text_cast(style).unwrap_or_default(),
                 DataType::PgChar,
                 style,
             )?,
-            (v, DataType::Varchar(n)) => Value::Text(fit_string(
-                &v.to_text_in(DataType::Text, style).unwrap_or_default(),
-                n,
-                false,
-            )?),
-            (v, DataType::Char(n)) => Value::Text(fit_string(
-                &v.to_text_in(DataType::Text, style).unwrap_or_default(),
-                Some(n),
-                true,
-            )?),
+            (v, DataType::Varchar(n)) => {
+                Value::Text(fit_string(&v.to_text_cast(style).unwrap_or_default(), n, false)?)
+            }
+            (v, DataType::Char(n)) => {
+                Value::Text(fit_string(&v.to_text_cast(style).unwrap_or_default(), Some(n), true)?)
+            }
             (Value::Int(i), t) if t.is_integer() => {
                 check_int_range(i, t)?;
                 Value::Int(i)

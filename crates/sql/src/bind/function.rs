@@ -538,7 +538,10 @@ impl<'a> Planner<'a> {
             };
             if let Some(bound) =
                 self.routine_call(&name, &args, scope, aggs).map_err(|e| match e.location {
-                    None if e.code == code::UNDEFINED_FUNCTION || e.code == "42725" => {
+                    None if e.code == code::UNDEFINED_FUNCTION
+                        || e.code == "42725"
+                        || e.code == code::WRONG_OBJECT_TYPE =>
+                    {
                         e.located(at)
                     }
                     _ => e,

@@ -136,6 +136,13 @@ pub(crate) enum Step {
     },
     /// `GET DIAGNOSTICS var = ROW_COUNT, …`: the variables' slots and types.
     GetDiagnostics(Vec<(usize, DataType)>),
+    /// `FOR target IN query LOOP … END LOOP`: the query, the slots each row is assigned to,
+    /// the body.
+    ForQuery {
+        plan: Box<SelectPlan>,
+        targets: Vec<(usize, DataType)>,
+        body: Vec<Step>,
+    },
     /// An INSERT, UPDATE or DELETE with `RETURNING … INTO`: the write, and the slots its
     /// first returned row is assigned to (NULLs when it wrote none).
     WriteInto(Box<Step>, Vec<(usize, DataType)>),
@@ -177,6 +184,9 @@ pub(crate) enum Flow {
     Continue,
 }
 
+/// A record variable's fields: name and slot.
+type Fields = Vec<(String, usize)>;
+
 /// What a program is bound for.
 pub(crate) enum Kind<'t> {
     /// A trigger function, for a trigger of this table.
@@ -207,6 +217,9 @@ pub(crate) struct Frame<'t> {
     used_old: bool,
     /// Whether a statement calls a function that writes.
     writes: bool,
+    /// Record variables: name, and the slots of their fields, by name, once a query (FOR …
+    /// IN, SELECT … INTO) gave them a shape.
+    records: Vec<(String, Option<Fields>)>,
 }
 
 impl<'t> Frame<'t> {
@@ -243,7 +256,50 @@ impl<'t> Frame<'t> {
             used_new: false,
             used_old: false,
             writes: false,
+            records: Vec::new(),
         }
+    }
+
+    /// Gives record `name` the columns of a query: their slots.
+    fn shape_record(
+        &mut self,
+        name: &str,
+        columns: &[(String, DataType)],
+    ) -> Vec<(usize, DataType)> {
+        let mut fields = Vec::with_capacity(columns.len());
+        let mut slots = Vec::with_capacity(columns.len());
+        for (c, ty) in columns {
+            let slot = self.types.len();
+            self.types.push(*ty);
+            fields.push((c.clone(), slot));
+            slots.push((slot, *ty));
+        }
+        if let Some(r) = self.records.iter_mut().rev().find(|(n, _)| n == name) {
+            r.1 = Some(fields);
+        }
+        slots
+    }
+
+    /// Whether `name` is a record variable (and not a scalar variable declared later).
+    fn is_record_var(&self, name: &str) -> bool {
+        self.declared(name).is_none() && self.records.iter().any(|(n, _)| n == name)
+    }
+
+    /// The slot of `record.field`.
+    fn record_field(&self, record: &str, field: &str) -> Result<usize> {
+        let Some((_, shape)) = self.records.iter().rev().find(|(n, _)| n == record) else {
+            return Err(SqlError::syntax(format!("\"{record}\" is not a known variable")));
+        };
+        let Some(fields) = shape else {
+            return Err(SqlError::new("55000", format!("record \"{record}\" is not assigned yet"))
+                .detail("The tuple structure of a not-yet-assigned record is indeterminate."));
+        };
+        fields.iter().find(|(n, _)| n == field).map(|(_, slot)| *slot).ok_or_else(|| {
+            SqlError::new(
+                code::UNDEFINED_COLUMN,
+                format!("record \"{record}\" has no field \"{field}\""),
+            )
+        })
     }
 
     /// Declares a variable: its slot.
@@ -496,6 +552,8 @@ impl<'t> Frame<'t> {
                 let record = name(&parts[0]);
                 if self.is_record(&record) {
                     Some(Self::placeholder(self.field(&record, &name(&parts[1]))?))
+                } else if self.is_record_var(&record) {
+                    Some(Self::placeholder(self.record_field(&record, &name(&parts[1]))?))
                 } else {
                     match &self.kind {
                         // `function.argument`
@@ -688,6 +746,14 @@ impl Binder<'_> {
         let mut frame = Frame::new(kind);
         let mut declared = Vec::new();
         for d in &body.declarations {
+            if d.ty.eq_ignore_ascii_case("record") {
+                // Its fields are the columns of the query that first fills it.
+                if d.default.is_some() || d.not_null || d.constant {
+                    return Err(refused("a record variable with a default, NOT NULL or CONSTANT"));
+                }
+                frame.records.push((d.name.clone(), None));
+                continue;
+            }
             let ty = crate::bind::resolve_type(
                 &type_named(&d.ty)?,
                 self.catalog,
@@ -929,6 +995,29 @@ impl Binder<'_> {
                     frame.vars.pop();
                     Step::ForRange { slot, low, high, step, reverse: f.reverse, body: body? }
                 }
+                Stmt::ForQuery(f) => {
+                    let mut stmt = one_statement(&f.query)?;
+                    frame.rewrite(&mut stmt)?;
+                    let ast::Statement::Query(q) = &stmt else {
+                        return Err(SqlError::syntax("FOR … IN takes a query"));
+                    };
+                    let plan = self.planned(frame, |p| p.query(q, None))?;
+                    let targets = if frame.is_record_var(&f.var) {
+                        frame.shape_record(&f.var, &plan.columns)
+                    } else {
+                        match frame.declared(&f.var) {
+                            Some((slot, false)) if plan.columns.len() == 1 => {
+                                vec![(slot, frame.types[slot])]
+                            }
+                            _ => {
+                                return Err(SqlError::syntax(
+                                    "loop variable of loop over rows must be a record variable or list of scalar variables",
+                                ))
+                            }
+                        }
+                    };
+                    Step::ForQuery { plan: Box::new(plan), targets, body: self.steps(frame, &f.body)? }
+                }
                 Stmt::GetDiagnostics(names) => {
                     let mut targets = Vec::with_capacity(names.len());
                     for n in names {
@@ -995,6 +1084,15 @@ impl Binder<'_> {
                         "If you want to discard the results of a SELECT, use PERFORM instead.",
                     ));
                 };
+                // SELECT … INTO a record: its fields are the query's columns.
+                if let [ast::Expr::Identifier(i)] = into.targets.as_slice() {
+                    let n = crate::bind::ident(i);
+                    if frame.is_record_var(&n) {
+                        let plan = self.planned(frame, |p| p.query(q, None))?;
+                        let targets = frame.shape_record(&n, &plan.columns);
+                        return Ok(Step::SelectInto { plan: Box::new(plan), targets });
+                    }
+                }
                 let mut targets = Vec::new();
                 for t in &into.targets {
                     let slot = match t {
@@ -1090,9 +1188,10 @@ fn program(
         steps.iter().any(|s| match s {
             Step::Insert(_) | Step::Update(_) | Step::Delete(_) | Step::WriteInto(..) => true,
             Step::If(arms, otherwise) => arms.iter().any(|(_, b)| writes(b)) || writes(otherwise),
-            Step::Block(b) | Step::Loop { body: b, .. } | Step::ForRange { body: b, .. } => {
-                writes(b)
-            }
+            Step::Block(b)
+            | Step::Loop { body: b, .. }
+            | Step::ForRange { body: b, .. }
+            | Step::ForQuery { body: b, .. } => writes(b),
             _ => false,
         })
     }
@@ -1260,6 +1359,22 @@ fn run_steps(
                 let (n, _) = host.write(s, frame, env)?;
                 frame[p.found] = Value::Bool(n > 0);
                 frame[p.row_count] = Value::Int(n as i64);
+            }
+            Step::ForQuery { plan, targets, body } => {
+                let rows = host.rows(plan, frame, env)?;
+                let any = !rows.is_empty();
+                for row in rows {
+                    host.interrupted()?;
+                    for ((slot, ty), v) in targets.iter().zip(row) {
+                        frame[*slot] = assign(v, *ty, env.style())?;
+                    }
+                    match run_steps(host, p, body, frame, env)? {
+                        Flow::Return(r) => return Ok(Flow::Return(r)),
+                        Flow::Exit => break,
+                        Flow::Next | Flow::Continue => {}
+                    }
+                }
+                frame[p.found] = Value::Bool(any);
             }
             Step::WriteInto(write, targets) => {
                 let (n, row) = host.write(write, frame, env)?;

@@ -134,24 +134,29 @@ impl SubqueryRunner for WriterRunner<'_, '_> {
 impl Writer<'_> {
     /// The row of a select list alone ([`writing_call`]), its calls run by the writer.
     pub(crate) fn call_alone(&mut self, plan: &SelectPlan, ctx: &Ctx) -> Result<Vec<Vec<Value>>> {
+        Ok(vec![self.eval_alone(&plan.projection, ctx)?])
+    }
+
+    /// Evaluates expressions of no row, their calls run by the writer (so a function's or a
+    /// procedure's writes run).
+    pub(crate) fn eval_alone(&mut self, exprs: &[Expr], ctx: &Ctx) -> Result<Vec<Value>> {
         let runner = WriterRunner { w: RefCell::new(self) };
         let ctx = Ctx { runner: Some(&runner), ..*ctx };
-        let row = plan.projection.iter().map(|e| e.eval(&[], &ctx)).collect::<Result<_>>()?;
-        Ok(vec![row])
+        exprs.iter().map(|e| e.eval(&[], &ctx)).collect()
     }
 }
 
 /// The error for a function that does not exist, as PostgreSQL words it.
-fn no_function(name: &str, types: &[DataType]) -> SqlError {
+fn no_function(kind: &str, name: &str, types: &[DataType]) -> SqlError {
     let shown: Vec<String> = types
         .iter()
         .map(|t| if *t == DataType::Unknown { "unknown".into() } else { t.sql_name() })
         .collect();
     SqlError::new(
         code::UNDEFINED_FUNCTION,
-        format!("function {}({}) does not exist", crate::catalog::unqualified(name), shown.join(", ")),
+        format!("{kind} {}({}) does not exist", crate::catalog::unqualified(name), shown.join(", ")),
     )
-    .hint("No function matches the given name and argument types. You might need to add explicit type casts.")
+    .hint(format!("No {kind} matches the given name and argument types. You might need to add explicit type casts."))
 }
 
 impl Planner<'_> {
@@ -165,14 +170,85 @@ impl Planner<'_> {
         scope: &Scope,
         aggs: bool,
     ) -> Result<Option<(Expr, DataType)>> {
+        self.resolve_routine(name, args, scope, aggs, false)
+    }
+
+    /// `CALL name(args)`: the call of the procedure, to be run by the writer.
+    pub(crate) fn procedure_call(&mut self, f: &ast::Function) -> Result<Expr> {
+        let at = match f.name.0.first() {
+            Some(ast::ObjectNamePart::Identifier(i)) => crate::bind::location_of(i),
+            _ => None,
+        };
+        self.call_of_procedure(f).map_err(|e| match e.location {
+            None if e.code == code::UNDEFINED_FUNCTION || e.code == "42725" => e.located(at),
+            _ => e,
+        })
+    }
+
+    fn call_of_procedure(&mut self, f: &ast::Function) -> Result<Expr> {
+        let name = name_as_written(&f.name)?;
+        let mut args = Vec::new();
+        if let ast::FunctionArguments::List(list) = &f.args {
+            for a in &list.args {
+                match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => {
+                        args.push(x.clone())
+                    }
+                    other => return Err(SqlError::unsupported(format!("the argument {other}"))),
+                }
+            }
+        }
+        match self.resolve_routine(&name, &args, &Scope::default(), false, true)? {
+            Some((call, _)) => Ok(call),
+            None => {
+                let mut types = Vec::with_capacity(args.len());
+                for a in &args {
+                    types.push(self.expr(a, &Scope::default(), false)?.1);
+                }
+                Err(no_function("procedure", &name, &types))
+            }
+        }
+    }
+
+    /// A call of a function (`procedures`: of a procedure) of that name, its arguments
+    /// bound and its body bound (`None` when none has the name).
+    fn resolve_routine(
+        &mut self,
+        name: &str,
+        args: &[ast::Expr],
+        scope: &Scope,
+        aggs: bool,
+        procedures: bool,
+    ) -> Result<Option<(Expr, DataType)>> {
         let name = name.strip_prefix("public.").unwrap_or(name);
         let candidates: Vec<Function> = self
             .catalog
             .functions_named(self.txn, self.db, name)?
             .into_iter()
-            .filter(|f| matches!(f.returns, Returns::Value(_) | Returns::Void))
+            .filter(|f| match f.returns {
+                Returns::Value(_) | Returns::Void => !procedures,
+                Returns::Procedure => procedures,
+                Returns::Trigger => false,
+            })
             .collect();
         if candidates.is_empty() {
+            if !procedures
+                && self
+                    .catalog
+                    .functions_named(self.txn, self.db, name)?
+                    .iter()
+                    .any(|f| f.returns == Returns::Procedure)
+            {
+                let mut types = Vec::with_capacity(args.len());
+                for a in args {
+                    types.push(self.expr(a, scope, aggs)?.1.sql_name());
+                }
+                return Err(SqlError::new(
+                    code::WRONG_OBJECT_TYPE,
+                    format!("{name}({}) is a procedure", types.join(", ")),
+                )
+                .hint("To call a procedure, use CALL."));
+            }
             return Ok(None);
         }
         let mut bound = Vec::with_capacity(args.len());
@@ -223,7 +299,10 @@ impl Planner<'_> {
             best.retain(|(_, f)| stringy(f) == most);
         }
         let f = match best.as_slice() {
-            [] => return Err(no_function(name, &types)),
+            [] => {
+                let kind = if procedures { "procedure" } else { "function" };
+                return Err(no_function(kind, name, &types));
+            }
             [(_, f)] => (*f).clone(),
             _ => {
                 let shown: Vec<String> = types.iter().map(|t| t.sql_name()).collect();
@@ -302,6 +381,13 @@ impl Planner<'_> {
     }
 }
 
+/// Whether `check_function_bodies` is on.
+pub(crate) fn check_bodies(settings: &std::collections::BTreeMap<String, String>) -> bool {
+    settings
+        .get("check_function_bodies")
+        .is_none_or(|v| !matches!(v.to_lowercase().as_str(), "off" | "false" | "no" | "0"))
+}
+
 /// Whether a value of `from` converts implicitly to `to` for a function's argument, as
 /// PostgreSQL's implicit casts do: a number to a wider one, a date or timestamp to a
 /// timestamp (with time zone), a string type to another, any type to itself.
@@ -377,7 +463,9 @@ impl Writer<'_> {
         database: &str,
         check_bodies: bool,
         env: &dyn crate::expr::Env,
+        procedure: bool,
     ) -> Result<Output> {
+        let kind = if procedure { "procedure" } else { "function" };
         let name = name_as_written(&cf.name)?;
         let name = name.strip_prefix("public.").map(str::to_string).unwrap_or(name);
         if name.contains('.') {
@@ -436,6 +524,7 @@ impl Writer<'_> {
                 Returns::Value(function_type(t, self, database)?.unmodified())
             }
         };
+        let returns = if procedure { Returns::Procedure } else { returns };
         if returns == Returns::Trigger && !args.is_empty() {
             return Err(SqlError::new(
                 code::INVALID_FUNCTION_DEFINITION,
@@ -508,6 +597,17 @@ impl Writer<'_> {
         };
         let id = match existing {
             Some(old) if cf.or_replace => {
+                if (old.returns == Returns::Procedure) != procedure {
+                    return Err(SqlError::new(
+                        code::WRONG_OBJECT_TYPE,
+                        "cannot change routine kind",
+                    )
+                    .detail(if procedure {
+                        format!("\"{name}\" is a function.")
+                    } else {
+                        format!("\"{name}\" is a procedure.")
+                    }));
+                }
                 if old.returns != f.returns {
                     return Err(SqlError::new(
                         code::INVALID_FUNCTION_DEFINITION,
@@ -523,7 +623,7 @@ impl Writer<'_> {
             Some(_) => {
                 return Err(SqlError::new(
                     code::DUPLICATE_FUNCTION,
-                    format!("function \"{name}\" already exists with same argument types"),
+                    format!("{kind} \"{name}\" already exists with same argument types"),
                 ))
             }
             None => self.db.catalog.next_id(&mut self.ts.txn)?,
@@ -558,12 +658,34 @@ impl Writer<'_> {
                 Err(e) => return Err(e),
             }
         }
-        Ok(Output::Command("CREATE FUNCTION".into()))
+        Ok(Output::Command(if procedure { "CREATE PROCEDURE" } else { "CREATE FUNCTION" }.into()))
     }
 
     /// The function a DROP or ALTER names: by its argument types when they are given, by
     /// its name when it is the only one (`None`: there is none).
     fn named_function(
+        &mut self,
+        desc: &ast::FunctionDesc,
+        database: &str,
+        procedure: bool,
+    ) -> Result<Option<Function>> {
+        let found = self.named_routine(desc, database)?;
+        if let Some(f) = &found {
+            if (f.returns == Returns::Procedure) != procedure {
+                return Err(SqlError::new(
+                    code::WRONG_OBJECT_TYPE,
+                    format!(
+                        "{} is not a {}",
+                        f.signature(),
+                        if procedure { "procedure" } else { "function" }
+                    ),
+                ));
+            }
+        }
+        Ok(found)
+    }
+
+    fn named_routine(
         &mut self,
         desc: &ast::FunctionDesc,
         database: &str,
@@ -619,25 +741,29 @@ impl Writer<'_> {
     /// `DROP FUNCTION [IF EXISTS] name[(types)] [, …] [CASCADE | RESTRICT]`.
     pub(crate) fn drop_functions(
         &mut self,
-        df: &ast::DropFunction,
+        if_exists: bool,
+        descs: &[ast::FunctionDesc],
+        behavior: Option<&ast::DropBehavior>,
         database: &str,
+        procedure: bool,
     ) -> Result<Output> {
-        let cascade = matches!(df.drop_behavior, Some(ast::DropBehavior::Cascade));
-        for desc in &df.func_desc {
-            let Some(f) = self.named_function(desc, database)? else {
+        let kind = if procedure { "procedure" } else { "function" };
+        let cascade = matches!(behavior, Some(ast::DropBehavior::Cascade));
+        for desc in descs {
+            let Some(f) = self.named_function(desc, database, procedure)? else {
                 let name = name_as_written(&desc.name)?;
                 let shown = match &desc.args {
                     Some(_) => desc.to_string(),
                     None => crate::catalog::unqualified(&name).to_string(),
                 };
-                if df.if_exists {
+                if if_exists {
                     // As PostgreSQL's notice names the types: by the grammar's names.
                     let types: Vec<String> =
                         desc.args.iter().flatten().map(|a| grammar_type(&a.data_type)).collect();
                     let name = crate::catalog::unqualified(&name);
                     self.skipping(
                         "00000",
-                        format!("function {name}({}) does not exist", types.join(",")),
+                        format!("{kind} {name}({}) does not exist", types.join(",")),
                     );
                     continue;
                 }
@@ -648,9 +774,9 @@ impl Writer<'_> {
                             types.push(function_type(&a.data_type, self, database)?.sql_name());
                         }
                         let name = crate::catalog::unqualified(&name);
-                        format!("function {name}({}) does not exist", types.join(", "))
+                        format!("{kind} {name}({}) does not exist", types.join(", "))
                     }
-                    None => format!("could not find a function named \"{shown}\""),
+                    None => format!("could not find a {kind} named \"{shown}\""),
                 };
                 return Err(SqlError::new(code::UNDEFINED_FUNCTION, message));
             };
@@ -683,7 +809,7 @@ impl Writer<'_> {
             self.db.catalog.delete_function(&mut self.ts.txn, database, &f)?;
         }
         self.report_cascade();
-        Ok(Output::Command("DROP FUNCTION".into()))
+        Ok(Output::Command(if procedure { "DROP PROCEDURE" } else { "DROP FUNCTION" }.into()))
     }
 
     /// `ALTER FUNCTION name[(types)] OWNER TO role | RENAME TO new` (owners change nothing:
@@ -696,7 +822,7 @@ impl Writer<'_> {
         if af.kind != ast::AlterFunctionKind::Function {
             return Err(SqlError::unsupported("ALTER AGGREGATE"));
         }
-        let Some(mut f) = self.named_function(&af.function, database)? else {
+        let Some(mut f) = self.named_function(&af.function, database, false)? else {
             let shown = match &af.function.args {
                 Some(_) => af.function.to_string(),
                 None => format!("{}()", af.function),
@@ -773,11 +899,14 @@ fn body_text(body: &Option<ast::CreateFunctionBody>) -> Result<String> {
 /// `pg_get_function_arguments`: `a integer, b text DEFAULT 'x'` (`identity`: without the
 /// defaults, as `pg_get_function_identity_arguments` writes them).
 pub(crate) fn function_arguments(f: &Function, identity: bool) -> String {
+    // A procedure's arguments are written with their mode.
+    let mode = if f.returns == Returns::Procedure { "IN " } else { "" };
     let parts: Vec<String> = f
         .args
         .iter()
         .map(|a| {
-            let mut s = match &a.name {
+            let mut s = mode.to_string();
+            s += &match &a.name {
                 Some(n) => format!("{} {}", crate::bind::quote_ident(n), a.ty.sql_name()),
                 None => a.ty.sql_name(),
             };
@@ -803,7 +932,8 @@ pub(crate) fn function_result(f: &Function) -> Option<String> {
 
 /// `pg_get_functiondef`: the function as CREATE OR REPLACE FUNCTION, as PostgreSQL writes it.
 pub(crate) fn function_definition(f: &Function) -> String {
-    let mut tag = "$function".to_string();
+    let procedure = f.returns == Returns::Procedure;
+    let mut tag = if procedure { "$procedure" } else { "$function" }.to_string();
     while f.body.contains(&tag) {
         tag.push('x');
     }
@@ -820,11 +950,15 @@ pub(crate) fn function_definition(f: &Function) -> String {
     if !options.is_empty() {
         options.push('\n');
     }
+    let returns = match function_result(f) {
+        Some(r) => format!("\n RETURNS {r}"),
+        None => String::new(),
+    };
     format!(
-        "CREATE OR REPLACE FUNCTION public.{}({})\n RETURNS {}\n LANGUAGE {}\n{options}AS {tag}{}{tag}\n",
+        "CREATE OR REPLACE {} public.{}({}){returns}\n LANGUAGE {}\n{options}AS {tag}{}{tag}\n",
+        if procedure { "PROCEDURE" } else { "FUNCTION" },
         crate::bind::quote_ident(&f.name),
         function_arguments(f, false),
-        function_result(f).unwrap_or_default(),
         f.language,
         f.body
     )

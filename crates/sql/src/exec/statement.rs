@@ -332,12 +332,28 @@ impl Session {
             ),
             S::CreateIndex(ci) => w.create_index(ci, &self.database),
             S::CreateFunction(cf) => {
-                let check = settings.get("check_function_bodies").is_none_or(|v| {
-                    !matches!(v.to_lowercase().as_str(), "off" | "false" | "no" | "0")
-                });
-                w.create_function(cf, &self.database, check, &env)
+                let check = crate::exec::routines::check_bodies(&settings);
+                w.create_function(cf, &self.database, check, &env, false)
             }
-            S::DropFunction(df) => w.drop_functions(df, &self.database),
+            S::DropFunction(df) => w.drop_functions(
+                df.if_exists,
+                &df.func_desc,
+                df.drop_behavior.as_ref(),
+                &self.database,
+                false,
+            ),
+            S::DropProcedure { if_exists, proc_desc, drop_behavior } => w.drop_functions(
+                *if_exists,
+                proc_desc,
+                drop_behavior.as_ref(),
+                &self.database,
+                true,
+            ),
+            S::Call(f) => {
+                let call = planner!().procedure_call(f)?;
+                w.eval_alone(&[call], &ctx)?;
+                Ok(Output::Command("CALL".into()))
+            }
             S::AlterFunction(af) => w.alter_function(af, &self.database),
             S::DropTrigger(dt) => w.drop_trigger(dt, &self.database),
             S::AlterIndex { name, operation } => w.rename_index(name, operation, &self.database),

@@ -125,8 +125,9 @@ pub fn binary(op: BinOp, a: Value, b: Value, style: Style) -> Result<Value> {
         BinOp::Gt => Value::Bool(cmp(&a, &b)? == Ordering::Greater),
         BinOp::GtEq => Value::Bool(cmp(&a, &b)? != Ordering::Less),
         BinOp::Concat => {
-            let mut s = a.to_text_in(DataType::Text, style).unwrap_or_default();
-            let t = b.to_text_in(DataType::Text, style).unwrap_or_default();
+            // A non-string operand is cast to text (a boolean is `true` / `false`).
+            let mut s = a.to_text_cast(style).unwrap_or_default();
+            let t = b.to_text_cast(style).unwrap_or_default();
             if s.len() + t.len() > TEXT_BYTES_MAX {
                 return Err(too_long());
             }

@@ -98,10 +98,24 @@ pub enum Stmt {
     /// (an integer of its own), the bounds' and step's expressions, REVERSE, the body; only
     /// in functions.
     ForRange(Box<ForRange>),
+    /// `FOR target IN query LOOP … END LOOP`: the target (a record, or a variable for a
+    /// one-column query), the query's text, the body; only in functions.
+    ForQuery(Box<ForQuery>),
     /// `EXIT [WHEN condition]` (true) or `CONTINUE [WHEN condition]` (false); only in a loop.
     Exit(bool, Option<String>),
     /// `GET [CURRENT] DIAGNOSTICS var = ROW_COUNT [, …]`: the variables; only in functions.
     GetDiagnostics(Vec<String>),
+}
+
+/// A loop over a query's rows (see [`Stmt::ForQuery`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForQuery {
+    /// The target.
+    pub var: String,
+    /// The query.
+    pub query: String,
+    /// The body.
+    pub body: Vec<Stmt>,
 }
 
 /// A counted loop (see [`Stmt::ForRange`]).
@@ -905,10 +919,18 @@ impl<'a> Parser<'a> {
             }
             self.at += 1;
         }
+        // A query's rows (its BY is its own: ORDER BY, GROUP BY).
+        let whole = self.text(start, self.at);
+        let first = whole.split_whitespace().next().unwrap_or_default().to_lowercase();
+        if !reverse && matches!(first.trim_start_matches('('), "select" | "with" | "values") {
+            let body = self.loop_body()?;
+            self.depth -= 1;
+            return Ok(Stmt::ForQuery(Box::new(ForQuery { var, query: whole, body })));
+        }
         // `1..10` may be read as the numbers `1.` and `.10`: the range is split in its text.
         let range = self.text(start, by.unwrap_or(self.at));
         let Some((low, high)) = split_range(&range) else {
-            return Err(refused_in_function("FOR over a query (records)"));
+            return Err(refused_in_function("FOR over anything but a range or a query"));
         };
         let step = by.map(|b| self.text(b + 1, self.at));
         if low.is_empty() || high.is_empty() || step.as_ref().is_some_and(String::is_empty) {
@@ -1251,6 +1273,9 @@ mod tests {
         assert_eq!((r.low.as_str(), r.high.as_str(), r.step.as_deref()), ("10", "1", Some("2")));
         assert!(r.reverse && r.body == [Stmt::Exit(false, None)]);
         assert_eq!(s[5], Stmt::Return(Some("NEW".into())));
+        let q = function_body("BEGIN FOR r IN SELECT a FROM t ORDER BY b LOOP NULL; END LOOP; END");
+        let Stmt::ForQuery(q) = &q.unwrap().body.statements[0] else { panic!() };
+        assert_eq!((q.var.as_str(), q.query.as_str()), ("r", "SELECT a FROM t ORDER BY b"));
         let g = function_body("BEGIN GET CURRENT DIAGNOSTICS a = ROW_COUNT, b := row_count; END");
         assert_eq!(
             g.unwrap().body.statements,
@@ -1258,7 +1283,10 @@ mod tests {
         );
         for (body, code) in [
             ("BEGIN EXIT; END", code::SYNTAX),
-            ("BEGIN FOR r IN SELECT 1 LOOP NULL; END LOOP; END", code::FEATURE_NOT_SUPPORTED),
+            (
+                "BEGIN FOR r IN EXECUTE 'SELECT 1' LOOP NULL; END LOOP; END",
+                code::FEATURE_NOT_SUPPORTED,
+            ),
             ("BEGIN EXECUTE 'x'; END", code::FEATURE_NOT_SUPPORTED),
             ("BEGIN NULL; EXCEPTION WHEN others THEN NULL; END", code::FEATURE_NOT_SUPPORTED),
             ("DECLARE x t%ROWTYPE; BEGIN NULL; END", code::FEATURE_NOT_SUPPORTED),

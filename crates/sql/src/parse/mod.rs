@@ -272,6 +272,9 @@ pub enum Utility {
     CreateTrigger(Box<trigger::CreateTrigger>),
     /// `ALTER VIEW … {RENAME TO | RENAME COLUMN | OWNER TO}`.
     AlterView(Box<sequence::AlterView>),
+    /// `CREATE [OR REPLACE] PROCEDURE name(args) LANGUAGE … AS …`, read as the function it
+    /// would be (sqlparser reads another dialect's procedures).
+    CreateProcedure(Box<ast::CreateFunction>),
 }
 
 impl Utility {
@@ -285,7 +288,68 @@ impl Utility {
                 | Utility::Do(_)
                 | Utility::CreateTrigger(_)
                 | Utility::AlterView(_)
+                | Utility::CreateProcedure(_)
         )
+    }
+}
+
+/// `CREATE [OR REPLACE] PROCEDURE name(args) …`: read as `CREATE FUNCTION name(args) RETURNS
+/// void …` (the caller makes it a procedure).
+fn create_procedure(sql: &str) -> Result<Option<ast::CreateFunction>> {
+    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
+        return Ok(None);
+    };
+    let words: Vec<(usize, String)> = tokens
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| match t {
+            Token::Word(w) if w.quote_style.is_none() => Some((i, w.value.to_uppercase())),
+            Token::Whitespace(_) => None,
+            _ => Some((i, String::new())),
+        })
+        .collect();
+    let at = match words.as_slice() {
+        [(_, c), (i, p), ..] if c == "CREATE" && p == "PROCEDURE" => *i,
+        [(_, c), (_, o), (_, r), (i, p), ..]
+            if c == "CREATE" && o == "OR" && r == "REPLACE" && p == "PROCEDURE" =>
+        {
+            *i
+        }
+        _ => return Ok(None),
+    };
+    // The argument list's end: the parenthesis closing the first one after the name.
+    let mut depth = 0;
+    let mut close = None;
+    for (i, t) in tokens.iter().enumerate().skip(at) {
+        match t {
+            Token::LParen => depth += 1,
+            Token::RParen => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(i);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(close) = close else {
+        return Err(SqlError::syntax("CREATE PROCEDURE needs an argument list"));
+    };
+    let mut text = String::with_capacity(sql.len() + 16);
+    for (i, t) in tokens.iter().enumerate() {
+        if i == at {
+            text.push_str("FUNCTION");
+        } else {
+            text.push_str(&t.to_string());
+        }
+        if i == close {
+            text.push_str(" RETURNS void");
+        }
+    }
+    match parse(&text)?.pop() {
+        Some(ast::Statement::CreateFunction(cf)) => Ok(Some(cf)),
+        _ => Err(SqlError::syntax("syntax error in CREATE PROCEDURE")),
     }
 }
 
@@ -299,6 +363,9 @@ pub fn utility(sql: &str) -> Result<Option<Utility>> {
     }
     if let Some(alter) = sequence::alter_sequence(sql)? {
         return Ok(Some(Utility::AlterSequence(Box::new(alter))));
+    }
+    if let Some(create) = create_procedure(sql)? {
+        return Ok(Some(Utility::CreateProcedure(Box::new(create))));
     }
     if let Some(alter) = sequence::alter_view(sql)? {
         return Ok(Some(Utility::AlterView(Box::new(alter))));
