@@ -1,6 +1,6 @@
 //! Random SQL: statements generated from a grammar over the fuzzer's schema (expressions of
 //! random depth, joins, grouping, subqueries, DML, transaction control, settings and date
-//! styles, triggers, generated columns), hostile
+//! styles, triggers, generated columns, functions and procedures), hostile
 //! shapes (deep chains, huge lists, huge and odd literals), and byte-level mutations of
 //! both.
 
@@ -471,6 +471,19 @@ impl<'r> Gen<'r> {
             "INSERT INTO fz_gen VALUES (0, 0, 0)",
             "ALTER TABLE fz_gen ADD COLUMN IF NOT EXISTS i bigint GENERATED ALWAYS AS (k + a) STORED",
             "ALTER TABLE fz_gen ALTER COLUMN g DROP EXPRESSION IF EXISTS",
+            "CREATE OR REPLACE FUNCTION fz_add(a int, b int DEFAULT 1) RETURNS int LANGUAGE sql AS $$ SELECT a + b $$",
+            "CREATE OR REPLACE FUNCTION fz_add(a text, b text) RETURNS text LANGUAGE sql STRICT AS 'SELECT a || b'",
+            "CREATE OR REPLACE FUNCTION fz_loop(n int) RETURNS bigint LANGUAGE plpgsql AS $$ DECLARE r record; s bigint := 0; BEGIN FOR r IN SELECT k FROM f0 LOOP s := s + r.k; EXIT WHEN s > n; END LOOP; WHILE s > 0 LOOP s := s - 1; END LOOP; RETURN s; END $$",
+            "CREATE OR REPLACE FUNCTION fz_write(x int) RETURNS int LANGUAGE plpgsql AS $$ DECLARE got int; BEGIN UPDATE f0 SET k = k WHERE k = x RETURNING k INTO got; RETURN got; END $$",
+            "CREATE OR REPLACE FUNCTION fz_fan(x int) RETURNS int LANGUAGE sql AS $$ SELECT fz_add(x) + fz_add(x, x) + fz_loop(x) $$",
+            "CREATE OR REPLACE PROCEDURE fz_proc(x int) LANGUAGE plpgsql AS $$ BEGIN PERFORM fz_write(x); END $$",
+            "SELECT fz_add(k), fz_add(k::text, 'x'), fz_fan(k), fz_loop(k) FROM f0 ORDER BY 1 LIMIT 5",
+            "SELECT fz_write(1), fz_add(NULL, NULL)",
+            "SELECT k, fz_write(k) FROM f0",
+            "CALL fz_proc(2)",
+            "CALL fz_add(1, 2)",
+            "DROP FUNCTION IF EXISTS fz_add(int, int)",
+            "DROP FUNCTION fz_add",
             "DISCARD ALL",
             "RESET ALL",
             "EXPLAIN SELECT * FROM f0 WHERE k = 1",
