@@ -228,6 +228,9 @@ impl<'a> Planner<'a> {
         let name = crate::bind::srf::function_name(&crate::bind::name_as_written(&f.name)?);
 
         let mut order_by: &[ast::OrderByExpr] = &[];
+        // Arguments in named notation (`name => value`), which only functions made with
+        // CREATE FUNCTION take here.
+        let mut named: Vec<(String, ast::Expr)> = Vec::new();
         let (args, distinct, star) = match &f.args {
             ast::FunctionArguments::None => (vec![], false, false),
             ast::FunctionArguments::List(list) if name == "make_interval" => {
@@ -250,10 +253,50 @@ impl<'a> Planner<'a> {
                 let mut args = Vec::new();
                 for a in &list.args {
                     match a {
+                        // `name := value` (named notation's older form).
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(
+                            ast::Expr::BinaryOp {
+                                left,
+                                op: ast::BinaryOperator::Assignment,
+                                right,
+                            },
+                        )) if matches!(left.as_ref(), ast::Expr::Identifier(_)) => {
+                            let ast::Expr::Identifier(i) = left.as_ref() else { unreachable!() };
+                            let n = crate::bind::ident(i);
+                            if named.iter().any(|(m, _)| *m == n) {
+                                return Err(SqlError::syntax(format!(
+                                    "argument name \"{n}\" used more than once"
+                                )));
+                            }
+                            named.push((n, (**right).clone()));
+                        }
                         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => {
+                            if !named.is_empty() {
+                                return Err(SqlError::syntax(
+                                    "positional argument cannot follow named argument",
+                                ));
+                            }
                             args.push(x.clone())
                         }
                         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
+                        ast::FunctionArg::Named {
+                            name,
+                            arg: ast::FunctionArgExpr::Expr(x),
+                            ..
+                        }
+                        | ast::FunctionArg::ExprNamed {
+                            name: ast::Expr::Identifier(name),
+                            arg: ast::FunctionArgExpr::Expr(x),
+                            ..
+                        } => {
+                            let n = crate::bind::ident(name);
+                            if named.iter().any(|(m, _)| *m == n) {
+                                return Err(SqlError::syntax(format!(
+                                    "argument name \"{n}\" used more than once"
+                                )));
+                            }
+                            named.push((n, x.clone()));
+                        }
                         other => {
                             return Err(SqlError::unsupported(format!("the argument {other}")))
                         }
@@ -280,6 +323,22 @@ impl<'a> Planner<'a> {
                 ));
             }
         };
+        if !named.is_empty() {
+            // Only a function made with CREATE FUNCTION has arguments named here.
+            let at = match f.name.0.first() {
+                Some(ast::ObjectNamePart::Identifier(i)) => crate::bind::location_of(i),
+                _ => None,
+            };
+            let bound = match self.routine_call(&name, &args, &named, scope, aggs) {
+                Ok(Some(bound)) => Ok(bound),
+                Ok(None) => Err(crate::exec::routines::no_call(self, &name, &args, &named)?),
+                Err(e) => Err(e),
+            };
+            return bound.map_err(|e| match e.location {
+                None if e.code == code::UNDEFINED_FUNCTION => e.located(at),
+                _ => e,
+            });
+        }
         if f.over.is_some() {
             if !aggs && !self.windows_here {
                 return Err(SqlError::new("42P20", "window functions are not allowed here"));
@@ -537,14 +596,16 @@ impl<'a> Planner<'a> {
                 _ => None,
             };
             if let Some(bound) =
-                self.routine_call(&name, &args, scope, aggs).map_err(|e| match e.location {
-                    None if e.code == code::UNDEFINED_FUNCTION
-                        || e.code == "42725"
-                        || e.code == code::WRONG_OBJECT_TYPE =>
-                    {
-                        e.located(at)
+                self.routine_call(&name, &args, &named, scope, aggs).map_err(|e| {
+                    match e.location {
+                        None if e.code == code::UNDEFINED_FUNCTION
+                            || e.code == "42725"
+                            || e.code == code::WRONG_OBJECT_TYPE =>
+                        {
+                            e.located(at)
+                        }
+                        _ => e,
                     }
-                    _ => e,
                 })?
             {
                 return Ok(bound);

@@ -146,11 +146,40 @@ impl Writer<'_> {
     }
 }
 
-/// The error for a function that does not exist, as PostgreSQL words it.
-fn no_function(kind: &str, name: &str, types: &[DataType]) -> SqlError {
+/// The error for a call no function takes (`name` in named notation), as PostgreSQL words
+/// it: its arguments' types bound in no scope.
+pub(crate) fn no_call(
+    planner: &mut Planner,
+    name: &str,
+    args: &[ast::Expr],
+    named: &[(String, ast::Expr)],
+) -> Result<SqlError> {
+    let mut types = Vec::with_capacity(args.len() + named.len());
+    for a in args.iter().chain(named.iter().map(|(_, x)| x)) {
+        types.push(planner.expr(a, &Scope::default(), false)?.1);
+    }
+    Ok(no_function("function", name, &types, named))
+}
+
+/// The error for a function that does not exist, as PostgreSQL words it (the last of
+/// `types` are those of the arguments `named`).
+fn no_function(
+    kind: &str,
+    name: &str,
+    types: &[DataType],
+    named: &[(String, ast::Expr)],
+) -> SqlError {
+    let positional = types.len() - named.len();
     let shown: Vec<String> = types
         .iter()
-        .map(|t| if *t == DataType::Unknown { "unknown".into() } else { t.sql_name() })
+        .enumerate()
+        .map(|(k, t)| {
+            let t = if *t == DataType::Unknown { "unknown".into() } else { t.sql_name() };
+            match k.checked_sub(positional) {
+                Some(j) => format!("{} => {t}", named[j].0),
+                None => t,
+            }
+        })
         .collect();
     SqlError::new(
         code::UNDEFINED_FUNCTION,
@@ -167,10 +196,11 @@ impl Planner<'_> {
         &mut self,
         name: &str,
         args: &[ast::Expr],
+        named: &[(String, ast::Expr)],
         scope: &Scope,
         aggs: bool,
     ) -> Result<Option<(Expr, DataType)>> {
-        self.resolve_routine(name, args, scope, aggs, false)
+        self.resolve_routine(name, args, named, scope, aggs, false)
     }
 
     /// `CALL name(args)`: the call of the procedure, to be run by the writer.
@@ -188,24 +218,33 @@ impl Planner<'_> {
     fn call_of_procedure(&mut self, f: &ast::Function) -> Result<Expr> {
         let name = name_as_written(&f.name)?;
         let mut args = Vec::new();
+        let mut named = Vec::new();
         if let ast::FunctionArguments::List(list) = &f.args {
             for a in &list.args {
                 match a {
                     ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => {
                         args.push(x.clone())
                     }
+                    ast::FunctionArg::Named {
+                        name, arg: ast::FunctionArgExpr::Expr(x), ..
+                    }
+                    | ast::FunctionArg::ExprNamed {
+                        name: ast::Expr::Identifier(name),
+                        arg: ast::FunctionArgExpr::Expr(x),
+                        ..
+                    } => named.push((crate::bind::ident(name), x.clone())),
                     other => return Err(SqlError::unsupported(format!("the argument {other}"))),
                 }
             }
         }
-        match self.resolve_routine(&name, &args, &Scope::default(), false, true)? {
+        match self.resolve_routine(&name, &args, &named, &Scope::default(), false, true)? {
             Some((call, _)) => Ok(call),
             None => {
                 let mut types = Vec::with_capacity(args.len());
-                for a in &args {
+                for a in args.iter().chain(named.iter().map(|(_, x)| x)) {
                     types.push(self.expr(a, &Scope::default(), false)?.1);
                 }
-                Err(no_function("procedure", &name, &types))
+                Err(no_function("procedure", &name, &types, &named))
             }
         }
     }
@@ -216,6 +255,7 @@ impl Planner<'_> {
         &mut self,
         name: &str,
         args: &[ast::Expr],
+        named: &[(String, ast::Expr)],
         scope: &Scope,
         aggs: bool,
         procedures: bool,
@@ -251,59 +291,78 @@ impl Planner<'_> {
             }
             return Ok(None);
         }
-        let mut bound = Vec::with_capacity(args.len());
-        let mut types = Vec::with_capacity(args.len());
-        for a in args {
+        let mut bound = Vec::with_capacity(args.len() + named.len());
+        let mut types = Vec::with_capacity(args.len() + named.len());
+        for a in args.iter().chain(named.iter().map(|(_, x)| x)) {
             let (x, t) = self.expr(a, scope, aggs)?;
             bound.push(x);
             types.push(t);
         }
-        // Each candidate that takes this many arguments and whose types the arguments have
-        // or convert to implicitly, ranked by how many they have exactly.
-        let mut best: Vec<(usize, &Function)> = Vec::new();
-        for f in &candidates {
-            if !(f.required_args()..=f.args.len()).contains(&types.len()) {
-                continue;
+        // Which given argument each parameter of `f` takes (`None`: its default), when the
+        // call fits its parameters: positional ones in order, named ones by name.
+        let fitting = |f: &Function| -> Option<Vec<Option<usize>>> {
+            if args.len() > f.args.len() {
+                return None;
             }
+            let mut slots: Vec<Option<usize>> =
+                (0..f.args.len()).map(|k| (k < args.len()).then_some(k)).collect();
+            for (j, (n, _)) in named.iter().enumerate() {
+                let k = f.args.iter().position(|a| a.name.as_deref() == Some(n.as_str()))?;
+                if slots[k].is_some() {
+                    return None;
+                }
+                slots[k] = Some(args.len() + j);
+            }
+            let complete =
+                slots.iter().zip(&f.args).all(|(s, a)| s.is_some() || a.default.is_some());
+            complete.then_some(slots)
+        };
+        // Each candidate the call fits whose types the arguments have or convert to
+        // implicitly, ranked by how many they have exactly.
+        let mut best: Vec<(usize, &Function, Vec<Option<usize>>)> = Vec::new();
+        for f in &candidates {
+            let Some(slots) = fitting(f) else { continue };
             let mut exact = 0;
-            let fits = types.iter().zip(&f.args).all(|(t, a)| {
-                if *t == a.ty.unmodified() || *t == a.ty {
+            let fits = slots.iter().zip(&f.args).all(|(s, a)| {
+                let Some(i) = s else { return true };
+                let t = types[*i];
+                if t == a.ty.unmodified() || t == a.ty {
                     exact += 1;
                     true
                 } else {
-                    *t == DataType::Unknown || implicitly_converts(*t, a.ty)
+                    t == DataType::Unknown || implicitly_converts(t, a.ty)
                 }
             });
             if fits {
                 match best.first() {
-                    Some((e, _)) if *e > exact => {}
-                    Some((e, _)) if *e == exact => best.push((exact, f)),
-                    _ => best = vec![(exact, f)],
+                    Some((e, _, _)) if *e > exact => {}
+                    Some((e, _, _)) if *e == exact => best.push((exact, f, slots)),
+                    _ => best = vec![(exact, f, slots)],
                 }
             }
         }
         // An untyped literal prefers a string type, as PostgreSQL's resolution prefers the
         // string category for unknown arguments.
         if best.len() > 1 {
-            let stringy = |f: &Function| {
-                types
+            let stringy = |f: &Function, slots: &[Option<usize>]| {
+                slots
                     .iter()
                     .zip(&f.args)
-                    .filter(|(t, a)| {
-                        **t == DataType::Unknown
+                    .filter(|(s, a)| {
+                        s.is_some_and(|i| types[i] == DataType::Unknown)
                             && matches!(a.ty, DataType::Text | DataType::Varchar(_))
                     })
                     .count()
             };
-            let most = best.iter().map(|(_, f)| stringy(f)).max().unwrap_or(0);
-            best.retain(|(_, f)| stringy(f) == most);
+            let most = best.iter().map(|(_, f, s)| stringy(f, s)).max().unwrap_or(0);
+            best.retain(|(_, f, s)| stringy(f, s) == most);
         }
-        let f = match best.as_slice() {
+        let (f, slots) = match best.as_slice() {
             [] => {
                 let kind = if procedures { "procedure" } else { "function" };
-                return Err(no_function(kind, name, &types));
+                return Err(no_function(kind, name, &types, named));
             }
-            [(_, f)] => (*f).clone(),
+            [(_, f, slots)] => ((*f).clone(), slots.clone()),
             _ => {
                 let shown: Vec<String> = types.iter().map(|t| t.sql_name()).collect();
                 return Err(SqlError::new(
@@ -314,9 +373,9 @@ impl Planner<'_> {
             }
         };
         let mut call_args = Vec::with_capacity(f.args.len());
-        for (k, a) in f.args.iter().enumerate() {
-            let (x, t) = match bound.get(k) {
-                Some(x) => (x.clone(), types[k]),
+        for (a, slot) in f.args.iter().zip(slots) {
+            let (x, t) = match slot {
+                Some(i) => (bound[i].clone(), types[i]),
                 None => {
                     let default = a.default.as_deref().expect("a default fills a missing argument");
                     self.expr(&crate::parse::parse_expr(default)?, &Scope::default(), false)?
