@@ -136,6 +136,12 @@ pub(crate) enum Step {
     },
     /// `GET DIAGNOSTICS var = ROW_COUNT, …`: the variables' slots and types.
     GetDiagnostics(Vec<(usize, DataType)>),
+    /// `BEGIN … EXCEPTION WHEN … THEN … END`: the block, run as a subtransaction, and its
+    /// handlers.
+    Guarded {
+        body: Vec<Step>,
+        handlers: Vec<(do_block::Handler, Vec<Step>)>,
+    },
     /// `FOR target IN query LOOP … END LOOP`: the query, the slots each row is assigned to,
     /// the body.
     ForQuery {
@@ -201,7 +207,7 @@ pub(crate) enum Kind<'t> {
 /// A trigger function's frame is `NEW`'s columns, `OLD`'s, the `TG_` variables (`FOUND`
 /// last); a function's is its arguments (so `$n` is slot n - 1), then `FOUND`. Both go on
 /// with the last statement's row count (which no name reaches), the value returned, then
-/// the declared variables and the loop variables.
+/// a handler's `SQLSTATE` and `SQLERRM`, then the declared variables and the loop variables.
 pub(crate) struct Frame<'t> {
     kind: Kind<'t>,
     /// Variables: name, slot, constant (a function's named arguments first).
@@ -243,9 +249,11 @@ impl<'t> Frame<'t> {
             }
         }
         let found = types.len() - 1;
-        // The row count and the value returned.
+        // The row count, the value returned, and a handler's SQLSTATE and SQLERRM.
         types.push(DataType::Int8);
         types.push(DataType::Unknown);
+        types.push(DataType::Text);
+        types.push(DataType::Text);
         Frame {
             kind,
             vars,
@@ -340,8 +348,11 @@ impl<'t> Frame<'t> {
         if let Some((slot, _)) = self.declared(name) {
             return Some(slot);
         }
-        if name == "found" {
-            return Some(self.found);
+        match name {
+            "found" => return Some(self.found),
+            "sqlstate" => return Some(self.found + 3),
+            "sqlerrm" => return Some(self.found + 4),
+            _ => {}
         }
         match self.kind {
             Kind::Trigger(_) => TG_VARS.iter().position(|v| *v == name).map(|k| self.tg_slot(k)),
@@ -775,7 +786,8 @@ impl Binder<'_> {
             Some(w) => Some(self.expression(&mut frame, w)?),
             None => None,
         };
-        let steps = self.steps(&mut frame, &body.body.statements)?;
+        // The outermost block is a block like any other (its handlers too).
+        let steps = self.steps(&mut frame, &[Stmt::Block(body.body.clone())])?;
         Ok(program(frame, declared, when, steps))
     }
 
@@ -974,7 +986,17 @@ impl Binder<'_> {
                         Step::ReturnValue(None, DataType::Unknown)
                     }
                 },
-                Stmt::Block(b) => Step::Block(self.steps(frame, &b.statements)?),
+                Stmt::Block(b) if b.handlers.is_empty() => {
+                    Step::Block(self.steps(frame, &b.statements)?)
+                }
+                Stmt::Block(b) => {
+                    let body = self.steps(frame, &b.statements)?;
+                    let mut handlers = Vec::with_capacity(b.handlers.len());
+                    for h in &b.handlers {
+                        handlers.push((h.clone(), self.steps(frame, &h.statements)?));
+                    }
+                    Step::Guarded { body, handlers }
+                }
                 Stmt::Loop(condition, body) => {
                     let condition = match condition {
                         Some(c) => Some(self.expression(frame, c)?),
@@ -1165,7 +1187,17 @@ pub(crate) trait Host {
     ) -> Result<(u64, Option<Vec<Value>>)>;
     /// Fails when the statement was canceled.
     fn interrupted(&self) -> Result<()>;
+    /// Marks where a block with handlers starts (`None`: nothing to undo).
+    fn mark(&mut self) -> Option<Mark>;
+    /// Undoes what was written since `mark` (a handler caught an error).
+    fn undo(&mut self, mark: Option<Mark>) -> Result<()>;
+    /// Forgets `mark` (its block ended).
+    fn forget(&mut self, mark: Option<Mark>);
 }
+
+/// Where a block with handlers started: the engine's savepoint and how many row locks were
+/// held.
+pub(crate) type Mark = (kiln_engine::Savepoint, usize);
 
 /// Runs a one-column query with the frame as its parameters.
 fn eval(host: &mut dyn Host, q: &Query, frame: &[Value], env: &dyn Env) -> Result<Value> {
@@ -1188,6 +1220,9 @@ fn program(
         steps.iter().any(|s| match s {
             Step::Insert(_) | Step::Update(_) | Step::Delete(_) | Step::WriteInto(..) => true,
             Step::If(arms, otherwise) => arms.iter().any(|(_, b)| writes(b)) || writes(otherwise),
+            Step::Guarded { body, handlers } => {
+                writes(body) || handlers.iter().any(|(_, b)| writes(b))
+            }
             Step::Block(b)
             | Step::Loop { body: b, .. }
             | Step::ForRange { body: b, .. }
@@ -1243,7 +1278,7 @@ impl Program {
                 return Err(null_into_not_null());
             }
         }
-        run_steps(host, self, &self.body, frame, env)
+        run_steps(host, self, &self.body, frame, env, None)
     }
 
     /// Runs a function's program on its arguments: the value it returned (the empty string
@@ -1280,6 +1315,7 @@ fn run_steps(
     steps: &[Step],
     frame: &mut Vec<Value>,
     env: &dyn Env,
+    caught: Option<&SqlError>,
 ) -> Result<Flow> {
     for s in steps {
         host.interrupted()?;
@@ -1299,12 +1335,12 @@ fn run_steps(
                         break;
                     }
                 }
-                match run_steps(host, p, taken, frame, env)? {
+                match run_steps(host, p, taken, frame, env, caught)? {
                     Flow::Next => {}
                     other => return Ok(other),
                 }
             }
-            Step::Block(body) => match run_steps(host, p, body, frame, env)? {
+            Step::Block(body) => match run_steps(host, p, body, frame, env, caught)? {
                 Flow::Next => {}
                 other => return Ok(other),
             },
@@ -1318,10 +1354,14 @@ fn run_steps(
                     options.push(eval(host, q, frame, env)?.to_text_in(q.ty, env.style()));
                 }
                 let Some(e) = do_block::raised(raise, &texts, &options)? else {
-                    return Err(SqlError::new(
-                        "0Z002",
-                        "RAISE without parameters cannot be used outside an exception handler",
-                    ));
+                    // A bare RAISE raises the error its handler caught again.
+                    return Err(match caught {
+                        Some(e) => e.clone(),
+                        None => SqlError::new(
+                            "0Z002",
+                            "RAISE without parameters cannot be used outside an exception handler",
+                        ),
+                    });
                 };
                 if raise.level == Level::Exception {
                     return Err(e);
@@ -1360,6 +1400,33 @@ fn run_steps(
                 frame[p.found] = Value::Bool(n > 0);
                 frame[p.row_count] = Value::Int(n as i64);
             }
+            Step::Guarded { body, handlers } => {
+                let mark = host.mark();
+                match run_steps(host, p, body, frame, env, caught) {
+                    Ok(flow) => {
+                        host.forget(mark);
+                        if !matches!(flow, Flow::Next) {
+                            return Ok(flow);
+                        }
+                    }
+                    Err(e) => {
+                        let Some((_, statements)) =
+                            handlers.iter().find(|(h, _)| h.catches(e.code))
+                        else {
+                            host.forget(mark);
+                            return Err(e);
+                        };
+                        // The block's writes are undone; the handler runs with its error.
+                        host.undo(mark)?;
+                        frame[p.found + 3] = Value::Text(e.code.to_string());
+                        frame[p.found + 4] = Value::Text(e.message.clone());
+                        match run_steps(host, p, statements, frame, env, Some(&e))? {
+                            Flow::Next => {}
+                            other => return Ok(other),
+                        }
+                    }
+                }
+            }
             Step::ForQuery { plan, targets, body } => {
                 let rows = host.rows(plan, frame, env)?;
                 let any = !rows.is_empty();
@@ -1368,7 +1435,7 @@ fn run_steps(
                     for ((slot, ty), v) in targets.iter().zip(row) {
                         frame[*slot] = assign(v, *ty, env.style())?;
                     }
-                    match run_steps(host, p, body, frame, env)? {
+                    match run_steps(host, p, body, frame, env, caught)? {
                         Flow::Return(r) => return Ok(Flow::Return(r)),
                         Flow::Exit => break,
                         Flow::Next | Flow::Continue => {}
@@ -1414,7 +1481,7 @@ fn run_steps(
                         break;
                     }
                 }
-                match run_steps(host, p, body, frame, env)? {
+                match run_steps(host, p, body, frame, env, caught)? {
                     Flow::Return(r) => return Ok(Flow::Return(r)),
                     Flow::Exit => break,
                     Flow::Next | Flow::Continue => {}
@@ -1447,7 +1514,7 @@ fn run_steps(
                 while if *reverse { i >= high } else { i <= high } {
                     host.interrupted()?;
                     frame[*slot] = Value::Int(i);
-                    match run_steps(host, p, body, frame, env)? {
+                    match run_steps(host, p, body, frame, env, caught)? {
                         Flow::Return(r) => return Ok(Flow::Return(r)),
                         Flow::Exit => break,
                         Flow::Next | Flow::Continue => {}
@@ -1496,6 +1563,26 @@ impl Host for Writer<'_> {
     fn interrupted(&self) -> Result<()> {
         Writer::interrupted(self)
     }
+
+    fn mark(&mut self) -> Option<Mark> {
+        Some((self.ts.txn.savepoint(), self.ts.locks.len()))
+    }
+
+    fn undo(&mut self, mark: Option<Mark>) -> Result<()> {
+        if let Some((sp, locks)) = mark {
+            self.ts.txn.rollback_to(sp)?;
+            // As in PostgreSQL, the row locks taken in the block go with it.
+            self.ts.locks.release_since(locks);
+            self.ts.txn.release(sp);
+        }
+        Ok(())
+    }
+
+    fn forget(&mut self, mark: Option<Mark>) {
+        if let Some((sp, _)) = mark {
+            self.ts.txn.release(sp);
+        }
+    }
 }
 
 /// A query's executor as a host: a function called while a statement reads runs its reads
@@ -1536,6 +1623,17 @@ impl Host for QueryHost<'_, '_> {
     fn interrupted(&self) -> Result<()> {
         self.limits.check()
     }
+
+    // A function called inside a query only reads: a failed block has nothing to undo.
+    fn mark(&mut self) -> Option<Mark> {
+        None
+    }
+
+    fn undo(&mut self, _mark: Option<Mark>) -> Result<()> {
+        Ok(())
+    }
+
+    fn forget(&mut self, _mark: Option<Mark>) {}
 }
 
 /// Splits `INSERT | UPDATE | DELETE … RETURNING … INTO [STRICT] targets` into the statement

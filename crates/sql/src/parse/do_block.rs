@@ -20,10 +20,10 @@
 //! refused with 0A000 before anything runs, as is any language but `plpgsql`. The session
 //! runs the block (`Session::run_do`).
 //!
-//! The body of a trigger function (`function_body`) is read by the same parser with more
+//! The body of a PL/pgSQL function (`function_body`) is read by the same parser with more
 //! allowed: a `DECLARE` section, assignments, `RETURN`, `LOOP` / `WHILE` / integer `FOR`
-//! loops with `EXIT` and `CONTINUE`, `GET DIAGNOSTICS … ROW_COUNT`; and less: no `EXECUTE` and no exception handlers.
-//! `exec::triggers` binds and runs it.
+//! loops and `FOR … IN query` loops with `EXIT` and `CONTINUE`, `GET DIAGNOSTICS …
+//! ROW_COUNT`; and less: no `EXECUTE`. `exec::plpgsql` binds and runs it.
 
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
@@ -280,7 +280,7 @@ fn refused(what: &str) -> SqlError {
 /// 0A000 for a PL/pgSQL construct Kiln does not run in functions.
 pub(crate) fn refused_in_function(what: &str) -> SqlError {
     SqlError::unsupported(format!("{what} in a PL/pgSQL function")).hint(
-        "Kiln runs trigger functions of variables (DECLARE), assignments, IF, LOOP, WHILE, FOR over integers, EXIT, CONTINUE, RAISE, PERFORM, ASSERT, SELECT … INTO, INSERT, UPDATE, DELETE, GET DIAGNOSTICS … ROW_COUNT and RETURN; it runs no loops over queries, cursors, dynamic SQL or exception handlers in functions.",
+        "Kiln runs PL/pgSQL functions of variables (DECLARE, records), assignments, IF, LOOP, WHILE, FOR over integers and queries, EXIT, CONTINUE, RAISE, PERFORM, ASSERT, SELECT … INTO, INSERT, UPDATE, DELETE (… RETURNING … INTO), GET DIAGNOSTICS … ROW_COUNT, exception handlers and RETURN; it runs no cursors or dynamic SQL in functions.",
     )
 }
 
@@ -561,9 +561,6 @@ impl<'a> Parser<'a> {
             if handlers.is_empty() {
                 return Err(SqlError::syntax("EXCEPTION needs WHEN … THEN"));
             }
-        }
-        if self.function && !handlers.is_empty() {
-            return Err(refused_in_function("EXCEPTION handlers"));
         }
         self.expect_word("end")?;
         // `END label` is not taken: labels are refused.
@@ -1273,6 +1270,10 @@ mod tests {
         assert_eq!((r.low.as_str(), r.high.as_str(), r.step.as_deref()), ("10", "1", Some("2")));
         assert!(r.reverse && r.body == [Stmt::Exit(false, None)]);
         assert_eq!(s[5], Stmt::Return(Some("NEW".into())));
+        let h = function_body(
+            "BEGIN NULL; EXCEPTION WHEN unique_violation OR SQLSTATE '22012' THEN NULL; END",
+        );
+        assert_eq!(h.unwrap().body.handlers[0].conditions, ["23505", "22012"]);
         let q = function_body("BEGIN FOR r IN SELECT a FROM t ORDER BY b LOOP NULL; END LOOP; END");
         let Stmt::ForQuery(q) = &q.unwrap().body.statements[0] else { panic!() };
         assert_eq!((q.var.as_str(), q.query.as_str()), ("r", "SELECT a FROM t ORDER BY b"));
@@ -1288,7 +1289,7 @@ mod tests {
                 code::FEATURE_NOT_SUPPORTED,
             ),
             ("BEGIN EXECUTE 'x'; END", code::FEATURE_NOT_SUPPORTED),
-            ("BEGIN NULL; EXCEPTION WHEN others THEN NULL; END", code::FEATURE_NOT_SUPPORTED),
+            ("BEGIN NULL; EXCEPTION WHEN nosuch_condition THEN NULL; END", code::UNDEFINED_OBJECT),
             ("DECLARE x t%ROWTYPE; BEGIN NULL; END", code::FEATURE_NOT_SUPPORTED),
             ("DECLARE x int; x int; BEGIN NULL; END", code::DUPLICATE_OBJECT),
             ("DECLARE x CONSTANT int; BEGIN NULL; END", code::SYNTAX),
