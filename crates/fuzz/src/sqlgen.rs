@@ -480,6 +480,8 @@ impl<'r> Gen<'r> {
             "SELECT fz_add(k), fz_add(k::text, 'x'), fz_fan(k), fz_loop(k) FROM f0 ORDER BY 1 LIMIT 5",
             "SELECT fz_write(1), fz_add(NULL, NULL)",
             "SELECT k, fz_write(k) FROM f0",
+            "CREATE OR REPLACE FUNCTION fz_catch(x int) RETURNS text LANGUAGE plpgsql AS $$ BEGIN INSERT INTO f0 (k) VALUES (x); RETURN 'new'; EXCEPTION WHEN unique_violation OR not_null_violation THEN RETURN SQLSTATE; WHEN others THEN RAISE; END $$",
+            "SELECT fz_catch(1), fz_catch(1)",
             "CALL fz_proc(2)",
             "CALL fz_add(1, 2)",
             "DROP FUNCTION IF EXISTS fz_add(int, int)",
