@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::free_port;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -16,11 +18,6 @@ use tokio_postgres::{Client, NoTls};
 /// One cluster at a time: the ports each test picks are free when picked, and another
 /// cluster's outgoing connections could take one before its node binds it.
 static ONE_CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// A free loopback port (bound and released; the small race is acceptable in a test).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 struct Cluster {
     sql: Vec<u16>,

@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::free_port;
+
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -130,10 +132,6 @@ impl Proxy {
             });
         }
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 async fn connect(port: u16) -> Result<Client, tokio_postgres::Error> {

@@ -9,6 +9,32 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A free loopback port for a server a test starts on a port it chooses (a cluster's
+/// members must know each other's ports before any starts). Chosen below the kernel's
+/// ephemeral range (32768 and up on Linux): a port taken from that range and released can
+/// be handed to another process's outgoing connection — a cluster's own peers dialling each
+/// other — before the server binds it, which made a cluster test fail with "Address
+/// already in use".
+pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let seed = u64::from(std::process::id())
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+    loop {
+        // A well-mixed step (splitmix64) over the seed and a counter.
+        let mut z = seed.wrapping_add(NEXT.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed));
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let port = 20_000 + (z % 12_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
 /// A running server.
 pub struct Kiln {
     pub child: Option<Child>,
