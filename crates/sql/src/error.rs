@@ -70,6 +70,8 @@ pub mod code {
     pub const GROUPING: &str = "42803";
     /// datatype_mismatch
     pub const DATATYPE_MISMATCH: &str = "42804";
+    /// too_many_arguments
+    pub const TOO_MANY_ARGUMENTS: &str = "54023";
     /// "cannot cast type x to y".
     pub const CANNOT_COERCE: &str = "42846";
     /// invalid_table_definition

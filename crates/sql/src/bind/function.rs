@@ -600,7 +600,8 @@ impl<'a> Planner<'a> {
                     match e.location {
                         None if e.code == code::UNDEFINED_FUNCTION
                             || e.code == "42725"
-                            || e.code == code::WRONG_OBJECT_TYPE =>
+                            || e.code == code::WRONG_OBJECT_TYPE
+                            || e.code == code::TOO_MANY_ARGUMENTS =>
                         {
                             e.located(at)
                         }

@@ -45,6 +45,9 @@ use crate::types::{DataType, Value};
 /// The most function bodies one statement binds (its calls, the calls in their bodies, …).
 const ROUTINES_BOUND_MAX: usize = 1000;
 
+/// The most arguments a function takes or a call passes (PostgreSQL's FUNC_MAX_ARGS).
+const ARGS_MAX: usize = 100;
+
 /// How the refusal of a recursive call reads.
 const RECURSIVE: &str = "calling itself (a recursive function)";
 
@@ -260,6 +263,12 @@ impl Planner<'_> {
         aggs: bool,
         procedures: bool,
     ) -> Result<Option<(Expr, DataType)>> {
+        if args.len() + named.len() > ARGS_MAX {
+            return Err(SqlError::new(
+                code::TOO_MANY_ARGUMENTS,
+                format!("cannot pass more than {ARGS_MAX} arguments to a function"),
+            ));
+        }
         let name = name.strip_prefix("public.").unwrap_or(name);
         let candidates: Vec<Function> = self
             .catalog
@@ -529,6 +538,12 @@ impl Writer<'_> {
         let name = name.strip_prefix("public.").map(str::to_string).unwrap_or(name);
         if name.contains('.') {
             return Err(SqlError::unsupported("functions in a schema other than public"));
+        }
+        if cf.args.as_ref().is_some_and(|a| a.len() > ARGS_MAX) {
+            return Err(SqlError::new(
+                code::TOO_MANY_ARGUMENTS,
+                format!("functions cannot have more than {ARGS_MAX} arguments"),
+            ));
         }
         let mut args = Vec::new();
         for a in cf.args.iter().flatten() {
