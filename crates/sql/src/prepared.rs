@@ -321,31 +321,11 @@ impl Dependencies {
 
     /// Adds what `planner` bound against.
     pub(crate) fn absorb(&mut self, planner: &Planner) {
-        for t in &planner.tables {
-            if !self.tables.iter().any(|x| Arc::ptr_eq(x, t)) {
-                self.tables.push(t.clone());
-            }
-        }
-        for q in &planner.sequences {
-            if !self.sequences.iter().any(|x| Arc::ptr_eq(x, q)) {
-                self.sequences.push(q.clone());
-            }
-        }
-        for v in &planner.views {
-            if !self.views.iter().any(|x| Arc::ptr_eq(x, v)) {
-                self.views.push(v.clone());
-            }
-        }
-        for e in &planner.enum_types {
-            if !self.enum_types.iter().any(|x| std::ptr::eq(*x, *e)) {
-                self.enum_types.push(e);
-            }
-        }
-        for f in &planner.functions {
-            if !self.functions.contains(f) {
-                self.functions.push(f.clone());
-            }
-        }
+        merge_shared(&mut self.tables, &planner.tables);
+        merge_shared(&mut self.sequences, &planner.sequences);
+        merge_shared(&mut self.views, &planner.views);
+        merge_enum_types(&mut self.enum_types, &planner.enum_types);
+        merge_equal(&mut self.functions, &planner.functions);
         self.style = Some(planner.env.style());
         self.search = crate::bind::search::current_schemas();
         self.reusable &= planner.reusable;
@@ -421,32 +401,42 @@ impl Dependencies {
 impl Planner<'_> {
     /// Makes this statement's plan depend on what a function body bound for it did.
     pub(crate) fn depend_on(&mut self, deps: &Dependencies) {
-        for t in &deps.tables {
-            if !self.tables.iter().any(|x| Arc::ptr_eq(x, t)) {
-                self.tables.push(t.clone());
-            }
-        }
-        for q in &deps.sequences {
-            if !self.sequences.iter().any(|x| Arc::ptr_eq(x, q)) {
-                self.sequences.push(q.clone());
-            }
-        }
-        for v in &deps.views {
-            if !self.views.iter().any(|x| Arc::ptr_eq(x, v)) {
-                self.views.push(v.clone());
-            }
-        }
-        for e in &deps.enum_types {
-            if !self.enum_types.iter().any(|x| std::ptr::eq(*x, *e)) {
-                self.enum_types.push(e);
-            }
-        }
-        for f in &deps.functions {
-            if !self.functions.contains(f) {
-                self.functions.push(f.clone());
-            }
-        }
+        merge_shared(&mut self.tables, &deps.tables);
+        merge_shared(&mut self.sequences, &deps.sequences);
+        merge_shared(&mut self.views, &deps.views);
+        merge_enum_types(&mut self.enum_types, &deps.enum_types);
+        merge_equal(&mut self.functions, &deps.functions);
         self.reusable &= deps.reusable;
+    }
+}
+
+/// Adds to `into` the definitions of `from` it lacks (the same definition: the same `Arc`).
+fn merge_shared<T>(into: &mut Vec<Arc<T>>, from: &[Arc<T>]) {
+    for x in from {
+        if !into.iter().any(|y| Arc::ptr_eq(x, y)) {
+            into.push(x.clone());
+        }
+    }
+}
+
+/// Likewise for enum types (the same definition: the same address).
+fn merge_enum_types(
+    into: &mut Vec<&'static crate::enums::EnumType>,
+    from: &[&'static crate::enums::EnumType],
+) {
+    for x in from {
+        if !into.iter().any(|y| std::ptr::eq(*x, *y)) {
+            into.push(x);
+        }
+    }
+}
+
+/// Likewise for definitions compared by value (functions).
+fn merge_equal<T: PartialEq + Clone>(into: &mut Vec<T>, from: &[T]) {
+    for x in from {
+        if !into.contains(x) {
+            into.push(x.clone());
+        }
     }
 }
 

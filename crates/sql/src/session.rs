@@ -1182,29 +1182,26 @@ impl Session {
                 })
             }
             Utility::Do(block) => self.in_transaction_with(hint, in_implicit, |s| s.run_do(&block)),
-            Utility::CreateTrigger(t) => self.in_transaction_with(hint, in_implicit, |s| {
-                let style = s.style();
-                let settings = crate::pg::settings::settings_in_force(
-                    &s.settings,
-                    s.txn.as_ref().map(|t| &t.local),
-                );
-                let env = session_env!(s, style, &settings);
-                let ts = s.txn.as_mut().expect("a transaction is open");
-                let mut w = session_writer!(s, ts, None);
-                w.create_trigger(&t, &s.database, &env)
-            }),
-            Utility::CreateProcedure(cf) => self.in_transaction_with(hint, in_implicit, |s| {
-                let style = s.style();
-                let settings = crate::pg::settings::settings_in_force(
-                    &s.settings,
-                    s.txn.as_ref().map(|t| &t.local),
-                );
-                let env = session_env!(s, style, &settings);
-                let ts = s.txn.as_mut().expect("a transaction is open");
-                let mut w = session_writer!(s, ts, None);
-                let check = crate::exec::routines::check_bodies(&settings);
-                w.create_function(&cf, &s.database, check, &env, true)
-            }),
+            Utility::CreateTrigger(_) | Utility::CreateProcedure(_) => {
+                self.in_transaction_with(hint, in_implicit, |s| {
+                    let style = s.style();
+                    let settings = crate::pg::settings::settings_in_force(
+                        &s.settings,
+                        s.txn.as_ref().map(|t| &t.local),
+                    );
+                    let env = session_env!(s, style, &settings);
+                    let ts = s.txn.as_mut().expect("a transaction is open");
+                    let mut w = session_writer!(s, ts, None);
+                    match &u {
+                        Utility::CreateTrigger(t) => w.create_trigger(t, &s.database, &env),
+                        Utility::CreateProcedure(cf) => {
+                            let check = crate::exec::routines::check_bodies(&settings);
+                            w.create_function(cf, &s.database, check, &env, true)
+                        }
+                        _ => unreachable!("matched above"),
+                    }
+                })
+            }
             Utility::Vacuum(tables) => self.vacuum(&tables),
             Utility::SetConstraints(names, deferred) => {
                 self.set_constraints(names.as_deref(), deferred)

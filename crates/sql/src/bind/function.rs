@@ -325,19 +325,14 @@ impl<'a> Planner<'a> {
         };
         if !named.is_empty() {
             // Only a function made with CREATE FUNCTION has arguments named here.
-            let at = match f.name.0.first() {
-                Some(ast::ObjectNamePart::Identifier(i)) => crate::bind::location_of(i),
-                _ => None,
-            };
             let bound = match self.routine_call(&name, &args, &named, scope, aggs) {
                 Ok(Some(bound)) => Ok(bound),
-                Ok(None) => Err(crate::exec::routines::no_call(self, &name, &args, &named)?),
+                Ok(None) => {
+                    Err(crate::exec::routines::no_call(self, "function", &name, &args, &named)?)
+                }
                 Err(e) => Err(e),
             };
-            return bound.map_err(|e| match e.location {
-                None if e.code == code::UNDEFINED_FUNCTION => e.located(at),
-                _ => e,
-            });
+            return bound.map_err(|e| crate::exec::routines::at_call(f, e));
         }
         if f.over.is_some() {
             if !aggs && !self.windows_here {
@@ -591,23 +586,9 @@ impl<'a> Planner<'a> {
                     format!("DISTINCT, ORDER BY or * specified, but {name} is not an aggregate function"),
                 ));
             }
-            let at = match f.name.0.first() {
-                Some(ast::ObjectNamePart::Identifier(i)) => crate::bind::location_of(i),
-                _ => None,
-            };
-            if let Some(bound) =
-                self.routine_call(&name, &args, &named, scope, aggs).map_err(|e| {
-                    match e.location {
-                        None if e.code == code::UNDEFINED_FUNCTION
-                            || e.code == "42725"
-                            || e.code == code::WRONG_OBJECT_TYPE
-                            || e.code == code::TOO_MANY_ARGUMENTS =>
-                        {
-                            e.located(at)
-                        }
-                        _ => e,
-                    }
-                })?
+            if let Some(bound) = self
+                .routine_call(&name, &args, &named, scope, aggs)
+                .map_err(|e| crate::exec::routines::at_call(f, e))?
             {
                 return Ok(bound);
             }
@@ -631,16 +612,14 @@ impl<'a> Planner<'a> {
                 .iter()
                 .map(|t| if *t == DataType::Unknown { "unknown".into() } else { t.sql_name() })
                 .collect();
-            let at = match f.name.0.first() {
-                Some(ast::ObjectNamePart::Identifier(i)) => crate::bind::location_of(i),
-                _ => None,
-            };
-            return Err(SqlError::new(
-                code::UNDEFINED_FUNCTION,
-                format!("function {name}({}) does not exist", shown.join(", ")),
-            )
-            .hint("No function matches the given name and argument types. You might need to add explicit type casts.")
-            .located(at));
+            return Err(crate::exec::routines::at_call(
+                f,
+                SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    format!("function {name}({}) does not exist", shown.join(", ")),
+                )
+                .hint("No function matches the given name and argument types. You might need to add explicit type casts."),
+            ));
         };
         if !(def.args_min..=def.args_max).contains(&args.len()) {
             let shown: Vec<String> = types

@@ -153,6 +153,7 @@ impl Writer<'_> {
 /// it: its arguments' types bound in no scope.
 pub(crate) fn no_call(
     planner: &mut Planner,
+    kind: &str,
     name: &str,
     args: &[ast::Expr],
     named: &[(String, ast::Expr)],
@@ -161,7 +162,23 @@ pub(crate) fn no_call(
     for a in args.iter().chain(named.iter().map(|(_, x)| x)) {
         types.push(planner.expr(a, &Scope::default(), false)?.1);
     }
-    Ok(no_function("function", name, &types, named))
+    Ok(no_function(kind, name, &types, named))
+}
+
+/// An error about a call — no such function, not unique, a procedure called as a function
+/// or the reverse, too many arguments — placed at the call's name, as PostgreSQL places it.
+pub(crate) fn at_call(f: &ast::Function, e: SqlError) -> SqlError {
+    let about_call =
+        [code::UNDEFINED_FUNCTION, "42725", code::WRONG_OBJECT_TYPE, code::TOO_MANY_ARGUMENTS]
+            .contains(&e.code);
+    if e.location.is_some() || !about_call {
+        return e;
+    }
+    let at = match f.name.0.first() {
+        Some(ast::ObjectNamePart::Identifier(i)) => crate::bind::location_of(i),
+        _ => None,
+    };
+    e.located(at)
 }
 
 /// The error for a function that does not exist, as PostgreSQL words it (the last of
@@ -208,14 +225,7 @@ impl Planner<'_> {
 
     /// `CALL name(args)`: the call of the procedure, to be run by the writer.
     pub(crate) fn procedure_call(&mut self, f: &ast::Function) -> Result<Expr> {
-        let at = match f.name.0.first() {
-            Some(ast::ObjectNamePart::Identifier(i)) => crate::bind::location_of(i),
-            _ => None,
-        };
-        self.call_of_procedure(f).map_err(|e| match e.location {
-            None if e.code == code::UNDEFINED_FUNCTION || e.code == "42725" => e.located(at),
-            _ => e,
-        })
+        self.call_of_procedure(f).map_err(|e| at_call(f, e))
     }
 
     fn call_of_procedure(&mut self, f: &ast::Function) -> Result<Expr> {
@@ -242,13 +252,7 @@ impl Planner<'_> {
         }
         match self.resolve_routine(&name, &args, &named, &Scope::default(), false, true)? {
             Some((call, _)) => Ok(call),
-            None => {
-                let mut types = Vec::with_capacity(args.len());
-                for a in args.iter().chain(named.iter().map(|(_, x)| x)) {
-                    types.push(self.expr(a, &Scope::default(), false)?.1);
-                }
-                Err(no_function("procedure", &name, &types, &named))
-            }
+            None => Err(no_call(self, "procedure", &name, &args, &named)?),
         }
     }
 
