@@ -344,13 +344,18 @@ pub struct Function {
     /// Its `COMMENT ON` text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
-    /// Its arguments, in order (a trigger function has none).
+    /// Its arguments, in order, of every mode (a trigger function has none): a call gives
+    /// the IN and INOUT ones ([`Function::inputs`]); the OUT and INOUT ones, and `RETURNS
+    /// TABLE`'s columns (mode [`ArgMode::Table`], last), are its result's columns.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<FunctionArg>,
     /// What it returns (a function stored before functions returned values is a trigger
     /// function).
     #[serde(default)]
     pub returns: Returns,
+    /// `RETURNS SETOF …` / `RETURNS TABLE (…)`: a set of rows (`proretset`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub set: bool,
     /// `IMMUTABLE` (`i`), `STABLE` (`s`) or `VOLATILE` (`v`, the default), as `provolatile`.
     #[serde(default = "volatile")]
     pub volatility: char,
@@ -372,10 +377,53 @@ pub struct FunctionArg {
     pub ty: DataType,
     /// Its default, as written (an expression of no variables).
     pub default: Option<String>,
+    /// IN, OUT, INOUT, or a column of `RETURNS TABLE`.
+    #[serde(default, skip_serializing_if = "ArgMode::is_in")]
+    pub mode: ArgMode,
+}
+
+/// How an argument passes (`proargmodes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum ArgMode {
+    /// IN: given by the call.
+    #[default]
+    In,
+    /// OUT: a column of the result.
+    Out,
+    /// INOUT: both.
+    InOut,
+    /// A column of `RETURNS TABLE (…)`.
+    Table,
+}
+
+impl ArgMode {
+    fn is_in(&self) -> bool {
+        *self == ArgMode::In
+    }
+
+    /// Whether a call gives it.
+    pub fn input(self) -> bool {
+        matches!(self, ArgMode::In | ArgMode::InOut)
+    }
+
+    /// Whether it is a column of the result.
+    pub fn output(self) -> bool {
+        !matches!(self, ArgMode::In)
+    }
+
+    /// Its letter in `proargmodes`.
+    pub fn letter(self) -> char {
+        match self {
+            ArgMode::In => 'i',
+            ArgMode::Out => 'o',
+            ArgMode::InOut => 'b',
+            ArgMode::Table => 't',
+        }
+    }
 }
 
 /// What a function returns.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub enum Returns {
     /// `RETURNS trigger`.
     #[default]
@@ -386,19 +434,41 @@ pub enum Returns {
     Void,
     /// A procedure (CREATE PROCEDURE), run by CALL.
     Procedure,
+    /// A row of the OUT and INOUT arguments' (or `RETURNS TABLE`'s) columns, two or more
+    /// (`record`; one such argument makes the function return its type, `Value`).
+    Record,
+    /// A row of a table's columns (`RETURNS t`, `RETURNS SETOF t`; the table's row type),
+    /// as the table has them when a call is bound.
+    Row(String),
 }
 
 impl Function {
     /// The argument types, as a call names them: `(integer, text)`.
     pub fn signature(&self) -> String {
-        let types: Vec<String> = self.args.iter().map(|a| a.ty.sql_name()).collect();
+        let types: Vec<String> = self.inputs().map(|a| a.ty.sql_name()).collect();
         format!("{}({})", unqualified(&self.name), types.join(", "))
+    }
+
+    /// The arguments a call gives (IN and INOUT), in order.
+    pub fn inputs(&self) -> impl Iterator<Item = &FunctionArg> {
+        self.args.iter().filter(|a| a.mode.input())
+    }
+
+    /// The types of the arguments a call gives: what tells functions of a name apart.
+    pub fn input_types(&self) -> Vec<DataType> {
+        self.inputs().map(|a| a.ty).collect()
+    }
+
+    /// The arguments that are columns of its result (OUT, INOUT, `RETURNS TABLE`'s).
+    pub fn outputs(&self) -> impl Iterator<Item = &FunctionArg> {
+        self.args.iter().filter(|a| a.mode.output())
     }
 
     /// How many arguments a call must give (those after the first with a default may be
     /// left out).
     pub fn required_args(&self) -> usize {
-        self.args.iter().position(|a| a.default.is_some()).unwrap_or(self.args.len())
+        let inputs: Vec<&FunctionArg> = self.inputs().collect();
+        inputs.iter().position(|a| a.default.is_some()).unwrap_or(inputs.len())
     }
 }
 
@@ -1123,15 +1193,13 @@ impl Catalog {
     /// Records a function (create or replace).
     pub fn put_function(&self, txn: &mut Transaction, db: &str, f: &Function) -> Result<()> {
         let raw = serde_json::to_vec(f).expect("functions serialize");
-        let types: Vec<DataType> = f.args.iter().map(|a| a.ty).collect();
-        txn.put_guarded(CATALOG, &function_key(db, &f.name, &types), &raw)?;
+        txn.put_guarded(CATALOG, &function_key(db, &f.name, &f.input_types()), &raw)?;
         Ok(())
     }
 
     /// Removes a function's record.
     pub fn delete_function(&self, txn: &mut Transaction, db: &str, f: &Function) -> Result<()> {
-        let types: Vec<DataType> = f.args.iter().map(|a| a.ty).collect();
-        txn.delete_guarded(CATALOG, &function_key(db, &f.name, &types))?;
+        txn.delete_guarded(CATALOG, &function_key(db, &f.name, &f.input_types()))?;
         Ok(())
     }
 

@@ -1167,6 +1167,7 @@ fn function_header(def: &str) -> Option<(String, Option<String>)> {
 /// The name of a pseudo-type a catalog row may name (a trigger function's result).
 fn pseudo_type_name(oid: i64) -> Option<&'static str> {
     match oid {
+        2249 => Some("record"),
         2278 => Some("void"),
         2279 => Some("trigger"),
         _ => None,

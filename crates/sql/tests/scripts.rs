@@ -296,5 +296,6 @@ scripts!(
     enums,
     schemas,
     triggers,
-    functions
+    functions,
+    set_functions
 );

@@ -220,6 +220,36 @@ impl<'a> Planner<'a> {
         let [ast::AccessExpr::Dot(ast::Expr::Identifier(field))] = access else {
             return Err(SqlError::unsupported("field access on a composite value"));
         };
+        // `(f(…)).col` of a function made with CREATE FUNCTION that returns a row.
+        let mut call = root;
+        while let ast::Expr::Nested(inner) = call {
+            call = inner;
+        }
+        if let ast::Expr::Function(f) = call {
+            let name = crate::bind::srf::function_name(&crate::bind::name_as_written(&f.name)?);
+            if f.over.is_none()
+                && crate::functions::by_name(&name).is_none()
+                && self.returns_rows(&name)?
+            {
+                if let Some((e, shape)) = self.routine_rows(f, scope)? {
+                    let (Some(columns), false) = (&shape.columns, shape.set) else {
+                        return Err(SqlError::unsupported(format!(
+                            "a column of set-returning function {name}() in an expression"
+                        ))
+                        .hint("Call it in FROM: SELECT t.col FROM f(…) AS t."));
+                    };
+                    let field = ident(field);
+                    let Some(i) = columns.iter().position(|(n, _)| *n == field) else {
+                        return Err(SqlError::new(
+                            code::UNDEFINED_COLUMN,
+                            format!("column \"{field}\" not found in data type record"),
+                        ));
+                    };
+                    let at = Expr::Const(Value::Int(i as i64 + 1));
+                    return Ok((Expr::Func(Func::ArrayElement, vec![e, at]), columns[i].1));
+                }
+            }
+        }
         let (r, t) = self.expr(root, scope, aggs)?;
         let DataType::ExpandedElement(e) = t else {
             return Err(SqlError::unsupported("field access on a composite value"));

@@ -52,6 +52,10 @@ impl<'a> Planner<'a> {
     #[recursive::recursive]
     pub fn expr(&mut self, e: &ast::Expr, scope: &Scope, aggs: bool) -> Result<(Expr, DataType)> {
         use ast::Expr as E;
+        if !matches!(e, E::Nested(_) | E::Function(_)) {
+            // A set-returning call is a whole select-list item, not part of one.
+            self.set_item = false;
+        }
         Ok(match e {
             E::Identifier(i) => {
                 let name = ident(i);

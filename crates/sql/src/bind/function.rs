@@ -226,7 +226,8 @@ impl<'a> Planner<'a> {
         aggs: bool,
     ) -> Result<(Expr, DataType)> {
         let name = crate::bind::srf::function_name(&crate::bind::name_as_written(&f.name)?);
-
+        // Only this call may be set-returning, not the calls in its arguments.
+        let set_item = std::mem::take(&mut self.set_item);
         let mut order_by: &[ast::OrderByExpr] = &[];
         // Arguments in named notation (`name => value`), which only functions made with
         // CREATE FUNCTION take here.
@@ -325,6 +326,7 @@ impl<'a> Planner<'a> {
         };
         if !named.is_empty() {
             // Only a function made with CREATE FUNCTION has arguments named here.
+            self.set_item = set_item;
             let bound = match self.routine_call(&name, &args, &named, scope, aggs) {
                 Ok(Some(bound)) => Ok(bound),
                 Ok(None) => {
@@ -586,6 +588,7 @@ impl<'a> Planner<'a> {
                     format!("DISTINCT, ORDER BY or * specified, but {name} is not an aggregate function"),
                 ));
             }
+            self.set_item = set_item;
             if let Some(bound) = self
                 .routine_call(&name, &args, &named, scope, aggs)
                 .map_err(|e| crate::exec::routines::at_call(f, e))?

@@ -256,6 +256,9 @@ pub struct Planner<'a> {
     pub(crate) routine_args: Option<(String, Vec<(String, usize)>)>,
     /// Whether it calls a function whose body writes.
     pub(crate) calls_writing: bool,
+    /// Set while a whole select-list item that is a call is bound: a set-returning
+    /// function made with CREATE FUNCTION may be called there (its rows expand the row).
+    pub(crate) set_item: bool,
     /// How many function bodies the statement has bound (shared with the planners of the
     /// bodies it binds): bounded, as a function calling another twice at each of 16 levels
     /// would otherwise bind 65,536 bodies.
@@ -692,6 +695,7 @@ impl<'a> Planner<'a> {
             routines: Vec::new(),
             routine_args: None,
             calls_writing: false,
+            set_item: false,
             routines_bound: Default::default(),
         }
     }

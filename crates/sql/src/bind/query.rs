@@ -526,6 +526,35 @@ impl<'a> Planner<'a> {
                             "aggregate functions are not allowed in functions in FROM",
                         ));
                     }
+                    if !crate::bind::srf::is_srf(&fname)
+                        && crate::functions::by_name(&fname).is_none()
+                        && self.has_routine(&fname)?
+                    {
+                        let call = ast::Function {
+                            name: name.clone(),
+                            uses_odbc_syntax: false,
+                            parameters: ast::FunctionArguments::None,
+                            args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+                                duplicate_treatment: None,
+                                args: args.args.clone(),
+                                clauses: vec![],
+                            }),
+                            within_group: vec![],
+                            filter: None,
+                            null_treatment: None,
+                            over: None,
+                        };
+                        let item = self.routine_from_item(
+                            &call,
+                            alias.as_ref(),
+                            *with_ordinality,
+                            offset,
+                            earlier,
+                        )?;
+                        if let Some(item) = item {
+                            return Ok(item);
+                        }
+                    }
                     if fname != "generate_series" {
                         // Every function but an integer series is bound by its call: a
                         // set-returning one gives its rows, any other one row.
@@ -882,6 +911,7 @@ impl<'a> Planner<'a> {
                         Source::Unnest(exprs, _) => {
                             lateral = exprs.iter().any(|e| e.uses_columns_in(0..start))
                         }
+                        Source::Call(e, ..) => lateral = e.uses_columns_in(0..start),
                         Source::Series(a, b, c) => {
                             lateral = [Some(a), Some(b), c.as_ref()]
                                 .into_iter()
@@ -1183,7 +1213,7 @@ impl<'a> Planner<'a> {
                     }
                 }
                 ast::SelectItem::UnnamedExpr(x) => {
-                    let (e, t) = self.expr(x, &scope, true)?;
+                    let (e, t) = self.select_item(x, &scope, projection.len(), &mut expand)?;
                     projection.push(e);
                     columns.push((
                         output_name(x),
@@ -1191,7 +1221,7 @@ impl<'a> Planner<'a> {
                     ));
                 }
                 ast::SelectItem::ExprWithAlias { expr, alias } => {
-                    let (e, t) = self.expr(expr, &scope, true)?;
+                    let (e, t) = self.select_item(expr, &scope, projection.len(), &mut expand)?;
                     projection.push(e);
                     columns.push((
                         ident(alias),
@@ -1511,6 +1541,31 @@ fn add_dependent_columns(from: &[FromItem], keys: &mut Vec<Expr>) {
     }
 }
 
+impl Planner<'_> {
+    /// A select-list item at `position`: a call of a set-returning function made with
+    /// CREATE FUNCTION is marked to expand the row (its value is the array of its set).
+    fn select_item(
+        &mut self,
+        x: &ast::Expr,
+        scope: &Scope,
+        position: usize,
+        expand: &mut Vec<usize>,
+    ) -> Result<(Expr, DataType)> {
+        let mut call = x;
+        while let ast::Expr::Nested(inner) = call {
+            call = inner;
+        }
+        self.set_item = matches!(call, ast::Expr::Function(_));
+        let bound = self.expr(x, scope, true);
+        self.set_item = false;
+        let (e, t) = bound?;
+        if matches!(&e, Expr::Routine(r, _) if r.shape().set) {
+            expand.push(position);
+        }
+        Ok((e, t))
+    }
+}
+
 /// Whether an expression is the bare keyword `DEFAULT` (in INSERT VALUES and UPDATE SET).
 pub(crate) fn is_default_keyword(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default"))
@@ -1519,7 +1574,9 @@ pub(crate) fn is_default_keyword(e: &ast::Expr) -> bool {
 /// Records the column of a FROM item that is a scalar function (one column, from a
 /// set-returning call), which its alias names too.
 fn mark_function_column(scope: &mut Scope, item: &FromItem, cols: &[ScopeCol]) {
-    if cols.len() == 1 && matches!(item.source, Source::Unnest(..) | Source::Series(..)) {
+    if cols.len() == 1
+        && matches!(item.source, Source::Unnest(..) | Source::Series(..) | Source::Call(..))
+    {
         scope.function_columns.push(scope.cols.len());
     }
 }

@@ -6,7 +6,7 @@ use sqlparser::ast;
 use crate::bind::*;
 use crate::error::{code, Result, SqlError};
 use crate::expr::*;
-use crate::plan::{FromItem, JoinKind, Source};
+use crate::plan::{CallRows, FromItem, JoinKind, Source};
 use crate::types::DataType;
 
 /// The unnamed arguments of a call (`None` when it is not a plain call).
@@ -370,6 +370,73 @@ impl<'a> Planner<'a> {
             label: name.to_string(),
         };
         Ok((item, cols))
+    }
+
+    /// A call of a function made with CREATE FUNCTION in FROM (`FROM f(1) AS t(a, b)`):
+    /// its rows — a set's, or the one row of a value or of columns — with the columns its
+    /// shape names (a value's column takes the alias when there is one, as in PostgreSQL).
+    pub(crate) fn routine_from_item(
+        &mut self,
+        call: &ast::Function,
+        alias: Option<&ast::TableAlias>,
+        ordinality: bool,
+        offset: usize,
+        earlier: &Scope,
+    ) -> Result<Option<(FromItem, Vec<ScopeCol>)>> {
+        // The call sees the earlier FROM items' columns (LATERAL, as in PostgreSQL).
+        let Some((e, shape)) = self.routine_rows(call, earlier)? else { return Ok(None) };
+        let name = crate::bind::name_as_written(&call.name)?;
+        let name = name.rsplit('.').next().unwrap_or(&name).to_string();
+        let alias_name = alias.map(|a| ident(&a.name)).unwrap_or_else(|| name.clone());
+        let rename: Vec<String> =
+            alias.map(|a| a.columns.iter().map(|c| ident(&c.name)).collect()).unwrap_or_default();
+        let columns: Vec<(String, DataType)> = match (&shape.columns, shape.value) {
+            (Some(c), _) => c.clone(),
+            (None, Some(t)) => {
+                let named_out = shape.column != crate::catalog::unqualified(&name);
+                let n = if alias.is_some() && !named_out {
+                    alias_name.clone()
+                } else {
+                    shape.column.clone()
+                };
+                vec![(n, t)]
+            }
+            // A void function gives one row of one empty value.
+            (None, None) => vec![(shape.column.clone(), DataType::Unknown)],
+        };
+        let width = columns.len() + usize::from(ordinality);
+        if rename.len() > width {
+            return Err(SqlError::new(
+                code::INVALID_COLUMN_REFERENCE,
+                format!(
+                    "table \"{alias_name}\" has {width} columns available but {} columns specified",
+                    rename.len()
+                ),
+            ));
+        }
+        let mut cols = Vec::with_capacity(width);
+        let ordinal = ordinality.then(|| ("ordinality".to_string(), DataType::Int8));
+        for (i, (n, t)) in columns.iter().cloned().chain(ordinal).enumerate() {
+            cols.push(ScopeCol {
+                system: false,
+                table: Some(alias_name.clone()),
+                name: rename.get(i).cloned().unwrap_or(n),
+                ty: t,
+                origin: None,
+            });
+        }
+        let rows =
+            CallRows { set: shape.set, columns: shape.columns.is_some(), width: columns.len() };
+        let item = FromItem {
+            source: Source::Call(Box::new(e), rows, ordinality),
+            offset,
+            width,
+            join: JoinKind::Inner,
+            on: vec![],
+            filters: vec![],
+            label: name,
+        };
+        Ok(Some((item, cols)))
     }
 
     /// A call of a function that returns one value, named in FROM (`FROM current_schema()`,

@@ -78,6 +78,7 @@ impl InitPlans<'_> {
                 | Source::Lateral(_)
                 | Source::Series(..)
                 | Source::Unnest(..)
+                | Source::Call(..)
                 | Source::Recursive(..)
                 | Source::WorkTable(_)
                 | Source::Rows(_)

@@ -280,6 +280,22 @@ impl Join<'_, '_, '_> {
                 }
                 v
             }
+            Source::Call(call, shape, ordinality) => {
+                let rows = shape.rows(call.eval(row, ctx)?)?;
+                if rows.len() > limits.rows_max {
+                    return Err(SqlError::new(
+                        code::OUT_OF_MEMORY,
+                        "a set-returning function would produce too many rows",
+                    ));
+                }
+                let numbered = rows.into_iter().enumerate().map(|(i, mut r)| {
+                    if *ordinality {
+                        r.push(Value::Int(i as i64 + 1));
+                    }
+                    (None, r)
+                });
+                numbered.collect()
+            }
             Source::Series(start, stop, step) => {
                 let int = |e: &Expr| -> Result<i64> {
                     match e.eval(row, ctx)? {

@@ -86,6 +86,58 @@ pub(crate) struct Program {
     /// Whether a step writes (INSERT, UPDATE or DELETE) or calls a function that does: only
     /// a writer runs its writes.
     pub(crate) writes: bool,
+    /// A function's: the slots its call's arguments go to (its IN and INOUT arguments').
+    inputs: Vec<usize>,
+    /// A function's: what its call gives.
+    shape: Shape,
+}
+
+/// What a call of a function gives: one value, a row of columns, or a set of either.
+///
+/// As a value (`Program::call`), a set is an array of its rows, and a row of columns an
+/// array of their values (a set of such rows, an array of arrays); the executor reads a
+/// call in FROM or in a select list by that shape.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Shape {
+    /// RETURNS SETOF / TABLE: a set of rows.
+    pub(crate) set: bool,
+    /// The value's type (`None`: nothing — void, a procedure), for a function whose rows
+    /// are not of columns.
+    pub(crate) value: Option<DataType>,
+    /// The columns of its rows, for one returning a row of two or more OUT arguments or
+    /// `RETURNS TABLE` columns, or a table's row type: name and type.
+    pub(crate) columns: Option<Vec<(String, DataType)>>,
+    /// The name of the one column a value makes in FROM (a single OUT argument's, or the
+    /// function's).
+    pub(crate) column: String,
+    /// The slots of its OUT, INOUT and TABLE arguments (a PL/pgSQL function's): what
+    /// `RETURN` and `RETURN NEXT` without an expression give.
+    pub(crate) out: Vec<usize>,
+}
+
+impl Shape {
+    /// The types of its rows' columns (none for a void function).
+    pub(crate) fn types(&self) -> Vec<DataType> {
+        match (&self.columns, self.value) {
+            (Some(c), _) => c.iter().map(|(_, t)| *t).collect(),
+            (None, Some(t)) => vec![t],
+            (None, None) => vec![],
+        }
+    }
+
+    /// A row of a query converted to the types of its rows' columns.
+    fn converted(&self, row: Vec<Value>, env: &dyn Env) -> Result<Vec<Value>> {
+        row.into_iter().zip(self.types()).map(|(v, t)| assign(v, t, env.style())).collect()
+    }
+
+    /// The value of a row (of `types()`): the one value, or the array of the columns'.
+    fn row_value(&self, mut row: Vec<Value>) -> Value {
+        if self.columns.is_some() {
+            Value::Array(row)
+        } else {
+            row.pop().unwrap_or(Value::Null)
+        }
+    }
 }
 
 pub(crate) enum Step {
@@ -152,6 +204,24 @@ pub(crate) enum Step {
     /// An INSERT, UPDATE or DELETE with `RETURNING … INTO`: the write, and the slots its
     /// first returned row is assigned to (NULLs when it wrote none).
     WriteInto(Box<Step>, Vec<(usize, DataType)>),
+    /// `RETURN NEXT expr` of a function returning a set of values: the value joins the set.
+    ReturnNext(Query),
+    /// The values of these slots as a row: `RETURN NEXT` of the OUT arguments or `RETURN
+    /// NEXT r` of a record variable (`next`: the row joins the set), `RETURN r` of a
+    /// function returning a row (the row is returned).
+    ReturnSlots {
+        slots: Vec<usize>,
+        next: bool,
+    },
+    /// `RETURN QUERY query`, and an SQL function's last query when it returns a set: the
+    /// query's rows join the set.
+    ReturnQuery(Box<SelectPlan>),
+    /// An SQL function's last query when it returns a row of columns: its first row (NULL
+    /// when it has none) is returned.
+    ReturnRow(Box<SelectPlan>),
+    /// An SQL function's last statement, an INSERT, UPDATE or DELETE with RETURNING: the
+    /// rows it returned are the set (or the first of them the row or value) returned.
+    ReturnWrite(Box<Step>),
 }
 
 /// What a program returned.
@@ -197,9 +267,15 @@ type Fields = Vec<(String, usize)>;
 pub(crate) enum Kind<'t> {
     /// A trigger function, for a trigger of this table.
     Trigger(&'t Table),
-    /// A function or procedure: its name, its arguments (name, type) and what it returns
-    /// (`None`: nothing — void, or a procedure).
-    Function { name: String, args: Vec<(Option<String>, DataType)>, returns: Option<DataType> },
+    /// A function or procedure: its name, its arguments of every mode (name, type; a
+    /// PL/pgSQL function's OUT arguments are variables too) and what it returns.
+    /// `inputs` are the positions of the arguments a call gives.
+    Function {
+        name: String,
+        args: Vec<(Option<String>, DataType)>,
+        inputs: Vec<usize>,
+        shape: Shape,
+    },
 }
 
 /// The names a function's code can refer to, and their slots.
@@ -291,6 +367,16 @@ impl<'t> Frame<'t> {
     /// Whether `name` is a record variable (and not a scalar variable declared later).
     fn is_record_var(&self, name: &str) -> bool {
         self.declared(name).is_none() && self.records.iter().any(|(n, _)| n == name)
+    }
+
+    /// The slots of a record variable's fields, in order.
+    fn record_fields(&self, record: &str) -> Result<Vec<usize>> {
+        let shape = self.records.iter().rev().find(|(n, _)| n == record).and_then(|r| r.1.as_ref());
+        let Some(fields) = shape else {
+            return Err(SqlError::new("55000", format!("record \"{record}\" is not assigned yet"))
+                .detail("The tuple structure of a not-yet-assigned record is indeterminate."));
+        };
+        Ok(fields.iter().map(|(_, slot)| *slot).collect())
     }
 
     /// The slot of `record.field`.
@@ -803,13 +889,15 @@ impl Binder<'_> {
         Ok((q.ty, frame.used_new, frame.used_old))
     }
 
-    /// Binds an SQL function's body: its statements run in order, the last one's first row
-    /// giving the value (a query's first column; nothing for a function returning void).
+    /// Binds an SQL function's body: its statements run in order, the last one giving what
+    /// the function returns — its first row (a query's first column, for a function of one
+    /// value; nothing for one returning void), or all its rows for a set. `args` are the
+    /// arguments a call gives.
     pub(crate) fn sql(
         &mut self,
         name: &str,
         args: Vec<(Option<String>, DataType)>,
-        returns: Option<DataType>,
+        shape: Shape,
         body: &str,
     ) -> Result<(Program, Dependencies)> {
         if self.routines.len() > NESTING_MAX {
@@ -818,41 +906,91 @@ impl Binder<'_> {
         let named =
             args.iter().enumerate().filter_map(|(k, (n, _))| n.clone().map(|n| (n, k))).collect();
         self.sql_args = Some((name.to_string(), named));
-        let mut frame =
-            Frame::new(Kind::Function { name: name.to_string(), args: vec![], returns });
+        let inputs = (0..args.len()).collect();
+        let returns = shape.types();
+        let gives = shape.value.is_some() || shape.columns.is_some();
+        let (set, row) = (shape.set, shape.columns.is_some());
+        let declared = result_name(&shape);
+        let mut frame = Frame::new(Kind::Function {
+            name: name.to_string(),
+            args: vec![],
+            inputs,
+            shape: Shape { out: vec![], ..shape },
+        });
         // The arguments are parameters of the planners (not variables PL/pgSQL-style).
         frame.types.splice(0..0, args.iter().map(|(_, t)| *t));
         frame.found += args.len();
+        let mismatch = |detail: &str| {
+            SqlError::new(
+                code::INVALID_FUNCTION_DEFINITION,
+                format!("return type mismatch in function declared to return {declared}"),
+            )
+            .detail(detail.to_string())
+        };
+        // The last statement's columns must be the function's.
+        let fits = |columns: &[(String, DataType)]| -> Result<()> {
+            match columns.len().cmp(&returns.len()) {
+                std::cmp::Ordering::Equal => Ok(()),
+                _ if !row => Err(mismatch("Final statement must return exactly one column.")),
+                std::cmp::Ordering::Greater => {
+                    Err(mismatch("Final statement returns too many columns."))
+                }
+                std::cmp::Ordering::Less => {
+                    Err(mismatch("Final statement returns too few columns."))
+                }
+            }
+        };
         let statements = crate::parse::parse(body)?;
         let mut steps = Vec::with_capacity(statements.len());
         let last = statements.len().saturating_sub(1);
         for (k, stmt) in statements.iter().enumerate() {
             let step = match stmt {
-                ast::Statement::Query(q) if k == last && returns.is_some() => {
+                ast::Statement::Query(q) if k == last && gives => {
                     let plan = self.planned(&mut frame, |p| p.query(q, None))?;
-                    let ty = returns.expect("checked");
-                    if plan.columns.len() != 1 {
-                        return Err(SqlError::new(
-                            code::INVALID_FUNCTION_DEFINITION,
-                            "return type mismatch in function declared to return ".to_string()
-                                + &ty.sql_name(),
-                        )
-                        .detail("Final statement must return exactly one column."));
+                    fits(&plan.columns)?;
+                    if set {
+                        steps.push(Step::ReturnQuery(Box::new(plan)));
+                        Step::ReturnValue(None, DataType::Unknown)
+                    } else if row {
+                        Step::ReturnRow(Box::new(plan))
+                    } else {
+                        let ty = returns[0];
+                        let q = Query { ty: plan.columns[0].1, plan: Box::new(plan) };
+                        Step::ReturnValue(Some(q), ty)
                     }
-                    let q = Query { ty: plan.columns[0].1, plan: Box::new(plan) };
-                    Step::ReturnValue(Some(q), ty)
                 }
                 ast::Statement::Query(q) => {
                     Step::Perform(Box::new(self.planned(&mut frame, |p| p.query(q, None))?))
                 }
                 ast::Statement::Insert(ins) => {
-                    Step::Insert(Box::new(self.planned(&mut frame, |p| plan_insert(p, ins))?))
+                    let plan = self.planned(&mut frame, |p| plan_insert(p, ins))?;
+                    match plan.returning.as_ref().map(|r| r.columns.clone()) {
+                        Some(columns) if k == last && gives => {
+                            fits(&columns)?;
+                            Step::ReturnWrite(Box::new(Step::Insert(Box::new(plan))))
+                        }
+                        _ => Step::Insert(Box::new(plan)),
+                    }
                 }
                 ast::Statement::Update(u) => {
-                    Step::Update(Box::new(self.planned(&mut frame, |p| plan_update(p, u))?))
+                    let plan = self.planned(&mut frame, |p| plan_update(p, u))?;
+                    match plan.returning.as_ref().map(|r| r.columns.clone()) {
+                        Some(columns) if k == last && gives => {
+                            fits(&columns)?;
+                            Step::ReturnWrite(Box::new(Step::Update(Box::new(plan))))
+                        }
+                        _ => Step::Update(Box::new(plan)),
+                    }
                 }
                 ast::Statement::Delete(d) => {
-                    Step::Delete(Box::new(self.planned(&mut frame, |p| plan_delete(p, d))?))
+                    let plan = self.planned(&mut frame, |p| plan_delete(p, d))?;
+                    match plan.returning.as_ref().map(|r| r.columns.clone()) {
+                        Some(columns) if k == last && gives => {
+                            fits(&columns)?;
+                            Step::ReturnWrite(Box::new(Step::Delete(Box::new(plan))))
+                        }
+                        _ => Step::Delete(Box::new(plan)),
+                    }
                 }
                 other => {
                     return Err(SqlError::unsupported(format!(
@@ -863,26 +1001,82 @@ impl Binder<'_> {
             };
             steps.push(step);
         }
-        if let Some(ty) = returns {
-            if !matches!(steps.last(), Some(Step::ReturnValue(..))) {
-                return Err(SqlError::new(
-                    code::INVALID_FUNCTION_DEFINITION,
-                    format!(
-                        "return type mismatch in function declared to return {}",
-                        ty.sql_name()
-                    ),
-                )
-                .detail(
-                    "Function's final statement must be SELECT or INSERT/UPDATE/DELETE RETURNING.",
-                ));
-            }
+        if gives
+            && !matches!(
+                steps.last(),
+                Some(Step::ReturnValue(..) | Step::ReturnRow(_) | Step::ReturnWrite(_))
+            )
+        {
+            return Err(mismatch(
+                "Function's final statement must be SELECT or INSERT/UPDATE/DELETE RETURNING.",
+            ));
         }
         Ok(program(frame, vec![], None, steps))
+    }
+
+    /// `RETURN [e]` of a function (its form already checked by [`return_misfit`]).
+    fn function_return(
+        &mut self,
+        frame: &mut Frame,
+        shape: &Shape,
+        e: Option<&str>,
+    ) -> Result<Step> {
+        Ok(match (shape.set || !shape.out.is_empty(), &shape.columns, shape.value, e) {
+            (false, Some(_), _, Some(e)) => match self.returned_record(frame, shape, e)? {
+                Some(slots) => Step::ReturnSlots { slots, next: false },
+                None => return Err(refused("RETURN of a row but as a record variable")),
+            },
+            (false, None, Some(ty), Some(e)) => {
+                Step::ReturnValue(Some(self.expression(frame, e)?), ty)
+            }
+            _ => Step::ReturnValue(None, DataType::Unknown),
+        })
+    }
+
+    /// The slots of a record variable `e` names, when the function returns rows of columns
+    /// (`RETURN NEXT r`, `RETURN r`): as many fields as the rows have columns.
+    fn returned_record(
+        &mut self,
+        frame: &mut Frame,
+        shape: &Shape,
+        e: &str,
+    ) -> Result<Option<Vec<usize>>> {
+        let Some(columns) = &shape.columns else { return Ok(None) };
+        let name = e.trim();
+        let name = if name.starts_with('"') && name.ends_with('"') && name.len() > 1 {
+            name[1..name.len() - 1].to_string()
+        } else {
+            name.to_lowercase()
+        };
+        if !frame.is_record_var(&name) {
+            return Err(refused(
+                "RETURN NEXT or RETURN of a row but as a record variable (RETURN NEXT r, after SELECT … INTO r or FOR r IN …)",
+            ));
+        }
+        let fields = frame.record_fields(&name)?;
+        if fields.len() != columns.len() {
+            return Err(SqlError::new(
+                code::DATATYPE_MISMATCH,
+                "wrong record type supplied in RETURN NEXT",
+            )
+            .detail(format!(
+                "Number of returned columns ({}) does not match expected column count ({}).",
+                fields.len(),
+                columns.len()
+            )));
+        }
+        Ok(Some(fields))
     }
 
     fn steps(&mut self, frame: &mut Frame, statements: &[Stmt]) -> Result<Vec<Step>> {
         let mut out = Vec::with_capacity(statements.len());
         for s in statements {
+            if let Kind::Function { shape, .. } = &frame.kind {
+                let value = shape.value.is_some() || shape.columns.is_some();
+                if let Some(e) = return_misfit(s, shape.set, !shape.out.is_empty(), value) {
+                    return Err(e);
+                }
+            }
             out.push(match s {
                 Stmt::Assign(target, e) => {
                     let (slot, ty, not_null) = match target.as_slice() {
@@ -968,24 +1162,52 @@ impl Binder<'_> {
                             ));
                         }
                     }),
-                    Kind::Function { returns: Some(ty), .. } => {
-                        let ty = *ty;
-                        let Some(e) = e else {
-                            return Err(SqlError::syntax("missing expression at or near \";\"")
-                                .hint("A function that returns a value returns it with RETURN expression."));
-                        };
-                        Step::ReturnValue(Some(self.expression(frame, e)?), ty)
-                    }
-                    Kind::Function { returns: None, .. } => {
-                        if e.is_some() {
-                            return Err(SqlError::new(
-                                code::DATATYPE_MISMATCH,
-                                "RETURN cannot have a parameter in function returning void",
-                            ));
-                        }
-                        Step::ReturnValue(None, DataType::Unknown)
+                    Kind::Function { shape, .. } => {
+                        let shape = shape.clone();
+                        self.function_return(frame, &shape, e.as_deref())?
                     }
                 },
+                Stmt::ReturnNext(e) => {
+                    let shape = match &frame.kind {
+                        Kind::Function { shape, .. } => shape.clone(),
+                        Kind::Trigger(_) => {
+                            return Err(return_misfit(s, false, false, false).expect("misfit"))
+                        }
+                    };
+                    match e {
+                        None => Step::ReturnSlots { slots: shape.out.clone(), next: true },
+                        Some(e) => match self.returned_record(frame, &shape, e)? {
+                            Some(slots) => Step::ReturnSlots { slots, next: true },
+                            None => Step::ReturnNext(self.expression(frame, e)?),
+                        },
+                    }
+                }
+                Stmt::ReturnQuery(q) => {
+                    let shape = match &frame.kind {
+                        Kind::Function { shape, .. } => shape.clone(),
+                        Kind::Trigger(_) => {
+                            return Err(return_misfit(s, false, false, false).expect("misfit"))
+                        }
+                    };
+                    let mut stmt = one_statement(q)?;
+                    frame.rewrite(&mut stmt)?;
+                    let ast::Statement::Query(q) = &stmt else {
+                        return Err(refused("RETURN QUERY of anything but a query"));
+                    };
+                    let plan = self.planned(frame, |p| p.query(q, None))?;
+                    if plan.columns.len() != shape.types().len() {
+                        return Err(SqlError::new(
+                            code::DATATYPE_MISMATCH,
+                            "structure of query does not match function result type",
+                        )
+                        .detail(format!(
+                            "Number of returned columns ({}) does not match expected column count ({}).",
+                            plan.columns.len(),
+                            shape.types().len()
+                        )));
+                    }
+                    Step::ReturnQuery(Box::new(plan))
+                }
                 Stmt::Block(b) if b.handlers.is_empty() => {
                     Step::Block(self.steps(frame, &b.statements)?)
                 }
@@ -1177,16 +1399,18 @@ pub(crate) trait Host {
         frame: &[Value],
         env: &dyn Env,
     ) -> Result<Vec<Vec<Value>>>;
-    /// Runs an INSERT, UPDATE or DELETE step: how many rows it wrote, and the first row
-    /// it returned (RETURNING).
+    /// Runs an INSERT, UPDATE or DELETE step: how many rows it wrote, and the rows it
+    /// returned (RETURNING).
     fn write(
         &mut self,
         step: &Step,
         frame: &[Value],
         env: &dyn Env,
-    ) -> Result<(u64, Option<Vec<Value>>)>;
+    ) -> Result<(u64, Vec<Vec<Value>>)>;
     /// Fails when the statement was canceled.
     fn interrupted(&self) -> Result<()>;
+    /// The most rows a statement may hold (what a set-returning function may return).
+    fn rows_max(&self) -> usize;
     /// Marks where a block with handlers starts (`None`: nothing to undo).
     fn mark(&mut self) -> Option<Mark>;
     /// Undoes what was written since `mark` (a handler caught an error).
@@ -1209,6 +1433,58 @@ fn truth(host: &mut dyn Host, q: &Query, frame: &[Value], env: &dyn Env) -> Resu
     Ok(matches!(eval(host, q, frame, env)?, Value::Bool(true)))
 }
 
+/// The error of a `RETURN` form that a function of this kind cannot have, as PL/pgSQL finds
+/// it when it reads the function (`set`: it returns a set; `out`: it has OUT arguments;
+/// `value`: it returns a value or a row, not void); statements nested in `s` are checked
+/// too.
+pub(crate) fn return_misfit(s: &Stmt, set: bool, out: bool, value: bool) -> Option<SqlError> {
+    let mismatch = |m: &str| Some(SqlError::new(code::DATATYPE_MISMATCH, m.to_string()));
+    let all = |v: &[Stmt]| v.iter().find_map(|s| return_misfit(s, set, out, value));
+    match s {
+        Stmt::Return(Some(_)) if set => {
+            let e = mismatch("RETURN cannot have a parameter in function returning set");
+            e.map(|e| e.hint("Use RETURN NEXT or RETURN QUERY."))
+        }
+        Stmt::Return(Some(_)) if out => {
+            mismatch("RETURN cannot have a parameter in function with OUT parameters")
+        }
+        Stmt::Return(Some(_)) if !value => {
+            mismatch("RETURN cannot have a parameter in function returning void")
+        }
+        Stmt::Return(None) if value && !set && !out => Some(
+            SqlError::syntax("missing expression at or near \";\"")
+                .hint("A function that returns a value returns it with RETURN expression."),
+        ),
+        Stmt::ReturnNext(_) if !set => mismatch("cannot use RETURN NEXT in a non-SETOF function"),
+        Stmt::ReturnQuery(_) if !set => mismatch("cannot use RETURN QUERY in a non-SETOF function"),
+        Stmt::ReturnNext(Some(_)) if out => {
+            mismatch("RETURN NEXT cannot have a parameter in function with OUT parameters")
+        }
+        Stmt::ReturnNext(None) if !out => {
+            Some(SqlError::syntax("RETURN NEXT must have a parameter"))
+        }
+        Stmt::If(arms, otherwise) => {
+            arms.iter().find_map(|(_, b)| all(b)).or_else(|| all(otherwise))
+        }
+        Stmt::Block(b) => {
+            all(&b.statements).or_else(|| b.handlers.iter().find_map(|h| all(&h.statements)))
+        }
+        Stmt::Loop(_, b) => all(b),
+        Stmt::ForRange(f) => all(&f.body),
+        Stmt::ForQuery(f) => all(&f.body),
+        _ => None,
+    }
+}
+
+/// A function's result as `RETURNS` names it, without SETOF: `integer`, `record`.
+fn result_name(shape: &Shape) -> String {
+    match (&shape.columns, shape.value) {
+        (Some(_), _) => "record".into(),
+        (None, Some(t)) => t.sql_name(),
+        (None, None) => "void".into(),
+    }
+}
+
 /// A bound program of `frame`'s slots.
 fn program(
     frame: Frame,
@@ -1218,7 +1494,11 @@ fn program(
 ) -> (Program, Dependencies) {
     fn writes(steps: &[Step]) -> bool {
         steps.iter().any(|s| match s {
-            Step::Insert(_) | Step::Update(_) | Step::Delete(_) | Step::WriteInto(..) => true,
+            Step::Insert(_)
+            | Step::Update(_)
+            | Step::Delete(_)
+            | Step::WriteInto(..)
+            | Step::ReturnWrite(_) => true,
             Step::If(arms, otherwise) => arms.iter().any(|(_, b)| writes(b)) || writes(otherwise),
             Step::Guarded { body, handlers } => {
                 writes(body) || handlers.iter().any(|(_, b)| writes(b))
@@ -1231,7 +1511,13 @@ fn program(
         })
     }
     let width = frame.width();
+    let (inputs, shape) = match &frame.kind {
+        Kind::Function { inputs, shape, .. } => (inputs.clone(), shape.clone()),
+        Kind::Trigger(_) => (vec![], Shape::default()),
+    };
     let program = Program {
+        inputs,
+        shape,
         width,
         slots: frame.types.len(),
         found: frame.found,
@@ -1269,6 +1555,17 @@ impl Program {
         frame: &mut Vec<Value>,
         env: &dyn Env,
     ) -> Result<Flow> {
+        self.run_into(host, frame, env, &mut Vec::new())
+    }
+
+    /// Runs the program on `frame`, gathering a set-returning function's rows in `set`.
+    fn run_into(
+        &self,
+        host: &mut dyn Host,
+        frame: &mut Vec<Value>,
+        env: &dyn Env,
+        set: &mut Vec<Value>,
+    ) -> Result<Flow> {
         for (slot, ty, default, not_null) in &self.declared {
             if let Some(d) = default {
                 let v = eval(host, d, frame, env)?;
@@ -1278,21 +1575,41 @@ impl Program {
                 return Err(null_into_not_null());
             }
         }
-        run_steps(host, self, &self.body, frame, env, None)
+        run_steps(host, self, &self.body, frame, env, None, set)
     }
 
-    /// Runs a function's program on its arguments: the value it returned (the empty string
-    /// for one returning void). `name` is the function as messages show it.
+    /// What a call of the function gives.
+    pub(crate) fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    /// Runs a function's program on the values of the arguments a call gives: what it
+    /// returned, as its [`Shape`] makes it a value (the empty string for a function
+    /// returning void). `name` is the function as messages show it.
     pub(crate) fn call(
         &self,
         host: &mut dyn Host,
         args: Vec<Value>,
-        returns_value: bool,
         name: &str,
         env: &dyn Env,
     ) -> Result<Value> {
-        let mut frame = self.frame(args);
-        match self.run(host, &mut frame, env)? {
+        let mut frame = vec![Value::Null; self.slots];
+        for (slot, v) in self.inputs.iter().zip(args) {
+            frame[*slot] = v;
+        }
+        let mut set = Vec::new();
+        let flow = self.run_into(host, &mut frame, env, &mut set)?;
+        let shape = &self.shape;
+        if shape.set {
+            return Ok(Value::Array(set));
+        }
+        if !shape.out.is_empty() {
+            // Its OUT arguments' values, as they are when it returns or ends.
+            let row = shape.out.iter().map(|s| std::mem::replace(&mut frame[*s], Value::Null));
+            return Ok(shape.row_value(row.collect()));
+        }
+        let returns_value = shape.value.is_some() || shape.columns.is_some();
+        match flow {
             Flow::Return(_) if returns_value => {
                 Ok(std::mem::replace(&mut frame[self.result], Value::Null))
             }
@@ -1309,6 +1626,7 @@ impl Program {
 }
 
 /// Runs a program's steps.
+/// `set` gathers the rows of a set-returning function (as `Shape` makes them values).
 fn run_steps(
     host: &mut dyn Host,
     p: &Program,
@@ -1316,6 +1634,7 @@ fn run_steps(
     frame: &mut Vec<Value>,
     env: &dyn Env,
     caught: Option<&SqlError>,
+    set: &mut Vec<Value>,
 ) -> Result<Flow> {
     for s in steps {
         host.interrupted()?;
@@ -1335,12 +1654,12 @@ fn run_steps(
                         break;
                     }
                 }
-                match run_steps(host, p, taken, frame, env, caught)? {
+                match run_steps(host, p, taken, frame, env, caught, set)? {
                     Flow::Next => {}
                     other => return Ok(other),
                 }
             }
-            Step::Block(body) => match run_steps(host, p, body, frame, env, caught)? {
+            Step::Block(body) => match run_steps(host, p, body, frame, env, caught, set)? {
                 Flow::Next => {}
                 other => return Ok(other),
             },
@@ -1402,7 +1721,7 @@ fn run_steps(
             }
             Step::Guarded { body, handlers } => {
                 let mark = host.mark();
-                match run_steps(host, p, body, frame, env, caught) {
+                match run_steps(host, p, body, frame, env, caught, set) {
                     Ok(flow) => {
                         host.forget(mark);
                         if !matches!(flow, Flow::Next) {
@@ -1420,7 +1739,7 @@ fn run_steps(
                         host.undo(mark)?;
                         frame[p.found + 3] = Value::Text(e.code.to_string());
                         frame[p.found + 4] = Value::Text(e.message.clone());
-                        match run_steps(host, p, statements, frame, env, Some(&e))? {
+                        match run_steps(host, p, statements, frame, env, Some(&e), set)? {
                             Flow::Next => {}
                             other => return Ok(other),
                         }
@@ -1435,7 +1754,7 @@ fn run_steps(
                     for ((slot, ty), v) in targets.iter().zip(row) {
                         frame[*slot] = assign(v, *ty, env.style())?;
                     }
-                    match run_steps(host, p, body, frame, env, caught)? {
+                    match run_steps(host, p, body, frame, env, caught, set)? {
                         Flow::Return(r) => return Ok(Flow::Return(r)),
                         Flow::Exit => break,
                         Flow::Next | Flow::Continue => {}
@@ -1444,13 +1763,62 @@ fn run_steps(
                 frame[p.found] = Value::Bool(any);
             }
             Step::WriteInto(write, targets) => {
-                let (n, row) = host.write(write, frame, env)?;
+                let (n, rows) = host.write(write, frame, env)?;
+                let row = rows.into_iter().next();
                 frame[p.found] = Value::Bool(n > 0);
                 frame[p.row_count] = Value::Int(n as i64);
                 for (k, (slot, ty)) in targets.iter().enumerate() {
                     let v = row.as_ref().and_then(|r| r.get(k).cloned()).unwrap_or(Value::Null);
                     frame[*slot] = assign(v, *ty, env.style())?;
                 }
+            }
+            Step::ReturnNext(q) => {
+                let v = eval(host, q, frame, env)?;
+                let ty = p.shape.value.unwrap_or(DataType::Unknown);
+                gather(host, set, assign(v, ty, env.style())?)?;
+            }
+            Step::ReturnSlots { slots, next } => {
+                let mut row = Vec::with_capacity(slots.len());
+                for (slot, ty) in slots.iter().zip(p.shape.types()) {
+                    row.push(assign(frame[*slot].clone(), ty, env.style())?);
+                }
+                if !*next {
+                    frame[p.result] = p.shape.row_value(row);
+                    return Ok(Flow::Return(Returned::Value));
+                }
+                gather(host, set, p.shape.row_value(row))?;
+            }
+            Step::ReturnQuery(plan) => {
+                let rows = host.rows(plan, frame, env)?;
+                frame[p.found] = Value::Bool(!rows.is_empty());
+                frame[p.row_count] = Value::Int(rows.len() as i64);
+                for row in rows {
+                    let row = p.shape.converted(row, env)?;
+                    gather(host, set, p.shape.row_value(row))?;
+                }
+            }
+            Step::ReturnRow(plan) => {
+                let row = host.rows(plan, frame, env)?.into_iter().next();
+                frame[p.result] = match row {
+                    Some(row) => p.shape.row_value(p.shape.converted(row, env)?),
+                    None => Value::Null,
+                };
+                return Ok(Flow::Return(Returned::Value));
+            }
+            Step::ReturnWrite(write) => {
+                let (_, rows) = host.write(write, frame, env)?;
+                if p.shape.set {
+                    for row in rows {
+                        let row = p.shape.converted(row, env)?;
+                        gather(host, set, p.shape.row_value(row))?;
+                    }
+                } else {
+                    frame[p.result] = match rows.into_iter().next() {
+                        Some(row) => p.shape.row_value(p.shape.converted(row, env)?),
+                        None => Value::Null,
+                    };
+                }
+                return Ok(Flow::Return(Returned::Value));
             }
             Step::Return(r) => return Ok(Flow::Return(*r)),
             Step::ReturnValue(q, ty) => {
@@ -1481,7 +1849,7 @@ fn run_steps(
                         break;
                     }
                 }
-                match run_steps(host, p, body, frame, env, caught)? {
+                match run_steps(host, p, body, frame, env, caught, set)? {
                     Flow::Return(r) => return Ok(Flow::Return(r)),
                     Flow::Exit => break,
                     Flow::Next | Flow::Continue => {}
@@ -1514,7 +1882,7 @@ fn run_steps(
                 while if *reverse { i >= high } else { i <= high } {
                     host.interrupted()?;
                     frame[*slot] = Value::Int(i);
-                    match run_steps(host, p, body, frame, env, caught)? {
+                    match run_steps(host, p, body, frame, env, caught, set)? {
                         Flow::Return(r) => return Ok(Flow::Return(r)),
                         Flow::Exit => break,
                         Flow::Next | Flow::Continue => {}
@@ -1529,6 +1897,22 @@ fn run_steps(
         }
     }
     Ok(Flow::Next)
+}
+
+/// Adds a row to a set-returning function's set, within the statement's row limit.
+fn gather(host: &mut dyn Host, set: &mut Vec<Value>, row: Value) -> Result<()> {
+    if set.len() >= host.rows_max() {
+        return Err(SqlError::new(
+            code::OUT_OF_MEMORY,
+            format!("a set-returning function returned more than {} rows", host.rows_max()),
+        )
+        .hint("Raise the server's --rows-max to hold more rows in one statement."));
+    }
+    if set.len() % 4096 == 4095 {
+        host.interrupted()?;
+    }
+    set.push(row);
+    Ok(())
 }
 
 impl Host for Writer<'_> {
@@ -1556,12 +1940,16 @@ impl Host for Writer<'_> {
         step: &Step,
         frame: &[Value],
         env: &dyn Env,
-    ) -> Result<(u64, Option<Vec<Value>>)> {
+    ) -> Result<(u64, Vec<Vec<Value>>)> {
         self.nested(step, frame, env)
     }
 
     fn interrupted(&self) -> Result<()> {
         Writer::interrupted(self)
+    }
+
+    fn rows_max(&self) -> usize {
+        self.limits.rows_max
     }
 
     fn mark(&mut self) -> Option<Mark> {
@@ -1616,12 +2004,16 @@ impl Host for QueryHost<'_, '_> {
         _step: &Step,
         _frame: &[Value],
         _env: &dyn Env,
-    ) -> Result<(u64, Option<Vec<Value>>)> {
+    ) -> Result<(u64, Vec<Vec<Value>>)> {
         Err(writes_in_query(self.name))
     }
 
     fn interrupted(&self) -> Result<()> {
         self.limits.check()
+    }
+
+    fn rows_max(&self) -> usize {
+        self.limits.rows_max
     }
 
     // A function called inside a query only reads: a failed block has nothing to undo.
@@ -1716,13 +2108,13 @@ fn nested_too_deep() -> SqlError {
 impl Writer<'_> {
     /// Runs an INSERT, UPDATE or DELETE of a function as a statement of its own: its AFTER
     /// triggers and NO ACTION checks run when it ends, apart from the calling statement's.
-    /// Returns how many rows it wrote, and the first row it returned.
+    /// Returns how many rows it wrote, and the rows it returned.
     pub(crate) fn nested(
         &mut self,
         step: &Step,
         frame: &[Value],
         env: &dyn Env,
-    ) -> Result<(u64, Option<Vec<Value>>)> {
+    ) -> Result<(u64, Vec<Vec<Value>>)> {
         let limits = self.limits.clone();
         let ctx = Ctx::new(frame, env);
         let outer_constraints = std::mem::take(&mut self.constraints);
@@ -1740,11 +2132,11 @@ impl Writer<'_> {
         self.constraints = outer_constraints;
         self.triggers.pending = outer_pending;
         Ok(match result? {
-            Output::Rows { rows, .. } => (rows.len() as u64, rows.into_iter().next()),
+            Output::Rows { rows, .. } => (rows.len() as u64, rows),
             Output::Command(tag) => {
-                (tag.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0), None)
+                (tag.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0), vec![])
             }
-            _ => (0, None),
+            _ => (0, vec![]),
         })
     }
 }

@@ -31,14 +31,14 @@ use std::sync::Arc;
 use sqlparser::ast;
 
 use crate::bind::{name_as_written, Planner, Scope};
-use crate::catalog::{Function, FunctionArg, Returns, Table};
+use crate::catalog::{ArgMode, Function, FunctionArg, Returns, Table};
 use crate::error::{code, Result, SqlError};
-use crate::exec::plpgsql::{Binder, Kind, Program};
+use crate::exec::plpgsql::{Binder, Kind, Program, Shape};
 use crate::exec::select::{execute_select, Exec};
 use crate::exec::write::Writer;
 use crate::expr::{subquery_values, Ctx, Expr, SubPlan, SubqueryRunner, SubqueryValues};
 use crate::parse::do_block;
-use crate::plan::SelectPlan;
+use crate::plan::{FromItem, SelectPlan, Source};
 use crate::session::Output;
 use crate::types::{DataType, Value};
 
@@ -57,8 +57,6 @@ pub struct Routine {
     pub(crate) name: String,
     /// STRICT: NULL for a NULL argument, without running.
     pub(crate) strict: bool,
-    /// The type of its value (`None`: void).
-    pub(crate) returns: Option<DataType>,
     /// LANGUAGE sql (whose void is NULL, where PL/pgSQL's is the empty string).
     pub(crate) sql: bool,
     pub(crate) program: Program,
@@ -81,11 +79,29 @@ impl Routine {
     pub(crate) fn writes(&self) -> bool {
         self.program.writes
     }
+
+    /// What a call gives.
+    pub(crate) fn shape(&self) -> &Shape {
+        self.program.shape()
+    }
 }
 
-/// Whether `plan` is a select list alone (no FROM, WHERE, grouping, ordering or limit) that
-/// calls a function whose body writes: the writer runs it ([`Writer::call_alone`]).
+/// Whether `plan` calls a function whose body writes where the writer runs it
+/// ([`Writer::call_alone`]): in a select list alone (no FROM, WHERE, grouping, ordering or
+/// limit), or as its first FROM item (`SELECT * FROM f(…)`).
 pub(crate) fn writing_call(plan: &SelectPlan) -> bool {
+    let writes = |e: &Expr| {
+        let mut writes = false;
+        e.walk(&mut |x| {
+            if let Expr::Routine(r, _) = x {
+                writes |= r.writes();
+            }
+        });
+        writes
+    };
+    if let Some(FromItem { source: Source::Call(call, ..), .. }) = plan.from.first() {
+        return writes(call);
+    }
     let alone = plan.from.is_empty()
         && plan.constant_filters.is_empty()
         && plan.grouping.is_none()
@@ -94,19 +110,8 @@ pub(crate) fn writing_call(plan: &SelectPlan) -> bool {
         && plan.distinct_on.is_empty()
         && plan.limit.is_none()
         && plan.offset.is_none()
-        && plan.expand.is_empty()
         && plan.windows.is_empty();
-    let mut writes = false;
-    if alone {
-        for e in &plan.projection {
-            e.walk(&mut |x| {
-                if let Expr::Routine(r, _) = x {
-                    writes |= r.writes();
-                }
-            });
-        }
-    }
-    writes
+    alone && plan.projection.iter().any(writes)
 }
 
 /// Runs a statement's subqueries and calls with the writer: its calls of functions run
@@ -135,9 +140,35 @@ impl SubqueryRunner for WriterRunner<'_, '_> {
 }
 
 impl Writer<'_> {
-    /// The row of a select list alone ([`writing_call`]), its calls run by the writer.
+    /// The rows of a query whose calls of a function that writes the writer runs
+    /// ([`writing_call`]): a select list alone (its set-returning items expanded), or a
+    /// query whose first FROM item is such a call — run first, its rows then read by the
+    /// rest of the query.
     pub(crate) fn call_alone(&mut self, plan: &SelectPlan, ctx: &Ctx) -> Result<Vec<Vec<Value>>> {
-        Ok(vec![self.eval_alone(&plan.projection, ctx)?])
+        let limits = self.limits.clone();
+        let Some(FromItem { source: Source::Call(call, shape, ordinality), .. }) =
+            plan.from.first()
+        else {
+            let row = self.eval_alone(&plan.projection, ctx)?;
+            if plan.expand.is_empty() {
+                return Ok(vec![row]);
+            }
+            let mut out = Vec::new();
+            crate::exec::select::expand_row(plan, row, &mut out, &limits)?;
+            return Ok(out);
+        };
+        let value = self.eval_alone(std::slice::from_ref(&**call), ctx)?.pop();
+        let mut rows = shape.rows(value.unwrap_or(Value::Null))?;
+        if *ordinality {
+            for (i, r) in rows.iter_mut().enumerate() {
+                r.push(Value::Int(i as i64 + 1));
+            }
+        }
+        let mut plan = plan.clone();
+        plan.from[0].source = Source::Rows(Arc::new(rows));
+        let cell = RefCell::new(&mut self.ts.txn);
+        let exec = Exec::new(&cell, &limits);
+        execute_select(&plan, &cell, &Ctx { runner: Some(&exec), ..*ctx }, &limits)
     }
 
     /// Evaluates expressions of no row, their calls run by the writer (so a function's or a
@@ -147,6 +178,41 @@ impl Writer<'_> {
         let ctx = Ctx { runner: Some(&runner), ..*ctx };
         exprs.iter().map(|e| e.eval(&[], &ctx)).collect()
     }
+}
+
+/// Arguments in named notation: name and expression.
+type Named = Vec<(String, ast::Expr)>;
+
+/// A call's arguments: the positional ones, and the named ones (`name => x`, `name := x`).
+fn call_arguments(f: &ast::Function) -> Result<(Vec<ast::Expr>, Named)> {
+    let mut args = Vec::new();
+    let mut named: Vec<(String, ast::Expr)> = Vec::new();
+    if let ast::FunctionArguments::List(list) = &f.args {
+        if !list.clauses.is_empty() || list.duplicate_treatment.is_some() {
+            return Err(SqlError::unsupported(format!("this call of {}", f.name)));
+        }
+        for a in &list.args {
+            match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => args.push(x.clone()),
+                ast::FunctionArg::Named { name, arg: ast::FunctionArgExpr::Expr(x), .. }
+                | ast::FunctionArg::ExprNamed {
+                    name: ast::Expr::Identifier(name),
+                    arg: ast::FunctionArgExpr::Expr(x),
+                    ..
+                } => {
+                    let n = crate::bind::ident(name);
+                    if named.iter().any(|(m, _)| *m == n) {
+                        return Err(SqlError::syntax(format!(
+                            "argument name \"{n}\" used more than once"
+                        )));
+                    }
+                    named.push((n, x.clone()));
+                }
+                other => return Err(SqlError::unsupported(format!("the argument {other}"))),
+            }
+        }
+    }
+    Ok((args, named))
 }
 
 /// The error for a call no function takes (`name` in named notation), as PostgreSQL words
@@ -220,7 +286,74 @@ impl Planner<'_> {
         scope: &Scope,
         aggs: bool,
     ) -> Result<Option<(Expr, DataType)>> {
-        self.resolve_routine(name, args, named, scope, aggs, false)
+        let set_item = std::mem::take(&mut self.set_item);
+        let bound = self.resolve_routine(name, args, named, scope, aggs, false)?;
+        if let Some((Expr::Routine(r, _), _)) = &bound {
+            let shape = r.shape();
+            if shape.set && shape.columns.is_none() && set_item {
+                return Ok(bound);
+            }
+            if shape.set && shape.columns.is_none() {
+                return Err(SqlError::unsupported(format!(
+                    "set-returning function {} inside an expression or outside a select list",
+                    r.name
+                ))
+                .hint("Kiln takes a set-returning function as a whole select-list item or as a FROM item (SELECT * FROM f(…))."));
+            }
+            if shape.columns.is_some() {
+                return Err(SqlError::unsupported(format!(
+                    "the row (record) of function {} as a value",
+                    r.name
+                ))
+                .hint("Kiln has no record values: call it in FROM (SELECT * FROM f(…)), or take one column, (f(…)).col."));
+            }
+        }
+        Ok(bound)
+    }
+
+    /// Whether a function made with CREATE FUNCTION has this name.
+    pub(crate) fn has_routine(&mut self, name: &str) -> Result<bool> {
+        let name = name.strip_prefix("public.").unwrap_or(name);
+        Ok(!self.catalog.functions_named(self.txn, self.db, name)?.is_empty())
+    }
+
+    /// Whether a function made with CREATE FUNCTION of this name returns rows — a set, or
+    /// a row of columns — so that a call of it is bound by [`Planner::routine_rows`].
+    pub(crate) fn returns_rows(&mut self, name: &str) -> Result<bool> {
+        let name = name.strip_prefix("public.").unwrap_or(name);
+        let functions = self.catalog.functions_named(self.txn, self.db, name)?;
+        Ok(functions
+            .iter()
+            .any(|f| f.set || matches!(f.returns, Returns::Record | Returns::Row(_))))
+    }
+
+    /// A call, in FROM or as a select-list item, of a function made with CREATE FUNCTION:
+    /// the call and what it gives (`None` when no function has the name).
+    pub(crate) fn routine_rows(
+        &mut self,
+        f: &ast::Function,
+        scope: &Scope,
+    ) -> Result<Option<(Expr, Shape)>> {
+        let bound = (|| {
+            let name = name_as_written(&f.name)?;
+            let (args, named) = call_arguments(f)?;
+            match self.resolve_routine(&name, &args, &named, scope, false, false)? {
+                Some((call @ Expr::Routine(..), _)) => {
+                    let Expr::Routine(r, _) = &call else { unreachable!("matched") };
+                    let shape = r.shape().clone();
+                    Ok(Some((call, shape)))
+                }
+                Some(_) => Err(SqlError::new(code::INTERNAL, "a routine call is no routine")),
+                None => {
+                    // The name has functions, but none this call fits.
+                    if self.returns_rows(&name)? {
+                        return Err(no_call(self, "function", &name, &args, &named)?);
+                    }
+                    Ok(None)
+                }
+            }
+        })();
+        bound.map_err(|e| at_call(f, e))
     }
 
     /// `CALL name(args)`: the call of the procedure, to be run by the writer.
@@ -230,26 +363,7 @@ impl Planner<'_> {
 
     fn call_of_procedure(&mut self, f: &ast::Function) -> Result<Expr> {
         let name = name_as_written(&f.name)?;
-        let mut args = Vec::new();
-        let mut named = Vec::new();
-        if let ast::FunctionArguments::List(list) = &f.args {
-            for a in &list.args {
-                match a {
-                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => {
-                        args.push(x.clone())
-                    }
-                    ast::FunctionArg::Named {
-                        name, arg: ast::FunctionArgExpr::Expr(x), ..
-                    }
-                    | ast::FunctionArg::ExprNamed {
-                        name: ast::Expr::Identifier(name),
-                        arg: ast::FunctionArgExpr::Expr(x),
-                        ..
-                    } => named.push((crate::bind::ident(name), x.clone())),
-                    other => return Err(SqlError::unsupported(format!("the argument {other}"))),
-                }
-            }
-        }
+        let (args, named) = call_arguments(f)?;
         match self.resolve_routine(&name, &args, &named, &Scope::default(), false, true)? {
             Some((call, _)) => Ok(call),
             None => Err(no_call(self, "procedure", &name, &args, &named)?),
@@ -279,7 +393,9 @@ impl Planner<'_> {
             .functions_named(self.txn, self.db, name)?
             .into_iter()
             .filter(|f| match f.returns {
-                Returns::Value(_) | Returns::Void => !procedures,
+                Returns::Value(_) | Returns::Void | Returns::Record | Returns::Row(_) => {
+                    !procedures
+                }
                 Returns::Procedure => procedures,
                 Returns::Trigger => false,
             })
@@ -314,20 +430,21 @@ impl Planner<'_> {
         // Which given argument each parameter of `f` takes (`None`: its default), when the
         // call fits its parameters: positional ones in order, named ones by name.
         let fitting = |f: &Function| -> Option<Vec<Option<usize>>> {
-            if args.len() > f.args.len() {
+            let inputs: Vec<&FunctionArg> = f.inputs().collect();
+            if args.len() > inputs.len() {
                 return None;
             }
             let mut slots: Vec<Option<usize>> =
-                (0..f.args.len()).map(|k| (k < args.len()).then_some(k)).collect();
+                (0..inputs.len()).map(|k| (k < args.len()).then_some(k)).collect();
             for (j, (n, _)) in named.iter().enumerate() {
-                let k = f.args.iter().position(|a| a.name.as_deref() == Some(n.as_str()))?;
+                let k = inputs.iter().position(|a| a.name.as_deref() == Some(n.as_str()))?;
                 if slots[k].is_some() {
                     return None;
                 }
                 slots[k] = Some(args.len() + j);
             }
             let complete =
-                slots.iter().zip(&f.args).all(|(s, a)| s.is_some() || a.default.is_some());
+                slots.iter().zip(&inputs).all(|(s, a)| s.is_some() || a.default.is_some());
             complete.then_some(slots)
         };
         // Each candidate the call fits whose types the arguments have or convert to
@@ -336,7 +453,7 @@ impl Planner<'_> {
         for f in &candidates {
             let Some(slots) = fitting(f) else { continue };
             let mut exact = 0;
-            let fits = slots.iter().zip(&f.args).all(|(s, a)| {
+            let fits = slots.iter().zip(f.inputs()).all(|(s, a)| {
                 let Some(i) = s else { return true };
                 let t = types[*i];
                 if t == a.ty.unmodified() || t == a.ty {
@@ -360,7 +477,7 @@ impl Planner<'_> {
             let stringy = |f: &Function, slots: &[Option<usize>]| {
                 slots
                     .iter()
-                    .zip(&f.args)
+                    .zip(f.inputs())
                     .filter(|(s, a)| {
                         s.is_some_and(|i| types[i] == DataType::Unknown)
                             && matches!(a.ty, DataType::Text | DataType::Varchar(_))
@@ -386,7 +503,7 @@ impl Planner<'_> {
             }
         };
         let mut call_args = Vec::with_capacity(f.args.len());
-        for (a, slot) in f.args.iter().zip(slots) {
+        for (a, slot) in f.inputs().zip(slots) {
             let (x, t) = match slot {
                 Some(i) => (bound[i].clone(), types[i]),
                 None => {
@@ -399,8 +516,57 @@ impl Planner<'_> {
         }
         let routine = self.bind_routine(&f)?;
         self.calls_writing |= routine.writes();
-        let ty = routine.returns.unwrap_or(DataType::Unknown);
+        let ty = routine.shape().value.unwrap_or(DataType::Unknown);
         Ok(Some((Expr::Routine(Arc::new(routine), call_args), ty)))
+    }
+
+    /// The columns of a table's or view's row type (`RETURNS SETOF t`), as it has them now.
+    fn row_type(&mut self, name: &str) -> Result<Vec<(String, DataType)>> {
+        if let Some(t) = self.table(name)? {
+            return Ok(t.columns.iter().map(|c| (c.name.clone(), c.ty)).collect());
+        }
+        if let Some(v) = self.catalog.view(self.txn, self.db, name)? {
+            if !self.views.iter().any(|x| Arc::ptr_eq(x, &v)) {
+                self.views.push(v.clone());
+            }
+            return Ok(v.column_names().into_iter().zip(v.columns.iter().map(|c| c.1)).collect());
+        }
+        Err(SqlError::new(
+            code::UNDEFINED_OBJECT,
+            format!("type \"{}\" does not exist", crate::catalog::unqualified(name)),
+        ))
+    }
+
+    /// What a call of `f` gives: its shape, a table's row type looked up now.
+    fn shape_of(&mut self, f: &Function) -> Result<Shape> {
+        let outputs: Vec<(usize, &FunctionArg)> =
+            f.args.iter().enumerate().filter(|(_, a)| a.mode.output()).collect();
+        let named =
+            |k: usize, a: &FunctionArg| a.name.clone().unwrap_or(format!("column{}", k + 1));
+        let mut shape = Shape {
+            set: f.set,
+            column: crate::catalog::unqualified(&f.name).to_string(),
+            out: outputs.iter().map(|(k, _)| *k).collect(),
+            ..Shape::default()
+        };
+        match &f.returns {
+            Returns::Value(t) => {
+                shape.value = Some(*t);
+                if let [(k, a)] = outputs.as_slice() {
+                    shape.column = named(*k, a);
+                }
+            }
+            Returns::Record => {
+                let columns = outputs.iter().enumerate().map(|(k, (_, a))| (named(k, a), a.ty));
+                shape.columns = Some(columns.collect());
+            }
+            Returns::Row(table) => {
+                let columns = self.row_type(table)?;
+                shape.columns = Some(columns);
+            }
+            Returns::Void | Returns::Procedure | Returns::Trigger => {}
+        }
+        Ok(shape)
     }
 
     /// Binds a function's body for a call from this statement.
@@ -408,12 +574,7 @@ impl Planner<'_> {
         if self.routines.contains(&f.id) {
             return Err(SqlError::unsupported(format!("function {} {RECURSIVE}", f.signature())));
         }
-        let returns = match f.returns {
-            Returns::Value(t) => Some(t),
-            _ => None,
-        };
-        let args: Vec<(Option<String>, DataType)> =
-            f.args.iter().map(|a| (a.name.clone(), a.ty)).collect();
+        let shape = self.shape_of(f)?;
         let mut routines = self.routines.clone();
         routines.push(f.id);
         let bound = self.routines_bound.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
@@ -434,12 +595,18 @@ impl Planner<'_> {
             bound: self.routines_bound.clone(),
         };
         let (program, deps) = match f.language.as_str() {
-            "sql" => binder.sql(&f.name, args, returns, &f.body),
-            _ => binder.plpgsql(
-                Kind::Function { name: f.name.clone(), args, returns },
-                &f.body,
-                None,
-            ),
+            "sql" => {
+                let inputs = f.inputs().map(|a| (a.name.clone(), a.ty)).collect();
+                binder.sql(&f.name, inputs, shape, &f.body)
+            }
+            _ => {
+                let args = f.args.iter().map(|a| (a.name.clone(), a.ty)).collect();
+                let inputs =
+                    f.args.iter().enumerate().filter(|(_, a)| a.mode.input()).map(|(k, _)| k);
+                let kind =
+                    Kind::Function { name: f.name.clone(), args, inputs: inputs.collect(), shape };
+                binder.plpgsql(kind, &f.body, None)
+            }
         }
         .map_err(|mut e| {
             // A place in the body is no place in the calling statement.
@@ -449,7 +616,7 @@ impl Planner<'_> {
         self.depend_on(&deps);
         self.functions.push(f.clone());
         let sql = f.language == "sql";
-        Ok(Routine { name: f.signature(), strict: f.strict, returns, sql, program })
+        Ok(Routine { name: f.signature(), strict: f.strict, sql, program })
     }
 }
 
@@ -525,6 +692,23 @@ fn is_pseudo(ty: &ast::DataType, name: &str) -> bool {
 }
 
 impl Writer<'_> {
+    /// The table or view a `RETURNS` type names (its row type), when it names one.
+    fn row_type_named(&mut self, ty: &ast::DataType, database: &str) -> Result<Option<String>> {
+        let ast::DataType::Custom(name, modifiers) = ty else { return Ok(None) };
+        if !modifiers.is_empty() {
+            return Ok(None);
+        }
+        let name = crate::bind::object_name(name)?;
+        if crate::bind::resolve_type(ty, &self.db.catalog, &mut self.ts.txn, database).is_ok() {
+            return Ok(None);
+        }
+        let catalog = &self.db.catalog;
+        if let Some(t) = catalog.table(&mut self.ts.txn, database, &name)? {
+            return Ok(Some(t.name.clone()));
+        }
+        Ok(catalog.view(&mut self.ts.txn, database, &name)?.map(|v| v.name.clone()))
+    }
+
     /// `CREATE [OR REPLACE] FUNCTION`.
     /// With `check_bodies` (the `check_function_bodies` setting, which pg_dump turns off)
     /// an SQL function's statements are bound now, so that one naming what does not exist
@@ -549,23 +733,46 @@ impl Writer<'_> {
                 format!("functions cannot have more than {ARGS_MAX} arguments"),
             ));
         }
-        let mut args = Vec::new();
+        let mut args: Vec<FunctionArg> = Vec::new();
         for a in cf.args.iter().flatten() {
-            if matches!(a.mode, Some(ast::ArgMode::Out | ast::ArgMode::InOut)) {
-                return Err(SqlError::unsupported("OUT and INOUT arguments").hint(
-                    "Kiln's functions take IN arguments and return one value (RETURNS type).",
-                ));
+            let mode = match a.mode {
+                None | Some(ast::ArgMode::In) => ArgMode::In,
+                Some(ast::ArgMode::Out) => ArgMode::Out,
+                Some(ast::ArgMode::InOut) => ArgMode::InOut,
+                Some(ast::ArgMode::Variadic) => {
+                    return Err(SqlError::unsupported("VARIADIC arguments")
+                        .hint("Pass an array argument instead."))
+                }
+            };
+            if procedure && mode != ArgMode::In {
+                return Err(SqlError::unsupported("OUT and INOUT arguments of procedures")
+                    .hint("A function with OUT arguments returns them as a row."));
             }
             let default = a.default_expr.as_ref().map(|e| e.to_string());
-            if default.is_none() && args.last().is_some_and(|p: &FunctionArg| p.default.is_some()) {
+            if default.is_some() && !mode.input() {
+                return Err(SqlError::new(
+                    code::INVALID_FUNCTION_DEFINITION,
+                    "only input parameters can have default values",
+                ));
+            }
+            if mode.input()
+                && default.is_none()
+                && args.iter().rev().find(|p| p.mode.input()).is_some_and(|p| p.default.is_some())
+            {
                 return Err(SqlError::new(
                     code::INVALID_FUNCTION_DEFINITION,
                     "input parameters after one with a default value must also have defaults",
                 ));
             }
             let arg_name = a.name.as_ref().map(crate::bind::ident);
+            // As in PostgreSQL, an IN and an OUT argument may share a name; two inputs or
+            // two outputs may not.
+            let clash = |p: &FunctionArg| {
+                p.name == arg_name
+                    && ((p.mode.input() && mode.input()) || (p.mode.output() && mode.output()))
+            };
             if let Some(n) = &arg_name {
-                if args.iter().any(|p: &FunctionArg| p.name.as_ref() == Some(n)) {
+                if args.iter().any(clash) {
                     return Err(SqlError::new(
                         code::INVALID_FUNCTION_DEFINITION,
                         format!("parameter name \"{n}\" used more than once"),
@@ -575,31 +782,106 @@ impl Writer<'_> {
             // As in PostgreSQL, an argument's type modifier is not kept (`varchar(10)` takes
             // any varchar).
             let ty = function_type(&a.data_type, self, database)?.unmodified();
-            args.push(FunctionArg { name: arg_name, ty, default });
+            args.push(FunctionArg { name: arg_name, ty, default, mode });
         }
+        let outputs: Vec<DataType> =
+            args.iter().filter(|a| a.mode.output()).map(|a| a.ty).collect();
+        // The result the OUT arguments make: their one type, or a record of them.
+        let from_outputs = match outputs.as_slice() {
+            [] => None,
+            [t] => Some(Returns::Value(*t)),
+            _ => Some(Returns::Record),
+        };
+        let mut set = false;
         let returns = match &cf.return_type {
-            None => {
-                return Err(SqlError::new(
-                    code::INVALID_FUNCTION_DEFINITION,
-                    "function result type must be specified",
-                ))
+            None => match from_outputs.clone() {
+                Some(r) => r,
+                None if procedure => Returns::Procedure,
+                None => {
+                    return Err(SqlError::new(
+                        code::INVALID_FUNCTION_DEFINITION,
+                        "function result type must be specified",
+                    ))
+                }
+            },
+            Some(ast::FunctionReturnType::DataType(ast::DataType::Table(columns))) => {
+                if from_outputs.is_some() {
+                    // A syntax error in PostgreSQL's grammar.
+                    return Err(SqlError::syntax(
+                        "OUT and INOUT arguments aren't allowed in TABLE functions",
+                    ));
+                }
+                let columns = columns.as_deref().unwrap_or_default();
+                if columns.is_empty() {
+                    return Err(SqlError::syntax("RETURNS TABLE needs its columns"));
+                }
+                for c in columns {
+                    let name = crate::bind::ident(&c.name);
+                    if args.iter().any(|p| p.mode.output() && p.name.as_deref() == Some(&name)) {
+                        return Err(SqlError::new(
+                            code::INVALID_FUNCTION_DEFINITION,
+                            format!("parameter name \"{name}\" used more than once"),
+                        ));
+                    }
+                    let ty = function_type(&c.data_type, self, database)?.unmodified();
+                    args.push(FunctionArg {
+                        name: Some(name),
+                        ty,
+                        default: None,
+                        mode: ArgMode::Table,
+                    });
+                }
+                set = true;
+                match columns {
+                    [_] => Returns::Value(args.last().expect("a column").ty),
+                    _ => Returns::Record,
+                }
             }
-            Some(ast::FunctionReturnType::SetOf(_)) => {
-                return Err(SqlError::unsupported("functions returning SETOF").hint(
-                    "Kiln's functions return one value; a view or a query gives a set of rows.",
-                ))
-            }
-            Some(ast::FunctionReturnType::DataType(t)) if is_pseudo(t, "trigger") => {
-                Returns::Trigger
-            }
-            Some(ast::FunctionReturnType::DataType(t)) if is_pseudo(t, "void") => Returns::Void,
-            Some(ast::FunctionReturnType::DataType(ast::DataType::Table(_))) => {
-                return Err(SqlError::unsupported("functions returning TABLE").hint(
-                    "Kiln's functions return one value; a view or a query gives a set of rows.",
-                ))
-            }
-            Some(ast::FunctionReturnType::DataType(t)) => {
-                Returns::Value(function_type(t, self, database)?.unmodified())
+            Some(ast::FunctionReturnType::DataType(t) | ast::FunctionReturnType::SetOf(t)) => {
+                set = matches!(cf.return_type, Some(ast::FunctionReturnType::SetOf(_)));
+                let declared = if is_pseudo(t, "trigger") {
+                    Returns::Trigger
+                } else if is_pseudo(t, "void") {
+                    Returns::Void
+                } else if is_pseudo(t, "record") {
+                    Returns::Record
+                } else if let Some(row) = self.row_type_named(t, database)? {
+                    Returns::Row(row)
+                } else {
+                    Returns::Value(function_type(t, self, database)?.unmodified())
+                };
+                if set && declared == Returns::Trigger {
+                    return Err(SqlError::new(
+                        code::INVALID_FUNCTION_DEFINITION,
+                        "function returning a set cannot return type trigger",
+                    ));
+                }
+                match (&from_outputs, &declared) {
+                    (None, Returns::Record) => return Err(SqlError::unsupported(
+                        "functions returning record without OUT arguments",
+                    )
+                    .hint(
+                        "Name the columns: RETURNS TABLE (a integer, b text), or OUT arguments.",
+                    )),
+                    (Some(Returns::Record), Returns::Record) | (None, _) => declared,
+                    (Some(Returns::Value(o)), Returns::Value(d)) if o == d => declared,
+                    (Some(Returns::Record), _) => {
+                        return Err(SqlError::new(
+                            code::INVALID_FUNCTION_DEFINITION,
+                            "function result type must be record because of OUT parameters",
+                        ))
+                    }
+                    (Some(Returns::Value(o)), _) => {
+                        return Err(SqlError::new(
+                            code::INVALID_FUNCTION_DEFINITION,
+                            format!(
+                                "function result type must be {} because of OUT parameters",
+                                o.sql_name()
+                            ),
+                        ))
+                    }
+                    (Some(_), _) => declared,
+                }
             }
         };
         let returns = if procedure { Returns::Procedure } else { returns };
@@ -627,7 +909,18 @@ impl Writer<'_> {
         };
         match language.as_str() {
             "plpgsql" => {
-                do_block::function_body(&body)?;
+                let read = do_block::function_body(&body)?;
+                // RETURN's forms fit the function's kind, as PL/pgSQL checks when it reads
+                // a function.
+                let out = args.iter().any(|a| a.mode.output());
+                let value =
+                    !matches!(returns, Returns::Void | Returns::Procedure | Returns::Trigger);
+                let block = do_block::Stmt::Block(read.body);
+                if returns != Returns::Trigger {
+                    if let Some(e) = crate::exec::plpgsql::return_misfit(&block, set, out, value) {
+                        return Err(e);
+                    }
+                }
             }
             "sql" if returns == Returns::Trigger => {
                 return Err(SqlError::new(
@@ -649,7 +942,7 @@ impl Writer<'_> {
                 ))
             }
         }
-        let types: Vec<DataType> = args.iter().map(|a| a.ty).collect();
+        let types: Vec<DataType> = args.iter().filter(|a| a.mode.input()).map(|a| a.ty).collect();
         let existing = self.db.catalog.function_with(&mut self.ts.txn, database, &name, &types)?;
         let comment = existing.as_ref().and_then(|f| f.comment.clone());
         let f = Function {
@@ -660,6 +953,7 @@ impl Writer<'_> {
             comment,
             args,
             returns,
+            set,
             volatility: match cf.behavior {
                 Some(ast::FunctionBehavior::Immutable) => 'i',
                 Some(ast::FunctionBehavior::Stable) => 's',
@@ -686,7 +980,21 @@ impl Writer<'_> {
                         format!("\"{name}\" is a procedure.")
                     }));
                 }
-                if old.returns != f.returns {
+                let outputs = |f: &Function| -> Vec<(Option<String>, DataType)> {
+                    f.outputs().map(|a| (a.name.clone(), a.ty)).collect()
+                };
+                if outputs(&old) != outputs(&f) && old.returns == f.returns {
+                    return Err(SqlError::new(
+                        code::INVALID_FUNCTION_DEFINITION,
+                        "cannot change return type of existing function",
+                    )
+                    .detail("Row type defined by OUT parameters is different.")
+                    .hint(format!(
+                        "Use DROP FUNCTION {} first.",
+                        old.signature().replace(", ", ",")
+                    )));
+                }
+                if old.returns != f.returns || old.set != f.set || outputs(&old) != outputs(&f) {
                     return Err(SqlError::new(
                         code::INVALID_FUNCTION_DEFINITION,
                         "cannot change return type of existing function",
@@ -709,9 +1017,12 @@ impl Writer<'_> {
         let f = Function { id, ..f };
         self.db.catalog.put_function(&mut self.ts.txn, database, &f)?;
         if check_bodies && f.language == "sql" {
-            let returns = match f.returns {
-                Returns::Value(t) => Some(t),
-                _ => None,
+            let shape = {
+                let system = crate::exec::constraints::NoSystemTables;
+                let catalog = &self.db.catalog;
+                let mut planner =
+                    Planner::new(&mut self.ts.txn, catalog, database, vec![], &system, env);
+                planner.shape_of(&f)?
             };
             let mut binder = Binder {
                 txn: &mut self.ts.txn,
@@ -722,8 +1033,8 @@ impl Writer<'_> {
                 sql_args: None,
                 bound: Default::default(),
             };
-            let args = f.args.iter().map(|a| (a.name.clone(), a.ty)).collect();
-            match binder.sql(&f.name, args, returns, &f.body) {
+            let args = f.inputs().map(|a| (a.name.clone(), a.ty)).collect();
+            match binder.sql(&f.name, args, shape, &f.body) {
                 Ok(_) => {}
                 // Its calls of itself are refused when it is called, not made.
                 Err(e)
@@ -978,12 +1289,19 @@ fn body_text(body: &Option<ast::CreateFunctionBody>) -> Result<String> {
 /// defaults, as `pg_get_function_identity_arguments` writes them).
 pub(crate) fn function_arguments(f: &Function, identity: bool) -> String {
     // A procedure's arguments are written with their mode.
-    let mode = if f.returns == Returns::Procedure { "IN " } else { "" };
+    let procedure = f.returns == Returns::Procedure;
     let parts: Vec<String> = f
         .args
         .iter()
+        .filter(|a| a.mode != ArgMode::Table)
         .map(|a| {
-            let mut s = mode.to_string();
+            let mut s = match a.mode {
+                ArgMode::In if procedure => "IN ",
+                ArgMode::In | ArgMode::Table => "",
+                ArgMode::Out => "OUT ",
+                ArgMode::InOut => "INOUT ",
+            }
+            .to_string();
             s += &match &a.name {
                 Some(n) => format!("{} {}", crate::bind::quote_ident(n), a.ty.sql_name()),
                 None => a.ty.sql_name(),
@@ -1000,12 +1318,30 @@ pub(crate) fn function_arguments(f: &Function, identity: bool) -> String {
 
 /// `pg_get_function_result`: the type it returns, as a function definition names it.
 pub(crate) fn function_result(f: &Function) -> Option<String> {
-    match f.returns {
-        Returns::Trigger => Some("trigger".into()),
-        Returns::Void => Some("void".into()),
-        Returns::Value(t) => Some(t.sql_name()),
-        Returns::Procedure => None,
+    let table: Vec<String> = f
+        .args
+        .iter()
+        .filter(|a| a.mode == ArgMode::Table)
+        .map(|a| {
+            format!(
+                "{} {}",
+                crate::bind::quote_ident(a.name.as_deref().unwrap_or("")),
+                a.ty.sql_name()
+            )
+        })
+        .collect();
+    if !table.is_empty() {
+        return Some(format!("TABLE({})", table.join(", ")));
     }
+    let result = match &f.returns {
+        Returns::Trigger => "trigger".into(),
+        Returns::Void => "void".into(),
+        Returns::Value(t) => t.sql_name(),
+        Returns::Record => "record".into(),
+        Returns::Row(t) => crate::catalog::unqualified(t).to_string(),
+        Returns::Procedure => return None,
+    };
+    Some(if f.set { format!("SETOF {result}") } else { result })
 }
 
 /// `pg_get_functiondef`: the function as CREATE OR REPLACE FUNCTION, as PostgreSQL writes it.
@@ -1049,9 +1385,12 @@ pub(crate) fn call(
     args: Vec<Value>,
     env: &dyn crate::expr::Env,
 ) -> Result<Value> {
+    let shape = routine.shape();
     if routine.strict && args.iter().any(Value::is_null) {
-        return Ok(Value::Null);
+        // No row for a set (PostgreSQL's rule), NULL otherwise.
+        return Ok(if shape.set { Value::Array(vec![]) } else { Value::Null });
     }
-    let value = routine.program.call(host, args, routine.returns.is_some(), &routine.name, env)?;
-    Ok(if routine.sql && routine.returns.is_none() { Value::Null } else { value })
+    let value = routine.program.call(host, args, &routine.name, env)?;
+    let void = shape.value.is_none() && shape.columns.is_none() && !shape.set;
+    Ok(if routine.sql && void { Value::Null } else { value })
 }

@@ -192,7 +192,7 @@ pub fn finish_select(
 
 /// A projected row whose set-returning items hold arrays: one row per element, up to the
 /// longest (the shorter ones NULL past their end), the other items repeated.
-fn expand_row(
+pub(crate) fn expand_row(
     plan: &SelectPlan,
     mut row: Vec<Value>,
     out: &mut Vec<Vec<Value>>,

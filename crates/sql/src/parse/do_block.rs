@@ -92,6 +92,11 @@ pub enum Stmt {
     Assign(Vec<String>, String),
     /// `RETURN [expression]`; only in functions.
     Return(Option<String>),
+    /// `RETURN NEXT [expression]`: a row of a set-returning function; only in functions.
+    ReturnNext(Option<String>),
+    /// `RETURN QUERY query`: the query's rows, of a set-returning function; only in
+    /// functions.
+    ReturnQuery(String),
     /// `[WHILE condition] LOOP … END LOOP`; only in functions.
     Loop(Option<String>, Vec<Stmt>),
     /// `FOR name IN [REVERSE] low .. high [BY step] LOOP … END LOOP`: the loop variable
@@ -649,10 +654,27 @@ impl<'a> Parser<'a> {
             }
             if word == "return" {
                 self.at += 1;
+                // RETURN NEXT and RETURN QUERY (a variable named `next` or `query` cannot
+                // be returned without parentheses, as in PL/pgSQL).
+                let next = self.eat_word("next");
+                let query = !next && self.eat_word("query");
+                if query && self.peek_is("execute") {
+                    return Err(refused_in_function("RETURN QUERY EXECUTE"));
+                }
                 let end = self.semicolon()?;
                 let expr = self.text(self.at, end);
                 self.at = end + 1;
-                return Ok(Some(Stmt::Return((!expr.is_empty()).then_some(expr))));
+                let expr = (!expr.is_empty()).then_some(expr);
+                return Ok(Some(if next {
+                    Stmt::ReturnNext(expr)
+                } else if query {
+                    let Some(q) = expr else {
+                        return Err(SqlError::syntax("missing SQL statement at or near \";\""));
+                    };
+                    Stmt::ReturnQuery(q)
+                } else {
+                    Stmt::Return(expr)
+                }));
             }
             if word == "execute" {
                 return Err(refused_in_function("EXECUTE"));

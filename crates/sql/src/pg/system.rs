@@ -1795,12 +1795,24 @@ impl System<'_> {
         let text = |s: &str| Value::Text(s.to_string());
         let mut rows = Vec::new();
         for f in self.db.catalog().functions(txn, self.database)? {
-            let rettype = match f.returns {
+            let rettype = match &f.returns {
                 Returns::Trigger => oid::TRIGGER,
                 Returns::Void => 2278,
                 Returns::Value(t) => t.oid().into(),
+                // Kiln's tables have no row types of their own in pg_type: `record`.
+                Returns::Record | Returns::Row(_) => 2249,
                 Returns::Procedure => 0,
             };
+            // Every argument's type and mode, when some are not IN (NULL otherwise).
+            let (all_types, modes) = if f.args.iter().all(|a| a.mode == crate::catalog::ArgMode::In)
+            {
+                (Value::Null, Value::Null)
+            } else {
+                let types = f.args.iter().map(|a| Value::Int(a.ty.oid().into()));
+                let modes = f.args.iter().map(|a| text(&a.mode.letter().to_string()));
+                (Value::Array(types.collect()), Value::Array(modes.collect()))
+            };
+            let inputs: Vec<Value> = f.inputs().map(|a| Value::Int(a.ty.oid().into())).collect();
             let names = if f.args.iter().any(|a| a.name.is_some()) {
                 let names = f.args.iter().map(|a| text(a.name.as_deref().unwrap_or("")));
                 Value::Array(names.collect())
@@ -1821,15 +1833,15 @@ impl System<'_> {
                 Value::Bool(false),
                 Value::Bool(false),
                 Value::Bool(f.strict),
-                Value::Bool(false),
+                Value::Bool(f.set),
                 text(&f.volatility.to_string()),
                 text("u"),
-                Value::Int(f.args.len() as i64),
+                Value::Int(inputs.len() as i64),
                 Value::Int(defaults as i64),
                 Value::Int(rettype),
-                Value::Array(f.args.iter().map(|a| Value::Int(a.ty.oid().into())).collect()),
-                Value::Null,
-                Value::Null,
+                Value::Array(inputs),
+                all_types,
+                modes,
                 names,
                 Value::Null,
                 Value::Null,

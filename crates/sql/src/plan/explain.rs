@@ -106,7 +106,9 @@ fn explain_into(plan: &SelectPlan, depth: usize, lines: &mut Vec<String>) {
                 }
             }
             Source::Series(..) => ("Function Scan on generate_series".into(), None),
-            Source::Unnest(..) => (format!("Function Scan on {}", item.label), None),
+            Source::Unnest(..) | Source::Call(..) => {
+                (format!("Function Scan on {}", item.label), None)
+            }
             Source::Rows(_) => (format!("Scan of {}", item.label), None),
             Source::Values(_) => ("Values Scan".into(), None),
             Source::Derived(_) => (format!("Subquery Scan on {}", item.label), None),

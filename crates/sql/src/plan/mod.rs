@@ -9,7 +9,7 @@ pub mod explain;
 use std::sync::Arc;
 
 use crate::catalog::{Index, Table};
-use crate::error::{Result, SqlError};
+use crate::error::{code, Result, SqlError};
 use crate::expr::*;
 use crate::types::{Columns, DataType, Row, Value};
 
@@ -61,6 +61,11 @@ pub enum Source {
     /// to an array; row i holds element i of each (NULL past the end of the shorter ones),
     /// then with `true` (WITH ORDINALITY) i itself, from 1.
     Unnest(Vec<Expr>, bool),
+    /// A call of a function made with CREATE FUNCTION (`Expr::Routine`), in FROM: its value
+    /// read as rows by its shape (a set is an array of rows; a row of columns an array of
+    /// their values), then with `true` (WITH ORDINALITY) each row's number, from 1. Its
+    /// arguments may read earlier items' columns (it is LATERAL, as in PostgreSQL).
+    Call(Box<Expr>, CallRows, bool),
     /// Constant rows (system tables read while binding, constant VALUES, and derived tables
     /// once `exec::init` has run them).
     Rows(Arc<Vec<Vec<Value>>>),
@@ -79,6 +84,42 @@ pub enum Source {
     /// The rows the previous step of recursive CTE `id` produced (only inside its
     /// recursive term).
     WorkTable(usize),
+}
+
+/// How a function call's value holds its rows ([`Source::Call`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallRows {
+    /// A set: an array of rows (otherwise the one row).
+    pub set: bool,
+    /// Rows of columns: each an array of their values (otherwise a row is the one value).
+    pub columns: bool,
+    /// How many columns a row has.
+    pub width: usize,
+}
+
+impl CallRows {
+    /// The rows a call's value holds.
+    pub fn rows(&self, value: Value) -> Result<Vec<Vec<Value>>> {
+        let row = |v: Value| -> Vec<Value> {
+            match (self.columns, v) {
+                (true, Value::Array(items)) => items,
+                // A NULL row (an SQL function's query found none) is a row of NULLs.
+                (true, _) => vec![Value::Null; self.width],
+                (false, v) => vec![v],
+            }
+        };
+        Ok(match (self.set, value) {
+            (true, Value::Array(rows)) => rows.into_iter().map(row).collect(),
+            (true, Value::Null) => vec![],
+            (true, other) => {
+                return Err(SqlError::new(
+                    code::INTERNAL,
+                    format!("a set-returning call gave a value of {}", other.kind()),
+                ))
+            }
+            (false, v) => vec![row(v)],
+        })
+    }
 }
 
 /// A set operation.
@@ -265,6 +306,7 @@ impl SelectPlan {
                     step.map(|s| f(*s).map(Box::new)).transpose()?,
                 ),
                 Source::Unnest(exprs, ord) => Source::Unnest(all(exprs, f)?, ord),
+                Source::Call(e, rows, ord) => Source::Call(Box::new(f(*e)?), rows, ord),
                 Source::Rows(rows) => Source::Rows(rows),
                 Source::Values(rows) => {
                     Source::Values(rows.into_iter().map(|r| all(r, f)).collect::<Result<Vec<_>>>()?)
@@ -353,7 +395,7 @@ impl SelectPlan {
             }
             // generate_series(…) and unnest(…) in FROM may use earlier items' columns (they
             // are LATERAL).
-            Source::Series(..) | Source::Unnest(..) => false,
+            Source::Series(..) | Source::Unnest(..) | Source::Call(..) => false,
         }
     }
 
