@@ -184,7 +184,8 @@ fn a_pg_dump_script_restores_into_kiln() {
 /// column, an INCLUDE index, comments on an index, a sequence and a column, values of most
 /// types (with NaN, infinities, backslashes, tabs and NULLs), and a schema of its own with a
 /// table (a serial key, a foreign key to `public`, a unique, an index and a trigger running a
-/// PL/pgSQL function), a view and a comment.
+/// PL/pgSQL function), a view and a comment; functions returning a table's rows (dumped
+/// after the table), a set of OUT arguments' rows and `RETURNS TABLE`.
 const MORE_SCHEMA: &str = r#"
 CREATE TABLE "Mixed Case" ("Id" int PRIMARY KEY, "select" text, n bigint DEFAULT nextval('invoice_no'),
     flags boolean[] DEFAULT '{}');
@@ -216,6 +217,14 @@ END $$;
 CREATE TRIGGER archive_stamp BEFORE INSERT OR UPDATE OF note ON archive.orders
     FOR EACH ROW WHEN (NEW.id > 0) EXECUTE FUNCTION stamp_note('!');
 INSERT INTO archive.orders (customer_id, note) SELECT id, email FROM customers;
+CREATE FUNCTION customers_from(first int) RETURNS SETOF customers LANGUAGE sql STABLE AS $$
+    SELECT * FROM customers WHERE id >= first ORDER BY id $$;
+CREATE FUNCTION spans(n int, OUT k int, OUT label text) RETURNS SETOF record LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1..n LOOP k := i; label := 'span ' || i; RETURN NEXT; END LOOP;
+END $$;
+CREATE FUNCTION note_counts() RETURNS TABLE (customer_id int, notes bigint) LANGUAGE sql AS $$
+    SELECT customer_id, count(*) FROM archive.orders GROUP BY 1 ORDER BY 1 $$;
 "#;
 
 const MORE_QUERIES: &str = r#"
@@ -230,6 +239,9 @@ SELECT obj_description('"Mixed idx"'::regclass, 'pg_class'), obj_description('in
 SELECT * FROM archive.recent ORDER BY 1;
 INSERT INTO archive.orders (note) VALUES ('new') RETURNING id, note;
 SELECT nspname, obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = 'archive';
+SELECT id, email FROM customers_from(2);
+SELECT * FROM spans(3);
+SELECT * FROM note_counts();
 "#;
 
 /// A plain dump with its random `\restrict` key lines and its privilege (ACL) sections left

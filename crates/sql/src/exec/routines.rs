@@ -1316,8 +1316,9 @@ pub(crate) fn function_arguments(f: &Function, identity: bool) -> String {
     parts.join(", ")
 }
 
-/// `pg_get_function_result`: the type it returns, as a function definition names it.
-pub(crate) fn function_result(f: &Function) -> Option<String> {
+/// `pg_get_function_result`: the type it returns, as a function definition names it (a
+/// table of `public` as `public.t` when `qualify`: the search path lacks `public`).
+pub(crate) fn function_result(f: &Function, qualify: bool) -> Option<String> {
     let table: Vec<String> = f
         .args
         .iter()
@@ -1338,14 +1339,14 @@ pub(crate) fn function_result(f: &Function) -> Option<String> {
         Returns::Void => "void".into(),
         Returns::Value(t) => t.sql_name(),
         Returns::Record => "record".into(),
-        Returns::Row(t) => crate::catalog::unqualified(t).to_string(),
+        Returns::Row(t) => crate::pg::system::shown_relation(t, qualify),
         Returns::Procedure => return None,
     };
     Some(if f.set { format!("SETOF {result}") } else { result })
 }
 
 /// `pg_get_functiondef`: the function as CREATE OR REPLACE FUNCTION, as PostgreSQL writes it.
-pub(crate) fn function_definition(f: &Function) -> String {
+pub(crate) fn function_definition(f: &Function, qualify: bool) -> String {
     let procedure = f.returns == Returns::Procedure;
     let mut tag = if procedure { "$procedure" } else { "$function" }.to_string();
     while f.body.contains(&tag) {
@@ -1364,7 +1365,7 @@ pub(crate) fn function_definition(f: &Function) -> String {
     if !options.is_empty() {
         options.push('\n');
     }
-    let returns = match function_result(f) {
+    let returns = match function_result(f, qualify) {
         Some(r) => format!("\n RETURNS {r}"),
         None => String::new(),
     };

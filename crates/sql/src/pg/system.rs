@@ -1925,12 +1925,14 @@ impl System<'_> {
     /// (internal) and on the relations its query reads (normal), a sequence on the column
     /// that owns it (auto for `serial` and OWNED BY, internal for identity), a column
     /// default on its column (auto) and on the sequences it calls `nextval` on (normal), a
-    /// column on its enum type (normal), an index on its table's columns (auto).
+    /// column on its enum type (normal), an index on its table's columns (auto), a function
+    /// on the table whose rows it returns (normal).
     fn dependencies(&self, txn: &mut Transaction) -> Result<Relation> {
         const CLASS: i64 = 1259;
         const REWRITE: i64 = 2618;
         const ATTRDEF: i64 = 2604;
         const TYPE: i64 = 1247;
+        const PROC: i64 = 1255;
         let catalog = self.db.catalog();
         let tables = catalog.tables(txn, self.database)?;
         let views = catalog.views(txn, self.database)?;
@@ -1989,6 +1991,16 @@ impl System<'_> {
             for ix in &t.indexes {
                 for &k in &ix.columns {
                     dep(CLASS, oid::object(ix.id), 0, CLASS, toid, t.attnum(k), 'a');
+                }
+            }
+        }
+        // A function returning a table's row type depends on the table (PostgreSQL records
+        // it on the row type, which Kiln's tables do not have in pg_type): a dump creates the
+        // table first.
+        for f in catalog.functions(txn, self.database)? {
+            if let crate::catalog::Returns::Row(name) = &f.returns {
+                if let Some(r) = relation(name) {
+                    dep(PROC, oid::object(f.id), 0, CLASS, r, 0, 'n');
                 }
             }
         }
@@ -2441,7 +2453,7 @@ impl System<'_> {
             }
         }
         for f in self.db.catalog().functions(txn, self.database)? {
-            defs.push((oid::object(f.id), crate::exec::routines::function_definition(&f)));
+            defs.push((oid::object(f.id), crate::exec::routines::function_definition(&f, qualify)));
         }
         self.db.remember_definitions(defs);
         // Column types: format_type(atttypid, …) names enum types by what it remembers.
