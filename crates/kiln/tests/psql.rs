@@ -1,5 +1,5 @@
 //! psql, scripted, against a `kiln serve` process: DDL and DML, the describe commands
-//! (`\dt`, `\d table`, `\d+`, `\l`, `\du`, `\df`, `\ds`, `\dv`, `\d+ view`), errors, and the
+//! (`\dt`, `\d table`, `\d+`, `\l`, `\du`, `\df`, `\sf`, `\ds`, `\dv`, `\d+ view`), errors, and the
 //! ED functions; and a COPY script whose output must equal PostgreSQL's.
 
 mod common;
@@ -26,6 +26,10 @@ CREATE FUNCTION note_it() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.note 
 CREATE TRIGGER audit_note BEFORE INSERT ON audit FOR EACH ROW EXECUTE FUNCTION note_it();
 \d audit
 \df note_it
+CREATE FUNCTION richest(n int) RETURNS TABLE (who varchar, amount numeric) LANGUAGE sql AS $$ SELECT owner, balance FROM accounts ORDER BY balance DESC LIMIT n $$;
+\df richest
+\sf richest
+SELECT * FROM richest(1);
 CREATE VIEW rich (who, amount) AS SELECT owner, balance FROM accounts WHERE balance > 1;
 \dv
 \d+ rich
@@ -94,6 +98,10 @@ SELECT count(*) AS n FROM accounts;
         // Triggers and trigger functions.
         "Triggers:\n    audit_note BEFORE INSERT ON audit FOR EACH ROW EXECUTE FUNCTION note_it()",
         " public | note_it | trigger          |                     | func",
+        // A function returning a table's rows: \df, \sf ('richest'::regproc::oid) and a call.
+        " public | richest | TABLE(who character varying, amount numeric) | n integer           | func",
+        "CREATE OR REPLACE FUNCTION public.richest(n integer)\n RETURNS TABLE(who character varying, amount numeric)\n LANGUAGE sql\nAS $function$ SELECT owner",
+        " who | amount \n-----+--------\n ann |  10.50",
     ] {
         assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
     }

@@ -394,6 +394,11 @@ impl<'a> Planner<'a> {
                     return Ok((Expr::Const(Value::Text(name)), DataType::Text));
                 }
                 let ty = self.data_type(dt)?;
+                if matches!(ty, DataType::Oid | DataType::Int4 | DataType::Int8) {
+                    if let Some(o) = self.regproc_oid(expr)? {
+                        return Ok((Expr::Const(Value::Int(o)), ty));
+                    }
+                }
                 // `x::regclass::text`: the name.
                 if ty.is_string() {
                     let mut inner = expr.as_ref();

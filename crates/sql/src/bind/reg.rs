@@ -36,6 +36,109 @@ pub(crate) fn regproc_constant(dt: &ast::DataType, x: &ast::Expr) -> Option<Stri
     Some(s.strip_prefix("pg_catalog.").unwrap_or(s).to_string())
 }
 
+/// `regproc` (false) or `regprocedure` (true) for a cast to either, of a constant string:
+/// the string.
+fn regproc_cast(x: &ast::Expr) -> Option<(bool, String)> {
+    let mut x = x;
+    while let ast::Expr::Nested(inner) = x {
+        x = inner;
+    }
+    let ast::Expr::Cast { expr, data_type: ast::DataType::Custom(name, _), .. } = x else {
+        return None;
+    };
+    let procedure = match crate::bind::name_as_written(name).ok()?.as_str() {
+        "regproc" | "pg_catalog.regproc" => false,
+        "regprocedure" | "pg_catalog.regprocedure" => true,
+        _ => return None,
+    };
+    let ast::Expr::Value(v) = expr.as_ref() else { return None };
+    let ast::Value::SingleQuotedString(s) = &v.value else { return None };
+    Some((procedure, s.trim().to_string()))
+}
+
+impl Planner<'_> {
+    /// `'f'::regproc::oid` and `'f(integer)'::regprocedure::oid` (psql's `\sf` and `\ef`
+    /// ask so): the OID of the function made with CREATE FUNCTION that the text names —
+    /// by name alone (42725 when several have it), or by name and argument types. `None`
+    /// when `x` is no such cast.
+    pub(crate) fn regproc_oid(&mut self, x: &ast::Expr) -> Result<Option<i64>> {
+        let Some((procedure, text)) = regproc_cast(x) else { return Ok(None) };
+        let (name, types) = match (procedure, text.find('(')) {
+            (true, Some(open)) if text.ends_with(')') => {
+                (text[..open].trim().to_string(), Some(text[open + 1..text.len() - 1].to_string()))
+            }
+            (true, found) => {
+                let side = if found.is_some() { "right" } else { "left" };
+                return Err(SqlError::new(
+                    code::INVALID_TEXT,
+                    format!("expected a {side} parenthesis"),
+                ));
+            }
+            (false, _) => (text.clone(), None),
+        };
+        let parts = crate::sequence::name_parts(&name)?;
+        let name = match parts.as_slice() {
+            [(n, _)] => n.clone(),
+            [(schema, _), (n, _)] if schema == "public" => n.clone(),
+            _ => return Err(undefined_function(&text)),
+        };
+        let functions = self.catalog.functions_named(self.txn, self.db, &name)?;
+        let found = match types {
+            None => match functions.as_slice() {
+                [f] => f.clone(),
+                [] => return Err(undefined_function(&text)),
+                _ => {
+                    return Err(SqlError::new(
+                        "42725",
+                        format!("more than one function named \"{text}\""),
+                    ))
+                }
+            },
+            Some(list) => {
+                let mut wanted = Vec::new();
+                for t in split_types(&list) {
+                    let dialect = sqlparser::dialect::PostgreSqlDialect {};
+                    let mut parser = sqlparser::parser::Parser::new(&dialect)
+                        .try_with_sql(t)
+                        .map_err(|e| SqlError::syntax(e.to_string()))?;
+                    let dt =
+                        parser.parse_data_type().map_err(|e| SqlError::syntax(e.to_string()))?;
+                    wanted.push(resolve_type(&dt, self.catalog, self.txn, self.db)?.unmodified());
+                }
+                let found = functions.into_iter().find(|f| f.input_types() == wanted);
+                found.ok_or_else(|| undefined_function(&text))?
+            }
+        };
+        Ok(Some(oid::object(found.id)))
+    }
+}
+
+/// The types of a `regprocedure` text's list, split at its top-level commas.
+fn split_types(list: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in list.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                out.push(list[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    let last = list[start..].trim();
+    if !last.is_empty() || !out.is_empty() {
+        out.push(last);
+    }
+    out
+}
+
+fn undefined_function(text: &str) -> SqlError {
+    SqlError::new(code::UNDEFINED_FUNCTION, format!("function \"{text}\" does not exist"))
+}
+
 /// `regclass` / `regtype` (`None` for any other type; the other reg* types are text).
 pub(crate) fn reg_kind(dt: &ast::DataType) -> Option<Reg> {
     match dt {
