@@ -250,7 +250,7 @@ pub struct Planner<'a> {
     pub(crate) functions: Vec<crate::catalog::Function>,
     /// The functions whose bodies are being bound around this statement (one of them
     /// calling itself is refused).
-    pub(crate) routines: Vec<u64>,
+    pub(crate) routines: crate::exec::routines::Binding,
     /// Binding an SQL function's query: the function's name and its arguments' names and
     /// parameters, which a name no column has refers to (`arg` or `function.arg`).
     pub(crate) routine_args: Option<(String, Vec<(String, usize)>)>,

@@ -783,7 +783,7 @@ pub(crate) struct Binder<'a> {
     pub(crate) database: &'a str,
     pub(crate) env: &'a dyn Env,
     /// The functions whose bodies are being bound around this one, outermost first.
-    pub(crate) routines: Vec<u64>,
+    pub(crate) routines: crate::exec::routines::Binding,
     /// An SQL function's argument names and slots: its queries' planners take a name no
     /// column has for the argument (where PL/pgSQL's variables are rewritten first).
     pub(crate) sql_args: Option<(String, Vec<(String, usize)>)>,
@@ -1578,11 +1578,6 @@ impl Program {
         run_steps(host, self, &self.body, frame, env, None, set)
     }
 
-    /// What a call of the function gives.
-    pub(crate) fn shape(&self) -> &Shape {
-        &self.shape
-    }
-
     /// Runs a function's program on the values of the arguments a call gives: what it
     /// returned, as its [`Shape`] makes it a value (the empty string for a function
     /// returning void). `name` is the function as messages show it.
@@ -2101,7 +2096,7 @@ pub(crate) fn writes_in_query(name: &str) -> SqlError {
 
 fn nested_too_deep() -> SqlError {
     SqlError::new(code::STATEMENT_TOO_COMPLEX, "stack depth limit exceeded").hint(format!(
-        "Function bodies nest at most {NESTING_MAX} calls deep (a function calling itself is not supported)."
+        "Function bodies nest at most {NESTING_MAX} distinct functions deep where they are bound."
     ))
 }
 

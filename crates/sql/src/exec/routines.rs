@@ -22,11 +22,13 @@
 //! A function that writes (INSERT, UPDATE, DELETE in its body) runs those writes as
 //! statements of their own when the statement is the call alone — `SELECT f(…)` without
 //! FROM — or a PL/pgSQL `PERFORM f(…)` of one; called inside a query or a write, it is
-//! refused (0A000) when it reaches a write. Recursion (a function whose body calls
-//! itself) is refused when bound; bodies nest at most 16 deep.
+//! refused (0A000) when it reaches a write. A call of a function inside its own body, or
+//! inside a body it calls (recursion), refers to the routine being bound rather than
+//! binding the body again; calls nest at most 500 deep when they run (54001), distinct
+//! bodies 16 deep where they are bound.
 
 use std::cell::RefCell;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use sqlparser::ast;
 
@@ -39,6 +41,7 @@ use crate::exec::write::Writer;
 use crate::expr::{subquery_values, Ctx, Expr, SubPlan, SubqueryRunner, SubqueryValues};
 use crate::parse::do_block;
 use crate::plan::{FromItem, SelectPlan, Source};
+use crate::prepared::Dependencies;
 use crate::session::Output;
 use crate::types::{DataType, Value};
 
@@ -48,9 +51,6 @@ const ROUTINES_BOUND_MAX: usize = 1000;
 /// The most arguments a function takes or a call passes (PostgreSQL's FUNC_MAX_ARGS).
 const ARGS_MAX: usize = 100;
 
-/// How the refusal of a recursive call reads.
-const RECURSIVE: &str = "calling itself (a recursive function)";
-
 /// A function's body bound for a call: what `Expr::Routine` runs.
 pub struct Routine {
     /// The function as messages name it: `f(integer, text)`.
@@ -59,7 +59,26 @@ pub struct Routine {
     pub(crate) strict: bool,
     /// LANGUAGE sql (whose void is NULL, where PL/pgSQL's is the empty string).
     pub(crate) sql: bool,
-    pub(crate) program: Program,
+    /// What a call gives.
+    shape: Shape,
+    /// The body (`None` for a call of a function from inside its own body).
+    program: Option<Program>,
+    /// A call of a function from inside its own body, or a body it calls (recursion): the
+    /// routine being bound, whose program runs (weak: the call is part of its program).
+    target: Option<Weak<Routine>>,
+}
+
+/// The functions whose bodies are being bound around a binding, innermost last: their ids
+/// and their routines (a call of one of them is a recursive call of that routine).
+pub(crate) type Binding = Vec<(u64, Weak<Routine>)>;
+
+/// The deepest functions call one another at run time (recursion), PostgreSQL's
+/// `max_stack_depth` in effect.
+const CALL_DEPTH_MAX: usize = 500;
+
+thread_local! {
+    /// How deep the calls running on this thread nest.
+    static CALL_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 impl std::fmt::Debug for Routine {
@@ -75,14 +94,19 @@ impl PartialEq for Routine {
 }
 
 impl Routine {
-    /// Whether its body writes (only a writer may run it).
+    /// Whether its body writes (only a writer may run it). A recursive call writes when the
+    /// function does; its own body decides that for the outermost call.
     pub(crate) fn writes(&self) -> bool {
-        self.program.writes
+        match (&self.program, &self.target) {
+            (Some(p), _) => p.writes,
+            (None, Some(t)) => t.upgrade().is_some_and(|t| t.writes()),
+            (None, None) => false,
+        }
     }
 
     /// What a call gives.
     pub(crate) fn shape(&self) -> &Shape {
-        self.program.shape()
+        &self.shape
     }
 }
 
@@ -517,7 +541,7 @@ impl Planner<'_> {
         let routine = self.bind_routine(&f)?;
         self.calls_writing |= routine.writes();
         let ty = routine.shape().value.unwrap_or(DataType::Unknown);
-        Ok(Some((Expr::Routine(Arc::new(routine), call_args), ty)))
+        Ok(Some((Expr::Routine(routine, call_args), ty)))
     }
 
     /// The columns of a table's or view's row type (`RETURNS SETOF t`), as it has them now.
@@ -569,14 +593,15 @@ impl Planner<'_> {
         Ok(shape)
     }
 
-    /// Binds a function's body for a call from this statement.
-    fn bind_routine(&mut self, f: &Function) -> Result<Routine> {
-        if self.routines.contains(&f.id) {
-            return Err(SqlError::unsupported(format!("function {} {RECURSIVE}", f.signature())));
-        }
+    /// Binds a function's body for a call from this statement (a call from inside the body
+    /// itself, or from a body it calls, refers to the routine being bound: recursion).
+    fn bind_routine(&mut self, f: &Function) -> Result<Arc<Routine>> {
         let shape = self.shape_of(f)?;
-        let mut routines = self.routines.clone();
-        routines.push(f.id);
+        let (name, strict, sql) = (f.signature(), f.strict, f.language == "sql");
+        if let Some((_, target)) = self.routines.iter().find(|(id, _)| *id == f.id) {
+            let target = Some(target.clone());
+            return Ok(Arc::new(Routine { name, strict, sql, shape, program: None, target }));
+        }
         let bound = self.routines_bound.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         if bound > ROUTINES_BOUND_MAX {
             return Err(SqlError::new(
@@ -585,38 +610,60 @@ impl Planner<'_> {
             )
             .hint("Each call of a function binds its body, and the calls in it theirs."));
         }
-        let mut binder = Binder {
-            txn: self.txn,
-            catalog: self.catalog,
-            database: self.db,
-            env: self.env,
-            routines,
-            sql_args: None,
-            bound: self.routines_bound.clone(),
-        };
-        let (program, deps) = match f.language.as_str() {
-            "sql" => {
-                let inputs = f.inputs().map(|a| (a.name.clone(), a.ty)).collect();
-                binder.sql(&f.name, inputs, shape, &f.body)
-            }
-            _ => {
-                let args = f.args.iter().map(|a| (a.name.clone(), a.ty)).collect();
-                let inputs =
-                    f.args.iter().enumerate().filter(|(_, a)| a.mode.input()).map(|(k, _)| k);
-                let kind =
-                    Kind::Function { name: f.name.clone(), args, inputs: inputs.collect(), shape };
-                binder.plpgsql(kind, &f.body, None)
-            }
+        // The routine is made around its body, so that the body's calls of it can refer to
+        // it before it exists.
+        let mut failed = None;
+        let mut deps = Dependencies::new();
+        let routine = Arc::new_cyclic(|me| {
+            let mut routines = self.routines.clone();
+            routines.push((f.id, me.clone()));
+            let mut binder = Binder {
+                txn: self.txn,
+                catalog: self.catalog,
+                database: self.db,
+                env: self.env,
+                routines,
+                sql_args: None,
+                bound: self.routines_bound.clone(),
+            };
+            let bound = match f.language.as_str() {
+                "sql" => {
+                    let inputs = f.inputs().map(|a| (a.name.clone(), a.ty)).collect();
+                    binder.sql(&f.name, inputs, shape.clone(), &f.body)
+                }
+                _ => {
+                    let args = f.args.iter().map(|a| (a.name.clone(), a.ty)).collect();
+                    let inputs =
+                        f.args.iter().enumerate().filter(|(_, a)| a.mode.input()).map(|(k, _)| k);
+                    let kind = Kind::Function {
+                        name: f.name.clone(),
+                        args,
+                        inputs: inputs.collect(),
+                        shape: shape.clone(),
+                    };
+                    binder.plpgsql(kind, &f.body, None)
+                }
+            };
+            let program = match bound {
+                Ok((program, d)) => {
+                    deps = d;
+                    Some(program)
+                }
+                Err(mut e) => {
+                    // A place in the body is no place in the calling statement.
+                    (e.location, e.position) = (None, None);
+                    failed = Some(e);
+                    None
+                }
+            };
+            Routine { name, strict, sql, shape, program, target: None }
+        });
+        if let Some(e) = failed {
+            return Err(e);
         }
-        .map_err(|mut e| {
-            // A place in the body is no place in the calling statement.
-            (e.location, e.position) = (None, None);
-            e
-        })?;
         self.depend_on(&deps);
         self.functions.push(f.clone());
-        let sql = f.language == "sql";
-        Ok(Routine { name: f.signature(), strict: f.strict, sql, program })
+        Ok(routine)
     }
 }
 
@@ -1029,16 +1076,14 @@ impl Writer<'_> {
                 catalog: &self.db.catalog,
                 database,
                 env,
-                routines: vec![f.id],
+                // Its calls of itself refer to nothing: the body is bound, not run.
+                routines: vec![(f.id, Weak::new())],
                 sql_args: None,
                 bound: Default::default(),
             };
             let args = f.inputs().map(|a| (a.name.clone(), a.ty)).collect();
             match binder.sql(&f.name, args, shape, &f.body) {
                 Ok(_) => {}
-                // Its calls of itself are refused when it is called, not made.
-                Err(e)
-                    if e.code == code::FEATURE_NOT_SUPPORTED && e.message.contains(RECURSIVE) => {}
                 Err(mut e) if e.context_text().is_none() => {
                     // A place in the body is no place in the CREATE statement.
                     (e.location, e.position) = (None, None);
@@ -1379,6 +1424,12 @@ pub(crate) fn function_definition(f: &Function, qualify: bool) -> String {
     )
 }
 
+/// The error for a call whose function's body is not bound (a recursive call made while
+/// its function was being defined, which runs nowhere).
+fn unbound() -> SqlError {
+    SqlError::new(code::INTERNAL, "a function's body was called before it was bound")
+}
+
 /// Runs a call's routine on its arguments' values with `host`.
 pub(crate) fn call(
     routine: &Routine,
@@ -1391,7 +1442,29 @@ pub(crate) fn call(
         // No row for a set (PostgreSQL's rule), NULL otherwise.
         return Ok(if shape.set { Value::Array(vec![]) } else { Value::Null });
     }
-    let value = routine.program.call(host, args, &routine.name, env)?;
+    let target = routine.target.as_ref().and_then(Weak::upgrade);
+    let program = match (&routine.program, &target) {
+        (Some(p), _) => p,
+        (None, Some(t)) => t.program.as_ref().ok_or_else(unbound)?,
+        (None, None) => return Err(unbound()),
+    };
+    // Calls nest one level deeper for as long as this one runs.
+    struct Depth;
+    impl Drop for Depth {
+        fn drop(&mut self) {
+            CALL_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        }
+    }
+    let depth = CALL_DEPTH.with(|d| {
+        d.set(d.get() + 1);
+        d.get()
+    });
+    let _depth = Depth;
+    if depth > CALL_DEPTH_MAX {
+        return Err(SqlError::new(code::STATEMENT_TOO_COMPLEX, "stack depth limit exceeded")
+            .hint(format!("Function calls nest at most {CALL_DEPTH_MAX} deep (a function calling itself without end?).")));
+    }
+    let value = program.call(host, args, &routine.name, env)?;
     let void = shape.value.is_none() && shape.columns.is_none() && !shape.set;
     Ok(if routine.sql && void { Value::Null } else { value })
 }

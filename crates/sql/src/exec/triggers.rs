@@ -317,7 +317,7 @@ impl Writer<'_> {
             catalog: &self.db.catalog,
             database: &database,
             env,
-            routines: vec![function.id],
+            routines: vec![(function.id, std::sync::Weak::new())],
             sql_args: None,
             bound: Default::default(),
         };
