@@ -362,10 +362,9 @@ impl Planner<'_> {
             let name = name_as_written(&f.name)?;
             let (args, named) = call_arguments(f)?;
             match self.resolve_routine(&name, &args, &named, scope, false, false)? {
-                Some((call @ Expr::Routine(..), _)) => {
-                    let Expr::Routine(r, _) = &call else { unreachable!("matched") };
+                Some((Expr::Routine(r, args), _)) => {
                     let shape = r.shape().clone();
-                    Ok(Some((call, shape)))
+                    Ok(Some((Expr::Routine(r, args), shape)))
                 }
                 Some(_) => Err(SqlError::new(code::INTERNAL, "a routine call is no routine")),
                 None => {
