@@ -1,5 +1,5 @@
 //! asyncpg (Python; binary format throughout, its own type introspection, binary COPY,
-//! protocol portals moved in SQL) against a `kiln serve` process and against a throwaway
+//! protocol portals moved in SQL, RPC-style calls of functions returning rows) against a `kiln serve` process and against a throwaway
 //! stock PostgreSQL, with the same expectations: `tests/clients/test_asyncpg.py`.
 
 mod common;
@@ -21,5 +21,5 @@ fn asyncpg_on_kiln_and_postgresql() {
     println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "asyncpg tests failed");
     // Every test ran on both servers (the ED test runs on Kiln only).
-    assert!(stdout.contains("11 passed") && !stdout.contains("skipped"), "{stdout}");
+    assert!(stdout.contains("13 passed") && !stdout.contains("skipped"), "{stdout}");
 }

@@ -203,6 +203,49 @@ def test_transactions_cursors_and_errors(dsn):
     run(go())
 
 
+def test_functions_returning_rows(dsn):
+    """RPC-style calls of functions that return rows, in binary: a table's rows, RETURNS
+    TABLE, OUT arguments, one that writes (called as the FROM item), and recursion."""
+
+    async def go():
+        c = await asyncpg.connect(dsn)
+        try:
+            await schema(c)
+            await c.execute(
+                """
+                CREATE OR REPLACE FUNCTION ap_add_owner(who text) RETURNS SETOF ap_owner
+                    LANGUAGE sql AS $$ INSERT INTO ap_owner (name) VALUES (who) RETURNING * $$;
+                CREATE OR REPLACE FUNCTION ap_owners_from(first int) RETURNS SETOF ap_owner
+                    LANGUAGE sql STABLE AS $$ SELECT * FROM ap_owner WHERE id >= first ORDER BY id $$;
+                CREATE OR REPLACE FUNCTION ap_series(n int) RETURNS TABLE (k int, label text)
+                    LANGUAGE plpgsql AS $$
+                    BEGIN FOR i IN 1..n LOOP k := i; label := 'n' || i; RETURN NEXT; END LOOP; END $$;
+                CREATE OR REPLACE FUNCTION ap_bounds(x numeric, OUT lo numeric, OUT hi numeric)
+                    LANGUAGE plpgsql AS $$ BEGIN lo := floor(x); hi := ceil(x); END $$;
+                CREATE OR REPLACE FUNCTION ap_fib(n int) RETURNS bigint LANGUAGE plpgsql AS $$
+                    BEGIN IF n < 2 THEN RETURN n; END IF; RETURN ap_fib(n - 1) + ap_fib(n - 2); END $$;
+                """
+            )
+            first = await c.fetchrow("SELECT * FROM ap_add_owner($1)", "ann")
+            await c.fetch("SELECT * FROM ap_add_owner($1)", "bob")
+            assert first["name"] == "ann"
+            rows = await c.fetch("SELECT id, name FROM ap_owners_from($1)", first["id"])
+            assert [r["name"] for r in rows] == ["ann", "bob"]
+            rows = await c.fetch("SELECT * FROM ap_series($1) WHERE k > 1", 3)
+            assert [tuple(r) for r in rows] == [(2, "n2"), (3, "n3")]
+            row = await c.fetchrow("SELECT * FROM ap_bounds($1)", Decimal("2.5"))
+            assert (row["lo"], row["hi"]) == (Decimal("2"), Decimal("3"))
+            assert await c.fetchval("SELECT ap_fib($1)", 20) == 6765
+            assert await c.fetchval("SELECT count(*) FROM ap_series(10)") == 10
+        finally:
+            await c.execute(
+                "DROP FUNCTION IF EXISTS ap_add_owner, ap_owners_from, ap_series, ap_bounds, ap_fib"
+            )
+            await c.close()
+
+    run(go())
+
+
 def test_pool(dsn):
     async def go():
         async with asyncpg.create_pool(dsn, min_size=2, max_size=4) as pool:
