@@ -1,6 +1,7 @@
 //! asyncpg (Python; binary format throughout, its own type introspection, binary COPY,
-//! protocol portals moved in SQL, RPC-style calls of functions returning rows) against a `kiln serve` process and against a throwaway
-//! stock PostgreSQL, with the same expectations: `tests/clients/test_asyncpg.py`.
+//! protocol portals moved in SQL, RPC-style calls of functions returning rows) against a
+//! `kiln serve` process and against a throwaway stock PostgreSQL, with the same
+//! expectations: `tests/clients/test_asyncpg.py`.
 
 mod common;
 
