@@ -94,12 +94,14 @@ impl PartialEq for Routine {
 }
 
 impl Routine {
-    /// Whether its body writes (only a writer may run it). A recursive call writes when the
-    /// function does; its own body decides that for the outermost call.
+    /// Whether its body writes (only a writer may run it). A recursive call writes when its
+    /// function does — taken as true while that function is still being bound, its writes
+    /// not known yet, so that a function reached through mutual recursion runs where its
+    /// partner's writes may run.
     pub(crate) fn writes(&self) -> bool {
         match (&self.program, &self.target) {
             (Some(p), _) => p.writes,
-            (None, Some(t)) => t.upgrade().is_some_and(|t| t.writes()),
+            (None, Some(t)) => t.upgrade().is_none_or(|t| t.writes()),
             (None, None) => false,
         }
     }
