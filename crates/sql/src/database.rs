@@ -365,8 +365,8 @@ impl Database {
         for (k, v) in default_settings(&self.config) {
             settings.insert(k.to_string(), v);
         }
-        let activity = self.activities.register(pid, user, database);
         let lock_owner = self.next_owner.fetch_add(1, Ordering::Relaxed);
+        let activity = self.activities.register(pid, user, database, lock_owner);
         Ok(Session {
             db: self.clone(),
             engine_session: self.engine.session(),

@@ -153,6 +153,21 @@ impl State {
     }
 }
 
+/// An advisory lock held or waited for ([`LockManager::advisory`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdvisoryEntry {
+    /// The session (lock owner).
+    pub owner: u64,
+    /// The key: a bigint's bits, or two integers' (the first in the high half).
+    pub key: u64,
+    /// The two-integer form.
+    pub pair: bool,
+    /// Shared or exclusive.
+    pub mode: LockMode,
+    /// Held (or waited for).
+    pub granted: bool,
+}
+
 /// The lock table shared by every session.
 #[derive(Default)]
 pub struct LockManager {
@@ -283,6 +298,28 @@ impl LockManager {
             let keep = (state.holders.len() * 2).max(SHRINK_ABOVE / 2);
             state.holders.shrink_to(keep);
         }
+    }
+
+    /// The advisory locks held and waited for (`pg_locks`): each holder's and waiter's
+    /// owner, the key (`pair`: the two-integer form), the mode, and whether it is granted.
+    pub fn advisory(&self) -> Vec<AdvisoryEntry> {
+        let state = self.state.lock();
+        let advisory = |k: &LockKey| k.table >= u64::MAX - 1;
+        let entry = |k: &LockKey, owner, mode, granted| AdvisoryEntry {
+            owner,
+            key: k.key,
+            pair: k.table == u64::MAX - 1,
+            mode,
+            granted,
+        };
+        let mut out = Vec::new();
+        for (k, held) in state.holders.iter().filter(|(k, _)| advisory(k)) {
+            out.extend(held.holders().map(|o| entry(k, o, held.mode, true)));
+        }
+        for (owner, (k, mode)) in state.waits_for.iter().filter(|(_, (k, _))| advisory(k)) {
+            out.push(entry(k, *owner, *mode, false));
+        }
+        out
     }
 
     /// How many owners are waiting for a lock.

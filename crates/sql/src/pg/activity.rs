@@ -44,6 +44,8 @@ impl Wait {
 pub struct Snapshot {
     /// Backend process id (the cancel key's pid).
     pub pid: i32,
+    /// Who holds its locks in the lock table.
+    pub lock_owner: u64,
     /// User name.
     pub user: String,
     /// Database name.
@@ -79,6 +81,7 @@ struct State {
 /// One session's entry.
 pub struct Activity {
     pid: i32,
+    lock_owner: u64,
     user: String,
     database: String,
     backend_start: i64,
@@ -182,6 +185,7 @@ impl Activity {
         let s = self.state.lock();
         Snapshot {
             pid: self.pid,
+            lock_owner: self.lock_owner,
             user: self.user.clone(),
             database: self.database.clone(),
             application_name: s.application_name.clone(),
@@ -217,10 +221,11 @@ pub struct Activities {
 
 impl Activities {
     /// Registers a new session.
-    pub fn register(&self, pid: i32, user: &str, database: &str) -> Arc<Activity> {
+    pub fn register(&self, pid: i32, user: &str, database: &str, lock_owner: u64) -> Arc<Activity> {
         let now = now_micros();
         let activity = Arc::new(Activity {
             pid,
+            lock_owner,
             user: user.to_string(),
             database: database.to_string(),
             backend_start: now,
@@ -293,7 +298,7 @@ mod tests {
     #[test]
     fn cancel_and_terminate_reach_the_session() {
         let all = Activities::default();
-        let a = all.register(7, "kiln", "kiln");
+        let a = all.register(7, "kiln", "kiln", 1);
         let woken = Arc::new(AtomicBool::new(false));
         let w = woken.clone();
         a.set_waker(Arc::new(move || w.store(true, Ordering::Relaxed)));

@@ -282,6 +282,67 @@ impl SystemTables for System<'_> {
                         .collect(),
                 ))
             }
+            // The advisory locks held and waited for, as PostgreSQL lists them: a bigint
+            // key's high half in classid and low half in objid (objsubid 1), a pair of
+            // integers as classid and objid (objsubid 2). Kiln lists no relation, row or
+            // transaction locks (its row locks are not table-level locks).
+            "pg_locks" => {
+                let databases = self.db.catalog().databases(txn)?;
+                let db_oid = |name: &str| {
+                    let i = databases.iter().position(|d| d == name);
+                    i.map_or(Value::Null, |i| Value::Int(oid::FIRST - 1000 + i as i64))
+                };
+                let sessions = self.db.activities().snapshots();
+                let mut rows = Vec::new();
+                for lock in self.db.locks.advisory() {
+                    let Some(s) = sessions.iter().find(|s| s.lock_owner == lock.owner) else {
+                        continue;
+                    };
+                    let mode = match lock.mode {
+                        crate::locks::LockMode::Exclusive => "ExclusiveLock",
+                        crate::locks::LockMode::Shared => "ShareLock",
+                    };
+                    rows.push(vec![
+                        text("advisory"),
+                        db_oid(&s.database),
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                        Value::Int((lock.key >> 32) as i64),
+                        Value::Int((lock.key & 0xffff_ffff) as i64),
+                        Value::Int(if lock.pair { 2 } else { 1 }),
+                        text(&format!("{}/1", s.pid)),
+                        Value::Int(s.pid.into()),
+                        text(mode),
+                        Value::Bool(lock.granted),
+                        Value::Bool(false),
+                        Value::Null,
+                    ]);
+                }
+                Some((
+                    cols(&[
+                        ("locktype", T),
+                        ("database", O),
+                        ("relation", O),
+                        ("page", I4),
+                        ("tuple", DataType::Int2),
+                        ("virtualxid", T),
+                        ("transactionid", T),
+                        ("classid", O),
+                        ("objid", O),
+                        ("objsubid", DataType::Int2),
+                        ("virtualtransaction", T),
+                        ("pid", I4),
+                        ("mode", T),
+                        ("granted", B),
+                        ("fastpath", B),
+                        ("waitstart", DataType::TimestampTz(None)),
+                    ]),
+                    rows,
+                ))
+            }
             "pg_settings" => {
                 use crate::pg::settings::{default_settings, setting_in_unit, setting_info};
                 let defaults: BTreeMap<&str, String> =
