@@ -83,7 +83,9 @@ impl Runner {
     fn worker(&mut self, name: &str) -> Res<&mut Worker> {
         if !self.sessions.contains_key(name) {
             let db = self.db.as_ref().ok_or("no database")?;
-            let s = db.session("kiln", "kiln", 1)?;
+            // Each session its own pid, as a server gives them (pg_stat_activity, pg_locks).
+            let pid = self.sessions.len() as i32 + 1;
+            let s = db.session("kiln", "kiln", pid)?;
             self.sessions.insert(name.to_string(), Worker::start(s));
         }
         Ok(self.sessions.get_mut(name).expect("inserted"))
