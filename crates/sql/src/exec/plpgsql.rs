@@ -1022,7 +1022,7 @@ impl Binder<'_> {
         e: Option<&str>,
     ) -> Result<Step> {
         Ok(match (shape.set || !shape.out.is_empty(), &shape.columns, shape.value, e) {
-            (false, Some(_), _, Some(e)) => match self.returned_record(frame, shape, e)? {
+            (false, Some(_), _, Some(e)) => match self.record_slots(frame, shape, e)? {
                 Some(slots) => Step::ReturnSlots { slots, next: false },
                 None => return Err(refused("RETURN of a row but as a record variable")),
             },
@@ -1035,7 +1035,7 @@ impl Binder<'_> {
 
     /// The slots of a record variable `e` names, when the function returns rows of columns
     /// (`RETURN NEXT r`, `RETURN r`): as many fields as the rows have columns.
-    fn returned_record(
+    fn record_slots(
         &mut self,
         frame: &mut Frame,
         shape: &Shape,
@@ -1176,7 +1176,7 @@ impl Binder<'_> {
                     };
                     match e {
                         None => Step::ReturnSlots { slots: shape.out.clone(), next: true },
-                        Some(e) => match self.returned_record(frame, &shape, e)? {
+                        Some(e) => match self.record_slots(frame, &shape, e)? {
                             Some(slots) => Step::ReturnSlots { slots, next: true },
                             None => Step::ReturnNext(self.expression(frame, e)?),
                         },
