@@ -42,6 +42,11 @@ impl LockKey {
         LockKey { table: if pair { u64::MAX - 1 } else { u64::MAX }, key }
     }
 
+    /// Whether it is an advisory lock's.
+    fn is_advisory(&self) -> bool {
+        self.table >= u64::MAX - 1
+    }
+
     /// The lock of `key` in table `table`.
     pub fn new(table: u64, key: &[u8]) -> LockKey {
         static SEED: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
@@ -127,6 +132,9 @@ struct State {
     /// never stale (an owner is a session: one that released a lock and waits again must
     /// not appear to still hold what it let go).
     waits_for: HashMap<u64, (LockKey, LockMode)>,
+    /// The advisory keys among `holders`, so that listing them (`pg_locks`) does not walk
+    /// every row lock.
+    advisory: std::collections::HashSet<LockKey>,
 }
 
 impl State {
@@ -193,6 +201,9 @@ impl LockManager {
             let (blockers, released) = match state.holders.entry(key) {
                 hash_map::Entry::Vacant(slot) => {
                     slot.insert(Held { owner, mode, others: Vec::new(), released: None });
+                    if key.is_advisory() {
+                        state.advisory.insert(key);
+                    }
                     if !state.waits_for.is_empty() {
                         state.waits_for.remove(&owner);
                     }
@@ -244,6 +255,9 @@ impl LockManager {
         match state.holders.entry(key) {
             hash_map::Entry::Vacant(slot) => {
                 slot.insert(Held { owner, mode, others: Vec::new(), released: None });
+                if key.is_advisory() {
+                    state.advisory.insert(key);
+                }
                 true
             }
             hash_map::Entry::Occupied(mut h) => {
@@ -280,7 +294,11 @@ impl LockManager {
                     continue;
                 }
                 let released = if held.get_mut().release(owner) {
-                    held.remove().released
+                    let released = held.remove().released;
+                    if key.is_advisory() {
+                        state.advisory.remove(&key);
+                    }
+                    released
                 } else {
                     held.get().released.clone()
                 };
@@ -304,7 +322,6 @@ impl LockManager {
     /// owner, the key (`pair`: the two-integer form), the mode, and whether it is granted.
     pub fn advisory(&self) -> Vec<AdvisoryEntry> {
         let state = self.state.lock();
-        let advisory = |k: &LockKey| k.table >= u64::MAX - 1;
         let entry = |k: &LockKey, owner, mode, granted| AdvisoryEntry {
             owner,
             key: k.key,
@@ -313,10 +330,12 @@ impl LockManager {
             granted,
         };
         let mut out = Vec::new();
-        for (k, held) in state.holders.iter().filter(|(k, _)| advisory(k)) {
-            out.extend(held.holders().map(|o| entry(k, o, held.mode, true)));
+        for k in &state.advisory {
+            if let Some(held) = state.holders.get(k) {
+                out.extend(held.holders().map(|o| entry(k, o, held.mode, true)));
+            }
         }
-        for (owner, (k, mode)) in state.waits_for.iter().filter(|(_, (k, _))| advisory(k)) {
+        for (owner, (k, mode)) in state.waits_for.iter().filter(|(_, (k, _))| k.is_advisory()) {
             out.push(entry(k, *owner, *mode, false));
         }
         out

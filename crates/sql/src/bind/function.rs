@@ -254,53 +254,8 @@ impl<'a> Planner<'a> {
                 let mut args = Vec::new();
                 for a in &list.args {
                     match a {
-                        // `name := value` (named notation's older form).
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(
-                            ast::Expr::BinaryOp {
-                                left,
-                                op: ast::BinaryOperator::Assignment,
-                                right,
-                            },
-                        )) if matches!(left.as_ref(), ast::Expr::Identifier(_)) => {
-                            let ast::Expr::Identifier(i) = left.as_ref() else { unreachable!() };
-                            let n = crate::bind::ident(i);
-                            if named.iter().any(|(m, _)| *m == n) {
-                                return Err(SqlError::syntax(format!(
-                                    "argument name \"{n}\" used more than once"
-                                )));
-                            }
-                            named.push((n, (**right).clone()));
-                        }
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => {
-                            if !named.is_empty() {
-                                return Err(SqlError::syntax(
-                                    "positional argument cannot follow named argument",
-                                ));
-                            }
-                            args.push(x.clone())
-                        }
                         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
-                        ast::FunctionArg::Named {
-                            name,
-                            arg: ast::FunctionArgExpr::Expr(x),
-                            ..
-                        }
-                        | ast::FunctionArg::ExprNamed {
-                            name: ast::Expr::Identifier(name),
-                            arg: ast::FunctionArgExpr::Expr(x),
-                            ..
-                        } => {
-                            let n = crate::bind::ident(name);
-                            if named.iter().any(|(m, _)| *m == n) {
-                                return Err(SqlError::syntax(format!(
-                                    "argument name \"{n}\" used more than once"
-                                )));
-                            }
-                            named.push((n, x.clone()));
-                        }
-                        other => {
-                            return Err(SqlError::unsupported(format!("the argument {other}")))
-                        }
+                        a => crate::exec::routines::push_argument(a, &mut args, &mut named)?,
                     }
                 }
                 (args, distinct, star)

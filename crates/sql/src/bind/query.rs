@@ -1470,7 +1470,7 @@ fn splice_leading_joins(twj: &ast::TableWithJoins) -> std::borrow::Cow<'_, ast::
 
 /// 42P10 for an alias that names more columns than its item has (42601 for the names of
 /// `CREATE TABLE t (a, b) AS …`, which arrive as such an alias).
-fn check_rename(alias: Option<&str>, names: usize, columns: usize) -> Result<()> {
+pub(crate) fn check_rename(alias: Option<&str>, names: usize, columns: usize) -> Result<()> {
     if names <= columns {
         return Ok(());
     }

@@ -310,15 +310,7 @@ impl<'a> Planner<'a> {
         let rename: Vec<String> =
             alias.map(|a| a.columns.iter().map(|c| ident(&c.name)).collect()).unwrap_or_default();
         let width = types.len() + usize::from(ordinality);
-        if rename.len() > width {
-            return Err(SqlError::new(
-                code::INVALID_COLUMN_REFERENCE,
-                format!(
-                    "table \"{alias_name}\" has {width} columns available but {} columns specified",
-                    rename.len()
-                ),
-            ));
-        }
+        crate::bind::query::check_rename(Some(&alias_name), rename.len(), width)?;
         let mut cols = Vec::with_capacity(width);
         for (i, t) in types.iter().enumerate() {
             // A function's named result column keeps its name; otherwise one array under an
@@ -405,15 +397,7 @@ impl<'a> Planner<'a> {
             (None, None) => vec![(shape.column.clone(), DataType::Unknown)],
         };
         let width = columns.len() + usize::from(ordinality);
-        if rename.len() > width {
-            return Err(SqlError::new(
-                code::INVALID_COLUMN_REFERENCE,
-                format!(
-                    "table \"{alias_name}\" has {width} columns available but {} columns specified",
-                    rename.len()
-                ),
-            ));
-        }
+        crate::bind::query::check_rename(Some(&alias_name), rename.len(), width)?;
         let mut cols = Vec::with_capacity(width);
         let ordinal = ordinality.then(|| ("ordinality".to_string(), DataType::Int8));
         for (i, (n, t)) in columns.iter().cloned().chain(ordinal).enumerate() {
@@ -425,10 +409,14 @@ impl<'a> Planner<'a> {
                 origin: None,
             });
         }
-        let rows =
-            CallRows { set: shape.set, columns: shape.columns.is_some(), width: columns.len() };
+        let rows = CallRows {
+            set: shape.set,
+            columns: shape.columns.is_some(),
+            width: columns.len(),
+            ordinality,
+        };
         let item = FromItem {
-            source: Source::Call(Box::new(e), rows, ordinality),
+            source: Source::Call(Box::new(e), rows),
             offset,
             width,
             join: JoinKind::Inner,

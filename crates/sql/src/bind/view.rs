@@ -119,16 +119,7 @@ impl Planner<'_> {
 
 /// A view's column `names` with the first ones renamed by `rename` (an alias's column list).
 fn renamed(mut names: Vec<String>, rename: &[String], alias: &str) -> Result<Vec<String>> {
-    if rename.len() > names.len() {
-        return Err(SqlError::new(
-            code::INVALID_COLUMN_REFERENCE,
-            format!(
-                "table \"{alias}\" has {} columns available but {} columns specified",
-                names.len(),
-                rename.len()
-            ),
-        ));
-    }
+    crate::bind::query::check_rename(Some(alias), rename.len(), names.len())?;
     names[..rename.len()].clone_from_slice(rename);
     Ok(names)
 }

@@ -280,7 +280,7 @@ impl Join<'_, '_, '_> {
                 }
                 v
             }
-            Source::Call(call, shape, ordinality) => {
+            Source::Call(call, shape) => {
                 let rows = shape.rows(call.eval(row, ctx)?)?;
                 if rows.len() > limits.rows_max {
                     return Err(SqlError::new(
@@ -288,13 +288,7 @@ impl Join<'_, '_, '_> {
                         "a set-returning function would produce too many rows",
                     ));
                 }
-                let numbered = rows.into_iter().enumerate().map(|(i, mut r)| {
-                    if *ordinality {
-                        r.push(Value::Int(i as i64 + 1));
-                    }
-                    (None, r)
-                });
-                numbered.collect()
+                rows.into_iter().map(|r| (None, r)).collect()
             }
             Source::Series(start, stop, step) => {
                 let int = |e: &Expr| -> Result<i64> {

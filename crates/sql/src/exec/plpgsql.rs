@@ -224,6 +224,20 @@ pub(crate) enum Step {
     ReturnWrite(Box<Step>),
 }
 
+impl Step {
+    /// The columns an INSERT, UPDATE or DELETE step's RETURNING gives (`None` for any
+    /// other step, or one without RETURNING).
+    fn returning_columns(&self) -> Option<&[(String, DataType)]> {
+        let returning = match self {
+            Step::Insert(p) => p.returning.as_ref(),
+            Step::Update(p) => p.returning.as_ref(),
+            Step::Delete(p) => p.returning.as_ref(),
+            _ => None,
+        };
+        returning.map(|r| r.columns.as_slice())
+    }
+}
+
 /// What a program returned.
 #[derive(Clone, Copy, PartialEq)]
 pub(crate) enum Returned {
@@ -963,34 +977,13 @@ impl Binder<'_> {
                     Step::Perform(Box::new(self.planned(&mut frame, |p| p.query(q, None))?))
                 }
                 ast::Statement::Insert(ins) => {
-                    let plan = self.planned(&mut frame, |p| plan_insert(p, ins))?;
-                    match plan.returning.as_ref().map(|r| r.columns.clone()) {
-                        Some(columns) if k == last && gives => {
-                            fits(&columns)?;
-                            Step::ReturnWrite(Box::new(Step::Insert(Box::new(plan))))
-                        }
-                        _ => Step::Insert(Box::new(plan)),
-                    }
+                    Step::Insert(Box::new(self.planned(&mut frame, |p| plan_insert(p, ins))?))
                 }
                 ast::Statement::Update(u) => {
-                    let plan = self.planned(&mut frame, |p| plan_update(p, u))?;
-                    match plan.returning.as_ref().map(|r| r.columns.clone()) {
-                        Some(columns) if k == last && gives => {
-                            fits(&columns)?;
-                            Step::ReturnWrite(Box::new(Step::Update(Box::new(plan))))
-                        }
-                        _ => Step::Update(Box::new(plan)),
-                    }
+                    Step::Update(Box::new(self.planned(&mut frame, |p| plan_update(p, u))?))
                 }
                 ast::Statement::Delete(d) => {
-                    let plan = self.planned(&mut frame, |p| plan_delete(p, d))?;
-                    match plan.returning.as_ref().map(|r| r.columns.clone()) {
-                        Some(columns) if k == last && gives => {
-                            fits(&columns)?;
-                            Step::ReturnWrite(Box::new(Step::Delete(Box::new(plan))))
-                        }
-                        _ => Step::Delete(Box::new(plan)),
-                    }
+                    Step::Delete(Box::new(self.planned(&mut frame, |p| plan_delete(p, d))?))
                 }
                 other => {
                     return Err(SqlError::unsupported(format!(
@@ -998,6 +991,14 @@ impl Binder<'_> {
                         other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ")
                     )))
                 }
+            };
+            // A last INSERT, UPDATE or DELETE with RETURNING gives the function's rows.
+            let step = match step.returning_columns() {
+                Some(columns) if k == last && gives => {
+                    fits(columns)?;
+                    Step::ReturnWrite(Box::new(step))
+                }
+                _ => step,
             };
             steps.push(step);
         }

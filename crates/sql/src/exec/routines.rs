@@ -172,9 +172,7 @@ impl Writer<'_> {
     /// rest of the query.
     pub(crate) fn call_alone(&mut self, plan: &SelectPlan, ctx: &Ctx) -> Result<Vec<Vec<Value>>> {
         let limits = self.limits.clone();
-        let Some(FromItem { source: Source::Call(call, shape, ordinality), .. }) =
-            plan.from.first()
-        else {
+        let Some(FromItem { source: Source::Call(call, shape), .. }) = plan.from.first() else {
             let row = self.eval_alone(&plan.projection, ctx)?;
             if plan.expand.is_empty() {
                 return Ok(vec![row]);
@@ -184,12 +182,7 @@ impl Writer<'_> {
             return Ok(out);
         };
         let value = self.eval_alone(std::slice::from_ref(&**call), ctx)?.pop();
-        let mut rows = shape.rows(value.unwrap_or(Value::Null))?;
-        if *ordinality {
-            for (i, r) in rows.iter_mut().enumerate() {
-                r.push(Value::Int(i as i64 + 1));
-            }
-        }
+        let rows = shape.rows(value.unwrap_or(Value::Null))?;
         let mut plan = plan.clone();
         plan.from[0].source = Source::Rows(Arc::new(rows));
         let cell = RefCell::new(&mut self.ts.txn);
@@ -207,35 +200,66 @@ impl Writer<'_> {
 }
 
 /// Arguments in named notation: name and expression.
-type Named = Vec<(String, ast::Expr)>;
+pub(crate) type Named = Vec<(String, ast::Expr)>;
 
-/// A call's arguments: the positional ones, and the named ones (`name => x`, `name := x`).
+/// Adds one argument of a call to the positional ones or, in named notation (`name => x`,
+/// or the older `name := x`), to the named ones: a name given twice is an error, and so is a
+/// positional argument after a named one, as in PostgreSQL.
+pub(crate) fn push_argument(
+    a: &ast::FunctionArg,
+    args: &mut Vec<ast::Expr>,
+    named: &mut Named,
+) -> Result<()> {
+    // `name := x`: an assignment to an identifier.
+    let assigned = match a {
+        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::Assignment,
+            right,
+        })) => match left.as_ref() {
+            ast::Expr::Identifier(i) => Some((i, right.as_ref())),
+            _ => None,
+        },
+        _ => None,
+    };
+    let (name, x) = match (assigned, a) {
+        (Some(named_arg), _) => named_arg,
+        (None, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x))) => {
+            if !named.is_empty() {
+                return Err(SqlError::syntax("positional argument cannot follow named argument"));
+            }
+            args.push(x.clone());
+            return Ok(());
+        }
+        (
+            None,
+            ast::FunctionArg::Named { name, arg: ast::FunctionArgExpr::Expr(x), .. }
+            | ast::FunctionArg::ExprNamed {
+                name: ast::Expr::Identifier(name),
+                arg: ast::FunctionArgExpr::Expr(x),
+                ..
+            },
+        ) => (name, x),
+        (None, other) => return Err(SqlError::unsupported(format!("the argument {other}"))),
+    };
+    let n = crate::bind::ident(name);
+    if named.iter().any(|(m, _)| *m == n) {
+        return Err(SqlError::syntax(format!("argument name \"{n}\" used more than once")));
+    }
+    named.push((n, x.clone()));
+    Ok(())
+}
+
+/// A call's arguments: the positional ones, and the named ones.
 fn call_arguments(f: &ast::Function) -> Result<(Vec<ast::Expr>, Named)> {
     let mut args = Vec::new();
-    let mut named: Vec<(String, ast::Expr)> = Vec::new();
+    let mut named = Named::new();
     if let ast::FunctionArguments::List(list) = &f.args {
         if !list.clauses.is_empty() || list.duplicate_treatment.is_some() {
             return Err(SqlError::unsupported(format!("this call of {}", f.name)));
         }
         for a in &list.args {
-            match a {
-                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => args.push(x.clone()),
-                ast::FunctionArg::Named { name, arg: ast::FunctionArgExpr::Expr(x), .. }
-                | ast::FunctionArg::ExprNamed {
-                    name: ast::Expr::Identifier(name),
-                    arg: ast::FunctionArgExpr::Expr(x),
-                    ..
-                } => {
-                    let n = crate::bind::ident(name);
-                    if named.iter().any(|(m, _)| *m == n) {
-                        return Err(SqlError::syntax(format!(
-                            "argument name \"{n}\" used more than once"
-                        )));
-                    }
-                    named.push((n, x.clone()));
-                }
-                other => return Err(SqlError::unsupported(format!("the argument {other}"))),
-            }
+            push_argument(a, &mut args, &mut named)?;
         }
     }
     Ok((args, named))

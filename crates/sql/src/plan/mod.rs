@@ -63,9 +63,9 @@ pub enum Source {
     Unnest(Vec<Expr>, bool),
     /// A call of a function made with CREATE FUNCTION (`Expr::Routine`), in FROM: its value
     /// read as rows by its shape (a set is an array of rows; a row of columns an array of
-    /// their values), then with `true` (WITH ORDINALITY) each row's number, from 1. Its
-    /// arguments may read earlier items' columns (it is LATERAL, as in PostgreSQL).
-    Call(Box<Expr>, CallRows, bool),
+    /// their values). Its arguments may read earlier items' columns (it is LATERAL, as in
+    /// PostgreSQL).
+    Call(Box<Expr>, CallRows),
     /// Constant rows (system tables read while binding, constant VALUES, and derived tables
     /// once `exec::init` has run them).
     Rows(Arc<Vec<Vec<Value>>>),
@@ -95,6 +95,8 @@ pub struct CallRows {
     pub columns: bool,
     /// How many columns a row has.
     pub width: usize,
+    /// WITH ORDINALITY: each row ends with its number, from 1.
+    pub ordinality: bool,
 }
 
 impl CallRows {
@@ -108,7 +110,7 @@ impl CallRows {
                 (false, v) => vec![v],
             }
         };
-        Ok(match (self.set, value) {
+        let mut rows: Vec<Vec<Value>> = match (self.set, value) {
             (true, Value::Array(rows)) => rows.into_iter().map(row).collect(),
             (true, Value::Null) => vec![],
             (true, other) => {
@@ -118,7 +120,13 @@ impl CallRows {
                 ))
             }
             (false, v) => vec![row(v)],
-        })
+        };
+        if self.ordinality {
+            for (i, r) in rows.iter_mut().enumerate() {
+                r.push(Value::Int(i as i64 + 1));
+            }
+        }
+        Ok(rows)
     }
 }
 
@@ -306,7 +314,7 @@ impl SelectPlan {
                     step.map(|s| f(*s).map(Box::new)).transpose()?,
                 ),
                 Source::Unnest(exprs, ord) => Source::Unnest(all(exprs, f)?, ord),
-                Source::Call(e, rows, ord) => Source::Call(Box::new(f(*e)?), rows, ord),
+                Source::Call(e, rows) => Source::Call(Box::new(f(*e)?), rows),
                 Source::Rows(rows) => Source::Rows(rows),
                 Source::Values(rows) => {
                     Source::Values(rows.into_iter().map(|r| all(r, f)).collect::<Result<Vec<_>>>()?)
