@@ -1,10 +1,10 @@
 //! Values on the wire: PostgreSQL's text and binary formats of each type.
 
 use bytes::{Bytes, BytesMut};
+use kiln_sql::numeric::{self, Numeric};
 use kiln_sql::style::Style;
 use kiln_sql::{code, DataType, SqlError, Value};
 use postgres_types::{FromSql, ToSql, Type};
-use rust_decimal::Decimal;
 
 /// Days between 1970-01-01 and 2000-01-01 (PostgreSQL's binary epoch).
 const PG_EPOCH_DAYS: i32 = 10_957;
@@ -89,7 +89,13 @@ pub fn decode_param(
             Value::Float(f64::from_sql(&Type::FLOAT8, b).map_err(|_| bad_binary(ty))?)
         }
         DataType::Numeric(_) => {
-            Value::Numeric(Decimal::from_sql(&Type::NUMERIC, b).map_err(|_| bad_binary(ty))?)
+            Value::Numeric(Numeric::from_pg_binary(b).map_err(|e| match e {
+                numeric::ParseError::Overflow => numeric::overflow(),
+                numeric::ParseError::Special => SqlError::unsupported(
+                    "a numeric NaN or infinity (Kiln's numeric holds neither)",
+                ),
+                numeric::ParseError::Syntax => bad_binary(ty),
+            })?)
         }
         // An enum value's binary form is its label, as text's.
         DataType::Text
@@ -289,16 +295,10 @@ pub fn encode_value(
             (*f as f32).to_sql(&Type::FLOAT4, &mut buf).map_err(err)?
         }
         (Value::Float(f), _) => f.to_sql(&Type::FLOAT8, &mut buf).map_err(err)?,
-        // rust_decimal writes a zero without its scale (`0.00` would read back as `0`).
-        (Value::Numeric(d), _) if d.is_zero() => {
-            use bytes::BufMut;
-            buf.put_u16(0); // no digit groups
-            buf.put_i16(0); // weight
-            buf.put_u16(0); // positive
-            buf.put_u16(d.scale() as u16);
+        (Value::Numeric(d), _) => {
+            buf.extend_from_slice(&d.to_pg_binary());
             postgres_types::IsNull::No
         }
-        (Value::Numeric(d), _) => d.to_sql(&Type::NUMERIC, &mut buf).map_err(err)?,
         (Value::Text(s), DataType::Jsonb) => {
             let mut out = Vec::with_capacity(s.len() + 1);
             out.push(1);
@@ -339,7 +339,13 @@ mod tests {
             (Value::Int(1 << 40), DataType::Int8),
             (Value::Float(1.5), DataType::Float4),
             (Value::Float(-2.25), DataType::Float8),
-            (Value::Numeric(Decimal::new(-12345, 3)), DataType::Numeric(None)),
+            (Value::Numeric("-12.345".parse().unwrap()), DataType::Numeric(None)),
+            (
+                Value::Numeric(
+                    "-123456789012345678901234567890.000000000000000000001".parse().unwrap(),
+                ),
+                DataType::Numeric(None),
+            ),
             (Value::Text("héllo".into()), DataType::Text),
             (Value::Bytea(vec![0, 1, 2]), DataType::Bytea),
             (
@@ -403,7 +409,15 @@ mod tests {
     /// A numeric keeps its scale in binary, zero too (`0.00` is not `0` to a client).
     #[test]
     fn numeric_binary_keeps_scale() {
-        for text in ["0.00", "0", "-1.50", "12345678.000100", "0.0000001"] {
+        for text in [
+            "0.00",
+            "0",
+            "-1.50",
+            "12345678.000100",
+            "0.0000001",
+            "0.0000000000000000000000000000000000000001",
+            "-9000000000000000000000000000000000000000000000",
+        ] {
             let v = Value::Numeric(text.parse().unwrap());
             let bytes =
                 encode_value(&v, 1, DataType::Numeric(None), Style::DEFAULT).unwrap().unwrap();

@@ -495,8 +495,10 @@ impl SessionEnv<'_> {
             }
             Some(DataType::Time(_)) if typmod >= 0 => DataType::Time(Some(typmod as u8)).sql_name(),
             Some(DataType::Numeric(_)) if typmod >= 4 => {
-                let m = (typmod - 4) as u32;
-                DataType::Numeric(Some((m >> 16, m & 0xffff))).sql_name()
+                let m = typmod - 4;
+                // The scale is 11 bits, sign-extended.
+                let scale = (((m & 0x7ff) << 21) >> 21) as i32;
+                DataType::Numeric(Some(((m >> 16) as u32, scale))).sql_name()
             }
             Some(t) => t.sql_name(),
             None => return pseudo_type_name(oid).unwrap_or("???").into(),

@@ -10,7 +10,7 @@
 //! **Rows** are a column count (u16 LE) and one tagged value per column; see
 //! `docs/storage-format.md`.
 
-use rust_decimal::Decimal;
+use crate::numeric::Numeric;
 
 use crate::error::{code, Result, SqlError};
 use crate::types::{DataType, Value};
@@ -58,7 +58,7 @@ pub fn encode_key_value(out: &mut Vec<u8>, v: &Value) -> Result<()> {
         }
         Value::Numeric(d) => {
             out.push(0x01);
-            encode_decimal(out, *d);
+            encode_decimal(out, d);
         }
         Value::Array(items) => {
             // Each element behind a 0x01, then 0x00: element order, then the shorter first.
@@ -74,28 +74,34 @@ pub fn encode_key_value(out: &mut Vec<u8>, v: &Value) -> Result<()> {
 }
 
 /// Order-preserving numeric: a sign byte (0 negative, 1 zero, 2 positive), then for
-/// 0.DIGITS × 10^EXP the exponent (u16, biased) and the digits (each digit + 1) ended by 0;
-/// negatives complement every byte after the sign (and end with 0xFF), so larger
-/// magnitudes sort first.
-fn encode_decimal(out: &mut Vec<u8>, d: Decimal) {
-    let d = d.normalize();
+/// 0.DIGITS × 10^EXP the exponent and the digits (each digit + 1) ended by 0; negatives
+/// complement every byte after the sign (and end with 0xFF), so larger magnitudes sort
+/// first. The exponent is a u16 biased by 0x8000 when within ±0x3FFF (every exponent below
+/// zero a numeric can have), else 0xC000 and the exponent as a big-endian u32 — which sorts
+/// after every smaller exponent.
+fn encode_decimal(out: &mut Vec<u8>, d: &Numeric) {
     if d.is_zero() {
         out.push(1);
         return;
     }
-    let negative = d.is_sign_negative();
-    let text = d.abs().to_string();
+    let negative = d.is_negative();
+    let text = d.abs().normalized().to_string();
     let (int, frac) = text.split_once('.').unwrap_or((text.as_str(), ""));
     let int = int.trim_start_matches('0');
-    let (exp, digits): (i32, String) = if int.is_empty() {
+    let (exp, digits): (i64, String) = if int.is_empty() {
         let zeros = frac.len() - frac.trim_start_matches('0').len();
-        (-(zeros as i32), frac.trim_start_matches('0').to_string())
+        (-(zeros as i64), frac.trim_start_matches('0').to_string())
     } else {
-        (int.len() as i32, format!("{int}{frac}"))
+        (int.len() as i64, format!("{int}{frac}"))
     };
     let digits = digits.trim_end_matches('0');
-    let mut body = Vec::with_capacity(digits.len() + 3);
-    body.extend_from_slice(&((exp + 0x8000) as u16).to_be_bytes());
+    let mut body = Vec::with_capacity(digits.len() + 7);
+    if exp.abs() <= 0x3FFF {
+        body.extend_from_slice(&((exp + 0x8000) as u16).to_be_bytes());
+    } else {
+        body.extend_from_slice(&0xC000u16.to_be_bytes());
+        body.extend_from_slice(&(exp as u32).to_be_bytes());
+    }
     body.extend(digits.bytes().map(|b| b - b'0' + 1));
     body.push(0);
     if negative {
@@ -144,7 +150,8 @@ const T_FALSE: u8 = 1;
 const T_TRUE: u8 = 2;
 const T_INT: u8 = 3;
 const T_FLOAT: u8 = 4;
-const T_NUMERIC: u8 = 5;
+/// numeric as versions before arbitrary precision stored it (read, never written).
+const T_NUMERIC_LEGACY: u8 = 5;
 const T_TEXT: u8 = 6;
 const T_BYTEA: u8 = 7;
 const T_DATE: u8 = 8;
@@ -155,6 +162,7 @@ const T_UUID: u8 = 12;
 const T_TIME: u8 = 13;
 const T_INTERVAL: u8 = 14;
 const T_ENUM: u8 = 15;
+const T_NUMERIC: u8 = 16;
 
 /// Encodes a row.
 pub fn encode_row(values: &[Value]) -> Vec<u8> {
@@ -183,7 +191,7 @@ fn encode_value(out: &mut Vec<u8>, v: &Value) {
             }
             Value::Numeric(d) => {
                 out.push(T_NUMERIC);
-                out.extend_from_slice(&d.serialize());
+                d.encode(out);
             }
             Value::Text(s) => {
                 out.push(T_TEXT);
@@ -287,7 +295,14 @@ impl Reader<'_> {
             T_TRUE => Value::Bool(true),
             T_INT => Value::Int(i64::from_le_bytes(r.array()?)),
             T_FLOAT => Value::Float(f64::from_le_bytes(r.array()?)),
-            T_NUMERIC => Value::Numeric(Decimal::deserialize(r.array()?)),
+            T_NUMERIC => {
+                let scale = u16::from_le_bytes(r.array()?);
+                let len = u32::from_le_bytes(r.array()?) as usize;
+                Value::Numeric(Numeric::decode(scale, r.take(len)?).ok_or_else(corrupt)?)
+            }
+            T_NUMERIC_LEGACY => {
+                Value::Numeric(Numeric::decode_legacy(r.array()?).ok_or_else(corrupt)?)
+            }
             T_UUID => Value::Uuid(r.array()?),
             T_TIME => Value::Time(i64::from_le_bytes(r.array()?)),
             T_INTERVAL => Value::Interval(crate::interval::Interval {
@@ -360,8 +375,30 @@ mod tests {
             texts.iter().map(|t| encode_key(&[&Value::Text(t.to_string())]).unwrap()).collect();
         assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
         let decimals = [
-            "-1000", "-12.5", "-12.34", "-0.5", "-0.05", "0", "0.001", "0.1", "0.12", "1", "1.5",
-            "10", "99.99", "100",
+            "-1e40000",
+            "-1e16384",
+            "-1e40",
+            "-1000",
+            "-12.5",
+            "-12.34",
+            "-0.5",
+            "-0.05",
+            "-1e-16000",
+            "0",
+            "1e-16383",
+            "0.001",
+            "0.1",
+            "0.12",
+            "1",
+            "1.5",
+            "10",
+            "99.99",
+            "100",
+            "123456789012345678901234567890.5",
+            "1e16383",
+            "1e16384",
+            "2e16384",
+            "1e40000",
         ];
         let keys: Vec<Vec<u8>> = decimals
             .iter()
@@ -396,13 +433,32 @@ mod tests {
     }
 
     #[test]
+    fn legacy_numerics_still_read() {
+        // Rows written before numeric held arbitrary precision: tag 5, rust_decimal's bytes.
+        for text in
+            ["0", "-12.50", "79228162514264337593543950335", "0.0000000000000000000000000001"]
+        {
+            let d: rust_decimal::Decimal = text.parse().unwrap();
+            let mut row = 1u16.to_le_bytes().to_vec();
+            row.push(T_NUMERIC_LEGACY);
+            row.extend_from_slice(&d.serialize());
+            let back = decode_row(&row, 1).unwrap();
+            assert_eq!(back, vec![Value::Numeric(text.parse().unwrap())]);
+            let Value::Numeric(n) = &back[0] else { unreachable!() };
+            assert_eq!(n.to_string(), text);
+        }
+    }
+
+    #[test]
     fn rows_round_trip() {
         let row = vec![
             Value::Null,
             Value::Bool(true),
             Value::Int(-3),
             Value::Float(2.5),
-            Value::Numeric(Decimal::new(12345, 2)),
+            Value::Numeric("123.45".parse().unwrap()),
+            Value::Numeric("-1e-40".parse().unwrap()),
+            Value::Numeric("123456789012345678901234567890.123456789".parse().unwrap()),
             Value::Text("héllo".into()),
             Value::Bytea(vec![0, 1, 255]),
             Value::Date(-10),

@@ -32,6 +32,9 @@ pub enum Arg {
     Bytea,
     /// uuid
     Uuid,
+    /// numeric when the call is numeric (an argument is numeric and none is a double),
+    /// else double precision: PostgreSQL's choice between `f(numeric)` and `f(float8)`.
+    Number,
     /// As it is (catalog functions take what clients send).
     Any,
     /// The function's result type (CASE-like functions: their branches are unified).
@@ -47,8 +50,8 @@ pub enum Returns {
     FirstArg(DataType),
     /// The common type of all arguments.
     Common,
-    /// numeric when an argument is numeric, else double precision (PostgreSQL's
-    /// `power(numeric, numeric)` and `power(float8, float8)`).
+    /// numeric when an argument is numeric and none is a double, else double precision
+    /// (PostgreSQL's `power(numeric, numeric)` and `power(float8, float8)`).
     NumericOrFloat,
 }
 
@@ -90,7 +93,7 @@ impl FuncDef {
             },
             Returns::Common => types.iter().fold(DataType::Unknown, |a, b| DataType::common(a, *b)),
             Returns::NumericOrFloat => {
-                if types.iter().any(|t| matches!(t, DataType::Numeric(_))) {
+                if numeric_call(types) {
                     DataType::Numeric(None)
                 } else {
                     DataType::Float8
@@ -98,6 +101,13 @@ impl FuncDef {
             }
         }
     }
+}
+
+/// Whether a call of a function with numeric and double precision forms takes the numeric
+/// one: an argument is numeric and none is a double.
+pub fn numeric_call(types: &[DataType]) -> bool {
+    types.iter().any(|t| matches!(t, DataType::Numeric(_)))
+        && !types.iter().any(|t| matches!(t, DataType::Float4 | DataType::Float8))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -143,7 +153,7 @@ pub static FUNCTIONS: &[FuncDef] = &[
     f(&["octet_length"], Func::OctetLength, 1, 1, &[A::Any], Type(T::Int4), STRICT, IMMUTABLE),
     f(&["bit_length"], Func::BitLength, 1, 1, &[A::Any], Type(T::Int4), STRICT, IMMUTABLE),
     f(&["abs"], Func::Abs, 1, 1, &[A::Numeric], FirstArg(T::Numeric(None)), STRICT, IMMUTABLE),
-    f(&["power", "pow"], Func::Power, 2, 2, &[A::Any], NumericOrFloat, STRICT, IMMUTABLE),
+    f(&["power", "pow"], Func::Power, 2, 2, &[A::Number], NumericOrFloat, STRICT, IMMUTABLE),
     // COALESCE is lazy: evaluation stops at the first non-null argument.
     f(&["coalesce"], Func::Coalesce, 1, MANY, &[A::Result], Common, LENIENT, IMMUTABLE),
     f(&["nullif"], Func::Nullif, 2, 2, &[A::Result], Common, LENIENT, IMMUTABLE),
@@ -360,16 +370,7 @@ pub static FUNCTIONS: &[FuncDef] = &[
         STRICT,
         IMMUTABLE,
     ),
-    f(
-        &["sqrt"],
-        Func::Math(MathFunc::Sqrt),
-        1,
-        1,
-        &[A::Float8],
-        Type(T::Float8),
-        STRICT,
-        IMMUTABLE,
-    ),
+    f(&["sqrt"], Func::Math(MathFunc::Sqrt), 1, 1, &[A::Number], NumericOrFloat, STRICT, IMMUTABLE),
     f(
         &["cbrt"],
         Func::Math(MathFunc::Cbrt),
@@ -380,15 +381,15 @@ pub static FUNCTIONS: &[FuncDef] = &[
         STRICT,
         IMMUTABLE,
     ),
-    f(&["exp"], Func::Math(MathFunc::Exp), 1, 1, &[A::Float8], Type(T::Float8), STRICT, IMMUTABLE),
-    f(&["ln"], Func::Math(MathFunc::Ln), 1, 1, &[A::Float8], Type(T::Float8), STRICT, IMMUTABLE),
+    f(&["exp"], Func::Math(MathFunc::Exp), 1, 1, &[A::Number], NumericOrFloat, STRICT, IMMUTABLE),
+    f(&["ln"], Func::Math(MathFunc::Ln), 1, 1, &[A::Number], NumericOrFloat, STRICT, IMMUTABLE),
     f(
         &["log", "log10"],
         Func::Math(MathFunc::Log),
         1,
         2,
-        &[A::Float8],
-        Type(T::Float8),
+        &[A::Number],
+        NumericOrFloat,
         STRICT,
         IMMUTABLE,
     ),

@@ -57,6 +57,8 @@ pub mod functions;
 pub mod interval;
 pub mod json;
 pub mod locks;
+pub mod numeric;
+pub mod numeric_math;
 pub mod parse;
 pub mod pg;
 pub mod plan;

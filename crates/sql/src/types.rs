@@ -3,8 +3,8 @@
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
+use crate::numeric::{self, Numeric};
 use chrono::{DateTime, Datelike, NaiveDate};
-use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{code, Result, SqlError};
@@ -33,7 +33,7 @@ pub enum DataType {
     /// double precision
     Float8,
     /// numeric(p, s); `None` for unconstrained numeric
-    Numeric(Option<(u32, u32)>),
+    Numeric(Option<(u32, i32)>),
     /// text
     Text,
     /// varchar(n)
@@ -255,7 +255,8 @@ impl DataType {
     pub fn modifier(self) -> i32 {
         match self {
             DataType::Varchar(Some(n)) | DataType::Char(n) => n as i32 + 4,
-            DataType::Numeric(Some((p, s))) => (((p << 16) | s) + 4) as i32,
+            // PostgreSQL's packing: the scale's low 11 bits (it may be negative).
+            DataType::Numeric(Some((p, s))) => ((p << 16) as i32 | (s & 0x7ff)) + 4,
             DataType::Array(e) => e.modifier(),
             DataType::Interval(Some(t)) => t as i32,
             DataType::Timestamp(Some(p))
@@ -428,7 +429,7 @@ pub enum Value {
     /// real, double precision
     Float(f64),
     /// numeric
-    Numeric(Decimal),
+    Numeric(Numeric),
     /// text, varchar, char (char is stored without its padding)
     Text(String),
     /// bytea
@@ -541,13 +542,12 @@ impl Value {
                 Value::Float(if ty == DataType::Float4 { v as f32 as f64 } else { v })
             }
             DataType::Numeric(m) => {
-                let d = Decimal::from_str_exact(t).or_else(|_| Decimal::from_scientific(t)).map_err(|_| {
-                    if t.parse::<f64>().is_ok_and(f64::is_finite) {
-                        SqlError::new(code::NUMERIC_OUT_OF_RANGE, format!("value {t} is out of range for numeric"))
-                            .detail("Kiln's numeric keeps 28 significant digits and magnitudes below 7.9e28.")
-                    } else {
-                        bad("numeric")
-                    }
+                let d = Numeric::parse(t).map_err(|e| match e {
+                    numeric::ParseError::Syntax => bad("numeric"),
+                    numeric::ParseError::Overflow => numeric::overflow(),
+                    numeric::ParseError::Special => SqlError::unsupported(format!(
+                        "the numeric value \"{t}\" (Kiln's numeric holds no NaN or infinity)"
+                    )),
                 })?;
                 Value::Numeric(fit_numeric(d, m)?)
             }
@@ -747,7 +747,7 @@ impl Value {
             (Value::Int(i), DataType::Float4) => Value::Float(i as f32 as f64),
             (Value::Int(i), DataType::Float8) => Value::Float(i as f64),
             (Value::Int(i), DataType::Numeric(m)) => {
-                Value::Numeric(fit_numeric(Decimal::from(i), m)?)
+                Value::Numeric(fit_numeric(Numeric::from(i), m)?)
             }
             (Value::Int(i), DataType::Bool) => Value::Bool(i != 0),
             (Value::Float(f), t) if t.is_integer() => {
@@ -761,20 +761,20 @@ impl Value {
             (Value::Float(f), DataType::Float4) => Value::Float(f as f32 as f64),
             (Value::Float(f), DataType::Float8) => Value::Float(f),
             (Value::Float(f), DataType::Numeric(m)) => {
-                let d = Decimal::from_f64_retain(f).ok_or_else(|| out_of_range(ty))?;
-                Value::Numeric(fit_numeric(d.normalize(), m)?)
+                let d = Numeric::from_f64(f).ok_or_else(|| {
+                    SqlError::unsupported(format!(
+                        "the numeric value {f} (Kiln's numeric holds no NaN or infinity)"
+                    ))
+                })?;
+                Value::Numeric(fit_numeric(d, m)?)
             }
             (Value::Numeric(d), t) if t.is_integer() => {
-                let r = d.round_dp_with_strategy(
-                    0,
-                    rust_decimal::RoundingStrategy::MidpointAwayFromZero,
-                );
-                let i: i64 = r.try_into().map_err(|_| out_of_range(t))?;
+                let i = d.to_i64().ok_or_else(|| out_of_range(t))?;
                 check_int_range(i, t)?;
                 Value::Int(i)
             }
             (Value::Numeric(d), DataType::Float4 | DataType::Float8) => {
-                let f: f64 = d.try_into().map_err(|_| out_of_range(ty))?;
+                let f = d.to_f64().ok_or_else(|| out_of_range(ty))?;
                 Value::Float(if ty == DataType::Float4 { f as f32 as f64 } else { f })
             }
             (Value::Numeric(d), DataType::Numeric(m)) => Value::Numeric(fit_numeric(d, m)?),
@@ -864,14 +864,10 @@ impl Value {
             (Value::Int(a), Value::Float(b)) => float_cmp(*a as f64, *b),
             (Value::Float(a), Value::Int(b)) => float_cmp(*a, *b as f64),
             (Value::Numeric(a), Value::Numeric(b)) => a.cmp(b),
-            (Value::Int(a), Value::Numeric(b)) => Decimal::from(*a).cmp(b),
-            (Value::Numeric(a), Value::Int(b)) => a.cmp(&Decimal::from(*b)),
-            (Value::Numeric(a), Value::Float(b)) => {
-                float_cmp(f64::try_from(*a).unwrap_or(f64::NAN), *b)
-            }
-            (Value::Float(a), Value::Numeric(b)) => {
-                float_cmp(*a, f64::try_from(*b).unwrap_or(f64::NAN))
-            }
+            (Value::Int(a), Value::Numeric(b)) => Numeric::from(*a).cmp(b),
+            (Value::Numeric(a), Value::Int(b)) => a.cmp(&Numeric::from(*b)),
+            (Value::Numeric(a), Value::Float(b)) => float_cmp(numeric_f64(a), *b),
+            (Value::Float(a), Value::Numeric(b)) => float_cmp(*a, numeric_f64(b)),
             (Value::Text(a), Value::Text(b)) => a.as_str().cmp(b.as_str()),
             (Value::Bytea(a), Value::Bytea(b)) => a.cmp(b),
             (Value::Uuid(a), Value::Uuid(b)) => a.cmp(b),
@@ -1035,28 +1031,16 @@ pub fn check_int_range(v: i64, ty: DataType) -> Result<()> {
     }
 }
 
-fn fit_numeric(mut d: Decimal, m: Option<(u32, u32)>) -> Result<Decimal> {
-    // numeric has no negative zero: `-0.00` and `-0.001::numeric(3,2)` are `0.00`.
-    if d.is_zero() {
-        d.set_sign_positive(true);
+fn fit_numeric(d: Numeric, m: Option<(u32, i32)>) -> Result<Numeric> {
+    match m {
+        None => Ok(d),
+        Some((p, s)) => d.fit(p, s),
     }
-    let Some((p, s)) = m else { return Ok(d) };
-    let r = d.round_dp_with_strategy(s, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
-    let mut r = r;
-    r.rescale(s);
-    if r.is_zero() {
-        r.set_sign_positive(true);
-    }
-    let int_digits = r.trunc().abs().to_string().trim_start_matches('0').len() as u32;
-    if int_digits > p.saturating_sub(s) {
-        return Err(SqlError::new(code::NUMERIC_OUT_OF_RANGE, "numeric field overflow").detail(
-            format!(
-                "A field with precision {p}, scale {s} must round to an absolute value less than 10^{}.",
-                p - s
-            ),
-        ));
-    }
-    Ok(r)
+}
+
+/// A numeric as a double for comparison with one (beyond a double's range, an infinity).
+pub(crate) fn numeric_f64(d: &Numeric) -> f64 {
+    d.to_f64().unwrap_or(if d.is_negative() { f64::NEG_INFINITY } else { f64::INFINITY })
 }
 
 fn fit_string(s: &str, n: Option<u32>, pad: bool) -> Result<String> {

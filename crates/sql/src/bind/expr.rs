@@ -120,7 +120,7 @@ impl<'a> Planner<'a> {
                             (Expr::Const(Value::Int(-i)), ty)
                         }
                         Expr::Const(Value::Numeric(d)) => {
-                            (Expr::Const(Value::Numeric(crate::expr::negate(d))), ty)
+                            (Expr::Const(Value::Numeric(d.neg())), ty)
                         }
                         // Negation is done in 64 bits (22003 past them); a narrower result
                         // is range-checked, as for the other arithmetic operators.
@@ -552,14 +552,10 @@ impl<'a> Planner<'a> {
                     let ty = if i32::try_from(i).is_ok() { DataType::Int4 } else { DataType::Int8 };
                     (Expr::Const(Value::Int(i)), ty)
                 } else {
-                    match Value::parse(n, DataType::Numeric(None)) {
-                        Ok(v) => (Expr::Const(v), DataType::Numeric(None)),
-                        // Beyond numeric's 28 digits: a double, rather than no value at all.
-                        Err(e) if e.code == code::NUMERIC_OUT_OF_RANGE => {
-                            (Expr::Const(Value::parse(n, DataType::Float8)?), DataType::Float8)
-                        }
-                        Err(e) => return Err(e),
-                    }
+                    (
+                        Expr::Const(Value::parse(n, DataType::Numeric(None))?),
+                        DataType::Numeric(None),
+                    )
                 }
             }
             ast::Value::SingleQuotedString(s)

@@ -609,6 +609,7 @@ impl<'a> Planner<'a> {
         // with its offset), then taken as a local time, as PostgreSQL's age(timestamptz,
         // timestamptz) reads both.
         let zoned = types.iter().any(|t| matches!(t, DataType::TimestampTz(_)));
+        let numeric = crate::functions::numeric_call(&types);
         let mut fixed = Vec::with_capacity(bound.len());
         for (i, (x, t)) in bound.into_iter().zip(types).enumerate() {
             if zoned && t == DataType::Unknown && def.arg(i) == Arg::Timestamp {
@@ -626,6 +627,8 @@ impl<'a> Planner<'a> {
                 Arg::Int8 => DataType::Int8,
                 Arg::Float8 => DataType::Float8,
                 Arg::Numeric => DataType::Numeric(None),
+                Arg::Number if numeric => DataType::Numeric(None),
+                Arg::Number => DataType::Float8,
                 Arg::Timestamp => DataType::Timestamp(None),
                 Arg::Interval => DataType::Interval(None),
                 Arg::Bytea => DataType::Bytea,

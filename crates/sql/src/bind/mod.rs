@@ -426,9 +426,7 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
         D::Float(_) => DataType::Float8,
         D::Numeric(info) | D::Decimal(info) | D::Dec(info) => DataType::Numeric(match info {
             ast::ExactNumberInfo::None => None,
-            // A declared precision up to PostgreSQL's 1000 digits; the values themselves
-            // hold at most 28 significant digits (beyond them, 22003), and at most 28 after
-            // the point.
+            // PostgreSQL's bounds: a precision of 1 to 1000 digits, a scale of -1000 to 1000.
             ast::ExactNumberInfo::Precision(p) | ast::ExactNumberInfo::PrecisionAndScale(p, _) => {
                 let s = match info {
                     ast::ExactNumberInfo::PrecisionAndScale(_, s) => s,
@@ -440,12 +438,13 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
                         format!("NUMERIC precision {p} must be between 1 and 1000"),
                     ));
                 }
-                if !(0..=28).contains(s) || *s as u64 > *p {
-                    return Err(SqlError::unsupported(format!(
-                        "NUMERIC scale {s} with precision {p} (Kiln's scale is 0 to 28 and at most the precision)"
-                    )));
+                if !(-1000..=1000).contains(s) {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        format!("NUMERIC scale {s} must be between -1000 and 1000"),
+                    ));
                 }
-                Some((*p as u32, *s as u32))
+                Some((*p as u32, *s as i32))
             }
         }),
         D::Text | D::String(_) => DataType::Text,

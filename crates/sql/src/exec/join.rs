@@ -81,16 +81,12 @@ enum HashKey {
 }
 
 fn hash_key(v: &Value) -> Option<HashKey> {
-    use rust_decimal::prelude::ToPrimitive;
     let number = |f: f64| HashKey::Number(if f == 0.0 { 0.0f64 } else { f }.to_bits());
     Some(match v {
         Value::Int(i) => number(*i as f64),
         Value::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => number((*f as i64) as f64),
         Value::Float(f) => number(*f),
-        Value::Numeric(d) if d.fract().is_zero() => match d.to_i64() {
-            Some(i) => number(i as f64),
-            None => number(d.to_f64()?),
-        },
+        // The nearest double: equal to an equal integer's or float's (both round exactly).
         Value::Numeric(d) => number(d.to_f64()?),
         Value::Text(t) => HashKey::Text(t.trim_end_matches(' ').to_string()),
         _ => return None,

@@ -32,16 +32,14 @@ pub(crate) fn key_value(e: &Expr, ty: DataType, row: &[Value], ctx: &Ctx) -> Res
             }
         }
         (Value::Numeric(d), t) if t.is_integer() => {
-            if d.fract().is_zero() {
-                i64::try_from(d).ok().map(Value::Int)
+            if d.is_integer() {
+                d.to_i64().map(Value::Int)
             } else {
                 None
             }
         }
         (Value::Int(i), DataType::Float4 | DataType::Float8) => Some(Value::Float(i as f64)),
-        (Value::Int(i), DataType::Numeric(_)) => {
-            Some(Value::Numeric(rust_decimal::Decimal::from(i)))
-        }
+        (Value::Int(i), DataType::Numeric(_)) => Some(Value::Numeric(i.into())),
         (Value::Numeric(d), DataType::Numeric(_)) => Some(Value::Numeric(d)),
         (Value::Text(s), t) if t.is_string() => Some(Value::Text(match t {
             DataType::Char(_) => s.trim_end_matches(' ').to_string(),

@@ -449,7 +449,7 @@ impl Acc {
                 (None, _) => Value::Null,
                 // sum of smallint/integer is bigint.
                 (Some(Value::Numeric(d)), DataType::Int8) => Value::Int(
-                    i64::try_from(d).map_err(|_| crate::types::out_of_range(DataType::Int8))?,
+                    d.to_i64().ok_or_else(|| crate::types::out_of_range(DataType::Int8))?,
                 ),
                 (Some(v), _) => v,
             },
@@ -464,13 +464,13 @@ impl Acc {
                 s => {
                     let d = match s {
                         Value::Numeric(d) => d,
-                        Value::Int(i) => rust_decimal::Decimal::from(i),
-                        _ => rust_decimal::Decimal::ZERO,
+                        Value::Int(i) => i.into(),
+                        _ => crate::numeric::Numeric::ZERO,
                     };
                     crate::expr::binary(
                         BinOp::Div,
                         Value::Numeric(d),
-                        Value::Numeric(rust_decimal::Decimal::from(n)),
+                        Value::Numeric((n as i64).into()),
                         NUMBERS,
                     )?
                 }
@@ -626,7 +626,7 @@ fn group_key(key: &[Value]) -> String {
         let _ = match v {
             Value::Interval(iv) => write!(out, "I{},", iv.span()),
             // 1.0 = 1.00 and 0 = -0, as in PostgreSQL.
-            Value::Numeric(d) => write!(out, "N{},", d.normalize()),
+            Value::Numeric(d) => write!(out, "N{},", d.normalized()),
             Value::Float(f) if *f == 0.0 => write!(out, "F0,"),
             v => write!(out, "{v:?},"),
         };
@@ -640,7 +640,7 @@ pub(crate) const NUMBERS: crate::style::Style = crate::style::Style::DEFAULT;
 
 pub(crate) fn widen(v: Value) -> Value {
     match v {
-        Value::Int(i) => Value::Numeric(rust_decimal::Decimal::from(i)),
+        Value::Int(i) => Value::Numeric(i.into()),
         v => v,
     }
 }

@@ -74,7 +74,7 @@ fn edge(b: &FrameBound, units: FrameUnits, start: bool, ctx: &Ctx) -> Result<Edg
             return Err(SqlError::new("22004", format!("frame {which} offset must not be null")))
         }
         Value::Int(k) => *k < 0,
-        Value::Numeric(d) => d.is_sign_negative() && !d.is_zero(),
+        Value::Numeric(d) => d.is_negative(),
         Value::Float(f) => *f < 0.0 || f.is_nan(),
         Value::Interval(iv) => iv.span() < 0,
         _ => false,

@@ -131,28 +131,22 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         }
         Func::Round | Func::Floor | Func::Ceil => {
             let digits = match arg(1) {
-                Value::Int(n) => n as i32,
+                Value::Int(n) => n,
                 _ => 0,
             };
             match numeric_operand(arg(0))? {
                 Value::Int(i) => Value::Int(i),
                 Value::Float(x) => Value::Float(match f {
+                    // round(double precision) is C's rint: halves to even.
                     Func::Round => {
-                        let m = 10f64.powi(digits);
-                        (x * m).round() / m
+                        let m = 10f64.powi(digits.clamp(-400, 400) as i32);
+                        (x * m).round_ties_even() / m
                     }
                     Func::Floor => x.floor(),
                     _ => x.ceil(),
                 }),
                 Value::Numeric(d) => Value::Numeric(match f {
-                    Func::Round => {
-                        let mut r = d.round_dp_with_strategy(
-                            digits.max(0) as u32,
-                            rust_decimal::RoundingStrategy::MidpointAwayFromZero,
-                        );
-                        r.rescale(digits.max(0) as u32);
-                        r
-                    }
+                    Func::Round => d.round(digits)?,
                     Func::Floor => d.floor(),
                     _ => d.ceil(),
                 }),
@@ -618,7 +612,7 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         Func::SizePretty => {
             let size: i128 = match numeric_operand(arg(0))? {
                 Value::Int(i) => i as i128,
-                Value::Numeric(d) => d.round().try_into().unwrap_or(i128::MAX),
+                Value::Numeric(d) => d.to_i128().unwrap_or(i128::MAX),
                 Value::Float(f) => f.round() as i128,
                 v => return Err(type_error("pg_size_pretty", &v)),
             };
@@ -738,19 +732,23 @@ fn timestamp_series(
 /// power(x, y): numeric when either operand is numeric (and neither is a float), else
 /// double precision, with PostgreSQL's errors for the undefined cases.
 fn power(x: Value, y: Value) -> Result<Value> {
-    use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
-    use rust_decimal::MathematicalOps as _;
     let undefined = |m: &str| SqlError::new("2201F", m.to_string());
+    let numeric = |v: &Value| match v {
+        Value::Int(i) => Some(crate::numeric::Numeric::from(*i)),
+        Value::Numeric(d) => Some(d.clone()),
+        _ => None,
+    };
+    if matches!((&x, &y), (Value::Numeric(_), _) | (_, Value::Numeric(_))) {
+        if let (Some(nx), Some(ny)) = (numeric(&x), numeric(&y)) {
+            return Ok(Value::Numeric(crate::numeric_math::power(&nx, &ny)?));
+        }
+    }
     let as_f64 = |v: &Value| match v {
         Value::Int(i) => Ok(*i as f64),
         Value::Float(f) => Ok(*f),
-        Value::Numeric(d) => d.to_f64().ok_or_else(|| overflow("numeric")),
+        Value::Numeric(d) => super::ops::numeric_to_float(d),
         v => Err(type_error("power", v)),
     };
-    let numeric = matches!(
-        (&x, &y),
-        (Value::Numeric(_), Value::Numeric(_) | Value::Int(_)) | (Value::Int(_), Value::Numeric(_))
-    );
     let (fx, fy) = (as_f64(&x)?, as_f64(&y)?);
     if fx == 0.0 && fy < 0.0 {
         return Err(undefined("zero raised to a negative power is undefined"));
@@ -759,22 +757,6 @@ fn power(x: Value, y: Value) -> Result<Value> {
         return Err(undefined(
             "a negative number raised to a non-integer power yields a complex result",
         ));
-    }
-    if numeric {
-        let to_dec = |v: &Value| match v {
-            Value::Int(i) => rust_decimal::Decimal::from(*i),
-            Value::Numeric(d) => *d,
-            _ => unreachable!("checked above"),
-        };
-        let (dx, dy) = (to_dec(&x), to_dec(&y));
-        // Integer exponents are exact; others go through double precision (as precise as
-        // the operation's inputs usually are).
-        let exact =
-            if dy.fract().is_zero() { dy.to_i64().and_then(|n| dx.checked_powi(n)) } else { None };
-        return match exact.or_else(|| rust_decimal::Decimal::from_f64(fx.powf(fy))) {
-            Some(d) => Ok(Value::Numeric(d.normalize())),
-            None => Err(overflow("value")),
-        };
     }
     let r = fx.powf(fy);
     if r.is_infinite() {

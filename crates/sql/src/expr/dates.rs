@@ -47,7 +47,6 @@ fn int(args: &[Value], i: usize) -> i64 {
 }
 
 fn float(args: &[Value], i: usize) -> f64 {
-    use rust_decimal::prelude::ToPrimitive;
     match args.get(i) {
         Some(Value::Float(f)) => *f,
         Some(Value::Int(n)) => *n as f64,

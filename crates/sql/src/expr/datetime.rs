@@ -2,8 +2,8 @@
 //! as PostgreSQL computes them (a timestamp with time zone by its local time in the
 //! session's zone, or the zone date_trunc is given).
 
+use crate::numeric::Numeric;
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Timelike};
-use rust_decimal::Decimal;
 
 use crate::error::{code, Result, SqlError};
 use crate::types::{
@@ -162,7 +162,7 @@ pub fn extract(field: &str, v: &Value, float: bool, zone: Zone) -> Result<Value>
         if float {
             Value::Float(micros_scaled as f64 / 10f64.powi(scale as i32))
         } else {
-            Value::Numeric(Decimal::from_i128_with_scale(micros_scaled, scale))
+            Value::Numeric(Numeric::from_scaled(micros_scaled, scale))
         }
     };
     let int = |i: i64| number(i as i128, 0);
@@ -232,9 +232,10 @@ pub fn extract(field: &str, v: &Value, float: bool, zone: Zone) -> Result<Value>
                     if float {
                         Value::Float(scaled as f64 / MICROS_PER_DAY as f64)
                     } else {
-                        let d = Decimal::from_i128_with_scale(scaled, 0)
-                            / Decimal::from(MICROS_PER_DAY);
-                        Value::Numeric(d.round_dp(20).normalize())
+                        let d = Numeric::from_scaled(scaled, 0)
+                            .div_to(&Numeric::from(MICROS_PER_DAY), 20)?
+                            .normalized();
+                        Value::Numeric(d)
                     }
                 }
                 "timezone" if tz => int(offset as i64),

@@ -945,10 +945,10 @@ impl Expr {
                 Value::Null => Value::Null,
                 Value::Int(i) => Value::Int(i.checked_neg().ok_or_else(|| overflow("bigint"))?),
                 Value::Float(f) => Value::Float(-f),
-                Value::Numeric(d) => Value::Numeric(crate::expr::negate(d)),
+                Value::Numeric(d) => Value::Numeric(d.neg()),
                 Value::Interval(iv) => Value::Interval(iv.checked_neg()?),
                 Value::Text(s) => match Value::parse(&s, DataType::Numeric(None))? {
-                    Value::Numeric(d) => Value::Numeric(crate::expr::negate(d)),
+                    Value::Numeric(d) => Value::Numeric(d.neg()),
                     v => v,
                 },
                 v => return Err(type_error("-", &v)),

@@ -4,8 +4,6 @@
 
 use std::cmp::Ordering;
 
-use rust_decimal::Decimal;
-
 use crate::error::{code, Result, SqlError};
 use crate::style::Style;
 use crate::types::{DataType, Value};
@@ -241,11 +239,11 @@ pub(crate) fn arithmetic(op: BinOp, a: Value, b: Value, zone: Zone) -> Result<Va
         (Float(x), Float(y)) => Float(float_op(op, x, y)?),
         (Int(x), Float(y)) => Float(float_op(op, x as f64, y)?),
         (Float(x), Int(y)) => Float(float_op(op, x, y as f64)?),
-        (Numeric(x), Float(y)) => Float(float_op(op, f64::try_from(x).unwrap_or(f64::NAN), y)?),
-        (Float(x), Numeric(y)) => Float(float_op(op, x, f64::try_from(y).unwrap_or(f64::NAN))?),
-        (Numeric(x), Numeric(y)) => Numeric(decimal_op(op, x, y)?),
-        (Int(x), Numeric(y)) => Numeric(decimal_op(op, Decimal::from(x), y)?),
-        (Numeric(x), Int(y)) => Numeric(decimal_op(op, x, Decimal::from(y))?),
+        (Numeric(x), Float(y)) => Float(float_op(op, numeric_to_float(&x)?, y)?),
+        (Float(x), Numeric(y)) => Float(float_op(op, x, numeric_to_float(&y)?)?),
+        (Numeric(x), Numeric(y)) => Numeric(numeric_op(op, &x, &y)?),
+        (Int(x), Numeric(y)) => Numeric(numeric_op(op, &x.into(), &y)?),
+        (Numeric(x), Int(y)) => Numeric(numeric_op(op, &x, &y.into())?),
         (Date(d), Int(n)) if matches!(op, BinOp::Add | BinOp::Sub) => {
             let days = if op == BinOp::Add { d as i64 + n } else { d as i64 - n };
             Date(crate::types::check_date(days)?)
@@ -268,7 +266,7 @@ fn datetime_arithmetic(op: BinOp, a: Value, b: Value, zone: Zone) -> Result<Valu
     let factor = |v: &Value| match v {
         Float(f) => Some(*f),
         Int(i) => Some(*i as f64),
-        Numeric(d) => f64::try_from(*d).ok(),
+        Numeric(d) => d.to_f64(),
         _ => None,
     };
     let negate = |x: Span| if op == BinOp::Sub { x.checked_neg() } else { Ok(x) };
@@ -330,94 +328,30 @@ pub(crate) fn float_op(op: BinOp, x: f64, y: f64) -> Result<f64> {
     })
 }
 
-/// `-d`; numeric has no negative zero (`-0.00` is `0.00`).
-pub(crate) fn negate(d: Decimal) -> Decimal {
-    if d.is_zero() {
-        d
-    } else {
-        -d
-    }
-}
-
-/// `r` with at least `scale` digits after the point (rust_decimal drops a zero's scale:
-/// PostgreSQL's `10 * 0.00` is `0.00`), and no negative zero.
-fn with_scale(mut r: Decimal, scale: u32) -> Decimal {
-    let scale = scale.min(28);
-    if r.scale() < scale {
-        r.rescale(scale);
-    }
-    if r.is_zero() {
-        r.set_sign_positive(true);
-    }
-    r
-}
-
-pub(crate) fn decimal_op(op: BinOp, x: Decimal, y: Decimal) -> Result<Decimal> {
-    let wider = x.scale().max(y.scale());
-    let r = match op {
-        BinOp::Add => x.checked_add(y).map(|r| with_scale(r, wider)),
-        BinOp::Sub => x.checked_sub(y).map(|r| with_scale(r, wider)),
-        BinOp::Mul => x.checked_mul(y).map(|r| with_scale(r, x.scale() + y.scale())),
-        BinOp::Div => {
-            if y.is_zero() {
-                return Err(div_zero());
-            }
-            let scale = div_scale(x, y);
-            x.checked_div(y).map(|d| {
-                let mut r = d.round_dp_with_strategy(
-                    scale,
-                    rust_decimal::RoundingStrategy::MidpointAwayFromZero,
-                );
-                r.rescale(scale);
-                r
-            })
-        }
-        BinOp::Mod => {
-            if y.is_zero() {
-                return Err(div_zero());
-            }
-            x.checked_rem(y).map(|r| with_scale(r, wider))
-        }
+/// Arithmetic on numerics, with PostgreSQL's result scales (see [`crate::numeric`]).
+pub(crate) fn numeric_op(
+    op: BinOp,
+    x: &crate::numeric::Numeric,
+    y: &crate::numeric::Numeric,
+) -> Result<crate::numeric::Numeric> {
+    match op {
+        BinOp::Add => x.add(y),
+        BinOp::Sub => x.sub(y),
+        BinOp::Mul => x.mul(y),
+        BinOp::Div => x.div(y),
+        BinOp::Mod => x.rem(y),
         _ => unreachable!("comparison handled by binary"),
-    };
-    r.ok_or_else(|| overflow("numeric"))
+    }
 }
 
-/// The result scale of numeric division, as PostgreSQL chooses it (`select_div_scale`): at
-/// least 16 significant digits, and no less than either operand's scale; capped at 28,
-/// the precision Kiln's numeric carries.
-pub fn div_scale(x: Decimal, y: Decimal) -> u32 {
-    // Weight and first digit in base 10000, as PostgreSQL's numeric stores them.
-    fn weight_first(d: Decimal) -> (i32, u32) {
-        let a = d.abs();
-        if a.is_zero() {
-            return (0, 0);
-        }
-        let digits = a.trunc().to_string();
-        if a >= Decimal::ONE {
-            let n = digits.len() as i32;
-            let w = (n - 1) / 4;
-            let lead = n - w * 4;
-            (w, digits[..lead as usize].parse().unwrap_or(0))
-        } else {
-            let s = a.to_string();
-            let frac = s.split('.').nth(1).unwrap_or("");
-            let zeros = frac.chars().take_while(|c| *c == '0').count() as i32;
-            let w = -(zeros / 4) - 1;
-            let start = ((-w - 1) * 4) as usize;
-            let chunk: String = frac.chars().skip(start).take(4).collect();
-            let chunk = format!("{chunk:0<4}");
-            (w, chunk.parse().unwrap_or(0))
-        }
-    }
-    let (w1, f1) = weight_first(x);
-    let (w2, f2) = weight_first(y);
-    let mut qweight = w1 - w2;
-    if f1 <= f2 {
-        qweight -= 1;
-    }
-    let rscale = 16 - qweight * 4;
-    (rscale.max(x.scale() as i32).max(y.scale() as i32).max(0) as u32).min(28)
+/// A numeric as a double for mixed arithmetic (22003 beyond a double's range).
+pub(crate) fn numeric_to_float(d: &crate::numeric::Numeric) -> Result<f64> {
+    d.to_f64().ok_or_else(|| {
+        SqlError::new(
+            code::NUMERIC_OUT_OF_RANGE,
+            format!("\"{d}\" is out of range for type double precision"),
+        )
+    })
 }
 
 /// One element of a LIKE pattern.

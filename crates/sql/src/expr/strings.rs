@@ -547,12 +547,12 @@ fn format(args: &[Value], style: Style) -> Result<Value> {
 
 /// Evaluates a mathematical function.
 pub(crate) fn eval_math(f: MathFunc, args: &[Value]) -> Result<Value> {
-    use rust_decimal::prelude::*;
+    use crate::numeric::Numeric;
     let float = |i: usize| -> Result<f64> {
         match args.get(i) {
             Some(Value::Float(x)) => Ok(*x),
             Some(Value::Int(x)) => Ok(*x as f64),
-            Some(Value::Numeric(d)) => Ok(d.to_f64().unwrap_or(f64::NAN)),
+            Some(Value::Numeric(d)) => super::ops::numeric_to_float(d),
             other => Err(invalid(format!(
                 "a number was expected, not {}",
                 other.map_or("nothing".into(), |v| v.natural_type().sql_name())
@@ -560,6 +560,21 @@ pub(crate) fn eval_math(f: MathFunc, args: &[Value]) -> Result<Value> {
         }
     };
     let domain = |what: &str| SqlError::new("2201F", what.to_string());
+    // The numeric forms (the binder makes every argument numeric or every one a double).
+    if let [Value::Numeric(x), rest @ ..] = args {
+        use crate::numeric_math as m;
+        let numeric = match (f, rest) {
+            (MathFunc::Sqrt, _) => Some(m::sqrt(x)?),
+            (MathFunc::Exp, _) => Some(m::exp(x)?),
+            (MathFunc::Ln, _) => Some(m::ln(x)?),
+            (MathFunc::Log, []) => Some(m::log(&Numeric::from(10), x)?),
+            (MathFunc::Log, [Value::Numeric(y)]) => Some(m::log(x, y)?),
+            _ => None,
+        };
+        if let Some(n) = numeric {
+            return Ok(Value::Numeric(n));
+        }
+    }
     Ok(match f {
         MathFunc::Sqrt => {
             let x = float(0)?;
@@ -604,7 +619,7 @@ pub(crate) fn eval_math(f: MathFunc, args: &[Value]) -> Result<Value> {
                 None => 0,
             };
             match &args[0] {
-                Value::Numeric(d) => Value::Numeric(truncate(*d, digits)),
+                Value::Numeric(d) => Value::Numeric(d.trunc(digits)),
                 _ => {
                     let scale = 10f64.powi(digits.clamp(-300, 300) as i32);
                     Value::Float((float(0)? * scale).trunc() / scale)
@@ -612,9 +627,7 @@ pub(crate) fn eval_math(f: MathFunc, args: &[Value]) -> Result<Value> {
             }
         }
         MathFunc::Sign => match &args[0] {
-            Value::Numeric(d) => {
-                Value::Numeric(if d.is_zero() { Decimal::ZERO } else { d.signum() })
-            }
+            Value::Numeric(d) => Value::Numeric(Numeric::from(d.signum() as i64)),
             _ => {
                 let x = float(0)?;
                 Value::Float(if x == 0.0 || x.is_nan() { x } else { x.signum() })
@@ -659,24 +672,15 @@ pub(crate) fn eval_math(f: MathFunc, args: &[Value]) -> Result<Value> {
             }
             (a, b) => {
                 let num = |v: &Value| match v {
-                    Value::Numeric(d) => Ok(*d),
-                    Value::Int(i) => Ok(Decimal::from(*i)),
+                    Value::Numeric(d) => Ok(d.clone()),
+                    Value::Int(i) => Ok(Numeric::from(*i)),
                     other => Err(invalid(format!(
                         "a number was expected, not {}",
                         other.natural_type().sql_name()
                     ))),
                 };
                 let (a, b) = (num(a)?, num(b)?);
-                if b.is_zero() {
-                    return Err(super::ops::div_zero());
-                }
-                Value::Numeric(if f == MathFunc::Mod {
-                    a.checked_rem(b).ok_or_else(|| {
-                        SqlError::new(code::NUMERIC_OUT_OF_RANGE, "value out of range")
-                    })?
-                } else {
-                    (a / b).trunc()
-                })
+                Value::Numeric(if f == MathFunc::Mod { a.rem(&b)? } else { a.div_trunc(&b)? })
             }
         },
     })
@@ -686,7 +690,7 @@ pub(crate) fn eval_math(f: MathFunc, args: &[Value]) -> Result<Value> {
 /// and b2 the operand falls in (0 below, count + 1 above; b1 > b2 counts downwards), in
 /// exact numeric arithmetic unless an argument is double precision.
 fn width_bucket(args: &[Value]) -> Result<Value> {
-    use rust_decimal::prelude::*;
+    use crate::numeric::Numeric;
     let bucket_error = |m: &str| SqlError::new("2201G", m.to_string());
     let count = int_arg(&args[3], "width_bucket")?;
     if count <= 0 {
@@ -698,7 +702,7 @@ fn width_bucket(args: &[Value]) -> Result<Value> {
         let f = |v: &Value| match v {
             Value::Float(x) => Ok(*x),
             Value::Int(i) => Ok(*i as f64),
-            Value::Numeric(d) => Ok(d.to_f64().unwrap_or(f64::NAN)),
+            Value::Numeric(d) => super::ops::numeric_to_float(d),
             other => Err(invalid(format!(
                 "width_bucket: a number was expected, not {}",
                 other.natural_type().sql_name()
@@ -720,8 +724,8 @@ fn width_bucket(args: &[Value]) -> Result<Value> {
         }
     } else {
         let d = |v: &Value| match v {
-            Value::Numeric(d) => Ok(*d),
-            Value::Int(i) => Ok(Decimal::from(*i)),
+            Value::Numeric(d) => Ok(d.clone()),
+            Value::Int(i) => Ok(Numeric::from(*i)),
             other => Err(invalid(format!(
                 "width_bucket: a number was expected, not {}",
                 other.natural_type().sql_name()
@@ -731,14 +735,12 @@ fn width_bucket(args: &[Value]) -> Result<Value> {
         if lo == hi {
             return Err(bucket_error("lower bound cannot equal upper bound"));
         }
-        match outside(x, lo, hi) {
+        match outside(&x, &lo, &hi) {
             Some(side) => side,
             None => {
-                let n =
-                    ((x - lo) * Decimal::from(count)).checked_div(hi - lo).ok_or_else(|| {
-                        SqlError::new(code::NUMERIC_OUT_OF_RANGE, "value out of range")
-                    })?;
-                Some(n.floor().to_f64().unwrap_or(0.0))
+                // floor((x - lo) × count / (hi - lo)), exactly.
+                let n = x.sub(&lo)?.mul(&Numeric::from(count))?;
+                Some(n.div_floor(&hi.sub(&lo)?)?.to_f64().unwrap_or(0.0))
             }
         }
     };
@@ -764,23 +766,5 @@ fn outside<T: PartialOrd>(x: T, lo: T, hi: T) -> Option<Option<f64>> {
         Some(Some(f64::INFINITY))
     } else {
         None
-    }
-}
-
-/// A numeric truncated to `digits` places after the point (before it, when negative).
-fn truncate(d: rust_decimal::Decimal, digits: i64) -> rust_decimal::Decimal {
-    use rust_decimal::prelude::*;
-    if digits >= 0 {
-        let places = digits.min(28) as u32;
-        let t = d.trunc_with_scale(places);
-        // PostgreSQL shows the requested scale: trunc(1.5, 2) is 1.50.
-        let mut t = t;
-        if t.scale() < places {
-            t.rescale(places);
-        }
-        t
-    } else {
-        let factor = Decimal::from_i128_with_scale(10i128.pow((-digits).min(28) as u32), 0);
-        (d / factor).trunc() * factor
     }
 }

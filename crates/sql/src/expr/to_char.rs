@@ -2,9 +2,8 @@
 //! formatting functions write them (its template patterns, the `FM` and `TH` modifiers,
 //! quoted literal text).
 
+use crate::numeric::Numeric;
 use chrono::{DateTime, Datelike, NaiveDateTime, Timelike};
-use rust_decimal::prelude::ToPrimitive;
-use rust_decimal::{Decimal, RoundingStrategy};
 
 use crate::error::{code, Result, SqlError};
 use crate::types::{date_micros, Value, DATE_INFINITY, DATE_NEG_INFINITY};
@@ -46,18 +45,16 @@ pub fn to_char(v: &Value, template: &str, zone: Zone) -> Result<Value> {
                 template,
             ))
         }
-        Value::Int(i) => Value::Text(format_number(Decimal::from(*i), template)?),
-        Value::Numeric(d) => Value::Text(format_number(*d, template)?),
+        Value::Int(i) => Value::Text(format_number(Numeric::from(*i), template)?),
+        Value::Numeric(d) => Value::Text(format_number(d.clone(), template)?),
         Value::Float(f) => {
             if !f.is_finite() {
                 return Ok(Value::Text(format_number_overflow(template)?));
             }
-            // Past numeric's 28 digits no template has room for it.
-            let Some(d) = Decimal::from_f64_retain(*f) else {
+            // A double has about 15 significant digits; the rest is binary noise.
+            let Some(d) = Numeric::from_f64(*f) else {
                 return Ok(Value::Text(format_number_overflow(template)?));
             };
-            // A double has about 15 significant digits; the rest is binary noise.
-            let d = d.round_sf(15).unwrap_or(d);
             Value::Text(format_number(d, template)?)
         }
         other => {
@@ -487,25 +484,23 @@ fn parse_number_template(template: &str) -> Result<NumTemplate> {
 }
 
 /// A number written by a template; `#` in every digit place when it does not fit.
-fn format_number(value: Decimal, template: &str) -> Result<String> {
+fn format_number(value: Numeric, template: &str) -> Result<String> {
     let t = parse_number_template(template)?;
     let point = t.parts.iter().position(|p| *p == NumPart::Point);
     let is_digit = |p: &NumPart| matches!(p, NumPart::Nine | NumPart::Zero);
     let int_places =
         t.parts[..point.unwrap_or(t.parts.len())].iter().filter(|p| is_digit(p)).count();
     let frac_places = point.map_or(0, |i| t.parts[i + 1..].iter().filter(|p| is_digit(p)).count());
-    let rounded = value
-        .round_dp_with_strategy(frac_places.min(28) as u32, RoundingStrategy::MidpointAwayFromZero);
-    let negative = rounded.is_sign_negative() && !rounded.is_zero();
-    let abs = rounded.abs();
-    let int_part = abs.trunc();
-    let int_digits = if int_part.is_zero() { String::new() } else { int_part.to_string() };
+    let rounded = value.round(frac_places as i64)?;
+    let negative = rounded.is_negative();
+    let abs = rounded.abs().to_string();
+    // "12.25" → "12" and "25" (the rounded value has exactly the template's places).
+    let (int_part, frac_part) = abs.split_once('.').unwrap_or((abs.as_str(), ""));
+    let int_digits = if int_part == "0" { String::new() } else { int_part.to_string() };
     if int_digits.len() > int_places {
         return format_number_overflow(template);
     }
-    let mut frac_digits = (abs - int_part).to_string();
-    // "0.25" → "25", padded to the template's places.
-    frac_digits = frac_digits.split('.').nth(1).unwrap_or("").to_string();
+    let mut frac_digits = frac_part.to_string();
     while frac_digits.len() < frac_places {
         frac_digits.push('0');
     }
@@ -629,7 +624,8 @@ fn format_number(value: Decimal, template: &str) -> Result<String> {
         }
     }
     if let Some(upper) = t.ordinal {
-        let n = int_part.to_i64().unwrap_or(0);
+        // The ordinal suffix reads the last two digits.
+        let n = int_part[int_part.len().saturating_sub(2)..].parse::<i64>().unwrap_or(0);
         out.push_str(ordinal(n, upper));
     }
     Ok(out)
@@ -662,13 +658,13 @@ fn format_number_overflow(template: &str) -> Result<String> {
 mod tests {
     use super::*;
 
-    fn num(v: Decimal, t: &str) -> String {
+    fn num(v: Numeric, t: &str) -> String {
         format_number(v, t).unwrap()
     }
 
     #[test]
     fn numbers_as_postgresql_writes_them() {
-        let d = |s: &str| s.parse::<Decimal>().unwrap();
+        let d = |s: &str| s.parse::<Numeric>().unwrap();
         assert_eq!(num(d("123"), "999"), " 123");
         assert_eq!(num(d("-123"), "999"), "-123");
         assert_eq!(num(d("0"), "999"), "   0");
@@ -709,7 +705,7 @@ mod tests {
         ];
         let at = NaiveDateTime::parse_from_str("2024-03-05 14:07:09", "%Y-%m-%d %H:%M:%S").unwrap();
         let moments = [Moment::Local(at), Moment::Zoned(at, -12600, "-0330".into())];
-        let d = "-12.5".parse::<Decimal>().unwrap();
+        let d = "-12.5".parse::<Numeric>().unwrap();
         for a in pieces {
             for b in pieces {
                 for c in pieces {
@@ -717,7 +713,7 @@ mod tests {
                     for m in &moments {
                         let _ = format_datetime(m, &t);
                     }
-                    let _ = format_number(d, &t);
+                    let _ = format_number(d.clone(), &t);
                 }
             }
         }

@@ -5,8 +5,6 @@
 //! character; digits past the template's decimal places are dropped. The result is a numeric
 //! with as many decimals as were read (C locale: `.` point, `,` group, `-`/`+` signs).
 
-use rust_decimal::Decimal;
-
 use crate::error::{code, Result, SqlError};
 use crate::types::{DataType, Value};
 
@@ -280,7 +278,7 @@ pub fn to_number(input: &str, template_text: &str) -> Result<Value> {
     let unsigned = if digits.starts_with('.') { format!("0{digits}") } else { digits.to_string() };
     let signed = if r.sign == Some(b'-') { format!("-{unsigned}") } else { unsigned };
     let d = Value::parse(&signed, DataType::Numeric(None))?;
-    let typmod = (precision > 0).then_some((precision.min(1000), scale));
+    let typmod = (precision > 0).then_some((precision.min(1000), scale as i32));
     let mut d = match d.cast(DataType::Numeric(typmod))? {
         Value::Numeric(d) => d,
         other => return Ok(other),
@@ -288,11 +286,8 @@ pub fn to_number(input: &str, template_text: &str) -> Result<Value> {
     if t.shift > 0 {
         // Shifted right by V's places: a multiplication by 10^-places, at 16 decimals as
         // PostgreSQL's power() gives it.
-        let factor = Decimal::try_from_i128_with_scale(1, t.shift.min(28)).unwrap_or_default();
-        d = d.checked_mul(factor).ok_or_else(|| {
-            SqlError::new(code::NUMERIC_OUT_OF_RANGE, "value out of range for numeric")
-        })?;
-        d.rescale(d.scale().max(16));
+        let shifted = d.shifted(t.shift)?;
+        d = shifted.with_scale(shifted.scale().max(16))?;
     }
     Ok(Value::Numeric(d))
 }
