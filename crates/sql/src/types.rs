@@ -774,7 +774,12 @@ impl Value {
                 Value::Int(i)
             }
             (Value::Numeric(d), DataType::Float4 | DataType::Float8) => {
-                let f = d.to_f64().ok_or_else(|| out_of_range(ty))?;
+                let f = d.to_f64().ok_or_else(|| {
+                    SqlError::new(
+                        code::NUMERIC_OUT_OF_RANGE,
+                        format!("\"{d}\" is out of range for type {}", ty.sql_name()),
+                    )
+                })?;
                 Value::Float(if ty == DataType::Float4 { f as f32 as f64 } else { f })
             }
             (Value::Numeric(d), DataType::Numeric(m)) => Value::Numeric(fit_numeric(d, m)?),
@@ -1011,7 +1016,12 @@ pub fn out_of_range(ty: DataType) -> SqlError {
         DataType::Int4 => "integer",
         DataType::Int8 => "bigint",
         DataType::Oid => "type oid",
-        _ => "the type",
+        other => {
+            return SqlError::new(
+                code::NUMERIC_OUT_OF_RANGE,
+                format!("value out of range for type {}", other.sql_name()),
+            )
+        }
     };
     SqlError::new(code::NUMERIC_OUT_OF_RANGE, format!("{name} out of range"))
 }

@@ -692,6 +692,29 @@ impl<'a> Planner<'a> {
             let (b, bt) = self.expr(right, scope, aggs)?;
             return self.json_binary(op, a, at, b, bt);
         }
+        if *op == O::PGExp {
+            // `x ^ y` is pg_catalog.power(x, y).
+            let arg =
+                |e: &ast::Expr| ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e.clone()));
+            let call = ast::Function {
+                name: ast::ObjectName::from(vec![
+                    ast::Ident::new("pg_catalog"),
+                    ast::Ident::new("power"),
+                ]),
+                uses_odbc_syntax: false,
+                parameters: ast::FunctionArguments::None,
+                args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+                    duplicate_treatment: None,
+                    args: vec![arg(left), arg(right)],
+                    clauses: vec![],
+                }),
+                within_group: vec![],
+                filter: None,
+                null_treatment: None,
+                over: None,
+            };
+            return self.function(&call, scope, aggs);
+        }
         if let O::PGBitwiseShiftLeft | O::PGBitwiseShiftRight = op {
             return self.shift(matches!(op, O::PGBitwiseShiftLeft), left, right, scope, aggs);
         }

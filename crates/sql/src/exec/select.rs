@@ -470,7 +470,7 @@ impl Acc {
                     crate::expr::binary(
                         BinOp::Div,
                         Value::Numeric(d),
-                        Value::Numeric((n as i64).into()),
+                        Value::Numeric(n.into()),
                         NUMBERS,
                     )?
                 }

@@ -79,6 +79,12 @@ pub enum MathFunc {
     Mod,
     /// div(a, b): the integer quotient of numerics
     Div,
+    /// scale(n): a numeric's digits after the point
+    Scale,
+    /// min_scale(n): the fewest digits after the point that show a numeric exactly
+    MinScale,
+    /// trim_scale(n): a numeric without trailing zeros after the point
+    TrimScale,
     /// to_hex(n): `true` of an integer (negative values as their 32-bit two's complement),
     /// `false` of a bigint
     ToHex(bool),
@@ -560,15 +566,25 @@ pub(crate) fn eval_math(f: MathFunc, args: &[Value]) -> Result<Value> {
         }
     };
     let domain = |what: &str| SqlError::new("2201F", what.to_string());
-    // The numeric forms (the binder makes every argument numeric or every one a double).
-    if let [Value::Numeric(x), rest @ ..] = args {
+    // The numeric forms: an argument is numeric (the binder sees that none is a double;
+    // integers may stay integers).
+    let exact: Option<Vec<Numeric>> = args
+        .iter()
+        .map(|a| match a {
+            Value::Numeric(d) => Some(d.clone()),
+            Value::Int(i) => Some(Numeric::from(*i)),
+            _ => None,
+        })
+        .collect();
+    let any_numeric = args.iter().any(|a| matches!(a, Value::Numeric(_)));
+    if let (Some(exact), true) = (exact, any_numeric) {
         use crate::numeric_math as m;
-        let numeric = match (f, rest) {
-            (MathFunc::Sqrt, _) => Some(m::sqrt(x)?),
-            (MathFunc::Exp, _) => Some(m::exp(x)?),
-            (MathFunc::Ln, _) => Some(m::ln(x)?),
-            (MathFunc::Log, []) => Some(m::log(&Numeric::from(10), x)?),
-            (MathFunc::Log, [Value::Numeric(y)]) => Some(m::log(x, y)?),
+        let numeric = match (f, exact.as_slice()) {
+            (MathFunc::Sqrt, [x]) => Some(m::sqrt(x)?),
+            (MathFunc::Exp, [x]) => Some(m::exp(x)?),
+            (MathFunc::Ln, [x]) => Some(m::ln(x)?),
+            (MathFunc::Log, [x]) => Some(m::log(&Numeric::from(10), x)?),
+            (MathFunc::Log, [base, x]) => Some(m::log(base, x)?),
             _ => None,
         };
         if let Some(n) = numeric {
@@ -624,6 +640,16 @@ pub(crate) fn eval_math(f: MathFunc, args: &[Value]) -> Result<Value> {
                     let scale = 10f64.powi(digits.clamp(-300, 300) as i32);
                     Value::Float((float(0)? * scale).trunc() / scale)
                 }
+            }
+        }
+        MathFunc::Scale | MathFunc::MinScale | MathFunc::TrimScale => {
+            let Value::Numeric(d) = &args[0] else {
+                return Err(invalid("a numeric was expected".to_string()));
+            };
+            match f {
+                MathFunc::Scale => Value::Int(d.scale() as i64),
+                MathFunc::MinScale => Value::Int(d.min_scale() as i64),
+                _ => Value::Numeric(d.normalized()),
             }
         }
         MathFunc::Sign => match &args[0] {
