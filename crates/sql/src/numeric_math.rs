@@ -256,7 +256,14 @@ pub fn sqrt(x: &Numeric) -> Result<Numeric> {
     }
     let (weight, _, _) = if x.is_zero() { (0, 0, None) } else { base_digits(x) };
     let sweight = (weight + 1) * 2 - 1;
-    let scale = result_scale(sweight, &[x.scale()]);
+    sqrt_to(x, result_scale(sweight, &[x.scale()]))
+}
+
+/// The square root of a value not below zero, correctly rounded to `scale` digits.
+pub fn sqrt_to(x: &Numeric, scale: i64) -> Result<Numeric> {
+    if x.is_negative() {
+        return Err(power_error("cannot take square root of a negative number"));
+    }
     // floor(sqrt(x × 10^(2 scale + 2))) has one digit more than the result: round on it.
     let shift = 2 * (scale + 1) - x.scale() as i64;
     let n = x.unscaled().into_owned() * pow10(shift as u64);

@@ -299,5 +299,6 @@ scripts!(
     schemas,
     triggers,
     functions,
-    set_functions
+    set_functions,
+    numeric
 );

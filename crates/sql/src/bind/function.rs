@@ -343,6 +343,10 @@ impl<'a> Planner<'a> {
             "bit_and" => Some(AggFunc::Bits(crate::expr::BitOp::And)),
             "bit_or" => Some(AggFunc::Bits(crate::expr::BitOp::Or)),
             "bit_xor" => Some(AggFunc::Bits(crate::expr::BitOp::Xor)),
+            "variance" | "var_samp" => Some(AggFunc::Variance { sample: true, root: false }),
+            "var_pop" => Some(AggFunc::Variance { sample: false, root: false }),
+            "stddev" | "stddev_samp" => Some(AggFunc::Variance { sample: true, root: true }),
+            "stddev_pop" => Some(AggFunc::Variance { sample: false, root: true }),
             _ => None,
         };
         if agg.is_none() && (!order_by.is_empty() || f.filter.is_some()) {
@@ -1144,6 +1148,12 @@ pub(crate) fn is_aggregate(name: &str) -> bool {
             | "bit_and"
             | "bit_or"
             | "bit_xor"
+            | "variance"
+            | "var_samp"
+            | "var_pop"
+            | "stddev"
+            | "stddev_samp"
+            | "stddev_pop"
     )
 }
 
@@ -1187,6 +1197,18 @@ pub(crate) fn aggregate_type(name: &str, agg: &AggFunc, ty: DataType) -> Result<
                     code::UNDEFINED_FUNCTION,
                     format!("function sum({}) does not exist", t.sql_name()),
                 ))
+            }
+        },
+        // Exact (numeric) for integers and numerics, double precision for floats.
+        AggFunc::Variance { .. } => match ty {
+            DataType::Float4 | DataType::Float8 => DataType::Float8,
+            t if t.is_numeric() || t == DataType::Unknown => DataType::Numeric(None),
+            t => {
+                return Err(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    format!("function {name}({}) does not exist", t.sql_name()),
+                )
+                .hint("No function matches the given name and argument types. You might need to add explicit type casts."))
             }
         },
         AggFunc::Avg => match ty {

@@ -418,10 +418,24 @@ impl<'a> Planner<'a> {
                 let target = expected.and_then(|t| t.get(i).copied()).unwrap_or(DataType::Unknown);
                 let (e, t) = self.coerce(e, t, target)?;
                 types[i] = DataType::common(types[i], t);
-                exprs.push(e);
+                exprs.push((e, t));
             }
             exprs_rows.push(exprs);
         }
+        // A column's values take its common type (`VALUES (1), (2.5)` is numeric, so its 1
+        // divides as a numeric); an INSERT's rows take their target columns' types instead.
+        let exprs_rows: Vec<Vec<Expr>> = exprs_rows
+            .into_iter()
+            .map(|row| {
+                row.into_iter()
+                    .zip(&types)
+                    .map(|((e, t), common)| match expected {
+                        None if t != *common => self.unify(e, t, *common),
+                        _ => Ok(e),
+                    })
+                    .collect::<Result<Vec<Expr>>>()
+            })
+            .collect::<Result<_>>()?;
         // Constant rows are stored as they are; rows with parameters or functions are
         // evaluated at execution.
         for exprs in &exprs_rows {

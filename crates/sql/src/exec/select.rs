@@ -10,6 +10,7 @@ use kiln_engine::Transaction;
 
 use crate::error::{code, Result, SqlError};
 use crate::expr::*;
+use crate::numeric::Numeric;
 use crate::plan::*;
 use crate::types::{DataType, Row, Value};
 
@@ -360,6 +361,81 @@ pub(crate) enum Acc {
     Bool(Option<bool>),
     /// bit_and / bit_or / bit_xor
     Bits(Option<i64>),
+    /// variance and standard deviation
+    Moments(Moments),
+}
+
+/// The running state of a variance: exact sums for integers and numerics (as PostgreSQL
+/// keeps them), Youngs and Cramer's running form for doubles (as PostgreSQL's float8_accum).
+#[derive(Clone)]
+pub(crate) enum Moments {
+    Empty,
+    Exact { n: i64, sum: Numeric, squares: Numeric },
+    Float { n: f64, sum: f64, squares: f64 },
+}
+
+impl Moments {
+    fn add(self, v: Value) -> Result<Moments> {
+        Ok(match (self, v) {
+            (Moments::Empty, Value::Float(x)) => Moments::Float { n: 1.0, sum: x, squares: 0.0 },
+            (Moments::Float { n, sum, squares }, Value::Float(x)) => {
+                let (n1, sum) = (n + 1.0, sum + x);
+                let t = x * n1 - sum;
+                Moments::Float { n: n1, sum, squares: squares + t * t / (n1 * n) }
+            }
+            (state, Value::Int(i)) => state.add(Value::Numeric(i.into()))?,
+            (Moments::Empty, Value::Numeric(x)) => {
+                Moments::Exact { n: 1, squares: x.mul(&x)?, sum: x }
+            }
+            (Moments::Exact { n, sum, squares }, Value::Numeric(x)) => {
+                Moments::Exact { n: n + 1, squares: squares.add(&x.mul(&x)?)?, sum: sum.add(&x)? }
+            }
+            (_, v) => {
+                return Err(SqlError::new(
+                    code::DATATYPE_MISMATCH,
+                    format!("variance and stddev take numbers, not {}", v.kind()),
+                ))
+            }
+        })
+    }
+
+    /// The variance or standard deviation; NULL without enough rows.
+    fn finish(self, sample: bool, root: bool) -> Result<Value> {
+        Ok(match self {
+            Moments::Empty => Value::Null,
+            Moments::Float { n, squares, .. } => {
+                if sample && n <= 1.0 {
+                    return Ok(Value::Null);
+                }
+                let var = squares / if sample { n - 1.0 } else { n };
+                Value::Float(if root { var.sqrt() } else { var })
+            }
+            Moments::Exact { n, sum, squares } => {
+                if sample && n <= 1 {
+                    return Ok(Value::Null);
+                }
+                // PostgreSQL's numeric_stddev_internal: (n Σx² - (Σx)²) / (n (n - 1)), the
+                // products at twice the sum's scale, the quotient (and its root) at the scale
+                // of a division.
+                let scale = sum.scale() as i64 * 2;
+                let count = Numeric::from(n);
+                let numerator =
+                    count.mul(&squares)?.round(scale)?.sub(&sum.mul(&sum)?.round(scale)?)?;
+                if numerator.signum() <= 0 {
+                    return Ok(Value::Numeric(Numeric::ZERO));
+                }
+                let denominator =
+                    Numeric::from(n).mul(&Numeric::from(if sample { n - 1 } else { n }))?;
+                let scale = numerator.div_scale(&denominator);
+                let var = numerator.div_to(&denominator, scale)?;
+                Value::Numeric(if root {
+                    crate::numeric_math::sqrt_to(&var, scale as i64)?
+                } else {
+                    var
+                })
+            }
+        })
+    }
 }
 
 impl Acc {
@@ -373,6 +449,7 @@ impl Acc {
             AggFunc::StringAgg(..) | AggFunc::ArrayAgg(_) => Acc::Collect(Vec::new()),
             AggFunc::BoolAnd | AggFunc::BoolOr => Acc::Bool(None),
             AggFunc::Bits(_) => Acc::Bits(None),
+            AggFunc::Variance { .. } => Acc::Moments(Moments::Empty),
         }
     }
 
@@ -424,6 +501,7 @@ impl Acc {
                     (Some(b), _) => b ^ x,
                 }))
             }
+            (Acc::Moments(m), _) => Acc::Moments(m.add(v)?),
             (Acc::Avg(s, n), _) => Acc::Avg(
                 Some(match s {
                     None => widen(v),
@@ -457,6 +535,10 @@ impl Acc {
             Acc::Collect(items) => collected(f, distinct, items, limits)?,
             Acc::Bool(b) => b.map(Value::Bool).unwrap_or(Value::Null),
             Acc::Bits(b) => b.map(Value::Int).unwrap_or(Value::Null),
+            Acc::Moments(m) => match f {
+                AggFunc::Variance { sample, root } => m.finish(*sample, *root)?,
+                _ => Value::Null,
+            },
             Acc::Avg(None, _) => Value::Null,
             Acc::Avg(Some(s), n) => match s {
                 Value::Float(f) => Value::Float(f / n as f64),

@@ -89,6 +89,13 @@ pub enum AggFunc {
     BoolOr,
     /// bit_and / bit_or / bit_xor of integers
     Bits(BitOp),
+    /// variance / var_samp / var_pop, and (`root`) stddev / stddev_samp / stddev_pop
+    Variance {
+        /// The sample's (divided by n - 1), not the population's (by n).
+        sample: bool,
+        /// The standard deviation: the variance's square root.
+        root: bool,
+    },
 }
 
 /// The operation of a bitwise aggregate.
