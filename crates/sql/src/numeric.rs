@@ -384,12 +384,19 @@ impl Numeric {
             if let Int::Small(i) = self.int {
                 let up = (scale - current) as u32;
                 if let Some(v) = 10i64.checked_pow(up).and_then(|p| i.checked_mul(p)) {
-                    return Numeric::raw(BigInt::from(v), shown);
+                    return Numeric { int: Int::Small(v), scale: shown as u16 };
                 }
             }
             return Numeric::raw(self.unscaled_at(scale as u32), shown);
         }
         let cut = (current - scale) as u64;
+        if let (Int::Small(i), true, true) = (&self.int, cut <= 18, scale >= 0) {
+            // In 128 bits: the usual case of a money-sized value.
+            let d = 10i128.pow(cut as u32);
+            let (q, r) = (*i as i128 / d, *i as i128 % d);
+            let q = if !truncate && r.abs() * 2 >= d { q + i.signum() as i128 } else { q };
+            return Numeric::from_scaled(q, shown);
+        }
         let v = self.unscaled();
         let q = if cut > digit_count(&v) + 1 {
             BigInt::zero()
@@ -434,7 +441,19 @@ impl Numeric {
 
     /// Whether the value has no fractional part.
     pub fn is_integer(&self) -> bool {
-        self.scale == 0 || (self.unscaled().as_ref() % pow10(self.scale() as u64)).is_zero()
+        match &self.int {
+            _ if self.scale == 0 => true,
+            Int::Small(i) => 10i64.checked_pow(self.scale()).map_or(*i == 0, |p| i % p == 0),
+            Int::Big(b) => (b.as_ref() % pow10(self.scale() as u64)).is_zero(),
+        }
+    }
+
+    /// The number of digits of the unscaled integer (1 for zero).
+    fn digits(&self) -> u64 {
+        match &self.int {
+            Int::Small(i) => i.unsigned_abs().checked_ilog10().unwrap_or(0) as u64 + 1,
+            Int::Big(b) => digit_count(b),
+        }
     }
 
     /// The fewest digits after the point that show the value exactly (`min_scale`).
@@ -462,7 +481,7 @@ impl Numeric {
     pub fn fit(&self, precision: u32, scale: i32) -> Result<Numeric> {
         let r = self.round_to(scale as i64, false);
         let room = precision as i64 - scale as i64;
-        if !r.is_zero() && digit_count(&r.unscaled()) as i64 - r.scale() as i64 > room {
+        if !r.is_zero() && r.digits() as i64 - r.scale() as i64 > room {
             let bound = if room != 0 { format!("10^{room}") } else { "1".to_string() };
             return Err(SqlError::new(code::NUMERIC_OUT_OF_RANGE, "numeric field overflow")
                 .detail(format!(
@@ -576,19 +595,31 @@ impl Numeric {
     /// PostgreSQL's binary form: digit count, weight, sign and display scale, then base-10000
     /// digits, each an `i16`.
     pub fn to_pg_binary(&self) -> Vec<u8> {
-        let mut digits = self.unscaled().magnitude().to_string();
-        if self.is_zero() {
-            digits.clear();
-        }
+        // The magnitude with its fraction padded to whole base-10000 digits, as those digits
+        // (least significant first).
         let frac_groups = (self.scale() as usize).div_ceil(4);
-        digits.extend(std::iter::repeat_n('0', frac_groups * 4 - self.scale() as usize));
-        let lead = (4 - digits.len() % 4) % 4;
-        let digits = format!("{}{digits}", "0".repeat(lead));
-        let mut groups: Vec<u16> = digits
-            .as_bytes()
-            .chunks(4)
-            .map(|c| c.iter().fold(0u16, |n, d| n * 10 + (d - b'0') as u16))
-            .collect();
+        let pad = (frac_groups * 4 - self.scale() as usize) as u32;
+        let mut groups: Vec<u16> = Vec::new();
+        match &self.int {
+            Int::Small(i) => {
+                let mut m = i.unsigned_abs() as u128 * 10u128.pow(pad);
+                while m > 0 {
+                    groups.push((m % 10000) as u16);
+                    m /= 10000;
+                }
+            }
+            Int::Big(b) => {
+                let digits =
+                    (b.magnitude() * num_bigint::BigUint::from(10u32).pow(pad)).to_string();
+                groups = digits
+                    .as_bytes()
+                    .rchunks(4)
+                    .map(|c| c.iter().fold(0u16, |n, d| n * 10 + (d - b'0') as u16))
+                    .collect();
+            }
+        }
+        // Most significant first; the weight of the first is its power of 10000.
+        groups.reverse();
         let mut weight = groups.len() as i64 - frac_groups as i64 - 1;
         let leading = groups.iter().take_while(|g| **g == 0).count();
         groups.drain(..leading);
@@ -632,29 +663,44 @@ impl Numeric {
         if scale > SCALE_MAX {
             return Err(ParseError::Overflow);
         }
-        let mut text = String::with_capacity(count * 4);
+        // The digits are an integer × 10000^(weight - count + 1).
+        let exponent = 4 * (weight - count as i64 + 1);
+        if exponent + 4 * count as i64 > INT_DIGITS_MAX as i64 + 4 {
+            return Err(ParseError::Overflow);
+        }
+        let mut small: i128 = 0;
+        let mut big: Option<BigInt> = None;
         for i in 0..count {
             let g = word(4 + i)?;
             if g >= 10000 {
                 return Err(ParseError::Syntax);
             }
-            text.push_str(&format!("{g:04}"));
+            match &mut big {
+                Some(v) => *v = &*v * 10000u32 + g,
+                None if small < i128::MAX / 10001 => small = small * 10000 + g as i128,
+                None => big = Some(BigInt::from(small) * 10000u32 + g),
+            }
         }
-        if text.is_empty() {
-            text.push('0');
+        let mut v = big.unwrap_or_else(|| BigInt::from(small));
+        if sign == 0x4000 {
+            v = -v;
         }
-        // The digits are an integer × 10000^(weight - count + 1).
-        let exponent = 4 * (weight - count as i64 + 1);
-        let sign = if sign == 0x4000 { "-" } else { "" };
-        let v = Numeric::parse(&format!("{sign}{text}e{exponent}"))?;
-        Ok(v.round_to(scale as i64, false))
+        let (v, at) =
+            if exponent >= 0 { (v * pow10(exponent as u64), 0) } else { (v, (-exponent) as u32) };
+        if at > SCALE_MAX + 4 {
+            return Err(ParseError::Overflow);
+        }
+        // Digits past the scale shown (a sender may send them) round away.
+        let n = Numeric::raw(v, at);
+        let r = n.round_to(scale as i64, false);
+        Numeric::from_parts(r.unscaled().into_owned(), r.scale()).map_err(|_| ParseError::Overflow)
     }
 
     /// Kiln's stored form: the scale, then the unscaled integer's two's-complement bytes
     /// (little-endian, fewest that hold it).
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.scale.to_le_bytes());
-        let bytes = match &self.int {
+        match &self.int {
             Int::Small(i) => {
                 let all = i.to_le_bytes();
                 let mut n = 8;
@@ -665,18 +711,31 @@ impl Numeric {
                 {
                     n -= 1;
                 }
-                all[..n].to_vec()
+                out.extend_from_slice(&(n as u32).to_le_bytes());
+                out.extend_from_slice(&all[..n]);
             }
-            Int::Big(b) => b.to_signed_bytes_le(),
-        };
-        out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-        out.extend_from_slice(&bytes);
+            Int::Big(b) => {
+                let bytes = b.to_signed_bytes_le();
+                out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                out.extend_from_slice(&bytes);
+            }
+        }
     }
 
     /// Reads the stored form; `None` when it is malformed.
     pub fn decode(scale: u16, bytes: &[u8]) -> Option<Numeric> {
         if scale as u32 > SCALE_MAX || bytes.is_empty() {
             return None;
+        }
+        if bytes.len() <= 8 {
+            // Sign-extended to 64 bits.
+            let fill = if bytes[bytes.len() - 1] & 0x80 != 0 { 0xFF } else { 0 };
+            let mut all = [fill; 8];
+            all[..bytes.len()].copy_from_slice(bytes);
+            let i = i64::from_le_bytes(all);
+            if i != i64::MIN {
+                return Some(Numeric { int: Int::Small(i), scale });
+            }
         }
         Some(Numeric::raw(BigInt::from_signed_bytes_le(bytes), scale as u32))
     }
@@ -888,5 +947,74 @@ mod tests {
         }
         // PostgreSQL's bytes for -12.5: 2 digits, weight 0, negative, scale 1: 12, 5000.
         assert_eq!(n("-12.5").to_pg_binary(), [0, 2, 0, 0, 0x40, 0, 0, 1, 0, 12, 0x13, 0x88]);
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Values of every size: small ones, and ones past 64 and 128 bits.
+        fn numeric() -> impl Strategy<Value = Numeric> {
+            (any::<i64>(), 0u32..12, 0u32..4, any::<i64>()).prop_map(|(m, scale, widen, more)| {
+                let mut v = BigInt::from(m);
+                for _ in 0..widen {
+                    v = v * BigInt::from(u64::MAX) + BigInt::from(more);
+                }
+                Numeric::from_parts(v, scale).unwrap()
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn forms_round_trip(a in numeric()) {
+                let back = Numeric::parse(&a.to_string()).unwrap();
+                prop_assert_eq!(back.to_string(), a.to_string());
+                let back = Numeric::from_pg_binary(&a.to_pg_binary()).unwrap();
+                prop_assert_eq!(back.to_string(), a.to_string());
+                let mut stored = Vec::new();
+                a.encode(&mut stored);
+                let back = Numeric::decode(u16::from_le_bytes([stored[0], stored[1]]), &stored[6..]).unwrap();
+                prop_assert_eq!(back.to_string(), a.to_string());
+            }
+
+            /// Exact arithmetic agrees with rust_decimal wherever that holds the operands and
+            /// the result exactly.
+            #[test]
+            fn exact_arithmetic_agrees(x in any::<i32>(), xs in 0u32..8, y in any::<i32>(), ys in 0u32..8) {
+                let (a, b) = (Numeric::from_scaled(x as i128, xs), Numeric::from_scaled(y as i128, ys));
+                let (da, db) = (rust_decimal::Decimal::new(x as i64, xs), rust_decimal::Decimal::new(y as i64, ys));
+                // rust_decimal drops a zero's scale; compare values, and scales by the rules.
+                let d = |v: rust_decimal::Decimal| Numeric::parse(&v.to_string()).unwrap();
+                let (sum, diff, product) = (a.add(&b).unwrap(), a.sub(&b).unwrap(), a.mul(&b).unwrap());
+                prop_assert_eq!(&sum, &d(da + db));
+                prop_assert_eq!(&diff, &d(da - db));
+                prop_assert_eq!(&product, &d(da * db));
+                prop_assert_eq!((sum.scale(), diff.scale(), product.scale()), (xs.max(ys), xs.max(ys), xs + ys));
+                prop_assert_eq!(a.cmp(&b), da.cmp(&db));
+                if y != 0 {
+                    let rem = a.rem(&b).unwrap();
+                    prop_assert_eq!(&rem, &d(da % db));
+                    prop_assert_eq!(rem.scale(), xs.max(ys));
+                    // The quotient is da / db rounded to the chosen scale.
+                    let q = a.div(&b).unwrap();
+                    let scale = q.scale();
+                    if scale <= 20 {
+                        let want = (da / db).round_dp_with_strategy(scale, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+                        prop_assert_eq!(q, Numeric::parse(&want.to_string()).unwrap());
+                    }
+                }
+            }
+
+            /// Sums and differences of big values undo each other; products divide back.
+            #[test]
+            fn big_arithmetic_is_consistent(a in numeric(), b in numeric()) {
+                prop_assert_eq!(a.add(&b).unwrap().sub(&b).unwrap(), a.clone());
+                if !b.is_zero() {
+                    let p = a.mul(&b).unwrap();
+                    prop_assert_eq!(p.div_to(&b, a.scale() + 2).unwrap(), a.clone());
+                }
+                prop_assert_eq!(a.cmp(&b), a.sub(&b).unwrap().signum().cmp(&0));
+            }
+        }
     }
 }
