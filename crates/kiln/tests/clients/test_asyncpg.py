@@ -7,6 +7,7 @@ Run by `cargo test -p kiln --test asyncpg`, which starts both servers."""
 
 import asyncio
 import datetime
+import decimal
 import json
 import os
 import uuid
@@ -241,6 +242,37 @@ def test_functions_returning_rows(dsn):
             await c.execute(
                 "DROP FUNCTION IF EXISTS ap_add_owner, ap_owners_from, ap_series, ap_bounds, ap_fib"
             )
+            await c.close()
+
+    run(go())
+
+
+def test_numerics_beyond_28_digits(dsn):
+    """Values of a token ledger (uint256 amounts, 18 decimals) in binary, both ways."""
+    decimal.getcontext().prec = 200  # Python's own arithmetic keeps 28 digits otherwise
+
+    async def go():
+        c = await asyncpg.connect(dsn)
+        try:
+            await c.execute("DROP TABLE IF EXISTS ap_wei")
+            await c.execute("CREATE TABLE ap_wei (id int PRIMARY KEY, amount numeric(78, 0), rate numeric(38, 18))")
+            top = Decimal(2**256 - 1)
+            rate = Decimal("12345678901234567890.123456789012345678")
+            await c.executemany(
+                "INSERT INTO ap_wei VALUES ($1, $2, $3)",
+                [(1, top, rate), (2, Decimal(-1), Decimal("-0.000000000000000001")), (3, Decimal(0), Decimal("0E-18"))],
+            )
+            rows = await c.fetch("SELECT amount, rate FROM ap_wei ORDER BY id")
+            assert [tuple(r) for r in rows] == [(top, rate), (Decimal(-1), Decimal("-0.000000000000000001")), (Decimal(0), Decimal("0E-18"))]
+            assert str(rows[2]["rate"]) == "0E-18"
+            # Arithmetic stays exact; a value past the column is 22003 and writes nothing.
+            assert await c.fetchval("SELECT sum(amount) FROM ap_wei") == top - 1
+            assert await c.fetchval("SELECT $1::numeric * $1::numeric", rate) == rate * rate
+            with pytest.raises(asyncpg.NumericValueOutOfRangeError):
+                await c.execute("INSERT INTO ap_wei VALUES (4, $1, 0)", top * 10)
+            assert await c.fetchval("SELECT count(*) FROM ap_wei") == 3
+        finally:
+            await c.execute("DROP TABLE IF EXISTS ap_wei")
             await c.close()
 
     run(go())
