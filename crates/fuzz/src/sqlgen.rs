@@ -73,6 +73,14 @@ const FUNCTIONS: &[&str] = &[
     "to_timestamp",
     "to_number",
     "current_setting",
+    "sqrt",
+    "exp",
+    "ln",
+    "log",
+    "power",
+    "scale",
+    "trim_scale",
+    "stddev",
 ];
 
 const BINARY: &[&str] = &[
@@ -98,6 +106,7 @@ const BINARY: &[&str] = &[
     "->>",
     "#>",
     "@>",
+    "^",
     "?",
     "#-",
 ];
@@ -112,6 +121,11 @@ const LITERALS: &[&str] = &[
     "9223372036854775807",
     "(-9223372036854775807 - 1)",
     "99999999999999999999999999999999999",
+    "1e131071::numeric",
+    "-1e-16383::numeric",
+    "115792089237316195423570985008687907853269984665640564039457584007913129639935",
+    "5999.5::numeric",
+    "0.0000000000000000000000000000000000000001",
     "1.5",
     "-0.0001",
     "1e308",
@@ -170,6 +184,8 @@ const TYPES: &[&str] = &[
     "varchar(3)",
     "numeric",
     "numeric(5,2)",
+    "numeric(78,0)",
+    "numeric(3,-2)",
     "real",
     "double precision",
     "boolean",
