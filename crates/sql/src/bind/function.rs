@@ -219,6 +219,138 @@ impl<'a> Planner<'a> {
         })
     }
 
+    /// `percentile_cont(f) | percentile_disc(f) | mode() WITHIN GROUP (ORDER BY x)`: the
+    /// fractions are constants (one, or an array of them); the values are collected, sorted
+    /// and read at the end.
+    fn ordered_set_aggregate(
+        &mut self,
+        f: &ast::Function,
+        name: &str,
+        args: &[ast::Expr],
+        distinct: bool,
+        scope: &Scope,
+        aggs: bool,
+    ) -> Result<(Expr, DataType)> {
+        use crate::expr::OrderedSet;
+        let missing = |what: &str| {
+            SqlError::new(code::UNDEFINED_FUNCTION, format!("function {name}({what}) does not exist"))
+                .hint("No function matches the given name and argument types. You might need to add explicit type casts.")
+        };
+        if f.within_group.is_empty() {
+            // Without WITHIN GROUP there is no such function (PostgreSQL's answer too).
+            let mut types = Vec::with_capacity(args.len());
+            for a in args {
+                let t = self.expr(a, scope, aggs)?.1;
+                types.push(if t == DataType::Unknown { "unknown".into() } else { t.sql_name() });
+            }
+            return Err(missing(&types.join(", ")));
+        }
+        if f.over.is_some() {
+            return Err(SqlError::unsupported(format!(
+                "OVER for the ordered-set aggregate {name} (PostgreSQL has none either)"
+            )));
+        }
+        if distinct {
+            return Err(SqlError::syntax("cannot use DISTINCT with WITHIN GROUP"));
+        }
+        if !aggs {
+            return Err(SqlError::new(code::GROUPING, "aggregate functions are not allowed here"));
+        }
+        let [order] = f.within_group.as_slice() else {
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!("function {name} with {} sort keys does not exist", f.within_group.len()),
+            ));
+        };
+        let desc = crate::bind::sorts_descending(&order.options)?;
+        let nulls_first = order.options.nulls_first.unwrap_or(desc);
+        let (x, ty) = self.agg_arg(&order.expr, scope)?;
+        let ty = if ty == DataType::Unknown { DataType::Text } else { ty };
+        let (kind, x, out) = if name == "mode" {
+            if !args.is_empty() {
+                return Err(missing("with direct arguments"));
+            }
+            (OrderedSet::Mode, x, ty)
+        } else {
+            let [fraction] = args else {
+                return Err(missing("with other than one direct argument"));
+            };
+            let (fx, fty) = self.expr(fraction, scope, false)?;
+            // The fractions, when the expression is constant: literals, casts of them,
+            // arrays of them.
+            fn constant(e: &Expr) -> Option<Value> {
+                match e {
+                    Expr::Const(v) => Some(v.clone()),
+                    Expr::Cast(inner, ty) => constant(inner)?.cast(*ty).ok(),
+                    Expr::Func(Func::MakeArray, items) => {
+                        items.iter().map(constant).collect::<Option<Vec<_>>>().map(Value::Array)
+                    }
+                    _ => None,
+                }
+            }
+            let number = |v: &Value| -> Result<Option<u64>> {
+                let f = match v {
+                    Value::Null => return Ok(None),
+                    Value::Int(i) => *i as f64,
+                    Value::Float(f) => *f,
+                    Value::Numeric(d) => d.to_f64().unwrap_or(f64::NAN),
+                    Value::Text(t) => t.trim().parse().map_err(|_| missing("text"))?,
+                    other => return Err(missing(&other.natural_type().sql_name())),
+                };
+                if !(0.0..=1.0).contains(&f) {
+                    return Err(SqlError::new(
+                        code::NUMERIC_OUT_OF_RANGE,
+                        format!("percentile value {f} is not between 0 and 1"),
+                    ));
+                }
+                Ok(Some(f.to_bits()))
+            };
+            let (fractions, array) = match constant(&fx) {
+                Some(Value::Array(items)) => {
+                    (items.iter().map(number).collect::<Result<Vec<_>>>()?, true)
+                }
+                Some(v) => (vec![number(&v)?], false),
+                None => {
+                    return Err(SqlError::unsupported(format!(
+                        "a {name} fraction that is not a constant"
+                    )))
+                }
+            };
+            let continuous = name == "percentile_cont";
+            let (x, elem) = if !continuous {
+                (x, ty)
+            } else if matches!(ty, DataType::Interval(_)) {
+                (x, DataType::Interval(None))
+            } else if ty.is_numeric() {
+                (Expr::Cast(Box::new(x), DataType::Float8), DataType::Float8)
+            } else {
+                let shown =
+                    if fty == DataType::Unknown { "unknown".into() } else { fty.sql_name() };
+                return Err(missing(&format!("{shown}, {}", ty.sql_name())));
+            };
+            let out = if array { crate::array::array_of(elem)? } else { elem };
+            (OrderedSet::Percentile { continuous, fractions, array }, x, out)
+        };
+        let packed = Expr::Func(Func::MakeArray, vec![x]);
+        let packed = match &f.filter {
+            Some(cond) => {
+                let (c, cty) = self.agg_arg(cond, scope)?;
+                let (c, _) = self.coerce(c, cty, DataType::Bool)?;
+                Expr::Case { operand: None, whens: vec![(c, packed)], otherwise: None }
+            }
+            None => packed,
+        };
+        Ok((
+            Expr::Agg(
+                AggFunc::OrderedSet(kind, (desc, nulls_first)),
+                false,
+                Some(Box::new(packed)),
+                out,
+            ),
+            out,
+        ))
+    }
+
     pub(crate) fn function(
         &mut self,
         f: &ast::Function,
@@ -306,6 +438,15 @@ impl<'a> Planner<'a> {
             {
                 return Ok(bound);
             }
+        }
+        if matches!(name.as_str(), "percentile_cont" | "percentile_disc" | "mode") {
+            return self.ordered_set_aggregate(f, &name, &args, distinct, scope, aggs);
+        }
+        if !f.within_group.is_empty() {
+            return Err(SqlError::new(
+                code::WRONG_OBJECT_TYPE,
+                format!("{name} is not an ordered-set aggregate, so it cannot have WITHIN GROUP"),
+            ));
         }
         if matches!(name.as_str(), "json_object_agg" | "jsonb_object_agg") {
             return self.json_object_agg(f, &name, &args, distinct, order_by, scope, aggs);
@@ -1154,12 +1295,17 @@ pub(crate) fn is_aggregate(name: &str) -> bool {
             | "stddev"
             | "stddev_samp"
             | "stddev_pop"
+            | "percentile_cont"
+            | "percentile_disc"
+            | "mode"
     )
 }
 
 pub(crate) fn aggregate_type(name: &str, agg: &AggFunc, ty: DataType) -> Result<DataType> {
     Ok(match agg {
         AggFunc::StringAgg(..) => DataType::Text,
+        // Typed where they are bound (ordered_set_aggregate).
+        AggFunc::OrderedSet(..) => ty,
         AggFunc::ArrayAgg(_) => {
             if ty.element().is_some() {
                 return Err(SqlError::unsupported("array_agg of arrays"));

@@ -446,7 +446,9 @@ impl Acc {
             AggFunc::Sum => Acc::Sum(None),
             AggFunc::Min | AggFunc::Max => Acc::MinMax(None),
             AggFunc::Avg => Acc::Avg(None, 0),
-            AggFunc::StringAgg(..) | AggFunc::ArrayAgg(_) => Acc::Collect(Vec::new()),
+            AggFunc::StringAgg(..) | AggFunc::ArrayAgg(_) | AggFunc::OrderedSet(..) => {
+                Acc::Collect(Vec::new())
+            }
             AggFunc::BoolAnd | AggFunc::BoolOr => Acc::Bool(None),
             AggFunc::Bits(_) => Acc::Bits(None),
             AggFunc::Variance { .. } => Acc::Moments(Moments::Empty),
@@ -644,6 +646,57 @@ pub(crate) fn aggregate(
 /// The result of string_agg or array_agg over its packed inputs (`[value, key…]`): sorted
 /// by the keys (stably, so equal keys keep input order), then joined or collected. With
 /// DISTINCT and no keys the values come sorted, as PostgreSQL's DISTINCT sorts them.
+/// An ordered-set aggregate's result over its sorted values (NULL when there are none).
+fn ordered_set(kind: &OrderedSet, values: Vec<Value>) -> Result<Value> {
+    if values.is_empty() {
+        return Ok(Value::Null);
+    }
+    Ok(match kind {
+        OrderedSet::Mode => {
+            // The longest run of equal values; the first such run on a tie.
+            let (mut best, mut best_len) = (0, 0);
+            let mut start = 0;
+            for i in 1..=values.len() {
+                if i == values.len() || values[i].total_cmp(&values[start]) != Ordering::Equal {
+                    if i - start > best_len {
+                        (best, best_len) = (start, i - start);
+                    }
+                    start = i;
+                }
+            }
+            values[best].clone()
+        }
+        OrderedSet::Percentile { continuous, fractions, array } => {
+            let n = values.len();
+            let at = |fraction: Option<u64>| -> Result<Value> {
+                let Some(bits) = fraction else { return Ok(Value::Null) };
+                let f = f64::from_bits(bits);
+                if !continuous {
+                    // The first value whose place in the order reaches the fraction.
+                    let row = ((f * n as f64).ceil() as usize).max(1);
+                    return Ok(values[row.min(n) - 1].clone());
+                }
+                let position = f * (n - 1) as f64;
+                let (lo, hi) = (position.floor() as usize, position.ceil() as usize);
+                let share = position - lo as f64;
+                Ok(match (&values[lo], &values[hi.min(n - 1)]) {
+                    (Value::Float(a), Value::Float(b)) => Value::Float(a + share * (b - a)),
+                    (Value::Interval(a), Value::Interval(b)) => {
+                        let gap = b.checked_sub(*a)?.checked_mul(share)?;
+                        Value::Interval(a.checked_add(gap)?)
+                    }
+                    (a, _) => a.clone(),
+                })
+            };
+            if *array {
+                Value::Array(fractions.iter().map(|f| at(*f)).collect::<Result<Vec<_>>>()?)
+            } else {
+                at(fractions.first().copied().flatten())?
+            }
+        }
+    })
+}
+
 fn collected(
     f: &AggFunc,
     distinct: bool,
@@ -652,6 +705,13 @@ fn collected(
 ) -> Result<Value> {
     if items.is_empty() {
         return Ok(Value::Null);
+    }
+    if let AggFunc::OrderedSet(kind, (desc, nulls_first)) = f {
+        // NULLs are not values here; the rest in the requested order.
+        items.retain(|p| p.first().is_some_and(|v| !v.is_null()));
+        sort_rows(&mut items, &[(0, *desc, *nulls_first)], limits)?;
+        let values: Vec<Value> = items.into_iter().map(|mut p| p.swap_remove(0)).collect();
+        return ordered_set(kind, values);
     }
     let order = match f {
         AggFunc::StringAgg(_, order) | AggFunc::ArrayAgg(order) => order.as_slice(),

@@ -89,6 +89,9 @@ pub enum AggFunc {
     BoolOr,
     /// bit_and / bit_or / bit_xor of integers
     Bits(BitOp),
+    /// An ordered-set aggregate (`… WITHIN GROUP (ORDER BY x)`): its argument packed as
+    /// for `ArrayAgg`, ordered by (descending, nulls first).
+    OrderedSet(OrderedSet, (bool, bool)),
     /// variance / var_samp / var_pop, and (`root`) stddev / stddev_samp / stddev_pop
     Variance {
         /// The sample's (divided by n - 1), not the population's (by n).
@@ -96,6 +99,24 @@ pub enum AggFunc {
         /// The standard deviation: the variance's square root.
         root: bool,
     },
+}
+
+/// Which ordered-set aggregate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OrderedSet {
+    /// percentile_cont (`continuous`: interpolated) or percentile_disc (the first value at
+    /// or past the fraction) of constant fractions, each as its bits (`None`: NULL); `array`
+    /// when they came as an array (the result is then one).
+    Percentile {
+        /// percentile_cont.
+        continuous: bool,
+        /// The fractions, as `f64::to_bits`.
+        fractions: Vec<Option<u64>>,
+        /// Whether the fractions were an array.
+        array: bool,
+    },
+    /// mode(): the most frequent value (the first in the order among equally frequent).
+    Mode,
 }
 
 /// The operation of a bitwise aggregate.
