@@ -219,6 +219,59 @@ impl<'a> Planner<'a> {
         })
     }
 
+    /// corr(y, x), covar_pop / covar_samp and the regr_* family: (y, x) pairs as doubles,
+    /// rows with either NULL skipped.
+    #[allow(clippy::too_many_arguments)]
+    fn regression_aggregate(
+        &mut self,
+        f: &ast::Function,
+        name: &str,
+        kind: crate::expr::Regression,
+        args: &[ast::Expr],
+        distinct: bool,
+        scope: &Scope,
+        aggs: bool,
+    ) -> Result<(Expr, DataType)> {
+        if !aggs {
+            return Err(SqlError::new(code::GROUPING, "aggregate functions are not allowed here"));
+        }
+        if distinct {
+            return Err(SqlError::unsupported(format!("{name}(DISTINCT …)")));
+        }
+        let mut pair = Vec::with_capacity(2);
+        let mut types = Vec::with_capacity(2);
+        for a in args {
+            let (x, t) = self.agg_arg(a, scope)?;
+            let (x, t) = self.coerce(x, t, DataType::Float8)?;
+            types.push(t);
+            pair.push(if t == DataType::Float8 {
+                x
+            } else {
+                Expr::Cast(Box::new(x), DataType::Float8)
+            });
+        }
+        if pair.len() != 2 || types.iter().any(|t| !t.is_numeric()) {
+            let shown: Vec<String> = types.iter().map(|t| t.sql_name()).collect();
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!("function {name}({}) does not exist", shown.join(", ")),
+            )
+            .hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+        }
+        let packed = Expr::Func(Func::MakeArray, pair);
+        let packed = match &f.filter {
+            Some(cond) => {
+                let (c, cty) = self.agg_arg(cond, scope)?;
+                let (c, _) = self.coerce(c, cty, DataType::Bool)?;
+                Expr::Case { operand: None, whens: vec![(c, packed)], otherwise: None }
+            }
+            None => packed,
+        };
+        let out =
+            if kind == crate::expr::Regression::Count { DataType::Int8 } else { DataType::Float8 };
+        Ok((Expr::Agg(AggFunc::Regression(kind), false, Some(Box::new(packed)), out), out))
+    }
+
     /// `percentile_cont(f) | percentile_disc(f) | mode() WITHIN GROUP (ORDER BY x)`: the
     /// fractions are constants (one, or an array of them); the values are collected, sorted
     /// and read at the end.
@@ -438,6 +491,9 @@ impl<'a> Planner<'a> {
             {
                 return Ok(bound);
             }
+        }
+        if let (Some(kind), None) = (crate::expr::Regression::of(&name), &f.over) {
+            return self.regression_aggregate(f, &name, kind, &args, distinct, scope, aggs);
         }
         if matches!(name.as_str(), "percentile_cont" | "percentile_disc" | "mode") {
             return self.ordered_set_aggregate(f, &name, &args, distinct, scope, aggs);
@@ -1298,14 +1354,26 @@ pub(crate) fn is_aggregate(name: &str) -> bool {
             | "percentile_cont"
             | "percentile_disc"
             | "mode"
+            | "corr"
+            | "covar_pop"
+            | "covar_samp"
+            | "regr_count"
+            | "regr_avgx"
+            | "regr_avgy"
+            | "regr_sxx"
+            | "regr_syy"
+            | "regr_sxy"
+            | "regr_slope"
+            | "regr_intercept"
+            | "regr_r2"
     )
 }
 
 pub(crate) fn aggregate_type(name: &str, agg: &AggFunc, ty: DataType) -> Result<DataType> {
     Ok(match agg {
         AggFunc::StringAgg(..) => DataType::Text,
-        // Typed where they are bound (ordered_set_aggregate).
-        AggFunc::OrderedSet(..) => ty,
+        // Typed where they are bound (ordered_set_aggregate, regression_aggregate).
+        AggFunc::OrderedSet(..) | AggFunc::Regression(_) => ty,
         AggFunc::ArrayAgg(_) => {
             if ty.element().is_some() {
                 return Err(SqlError::unsupported("array_agg of arrays"));

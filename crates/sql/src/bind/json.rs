@@ -199,6 +199,33 @@ impl Planner<'_> {
         scope: &Scope,
         aggs: bool,
     ) -> Result<Option<(Expr, DataType)>> {
+        if name == "array_to_json" {
+            // An array as JSON, as to_json writes it; `pretty` (line feeds between the
+            // outer elements) only when false.
+            crate::bind::function::check_arity(name, args.len(), 1, 2)?;
+            let (x, t) = self.expr(&args[0], scope, aggs)?;
+            if t == DataType::Unknown {
+                return Err(SqlError::new(
+                    code::DATATYPE_MISMATCH,
+                    "could not determine polymorphic type because input has type unknown",
+                ));
+            }
+            if t.element().is_none() {
+                return Err(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    format!("function array_to_json({}) does not exist", t.sql_name()),
+                )
+                .hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+            }
+            if let Some(pretty) = args.get(1) {
+                let (p, pt) = self.expr(pretty, scope, aggs)?;
+                let (p, _) = self.coerce(p, pt, DataType::Bool)?;
+                if !matches!(p, Expr::Const(Value::Bool(false))) {
+                    return Err(SqlError::unsupported("array_to_json(…, pretty) other than false"));
+                }
+            }
+            return self.fold(Func::ToJson(t, false), vec![x], DataType::Json).map(Some);
+        }
         let (base, jsonb) = match (name.strip_prefix("jsonb_"), name.strip_prefix("json_")) {
             (Some(rest), _) => (rest, true),
             (None, Some(rest)) => (rest, false),

@@ -363,6 +363,37 @@ pub(crate) enum Acc {
     Bits(Option<i64>),
     /// variance and standard deviation
     Moments(Moments),
+    /// corr, covar_*, regr_*: n, Σx, Σy and the running Sxx, Syy, Sxy (PostgreSQL's
+    /// float8_regr_accum)
+    Regression([f64; 6]),
+}
+
+impl Acc {
+    /// PostgreSQL's final functions of the (y, x) statistics.
+    fn regression(kind: Regression, [n, sx, sy, sxx, syy, sxy]: [f64; 6]) -> Value {
+        use Regression as R;
+        let float = |f: f64| Value::Float(f);
+        match kind {
+            R::Count => Value::Int(n as i64),
+            _ if n < 1.0 => Value::Null,
+            R::AvgX => float(sx / n),
+            R::AvgY => float(sy / n),
+            R::Sxx => float(sxx),
+            R::Syy => float(syy),
+            R::Sxy => float(sxy),
+            R::CovarPop => float(sxy / n),
+            R::CovarSamp if n < 2.0 => Value::Null,
+            R::CovarSamp => float(sxy / (n - 1.0)),
+            // Per the standard, NULL for a horizontal or vertical line.
+            R::Corr if sxx == 0.0 || syy == 0.0 => Value::Null,
+            R::Corr => float(sxy / (sxx * syy).sqrt()),
+            R::Slope | R::Intercept | R::R2 if sxx == 0.0 => Value::Null,
+            R::R2 if syy == 0.0 => float(1.0),
+            R::R2 => float((sxy * sxy) / (sxx * syy)),
+            R::Slope => float(sxy / sxx),
+            R::Intercept => float((sy - sx * sxy / sxx) / n),
+        }
+    }
 }
 
 /// The running state of a variance: exact sums for integers and numerics (as PostgreSQL
@@ -452,6 +483,7 @@ impl Acc {
             AggFunc::BoolAnd | AggFunc::BoolOr => Acc::Bool(None),
             AggFunc::Bits(_) => Acc::Bits(None),
             AggFunc::Variance { .. } => Acc::Moments(Moments::Empty),
+            AggFunc::Regression(_) => Acc::Regression([0.0; 6]),
         }
     }
 
@@ -504,6 +536,24 @@ impl Acc {
                 }))
             }
             (Acc::Moments(m), _) => Acc::Moments(m.add(v)?),
+            (Acc::Regression(s), _) => {
+                let pair = crate::expr::array_items(v)?;
+                let (Some(Value::Float(y)), Some(Value::Float(x))) = (pair.first(), pair.get(1))
+                else {
+                    // A NULL in the pair: the row does not count.
+                    *self = Acc::Regression(s);
+                    return Ok(());
+                };
+                let [n0, sx, sy, sxx, syy, sxy] = s;
+                let (n, sx, sy) = (n0 + 1.0, sx + x, sy + y);
+                Acc::Regression(if n0 > 0.0 {
+                    let (tx, ty) = (x * n - sx, y * n - sy);
+                    let scale = 1.0 / (n * n0);
+                    [n, sx, sy, sxx + tx * tx * scale, syy + ty * ty * scale, sxy + tx * ty * scale]
+                } else {
+                    [n, sx, sy, 0.0, 0.0, 0.0]
+                })
+            }
             (Acc::Avg(s, n), _) => Acc::Avg(
                 Some(match s {
                     None => widen(v),
@@ -537,6 +587,10 @@ impl Acc {
             Acc::Collect(items) => collected(f, distinct, items, limits)?,
             Acc::Bool(b) => b.map(Value::Bool).unwrap_or(Value::Null),
             Acc::Bits(b) => b.map(Value::Int).unwrap_or(Value::Null),
+            Acc::Regression(s) => match f {
+                AggFunc::Regression(kind) => Acc::regression(*kind, s),
+                _ => Value::Null,
+            },
             Acc::Moments(m) => match f {
                 AggFunc::Variance { sample, root } => m.finish(*sample, *root)?,
                 _ => Value::Null,

@@ -92,6 +92,8 @@ pub enum AggFunc {
     /// An ordered-set aggregate (`… WITHIN GROUP (ORDER BY x)`): its argument packed as
     /// for `ArrayAgg`, ordered by (descending, nulls first).
     OrderedSet(OrderedSet, (bool, bool)),
+    /// corr, covar_*, regr_* of (y, x) pairs of doubles, packed as `[y, x]`.
+    Regression(Regression),
     /// variance / var_samp / var_pop, and (`root`) stddev / stddev_samp / stddev_pop
     Variance {
         /// The sample's (divided by n - 1), not the population's (by n).
@@ -99,6 +101,56 @@ pub enum AggFunc {
         /// The standard deviation: the variance's square root.
         root: bool,
     },
+}
+
+/// Which statistic of (y, x) pairs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Regression {
+    /// corr
+    Corr,
+    /// covar_pop
+    CovarPop,
+    /// covar_samp
+    CovarSamp,
+    /// regr_count
+    Count,
+    /// regr_avgx
+    AvgX,
+    /// regr_avgy
+    AvgY,
+    /// regr_sxx
+    Sxx,
+    /// regr_syy
+    Syy,
+    /// regr_sxy
+    Sxy,
+    /// regr_slope
+    Slope,
+    /// regr_intercept
+    Intercept,
+    /// regr_r2
+    R2,
+}
+
+impl Regression {
+    /// The aggregate of this name.
+    pub fn of(name: &str) -> Option<Regression> {
+        Some(match name {
+            "corr" => Regression::Corr,
+            "covar_pop" => Regression::CovarPop,
+            "covar_samp" => Regression::CovarSamp,
+            "regr_count" => Regression::Count,
+            "regr_avgx" => Regression::AvgX,
+            "regr_avgy" => Regression::AvgY,
+            "regr_sxx" => Regression::Sxx,
+            "regr_syy" => Regression::Syy,
+            "regr_sxy" => Regression::Sxy,
+            "regr_slope" => Regression::Slope,
+            "regr_intercept" => Regression::Intercept,
+            "regr_r2" => Regression::R2,
+            _ => return None,
+        })
+    }
 }
 
 /// Which ordered-set aggregate.
