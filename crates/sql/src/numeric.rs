@@ -530,6 +530,14 @@ impl Numeric {
         }
         let all = format!("{int}{frac}");
         let significant = all.trim_start_matches('0');
+        // Out of range before any big-integer work: too many digits after the point, or
+        // before it.
+        let scale = frac.len() as i64 - exponent;
+        if scale > SCALE_MAX as i64
+            || (!significant.is_empty() && significant.len() as i64 - scale > INT_DIGITS_MAX as i64)
+        {
+            return Err(ParseError::Overflow);
+        }
         let mut v = if significant.len() <= 18 {
             BigInt::from(significant.parse::<i64>().unwrap_or(0))
         } else {
@@ -538,18 +546,11 @@ impl Numeric {
         if negative {
             v = -v;
         }
-        let mut scale = frac.len() as i64 - exponent;
         if scale < 0 {
             if !v.is_zero() {
-                if significant.len() as i64 - scale > INT_DIGITS_MAX as i64 {
-                    return Err(ParseError::Overflow);
-                }
                 v *= pow10((-scale) as u64);
             }
-            scale = 0;
-        }
-        if scale > SCALE_MAX as i64 {
-            return Err(ParseError::Overflow);
+            return Numeric::from_parts(v, 0).map_err(|_| ParseError::Overflow);
         }
         Numeric::from_parts(v, scale as u32).map_err(|_| ParseError::Overflow)
     }
@@ -652,7 +653,9 @@ impl Numeric {
         let weight = word(1)? as i16 as i64;
         let sign = word(2)?;
         let scale = word(3)? as u32;
-        if b.len() != 8 + count * 2 {
+        // PostgreSQL's bound on the digits of a binary numeric (its precision and result
+        // scale), and the length the header promises.
+        if count > 3000 || b.len() != 8 + count * 2 {
             return Err(ParseError::Syntax);
         }
         match sign {

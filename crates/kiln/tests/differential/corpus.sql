@@ -3683,3 +3683,5 @@ select corr(x, 'a') from generate_series(1, 3) x;
 select corr(x) from generate_series(1, 3) x;
 select pg_typeof(corr(1, 2)), pg_typeof(regr_count(1, 2));
 select x, corr(x, x*2) over (), stddev(x) over (order by x), regr_slope(x * 3, x) over (order by x rows between 1 preceding and current row) from generate_series(1,4) x;
+select length(('1' || repeat('0', 5000000))::numeric::text);
+select length(('0.' || repeat('0', 16382) || '1')::numeric::text), length(repeat('7', 131072)::numeric::text), length((repeat('9', 131072)::numeric + 1)::text);
