@@ -414,6 +414,11 @@ impl Moments {
                 let t = x * n1 - sum;
                 Moments::Float { n: n1, sum, squares: squares + t * t / (n1 * n) }
             }
+            // A double's state takes any number as a double; an exact one takes integers.
+            (state @ Moments::Float { .. }, Value::Int(i)) => state.add(Value::Float(i as f64))?,
+            (state @ Moments::Float { .. }, Value::Numeric(d)) => {
+                state.add(Value::Float(crate::expr::numeric_to_float(&d)?))?
+            }
             (state, Value::Int(i)) => state.add(Value::Numeric(i.into()))?,
             (Moments::Empty, Value::Numeric(x)) => {
                 Moments::Exact { n: 1, squares: x.mul(&x)?, sum: x }
