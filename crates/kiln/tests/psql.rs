@@ -47,6 +47,7 @@ SELECT name, value FROM kiln_stat WHERE name = 'epoch';
 \set ON_ERROR_STOP 0
 SELECT * FROM missing;
 SELECT nope FROM accounts;
+SELECT 1 + 'abc'::int;
 \set ON_ERROR_STOP 1
 SELECT count(*) AS n FROM accounts;
 "#;
@@ -119,6 +120,8 @@ SELECT count(*) AS n FROM accounts;
     assert!(stderr.contains("ERROR:  relation \"missing\" does not exist"), "{stderr}");
     // Errors carry their position: psql points at it.
     assert!(stderr.contains("LINE 1: SELECT nope FROM accounts;\n               ^"), "{stderr}");
+    // A quoted literal that is no value of its type: at the literal, as PostgreSQL points.
+    assert!(stderr.contains("LINE 1: SELECT 1 + 'abc'::int;\n                   ^"), "{stderr}");
     assert!(stdout.contains("\n 2\n") || stdout.contains("  2\n"), "{stdout}");
 }
 

@@ -433,7 +433,13 @@ impl<'a> Planner<'a> {
                     ));
                 }
                 match x {
-                    Expr::Const(v) => (Expr::Const(v.cast_explicit(ty, self.env.style())?), ty),
+                    // A quoted literal that is no value of the type: the error points at it
+                    // (PostgreSQL's input functions report where their text was).
+                    Expr::Const(v) => {
+                        let at = if xty == DataType::Unknown { literal_location(expr) } else { None };
+                        let v = v.cast_explicit(ty, self.env.style()).map_err(|e| e.located(at))?;
+                        (Expr::Const(v), ty)
+                    }
                     // A cast to the type it has already changes nothing (and a column so
                     // cast still shows that column).
                     x if xty == ty => (x, ty),
@@ -468,7 +474,9 @@ impl<'a> Planner<'a> {
                     ast::Value::SingleQuotedString(s) => s.clone(),
                     other => other.to_string(),
                 };
-                (Expr::Const(Value::parse_in(&text, ty, self.env.style())?), ty)
+                let location = crate::bind::span_location(ts.value.span);
+                let v = Value::parse_in(&text, ty, self.env.style()).map_err(|e| e.located(location))?;
+                (Expr::Const(v), ty)
             }
             E::Tuple(_) | E::Function(_) if row_items(e).is_some() => {
                 return Err(SqlError::unsupported(
@@ -1146,6 +1154,15 @@ pub(crate) fn row_items(e: &ast::Expr) -> Option<Vec<&ast::Expr>> {
                 })
                 .collect()
         }
+        _ => None,
+    }
+}
+
+/// Where a literal (possibly in parentheses) starts in the statement, for an error about it.
+fn literal_location(e: &ast::Expr) -> Option<(u32, u32)> {
+    match e {
+        ast::Expr::Value(v) => crate::bind::span_location(v.span),
+        ast::Expr::Nested(inner) => literal_location(inner),
         _ => None,
     }
 }

@@ -839,7 +839,12 @@ pub fn balanced(and: bool, mut terms: Vec<Expr>) -> Expr {
 }
 
 pub(crate) fn location_of(i: &ast::Ident) -> Option<(u32, u32)> {
-    let start = i.span.start;
+    span_location(i.span)
+}
+
+/// Where a span starts (line and column, 1-based), when the parser recorded it.
+pub(crate) fn span_location(span: sqlparser::tokenizer::Span) -> Option<(u32, u32)> {
+    let start = span.start;
     Some((u32::try_from(start.line).ok()?, u32::try_from(start.column).ok()?))
         .filter(|(l, _)| *l > 0)
 }
