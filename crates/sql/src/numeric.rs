@@ -461,9 +461,21 @@ impl Numeric {
         if self.is_zero() {
             return 0;
         }
-        let digits = self.unscaled().magnitude().to_string();
-        let zeros = digits.len() - digits.trim_end_matches('0').len();
-        self.scale().saturating_sub(zeros as u32)
+        let zeros = match &self.int {
+            Int::Small(i) => {
+                let (mut m, mut zeros) = (i.unsigned_abs(), 0u32);
+                while m % 10 == 0 && zeros < self.scale() {
+                    m /= 10;
+                    zeros += 1;
+                }
+                zeros
+            }
+            Int::Big(b) => {
+                let digits = b.magnitude().to_string();
+                (digits.len() - digits.trim_end_matches('0').len()) as u32
+            }
+        };
+        self.scale().saturating_sub(zeros)
     }
 
     /// The value without trailing zeros after the point (`trim_scale`).
