@@ -146,11 +146,6 @@ impl Numeric {
         Numeric::from_parts(self.unscaled().into_owned(), self.scale() + places)
     }
 
-    /// An integer `v` at scale `scale` (`1` at scale 2 is 1.00).
-    pub fn from_int_scaled(v: i64, scale: u32) -> Result<Numeric> {
-        Numeric::from(v).with_scale(scale)
-    }
-
     /// The unscaled integer.
     pub(crate) fn unscaled(&self) -> Cow<'_, BigInt> {
         match &self.int {

@@ -159,12 +159,9 @@ fn base_digits(x: &Numeric) -> (i64, u32, Option<u32>) {
 /// PostgreSQL's estimate of the decimal weight of `ln(x)` (`x` positive), from which the
 /// scale of a logarithm is chosen.
 fn ln_weight(x: &Numeric) -> i64 {
-    let (lo, hi) = (Numeric::parse("0.9").ok(), Numeric::parse("1.1").ok());
-    if let (Some(lo), Some(hi)) = (lo, hi) {
-        if *x >= lo && *x <= hi {
-            // ln(x) is about x - 1.
-            return x.sub(&Numeric::from(1)).map_or(0, |d| d.decimal_weight());
-        }
+    if *x >= Numeric::from_scaled(9, 1) && *x <= Numeric::from_scaled(11, 1) {
+        // ln(x) is about x - 1.
+        return x.sub(&Numeric::from(1)).map_or(0, |d| d.decimal_weight());
     }
     let (weight, first, second) = base_digits(x);
     let (digits, dweight) = match second {

@@ -219,6 +219,19 @@ impl<'a> Planner<'a> {
         })
     }
 
+    /// An aggregate's input under `FILTER (WHERE cond)`: NULL (skipped) where cond is not
+    /// true.
+    fn filtered(&mut self, f: &ast::Function, x: Expr, scope: &Scope) -> Result<Expr> {
+        Ok(match &f.filter {
+            Some(cond) => {
+                let (c, cty) = self.agg_arg(cond, scope)?;
+                let (c, _) = self.coerce(c, cty, DataType::Bool)?;
+                Expr::Case { operand: None, whens: vec![(c, x)], otherwise: None }
+            }
+            None => x,
+        })
+    }
+
     /// corr(y, x), covar_pop / covar_samp and the regr_* family: (y, x) pairs as doubles,
     /// rows with either NULL skipped.
     #[allow(clippy::too_many_arguments)]
@@ -259,14 +272,7 @@ impl<'a> Planner<'a> {
             .hint("No function matches the given name and argument types. You might need to add explicit type casts."));
         }
         let packed = Expr::Func(Func::MakeArray, pair);
-        let packed = match &f.filter {
-            Some(cond) => {
-                let (c, cty) = self.agg_arg(cond, scope)?;
-                let (c, _) = self.coerce(c, cty, DataType::Bool)?;
-                Expr::Case { operand: None, whens: vec![(c, packed)], otherwise: None }
-            }
-            None => packed,
-        };
+        let packed = self.filtered(f, packed, scope)?;
         let out =
             if kind == crate::expr::Regression::Count { DataType::Int8 } else { DataType::Float8 };
         Ok((Expr::Agg(AggFunc::Regression(kind), false, Some(Box::new(packed)), out), out))
@@ -385,14 +391,7 @@ impl<'a> Planner<'a> {
             (OrderedSet::Percentile { continuous, fractions, array }, x, out)
         };
         let packed = Expr::Func(Func::MakeArray, vec![x]);
-        let packed = match &f.filter {
-            Some(cond) => {
-                let (c, cty) = self.agg_arg(cond, scope)?;
-                let (c, _) = self.coerce(c, cty, DataType::Bool)?;
-                Expr::Case { operand: None, whens: vec![(c, packed)], otherwise: None }
-            }
-            None => packed,
-        };
+        let packed = self.filtered(f, packed, scope)?;
         Ok((
             Expr::Agg(
                 AggFunc::OrderedSet(kind, (desc, nulls_first)),
@@ -563,16 +562,10 @@ impl<'a> Planner<'a> {
                 if agg != AggFunc::Count {
                     return Err(SqlError::syntax(format!("{name}(*) is not valid")));
                 }
-                let arg = match &f.filter {
-                    // count(*) FILTER (WHERE c) counts the rows where c is true.
-                    Some(cond) => {
-                        let (c, cty) = self.agg_arg(cond, scope)?;
-                        let (c, _) = self.coerce(c, cty, DataType::Bool)?;
-                        Some(Box::new(Expr::Case {
-                            operand: None,
-                            whens: vec![(c, Expr::Const(Value::Bool(true)))],
-                            otherwise: None,
-                        }))
+                // count(*) FILTER (WHERE c) counts the rows where c is true.
+                let arg = match f.filter {
+                    Some(_) => {
+                        Some(Box::new(self.filtered(f, Expr::Const(Value::Bool(true)), scope)?))
                     }
                     None => None,
                 };
@@ -627,14 +620,7 @@ impl<'a> Planner<'a> {
                     (agg, x)
                 }
             };
-            let x = match &f.filter {
-                Some(cond) => {
-                    let (c, cty) = self.agg_arg(cond, scope)?;
-                    let (c, _) = self.coerce(c, cty, DataType::Bool)?;
-                    Expr::Case { operand: None, whens: vec![(c, x)], otherwise: None }
-                }
-                None => x,
-            };
+            let x = self.filtered(f, x, scope)?;
             let agg = Expr::Agg(agg, distinct, Some(Box::new(x)), out);
             if let Some(jsonb) = match name.as_str() {
                 "json_agg" => Some(false),
@@ -1251,14 +1237,7 @@ impl Planner<'_> {
         }
         // Packed with its sort keys, as every collecting aggregate's input is.
         let x = Expr::Func(Func::MakeArray, packed);
-        let x = match &f.filter {
-            Some(cond) => {
-                let (c, cty) = self.agg_arg(cond, scope)?;
-                let (c, _) = self.coerce(c, cty, DataType::Bool)?;
-                Expr::Case { operand: None, whens: vec![(c, x)], otherwise: None }
-            }
-            None => x,
-        };
+        let x = self.filtered(f, x, scope)?;
         Ok(Expr::Agg(AggFunc::ArrayAgg(order), distinct, Some(Box::new(x)), DataType::Text))
     }
 
