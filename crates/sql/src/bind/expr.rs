@@ -318,6 +318,20 @@ impl<'a> Planner<'a> {
                     DataType::Bool,
                 )
             }
+            E::SimilarTo { negated, expr, pattern, escape_char } => {
+                let (x, xty) = self.expr(expr, scope, aggs)?;
+                let (x, _) = self.coerce(x, xty, DataType::Text)?;
+                let (p, pty) = self.expr(pattern, scope, aggs)?;
+                let (p, _) = self.coerce(p, pty, DataType::Text)?;
+                let mut args = vec![p];
+                if let Some(escape) = escape_char {
+                    let (c, cty) = self.expr(escape, scope, aggs)?;
+                    args.push(self.coerce(c, cty, DataType::Text)?.0);
+                }
+                let regex = Expr::Func(Func::Str(crate::expr::StrFunc::SimilarEscape), args);
+                let op = if *negated { BinOp::RegexNotMatch } else { BinOp::RegexMatch };
+                (Expr::Binary(op, Box::new(x), Box::new(regex)), DataType::Bool)
+            }
             E::Case { operand, conditions, else_result, .. } => {
                 let operand = match operand {
                     Some(o) => Some(Box::new(self.expr(o, scope, aggs)?.0)),

@@ -680,6 +680,9 @@ impl<'a> Planner<'a> {
             let args = vec![unit, source, zone];
             return Ok((Expr::Func(Func::DateTrunc, args), DataType::TimestampTz(None)));
         }
+        if name == "date_bin" {
+            return self.date_bin(&args, scope, aggs);
+        }
         if name == "date_part" || name == "date_trunc" {
             check_arity(&name, args.len(), 2, 2)?;
             let (unit, ut) = self.expr(&args[0], scope, aggs)?;
@@ -1448,4 +1451,53 @@ fn description_query(name: &str, args: &[ast::Expr]) -> Result<Option<String>> {
         }
         _ => None,
     })
+}
+
+impl Planner<'_> {
+    /// `date_bin(interval, source, origin)` of timestamps with time zone or without, as
+    /// PostgreSQL resolves it: with time zone when an argument has one, or neither is a
+    /// timestamp without (dates and untyped literals).
+    fn date_bin(
+        &mut self,
+        args: &[ast::Expr],
+        scope: &Scope,
+        aggs: bool,
+    ) -> Result<(Expr, DataType)> {
+        check_arity("date_bin", args.len(), 3, 3)?;
+        let (stride, st) = self.expr(&args[0], scope, aggs)?;
+        let (stride, st) = self.coerce(stride, st, DataType::Interval(None))?;
+        let (source, xt) = self.expr(&args[1], scope, aggs)?;
+        let (origin, ot) = self.expr(&args[2], scope, aggs)?;
+        let zoned = matches!(xt, DataType::TimestampTz(_))
+            || matches!(ot, DataType::TimestampTz(_))
+            || !(matches!(xt, DataType::Timestamp(_)) || matches!(ot, DataType::Timestamp(_)));
+        let ty = if zoned { DataType::TimestampTz(None) } else { DataType::Timestamp(None) };
+        let missing = |types: [DataType; 3]| {
+            SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!(
+                    "function date_bin({}, {}, {}) does not exist",
+                    types[0].sql_name(),
+                    types[1].sql_name(),
+                    types[2].sql_name()
+                ),
+            )
+            .hint("date_bin takes an interval and two timestamps.")
+        };
+        if !matches!(st, DataType::Interval(_)) {
+            return Err(missing([st, xt, ot]));
+        }
+        let mut bound = vec![stride];
+        for (x, t) in [(source, xt), (origin, ot)] {
+            let (x, t) = self.coerce(x, t, ty)?;
+            bound.push(match t {
+                _ if t == ty => x,
+                DataType::Date | DataType::Timestamp(_) | DataType::TimestampTz(_) => {
+                    Expr::Cast(Box::new(x), ty)
+                }
+                _ => return Err(missing([st, xt, ot])),
+            });
+        }
+        Ok((Expr::Func(Func::Time(crate::expr::dates::TimeFunc::DateBin), bound), ty))
+    }
 }

@@ -612,7 +612,10 @@ impl<'a> Planner<'a> {
                             DataType::Date | DataType::Timestamp(_) | DataType::TimestampTz(_)
                         )
                     });
-                    if temporal {
+                    // So is a series of numerics, and any call that is neither (its error).
+                    let integers =
+                        bound.iter().all(|(_, t)| t.is_integer() || *t == DataType::Unknown);
+                    if temporal || !integers {
                         return self.srf_from_item(
                             &tname,
                             &asts,
@@ -623,7 +626,11 @@ impl<'a> Planner<'a> {
                         );
                     }
                     let mut exprs = Vec::new();
+                    let mut ty = DataType::Int4;
                     for (e, t) in bound {
+                        if t == DataType::Int8 {
+                            ty = DataType::Int8;
+                        }
                         exprs.push(self.coerce(e, t, DataType::Int8)?.0);
                     }
                     if !(2..=3).contains(&exprs.len()) {
@@ -653,7 +660,7 @@ impl<'a> Planner<'a> {
                             system: false,
                             table: Some(alias_name),
                             name: col,
-                            ty: DataType::Int4,
+                            ty,
                             origin: None,
                         }],
                     ));

@@ -44,6 +44,8 @@ pub(crate) fn is_srf(name: &str) -> bool {
             | "pg_get_keywords"
             | "_pg_expandarray"
             | "regexp_matches"
+            | "regexp_split_to_table"
+            | "string_to_table"
     ) || crate::bind::json::is_json_srf(name)
 }
 
@@ -92,6 +94,15 @@ impl<'a> Planner<'a> {
                 }
                 let row = crate::array::array_of(DataType::Text)?;
                 Ok((Expr::Func(Func::Str(StrFunc::RegexpMatches), bound), row))
+            }
+            // The rows of the array its `_array` sibling makes.
+            "regexp_split_to_table" | "string_to_table" => {
+                let array = match name {
+                    "regexp_split_to_table" => "pg_catalog.regexp_split_to_array",
+                    _ => "pg_catalog.string_to_array",
+                };
+                let (e, _) = self.scalar_call_in_from(array, args, scope)?;
+                Ok((e, DataType::Text))
             }
             // Kiln has no partitions: a relation's only ancestor is itself.
             "pg_partition_ancestors" => {
@@ -197,21 +208,39 @@ impl<'a> Planner<'a> {
                     bound.push(x);
                     return Ok((Expr::Func(Func::GenerateSeries, bound), ty));
                 }
-                let mut bound = Vec::with_capacity(args.len());
-                let mut ty = DataType::Int4;
+                let mut typed = Vec::with_capacity(args.len());
                 for a in args {
-                    let (x, t) = self.expr(a, scope, false)?;
-                    let (x, t) = self.coerce(x, t, DataType::Int8)?;
-                    if !t.is_integer() {
-                        return Err(SqlError::unsupported(format!(
-                            "generate_series of {}",
-                            t.sql_name()
-                        )));
+                    typed.push(self.expr(a, scope, false)?);
+                }
+                // generate_series(int4 | int8 | numeric, …): the widest of the
+                // arguments' types, untyped literals taking the integers' form.
+                let numeric = typed.iter().any(|(_, t)| matches!(t, DataType::Numeric(_)));
+                let target = if numeric { DataType::Numeric(None) } else { DataType::Int8 };
+                let mut bound = Vec::with_capacity(typed.len());
+                let mut types = Vec::with_capacity(typed.len());
+                let mut ty = if numeric { DataType::Numeric(None) } else { DataType::Int4 };
+                for (x, t) in typed {
+                    let (x, t) = self.coerce(x, t, target)?;
+                    types.push(t);
+                    if !t.is_integer() && !matches!(t, DataType::Numeric(_)) {
+                        continue;
                     }
-                    if t == DataType::Int8 {
+                    if t == DataType::Int8 && !numeric {
                         ty = DataType::Int8;
                     }
-                    bound.push(x);
+                    bound.push(match t {
+                        DataType::Numeric(_) | DataType::Int8 => x,
+                        _ if numeric => Expr::Cast(Box::new(x), DataType::Numeric(None)),
+                        _ => x,
+                    });
+                }
+                if bound.len() != types.len() {
+                    let names: Vec<String> = types.iter().map(|t| t.sql_name()).collect();
+                    return Err(SqlError::new(
+                        code::UNDEFINED_FUNCTION,
+                        format!("function generate_series({}) does not exist", names.join(", ")),
+                    )
+                    .hint("generate_series takes integers, numerics, or timestamps with an interval step."));
                 }
                 Ok((Expr::Func(Func::GenerateSeries, bound), ty))
             }

@@ -556,6 +556,12 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             if let Value::Interval(step) = step {
                 return timestamp_series(start, stop, step, ctx.env.zone());
             }
+            if let (Value::Numeric(_), _, _)
+            | (_, Value::Numeric(_), _)
+            | (_, _, Value::Numeric(_)) = (&start, &stop, &step)
+            {
+                return numeric_series(start, stop, step);
+            }
             let (Value::Int(a), Value::Int(b), Value::Int(st)) = (start, stop, step) else {
                 return Err(SqlError::unsupported("generate_series of non-integers"));
             };
@@ -609,6 +615,9 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             Value::Array(items) => crate::json::aggregate(&items, elem, jsonb, ctx.env.style())?,
             _ => Value::Null, // no rows
         },
+        Func::CountNulls(nulls) => {
+            Value::Int(args.iter().filter(|a| a.is_null() == nulls).count() as i64)
+        }
         Func::SizePretty => {
             let size: i128 = match numeric_operand(arg(0))? {
                 Value::Int(i) => i as i128,
@@ -807,4 +816,49 @@ fn acl_default(kind: &str) -> Result<Value> {
         items.push(Value::Text(format!("{owner}={own}/{owner}")));
     }
     Ok(Value::Array(items))
+}
+
+/// `generate_series(numeric, numeric [, numeric])`: from `start` by `step` while not past
+/// `stop`, each value `start + k * step` at the larger of their scales (the first is
+/// `start` as given), as PostgreSQL's series of numerics.
+fn numeric_series(start: Value, stop: Value, step: Value) -> Result<Value> {
+    use crate::numeric::Numeric;
+    let numeric = |v: Value| -> Result<Numeric> {
+        match v {
+            Value::Numeric(n) => Ok(n),
+            Value::Int(i) => Ok(Numeric::from(i)),
+            v => Err(type_error("generate_series", &v)),
+        }
+    };
+    let (start, stop, step) = (numeric(start)?, numeric(stop)?, numeric(step)?);
+    if step.is_zero() {
+        return Err(SqlError::new(code::INVALID_PARAMETER_VALUE, "step size cannot equal zero"));
+    }
+    let ahead = if step.is_negative() { start < stop } else { start > stop };
+    let count = if ahead {
+        0
+    } else {
+        // floor((stop - start) / step) + 1, bounded before any value is made.
+        let n = stop.sub(&start)?.div_trunc(&step)?;
+        match n.to_i64() {
+            Some(n) if (n as u128) < crate::array::ELEMENTS_MAX as u128 => n as usize + 1,
+            _ => {
+                return Err(SqlError::new(
+                    code::PROGRAM_LIMIT,
+                    format!(
+                        "generate_series in a select list yields at most {} rows per input row",
+                        crate::array::ELEMENTS_MAX
+                    ),
+                ))
+            }
+        }
+    };
+    let mut out = Vec::with_capacity(count);
+    let mut v = start;
+    for _ in 0..count {
+        let next = v.add(&step)?;
+        out.push(Value::Numeric(v));
+        v = next;
+    }
+    Ok(Value::Array(out))
 }

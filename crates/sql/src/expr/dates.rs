@@ -31,6 +31,8 @@ pub enum TimeFunc {
     ToDate,
     /// to_timestamp(text, template)
     ToTimestampText,
+    /// date_bin(stride, source, origin), of timestamps with or without time zone
+    DateBin,
 }
 
 const MICROS_PER_SECOND: f64 = 1e6;
@@ -101,6 +103,7 @@ fn time_of_day(hour: i64, min: i64, sec: f64) -> Result<i64> {
 /// clock in microseconds since the epoch, `zone` the session's time zone.
 pub fn eval(f: TimeFunc, args: &[Value], zone: Zone, now: i64) -> Result<Value> {
     Ok(match f {
+        TimeFunc::DateBin => date_bin(args)?,
         TimeFunc::MakeDate => {
             let d = days(int(args, 0), int(args, 1), int(args, 2))?;
             Value::Date(crate::types::check_date(d)?)
@@ -167,6 +170,55 @@ pub fn eval(f: TimeFunc, args: &[Value], zone: Zone, now: i64) -> Result<Value> 
                 _ => Value::Null,
             }
         }
+    })
+}
+
+/// `date_bin(stride, source, origin)`: the start of the bin of `stride` (no months or
+/// years) that holds `source`, bins counted from `origin` either way, as PostgreSQL bins
+/// (an infinite source is its own bin).
+fn date_bin(args: &[Value]) -> Result<Value> {
+    let (Some(Value::Interval(stride)), Some(source), Some(origin)) =
+        (args.first(), args.get(1), args.get(2))
+    else {
+        return Ok(Value::Null);
+    };
+    let micros = |v: &Value| match v {
+        Value::Timestamp(t) | Value::TimestampTz(t) => Some(*t),
+        _ => None,
+    };
+    let (Some(t), Some(o)) = (micros(source), micros(origin)) else {
+        return Ok(Value::Null);
+    };
+    if stride.months != 0 {
+        return Err(SqlError::new(
+            crate::error::code::FEATURE_NOT_SUPPORTED,
+            "timestamps cannot be binned into intervals containing months or years",
+        ));
+    }
+    let stride = i64::from(stride.days)
+        .checked_mul(MICROS_PER_DAY)
+        .and_then(|d| d.checked_add(stride.micros))
+        .ok_or_else(|| SqlError::new("22008", "interval out of range"))?;
+    if stride <= 0 {
+        return Err(SqlError::new("22008", "stride must be greater than zero"));
+    }
+    if t == TIMESTAMP_INFINITY || t == TIMESTAMP_NEG_INFINITY {
+        return Ok(source.clone());
+    }
+    if o == TIMESTAMP_INFINITY || o == TIMESTAMP_NEG_INFINITY {
+        return Err(SqlError::new("22008", "origin out of range"));
+    }
+    let out_of_range = || SqlError::new("22008", "timestamp out of range");
+    let diff = t.checked_sub(o).ok_or_else(out_of_range)?;
+    let mut delta = diff - diff % stride;
+    // The start of the bin when the origin lies after the source.
+    if diff < 0 && delta != diff {
+        delta -= stride;
+    }
+    let bin = o.checked_add(delta).ok_or_else(out_of_range)?;
+    Ok(match source {
+        Value::TimestampTz(_) => Value::TimestampTz(bin),
+        _ => Value::Timestamp(bin),
     })
 }
 

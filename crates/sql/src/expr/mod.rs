@@ -419,6 +419,8 @@ pub enum Func {
     EnumRange(&'static crate::enums::EnumType),
     /// pg_size_pretty(bytes)
     SizePretty,
+    /// num_nulls(…) (true) / num_nonnulls(…) (false): how many arguments are (not) NULL
+    CountNulls(bool),
     /// json_build_object(key, value, …), jsonb_build_object with `true`: keys and the
     /// values' JSON texts (the binder wraps each value in `ToJson`).
     JsonBuildObject(bool),

@@ -177,30 +177,47 @@ pub(crate) fn op_name(op: BinOp) -> &'static str {
 
 /// A regular-expression match with a per-thread cache of compiled patterns.
 pub(crate) fn regex_match(text: &str, pattern: &str, insensitive: bool) -> Result<bool> {
-    with_regex(pattern, insensitive, |re| re.is_match(text))
+    with_regex(pattern, RegexOptions { insensitive, ..RegexOptions::default() }, |re| {
+        re.is_match(text)
+    })
+}
+
+/// How a pattern is compiled: PostgreSQL's flags `i` (case-insensitive), `n` (newline-
+/// sensitive: `.` and `[^…]` do not match a newline, `^` and `$` match at lines) and `x`
+/// (expanded: whitespace and `#` comments ignored). Without `n`, `.` matches a newline, as
+/// in PostgreSQL's advanced regular expressions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct RegexOptions {
+    pub(crate) insensitive: bool,
+    pub(crate) newline: bool,
+    pub(crate) expanded: bool,
 }
 
 /// Calls `f` with `pattern` compiled (at most 1 MiB of program; 2201B when it is invalid or
 /// larger), from a per-thread cache of compiled patterns.
 pub(crate) fn with_regex<R>(
     pattern: &str,
-    insensitive: bool,
+    options: RegexOptions,
     f: impl FnOnce(&regex::Regex) -> R,
 ) -> Result<R> {
     use std::cell::RefCell;
     use std::collections::HashMap;
+    type Cache = HashMap<(String, RegexOptions), regex::Regex>;
     thread_local! {
-        static CACHE: RefCell<HashMap<(String, bool), regex::Regex>> = RefCell::new(HashMap::new());
+        static CACHE: RefCell<Cache> = RefCell::new(HashMap::new());
     }
     CACHE.with(|cache| {
         let mut cache = cache.borrow_mut();
-        let key = (pattern.to_string(), insensitive);
+        let key = (pattern.to_string(), options);
         if !cache.contains_key(&key) {
             if cache.len() > 256 {
                 cache.clear();
             }
             let re = regex::RegexBuilder::new(pattern)
-                .case_insensitive(insensitive)
+                .case_insensitive(options.insensitive)
+                .dot_matches_new_line(!options.newline)
+                .multi_line(options.newline)
+                .ignore_whitespace(options.expanded)
                 .size_limit(1 << 20)
                 .build()
                 .map_err(|e| SqlError::new("2201B", format!("invalid regular expression: {e}")))?;
@@ -208,6 +225,73 @@ pub(crate) fn with_regex<R>(
         }
         Ok(f(&cache[&key]))
     })
+}
+
+/// A `SIMILAR TO` pattern as a regular expression anchored at both ends (PostgreSQL's
+/// `similar_to_escape`): `%` is `.*`, `_` is `.`, the escape character (a backslash unless
+/// `escape` says otherwise; none for `''`) makes the next character literal, bracket
+/// expressions pass through, and `|`, `*`, `+`, `?`, `{m,n}` and parentheses keep their
+/// regular-expression meaning.
+pub(crate) fn similar_to_regex(pattern: &str, escape: Option<&str>) -> Result<String> {
+    let escape = match escape {
+        None => Some('\\'),
+        Some(e) => {
+            let mut chars = e.chars();
+            match (chars.next(), chars.next()) {
+                (None, _) => None,
+                (Some(c), None) => Some(c),
+                _ => {
+                    return Err(SqlError::new("22025", "invalid escape string")
+                        .hint("Escape string must be empty or one character."))
+                }
+            }
+        }
+    };
+    let mut out = String::with_capacity(pattern.len() + 8);
+    out.push_str("^(?:");
+    let (mut after_escape, mut in_class, mut class_pos) = (false, false, 0);
+    for c in pattern.chars() {
+        if after_escape {
+            out.push_str(&regex::escape(&c.to_string()));
+            after_escape = false;
+        } else if escape == Some(c) {
+            after_escape = true;
+        } else if in_class {
+            // A `]` first (or after `^`) is a member; the regex crate's own class syntax
+            // (`[` nesting, `&&`, `~~`) is escaped.
+            let closes = c == ']' && class_pos > 2;
+            if matches!(c, '\\' | '[' | '&' | '~') || (c == ']' && !closes) {
+                out.push('\\');
+            }
+            out.push(c);
+            if closes {
+                in_class = false;
+            } else if c == '^' {
+                class_pos += 1;
+            } else {
+                class_pos = 3;
+            }
+        } else {
+            match c {
+                '[' => {
+                    out.push('[');
+                    in_class = true;
+                    class_pos = 1;
+                }
+                '%' => out.push_str(".*"),
+                '_' => out.push('.'),
+                '(' => out.push_str("(?:"),
+                '\\' | '.' | '^' | '$' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                c => out.push(c),
+            }
+        }
+    }
+    // An escape character at the very end escapes nothing and is dropped, as in PostgreSQL.
+    out.push_str(")$");
+    Ok(out)
 }
 
 pub(crate) fn div_zero() -> SqlError {

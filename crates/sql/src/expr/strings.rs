@@ -57,6 +57,9 @@ pub enum StrFunc {
     /// A LIKE pattern with escape character `c` (none when empty) as one with backslash
     /// escapes: `LIKE p ESCAPE c`.
     LikeEscape,
+    /// A SIMILAR TO pattern (and its escape character, when given) as an anchored regular
+    /// expression: `SIMILAR TO p [ESCAPE c]`.
+    SimilarEscape,
 }
 
 /// A mathematical function over double precision (or numeric, where noted).
@@ -249,7 +252,7 @@ pub(crate) fn eval(f: StrFunc, args: &[Value], style: Style) -> Result<Value> {
             let flags = flags(args.get(3))?;
             let replacement = replacement(&text(2));
             let s = text(0);
-            let out = super::ops::with_regex(&text(1), flags.insensitive, |re| {
+            let out = super::ops::with_regex(&text(1), flags.options, |re| {
                 if flags.global {
                     re.replace_all(&s, replacement.as_str()).into_owned()
                 } else {
@@ -264,7 +267,7 @@ pub(crate) fn eval(f: StrFunc, args: &[Value], style: Style) -> Result<Value> {
                 return Err(invalid("regexp_match() does not support the \"global\" option"));
             }
             let s = text(0);
-            super::ops::with_regex(&text(1), flags.insensitive, |re| {
+            super::ops::with_regex(&text(1), flags.options, |re| {
                 re.captures(&s).map_or(Value::Null, |caps| {
                     let groups: Vec<Value> = if caps.len() == 1 {
                         vec![Value::Text(caps[0].to_string())]
@@ -284,7 +287,7 @@ pub(crate) fn eval(f: StrFunc, args: &[Value], style: Style) -> Result<Value> {
             let flags = flags(args.get(2))?;
             let s = text(0);
             let limit = crate::array::ELEMENTS_MAX;
-            super::ops::with_regex(&text(1), flags.insensitive, |re| {
+            super::ops::with_regex(&text(1), flags.options, |re| {
                 let mut rows = Vec::new();
                 for caps in re.captures_iter(&s) {
                     if rows.len() == limit {
@@ -316,11 +319,18 @@ pub(crate) fn eval(f: StrFunc, args: &[Value], style: Style) -> Result<Value> {
                 ));
             }
             let s = text(0);
-            let parts = super::ops::with_regex(&text(1), flags.insensitive, |re| {
+            let parts = super::ops::with_regex(&text(1), flags.options, |re| {
                 split(re, &s).into_iter().map(|p| Value::Text(p.to_string())).collect::<Vec<_>>()
             })?;
             crate::array::check_len(parts.len())?;
             Value::Array(parts)
+        }
+        StrFunc::SimilarEscape => {
+            if args.iter().any(Value::is_null) {
+                return Ok(Value::Null);
+            }
+            let escape = args.get(1).map(text_arg);
+            Value::Text(super::ops::similar_to_regex(&text(0), escape.as_deref())?)
         }
         StrFunc::LikeEscape => {
             let escape: Vec<char> = text(1).chars().collect();
@@ -380,20 +390,25 @@ fn value_text(v: &Value, style: Style) -> String {
 
 struct Flags {
     global: bool,
-    insensitive: bool,
+    options: super::ops::RegexOptions,
 }
 
-/// PostgreSQL's regular-expression flags that Kiln applies: `g` and `i` (`c` is the default).
+/// PostgreSQL's regular-expression flags that Kiln applies: `g`, `i`, `c` (the default),
+/// `n` (and its synonym `m`), `s` (the default) and `x`.
 fn flags(v: Option<&Value>) -> Result<Flags> {
-    let mut f = Flags { global: false, insensitive: false };
+    let mut f = Flags { global: false, options: Default::default() };
     for c in v.map(text_arg).unwrap_or_default().chars() {
         match c {
             'g' => f.global = true,
-            'i' => f.insensitive = true,
-            'c' => f.insensitive = false,
+            'i' => f.options.insensitive = true,
+            'c' => f.options.insensitive = false,
+            'n' | 'm' => f.options.newline = true,
+            's' => f.options.newline = false,
+            'x' => f.options.expanded = true,
+            't' => f.options.expanded = false,
             other => {
                 return Err(invalid(format!("invalid regular expression option: \"{other}\""))
-                    .hint("Kiln applies the flags g, i and c."))
+                    .hint("Kiln applies the flags g, i, c, n, m, s, x and t."))
             }
         }
     }
