@@ -678,7 +678,7 @@ impl Session {
 
     /// The open transaction block, for a statement that needs one (25P01 otherwise).
     /// Marks a savepoint named `name` in the open transaction.
-    fn push_savepoint(&mut self, name: String) {
+    pub(crate) fn push_savepoint(&mut self, name: String) {
         let settings = self.settings.clone();
         let advisory = self.advisory.lock().mark();
         let notifies = self.notifies.get_mut().len();
@@ -696,8 +696,16 @@ impl Session {
         ts.savepoints.push(mark);
     }
 
+    /// Lets go of the savepoint at `pos` and those after it, keeping what was done since.
+    pub(crate) fn release_savepoint_at(&mut self, pos: usize) {
+        let ts = self.txn.as_mut().expect("a transaction is open");
+        let sp = ts.savepoints[pos].engine;
+        ts.savepoints.truncate(pos);
+        ts.txn.release(sp);
+    }
+
     /// Rolls the open transaction back to its savepoint at `pos` (kept; later ones go).
-    fn rollback_to_savepoint(&mut self, pos: usize) -> Result<()> {
+    pub(crate) fn rollback_to_savepoint(&mut self, pos: usize) -> Result<()> {
         let ts = self.txn.as_mut().expect("a transaction is open");
         ts.savepoints.truncate(pos + 1);
         let mark = &ts.savepoints[pos];
@@ -754,217 +762,6 @@ impl Session {
     pub(crate) fn warn(&self, code: &'static str, message: &str) {
         let level = crate::parse::do_block::Level::Warning;
         raise_notice(&self.notices, Notice { level, fields: SqlError::new(code, message) });
-    }
-
-    /// Runs a `DO` block in the open transaction (`parse::do_block`). Every SQL statement
-    /// and expression in it is parsed first, so a syntax error anywhere changes nothing. A
-    /// block with handlers runs as a subtransaction: an error a handler catches undoes the
-    /// block's statements, then the handler runs; an error none catches fails the
-    /// statement.
-    pub(crate) fn run_do(&mut self, block: &crate::parse::do_block::DoBlock) -> Result<Output> {
-        self.check_do_block(&block.body)?;
-        self.do_block(&block.body, None)?;
-        Ok(Output::Command("DO".into()))
-    }
-
-    fn check_do_block(&self, block: &crate::parse::do_block::Block) -> Result<()> {
-        self.check_do_statements(&block.statements)?;
-        for h in &block.handlers {
-            self.check_do_statements(&h.statements)?;
-        }
-        Ok(())
-    }
-
-    fn check_do_statements(&self, statements: &[crate::parse::do_block::Stmt]) -> Result<()> {
-        use crate::parse::do_block::Stmt;
-        for s in statements {
-            match s {
-                Stmt::Sql(text) => {
-                    do_sql(text, false)?;
-                }
-                Stmt::Perform(query) => {
-                    do_query(query)?;
-                }
-                Stmt::If(arms, otherwise) => {
-                    for (condition, body) in arms {
-                        do_query(&format!("SELECT ({condition})"))?;
-                        self.check_do_statements(body)?;
-                    }
-                    self.check_do_statements(otherwise)?;
-                }
-                Stmt::Raise(r) => {
-                    for e in r.params.iter().chain(r.using.iter().map(|(_, e)| e)) {
-                        do_query(&format!("SELECT ({e})"))?;
-                    }
-                }
-                Stmt::Assert(condition, message) => {
-                    for e in std::iter::once(condition).chain(message) {
-                        do_query(&format!("SELECT ({e})"))?;
-                    }
-                }
-                Stmt::Execute(e) => {
-                    do_query(&format!("SELECT ({e})"))?;
-                }
-                Stmt::Block(b) => self.check_do_block(b)?,
-                // What only functions hold.
-                other => return Err(other.not_in_do_block()),
-            }
-        }
-        Ok(())
-    }
-
-    fn do_block(
-        &mut self,
-        block: &crate::parse::do_block::Block,
-        caught: Option<&SqlError>,
-    ) -> Result<()> {
-        if block.handlers.is_empty() {
-            return self.do_statements(&block.statements, caught);
-        }
-        let pos = self.txn.as_ref().map_or(0, |t| t.savepoints.len());
-        self.push_savepoint(String::new());
-        let outcome = self.do_statements(&block.statements, caught);
-        let handler = match &outcome {
-            Err(e) => block.handlers.iter().find(|h| h.catches(e.code)),
-            Ok(()) => None,
-        };
-        if handler.is_some() {
-            self.rollback_to_savepoint(pos)?;
-        }
-        // The block's own savepoint goes either way (an error no handler catches fails the
-        // transaction, as in PostgreSQL).
-        let ts = self.txn.as_mut().expect("a transaction is open");
-        let sp = ts.savepoints[pos].engine;
-        ts.savepoints.truncate(pos);
-        ts.txn.release(sp);
-        match (handler, outcome) {
-            (Some(h), Err(e)) => self.do_statements(&h.statements, Some(&e)),
-            (_, outcome) => outcome,
-        }
-    }
-
-    fn do_statements(
-        &mut self,
-        statements: &[crate::parse::do_block::Stmt],
-        caught: Option<&SqlError>,
-    ) -> Result<()> {
-        use crate::parse::do_block::Stmt;
-        for s in statements {
-            self.activity.check_interrupt()?;
-            match s {
-                Stmt::Sql(text) => {
-                    for stmt in do_sql(text, false)? {
-                        self.run(&stmt, &[], None)?;
-                    }
-                }
-                Stmt::Perform(query) => {
-                    self.run(&do_query(query)?, &[], None)?;
-                }
-                Stmt::If(arms, otherwise) => {
-                    let mut taken = None;
-                    for (condition, body) in arms {
-                        if self.do_condition(condition, "IF")? {
-                            taken = Some(body);
-                            break;
-                        }
-                    }
-                    self.do_statements(taken.unwrap_or(otherwise), caught)?;
-                }
-                Stmt::Raise(r) => self.do_raise(r, caught)?,
-                Stmt::Assert(condition, message) => {
-                    if !self.do_condition(condition, "ASSERT")? {
-                        let message = match message {
-                            Some(m) => self
-                                .do_values(std::slice::from_ref(m))?
-                                .pop()
-                                .flatten()
-                                .unwrap_or_else(|| "<NULL>".into()),
-                            None => "assertion failed".into(),
-                        };
-                        return Err(SqlError::new("P0004", message));
-                    }
-                }
-                Stmt::Execute(e) => {
-                    let Some(sql) = self.do_values(std::slice::from_ref(e))?.pop().flatten() else {
-                        return Err(SqlError::new(
-                            "22004",
-                            "query string argument of EXECUTE is null",
-                        ));
-                    };
-                    for stmt in do_sql(&sql, true)? {
-                        self.run(&stmt, &[], None)?;
-                    }
-                }
-                Stmt::Block(b) => self.do_block(b, caught)?,
-                other => return Err(other.not_in_do_block()),
-            }
-        }
-        Ok(())
-    }
-
-    /// The values of SQL expressions, as text in their types' output form (None: NULL).
-    fn do_values(&mut self, exprs: &[String]) -> Result<Vec<Option<String>>> {
-        if exprs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let list: Vec<String> = exprs.iter().map(|e| format!("({e})")).collect();
-        let mut out = Vec::with_capacity(exprs.len());
-        let stmt = do_query(&format!("SELECT {}", list.join(", ")))?;
-        if let Output::Rows { columns, mut rows, .. } = self.run(&stmt, &[], None)? {
-            let style = self.style();
-            let row = rows.pop().unwrap_or_default();
-            for (v, (_, ty)) in row.iter().zip(&columns) {
-                out.push(v.to_text_in(*ty, style));
-            }
-        }
-        Ok(out)
-    }
-
-    /// Whether a condition is true (NULL is not); `what` names the statement for errors.
-    fn do_condition(&mut self, condition: &str, what: &str) -> Result<bool> {
-        let stmt = do_query(&format!("SELECT ({condition})"))?;
-        if let Output::Rows { mut rows, .. } = self.run(&stmt, &[], None)? {
-            return match rows.pop().and_then(|r| r.into_iter().next()) {
-                Some(Value::Bool(b)) => Ok(b),
-                // An integer converts as int4::boolean does.
-                Some(Value::Int(i)) => Ok(i != 0),
-                Some(Value::Null) | None => Ok(false),
-                Some(other) => Err(SqlError::new(
-                    code::DATATYPE_MISMATCH,
-                    format!(
-                        "the condition of {what} must be boolean, not {}",
-                        other.natural_type().sql_name()
-                    ),
-                )),
-            };
-        }
-        Ok(false)
-    }
-
-    fn do_raise(
-        &mut self,
-        r: &crate::parse::do_block::Raise,
-        caught: Option<&SqlError>,
-    ) -> Result<()> {
-        use crate::parse::do_block::{raised, Level};
-        if r.format.is_none() && r.condition.is_none() && r.using.is_empty() {
-            return Err(match caught {
-                Some(e) if r.level == Level::Exception => e.clone(),
-                _ => SqlError::new(
-                    "0Z002",
-                    "RAISE without parameters cannot be used outside an exception handler",
-                ),
-            });
-        }
-        let params = self.do_values(&r.params)?;
-        let using_exprs: Vec<String> = r.using.iter().map(|(_, e)| e.clone()).collect();
-        let using = self.do_values(&using_exprs)?;
-        let e = raised(r, &params, &using)?.expect("a RAISE with parameters raises");
-        if r.level == Level::Exception {
-            return Err(e);
-        }
-        raise_notice(&self.notices, Notice { level: r.level, fields: e });
-        Ok(())
     }
 
     /// `LOCK TABLE … IN ACCESS SHARE MODE` (what pg_dump takes on each table it dumps): that
@@ -1585,55 +1382,3 @@ fn channel_name(channel: &ast::Ident) -> String {
 
 /// How many notices one statement keeps for the client.
 pub(crate) const NOTICES_MAX: usize = 10_000;
-
-/// The statements of SQL text in a DO block, refused where a block cannot run them
-/// (transaction control, session commands); a query is refused unless `query` (PERFORM,
-/// EXECUTE and expressions, whose rows are dropped or read).
-fn do_sql(text: &str, query: bool) -> Result<Vec<ast::Statement>> {
-    use ast::Statement as S;
-    let parsed = crate::parse::parse(text)?;
-    for stmt in &parsed {
-        let allowed = !matches!(
-            stmt,
-            S::StartTransaction { .. }
-                | S::Commit { .. }
-                | S::Rollback { .. }
-                | S::Savepoint { .. }
-                | S::ReleaseSavepoint { .. }
-                | S::Set(_)
-                | S::ShowVariable { .. }
-                | S::Prepare { .. }
-                | S::Execute { .. }
-                | S::Deallocate { .. }
-                | S::Copy { .. }
-                | S::Declare { .. }
-                | S::Fetch { .. }
-                | S::Close { .. }
-                | S::Discard { .. }
-                | S::LISTEN { .. }
-                | S::UNLISTEN { .. }
-                | S::CreateDatabase { .. }
-        );
-        if !allowed {
-            return Err(SqlError::unsupported(format!(
-                "{} in a DO block",
-                text.split_whitespace().next().unwrap_or_default().to_uppercase()
-            )));
-        }
-        if !query && matches!(stmt, S::Query(_)) {
-            return Err(SqlError::syntax("query has no destination for result data")
-                .hint("If you want to discard the results of a SELECT, use PERFORM instead."));
-        }
-    }
-    Ok(parsed)
-}
-
-/// The one query of a PERFORM, or of an expression of a DO block (`SELECT (expr)`): text
-/// that parses as more than one statement is a syntax error, as in PL/pgSQL.
-fn do_query(text: &str) -> Result<ast::Statement> {
-    let mut parsed = crate::parse::parse(text)?;
-    match (parsed.pop(), parsed.is_empty()) {
-        (Some(stmt @ ast::Statement::Query(_)), true) => Ok(stmt),
-        _ => Err(SqlError::syntax(format!("syntax error in the expression or query \"{text}\""))),
-    }
-}

@@ -300,5 +300,6 @@ scripts!(
     triggers,
     functions,
     set_functions,
-    numeric
+    numeric,
+    do_blocks
 );

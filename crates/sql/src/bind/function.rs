@@ -680,6 +680,23 @@ impl<'a> Planner<'a> {
             let args = vec![unit, source, zone];
             return Ok((Expr::Func(Func::DateTrunc, args), DataType::TimestampTz(None)));
         }
+        if name == "grouping" {
+            // Replaced by its bits once the query's grouping is known (`post_agg`).
+            if args.is_empty() {
+                return Err(SqlError::syntax("GROUPING needs at least one argument"));
+            }
+            if args.len() > 31 {
+                return Err(SqlError::new(
+                    code::TOO_MANY_ARGUMENTS,
+                    "GROUPING must have fewer than 32 arguments",
+                ));
+            }
+            let mut bound = Vec::with_capacity(args.len());
+            for a in &args {
+                bound.push(self.expr(a, scope, false)?.0);
+            }
+            return Ok((Expr::Func(Func::Grouping, bound), DataType::Int4));
+        }
         if name == "date_bin" {
             return self.date_bin(&args, scope, aggs);
         }

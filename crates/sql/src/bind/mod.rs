@@ -1007,6 +1007,32 @@ pub(crate) fn post_agg(e: Expr, g: &mut Grouping, scope: &Scope) -> Result<Expr>
         return Ok(Expr::Column(i));
     }
     match e {
+        // GROUPING(a, b, …): per grouping set, a bit for each argument (the first the most
+        // significant) set when the set does not group by it.
+        Expr::Func(Func::Grouping, args) => {
+            let mut at = Vec::with_capacity(args.len());
+            for a in &args {
+                let Some(k) = g.keys.iter().position(|k| k == a) else {
+                    return Err(SqlError::new(
+                        code::GROUPING,
+                        "arguments to GROUPING must be grouping expressions of the associated query level",
+                    ));
+                };
+                at.push(k);
+            }
+            if g.sets.is_empty() {
+                return Ok(Expr::Const(Value::Int(0)));
+            }
+            let masks = g
+                .sets
+                .iter()
+                .map(|set| {
+                    Value::Int(at.iter().fold(0i64, |m, k| (m << 1) | i64::from(!set.contains(k))))
+                })
+                .collect();
+            let set = Expr::Column(g.keys.len() - 1);
+            Ok(Expr::Func(Func::GroupingBits, vec![Expr::Const(Value::Array(masks)), set]))
+        }
         Expr::Agg(f, d, arg, ty) => {
             let arg = arg.map(|a| *a);
             let entry = (f, d, arg, ty);

@@ -12,6 +12,45 @@ use crate::plan::*;
 use crate::types::{DataType, Value};
 
 impl<'a> Planner<'a> {
+    /// One GROUP BY item bound: a position in the select list (`GROUP BY 1`), an output
+    /// column's alias, or an expression over the FROM items.
+    fn group_item(&mut self, g: &ast::Expr, s: &ast::Select, scope: &Scope) -> Result<Expr> {
+        // GROUP BY 1 refers to an output column.
+        if let ast::Expr::Value(v) = g {
+            if let ast::Value::Number(n, _) = &v.value {
+                let idx: usize =
+                    n.parse().map_err(|_| SqlError::syntax("bad GROUP BY position"))?;
+                let item = s.projection.get(idx.wrapping_sub(1)).ok_or_else(|| {
+                    SqlError::new(
+                        code::INVALID_COLUMN_REFERENCE,
+                        format!("GROUP BY position {idx} is not in select list"),
+                    )
+                })?;
+                let x = match item {
+                    ast::SelectItem::UnnamedExpr(x)
+                    | ast::SelectItem::ExprWithAlias { expr: x, .. } => x,
+                    _ => return Err(SqlError::unsupported("GROUP BY a wildcard")),
+                };
+                return Ok(self.expr(x, scope, false)?.0);
+            }
+        }
+        // A bare name may be an output alias.
+        if let ast::Expr::Identifier(id) = g {
+            let name = ident(id);
+            if scope.resolve(None, &name).is_err() {
+                if let Some(x) = s.projection.iter().find_map(|p| match p {
+                    ast::SelectItem::ExprWithAlias { expr, alias } if ident(alias) == name => {
+                        Some(expr)
+                    }
+                    _ => None,
+                }) {
+                    return Ok(self.expr(x, scope, false)?.0);
+                }
+            }
+        }
+        Ok(self.expr(g, scope, false)?.0)
+    }
+
     /// Plans a query (SELECT, VALUES). `expected` gives target types for VALUES rows.
     pub fn query(&mut self, q: &ast::Query, expected: Option<&[DataType]>) -> Result<SelectPlan> {
         if let Some(with) = &q.with {
@@ -1095,50 +1134,39 @@ impl<'a> Planner<'a> {
             choose_access_with(item, &keys);
         }
         // Grouping and projection.
-        let group_exprs: Vec<Expr> = match &s.group_by {
+        let (group_exprs, grouping_sets): (Vec<Expr>, Vec<Vec<usize>>) = match &s.group_by {
             ast::GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => {
-                let mut out = Vec::new();
-                for g in exprs {
-                    // GROUP BY 1 refers to an output column.
-                    if let ast::Expr::Value(v) = g {
-                        if let ast::Value::Number(n, _) = &v.value {
-                            let idx: usize =
-                                n.parse().map_err(|_| SqlError::syntax("bad GROUP BY position"))?;
-                            let item = s.projection.get(idx.wrapping_sub(1)).ok_or_else(|| {
-                                SqlError::new(
-                                    code::INVALID_COLUMN_REFERENCE,
-                                    format!("GROUP BY position {idx} is not in select list"),
-                                )
-                            })?;
-                            let x = match item {
-                                ast::SelectItem::UnnamedExpr(x)
-                                | ast::SelectItem::ExprWithAlias { expr: x, .. } => x,
-                                _ => return Err(SqlError::unsupported("GROUP BY a wildcard")),
-                            };
-                            out.push(self.expr(x, &scope, false)?.0);
-                            continue;
-                        }
-                    }
-                    // A bare name may be an output alias.
-                    if let ast::Expr::Identifier(id) = g {
-                        let name = ident(id);
-                        if scope.resolve(None, &name).is_err() {
-                            if let Some(x) = s.projection.iter().find_map(|p| match p {
-                                ast::SelectItem::ExprWithAlias { expr, alias }
-                                    if ident(alias) == name =>
-                                {
-                                    Some(expr)
+                if exprs.iter().any(is_grouping_set) {
+                    // GROUPING SETS, ROLLUP, CUBE: the distinct expressions of every set,
+                    // each set the positions of its own, then the set number's key.
+                    let mut keys: Vec<Expr> = Vec::new();
+                    let mut sets = Vec::new();
+                    for set in grouping_sets(exprs)? {
+                        let mut at = Vec::with_capacity(set.len());
+                        for g in set {
+                            let e = self.group_item(g, s, &scope)?;
+                            let k = match keys.iter().position(|k| *k == e) {
+                                Some(k) => k,
+                                None => {
+                                    keys.push(e);
+                                    keys.len() - 1
                                 }
-                                _ => None,
-                            }) {
-                                out.push(self.expr(x, &scope, false)?.0);
-                                continue;
+                            };
+                            if !at.contains(&k) {
+                                at.push(k);
                             }
                         }
+                        sets.push(at);
                     }
-                    out.push(self.expr(g, &scope, false)?.0);
+                    keys.push(Expr::Func(Func::GroupingSet, vec![]));
+                    (keys, sets)
+                } else {
+                    let mut out = Vec::with_capacity(exprs.len());
+                    for g in exprs {
+                        out.push(self.group_item(g, s, &scope)?);
+                    }
+                    (out, vec![])
                 }
-                out
             }
             _ => return Err(SqlError::unsupported("this GROUP BY")),
         };
@@ -1295,8 +1323,10 @@ impl<'a> Planner<'a> {
             || plan.projection.iter().any(Expr::has_agg)
             || having.as_ref().is_some_and(Expr::has_agg);
         if aggregating {
-            let mut grouping = Grouping { keys: group_exprs, aggs: vec![] };
-            add_dependent_columns(&plan.from, &mut grouping.keys);
+            let mut grouping = Grouping { keys: group_exprs, aggs: vec![], sets: grouping_sets };
+            if grouping.sets.is_empty() {
+                add_dependent_columns(&plan.from, &mut grouping.keys);
+            }
             let projection = std::mem::take(&mut plan.projection);
             plan.projection = projection
                 .into_iter()
@@ -1609,4 +1639,153 @@ fn reg_lookup(f: &ast::Function) -> Option<crate::bind::reg::Reg> {
         "to_regtype" | "pg_catalog.to_regtype" => Some(crate::bind::reg::Reg::Type),
         _ => None,
     }
+}
+
+/// The most grouping sets a GROUP BY may expand to (PostgreSQL's limit).
+const GROUPING_SETS_MAX: usize = 4096;
+
+/// Whether a GROUP BY item is GROUPING SETS, ROLLUP or CUBE.
+fn is_grouping_set(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::GroupingSets(_) | ast::Expr::Rollup(_) | ast::Expr::Cube(_))
+}
+
+/// The grouping sets of a GROUP BY list, as PostgreSQL expands them: each item's sets (a
+/// plain expression is one set of itself; `ROLLUP (a, b)` is `(a, b), (a), ()`; `CUBE (a,
+/// b)` every subset; `GROUPING SETS (…)` its sets, each expanded), combined across items
+/// by concatenating one set of each in every way.
+fn grouping_sets(items: &[ast::Expr]) -> Result<Vec<Vec<&ast::Expr>>> {
+    let mut out: Vec<Vec<&ast::Expr>> = vec![vec![]];
+    for item in items {
+        out = cross(&out, &item_sets(item)?)?;
+    }
+    Ok(out)
+}
+
+fn too_many_sets() -> SqlError {
+    SqlError::new(
+        code::STATEMENT_TOO_COMPLEX,
+        format!("too many grouping sets present (maximum {GROUPING_SETS_MAX})"),
+    )
+}
+
+fn cross<'e>(
+    a: &[Vec<&'e ast::Expr>],
+    b: &[Vec<&'e ast::Expr>],
+) -> Result<Vec<Vec<&'e ast::Expr>>> {
+    if a.len().saturating_mul(b.len()) > GROUPING_SETS_MAX {
+        return Err(too_many_sets());
+    }
+    let mut out = Vec::with_capacity(a.len() * b.len());
+    for x in a {
+        for y in b {
+            out.push(x.iter().chain(y).copied().collect());
+        }
+    }
+    Ok(out)
+}
+
+fn flat(elems: &[Vec<ast::Expr>]) -> Vec<&ast::Expr> {
+    elems.iter().flatten().collect()
+}
+
+fn item_sets(item: &ast::Expr) -> Result<Vec<Vec<&ast::Expr>>> {
+    Ok(match item {
+        ast::Expr::Rollup(elems) => (0..=elems.len()).rev().map(|n| flat(&elems[..n])).collect(),
+        ast::Expr::Cube(elems) => {
+            if elems.len() > 12 {
+                return Err(SqlError::new("54011", "CUBE is limited to 12 elements"));
+            }
+            // Every subset, the whole first (as PostgreSQL lists them, largest first).
+            let n = elems.len();
+            let mut masks: Vec<u32> = (0..1u32 << n).collect();
+            masks.sort_by_key(|m| std::cmp::Reverse(m.count_ones()));
+            masks
+                .into_iter()
+                .map(|m| {
+                    (0..n).filter(|i| m & (1 << (n - 1 - i)) != 0).flat_map(|i| &elems[i]).collect()
+                })
+                .collect()
+        }
+        ast::Expr::GroupingSets(sets) => {
+            let mut out = Vec::new();
+            for set in sets {
+                let mut expanded: Vec<Vec<&ast::Expr>> = vec![vec![]];
+                for e in set {
+                    expanded = cross(&expanded, &item_sets(e)?)?;
+                }
+                out.extend(expanded);
+                if out.len() > GROUPING_SETS_MAX {
+                    return Err(too_many_sets());
+                }
+            }
+            out
+        }
+        // `(a, b)` in a set: both.
+        ast::Expr::Tuple(parts) => vec![parts.iter().collect()],
+        // ROLLUP and CUBE inside GROUPING SETS, which the SQL parser reads as calls.
+        ast::Expr::Function(f) if rollup_or_cube(f).is_some() => {
+            let (cube, args) = rollup_or_cube(f).expect("matched");
+            let elems: Vec<Vec<ast::Expr>> = args
+                .into_iter()
+                .map(|a| match a {
+                    ast::Expr::Tuple(parts) => parts.clone(),
+                    ast::Expr::Nested(inner) => vec![(**inner).clone()],
+                    a => vec![a.clone()],
+                })
+                .collect();
+            let e = if cube { ast::Expr::Cube(elems) } else { ast::Expr::Rollup(elems) };
+            // The sets name the call's arguments, which live as long as the call.
+            return item_sets(&e)?
+                .into_iter()
+                .map(|set| set.into_iter().map(|x| find_in(f, x)).collect())
+                .collect();
+        }
+        e => vec![vec![e]],
+    })
+}
+
+/// `ROLLUP(…)` or `CUBE(…)` read as a function call: whether it is CUBE, and its
+/// arguments.
+fn rollup_or_cube(f: &ast::Function) -> Option<(bool, Vec<&ast::Expr>)> {
+    let [ast::ObjectNamePart::Identifier(name)] = f.name.0.as_slice() else { return None };
+    if name.quote_style.is_some() {
+        return None;
+    }
+    let cube = match name.value.to_lowercase().as_str() {
+        "rollup" => false,
+        "cube" => true,
+        _ => return None,
+    };
+    let ast::FunctionArguments::List(list) = &f.args else { return None };
+    let args = list
+        .args
+        .iter()
+        .map(|a| match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => Some(x),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((cube, args))
+}
+
+/// The expression of a ROLLUP/CUBE call's arguments equal to `x` (a copy's element), so the
+/// sets borrow from the statement.
+fn find_in<'e>(f: &'e ast::Function, x: &ast::Expr) -> Result<&'e ast::Expr> {
+    let (_, args) = rollup_or_cube(f).unwrap_or_default();
+    for a in args {
+        if a == x {
+            return Ok(a);
+        }
+        if let ast::Expr::Tuple(parts) = a {
+            if let Some(p) = parts.iter().find(|p| *p == x) {
+                return Ok(p);
+            }
+        }
+        if let ast::Expr::Nested(inner) = a {
+            if inner.as_ref() == x {
+                return Ok(inner);
+            }
+        }
+    }
+    Err(SqlError::new(code::INTERNAL, "a grouping set names what its ROLLUP or CUBE does not"))
 }

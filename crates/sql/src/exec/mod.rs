@@ -5,6 +5,7 @@ pub mod comments;
 pub mod constraints;
 pub mod copy;
 pub mod ddl;
+pub mod do_block;
 pub mod extension;
 pub mod grant;
 pub mod indexes;

@@ -771,7 +771,7 @@ fn null_into_not_null() -> SqlError {
 }
 
 /// The type a declaration names.
-fn type_named(text: &str) -> Result<ast::DataType> {
+pub(crate) fn type_named(text: &str) -> Result<ast::DataType> {
     match one_statement(&format!("SELECT NULL::{text}"))? {
         ast::Statement::Query(q) => match q.body.as_ref() {
             ast::SetExpr::Select(s) => match s.projection.first() {
@@ -1095,7 +1095,7 @@ impl Binder<'_> {
                                 )));
                             };
                             if constant {
-                                return Err(SqlError::syntax(format!(
+                                return Err(SqlError::new("22005",format!(
                                     "variable \"{name}\" is declared CONSTANT"
                                 )));
                             }
@@ -1241,6 +1241,9 @@ impl Binder<'_> {
                     Step::ForRange { slot, low, high, step, reverse: f.reverse, body: body? }
                 }
                 Stmt::ForQuery(f) => {
+                    if f.execute.is_some() {
+                        return Err(refused("FOR … IN EXECUTE"));
+                    }
                     let mut stmt = one_statement(&f.query)?;
                     frame.rewrite(&mut stmt)?;
                     let ast::Statement::Query(q) = &stmt else {
@@ -1272,7 +1275,7 @@ impl Binder<'_> {
                             )));
                         };
                         if constant {
-                            return Err(SqlError::syntax(format!(
+                            return Err(SqlError::new("22005",format!(
                                 "variable \"{n}\" is declared CONSTANT"
                             )));
                         }
@@ -2026,7 +2029,7 @@ impl Host for QueryHost<'_, '_> {
 
 /// Splits `INSERT | UPDATE | DELETE … RETURNING … INTO [STRICT] targets` into the statement
 /// without its INTO clause and the targets (`None` for any other statement).
-fn returning_into(text: &str) -> Result<Option<(String, Vec<String>)>> {
+pub(crate) fn returning_into(text: &str) -> Result<Option<(String, Vec<String>)>> {
     use sqlparser::keywords::Keyword;
     use sqlparser::tokenizer::{Token, Tokenizer};
     let dialect = sqlparser::dialect::PostgreSqlDialect {};

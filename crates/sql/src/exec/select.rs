@@ -658,38 +658,64 @@ pub(crate) fn aggregate(
     type Group = (Row, Vec<Acc>, Vec<std::collections::BTreeSet<Ordered>>);
     let mut groups: Vec<Group> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
+    // With grouping sets, each row joins one group per set: the keys outside the set NULL,
+    // the set's number last.
+    let set_keys = if g.sets.is_empty() { 0 } else { g.keys.len() - 1 };
+    let masked = |full: &[Value], si: usize| -> Row {
+        let mut key: Row = (0..set_keys)
+            .map(|k| if g.sets[si].contains(&k) { full[k].clone() } else { Value::Null })
+            .collect();
+        key.push(Value::Int(si as i64));
+        key
+    };
     for r in &rows {
         limits.check()?;
         let mut key = Vec::with_capacity(g.keys.len());
         for k in &g.keys {
             key.push(k.eval(r, ctx)?);
         }
-        let hkey = group_key(&key);
-        let gi = match index.get(&hkey) {
-            Some(i) => *i,
-            None => {
-                groups.push((key, init.clone(), vec![Default::default(); g.aggs.len()]));
-                index.insert(hkey, groups.len() - 1);
-                groups.len() - 1
-            }
+        let keys: Vec<Row> = if g.sets.is_empty() {
+            vec![key]
+        } else {
+            (0..g.sets.len()).map(|si| masked(&key, si)).collect()
         };
-        let (_, accs, seen) = &mut groups[gi];
-        for (ai, (f, distinct, arg, _)) in g.aggs.iter().enumerate() {
-            let v = match arg {
-                Some(a) => a.eval(r, ctx)?,
-                None => Value::Bool(true),
+        for key in keys {
+            let hkey = group_key(&key);
+            let gi = match index.get(&hkey) {
+                Some(i) => *i,
+                None => {
+                    groups.push((key, init.clone(), vec![Default::default(); g.aggs.len()]));
+                    index.insert(hkey, groups.len() - 1);
+                    groups.len() - 1
+                }
             };
-            if v.is_null() {
-                continue;
+            let (_, accs, seen) = &mut groups[gi];
+            for (ai, (f, distinct, arg, _)) in g.aggs.iter().enumerate() {
+                let v = match arg {
+                    Some(a) => a.eval(r, ctx)?,
+                    None => Value::Bool(true),
+                };
+                if v.is_null() {
+                    continue;
+                }
+                if *distinct && !seen[ai].insert(Ordered(v.clone())) {
+                    continue;
+                }
+                accs[ai].add(f, v)?;
             }
-            if *distinct && !seen[ai].insert(Ordered(v.clone())) {
-                continue;
-            }
-            accs[ai].add(f, v)?;
         }
     }
     if groups.is_empty() && g.keys.is_empty() {
-        groups.push((vec![], init, vec![]));
+        groups.push((vec![], init.clone(), vec![]));
+    }
+    // An empty grouping set `()` has its one row even without input rows.
+    if rows.is_empty() {
+        let nulls = vec![Value::Null; set_keys];
+        for (si, set) in g.sets.iter().enumerate() {
+            if set.is_empty() {
+                groups.push((masked(&nulls, si), init.clone(), vec![]));
+            }
+        }
     }
     let mut out = Vec::with_capacity(groups.len());
     for (key, accs, _) in groups {

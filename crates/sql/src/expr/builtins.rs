@@ -615,6 +615,19 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             Value::Array(items) => crate::json::aggregate(&items, elem, jsonb, ctx.env.style())?,
             _ => Value::Null, // no rows
         },
+        Func::Grouping => {
+            return Err(SqlError::new(
+                code::GROUPING,
+                "arguments to GROUPING must be grouping expressions of the associated query level",
+            ))
+        }
+        Func::GroupingSet => Value::Int(0),
+        Func::GroupingBits => match (arg(0), arg(1)) {
+            (Value::Array(masks), Value::Int(set)) => {
+                masks.get(set as usize).cloned().unwrap_or(Value::Int(0))
+            }
+            _ => Value::Int(0),
+        },
         Func::CountNulls(nulls) => {
             Value::Int(args.iter().filter(|a| a.is_null() == nulls).count() as i64)
         }

@@ -421,6 +421,14 @@ pub enum Func {
     SizePretty,
     /// num_nulls(…) (true) / num_nonnulls(…) (false): how many arguments are (not) NULL
     CountNulls(bool),
+    /// GROUPING(a, …) as bound, before the grouping it refers to is known (`post_agg`
+    /// replaces it).
+    Grouping,
+    /// The grouping set a grouped row belongs to: the last key of a grouping with sets (the
+    /// executor gives it the set's number).
+    GroupingSet,
+    /// GROUPING(a, …) of a grouped row: (masks per set, the row's set number) → its mask.
+    GroupingBits,
     /// json_build_object(key, value, …), jsonb_build_object with `true`: keys and the
     /// values' JSON texts (the binder wraps each value in `ToJson`).
     JsonBuildObject(bool),

@@ -1,29 +1,30 @@
-//! `DO` blocks: the part of PL/pgSQL that migration scripts write without variables.
+//! PL/pgSQL: the code of `DO` blocks and of PL/pgSQL functions.
 //!
 //! ```sql
-//! DO $$ BEGIN
+//! DO $$ DECLARE r record; BEGIN
 //!     IF NOT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'status') THEN
 //!         CREATE TYPE status AS ENUM ('new', 'done');
-//!     ELSE
-//!         RAISE NOTICE 'status exists';
 //!     END IF;
+//!     FOR r IN SELECT tablename FROM pg_tables WHERE tablename LIKE 'tmp\_%' LOOP
+//!         EXECUTE format('DROP TABLE %I', r.tablename);
+//!     END LOOP;
 //! EXCEPTION
 //!     WHEN duplicate_object THEN NULL;
 //! END $$;
 //! ```
 //!
-//! A block is SQL statements, `IF … THEN … [ELSIF …] [ELSE …] END IF`, `RAISE` (with `%`
-//! parameters and `USING` options), `PERFORM`, `ASSERT`, `EXECUTE` of a string, `NULL`,
-//! and nested `BEGIN … [EXCEPTION WHEN … THEN …] END` blocks whose handlers run statements
-//! too. Conditions and parameters are SQL expressions, run as queries. A DO block has no
-//! variables: `DECLARE`, assignments, loops, `RETURN`, cursors and `GET DIAGNOSTICS` are
-//! refused with 0A000 before anything runs, as is any language but `plpgsql`. The session
-//! runs the block (`Session::run_do`).
+//! A body is an optional `DECLARE` section (variables with types, `CONSTANT`, `NOT NULL`,
+//! defaults; `record` variables) and a block: SQL statements (`SELECT … INTO`, `… RETURNING
+//! … INTO`), assignments, `IF … THEN … [ELSIF …] [ELSE …] END IF`, `LOOP` / `WHILE` / integer
+//! `FOR` loops and `FOR … IN query` loops with `EXIT` and `CONTINUE`, `RAISE` (with `%`
+//! parameters and `USING` options), `PERFORM`, `ASSERT`, `EXECUTE string [INTO [STRICT] …]
+//! [USING …]`, `GET DIAGNOSTICS … ROW_COUNT`, `RETURN`, `NULL`, and nested `BEGIN …
+//! [EXCEPTION WHEN … THEN …] END` blocks whose handlers run statements too. Conditions and
+//! parameters are SQL expressions, kept as text. Cursors, labels, nested DECLARE sections
+//! and languages other than `plpgsql` are refused with 0A000 before anything runs.
 //!
-//! The body of a PL/pgSQL function (`function_body`) is read by the same parser with more
-//! allowed: a `DECLARE` section, assignments, `RETURN`, `LOOP` / `WHILE` / integer `FOR`
-//! loops and `FOR … IN query` loops with `EXIT` and `CONTINUE`, `GET DIAGNOSTICS …
-//! ROW_COUNT`; and less: no `EXECUTE`. `exec::plpgsql` binds and runs it.
+//! The session runs a DO block statement by statement (`exec::do_block`); a function's body
+//! (`function_body`) is bound once and run by `exec::plpgsql`, which refuses dynamic SQL.
 
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
@@ -35,6 +36,8 @@ use crate::parse::Tok;
 /// A `DO` block.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DoBlock {
+    /// Its variables (the DECLARE section before the outermost block).
+    pub declarations: Vec<Declaration>,
     /// Its outermost block.
     pub body: Block,
 }
@@ -83,8 +86,8 @@ pub enum Stmt {
     Raise(Raise),
     /// `ASSERT condition [, message]`.
     Assert(String, Option<String>),
-    /// `EXECUTE string`: the expression, whose text is run as SQL.
-    Execute(String),
+    /// `EXECUTE string [INTO [STRICT] target, …] [USING expression, …]`: dynamic SQL.
+    Execute(Box<Execute>),
     /// A nested block.
     Block(Block),
     /// `target := expression` (or `=`): a variable, or a field of one (`NEW.col`), as
@@ -112,13 +115,28 @@ pub enum Stmt {
     GetDiagnostics(Vec<String>),
 }
 
+/// Dynamic SQL (see [`Stmt::Execute`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Execute {
+    /// The expression whose value is the statement's text.
+    pub sql: String,
+    /// The variables (or `record.field`s) the first row goes into; none without INTO.
+    pub into: Vec<String>,
+    /// INTO STRICT: exactly one row.
+    pub strict: bool,
+    /// The expressions whose values are the statement's `$1`, `$2`, ….
+    pub using: Vec<String>,
+}
+
 /// A loop over a query's rows (see [`Stmt::ForQuery`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ForQuery {
     /// The target.
     pub var: String,
-    /// The query.
+    /// The query (for `FOR … IN EXECUTE`, the expression whose value is its text).
     pub query: String,
+    /// `FOR … IN EXECUTE e [USING …]`: the USING expressions (the query is dynamic).
+    pub execute: Option<Vec<String>>,
     /// The body.
     pub body: Vec<Stmt>,
 }
@@ -141,10 +159,17 @@ pub struct ForRange {
 }
 
 impl Stmt {
-    /// 0A000 for a statement only a function's body holds (the parser never reads one in a
-    /// DO block; the session's interpreter answers this if it ever met one).
+    /// 42804 for a statement only a function's body holds (RETURN of a value, RETURN NEXT,
+    /// RETURN QUERY: a DO block returns nothing), as PL/pgSQL reports it.
     pub fn not_in_do_block(&self) -> SqlError {
-        SqlError::unsupported("variables, loops and RETURN in a DO block")
+        SqlError::new(
+            code::DATATYPE_MISMATCH,
+            match self {
+                Stmt::ReturnNext(_) => "cannot use RETURN NEXT in a non-SETOF function",
+                Stmt::ReturnQuery(_) => "cannot use RETURN QUERY in a non-SETOF function",
+                _ => "RETURN cannot have a parameter in function returning void",
+            },
+        )
     }
 }
 
@@ -276,17 +301,16 @@ const CONDITIONS: &[(&str, &str)] = &[
     ("syntax_error_or_access_rule_violation", "42000"),
 ];
 
+/// What Kiln's PL/pgSQL has, for the hint of a construct it refuses.
+const PLPGSQL_HINT: &str = "Kiln's PL/pgSQL has variables (DECLARE, records), assignments, IF, LOOP, WHILE, FOR over integers and queries, EXIT, CONTINUE, RAISE, PERFORM, ASSERT, SELECT … INTO, INSERT, UPDATE, DELETE (… RETURNING … INTO), GET DIAGNOSTICS … ROW_COUNT, exception handlers and RETURN, and in DO blocks EXECUTE (… INTO … USING) and FOR … IN EXECUTE; it has no cursors, labels or nested DECLARE sections.";
+
 fn refused(what: &str) -> SqlError {
-    SqlError::unsupported(format!("{what} in a DO block")).hint(
-        "Kiln runs DO blocks of SQL statements, IF, RAISE, PERFORM, ASSERT, EXECUTE and nested BEGIN … EXCEPTION … END blocks; it runs no variables, loops or cursors.",
-    )
+    SqlError::unsupported(format!("{what} in a DO block")).hint(PLPGSQL_HINT)
 }
 
 /// 0A000 for a PL/pgSQL construct Kiln does not run in functions.
 pub(crate) fn refused_in_function(what: &str) -> SqlError {
-    SqlError::unsupported(format!("{what} in a PL/pgSQL function")).hint(
-        "Kiln runs PL/pgSQL functions of variables (DECLARE, records), assignments, IF, LOOP, WHILE, FOR over integers and queries, EXIT, CONTINUE, RAISE, PERFORM, ASSERT, SELECT … INTO, INSERT, UPDATE, DELETE (… RETURNING … INTO), GET DIAGNOSTICS … ROW_COUNT, exception handlers and RETURN; it runs no cursors or dynamic SQL in functions.",
-    )
+    SqlError::unsupported(format!("{what} in a PL/pgSQL function")).hint(PLPGSQL_HINT)
 }
 
 fn word_is(t: &Token, s: &str) -> bool {
@@ -329,7 +353,8 @@ pub fn do_block(sql: &str) -> Result<Option<DoBlock>> {
         }
     }
     let body = body.ok_or_else(|| SqlError::syntax("DO needs the code of its block"))?;
-    parse_body(&body).map(|body| Some(DoBlock { body }))
+    let read = read_body(&body, false)?;
+    Ok(Some(DoBlock { declarations: read.declarations, body: read.body }))
 }
 
 /// How deep blocks and IFs may nest.
@@ -340,7 +365,7 @@ struct Parser<'a> {
     toks: Vec<Tok>,
     at: usize,
     depth: usize,
-    /// A function's body (variables, assignments and RETURN allowed), not a DO block's.
+    /// A function's body, not a DO block's (for messages; both hold the same statements).
     function: bool,
     /// How many loops enclose the statement being read (EXIT and CONTINUE need one).
     loops: usize,
@@ -358,26 +383,38 @@ impl Parser<'_> {
 
 /// Reads the body of a PL/pgSQL function (`CREATE FUNCTION … AS $$ body $$`).
 pub fn function_body(body: &str) -> Result<FunctionBody> {
-    let mut p = Parser::new(body, true)?;
+    let read = read_body(body, true)?;
+    // Dynamic SQL runs in DO blocks only (a function's statements are bound once).
+    fn dynamic(statements: &[Stmt]) -> Option<&'static str> {
+        statements.iter().find_map(|s| match s {
+            Stmt::Execute(_) => Some("EXECUTE"),
+            Stmt::ForQuery(f) if f.execute.is_some() => Some("FOR … IN EXECUTE"),
+            Stmt::ForQuery(f) => dynamic(&f.body),
+            Stmt::ForRange(f) => dynamic(&f.body),
+            Stmt::Loop(_, body) => dynamic(body),
+            Stmt::If(arms, otherwise) => {
+                arms.iter().find_map(|(_, b)| dynamic(b)).or_else(|| dynamic(otherwise))
+            }
+            Stmt::Block(b) => dynamic(&b.statements)
+                .or_else(|| b.handlers.iter().find_map(|h| dynamic(&h.statements))),
+            _ => None,
+        })
+    }
+    let block = &read.body;
+    let found = dynamic(&block.statements)
+        .or_else(|| block.handlers.iter().find_map(|h| dynamic(&h.statements)));
+    if let Some(what) = found {
+        return Err(refused_in_function(what));
+    }
+    Ok(read)
+}
+
+/// `[DECLARE declarations] BEGIN … END [;]`, of a function or a DO block.
+fn read_body(body: &str, function: bool) -> Result<FunctionBody> {
+    let mut p = Parser::new(body, function)?;
     let declarations = if p.eat_word("declare") { p.declarations()? } else { Vec::new() };
     if p.peek().is_some_and(|t| *t == Token::ShiftLeft) {
         return Err(p.refused("a block label"));
-    }
-    let block = p.block()?;
-    p.eat(&Token::SemiColon);
-    if let Some(t) = p.peek() {
-        return Err(SqlError::syntax(format!("syntax error at or near \"{t}\"")));
-    }
-    Ok(FunctionBody { declarations, body: block })
-}
-
-fn parse_body(body: &str) -> Result<Block> {
-    let mut p = Parser::new(body, false)?;
-    if p.peek_is("declare") {
-        return Err(refused("DECLARE"));
-    }
-    if p.peek().is_some_and(|t| *t == Token::ShiftLeft) {
-        return Err(refused("a block label"));
     }
     let block = p.block()?;
     // END may be followed by a semicolon.
@@ -385,7 +422,7 @@ fn parse_body(body: &str) -> Result<Block> {
     if let Some(t) = p.peek() {
         return Err(SqlError::syntax(format!("syntax error at or near \"{t}\"")));
     }
-    Ok(block)
+    Ok(FunctionBody { declarations, body: block })
 }
 
 impl<'a> Parser<'a> {
@@ -416,7 +453,7 @@ impl<'a> Parser<'a> {
             let end = self.semicolon()?;
             let constant = self.eat_word("constant");
             if self.peek_is("alias") || self.peek_is("cursor") || self.peek_is("refcursor") {
-                return Err(refused_in_function(&format!(
+                return Err(self.refused(&format!(
                     "{} declarations",
                     self.peek().map(|t| t.to_string().to_uppercase()).unwrap_or_default()
                 )));
@@ -439,7 +476,7 @@ impl<'a> Parser<'a> {
                 return Err(SqlError::syntax(format!("variable \"{name}\" needs a type")));
             }
             if ty.contains('%') {
-                return Err(refused_in_function("%TYPE and %ROWTYPE"));
+                return Err(self.refused("%TYPE and %ROWTYPE"));
             }
             self.at = i;
             let not_null = if self.eat_word("not") {
@@ -642,7 +679,7 @@ impl<'a> Parser<'a> {
             return self.sql().map(Some);
         };
         let word = if w.quote_style.is_none() { w.value.to_lowercase() } else { String::new() };
-        if self.function {
+        {
             if let Some(target) = self.assignment_target() {
                 let end = self.semicolon()?;
                 let expr = self.text(self.at, end);
@@ -659,7 +696,7 @@ impl<'a> Parser<'a> {
                 let next = self.eat_word("next");
                 let query = !next && self.eat_word("query");
                 if query && self.peek_is("execute") {
-                    return Err(refused_in_function("RETURN QUERY EXECUTE"));
+                    return Err(self.refused("RETURN QUERY EXECUTE"));
                 }
                 let end = self.semicolon()?;
                 let expr = self.text(self.at, end);
@@ -675,9 +712,6 @@ impl<'a> Parser<'a> {
                 } else {
                     Stmt::Return(expr)
                 }));
-            }
-            if word == "execute" {
-                return Err(refused_in_function("EXECUTE"));
             }
             if word == "get" {
                 return self.get_diagnostics().map(Some);
@@ -705,7 +739,7 @@ impl<'a> Parser<'a> {
                     }
                     Some(c)
                 } else if self.at < end {
-                    return Err(refused_in_function("EXIT or CONTINUE with a label"));
+                    return Err(self.refused("EXIT or CONTINUE with a label"));
                 } else {
                     None
                 };
@@ -749,17 +783,60 @@ impl<'a> Parser<'a> {
             "execute" => {
                 self.at += 1;
                 let end = self.semicolon()?;
-                if (self.at..end).any(|i| {
-                    word_is(&self.toks[i].token, "into") || word_is(&self.toks[i].token, "using")
-                }) {
-                    return Err(self.refused("EXECUTE … INTO or USING"));
-                }
-                let expr = self.text(self.at, end);
+                let execute = self.execute(end)?;
                 self.at = end + 1;
-                Ok(Some(Stmt::Execute(expr)))
+                Ok(Some(Stmt::Execute(Box::new(execute))))
             }
             _ => self.sql().map(Some),
         }
+    }
+
+    /// `string [INTO [STRICT] target, …] [USING expression, …]` up to token `end`, after
+    /// EXECUTE (INTO and USING in either order, as PL/pgSQL takes them).
+    fn execute(&mut self, end: usize) -> Result<Execute> {
+        // The clauses' keywords outside parentheses.
+        let mut depth = 0i32;
+        let (mut into_at, mut using_at) = (None, None);
+        for i in self.at..end {
+            match &self.toks[i].token {
+                Token::LParen | Token::LBracket => depth += 1,
+                Token::RParen | Token::RBracket => depth -= 1,
+                t if depth == 0 && word_is(t, "into") && into_at.is_none() => into_at = Some(i),
+                t if depth == 0 && word_is(t, "using") && using_at.is_none() => using_at = Some(i),
+                _ => {}
+            }
+        }
+        let first = [into_at, using_at].into_iter().flatten().min().unwrap_or(end);
+        let sql = self.text(self.at, first);
+        if sql.is_empty() {
+            return Err(SqlError::syntax("EXECUTE needs the statement's text"));
+        }
+        let clause_end = |from: usize| {
+            [into_at, using_at, Some(end)].into_iter().flatten().filter(|&i| i > from).min()
+        };
+        let mut into = Vec::new();
+        let mut strict = false;
+        if let Some(i) = into_at {
+            let to = clause_end(i).unwrap_or(end);
+            let mut from = i + 1;
+            if self.toks.get(from).is_some_and(|t| word_is(&t.token, "strict")) {
+                strict = true;
+                from += 1;
+            }
+            into = self.split_commas(from, to);
+            if into.is_empty() {
+                return Err(SqlError::syntax("INTO needs a variable"));
+            }
+        }
+        let mut using = Vec::new();
+        if let Some(u) = using_at {
+            let to = clause_end(u).unwrap_or(end);
+            using = self.split_commas(u + 1, to);
+            if using.is_empty() {
+                return Err(SqlError::syntax("USING needs an expression"));
+            }
+        }
+        Ok(Execute { sql, into, strict, using })
     }
 
     /// `target :=` or `target =` at the statement's start (`x`, `new.col`): the target's
@@ -845,7 +922,7 @@ impl<'a> Parser<'a> {
         self.at += 1;
         self.eat_word("current");
         if self.peek_is("stacked") {
-            return Err(refused_in_function("GET STACKED DIAGNOSTICS"));
+            return Err(self.refused("GET STACKED DIAGNOSTICS"));
         }
         self.expect_word("diagnostics")?;
         let end = self.semicolon()?;
@@ -860,7 +937,7 @@ impl<'a> Parser<'a> {
                 return Err(SqlError::syntax("GET DIAGNOSTICS takes variable = item"));
             }
             if !self.eat_word("row_count") {
-                return Err(refused_in_function("GET DIAGNOSTICS items other than ROW_COUNT"));
+                return Err(self.refused("GET DIAGNOSTICS items other than ROW_COUNT"));
             }
             if !self.eat(&Token::Comma) {
                 break;
@@ -923,6 +1000,37 @@ impl<'a> Parser<'a> {
             _ => return Err(SqlError::syntax("FOR needs a loop variable")),
         };
         self.expect_word("in")?;
+        if self.eat_word("execute") {
+            // FOR target IN EXECUTE string [USING expression, …] LOOP
+            let start = self.at;
+            let mut depth = 0i32;
+            let mut using = None;
+            while let Some(t) = self.peek() {
+                match t {
+                    Token::LParen => depth += 1,
+                    Token::RParen => depth -= 1,
+                    t if depth == 0 && word_is(t, "loop") => break,
+                    t if depth == 0 && word_is(t, "using") && using.is_none() => {
+                        using = Some(self.at)
+                    }
+                    Token::SemiColon => break,
+                    _ => {}
+                }
+                self.at += 1;
+            }
+            let query = self.text(start, using.unwrap_or(self.at));
+            let using = match using {
+                Some(u) => self.split_commas(u + 1, self.at),
+                None => Vec::new(),
+            };
+            if query.is_empty() {
+                return Err(SqlError::syntax("EXECUTE needs the statement's text"));
+            }
+            let body = self.loop_body()?;
+            self.depth -= 1;
+            let execute = Some(using);
+            return Ok(Stmt::ForQuery(Box::new(ForQuery { var, query, execute, body })));
+        }
         let reverse = self.eat_word("reverse");
         let start = self.at;
         let mut by = None;
@@ -944,12 +1052,13 @@ impl<'a> Parser<'a> {
         if !reverse && matches!(first.trim_start_matches('('), "select" | "with" | "values") {
             let body = self.loop_body()?;
             self.depth -= 1;
-            return Ok(Stmt::ForQuery(Box::new(ForQuery { var, query: whole, body })));
+            let query = whole;
+            return Ok(Stmt::ForQuery(Box::new(ForQuery { var, query, execute: None, body })));
         }
         // `1..10` may be read as the numbers `1.` and `.10`: the range is split in its text.
         let range = self.text(start, by.unwrap_or(self.at));
         let Some((low, high)) = split_range(&range) else {
-            return Err(refused_in_function("FOR over anything but a range or a query"));
+            return Err(self.refused("FOR over anything but a range or a query"));
         };
         let step = by.map(|b| self.text(b + 1, self.at));
         if low.is_empty() || high.is_empty() || step.as_ref().is_some_and(String::is_empty) {
@@ -1310,7 +1419,7 @@ mod tests {
                 "BEGIN FOR r IN EXECUTE 'SELECT 1' LOOP NULL; END LOOP; END",
                 code::FEATURE_NOT_SUPPORTED,
             ),
-            ("BEGIN EXECUTE 'x'; END", code::FEATURE_NOT_SUPPORTED),
+            ("BEGIN IF true THEN EXECUTE 'x'; END IF; END", code::FEATURE_NOT_SUPPORTED),
             ("BEGIN NULL; EXCEPTION WHEN nosuch_condition THEN NULL; END", code::UNDEFINED_OBJECT),
             ("DECLARE x t%ROWTYPE; BEGIN NULL; END", code::FEATURE_NOT_SUPPORTED),
             ("DECLARE x int; x int; BEGIN NULL; END", code::DUPLICATE_OBJECT),
@@ -1324,14 +1433,48 @@ mod tests {
     }
 
     #[test]
+    fn do_blocks_hold_what_functions_hold() {
+        let read = do_block(
+            "DO $$ DECLARE x int := 1; r record; BEGIN x := x + 1; \
+             FOR i IN 1..3 LOOP CONTINUE WHEN i = 2; END LOOP; \
+             FOR r IN EXECUTE 'SELECT $1' USING x LOOP EXIT; END LOOP; \
+             EXECUTE format('SELECT %s', x) INTO STRICT x USING 1, (2 + 3); \
+             EXECUTE 'SELECT 1' USING 7 INTO x; RETURN; END $$",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(read.declarations.len(), 2);
+        let executes: Vec<&Execute> = read
+            .body
+            .statements
+            .iter()
+            .filter_map(|s| match s {
+                Stmt::Execute(e) => Some(e.as_ref()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(executes[0].sql, "format('SELECT %s', x)");
+        assert_eq!(
+            (executes[0].into.as_slice(), executes[0].strict),
+            (&["x".to_string()][..], true)
+        );
+        assert_eq!(executes[0].using, ["1", "(2 + 3)"]);
+        assert_eq!(
+            (executes[1].into.as_slice(), executes[1].using.as_slice()),
+            (&["x".to_string()][..], &["7".to_string()][..])
+        );
+        match &read.body.statements[2] {
+            Stmt::ForQuery(f) => assert_eq!(f.execute.as_deref(), Some(&["x".to_string()][..])),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn procedural_code_is_refused() {
         for body in [
-            "DO $$ DECLARE x int; BEGIN x := 1; END $$",
-            "DO $$ BEGIN x := 1; END $$",
-            "DO $$ BEGIN FOR i IN 1..3 LOOP NULL; END LOOP; END $$",
-            "DO $$ BEGIN RETURN; END $$",
-            "DO $$ BEGIN EXECUTE 'x' INTO y; END $$",
             "DO $$ <<l>> BEGIN NULL; END $$",
+            "DO $$ BEGIN BEGIN DECLARE y int; BEGIN NULL; END; END; END $$",
+            "DO $$ DECLARE c CURSOR FOR SELECT 1; BEGIN NULL; END $$",
             "DO LANGUAGE plpython3u $$ print(1) $$",
         ] {
             assert_eq!(do_block(body).unwrap_err().code, code::FEATURE_NOT_SUPPORTED, "{body}");

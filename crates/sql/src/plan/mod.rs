@@ -196,10 +196,14 @@ pub struct FromItem {
 /// Grouping: key expressions and aggregates over the joined row.
 #[derive(Debug, Clone)]
 pub struct Grouping {
-    /// GROUP BY expressions.
+    /// GROUP BY expressions (with grouping sets: every expression of any set, then the
+    /// set number, `Func::GroupingSet`).
     pub keys: Vec<Expr>,
     /// Aggregates (function, DISTINCT, argument, result type).
     pub aggs: Vec<(AggFunc, bool, Option<Expr>, DataType)>,
+    /// GROUPING SETS, ROLLUP, CUBE: the keys each set groups by (the others are NULL in its
+    /// rows). Empty for a plain GROUP BY.
+    pub sets: Vec<Vec<usize>>,
 }
 
 /// A planned SELECT.
@@ -344,6 +348,7 @@ impl SelectPlan {
         }
         let grouping = match self.grouping {
             Some(g) => Some(Grouping {
+                sets: g.sets,
                 keys: all(g.keys, f)?,
                 aggs: g
                     .aggs
