@@ -368,6 +368,7 @@ impl Database {
         let lock_owner = self.next_owner.fetch_add(1, Ordering::Relaxed);
         let activity = self.activities.register(pid, user, database, lock_owner);
         Ok(Session {
+            do_depth: 0,
             db: self.clone(),
             engine_session: self.engine.session(),
             user: user.to_string(),

@@ -211,6 +211,8 @@ pub struct Session {
     /// Messages for the client raised by the running statement (NOTICE, WARNING, …), for
     /// the protocol layer to send before the statement's result.
     pub(crate) notices: parking_lot::Mutex<Vec<Notice>>,
+    /// How many DO blocks run inside one another now (`EXECUTE 'DO …'`).
+    pub(crate) do_depth: usize,
 }
 
 /// A message for the client that is not an error (NoticeResponse): its level (NOTICE,
@@ -956,54 +958,61 @@ impl Session {
             return Err(in_failed());
         }
         match u {
-            Utility::AlterSequence(a) => self.in_transaction_with(hint, in_implicit, |s| {
-                let ts = s.txn.as_mut().expect("a transaction is open");
-                let mut w = session_writer!(s, ts, None);
-                w.alter_sequence(&a, &s.database)
-            }),
-            Utility::AlterView(a) => self.in_transaction_with(hint, in_implicit, |s| {
-                let ts = s.txn.as_mut().expect("a transaction is open");
-                let mut w = session_writer!(s, ts, None);
-                w.alter_view(&a, &s.database)
-            }),
-            Utility::AlterIdentity(a) => self.in_transaction_with(hint, in_implicit, |s| {
-                let ts = s.txn.as_mut().expect("a transaction is open");
-                let mut w = session_writer!(s, ts, None);
-                w.alter_identity(&a, &s.database)
-            }),
-            Utility::AlterTypeOwner(name, schema) => {
-                self.in_transaction_with(hint, in_implicit, |s| {
-                    let ts = s.txn.as_mut().expect("a transaction is open");
-                    let mut w = session_writer!(s, ts, None);
-                    w.alter_type_owner(&name, schema.as_ref(), &s.database)
-                })
-            }
-            Utility::Do(block) => self.in_transaction_with(hint, in_implicit, |s| s.run_do(&block)),
-            Utility::CreateTrigger(_) | Utility::CreateProcedure(_) => {
-                self.in_transaction_with(hint, in_implicit, |s| {
-                    let style = s.style();
-                    let settings = crate::pg::settings::settings_in_force(
-                        &s.settings,
-                        s.txn.as_ref().map(|t| &t.local),
-                    );
-                    let env = session_env!(s, style, &settings);
-                    let ts = s.txn.as_mut().expect("a transaction is open");
-                    let mut w = session_writer!(s, ts, None);
-                    match &u {
-                        Utility::CreateTrigger(t) => w.create_trigger(t, &s.database, &env),
-                        Utility::CreateProcedure(cf) => {
-                            let check = crate::exec::routines::check_bodies(&settings);
-                            w.create_function(cf, &s.database, check, &env, true)
-                        }
-                        _ => unreachable!("matched above"),
-                    }
-                })
-            }
             Utility::Vacuum(tables) => self.vacuum(&tables),
             Utility::SetConstraints(names, deferred) => {
                 self.set_constraints(names.as_deref(), deferred)
             }
             Utility::Move(name, direction) => self.fetch_cursor(&name, &direction, true),
+            u => self.in_transaction_with(hint, in_implicit, |s| s.utility_in_txn(u)),
+        }
+    }
+
+    /// Runs a transactional [`Utility`] in the open transaction (a statement of its own, or
+    /// one of a DO block).
+    pub(crate) fn utility_in_txn(&mut self, u: Utility) -> Result<Output> {
+        match u {
+            Utility::AlterSequence(a) => {
+                let ts = self.txn.as_mut().expect("a transaction is open");
+                let mut w = session_writer!(self, ts, None);
+                w.alter_sequence(&a, &self.database)
+            }
+            Utility::AlterView(a) => {
+                let ts = self.txn.as_mut().expect("a transaction is open");
+                let mut w = session_writer!(self, ts, None);
+                w.alter_view(&a, &self.database)
+            }
+            Utility::AlterIdentity(a) => {
+                let ts = self.txn.as_mut().expect("a transaction is open");
+                let mut w = session_writer!(self, ts, None);
+                w.alter_identity(&a, &self.database)
+            }
+            Utility::AlterTypeOwner(name, schema) => {
+                let ts = self.txn.as_mut().expect("a transaction is open");
+                let mut w = session_writer!(self, ts, None);
+                w.alter_type_owner(&name, schema.as_ref(), &self.database)
+            }
+            Utility::Do(block) => self.run_do(&block),
+            Utility::CreateTrigger(_) | Utility::CreateProcedure(_) => {
+                let style = self.style();
+                let settings = crate::pg::settings::settings_in_force(
+                    &self.settings,
+                    self.txn.as_ref().map(|t| &t.local),
+                );
+                let env = session_env!(self, style, &settings);
+                let ts = self.txn.as_mut().expect("a transaction is open");
+                let mut w = session_writer!(self, ts, None);
+                match &u {
+                    Utility::CreateTrigger(t) => w.create_trigger(t, &self.database, &env),
+                    Utility::CreateProcedure(cf) => {
+                        let check = crate::exec::routines::check_bodies(&settings);
+                        w.create_function(cf, &self.database, check, &env, true)
+                    }
+                    _ => unreachable!("matched above"),
+                }
+            }
+            Utility::Vacuum(_) | Utility::SetConstraints(..) | Utility::Move(..) => {
+                Err(SqlError::unsupported("VACUUM, SET CONSTRAINTS and MOVE in a DO block"))
+            }
         }
     }
 

@@ -3767,3 +3767,15 @@ SELECT g, sum(v), rank() OVER (ORDER BY sum(v) DESC) FROM grp_sets GROUP BY ROLL
 SELECT upper(g), sum(v) FROM grp_sets GROUP BY ROLLUP (upper(g)) ORDER BY 1;
 SELECT g, h FROM grp_sets GROUP BY GROUPING SETS ((g, h), ()) ORDER BY 1, 2;
 select g, sum(v) from grp_sets group by grouping sets ((g), ()) order by 1;
+DO $$ BEGIN EXECUTE 'DO $x$ BEGIN RAISE NOTICE ''inner''; END $x$'; END $$;
+CREATE TABLE dob_tg (id int primary key, touched text);
+CREATE FUNCTION dob_touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.touched := 'yes'; RETURN NEW; END $$;
+DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'dob_trg') THEN CREATE TRIGGER dob_trg BEFORE INSERT ON dob_tg FOR EACH ROW EXECUTE FUNCTION dob_touch(); END IF; END $$;
+DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'dob_trg') THEN CREATE TRIGGER dob_trg BEFORE INSERT ON dob_tg FOR EACH ROW EXECUTE FUNCTION dob_touch(); END IF; END $$;
+INSERT INTO dob_tg (id) VALUES (1);
+SELECT * FROM dob_tg;
+CREATE SEQUENCE dob_sq;
+DO $$ DECLARE m int; BEGIN SELECT coalesce(max(id), 0) + 100 INTO m FROM dob_tg; EXECUTE format('ALTER SEQUENCE dob_sq RESTART WITH %s', m); END $$;
+SELECT nextval('dob_sq');
+DO $$ BEGIN VACUUM; END $$;
+DO $$ BEGIN EXECUTE 'DO $y$ BEGIN EXECUTE ''DO $z$ BEGIN RAISE NOTICE ''''deep''''; END $z$''; END $y$'; END $$;

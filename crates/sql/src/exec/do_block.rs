@@ -23,6 +23,9 @@ use crate::prepared::PlanSlot;
 use crate::session::{raise_notice, Notice, Output, Session};
 use crate::types::{DataType, Value};
 
+/// How deep DO blocks may run inside one another (`EXECUTE 'DO …'`).
+const DO_DEPTH_MAX: usize = 16;
+
 /// A variable: a value of a declared type, or a record whose fields a row gave.
 struct Var {
     name: String,
@@ -179,6 +182,22 @@ impl Session {
     /// handlers runs as a subtransaction: an error a handler catches undoes the block's
     /// statements, then the handler runs; an error none catches fails the statement.
     pub(crate) fn run_do(&mut self, block: &DoBlock) -> Result<Output> {
+        if self.do_depth >= DO_DEPTH_MAX {
+            return Err(SqlError::new(code::STATEMENT_TOO_COMPLEX, "stack depth limit exceeded")
+                .hint(format!("DO blocks run inside one another at most {DO_DEPTH_MAX} deep.")));
+        }
+        self.do_depth += 1;
+        let outcome = self.run_do_block(block);
+        self.do_depth -= 1;
+        // A position inside the block's code is not one in the DO statement's text.
+        outcome.map_err(|mut e| {
+            e.position = None;
+            e.location = None;
+            e
+        })
+    }
+
+    fn run_do_block(&mut self, block: &DoBlock) -> Result<Output> {
         let mut scope: Vec<(String, bool)> = vec![("found".into(), false)];
         for d in &block.declarations {
             if let Some(e) = &d.default {
@@ -389,6 +408,11 @@ impl Session {
             let out = self.run_with(vars, stmt)?;
             return self.fill_targets(vars, &targets, out, false, true);
         }
+        if let Some(u) = crate::parse::utility(text)? {
+            let out = self.do_utility(u)?;
+            vars.row_count = row_count(&out);
+            return Ok(());
+        }
         let (text, strict) = strip_strict(text);
         for mut stmt in do_sql(&text)? {
             let mut into = None;
@@ -489,7 +513,17 @@ impl Session {
     /// `EXECUTE string [INTO …] [USING …]`: the string's statements run with the USING
     /// values as `$1`, `$2`, … (FOUND is left as it was, as in PL/pgSQL).
     fn do_execute(&mut self, vars: &mut Vars, ex: &Execute) -> Result<()> {
-        let (statements, params, types) = self.dynamic(vars, &ex.sql, &ex.using)?;
+        let text = self.execute_text(vars, &ex.sql)?;
+        // A statement the SQL parser does not read (CREATE TRIGGER, DO, …) runs as it is.
+        if let Some(u) = crate::parse::utility(&text)? {
+            if !ex.into.is_empty() {
+                return Err(SqlError::syntax("INTO used with a command that cannot return data"));
+            }
+            let out = self.do_utility(u)?;
+            vars.row_count = row_count(&out);
+            return Ok(());
+        }
+        let (statements, params, types) = self.dynamic(vars, &text, &ex.using)?;
         if !ex.into.is_empty() && statements.len() != 1 {
             return Err(SqlError::syntax("EXECUTE … INTO takes one statement"));
         }
@@ -505,26 +539,29 @@ impl Session {
         Ok(())
     }
 
+    /// The text EXECUTE runs: its expression's value (22004 for NULL).
+    fn execute_text(&mut self, vars: &Vars, sql: &str) -> Result<String> {
+        self.do_text(vars, sql)?
+            .ok_or_else(|| SqlError::new("22004", "query string argument of EXECUTE is null"))
+    }
+
     /// The statements of a dynamic string (refused where a DO block cannot run them) and
     /// the USING values and their types.
     fn dynamic(
         &mut self,
         vars: &Vars,
-        sql: &str,
+        text: &str,
         using: &[String],
     ) -> Result<(Vec<ast::Statement>, Vec<Value>, Vec<DataType>)> {
-        let Some(text) = self.do_text(vars, sql)? else {
-            return Err(SqlError::new("22004", "query string argument of EXECUTE is null"));
-        };
         let (mut params, mut types) = (Vec::with_capacity(using.len()), Vec::new());
         for u in using {
             let (v, t) = self.do_eval(vars, u)?;
             params.push(v);
             types.push(if t == DataType::Unknown { DataType::Text } else { t });
         }
-        let statements = crate::parse::parse(&text)?;
+        let statements = crate::parse::parse(text)?;
         for s in &statements {
-            check_allowed(s, &text)?;
+            check_allowed(s, text)?;
         }
         Ok((statements, params, types))
     }
@@ -593,7 +630,8 @@ impl Session {
     ) -> Result<Flow> {
         let out = match &f.execute {
             Some(using) => {
-                let (mut statements, params, types) = self.dynamic(vars, &f.query, using)?;
+                let text = self.execute_text(vars, &f.query)?;
+                let (mut statements, params, types) = self.dynamic(vars, &text, using)?;
                 if statements.len() != 1 || !matches!(statements[0], ast::Statement::Query(_)) {
                     return Err(SqlError::new(
                         code::WRONG_OBJECT_TYPE,
@@ -647,6 +685,24 @@ impl Session {
         }
         vars.set_found(any);
         Ok(flow)
+    }
+
+    /// A statement the SQL parser does not read, in the block's transaction (VACUUM cannot
+    /// run there, as in PostgreSQL; SET CONSTRAINTS and MOVE are refused).
+    fn do_utility(&mut self, u: crate::parse::Utility) -> Result<Output> {
+        match u {
+            crate::parse::Utility::Vacuum(_) => {
+                return Err(SqlError::new(
+                    code::ACTIVE_TXN,
+                    "VACUUM cannot be executed from a function",
+                ))
+            }
+            _ if !u.is_transactional() => {
+                return Err(SqlError::unsupported("SET CONSTRAINTS and MOVE in a DO block"))
+            }
+            _ => {}
+        }
+        self.utility_in_txn(u)
     }
 
     /// Runs a statement with the variables it refers to as parameters (a query, INSERT,
@@ -873,6 +929,7 @@ fn check_expr(e: &str) -> Result<()> {
 fn check_statements(statements: &[Stmt], scope: &mut Vec<(String, bool)>) -> Result<()> {
     for s in statements {
         match s {
+            Stmt::Sql(text) if crate::parse::utility(text)?.is_some() => {}
             Stmt::Sql(text) => match crate::exec::plpgsql::returning_into(text)? {
                 Some((write, _)) => {
                     do_query_or_write(&write)?;
