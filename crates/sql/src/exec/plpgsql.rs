@@ -222,6 +222,14 @@ pub(crate) enum Step {
     /// An SQL function's last statement, an INSERT, UPDATE or DELETE with RETURNING: the
     /// rows it returned are the set (or the first of them the row or value) returned.
     ReturnWrite(Box<Step>),
+    /// `EXECUTE string [INTO [STRICT] targets] [USING expressions]`: the string's value is
+    /// parsed and bound when the step runs, the USING values its `$1`, `$2`, ….
+    Execute {
+        sql: Query,
+        using: Vec<Query>,
+        into: Vec<(usize, DataType)>,
+        strict: bool,
+    },
 }
 
 impl Step {
@@ -1290,7 +1298,42 @@ impl Binder<'_> {
                     };
                     Step::Exit { exit: *exit, condition }
                 }
-                Stmt::Execute(_) => return Err(refused("EXECUTE")),
+                Stmt::Execute(ex) => {
+                    let sql = self.expression(frame, &ex.sql)?;
+                    let mut using = Vec::with_capacity(ex.using.len());
+                    for u in &ex.using {
+                        using.push(self.expression(frame, u)?);
+                    }
+                    let mut into = Vec::with_capacity(ex.into.len());
+                    for t in &ex.into {
+                        let parts: Vec<String> = t
+                            .split('.')
+                            .map(|p| {
+                                let p = p.trim();
+                                match p.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
+                                    Some(quoted) => quoted.to_string(),
+                                    None => p.to_lowercase(),
+                                }
+                            })
+                            .collect();
+                        let slot = match parts.as_slice() {
+                            [record, col] if frame.is_record(record) => frame.field(record, col)?,
+                            [n] if frame.is_record_var(n) => {
+                                return Err(refused("EXECUTE … INTO a record variable"))
+                            }
+                            [n] => frame.declared(n).map(|(slot, _)| slot).ok_or_else(|| {
+                                SqlError::syntax(format!("\"{n}\" is not a known variable"))
+                            })?,
+                            _ => {
+                                return Err(SqlError::syntax(format!(
+                                    "\"{t}\" is not a known variable"
+                                )))
+                            }
+                        };
+                        into.push((slot, frame.types[slot]));
+                    }
+                    Step::Execute { sql, using, into, strict: ex.strict }
+                }
             });
         }
         Ok(out)
@@ -1412,6 +1455,16 @@ pub(crate) trait Host {
         env: &dyn Env,
     ) -> Result<(u64, Vec<Vec<Value>>)>;
     /// Fails when the statement was canceled.
+    /// Dynamic SQL: `sql` parsed and bound now, `params` its `$1`, `$2`, …, run; its
+    /// columns, rows and row count.
+    fn execute(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        types: &[DataType],
+        env: &dyn Env,
+    ) -> Result<Executed>;
+
     fn interrupted(&self) -> Result<()>;
     /// The most rows a statement may hold (what a set-returning function may return).
     fn rows_max(&self) -> usize;
@@ -1426,6 +1479,10 @@ pub(crate) trait Host {
 /// Where a block with handlers started: the engine's savepoint and how many row locks were
 /// held.
 pub(crate) type Mark = (kiln_engine::Savepoint, usize);
+
+/// What dynamic SQL gave: its columns (none for a write without RETURNING), rows and row
+/// count.
+pub(crate) type Executed = (Vec<(String, DataType)>, Vec<Vec<Value>>, u64);
 
 /// Runs a one-column query with the frame as its parameters.
 fn eval(host: &mut dyn Host, q: &Query, frame: &[Value], env: &dyn Env) -> Result<Value> {
@@ -1502,7 +1559,8 @@ fn program(
             | Step::Update(_)
             | Step::Delete(_)
             | Step::WriteInto(..)
-            | Step::ReturnWrite(_) => true,
+            | Step::ReturnWrite(_)
+            | Step::Execute { .. } => true,
             Step::If(arms, otherwise) => arms.iter().any(|(_, b)| writes(b)) || writes(otherwise),
             Step::Guarded { body, handlers } => {
                 writes(body) || handlers.iter().any(|(_, b)| writes(b))
@@ -1771,6 +1829,53 @@ fn run_steps(
                     frame[*slot] = assign(v, *ty, env.style())?;
                 }
             }
+            Step::Execute { sql, using, into, strict } => {
+                let Some(text) = eval(host, sql, frame, env)?.to_text_in(sql.ty, env.style())
+                else {
+                    return Err(SqlError::new("22004", "query string argument of EXECUTE is null"));
+                };
+                let mut params = Vec::with_capacity(using.len());
+                let mut types = Vec::with_capacity(using.len());
+                for u in using {
+                    params.push(eval(host, u, frame, env)?);
+                    types.push(if u.ty == DataType::Unknown { DataType::Text } else { u.ty });
+                }
+                // A position in the dynamic text is none in the calling statement's.
+                let (columns, rows, n) =
+                    host.execute(&text, &params, &types, env).map_err(|mut e| {
+                        e.position = None;
+                        e.location = None;
+                        e
+                    })?;
+                // EXECUTE sets the row count, not FOUND, as in PL/pgSQL.
+                frame[p.row_count] = Value::Int(n as i64);
+                if !into.is_empty() {
+                    if columns.is_empty() {
+                        return Err(SqlError::syntax(
+                            "INTO used with a command that cannot return data",
+                        ));
+                    }
+                    if *strict && rows.len() != 1 {
+                        return Err(if rows.is_empty() {
+                            SqlError::new("P0002", "query returned no rows")
+                        } else {
+                            SqlError::new("P0003", "query returned more than one row")
+                        });
+                    }
+                    if columns.len() != into.len() {
+                        return Err(SqlError::syntax(format!(
+                            "the query gives {} columns into {} variables",
+                            columns.len(),
+                            into.len()
+                        )));
+                    }
+                    let row = rows.into_iter().next();
+                    for (k, (slot, ty)) in into.iter().enumerate() {
+                        let v = row.as_ref().and_then(|r| r.get(k).cloned()).unwrap_or(Value::Null);
+                        frame[*slot] = assign(v, *ty, env.style())?;
+                    }
+                }
+            }
             Step::ReturnNext(q) => {
                 let v = eval(host, q, frame, env)?;
                 let ty = p.shape.value.unwrap_or(DataType::Unknown);
@@ -1943,6 +2048,44 @@ impl Host for Writer<'_> {
         self.nested(step, frame, env)
     }
 
+    fn execute(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        types: &[DataType],
+        env: &dyn Env,
+    ) -> Result<Executed> {
+        let stmt = one_statement(sql)?;
+        let database = env.database();
+        let mut planner = Planner::new(
+            &mut self.ts.txn,
+            &self.db.catalog,
+            &database,
+            types.to_vec(),
+            &NoSystemTables,
+            env,
+        );
+        let step = match &stmt {
+            ast::Statement::Query(q) => {
+                let plan = planner.query(q, None)?;
+                let rows = Host::rows(self, &plan, params, env)?;
+                let n = rows.len() as u64;
+                return Ok((plan.columns, rows, n));
+            }
+            ast::Statement::Insert(ins) => Step::Insert(Box::new(plan_insert(&mut planner, ins)?)),
+            ast::Statement::Update(u) => Step::Update(Box::new(plan_update(&mut planner, u)?)),
+            ast::Statement::Delete(d) => Step::Delete(Box::new(plan_delete(&mut planner, d)?)),
+            _ => {
+                return Err(refused(
+                    "EXECUTE of a statement other than a query, INSERT, UPDATE or DELETE (a DO block runs any)",
+                ))
+            }
+        };
+        let columns = step.returning_columns().map(<[_]>::to_vec).unwrap_or_default();
+        let (n, rows) = self.nested(&step, params, env)?;
+        Ok((columns, rows, n))
+    }
+
     fn interrupted(&self) -> Result<()> {
         Writer::interrupted(self)
     }
@@ -2005,6 +2148,20 @@ impl Host for QueryHost<'_, '_> {
         _env: &dyn Env,
     ) -> Result<(u64, Vec<Vec<Value>>)> {
         Err(writes_in_query(self.name))
+    }
+
+    fn execute(
+        &mut self,
+        _sql: &str,
+        _params: &[Value],
+        _types: &[DataType],
+        _env: &dyn Env,
+    ) -> Result<Executed> {
+        Err(SqlError::unsupported(format!(
+            "EXECUTE in function {} called inside a query",
+            self.name
+        ))
+        .hint("Kiln runs a function's dynamic SQL when the function is called alone (SELECT f(…) without FROM, PERFORM f(…), CALL) or by a trigger."))
     }
 
     fn interrupted(&self) -> Result<()> {

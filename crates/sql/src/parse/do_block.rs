@@ -24,7 +24,8 @@
 //! and languages other than `plpgsql` are refused with 0A000 before anything runs.
 //!
 //! The session runs a DO block statement by statement (`exec::do_block`); a function's body
-//! (`function_body`) is bound once and run by `exec::plpgsql`, which refuses dynamic SQL.
+//! (`function_body`) is bound once and run by `exec::plpgsql`, which binds EXECUTE's text
+//! when it runs and refuses `FOR … IN EXECUTE`.
 
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
@@ -302,7 +303,7 @@ const CONDITIONS: &[(&str, &str)] = &[
 ];
 
 /// What Kiln's PL/pgSQL has, for the hint of a construct it refuses.
-const PLPGSQL_HINT: &str = "Kiln's PL/pgSQL has variables (DECLARE, records), assignments, IF, LOOP, WHILE, FOR over integers and queries, EXIT, CONTINUE, RAISE, PERFORM, ASSERT, SELECT … INTO, INSERT, UPDATE, DELETE (… RETURNING … INTO), GET DIAGNOSTICS … ROW_COUNT, exception handlers and RETURN, and in DO blocks EXECUTE (… INTO … USING) and FOR … IN EXECUTE; it has no cursors, labels or nested DECLARE sections.";
+const PLPGSQL_HINT: &str = "Kiln's PL/pgSQL has variables (DECLARE, records), assignments, IF, LOOP, WHILE, FOR over integers and queries, EXIT, CONTINUE, RAISE, PERFORM, ASSERT, SELECT … INTO, INSERT, UPDATE, DELETE (… RETURNING … INTO), GET DIAGNOSTICS … ROW_COUNT, EXECUTE (… INTO … USING), exception handlers and RETURN, and in DO blocks FOR … IN EXECUTE; it has no cursors, labels or nested DECLARE sections.";
 
 fn refused(what: &str) -> SqlError {
     SqlError::unsupported(format!("{what} in a DO block")).hint(PLPGSQL_HINT)
@@ -384,10 +385,10 @@ impl Parser<'_> {
 /// Reads the body of a PL/pgSQL function (`CREATE FUNCTION … AS $$ body $$`).
 pub fn function_body(body: &str) -> Result<FunctionBody> {
     let read = read_body(body, true)?;
-    // Dynamic SQL runs in DO blocks only (a function's statements are bound once).
+    // A loop over a dynamic query's rows runs in DO blocks only (a function's record
+    // variables take their fields when its statements are bound, once).
     fn dynamic(statements: &[Stmt]) -> Option<&'static str> {
         statements.iter().find_map(|s| match s {
-            Stmt::Execute(_) => Some("EXECUTE"),
             Stmt::ForQuery(f) if f.execute.is_some() => Some("FOR … IN EXECUTE"),
             Stmt::ForQuery(f) => dynamic(&f.body),
             Stmt::ForRange(f) => dynamic(&f.body),
@@ -1419,7 +1420,10 @@ mod tests {
                 "BEGIN FOR r IN EXECUTE 'SELECT 1' LOOP NULL; END LOOP; END",
                 code::FEATURE_NOT_SUPPORTED,
             ),
-            ("BEGIN IF true THEN EXECUTE 'x'; END IF; END", code::FEATURE_NOT_SUPPORTED),
+            (
+                "BEGIN IF true THEN FOR r IN EXECUTE 'x' LOOP END LOOP; END IF; END",
+                code::FEATURE_NOT_SUPPORTED,
+            ),
             ("BEGIN NULL; EXCEPTION WHEN nosuch_condition THEN NULL; END", code::UNDEFINED_OBJECT),
             ("DECLARE x t%ROWTYPE; BEGIN NULL; END", code::FEATURE_NOT_SUPPORTED),
             ("DECLARE x int; x int; BEGIN NULL; END", code::DUPLICATE_OBJECT),
