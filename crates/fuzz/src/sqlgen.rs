@@ -379,7 +379,13 @@ impl<'r> Gen<'r> {
         }
         if self.chance(0.25) {
             let key = self.column(&all_cols, alias);
-            sql += &format!(" GROUP BY {key}");
+            let other = self.column(&all_cols, alias);
+            sql += &match self.rng.gen_range(0..5) {
+                0 => format!(" GROUP BY ROLLUP ({key}, {other})"),
+                1 => format!(" GROUP BY CUBE ({key}, ({other}, {key}))"),
+                2 => format!(" GROUP BY GROUPING SETS (({key}), (), ROLLUP ({other}))"),
+                _ => format!(" GROUP BY {key}"),
+            };
             if self.chance(0.5) {
                 sql += &format!(" HAVING {}", self.expr(2, &all_cols, alias));
             }
@@ -584,6 +590,14 @@ impl<'r> Gen<'r> {
             "ALTER TABLE f0 RENAME COLUMN a TO a2",
             "ALTER TABLE f0 RENAME COLUMN a2 TO a",
             "SELECT tgname, pg_get_triggerdef(oid, true) FROM pg_trigger",
+            "DO $$ DECLARE r record; n int := 0; BEGIN FOR r IN SELECT * FROM f1 ORDER BY 1 LIMIT 50 LOOP n := n + 1; EXIT WHEN n > 40; END LOOP; RAISE NOTICE '%', n; END $$",
+            "DO $$ DECLARE t text; c bigint; BEGIN FOR t IN SELECT tablename FROM pg_tables WHERE tablename LIKE 'f%' LOOP EXECUTE format('SELECT count(*) FROM %I', t) INTO c; END LOOP; END $$",
+            "DO $$ DECLARE k int; BEGIN EXECUTE 'INSERT INTO f2 VALUES ($1, NULL, NULL, NULL) RETURNING id' INTO STRICT k USING 97; DELETE FROM f2 WHERE id = k; END $$",
+            "DO $$ DECLARE i int := 0; BEGIN LOOP i := i + 1; EXIT WHEN i > 100000; END LOOP; END $$",
+            "DO $$ BEGIN EXECUTE 'DO $i$ BEGIN EXECUTE ''SELECT 1''; END $i$'; END $$",
+            "CREATE OR REPLACE FUNCTION fzdyn(t text) RETURNS bigint LANGUAGE plpgsql AS $$ DECLARE c bigint; BEGIN EXECUTE format('SELECT count(*) FROM %I', t) INTO c; RETURN c; END $$",
+            "SELECT fzdyn('f1'), fzdyn('nosuch')",
+            "SELECT k, fzdyn('f2') FROM f1 LIMIT 2",
             "/*+ FAST */ INSERT INTO f2 VALUES (99, NULL, NULL, NULL)",
             "/*+ SAFE */ DELETE FROM f2 WHERE id = 99",
         ])
