@@ -175,8 +175,6 @@ enum Flow {
     Return,
 }
 
-/// The most rows a loop over a query or a dynamic query's INTO reads: the statement's
-/// row limit applies to what the query gives (`Session::run`).
 impl Session {
     /// Runs a `DO` block in the open transaction (`parse::do_block`). A block with
     /// handlers runs as a subtransaction: an error a handler catches undoes the block's
@@ -385,7 +383,8 @@ impl Session {
                 Stmt::GetDiagnostics(targets) => {
                     let style = self.style();
                     for t in targets {
-                        vars.assign(&name_parts(t), Value::Int(vars.row_count), style)?;
+                        // Names the parser has already read (lowercased unless quoted).
+                        vars.assign(std::slice::from_ref(t), Value::Int(vars.row_count), style)?;
                     }
                     Flow::Next
                 }
@@ -406,7 +405,10 @@ impl Session {
         if let Some((write, targets)) = crate::exec::plpgsql::returning_into(text)? {
             let stmt = do_query_or_write(&write)?;
             let out = self.run_with(vars, stmt)?;
-            return self.fill_targets(vars, &targets, out, false, true);
+            // Names the parser has read (lowercased unless quoted), `record.field` split.
+            let parts: Vec<Vec<String>> =
+                targets.iter().map(|t| t.split('.').map(str::to_string).collect()).collect();
+            return self.fill_targets(vars, &parts, out, false, true);
         }
         if let Some(u) = crate::parse::utility(text)? {
             let out = self.do_utility(u)?;
@@ -429,16 +431,14 @@ impl Session {
             let out = self.run_with(vars, stmt)?;
             match into {
                 Some(into) => {
-                    let targets: Vec<String> = into
+                    let targets: Vec<Vec<String>> = into
                         .targets
                         .iter()
                         .map(|t| match t {
-                            ast::Expr::Identifier(i) => Ok(crate::bind::ident(i)),
-                            ast::Expr::CompoundIdentifier(p) if p.len() == 2 => Ok(format!(
-                                "{}.{}",
-                                crate::bind::ident(&p[0]),
-                                crate::bind::ident(&p[1])
-                            )),
+                            ast::Expr::Identifier(i) => Ok(vec![crate::bind::ident(i)]),
+                            ast::Expr::CompoundIdentifier(p) if p.len() == 2 => {
+                                Ok(vec![crate::bind::ident(&p[0]), crate::bind::ident(&p[1])])
+                            }
                             other => Err(SqlError::syntax(format!(
                                 "\"{other}\" is not a known variable"
                             ))),
@@ -461,7 +461,7 @@ impl Session {
     fn fill_targets(
         &mut self,
         vars: &mut Vars,
-        targets: &[String],
+        parts: &[Vec<String>],
         out: Output,
         strict: bool,
         found: bool,
@@ -483,9 +483,8 @@ impl Session {
         }
         let row = rows.into_iter().next();
         let style = self.style();
-        let parts: Vec<Vec<String>> = targets.iter().map(|t| name_parts(t)).collect();
         // One record: its fields are the columns.
-        if let [one] = parts.as_slice() {
+        if let [one] = parts {
             if let Some(k) = vars.find(&one[0]).filter(|_| one.len() == 1) {
                 if let VarKind::Record(fields) = &mut vars.list[k].kind {
                     let values = row.unwrap_or_else(|| vec![Value::Null; columns.len()]);
@@ -533,7 +532,8 @@ impl Session {
             if ex.into.is_empty() {
                 vars.row_count = row_count(&out);
             } else {
-                self.fill_targets(vars, &ex.into, out, ex.strict, false)?;
+                let parts: Vec<Vec<String>> = ex.into.iter().map(|t| name_parts(t)).collect();
+                self.fill_targets(vars, &parts, out, ex.strict, false)?;
             }
         }
         Ok(())
@@ -646,7 +646,7 @@ impl Session {
         let Output::Rows { columns, rows, .. } = out else {
             return Err(SqlError::syntax("a FOR loop's query gives no rows"));
         };
-        let target = name_parts(&f.var);
+        let target = vec![f.var.clone()];
         let record =
             matches!(vars.find(&target[0]).map(|k| &vars.list[k].kind), Some(VarKind::Record(_)));
         if !record && vars.find(&target[0]).is_none() {
