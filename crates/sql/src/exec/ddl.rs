@@ -121,6 +121,46 @@ impl Writer<'_> {
         Ok(Output::Command(format!("SELECT {n}")))
     }
 
+    /// `CREATE TABLE t (LIKE source [INCLUDING | EXCLUDING DEFAULTS])`: the statement with
+    /// the source's columns written out first — names, types and NOT NULL, and the defaults
+    /// with INCLUDING DEFAULTS, as PostgreSQL copies them (no other constraints, indexes,
+    /// identity or generation).
+    fn like_columns(
+        &mut self,
+        like: &ast::CreateTableLikeKind,
+        ct: &ast::CreateTable,
+        database: &str,
+    ) -> Result<ast::CreateTable> {
+        let (ast::CreateTableLikeKind::Parenthesized(l) | ast::CreateTableLikeKind::Plain(l)) =
+            like;
+        let source = object_name(&l.name)?;
+        let table = self.db.catalog.table_or_err(&mut self.ts.txn, database, &source)?;
+        let defaults = l.defaults == Some(ast::CreateTableLikeDefaults::Including);
+        let mut written = Vec::with_capacity(table.columns.len());
+        for c in &table.columns {
+            let mut def = format!("{} {}", quote_ident(&c.name), c.ty.sql_name());
+            if !c.nullable {
+                def.push_str(" NOT NULL");
+            }
+            if let (true, Some(d)) = (defaults, &c.default) {
+                def.push_str(&format!(" DEFAULT {d}"));
+            }
+            written.push(def);
+        }
+        let sql = format!("CREATE TABLE t ({})", written.join(", "));
+        let mut columns = match crate::parse::parse(&sql)?.pop() {
+            Some(ast::Statement::CreateTable(t)) => t.columns,
+            _ => {
+                return Err(SqlError::new(
+                    code::INTERNAL,
+                    "a LIKE table's columns did not read back",
+                ))
+            }
+        };
+        columns.extend(ct.columns.iter().cloned());
+        Ok(ast::CreateTable { columns, like: None, ..ct.clone() })
+    }
+
     pub(crate) fn create_table(
         &mut self,
         ct: &ast::CreateTable,
@@ -130,6 +170,10 @@ impl Writer<'_> {
         let name = new_object_name(&ct.name)?;
         if ct.query.is_some() {
             return Err(SqlError::unsupported("CREATE TABLE … AS"));
+        }
+        if let Some(like) = &ct.like {
+            let expanded = self.like_columns(like, ct, database)?;
+            return self.create_table(&expanded, database, env);
         }
         if self.table_name_taken(database, &name, ct.if_not_exists)? {
             return Ok(Output::Command("CREATE TABLE".into()));
