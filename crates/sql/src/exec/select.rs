@@ -679,21 +679,36 @@ pub(crate) fn aggregate(
         } else {
             (0..g.sets.len()).map(|si| masked(&key, si)).collect()
         };
-        for key in keys {
+        // The aggregates' inputs, once per row whatever the number of sets.
+        let mut inputs = Vec::with_capacity(g.aggs.len());
+        for (_, _, arg, _) in &g.aggs {
+            inputs.push(match arg {
+                Some(a) => a.eval(r, ctx)?,
+                None => Value::Bool(true),
+            });
+        }
+        let last = keys.len().saturating_sub(1);
+        for (ki, key) in keys.into_iter().enumerate() {
             let hkey = group_key(&key);
             let gi = match index.get(&hkey) {
                 Some(i) => *i,
                 None => {
+                    // Grouping sets may make more groups than rows: the row limit holds.
+                    if groups.len() >= limits.rows_max {
+                        return Err(crate::exec::scan::too_many_rows(limits));
+                    }
                     groups.push((key, init.clone(), vec![Default::default(); g.aggs.len()]));
                     index.insert(hkey, groups.len() - 1);
                     groups.len() - 1
                 }
             };
             let (_, accs, seen) = &mut groups[gi];
-            for (ai, (f, distinct, arg, _)) in g.aggs.iter().enumerate() {
-                let v = match arg {
-                    Some(a) => a.eval(r, ctx)?,
-                    None => Value::Bool(true),
+            for (ai, (f, distinct, _, _)) in g.aggs.iter().enumerate() {
+                // The last set takes the input; the others a copy.
+                let v = if ki == last {
+                    std::mem::replace(&mut inputs[ai], Value::Null)
+                } else {
+                    inputs[ai].clone()
                 };
                 if v.is_null() {
                     continue;
