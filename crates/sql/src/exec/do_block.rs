@@ -17,6 +17,10 @@ use std::ops::ControlFlow;
 use sqlparser::ast;
 
 use crate::error::{code, Result, SqlError};
+use crate::exec::plpgsql::{
+    constant_variable, for_bound, for_step, no_destination, null_execute, strict_rows,
+    unknown_variable,
+};
 use crate::expr::assign;
 use crate::parse::do_block::{Block, Declaration, DoBlock, Execute, ForQuery, ForRange, Stmt};
 use crate::prepared::PlanSlot;
@@ -89,15 +93,11 @@ impl Vars {
 
     /// Assigns `v` to the variable (or record field) `target` names.
     fn assign(&mut self, target: &[String], v: Value, style: crate::style::Style) -> Result<()> {
-        let unknown =
-            || SqlError::syntax(format!("\"{}\" is not a known variable", target.join(".")));
+        let unknown = || unknown_variable(target.join("."));
         let k = self.find(&target[0]).ok_or_else(unknown)?;
         let var = &mut self.list[k];
         if var.constant {
-            return Err(SqlError::new(
-                "22005",
-                format!("variable \"{}\" is declared CONSTANT", var.name),
-            ));
+            return Err(constant_variable(&var.name));
         }
         match (&mut var.kind, target) {
             (VarKind::Scalar(ty, value), [_]) => {
@@ -423,9 +423,7 @@ impl Session {
                     into = s.into.take();
                 }
                 if into.is_none() {
-                    return Err(SqlError::syntax("query has no destination for result data").hint(
-                        "If you want to discard the results of a SELECT, use PERFORM instead.",
-                    ));
+                    return Err(no_destination());
                 }
             }
             let out = self.run_with(vars, stmt)?;
@@ -439,9 +437,7 @@ impl Session {
                             ast::Expr::CompoundIdentifier(p) if p.len() == 2 => {
                                 Ok(vec![crate::bind::ident(&p[0]), crate::bind::ident(&p[1])])
                             }
-                            other => Err(SqlError::syntax(format!(
-                                "\"{other}\" is not a known variable"
-                            ))),
+                            other => Err(unknown_variable(other)),
                         })
                         .collect::<Result<_>>()?;
                     self.fill_targets(vars, &targets, out, strict, true)?;
@@ -469,13 +465,9 @@ impl Session {
         let Output::Rows { columns, rows, .. } = out else {
             return Err(SqlError::syntax("INTO used with a command that cannot return data"));
         };
-        if strict && rows.len() != 1 {
-            return Err(if rows.is_empty() {
-                SqlError::new("P0002", "query returned no rows")
-            } else {
-                SqlError::new("P0003", "query returned more than one row")
-                    .hint("Make sure the query returns a single row, or use LIMIT 1.")
-            });
+        if strict {
+            // Only EXECUTE leaves FOUND alone, and only it gives no hint.
+            strict_rows(rows.len(), found)?;
         }
         vars.row_count = rows.len() as i64;
         if found {
@@ -541,8 +533,7 @@ impl Session {
 
     /// The text EXECUTE runs: its expression's value (22004 for NULL).
     fn execute_text(&mut self, vars: &Vars, sql: &str) -> Result<String> {
-        self.do_text(vars, sql)?
-            .ok_or_else(|| SqlError::new("22004", "query string argument of EXECUTE is null"))
+        self.do_text(vars, sql)?.ok_or_else(null_execute)
     }
 
     /// The statements of a dynamic string (refused where a DO block cannot run them) and
@@ -574,23 +565,14 @@ impl Session {
     ) -> Result<Flow> {
         let bound = |s: &mut Session, e: &str, what: &str| -> Result<i64> {
             let v = s.do_eval(vars, e)?.0;
-            match assign(v, DataType::Int4, s.style())? {
-                Value::Int(i) => Ok(i),
-                _ => Err(SqlError::new("22004", format!("{what} of FOR loop cannot be null"))),
-            }
+            for_bound(v, what, s.style())
         };
         let low = bound(self, &f.low, "lower bound")?;
         let high = bound(self, &f.high, "upper bound")?;
-        let by = match &f.step {
+        let by = for_step(match &f.step {
             Some(e) => bound(self, e, "BY value")?,
             None => 1,
-        };
-        if by <= 0 {
-            return Err(SqlError::new(
-                code::INVALID_PARAMETER_VALUE,
-                "BY value of FOR loop must be greater than zero",
-            ));
-        }
+        })?;
         // The loop variable: an integer of its own, seen inside the loop only.
         let depth = vars.list.len();
         vars.list.push(Vars::scalar(&f.var, DataType::Int4, Value::Null));
@@ -944,18 +926,8 @@ fn check_statements(statements: &[Stmt], scope: &mut Vec<(String, bool)>) -> Res
             Stmt::Assign(target, e) => {
                 check_expr(e)?;
                 match scope.iter().rev().find(|(n, _)| *n == target[0]) {
-                    None => {
-                        return Err(SqlError::syntax(format!(
-                            "\"{}\" is not a known variable",
-                            target.join(".")
-                        )))
-                    }
-                    Some((name, true)) => {
-                        return Err(SqlError::new(
-                            "22005",
-                            format!("variable \"{name}\" is declared CONSTANT"),
-                        ))
-                    }
+                    None => return Err(unknown_variable(target.join("."))),
+                    Some((name, true)) => return Err(constant_variable(name)),
                     Some(_) => {}
                 }
             }

@@ -404,7 +404,7 @@ impl<'t> Frame<'t> {
     /// The slot of `record.field`.
     fn record_field(&self, record: &str, field: &str) -> Result<usize> {
         let Some((_, shape)) = self.records.iter().rev().find(|(n, _)| n == record) else {
-            return Err(SqlError::syntax(format!("\"{record}\" is not a known variable")));
+            return Err(unknown_variable(record));
         };
         let Some(fields) = shape else {
             return Err(SqlError::new("55000", format!("record \"{record}\" is not assigned yet"))
@@ -765,6 +765,65 @@ fn joined(
     ))
 }
 
+/// PL/pgSQL's rules shared by a function's bound program and a DO block's interpreter
+/// (`exec::do_block`): their errors and checks, written once.
+pub(crate) fn unknown_variable(name: impl std::fmt::Display) -> SqlError {
+    SqlError::syntax(format!("\"{name}\" is not a known variable"))
+}
+
+/// An assignment to a CONSTANT variable (22005, as PL/pgSQL reports it).
+pub(crate) fn constant_variable(name: impl std::fmt::Display) -> SqlError {
+    SqlError::new("22005", format!("variable \"{name}\" is declared CONSTANT"))
+}
+
+/// A SELECT whose rows go nowhere.
+pub(crate) fn no_destination() -> SqlError {
+    SqlError::syntax("query has no destination for result data")
+        .hint("If you want to discard the results of a SELECT, use PERFORM instead.")
+}
+
+/// EXECUTE of a NULL string.
+pub(crate) fn null_execute() -> SqlError {
+    SqlError::new("22004", "query string argument of EXECUTE is null")
+}
+
+/// INTO STRICT of `rows` rows: exactly one, or P0002 / P0003 (with PL/pgSQL's hint at LIMIT
+/// 1 when `hint`: for SELECT … INTO, not for EXECUTE).
+pub(crate) fn strict_rows(rows: usize, hint: bool) -> Result<()> {
+    match rows {
+        1 => Ok(()),
+        0 => Err(SqlError::new("P0002", "query returned no rows")),
+        _ => {
+            let e = SqlError::new("P0003", "query returned more than one row");
+            Err(if hint {
+                e.hint("Make sure the query returns a single row, or use LIMIT 1.")
+            } else {
+                e
+            })
+        }
+    }
+}
+
+/// A bound (`what`: lower bound, upper bound, BY value) of an integer FOR loop: the value
+/// as an integer, never NULL.
+pub(crate) fn for_bound(v: Value, what: &str, style: crate::style::Style) -> Result<i64> {
+    match assign(v, DataType::Int4, style)? {
+        Value::Int(i) => Ok(i),
+        _ => Err(SqlError::new("22004", format!("{what} of FOR loop cannot be null"))),
+    }
+}
+
+/// An integer FOR loop's step, which must be positive.
+pub(crate) fn for_step(by: i64) -> Result<i64> {
+    if by <= 0 {
+        return Err(SqlError::new(
+            code::INVALID_PARAMETER_VALUE,
+            "BY value of FOR loop must be greater than zero",
+        ));
+    }
+    Ok(by)
+}
+
 /// The single statement of `sql`.
 pub(crate) fn one_statement(sql: &str) -> Result<ast::Statement> {
     let mut stmts = crate::parse::parse(sql)?;
@@ -1098,23 +1157,14 @@ impl Binder<'_> {
                                 if frame.var(name).is_some() {
                                     return Err(refused(&format!("assigning to {name}")));
                                 }
-                                return Err(SqlError::syntax(format!(
-                                    "\"{name}\" is not a known variable"
-                                )));
+                                return Err(unknown_variable(name));
                             };
                             if constant {
-                                return Err(SqlError::new("22005",format!(
-                                    "variable \"{name}\" is declared CONSTANT"
-                                )));
+                                return Err(constant_variable(name));
                             }
                             (slot, frame.types[slot], frame.not_null.contains(&slot))
                         }
-                        _ => {
-                            return Err(SqlError::syntax(format!(
-                                "\"{}\" is not a known variable",
-                                target.join(".")
-                            )))
-                        }
+                        _ => return Err(unknown_variable(target.join("."))),
                     };
                     let value = self.expression(frame, e)?;
                     Step::Assign { slot, ty, value, not_null }
@@ -1278,14 +1328,10 @@ impl Binder<'_> {
                     let mut targets = Vec::with_capacity(names.len());
                     for n in names {
                         let Some((slot, constant)) = frame.declared(n) else {
-                            return Err(SqlError::syntax(format!(
-                                "\"{n}\" is not a known variable"
-                            )));
+                            return Err(unknown_variable(n));
                         };
                         if constant {
-                            return Err(SqlError::new("22005",format!(
-                                "variable \"{n}\" is declared CONSTANT"
-                            )));
+                            return Err(constant_variable(n));
                         }
                         targets.push((slot, frame.types[slot]));
                     }
@@ -1322,12 +1368,10 @@ impl Binder<'_> {
                                 return Err(refused("EXECUTE … INTO a record variable"))
                             }
                             [n] => frame.declared(n).map(|(slot, _)| slot).ok_or_else(|| {
-                                SqlError::syntax(format!("\"{n}\" is not a known variable"))
+                                unknown_variable(n)
                             })?,
                             _ => {
-                                return Err(SqlError::syntax(format!(
-                                    "\"{t}\" is not a known variable"
-                                )))
+                                return Err(unknown_variable(t))
                             }
                         };
                         into.push((slot, frame.types[slot]));
@@ -1349,10 +1393,11 @@ impl Binder<'_> {
                 let parts: Vec<&str> = t.split('.').collect();
                 let slot = match parts.as_slice() {
                     [record, col] if frame.is_record(record) => frame.field(record, col)?,
-                    [n] => frame.declared(n).map(|(slot, _)| slot).ok_or_else(|| {
-                        SqlError::syntax(format!("\"{n}\" is not a known variable"))
-                    })?,
-                    _ => return Err(SqlError::syntax(format!("\"{t}\" is not a known variable"))),
+                    [n] => frame
+                        .declared(n)
+                        .map(|(slot, _)| slot)
+                        .ok_or_else(|| unknown_variable(n))?,
+                    _ => return Err(unknown_variable(t)),
                 };
                 slots.push((slot, frame.types[slot]));
             }
@@ -1371,9 +1416,7 @@ impl Binder<'_> {
         match &stmt {
             ast::Statement::Query(q) => {
                 let Some(into) = into else {
-                    return Err(SqlError::syntax("query has no destination for result data").hint(
-                        "If you want to discard the results of a SELECT, use PERFORM instead.",
-                    ));
+                    return Err(no_destination());
                 };
                 // SELECT … INTO a record: its fields are the query's columns.
                 if let [ast::Expr::Identifier(i)] = into.targets.as_slice() {
@@ -1389,24 +1432,19 @@ impl Binder<'_> {
                     let slot = match t {
                         ast::Expr::Identifier(i) => {
                             let n = crate::bind::ident(i);
-                            frame.declared(&n).map(|(slot, _)| slot).ok_or_else(|| {
-                                SqlError::syntax(format!("\"{n}\" is not a known variable"))
-                            })?
+                            frame
+                                .declared(&n)
+                                .map(|(slot, _)| slot)
+                                .ok_or_else(|| unknown_variable(n))?
                         }
                         ast::Expr::CompoundIdentifier(p) if p.len() == 2 => {
                             let record = crate::bind::ident(&p[0]);
                             if !frame.is_record(&record) {
-                                return Err(SqlError::syntax(format!(
-                                    "\"{t}\" is not a known variable"
-                                )));
+                                return Err(unknown_variable(t));
                             }
                             frame.field(&record, &crate::bind::ident(&p[1]))?
                         }
-                        _ => {
-                            return Err(SqlError::syntax(format!(
-                                "\"{t}\" is not a known variable"
-                            )))
-                        }
+                        _ => return Err(unknown_variable(t)),
                     };
                     targets.push((slot, frame.types[slot]));
                 }
@@ -1832,7 +1870,7 @@ fn run_steps(
             Step::Execute { sql, using, into, strict } => {
                 let Some(text) = eval(host, sql, frame, env)?.to_text_in(sql.ty, env.style())
                 else {
-                    return Err(SqlError::new("22004", "query string argument of EXECUTE is null"));
+                    return Err(null_execute());
                 };
                 let mut params = Vec::with_capacity(using.len());
                 let mut types = Vec::with_capacity(using.len());
@@ -1855,12 +1893,8 @@ fn run_steps(
                             "INTO used with a command that cannot return data",
                         ));
                     }
-                    if *strict && rows.len() != 1 {
-                        return Err(if rows.is_empty() {
-                            SqlError::new("P0002", "query returned no rows")
-                        } else {
-                            SqlError::new("P0003", "query returned more than one row")
-                        });
+                    if *strict {
+                        strict_rows(rows.len(), false)?;
                     }
                     if columns.len() != into.len() {
                         return Err(SqlError::syntax(format!(
@@ -1961,26 +1995,14 @@ fn run_steps(
             },
             Step::ForRange { slot, low, high, step, reverse, body } => {
                 let bound = |host: &mut dyn Host, q: &Query, what: &str| -> Result<i64> {
-                    match assign(eval(host, q, frame, env)?, DataType::Int4, env.style())? {
-                        Value::Int(i) => Ok(i),
-                        _ => Err(SqlError::new(
-                            "22004",
-                            format!("{what} of FOR loop cannot be null"),
-                        )),
-                    }
+                    for_bound(eval(host, q, frame, env)?, what, env.style())
                 };
                 let (low, high) =
                     (bound(host, low, "lower bound")?, bound(host, high, "upper bound")?);
-                let by = match step {
+                let by = for_step(match step {
                     Some(q) => bound(host, q, "BY value")?,
                     None => 1,
-                };
-                if by <= 0 {
-                    return Err(SqlError::new(
-                        code::INVALID_PARAMETER_VALUE,
-                        "BY value of FOR loop must be greater than zero",
-                    ));
-                }
+                })?;
                 // REVERSE counts from the first bound down to the second.
                 let mut i = low;
                 while if *reverse { i >= high } else { i <= high } {
