@@ -226,7 +226,8 @@ impl<'r> Gen<'r> {
             0..=44 => self.select(3),
             45..=54 => self.insert(),
             55..=62 => self.update(),
-            63..=67 => self.delete(),
+            63..=65 => self.delete(),
+            66..=67 => self.merge(),
             68..=77 => self.utility(),
             78..=89 => self.hostile(),
             _ => self.token_soup(),
@@ -452,6 +453,51 @@ impl<'r> Gen<'r> {
     fn delete(&mut self) -> String {
         let (t, cols) = self.table();
         format!("DELETE FROM {t} WHERE {}", self.expr(2, cols, None))
+    }
+
+    /// MERGE of one table into another (or into itself), or of VALUES, with every kind of
+    /// WHEN clause.
+    fn merge(&mut self) -> String {
+        let (t, cols) = self.table();
+        let (src, scols) = self.table();
+        let source = match self.rng.gen_range(0..3) {
+            0 => format!("{src} AS s"),
+            1 => format!("(SELECT * FROM {src} WHERE {}) AS s", self.expr(1, scols, None)),
+            _ => {
+                let vals: Vec<String> = scols.iter().map(|_| self.expr(1, &[], None)).collect();
+                format!("(VALUES ({})) AS s ({})", vals.join(", "), scols.join(", "))
+            }
+        };
+        let mut sql =
+            format!("MERGE INTO {t} AS m USING {source} ON m.{} = s.{}", cols[0], scols[0]);
+        if self.chance(0.3) {
+            sql += &format!(" AND {}", self.expr(1, cols, Some("m")));
+        }
+        for _ in 0..self.rng.gen_range(1..4) {
+            let cond = if self.chance(0.5) {
+                format!(" AND {}", self.expr(1, scols, Some("s")))
+            } else {
+                String::new()
+            };
+            sql += &match self.rng.gen_range(0..5) {
+                0 => {
+                    let c = self.pick(&cols[1..]);
+                    format!(
+                        " WHEN MATCHED{cond} THEN UPDATE SET {c} = {}",
+                        self.expr(2, cols, Some("m"))
+                    )
+                }
+                1 => format!(" WHEN MATCHED{cond} THEN DELETE"),
+                2 => format!(" WHEN MATCHED{cond} THEN DO NOTHING"),
+                3 => " WHEN NOT MATCHED THEN INSERT DEFAULT VALUES".to_string(),
+                _ => {
+                    let vals: Vec<String> =
+                        cols.iter().map(|_| self.expr(1, scols, Some("s"))).collect();
+                    format!(" WHEN NOT MATCHED{cond} THEN INSERT VALUES ({})", vals.join(", "))
+                }
+            };
+        }
+        sql
     }
 
     fn utility(&mut self) -> String {

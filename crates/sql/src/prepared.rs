@@ -125,6 +125,7 @@ impl Session {
                 | ast::Statement::Insert(_)
                 | ast::Statement::Update(_)
                 | ast::Statement::Delete(_)
+                | ast::Statement::Merge(_)
         );
         if !describable {
             // Statements that answer rows without a plan describe their columns too: a driver
@@ -204,6 +205,10 @@ impl Session {
             }
             ast::Statement::Delete(d) => {
                 returning(planner.with_ctes(with, |p| plan_delete(p, d))?.returning)
+            }
+            ast::Statement::Merge(m) => {
+                planner.with_ctes(with, |p| crate::bind::merge::plan_merge(p, m))?;
+                (None, vec![])
             }
             _ => (None, vec![]),
         };
@@ -447,6 +452,7 @@ pub(crate) enum StatementPlan {
     Insert(InsertPlan),
     Update(UpdatePlan),
     Delete(DeletePlan),
+    Merge(crate::bind::merge::MergePlan),
 }
 
 impl StatementPlan {
@@ -457,6 +463,7 @@ impl StatementPlan {
             StatementPlan::Insert(i) => i.returning.as_ref().map(|r| &r.columns),
             StatementPlan::Update(u) => u.returning.as_ref().map(|r| &r.columns),
             StatementPlan::Delete(d) => d.returning.as_ref().map(|r| &r.columns),
+            StatementPlan::Merge(_) => None,
         }
     }
 }

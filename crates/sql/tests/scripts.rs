@@ -301,5 +301,6 @@ scripts!(
     functions,
     set_functions,
     numeric,
-    do_blocks
+    do_blocks,
+    merge,
 );

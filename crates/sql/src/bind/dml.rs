@@ -155,13 +155,13 @@ pub(crate) struct InsertPlan {
 }
 
 /// 428C9 for a value given to a GENERATED ALWAYS identity column.
-fn generated_always(c: &Column, message: String) -> SqlError {
+pub(crate) fn generated_always(c: &Column, message: String) -> SqlError {
     SqlError::new(code::GENERATED_ALWAYS, message)
         .detail(format!("Column \"{}\" is an identity column defined as GENERATED ALWAYS.", c.name))
 }
 
 /// 428C9 for a value given to a generated column.
-fn generated_column(c: &Column, message: String) -> SqlError {
+pub(crate) fn generated_column(c: &Column, message: String) -> SqlError {
     SqlError::new(code::GENERATED_ALWAYS, message)
         .detail(format!("Column \"{}\" is a generated column.", c.name))
 }
@@ -215,10 +215,10 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
     let mut seen = HashSet::new();
     for t in &targets {
         if !seen.insert(*t) {
-            return Err(SqlError::syntax(format!(
-                "column \"{}\" specified more than once",
-                table.columns[*t].name
-            )));
+            return Err(SqlError::new(
+                code::DUPLICATE_COLUMN,
+                format!("column \"{}\" specified more than once", table.columns[*t].name),
+            ));
         }
     }
     let expected: Vec<DataType> = targets.iter().map(|&c| table.columns[c].ty).collect();

@@ -8,6 +8,7 @@ pub mod dml;
 pub mod expr;
 pub mod function;
 pub mod json;
+pub mod merge;
 pub mod query;
 pub mod reg;
 pub(crate) mod search;
@@ -1072,8 +1073,10 @@ pub(crate) fn post_agg(e: Expr, g: &mut Grouping, scope: &Scope) -> Result<Expr>
 pub(crate) fn split_with(stmt: &ast::Statement) -> (Option<&ast::With>, &ast::Statement) {
     if let ast::Statement::Query(q) = stmt {
         if let Some(with) = &q.with {
-            if let ast::SetExpr::Insert(s) | ast::SetExpr::Update(s) | ast::SetExpr::Delete(s) =
-                q.body.as_ref()
+            if let ast::SetExpr::Insert(s)
+            | ast::SetExpr::Update(s)
+            | ast::SetExpr::Delete(s)
+            | ast::SetExpr::Merge(s) = q.body.as_ref()
             {
                 return (Some(with), s);
             }

@@ -691,7 +691,7 @@ impl Session {
     /// UPDATE or DELETE; any other statement as it is).
     fn run_with(&mut self, vars: &Vars, mut stmt: ast::Statement) -> Result<Output> {
         use ast::Statement as S;
-        if !matches!(stmt, S::Query(_) | S::Insert(_) | S::Update(_) | S::Delete(_)) {
+        if !matches!(stmt, S::Query(_) | S::Insert(_) | S::Update(_) | S::Delete(_) | S::Merge(_)) {
             return self.run(&stmt, &[], None);
         }
         let (params, types) = bind_vars(vars, &mut stmt)?;

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use kiln_engine::Transaction;
 
 use crate::bind::dml::{DeletePlan, InsertPlan, Returning, UpdatePlan};
+use crate::bind::merge::{MergeAction, MergePlan, MergeWhen};
 use crate::error::Result;
 use crate::exec::select::{execute_select, Exec, ExecLimits};
 use crate::expr::{Ctx, Expr, SubqueryRunner};
@@ -119,6 +120,37 @@ impl InitPlans<'_> {
             scan: self.select(plan.scan)?,
             sets: self.assignments(plan.sets)?,
             returning: self.returning(plan.returning)?,
+            ..plan
+        })
+    }
+
+    /// MERGE: the join and the WHEN clauses.
+    pub(crate) fn merge(&self, plan: MergePlan) -> Result<MergePlan> {
+        let clauses = |list: Vec<MergeWhen>| -> Result<Vec<MergeWhen>> {
+            list.into_iter()
+                .map(|w| {
+                    Ok(MergeWhen {
+                        condition: w.condition.map(|c| self.expr(c)).transpose()?,
+                        action: match w.action {
+                            MergeAction::Update(sets) => {
+                                MergeAction::Update(self.assignments(sets)?)
+                            }
+                            MergeAction::Insert(values) => MergeAction::Insert(
+                                values
+                                    .into_iter()
+                                    .map(|v| v.map(|e| self.expr(e)).transpose())
+                                    .collect::<Result<_>>()?,
+                            ),
+                            other => other,
+                        },
+                    })
+                })
+                .collect()
+        };
+        Ok(MergePlan {
+            scan: self.select(plan.scan)?,
+            matched: clauses(plan.matched)?,
+            not_matched: clauses(plan.not_matched)?,
             ..plan
         })
     }

@@ -19,6 +19,18 @@ pub fn execute_from(
     ctx: &Ctx,
     limits: &ExecLimits,
 ) -> Result<Vec<KeyedRow>> {
+    execute_from_keyed(plan, txn, ctx, limits, 0)
+}
+
+/// The joined rows of a FROM clause, each with the key of FROM item `keyed`'s row (a
+/// table's; `None` where an outer join left that item NULL).
+pub fn execute_from_keyed(
+    plan: &SelectPlan,
+    txn: &TxnCell,
+    ctx: &Ctx,
+    limits: &ExecLimits,
+    keyed: usize,
+) -> Result<Vec<KeyedRow>> {
     let mut out = Vec::new();
     for c in &plan.constant_filters {
         if !c.eval_bool(&[], ctx)? {
@@ -27,7 +39,8 @@ pub fn execute_from(
     }
     let mut row = vec![Value::Null; plan.width];
     let n = plan.from.len();
-    let mut join = Join { plan, txn, ctx, limits, inner: vec![None; n], matched: vec![vec![]; n] };
+    let mut join =
+        Join { plan, txn, ctx, limits, keyed, inner: vec![None; n], matched: vec![vec![]; n] };
     join.level(0, &mut row, None, &mut out)?;
     // RIGHT and FULL joins: the item's rows no combination of earlier rows matched, the
     // earlier items' columns NULL, joined on to the items after it.
@@ -99,6 +112,8 @@ struct Join<'a, 'c, 't> {
     txn: &'a TxnCell<'t>,
     ctx: &'a Ctx<'c>,
     limits: &'a ExecLimits,
+    /// The FROM item whose row's key each joined row carries.
+    keyed: usize,
     /// Per FROM item: its rows, once read (items after the first that do not depend on
     /// earlier rows).
     inner: Vec<Option<std::rc::Rc<InnerRows>>>,
@@ -338,7 +353,7 @@ impl Join<'_, '_, '_> {
         &mut self,
         level: usize,
         row: &mut Vec<Value>,
-        first_key: Option<&[u8]>,
+        keyed_key: Option<&[u8]>,
         out: &mut Vec<KeyedRow>,
     ) -> Result<()> {
         let (plan, ctx, limits) = (self.plan, self.ctx, self.limits);
@@ -353,7 +368,7 @@ impl Join<'_, '_, '_> {
                 )
                 .hint("Add a WHERE clause or LIMIT, or raise the server's rows limit."));
             }
-            out.push((first_key.map(<[u8]>::to_vec), row.clone()));
+            out.push((keyed_key.map(<[u8]>::to_vec), row.clone()));
             return Ok(());
         };
         limits.check()?;
@@ -424,7 +439,7 @@ impl Join<'_, '_, '_> {
             if !passes(&item.filters, row, ctx)? {
                 continue;
             }
-            let fk = if level == 0 { key.as_deref() } else { first_key };
+            let fk = if level == self.keyed { key.as_deref() } else { keyed_key };
             self.level(level + 1, row, fk, out)?;
         }
         if !matched && item.join.keeps_left() {
@@ -432,7 +447,8 @@ impl Join<'_, '_, '_> {
                 *v = Value::Null;
             }
             if passes(&item.filters, row, ctx)? {
-                self.level(level + 1, row, first_key, out)?;
+                let fk = if level == self.keyed { None } else { keyed_key };
+                self.level(level + 1, row, fk, out)?;
             }
         }
         Ok(())

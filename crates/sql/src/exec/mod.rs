@@ -11,6 +11,7 @@ pub mod grant;
 pub mod indexes;
 pub mod init;
 pub mod join;
+pub mod merge;
 pub mod plpgsql;
 pub mod routines;
 pub mod scan;

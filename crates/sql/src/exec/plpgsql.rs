@@ -162,6 +162,7 @@ pub(crate) enum Step {
     Insert(Box<InsertPlan>),
     Update(Box<UpdatePlan>),
     Delete(Box<DeletePlan>),
+    Merge(Box<crate::bind::merge::MergePlan>),
     Return(Returned),
     /// `RETURN [e]` of a function (none in one returning void), or an SQL function's last
     /// query, whose first row's first column is the value: converted to `ty`.
@@ -1052,6 +1053,9 @@ impl Binder<'_> {
                 ast::Statement::Delete(d) => {
                     Step::Delete(Box::new(self.planned(&mut frame, |p| plan_delete(p, d))?))
                 }
+                ast::Statement::Merge(m) => Step::Merge(Box::new(
+                    self.planned(&mut frame, |p| crate::bind::merge::plan_merge(p, m))?,
+                )),
                 other => {
                     return Err(SqlError::unsupported(format!(
                         "the statement {} in an SQL function",
@@ -1467,6 +1471,9 @@ impl Binder<'_> {
             ast::Statement::Delete(d) => {
                 Ok(Step::Delete(Box::new(self.planned(frame, |p| plan_delete(p, d))?)))
             }
+            ast::Statement::Merge(m) => Ok(Step::Merge(Box::new(
+                self.planned(frame, |p| crate::bind::merge::plan_merge(p, m))?,
+            ))),
             other => Err(refused(&format!(
                 "the statement {}",
                 other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ")
@@ -1596,6 +1603,7 @@ fn program(
             Step::Insert(_)
             | Step::Update(_)
             | Step::Delete(_)
+            | Step::Merge(_)
             | Step::WriteInto(..)
             | Step::ReturnWrite(_)
             | Step::Execute { .. } => true,
@@ -1809,7 +1817,7 @@ fn run_steps(
                     frame[*slot] = assign(v, *ty, env.style())?;
                 }
             }
-            Step::Insert(_) | Step::Update(_) | Step::Delete(_) => {
+            Step::Insert(_) | Step::Update(_) | Step::Delete(_) | Step::Merge(_) => {
                 let (n, _) = host.write(s, frame, env)?;
                 frame[p.found] = Value::Bool(n > 0);
                 frame[p.row_count] = Value::Int(n as i64);
@@ -2097,9 +2105,12 @@ impl Host for Writer<'_> {
             ast::Statement::Insert(ins) => Step::Insert(Box::new(plan_insert(&mut planner, ins)?)),
             ast::Statement::Update(u) => Step::Update(Box::new(plan_update(&mut planner, u)?)),
             ast::Statement::Delete(d) => Step::Delete(Box::new(plan_delete(&mut planner, d)?)),
+            ast::Statement::Merge(m) => {
+                Step::Merge(Box::new(crate::bind::merge::plan_merge(&mut planner, m)?))
+            }
             _ => {
                 return Err(refused(
-                    "EXECUTE of a statement other than a query, INSERT, UPDATE or DELETE (a DO block runs any)",
+                    "EXECUTE of a statement other than a query, INSERT, UPDATE, DELETE or MERGE (a DO block runs any)",
                 ))
             }
         };
@@ -2305,6 +2316,8 @@ impl Writer<'_> {
                 .and_then(|p| self.update(p, &ctx, &limits)),
             Step::Delete(p) => InitPlans::with(txn, &ctx, &limits, |i| i.delete((**p).clone()))
                 .and_then(|p| self.delete(p, &ctx, &limits)),
+            Step::Merge(p) => InitPlans::with(txn, &ctx, &limits, |i| i.merge((**p).clone()))
+                .and_then(|p| self.merge(p, &ctx, &limits)),
             _ => unreachable!("nested runs writes"),
         };
         self.constraints = outer_constraints;

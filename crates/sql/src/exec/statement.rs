@@ -207,6 +207,11 @@ impl Session {
                     plan!(Delete, |p: &mut Planner| p.with_ctes(with, |p| plan_delete(p, d)));
                 run_dml!(delete, plan)
             }
+            S::Merge(m) => {
+                let plan = plan!(Merge, |p: &mut Planner| p
+                    .with_ctes(with, |p| crate::bind::merge::plan_merge(p, m)));
+                run_dml!(merge, plan)
+            }
             S::Explain { statement, .. } => {
                 let lines = match statement.as_ref() {
                     // EXPLAIN EXECUTE: the generic plan a prepared statement runs with.
@@ -627,6 +632,12 @@ fn explain_statement(planner: &mut Planner, stmt: &ast::Statement) -> Result<Vec
         S::Delete(d) => {
             let p = planner.with_ctes(with, |p| plan_delete(p, d))?;
             let mut l = vec![format!("Delete on {}", p.table.name)];
+            l.extend(explain(&p.scan));
+            l
+        }
+        S::Merge(m) => {
+            let p = planner.with_ctes(with, |p| crate::bind::merge::plan_merge(p, m))?;
+            let mut l = vec![format!("Merge on {}", p.table.name)];
             l.extend(explain(&p.scan));
             l
         }

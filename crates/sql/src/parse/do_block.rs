@@ -303,7 +303,7 @@ const CONDITIONS: &[(&str, &str)] = &[
 ];
 
 /// What Kiln's PL/pgSQL has, for the hint of a construct it refuses.
-const PLPGSQL_HINT: &str = "Kiln's PL/pgSQL has variables (DECLARE, records), assignments, IF, LOOP, WHILE, FOR over integers and queries, EXIT, CONTINUE, RAISE, PERFORM, ASSERT, SELECT … INTO, INSERT, UPDATE, DELETE (… RETURNING … INTO), GET DIAGNOSTICS … ROW_COUNT, EXECUTE (… INTO … USING), exception handlers and RETURN, and in DO blocks FOR … IN EXECUTE; it has no cursors, labels or nested DECLARE sections.";
+const PLPGSQL_HINT: &str = "Kiln's PL/pgSQL has variables (DECLARE, records), assignments, IF, LOOP, WHILE, FOR over integers and queries, EXIT, CONTINUE, RAISE, PERFORM, ASSERT, SELECT … INTO, INSERT, UPDATE, DELETE (… RETURNING … INTO), MERGE, GET DIAGNOSTICS … ROW_COUNT, EXECUTE (… INTO … USING), exception handlers and RETURN, and in DO blocks FOR … IN EXECUTE; it has no cursors, labels or nested DECLARE sections.";
 
 fn refused(what: &str) -> SqlError {
     SqlError::unsupported(format!("{what} in a DO block")).hint(PLPGSQL_HINT)

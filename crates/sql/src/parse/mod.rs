@@ -546,6 +546,8 @@ fn parse_checked(sql: &str) -> Result<Vec<ast::Statement>> {
         None => (None, None),
     };
     let sql = without.as_deref().unwrap_or(sql);
+    let defaults = merge_default_values(sql);
+    let sql = defaults.as_deref().unwrap_or(sql);
     let mut statements =
         Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| syntax_error(sql, e))?;
     if let (Some(mode), [ast::Statement::Insert(insert)]) = (overriding, statements.as_mut_slice())
@@ -682,6 +684,40 @@ fn create_table_as_named(sql: &str) -> Option<String> {
     let query = text(query_start..query_end);
     let rest = text(query_end..tokens.len());
     Some(format!("{head} AS SELECT * FROM ({query}) AS {CREATED_AS} {names} {rest}"))
+}
+
+/// MERGE's `INSERT DEFAULT VALUES` (which the SQL parser does not read) as `INSERT VALUES
+/// (DEFAULT)`: the first column takes its default, and every column not given does too.
+fn merge_default_values(sql: &str) -> Option<String> {
+    let head = sql.trim_start().get(..5)?;
+    let says = |w: &[u8]| sql.as_bytes().windows(w.len()).any(|x| x.eq_ignore_ascii_case(w));
+    if !(head.eq_ignore_ascii_case("merge") || head.eq_ignore_ascii_case("with "))
+        || !says(b"default")
+    {
+        return None;
+    }
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    let sig: Vec<usize> =
+        (0..tokens.len()).filter(|&i| !matches!(tokens[i], Token::Whitespace(_))).collect();
+    let word = |n: usize, w: Keyword| matches!(sig.get(n).map(|&i| &tokens[i]), Some(Token::Word(x)) if x.keyword == w && x.quote_style.is_none());
+    let mut replace = std::collections::HashMap::new();
+    for n in 0..sig.len() {
+        if word(n, Keyword::INSERT) && word(n + 1, Keyword::DEFAULT) && word(n + 2, Keyword::VALUES)
+        {
+            replace.insert(sig[n + 1], "VALUES");
+            replace.insert(sig[n + 2], "(DEFAULT)");
+        }
+    }
+    if replace.is_empty() {
+        return None;
+    }
+    Some(
+        tokens
+            .iter()
+            .enumerate()
+            .map(|(i, t)| replace.get(&i).map_or_else(|| t.to_string(), |r| r.to_string()))
+            .collect(),
+    )
 }
 
 /// The INSERT setting that carries `OVERRIDING {SYSTEM | USER} VALUE` (which the SQL parser
