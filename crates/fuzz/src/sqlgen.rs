@@ -81,6 +81,10 @@ const FUNCTIONS: &[&str] = &[
     "scale",
     "trim_scale",
     "stddev",
+    "host",
+    "set_masklen",
+    "inet_merge",
+    "broadcast",
 ];
 
 const BINARY: &[&str] = &[
@@ -109,6 +113,10 @@ const BINARY: &[&str] = &[
     "^",
     "?",
     "#-",
+    "<<",
+    ">>=",
+    "&&",
+    "&",
 ];
 
 const LITERALS: &[&str] = &[
@@ -160,6 +168,10 @@ const LITERALS: &[&str] = &[
     "'{\"a\": [1, {\"b\": null}], \"c\": 1e3}'::jsonb",
     "'[1, \"x\", 2.50]'::json",
     "'\"s\"'::jsonb",
+    "'10.1.2.3/8'::inet",
+    "'2001:db8::/32'::cidr",
+    "'255.255.255.255'::inet",
+    "'::ffff:1.2.3.4/120'::inet",
     "'{a,0}'",
     "'Europe/Berlin'",
     "'UTC+25'",

@@ -124,6 +124,10 @@ pub fn decode_param(
         }
         DataType::Bytea => Value::Bytea(b.to_vec()),
         DataType::Uuid => Value::Uuid(b.try_into().map_err(|_| bad_binary(ty))?),
+        DataType::Inet | DataType::Cidr => Value::Inet(
+            kiln_sql::inet::Inet::from_binary(b, ty == DataType::Cidr)
+                .ok_or_else(|| bad_binary(ty))?,
+        ),
         DataType::Time(_) => {
             let t = i64::from_sql(&Type::INT8, b).map_err(|_| bad_binary(ty))?;
             if !(0..=kiln_sql::types::MICROS_PER_DAY).contains(&t) {
@@ -310,6 +314,7 @@ pub fn encode_value(
         }
         (Value::Bytea(b), _) => return Ok(Some(Bytes::from(b.clone()))),
         (Value::Uuid(u), _) => return Ok(Some(Bytes::copy_from_slice(u))),
+        (Value::Inet(a), _) => return Ok(Some(Bytes::from(a.to_binary()))),
         (Value::Time(t), _) => t.to_sql(&Type::INT8, &mut buf).map_err(err)?,
         (Value::Interval(iv), _) => {
             buf.extend_from_slice(&iv.micros.to_be_bytes());

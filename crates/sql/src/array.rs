@@ -38,6 +38,8 @@ static DATE: DataType = DataType::Date;
 static TIMESTAMP: DataType = DataType::Timestamp(None);
 static TIMESTAMPTZ: DataType = DataType::TimestampTz(None);
 static UUID: DataType = DataType::Uuid;
+static INET: DataType = DataType::Inet;
+static CIDR: DataType = DataType::Cidr;
 static TIME: DataType = DataType::Time(None);
 static INTERVAL: DataType = DataType::Interval(None);
 static JSON: DataType = DataType::Json;
@@ -64,6 +66,8 @@ fn plain(t: DataType) -> Option<&'static DataType> {
         DataType::Timestamp(None) => &TIMESTAMP,
         DataType::TimestampTz(None) => &TIMESTAMPTZ,
         DataType::Uuid => &UUID,
+        DataType::Inet => &INET,
+        DataType::Cidr => &CIDR,
         DataType::Time(None) => &TIME,
         DataType::Interval(None) => &INTERVAL,
         DataType::Json => &JSON,
@@ -278,6 +282,8 @@ pub fn array_oid(elem: DataType) -> u32 {
         DataType::TimestampTz(_) => 1185,
         DataType::Numeric(_) => 1231,
         DataType::Uuid => 2951,
+        DataType::Inet => 1041,
+        DataType::Cidr => 651,
         DataType::Time(_) => 1183,
         DataType::Interval(_) => 1187,
         DataType::Json => 199,
@@ -311,6 +317,8 @@ pub fn from_array_oid(oid: u32) -> Option<DataType> {
         1185 => DataType::TimestampTz(None),
         1231 => DataType::Numeric(None),
         2951 => DataType::Uuid,
+        1041 => DataType::Inet,
+        651 => DataType::Cidr,
         1183 => DataType::Time(None),
         1187 => DataType::Interval(None),
         199 => DataType::Json,

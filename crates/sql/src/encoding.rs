@@ -51,6 +51,12 @@ pub fn encode_key_value(out: &mut Vec<u8>, v: &Value) -> Result<()> {
             out.push(0x01);
             out.extend_from_slice(u);
         }
+        // PostgreSQL's order (family, network, mask length, address); a family's keys are
+        // all of one length.
+        Value::Inet(a) => {
+            out.push(0x01);
+            out.extend_from_slice(&a.key());
+        }
         Value::Interval(iv) => {
             // Its span (a month as 30 days), as PostgreSQL compares: '1 mon' = '30 days'.
             out.push(0x01);
@@ -163,6 +169,9 @@ const T_TIME: u8 = 13;
 const T_INTERVAL: u8 = 14;
 const T_ENUM: u8 = 15;
 const T_NUMERIC: u8 = 16;
+/// inet / cidr: IPv6 (1) or IPv4 (0), the mask length, cidr (1) or inet (0), the address's
+/// 4 or 16 bytes.
+const T_INET: u8 = 17;
 
 /// Encodes a row.
 pub fn encode_row(values: &[Value]) -> Vec<u8> {
@@ -204,6 +213,11 @@ fn encode_value(out: &mut Vec<u8>, v: &Value) {
             Value::Uuid(u) => {
                 out.push(T_UUID);
                 out.extend_from_slice(u);
+            }
+            Value::Inet(a) => {
+                out.push(T_INET);
+                out.extend_from_slice(&[a.v6 as u8, a.bits, a.cidr as u8]);
+                out.extend_from_slice(a.bytes());
             }
             Value::Time(t) => {
                 out.push(T_TIME);
@@ -304,6 +318,16 @@ impl Reader<'_> {
                 Value::Numeric(Numeric::decode_legacy(r.array()?).ok_or_else(corrupt)?)
             }
             T_UUID => Value::Uuid(r.array()?),
+            T_INET => {
+                let [v6, bits, cidr] = r.array()?;
+                let mut addr = [0u8; 16];
+                let len = if v6 == 1 { 16 } else { 4 };
+                addr[..len].copy_from_slice(r.take(len)?);
+                if bits > if v6 == 1 { 128 } else { 32 } {
+                    return Err(corrupt());
+                }
+                Value::Inet(crate::inet::Inet { v6: v6 == 1, bits, addr, cidr: cidr == 1 })
+            }
             T_TIME => Value::Time(i64::from_le_bytes(r.array()?)),
             T_INTERVAL => Value::Interval(crate::interval::Interval {
                 months: i32::from_le_bytes(r.array()?),

@@ -8,7 +8,9 @@
 //! shape of the query, not just of an expression.
 
 use crate::advisory::Hold;
-use crate::expr::{AdvisoryOp, CatalogFunc, Func, MathFunc, StrFunc, TimeFunc, UuidNamespace};
+use crate::expr::{
+    AdvisoryOp, CatalogFunc, Func, MathFunc, NetFunc as N, StrFunc, TimeFunc, UuidNamespace,
+};
 use crate::types::DataType;
 
 /// The type an argument is converted to (an untyped literal or parameter takes it).
@@ -32,6 +34,8 @@ pub enum Arg {
     Bytea,
     /// uuid
     Uuid,
+    /// inet (a cidr is one too)
+    Inet,
     /// numeric when the call is numeric (an argument is numeric and none is a double),
     /// else double precision: PostgreSQL's choice between `f(numeric)` and `f(float8)`.
     Number,
@@ -875,6 +879,35 @@ pub static FUNCTIONS: &[FuncDef] = &[
         STRICT,
         VOLATILE,
     ),
+    f(&["host"], Func::Net(N::Host), 1, 1, &[A::Inet], Type(T::Text), STRICT, IMMUTABLE),
+    f(&["abbrev"], Func::Net(N::Abbrev), 1, 1, &[A::Inet], Type(T::Text), STRICT, IMMUTABLE),
+    f(&["masklen"], Func::Net(N::Masklen), 1, 1, &[A::Inet], Type(T::Int4), STRICT, IMMUTABLE),
+    f(
+        &["set_masklen"],
+        Func::Net(N::SetMasklen),
+        2,
+        2,
+        &[A::Inet, A::Int4],
+        FirstArg(T::Inet),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(&["network"], Func::Net(N::Network), 1, 1, &[A::Inet], Type(T::Cidr), STRICT, IMMUTABLE),
+    f(&["broadcast"], Func::Net(N::Broadcast), 1, 1, &[A::Inet], Type(T::Inet), STRICT, IMMUTABLE),
+    f(&["netmask"], Func::Net(N::Netmask), 1, 1, &[A::Inet], Type(T::Inet), STRICT, IMMUTABLE),
+    f(&["hostmask"], Func::Net(N::Hostmask), 1, 1, &[A::Inet], Type(T::Inet), STRICT, IMMUTABLE),
+    f(&["family"], Func::Net(N::Family), 1, 1, &[A::Inet], Type(T::Int4), STRICT, IMMUTABLE),
+    f(
+        &["inet_same_family"],
+        Func::Net(N::SameFamily),
+        2,
+        2,
+        &[A::Inet],
+        Type(T::Bool),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(&["inet_merge"], Func::Net(N::Merge), 2, 2, &[A::Inet], Type(T::Cidr), STRICT, IMMUTABLE),
     f(&["md5"], Func::Md5, 1, 1, &[A::Any], Type(T::Text), STRICT, IMMUTABLE),
     f(&["sha224"], Func::Sha2(224), 1, 1, &[A::Bytea], Type(T::Bytea), STRICT, IMMUTABLE),
     f(&["sha256"], Func::Sha2(256), 1, 1, &[A::Bytea], Type(T::Bytea), STRICT, IMMUTABLE),

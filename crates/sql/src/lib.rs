@@ -54,6 +54,7 @@ pub mod error;
 pub mod exec;
 pub mod expr;
 pub mod functions;
+pub mod inet;
 pub mod interval;
 pub mod json;
 pub mod locks;

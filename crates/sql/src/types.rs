@@ -81,6 +81,10 @@ pub enum DataType {
     Name,
     /// "char": a catalog's one-byte code (`relkind`, `typtype`; a string value).
     PgChar,
+    /// inet: a host address with a netmask length (see [`crate::inet`]).
+    Inet,
+    /// cidr: a network address (see [`crate::inet`]).
+    Cidr,
 }
 
 /// Array element types are stored as the type itself and interned again when read.
@@ -185,6 +189,8 @@ impl DataType {
             DataType::Oid => 26,
             DataType::Name => 19,
             DataType::PgChar => 18,
+            DataType::Inet => 869,
+            DataType::Cidr => 650,
         }
     }
 
@@ -224,6 +230,8 @@ impl DataType {
             114 => DataType::Json,
             3802 => DataType::Jsonb,
             26 => DataType::Oid,
+            869 => DataType::Inet,
+            650 => DataType::Cidr,
             22 => DataType::Int2Vector,
             30 => DataType::OidVector,
             oid => return crate::array::from_array_oid(oid),
@@ -299,6 +307,8 @@ impl DataType {
             DataType::Oid => "oid".into(),
             DataType::Name => "name".into(),
             DataType::PgChar => "\"char\"".into(),
+            DataType::Inet => "inet".into(),
+            DataType::Cidr => "cidr".into(),
         }
     }
 
@@ -332,6 +342,8 @@ impl DataType {
             DataType::Oid => "oid".into(),
             DataType::Name => "name".into(),
             DataType::PgChar => "char".into(),
+            DataType::Inet => "inet".into(),
+            DataType::Cidr => "cidr".into(),
         }
     }
 
@@ -450,6 +462,8 @@ pub enum Value {
     Array(Vec<Value>),
     /// A value of an enum type: its label and sort order (see [`crate::enums`]).
     Enum(crate::enums::EnumValue),
+    /// inet, cidr
+    Inet(crate::inet::Inet),
 }
 
 pub(crate) const UNIX_EPOCH_DATE: NaiveDate = match NaiveDate::from_ymd_opt(1970, 1, 1) {
@@ -493,6 +507,8 @@ impl Value {
             Value::TimestampTz(_) => "timestamptz",
             Value::Array(_) => "array",
             Value::Enum(_) => "anyenum",
+            Value::Inet(a) if a.cidr => "cidr",
+            Value::Inet(_) => "inet",
         }
     }
 
@@ -561,6 +577,8 @@ impl Value {
             DataType::Char(n) => Value::Text(fit_string(text, Some(n), true)?),
             DataType::Bytea => Value::Bytea(parse_bytea(text)?),
             DataType::Uuid => Value::Uuid(parse_uuid(t).ok_or_else(|| bad("uuid"))?),
+            DataType::Inet => Value::Inet(crate::inet::Inet::parse(text, false)?),
+            DataType::Cidr => Value::Inet(crate::inet::Inet::parse(text, true)?),
             DataType::Time(p) => {
                 let micros = parse_time(t).map_err(|in_range| match in_range {
                     false => SqlError::new(
@@ -641,6 +659,7 @@ impl Value {
                 out
             }
             Value::Uuid(u) => uuid::Uuid::from_bytes(*u).hyphenated().to_string(),
+            Value::Inet(a) => a.to_text(),
             Value::Enum(e) => e.label.clone(),
             Value::Time(us) => format_time(*us),
             Value::Interval(iv) => crate::interval::format_in(iv, style.intervals),
@@ -679,6 +698,8 @@ impl Value {
     pub fn to_text_cast(&self, style: Style) -> Option<String> {
         match self {
             Value::Bool(b) => Some(if *b { "true" } else { "false" }.to_string()),
+            // PostgreSQL's text(inet): the mask shown even when it covers the address.
+            Value::Inet(a) => Some(a.full_text()),
             v => v.to_text_in(DataType::Text, style),
         }
     }
@@ -790,6 +811,8 @@ impl Value {
             // with a label added since a plan was bound stays itself.
             (Value::Enum(v), DataType::Enum(_)) => Value::Enum(v),
             (Value::Uuid(u), DataType::Uuid) => Value::Uuid(u),
+            (Value::Inet(a), DataType::Inet) => Value::Inet(a.to_inet()),
+            (Value::Inet(a), DataType::Cidr) => Value::Inet(a.to_cidr()),
             (Value::Time(t), DataType::Time(p)) => Value::Time(round_micros(t, p)),
             (Value::Interval(iv), DataType::Interval(m)) => {
                 Value::Interval(crate::interval::apply_typmod(iv, m)?)
@@ -857,6 +880,7 @@ impl Value {
             Value::Date(_) | Value::Timestamp(_) | Value::TimestampTz(_) => 4,
             Value::Array(_) => 5,
             Value::Enum(_) => 10,
+            Value::Inet(_) => 11,
         }
     }
 
@@ -876,6 +900,7 @@ impl Value {
             (Value::Text(a), Value::Text(b)) => a.as_str().cmp(b.as_str()),
             (Value::Bytea(a), Value::Bytea(b)) => a.cmp(b),
             (Value::Uuid(a), Value::Uuid(b)) => a.cmp(b),
+            (Value::Inet(a), Value::Inet(b)) => a.cmp_network(b),
             (Value::Enum(a), Value::Enum(b)) => float_cmp(a.sort, b.sort),
             (Value::Time(a), Value::Time(b)) => a.cmp(b),
             (Value::Interval(a), Value::Interval(b)) => a.cmp_span(b),
@@ -928,6 +953,8 @@ impl Value {
             Value::Text(_) => DataType::Text,
             Value::Bytea(_) => DataType::Bytea,
             Value::Uuid(_) => DataType::Uuid,
+            Value::Inet(a) if a.cidr => DataType::Cidr,
+            Value::Inet(_) => DataType::Inet,
             Value::Time(_) => DataType::Time(None),
             Value::Interval(_) => DataType::Interval(None),
             Value::Date(_) => DataType::Date,

@@ -8,6 +8,7 @@ Run by `cargo test -p kiln --test asyncpg`, which starts both servers."""
 import asyncio
 import datetime
 import decimal
+import ipaddress
 import json
 import os
 import uuid
@@ -93,6 +94,46 @@ def test_binary_values_round_trip(dsn):
             await c.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
             assert await c.fetchval("SELECT meta FROM ap_item WHERE qty = 3") == {"k": [1, 2]}
             assert await c.fetchval("SELECT $1::jsonb -> 'k' -> 1", {"k": [5, 6]}) == 6
+        finally:
+            await c.close()
+
+    run(go())
+
+
+def test_network_addresses(dsn):
+    """inet and cidr in asyncpg's binary form: addresses with and without a mask, IPv6,
+    arrays, and the containment operators in a parameterized query."""
+    async def go():
+        c = await asyncpg.connect(dsn)
+        try:
+            await c.execute("DROP TABLE IF EXISTS ap_net")
+            await c.execute(
+                "CREATE TABLE ap_net (id int PRIMARY KEY, addr inet, net cidr, seen inet[])"
+            )
+            rows = [
+                (1, ipaddress.ip_interface("10.1.2.3/24"), ipaddress.ip_network("10.0.0.0/8"),
+                 [ipaddress.ip_address("10.1.2.3"), ipaddress.ip_address("::1")]),
+                (2, ipaddress.ip_address("192.168.0.7"), ipaddress.ip_network("192.168.0.0/16"), []),
+                (3, ipaddress.ip_interface("2001:db8::5/64"), ipaddress.ip_network("2001:db8::/32"), None),
+            ]
+            await c.executemany("INSERT INTO ap_net VALUES ($1, $2, $3, $4)", rows)
+            got = await c.fetch("SELECT id, addr, net, seen FROM ap_net ORDER BY id")
+            assert [tuple(r) for r in got] == [
+                (1, ipaddress.ip_interface("10.1.2.3/24"), ipaddress.ip_network("10.0.0.0/8"),
+                 [ipaddress.ip_address("10.1.2.3"), ipaddress.ip_address("::1")]),
+                (2, ipaddress.ip_address("192.168.0.7"), ipaddress.ip_network("192.168.0.0/16"), []),
+                (3, ipaddress.ip_interface("2001:db8::5/64"), ipaddress.ip_network("2001:db8::/32"), None),
+            ]
+            inside = await c.fetch(
+                "SELECT id FROM ap_net WHERE addr << $1 ORDER BY id", ipaddress.ip_network("10.0.0.0/8")
+            )
+            assert [r["id"] for r in inside] == [1]
+            assert await c.fetchval(
+                "SELECT host(addr) FROM ap_net WHERE net >>= $1::inet", ipaddress.ip_address("2001:db8::1")
+            ) == "2001:db8::5"
+            assert await c.fetchval("SELECT network(addr) FROM ap_net WHERE id = 1") == ipaddress.ip_network("10.1.2.0/24")
+            with pytest.raises(asyncpg.exceptions.InvalidTextRepresentationError):
+                await c.fetchval("SELECT '10.1.2.3/24'::cidr")
         finally:
             await c.close()
 

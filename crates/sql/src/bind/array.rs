@@ -297,21 +297,7 @@ impl<'a> Planner<'a> {
         Ok((Expr::Func(Func::ArrayCat, vec![a, b]), ty))
     }
 
-    /// `a @> b`, `a <@ b`, `a && b`.
-    pub(crate) fn array_predicate(
-        &mut self,
-        left: &ast::Expr,
-        func: Func,
-        right: &ast::Expr,
-        scope: &Scope,
-        aggs: bool,
-    ) -> Result<(Expr, DataType)> {
-        let (a, at) = self.expr(left, scope, aggs)?;
-        let (b, bt) = self.expr(right, scope, aggs)?;
-        self.array_predicate_bound(a, at, func, b, bt)
-    }
-
-    /// [`Planner::array_predicate`] of operands already bound.
+    /// `@>`, `<@` and `&&` of arrays, of operands already bound.
     pub(crate) fn array_predicate_bound(
         &mut self,
         a: Expr,

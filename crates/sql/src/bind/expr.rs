@@ -22,6 +22,11 @@ impl<'a> Planner<'a> {
     ) -> Result<(Expr, DataType)> {
         let (a, at) = self.expr(left, scope, aggs)?;
         let (n, nt) = self.expr(right, scope, aggs)?;
+        if let Some(net) =
+            self.network_operator(if left_shift { "<<" } else { ">>" }, &a, at, &n, nt)
+        {
+            return net;
+        }
         let want = if at == DataType::Unknown { DataType::Int4 } else { at };
         let (a, at) = self.coerce(a, at, want)?;
         let (n, nt) = self.coerce(n, nt, DataType::Int4)?;
@@ -130,6 +135,12 @@ impl<'a> Planner<'a> {
                         x => (Expr::Neg(Box::new(x)), ty),
                     },
                     ast::UnaryOperator::Plus => (x, ty),
+                    // ~ of an address: its bits inverted.
+                    ast::UnaryOperator::BitwiseNot
+                        if matches!(ty, DataType::Inet | DataType::Cidr) =>
+                    {
+                        (Expr::Func(Func::Net(NetFunc::Not), vec![x]), DataType::Inet)
+                    }
                     // ~ of an integer: its bits inverted, in its own width.
                     ast::UnaryOperator::BitwiseNot => {
                         let want = if ty == DataType::Unknown { DataType::Int4 } else { ty };
@@ -696,12 +707,15 @@ impl<'a> Planner<'a> {
             _ => None,
         };
         if let Some(func) = array_op {
-            if func == Func::ArrayOverlap {
-                return self.array_predicate(left, func, right, scope, aggs);
-            }
-            // @> and <@ contain arrays, or jsonb documents.
+            // @> and <@ contain arrays, or jsonb documents; && overlaps arrays or networks.
             let (a, at) = self.expr(left, scope, aggs)?;
             let (b, bt) = self.expr(right, scope, aggs)?;
+            if func == Func::ArrayOverlap {
+                if let Some(net) = self.network_operator("&&", &a, at, &b, bt) {
+                    return net;
+                }
+                return self.array_predicate_bound(a, at, func, b, bt);
+            }
             if let Some(op) = crate::bind::json::JsonOp::of(op, at, bt) {
                 return self.json_binary(op, a, at, b, bt);
             }
@@ -739,6 +753,16 @@ impl<'a> Planner<'a> {
         }
         if let O::PGBitwiseShiftLeft | O::PGBitwiseShiftRight = op {
             return self.shift(matches!(op, O::PGBitwiseShiftLeft), left, right, scope, aggs);
+        }
+        // `<<=` and `>>=`: network containment (no other type has them).
+        let name = op.to_string();
+        if name == "<<=" || name == ">>=" {
+            let (a, at) = self.expr(left, scope, aggs)?;
+            let (b, bt) = self.expr(right, scope, aggs)?;
+            if let Some(net) = self.network_operator(&name, &a, at, &b, bt) {
+                return net;
+            }
+            return Err(no_operator(at, &name, bt));
         }
         let bop = match op {
             O::And | O::Or => {
@@ -809,6 +833,11 @@ impl<'a> Planner<'a> {
         };
         let (a, at) = self.expr(left, scope, aggs)?;
         let (b, bt) = self.expr(right, scope, aggs)?;
+        if let BinOp::Add | BinOp::Sub | BinOp::BitAnd | BinOp::BitOr = bop {
+            if let Some(net) = self.network_operator(&name, &a, at, &b, bt) {
+                return net;
+            }
+        }
         // jsonb || jsonb and jsonb - key.
         if let Some(json) = crate::bind::json::JsonOp::of(op, at, bt) {
             return self.json_binary(json, a, at, b, bt);
@@ -958,7 +987,94 @@ impl<'a> Planner<'a> {
     }
 }
 
+/// 42883 for operator `op` of operands of these types.
+fn no_operator(at: DataType, op: &str, bt: DataType) -> SqlError {
+    let shown = |t: DataType| if t == DataType::Unknown { "unknown".into() } else { t.sql_name() };
+    SqlError::new(
+        code::UNDEFINED_FUNCTION,
+        format!("operator does not exist: {} {op} {}", shown(at), shown(bt)),
+    )
+    .hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
+}
+
 impl Planner<'_> {
+    /// The network address operators (`<<`, `<<=`, `>>`, `>>=`, `&&`, `+`, `-`, `&`, `|`)
+    /// when an operand is an inet or cidr (an untyped literal beside one is read as inet);
+    /// `None` for operands of other types.
+    pub(crate) fn network_operator(
+        &mut self,
+        op: &str,
+        a: &Expr,
+        at: DataType,
+        b: &Expr,
+        bt: DataType,
+    ) -> Option<Result<(Expr, DataType)>> {
+        let net = |t: DataType| matches!(t, DataType::Inet | DataType::Cidr);
+        if !net(at) && !net(bt) {
+            return None;
+        }
+        Some((|| {
+            let address = |p: &mut Self, x: &Expr, t: DataType| -> Result<(Expr, DataType)> {
+                p.coerce(x.clone(), t, DataType::Inet)
+            };
+            let integer = |p: &mut Self, x: &Expr, t: DataType| -> Result<(Expr, DataType)> {
+                p.coerce(x.clone(), t, DataType::Int8)
+            };
+            let (func, args, ty) = match op {
+                "<<" | "<<=" | ">>" | ">>=" | "&&" | "&" | "|" => {
+                    let (x, xt) = address(self, a, at)?;
+                    let (y, yt) = address(self, b, bt)?;
+                    // (An untyped NULL stays untyped: the result is NULL.)
+                    let fits = |t: DataType| net(t) || t == DataType::Unknown;
+                    if !fits(xt) || !fits(yt) {
+                        return Err(no_operator(at, op, bt));
+                    }
+                    let (func, ty) = match op {
+                        "<<" => (NetFunc::Within(true), DataType::Bool),
+                        "<<=" => (NetFunc::Within(false), DataType::Bool),
+                        ">>" => (NetFunc::Contains(true), DataType::Bool),
+                        ">>=" => (NetFunc::Contains(false), DataType::Bool),
+                        "&&" => (NetFunc::Overlaps, DataType::Bool),
+                        "&" => (NetFunc::And, DataType::Inet),
+                        _ => (NetFunc::Or, DataType::Inet),
+                    };
+                    (func, vec![x, y], ty)
+                }
+                "+" if net(at) => {
+                    let (y, yt) = integer(self, b, bt)?;
+                    if !yt.is_integer() {
+                        return Err(no_operator(at, op, bt));
+                    }
+                    (NetFunc::Add(true), vec![a.clone(), y], DataType::Inet)
+                }
+                "+" => {
+                    let (x, xt) = integer(self, a, at)?;
+                    if !xt.is_integer() {
+                        return Err(no_operator(at, op, bt));
+                    }
+                    (NetFunc::Add(true), vec![b.clone(), x], DataType::Inet)
+                }
+                "-" if net(at) && (net(bt) || bt == DataType::Unknown) => {
+                    let (y, _) = address(self, b, bt)?;
+                    (NetFunc::Difference, vec![a.clone(), y], DataType::Int8)
+                }
+                "-" if net(at) && bt.is_integer() => {
+                    (NetFunc::Add(false), vec![a.clone(), b.clone()], DataType::Inet)
+                }
+                _ => return Err(no_operator(at, op, bt)),
+            };
+            let e = Expr::Func(Func::Net(func), args);
+            // Constant operands: evaluated now, as PostgreSQL folds them.
+            let e = match &e {
+                Expr::Func(_, args) if args.iter().all(|x| matches!(x, Expr::Const(_))) => {
+                    Expr::Const(e.eval(&[], &Ctx::new(&[], self.env))?)
+                }
+                _ => e,
+            };
+            Ok((e, ty))
+        })())
+    }
+
     /// `x` (a date or timestamp) as a timestamp with time zone in the session's zone.
     fn to_timestamptz(&self, x: Expr) -> Result<Expr> {
         Ok(match x {

@@ -840,6 +840,7 @@ impl<'a> Planner<'a> {
                 Arg::Interval => DataType::Interval(None),
                 Arg::Bytea => DataType::Bytea,
                 Arg::Uuid => DataType::Uuid,
+                Arg::Inet => DataType::Inet,
                 Arg::Any => DataType::Unknown,
             };
             // Arguments of a date/time type must be of it or convert to it implicitly.
@@ -849,6 +850,7 @@ impl<'a> Planner<'a> {
                 }
                 DataType::Interval(_) => matches!(t, DataType::Interval(_)),
                 DataType::Bytea | DataType::Uuid => t == want,
+                DataType::Inet => matches!(t, DataType::Inet | DataType::Cidr),
                 _ => true,
             };
             if !converts && t != DataType::Unknown {

@@ -510,6 +510,8 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
             "name" => DataType::Name,
             "char" => DataType::PgChar,
             "oid" => DataType::Oid,
+            "inet" => DataType::Inet,
+            "cidr" => DataType::Cidr,
             "xid" => DataType::Int8,
             "int2vector" => DataType::Int2Vector,
             "oidvector" => DataType::OidVector,

@@ -597,6 +597,7 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
             }
         },
         Func::Json(f, jsonb) => crate::json::call(f, jsonb, &args)?,
+        Func::Net(f) => crate::inet::call(f, &args)?,
         Func::JsonObjectAgg(key, value, jsonb) => match arg(0) {
             Value::Array(pairs) => {
                 crate::json::object_aggregate(&pairs, key, value, jsonb, ctx.env.style())?

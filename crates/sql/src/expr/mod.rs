@@ -450,6 +450,41 @@ pub enum Func {
     /// A json (`false`) or jsonb (`true`) operator or function; the document is the first
     /// argument.
     Json(JsonFunc, bool),
+    /// The inet and cidr operators and functions (see [`crate::inet`]).
+    Net(NetFunc),
+}
+
+/// The network address operators and functions (see [`crate::inet::call`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetFunc {
+    /// `a << b` (true) / `a <<= b`: `a` is within `b`.
+    Within(bool),
+    /// `a >> b` (true) / `a >>= b`: `a` contains `b`.
+    Contains(bool),
+    /// `a && b`
+    Overlaps,
+    /// `inet + bigint`, `bigint + inet` (the address first), `inet - bigint`
+    Add(bool),
+    /// `inet - inet`
+    Difference,
+    /// `inet & inet`
+    And,
+    /// `inet | inet`
+    Or,
+    /// `~inet`
+    Not,
+    Host,
+    Text,
+    Abbrev,
+    Masklen,
+    SetMasklen,
+    Network,
+    Broadcast,
+    Netmask,
+    Hostmask,
+    Family,
+    SameFamily,
+    Merge,
 }
 
 /// The json and jsonb operators and functions (see [`crate::json`]).

@@ -860,6 +860,8 @@ impl SystemTables for System<'_> {
                     DataType::TimestampTz(None),
                     DataType::Numeric(None),
                     DataType::Uuid,
+                    DataType::Inet,
+                    DataType::Cidr,
                     DataType::Time(None),
                     DataType::Interval(None),
                     DataType::Json,
@@ -898,6 +900,7 @@ impl SystemTables for System<'_> {
                         | DataType::Time(_) => "D",
                         DataType::Interval(_) => "T",
                         DataType::Json | DataType::Jsonb => "U",
+                        DataType::Inet | DataType::Cidr => "I",
                         t if t.is_numeric() => "N",
                         _ if collatable => "S",
                         _ => "U",
@@ -922,6 +925,8 @@ impl SystemTables for System<'_> {
                             | DataType::TimestampTz(_)
                             | DataType::Interval(_)
                             | DataType::Uuid
+                            | DataType::Inet
+                            | DataType::Cidr
                             | DataType::Json
                             | DataType::Enum(_)
                             | DataType::Numeric(_) => "_",
@@ -1615,7 +1620,7 @@ fn alignment(t: DataType) -> &'static str {
 /// numeric main, the others extended.
 fn storage(ty: DataType) -> &'static str {
     match ty {
-        DataType::Numeric(_) => "m",
+        DataType::Numeric(_) | DataType::Inet | DataType::Cidr => "m",
         t if t.size() > 0 => "p",
         _ => "x",
     }

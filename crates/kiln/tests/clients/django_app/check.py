@@ -48,7 +48,7 @@ columns = [r[0] for r in sql(
 )]
 assert "title" not in columns and {"name", "stock", "value"} <= set(columns), columns
 applied = sql("SELECT count(*) FROM django_migrations WHERE app = 'shop'")[0][0]
-assert applied == 6, applied
+assert applied == 7, applied
 
 # DurationField is an interval: stored, compared, summed and added to a timestamp.
 garden = Category.objects.create(name="tools")
@@ -75,6 +75,13 @@ assert list(Product.objects.filter(attrs__contains={"tags": ["steel"]}).values_l
 assert list(Product.objects.filter(attrs__has_key="dims").values_list("name", flat=True)) == ["rake"]
 assert list(Product.objects.filter(attrs__dims__w=2).values_list("name", flat=True)) == ["rake"]
 assert list(Product.objects.filter(attrs__color__icontains="EE").values_list("name", flat=True)) == ["hoe"]
+# A GenericIPAddressField (inet): IPv4 and IPv6 addresses stored, found and ordered.
+Product.objects.filter(name="rake").update(origin="192.168.1.20")
+Product.objects.filter(name="hoe").update(origin="2001:db8::1")
+assert Product.objects.get(origin="192.168.1.20").name == "rake"
+assert Product.objects.get(name="hoe").origin == "2001:db8::1"
+assert list(Product.objects.filter(origin__isnull=False).order_by("origin").values_list("name", flat=True)) == ["rake", "hoe"]
+assert list(Product.objects.filter(origin__startswith="192.").values_list("name", flat=True)) == ["rake"]
 Product.objects.filter(name="hoe").update(attrs={"color": "blue"})
 assert Product.objects.get(name="hoe").attrs == {"color": "blue"}
 Product.objects.filter(category=garden).delete()

@@ -25,6 +25,8 @@ class Product(models.Model):
         output_field=models.DecimalField(max_digits=14, decimal_places=2),
         db_persist=True,
     )
+    # 0007: an inet column (GenericIPAddressField).
+    origin = models.GenericIPAddressField(null=True, blank=True)
 
     class Meta:
         constraints = [models.CheckConstraint(condition=models.Q(price__gte=0), name="price_not_negative")]
