@@ -19,7 +19,7 @@ use crate::bind::*;
 use crate::error::{code, Result, SqlError};
 use crate::expr::Ctx;
 use crate::locks::HeldLocks;
-use crate::parse::{parse_statement, utility, CommitHint, Utility};
+use crate::parse::{parse_statement, utility, CommitHint, ReindexKind, Utility};
 use crate::pg::activity::{Activity, Wait};
 use crate::types::{now_micros, DataType, Value};
 
@@ -1009,6 +1009,27 @@ impl Session {
                     }
                     _ => unreachable!("matched above"),
                 }
+            }
+            Utility::Reindex(r) => {
+                // Whole schemas and databases, and CONCURRENTLY, only outside a block, as in
+                // PostgreSQL.
+                let whole = !matches!(r.kind, ReindexKind::Index | ReindexKind::Table);
+                let in_block = self.do_depth > 0 || self.txn.as_ref().is_some_and(|t| t.explicit);
+                if in_block && (whole || r.concurrently) {
+                    let what =
+                        if r.concurrently { "REINDEX CONCURRENTLY" } else { r.kind.keyword() };
+                    let what =
+                        if r.concurrently { what.to_string() } else { format!("REINDEX {what}") };
+                    let place = if self.do_depth > 0 {
+                        "be executed from a function"
+                    } else {
+                        "run inside a transaction block"
+                    };
+                    return Err(SqlError::new(code::ACTIVE_TXN, format!("{what} cannot {place}")));
+                }
+                let ts = self.txn.as_mut().expect("a transaction is open");
+                let mut w = session_writer!(self, ts, None);
+                w.reindex(&r, &self.database)
             }
             Utility::Vacuum(_) | Utility::SetConstraints(..) | Utility::Move(..) => {
                 Err(SqlError::unsupported("VACUUM, SET CONSTRAINTS and MOVE in a DO block"))

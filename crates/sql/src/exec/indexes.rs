@@ -235,6 +235,107 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// REINDEX: each index named (an index, a table's, a schema's or the database's) emptied
+    /// and built again from its table's rows — a unique index over rows that repeat a key
+    /// fails with 23505, as in PostgreSQL. A primary key is its table's own order, and the
+    /// system catalogs are computed, so neither has anything to rebuild.
+    pub(crate) fn reindex(&mut self, r: &crate::parse::Reindex, database: &str) -> Result<Output> {
+        use crate::parse::ReindexKind as K;
+        let tables: Vec<(Arc<Table>, Option<String>)> = match (r.kind, &r.name) {
+            (K::Index, Some(name)) => {
+                let name = object_name(name)?;
+                let owner = match self.db.catalog.index_table(&mut self.ts.txn, database, &name)? {
+                    Some(t) => {
+                        Some(self.db.catalog.table_or_err(&mut self.ts.txn, database, &t)?)
+                    }
+                    None => None,
+                };
+                match owner {
+                    Some(t) => {
+                        let index = unqualified(&name).to_string();
+                        vec![(t, Some(index))]
+                    }
+                    None if self.db.catalog.table(&mut self.ts.txn, database, &name)?.is_some() => {
+                        return Err(SqlError::new(
+                            code::WRONG_OBJECT_TYPE,
+                            format!("\"{}\" is not an index", unqualified(&name)),
+                        ))
+                    }
+                    None => {
+                        // A primary key of a table written before key names were relation
+                        // names, or no such relation.
+                        let tables = self.db.catalog.tables(&mut self.ts.txn, database)?;
+                        if tables.iter().any(|t| {
+                            !t.primary_key.is_empty() && beside(&t.name, &t.pkey_name()) == name
+                        }) {
+                            vec![]
+                        } else {
+                            return Err(SqlError::new(
+                                code::UNDEFINED_TABLE,
+                                format!("relation \"{name}\" does not exist"),
+                            ));
+                        }
+                    }
+                }
+            }
+            (K::Table, Some(name)) => {
+                let name = object_name(name)?;
+                vec![(self.db.catalog.table_or_err(&mut self.ts.txn, database, &name)?, None)]
+            }
+            (K::Schema, Some(name)) => {
+                let schema = name_as_written(name)?;
+                let builtin = crate::exec::schema::SCHEMAS.contains(&schema.as_str());
+                if !builtin
+                    && self.db.catalog.schema(&mut self.ts.txn, database, &schema)?.is_none()
+                {
+                    return Err(crate::exec::schema::undefined_schema(&schema));
+                }
+                self.db
+                    .catalog
+                    .tables(&mut self.ts.txn, database)?
+                    .into_iter()
+                    .filter(|t| crate::catalog::schema_of(&t.name) == schema)
+                    .map(|t| (t, None))
+                    .collect()
+            }
+            (K::Database | K::System, name) => {
+                if let Some(name) = name {
+                    let name = name_as_written(name)?;
+                    if name != database {
+                        return Err(SqlError::unsupported(
+                            "reindexing a database other than the one connected to",
+                        )
+                        .hint(format!("Connect to \"{name}\" and run REINDEX there.")));
+                    }
+                }
+                if r.kind == K::System {
+                    vec![]
+                } else {
+                    self.db
+                        .catalog
+                        .tables(&mut self.ts.txn, database)?
+                        .into_iter()
+                        .map(|t| (t, None))
+                        .collect()
+                }
+            }
+            (_, None) => {
+                return Err(SqlError::syntax("REINDEX needs the name of what it rebuilds"))
+            }
+        };
+        for (table, only) in tables {
+            for index in &table.indexes {
+                if only.as_ref().is_some_and(|n| *n != index.name) {
+                    continue;
+                }
+                self.interrupted()?;
+                self.ts.txn.clear(&index.keyspace())?;
+                self.build_index(&table, index)?;
+            }
+        }
+        Ok(Output::Command("REINDEX".into()))
+    }
+
     /// ALTER INDEX name RENAME TO new. The index of a primary key or a unique constraint
     /// renames the constraint with it, as in PostgreSQL.
     pub(crate) fn rename_index(

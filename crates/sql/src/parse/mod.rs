@@ -275,6 +275,131 @@ pub enum Utility {
     /// `CREATE [OR REPLACE] PROCEDURE name(args) LANGUAGE … AS …`, read as the function it
     /// would be (sqlparser reads another dialect's procedures).
     CreateProcedure(Box<ast::CreateFunction>),
+    /// `REINDEX [(options)] {INDEX | TABLE | SCHEMA | DATABASE | SYSTEM} [CONCURRENTLY] [name]`.
+    Reindex(Box<Reindex>),
+}
+
+/// What REINDEX rebuilds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReindexKind {
+    Index,
+    Table,
+    Schema,
+    Database,
+    System,
+}
+
+/// A parsed REINDEX.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reindex {
+    pub kind: ReindexKind,
+    /// The object (optional for DATABASE and SYSTEM: the current database).
+    pub name: Option<ast::ObjectName>,
+    pub concurrently: bool,
+}
+
+impl ReindexKind {
+    /// Its keyword, as errors name it.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            ReindexKind::Index => "INDEX",
+            ReindexKind::Table => "TABLE",
+            ReindexKind::Schema => "SCHEMA",
+            ReindexKind::Database => "DATABASE",
+            ReindexKind::System => "SYSTEM",
+        }
+    }
+}
+
+/// `REINDEX …`, read from its tokens.
+fn reindex(sql: &str) -> Result<Option<Utility>> {
+    if !sql.trim_start().get(..7).is_some_and(|w| w.eq_ignore_ascii_case("reindex")) {
+        return Ok(None);
+    }
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
+        .tokenize()
+        .map_err(|e| SqlError::syntax(e.to_string()))?;
+    let sig: Vec<&Token> =
+        tokens.iter().filter(|t| !matches!(t, Token::Whitespace(_) | Token::SemiColon)).collect();
+    let is = |t: Option<&&Token>, w: &str| matches!(t, Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    if !is(sig.first(), "reindex") {
+        return Ok(None);
+    }
+    let bad = || {
+        SqlError::syntax(
+            "REINDEX takes [(options)] INDEX, TABLE, SCHEMA, DATABASE or SYSTEM, [CONCURRENTLY] and a name",
+        )
+    };
+    let mut n = 1;
+    let mut concurrently = false;
+    // (CONCURRENTLY [bool], VERBOSE [bool], TABLESPACE name)
+    if matches!(sig.get(n), Some(Token::LParen)) {
+        n += 1;
+        loop {
+            match sig.get(n) {
+                Some(Token::RParen) => {
+                    n += 1;
+                    break;
+                }
+                Some(Token::Comma) => n += 1,
+                Some(Token::Word(w)) if w.value.eq_ignore_ascii_case("concurrently") => {
+                    concurrently = !is(sig.get(n + 1), "false") && !is(sig.get(n + 1), "off");
+                    n += 1;
+                }
+                Some(Token::Word(w)) if w.value.eq_ignore_ascii_case("verbose") => n += 1,
+                Some(Token::Word(w)) if w.value.eq_ignore_ascii_case("tablespace") => {
+                    return Err(SqlError::unsupported(
+                        "REINDEX (TABLESPACE …) (Kiln has no tablespaces)",
+                    ))
+                }
+                Some(Token::Word(w))
+                    if ["true", "false", "on", "off"]
+                        .iter()
+                        .any(|b| w.value.eq_ignore_ascii_case(b)) =>
+                {
+                    n += 1
+                }
+                Some(Token::Number(..)) => n += 1,
+                Some(Token::Word(w)) => {
+                    return Err(SqlError::syntax(format!(
+                        "unrecognized REINDEX option \"{}\"",
+                        w.value.to_lowercase()
+                    )))
+                }
+                _ => return Err(bad()),
+            }
+        }
+    }
+    let kind = match sig.get(n) {
+        t if is(t, "index") => ReindexKind::Index,
+        t if is(t, "table") => ReindexKind::Table,
+        t if is(t, "schema") => ReindexKind::Schema,
+        t if is(t, "database") => ReindexKind::Database,
+        t if is(t, "system") => ReindexKind::System,
+        _ => return Err(bad()),
+    };
+    n += 1;
+    if is(sig.get(n), "concurrently") {
+        concurrently = true;
+        n += 1;
+    }
+    let rest: String = sig[n..].iter().map(|t| t.to_string()).collect::<Vec<_>>().join("");
+    let name = if rest.trim().is_empty() {
+        if matches!(kind, ReindexKind::Index | ReindexKind::Table | ReindexKind::Schema) {
+            return Err(bad());
+        }
+        None
+    } else {
+        let mut parser = Parser::new(&PostgreSqlDialect {})
+            .try_with_sql(&rest)
+            .map_err(|e| syntax_error(&rest, e))?;
+        let name = parser.parse_object_name(false).map_err(|e| syntax_error(&rest, e))?;
+        if parser.peek_token().token != Token::EOF {
+            return Err(bad());
+        }
+        Some(name)
+    };
+    Ok(Some(Utility::Reindex(Box::new(Reindex { kind, name, concurrently }))))
 }
 
 impl Utility {
@@ -289,6 +414,7 @@ impl Utility {
                 | Utility::CreateTrigger(_)
                 | Utility::AlterView(_)
                 | Utility::CreateProcedure(_)
+                | Utility::Reindex(_)
         )
     }
 }
@@ -363,6 +489,9 @@ pub fn utility(sql: &str) -> Result<Option<Utility>> {
     }
     if let Some(alter) = sequence::alter_sequence(sql)? {
         return Ok(Some(Utility::AlterSequence(Box::new(alter))));
+    }
+    if let Some(r) = reindex(sql)? {
+        return Ok(Some(r));
     }
     if let Some(create) = create_procedure(sql)? {
         return Ok(Some(Utility::CreateProcedure(Box::new(create))));
