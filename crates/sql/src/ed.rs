@@ -568,6 +568,19 @@ impl Env for SessionEnv<'_> {
                     None => Value::Null,
                 }
             }
+            Func::TxidCurrent => {
+                if let Some(id) = self.sequence_values.lock().transaction_id {
+                    return Ok(Value::Int(id));
+                }
+                let wait = |c| acknowledge(self.db, self.activity, c).map(|_| ());
+                self.activity.set_wait(Some(Wait::Durability));
+                let next =
+                    self.db.sequences.next(engine, &crate::sequence::transaction_ids(), &wait);
+                self.activity.set_wait(None);
+                let id = next?;
+                self.sequence_values.lock().transaction_id = Some(id);
+                Value::Int(id)
+            }
             Func::LastVal => match self.sequence_values.lock().last {
                 Some(v) => Value::Int(v),
                 None => {

@@ -171,6 +171,34 @@ pub struct SessionValues {
     pub values: HashMap<u64, i64>,
     /// The last value of any sequence.
     pub last: Option<i64>,
+    /// The open transaction's id, once `txid_current()` gave it one (cleared when a
+    /// transaction begins).
+    pub transaction_id: Option<i64>,
+}
+
+/// The key of the record [`transaction_ids`] draws from (a user sequence's key is drawn at
+/// random among 2^64).
+const TRANSACTION_IDS_KEY: u64 = u64::from_be_bytes(*b"kiln/xid");
+
+/// The server's transaction-id counter: `txid_current()` takes the next value the first
+/// time a transaction asks, from durable blocks like any sequence's, so an id is never
+/// given to two transactions — across restarts and losses too.
+pub fn transaction_ids() -> Sequence {
+    Sequence {
+        id: 0,
+        key: TRANSACTION_IDS_KEY,
+        database: String::new(),
+        name: "transaction ids".into(),
+        ty: DataType::Int8,
+        start: 1,
+        increment: 1,
+        min: 1,
+        max: i64::MAX,
+        cache: BLOCK_MIN,
+        cycle: false,
+        owned_by: None,
+        comment: None,
+    }
 }
 
 impl SessionValues {

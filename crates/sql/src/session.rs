@@ -662,6 +662,7 @@ impl Session {
             if read_only { "on" } else { "off" }.to_string(),
         );
         self.activity.set_transaction(true);
+        self.sequence_values.get_mut().transaction_id = None;
         self.txn = Some(TxnState {
             txn,
             explicit,

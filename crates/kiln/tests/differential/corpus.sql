@@ -3966,3 +3966,4 @@ SELECT count(*) FROM rx WHERE w = 'w5';
 SELECT count(*) FROM rx WHERE lower(w) = 'w50' AND v > 2;
 DO $$ BEGIN REINDEX TABLE rx; END $$;
 DO $$ BEGIN REINDEX SCHEMA public; END $$;
+SELECT txid_current() > 0, txid_current() = txid_current(), pg_current_xact_id()::text = txid_current()::text;

@@ -315,6 +315,8 @@ pub enum Func {
     CurrentUser,
     /// pg_backend_pid()
     BackendPid,
+    /// txid_current() / pg_current_xact_id(): the transaction's id, given on first use.
+    TxidCurrent,
     /// kiln_sync(): waits until every transaction this session committed is durable
     KilnSync,
     /// kiln_persist(): flushes the log now; returns the durable position
