@@ -209,6 +209,7 @@ pub(crate) async fn serve(
     watch: Option<Arc<std::net::TcpStream>>,
 ) {
     let peer = tcp.peer_addr().ok();
+    let local = tcp.local_addr().ok();
     let Ok(Some(mut socket)) = negotiate_tls::<()>(tcp, shared.tls.clone()).await else {
         return;
     };
@@ -291,6 +292,9 @@ pub(crate) async fn serve(
             return;
         }
     };
+    if let (Some(peer), Some(local)) = (peer, local) {
+        session.set_addresses(peer, local);
+    }
     // Startup parameters and `options` (-c name=value).
     for (k, v) in &meta {
         let result = match k.as_str() {

@@ -568,6 +568,17 @@ impl Env for SessionEnv<'_> {
                     None => Value::Null,
                 }
             }
+            Func::InetEnd(server, address) => match self.activity.addresses() {
+                Some((client, local)) => {
+                    let end = if server { local } else { client };
+                    if address {
+                        Value::Inet(crate::inet::Inet::from(end.ip()))
+                    } else {
+                        Value::Int(end.port().into())
+                    }
+                }
+                None => Value::Null,
+            },
             Func::TxidCurrent => {
                 if let Some(id) = self.sequence_values.lock().transaction_id {
                     return Ok(Value::Int(id));

@@ -443,6 +443,27 @@ pub fn call(f: crate::expr::NetFunc, args: &[Value]) -> Result<Value> {
     })
 }
 
+impl From<std::net::IpAddr> for Inet {
+    /// A host address (the whole address as its mask); an IPv4-mapped IPv6 address (a
+    /// dual-stack socket's view of an IPv4 client) as the IPv4 address it maps.
+    fn from(ip: std::net::IpAddr) -> Inet {
+        let ip = match ip {
+            std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4),
+            v4 => v4,
+        };
+        let mut addr = [0u8; 16];
+        match ip {
+            std::net::IpAddr::V4(v4) => {
+                addr[..4].copy_from_slice(&v4.octets());
+                Inet { v6: false, bits: 32, addr, cidr: false }
+            }
+            std::net::IpAddr::V6(v6) => {
+                Inet { v6: true, bits: 128, addr: v6.octets(), cidr: false }
+            }
+        }
+    }
+}
+
 fn out_of_range() -> SqlError {
     SqlError::new(code::NUMERIC_OUT_OF_RANGE, "result is out of range")
 }

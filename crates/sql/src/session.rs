@@ -354,6 +354,12 @@ impl Drop for Session {
 }
 
 impl Session {
+    /// The connection's addresses, the client's and the server's end, as `inet_client_addr()`,
+    /// `inet_server_addr()` and `pg_stat_activity` show them.
+    pub fn set_addresses(&self, client: std::net::SocketAddr, server: std::net::SocketAddr) {
+        self.activity.set_addresses(client, server);
+    }
+
     /// The flag that stops the running statement (cancel requests, statement_timeout).
     pub fn interrupt_handle(&self) -> Arc<AtomicBool> {
         self.interrupt.clone()

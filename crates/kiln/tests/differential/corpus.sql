@@ -3967,3 +3967,6 @@ SELECT count(*) FROM rx WHERE lower(w) = 'w50' AND v > 2;
 DO $$ BEGIN REINDEX TABLE rx; END $$;
 DO $$ BEGIN REINDEX SCHEMA public; END $$;
 SELECT txid_current() > 0, txid_current() = txid_current(), pg_current_xact_id()::text = txid_current()::text;
+SELECT inet_client_addr(), inet_server_addr(), inet_client_port() > 0, inet_server_port() > 0, pg_typeof(inet_client_addr());
+SELECT client_addr, client_port > 0 FROM pg_stat_activity WHERE pid = pg_backend_pid();
+SELECT inet_client_addr() << '127.0.0.0/8';

@@ -338,6 +338,7 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         Func::CurrentUser => Value::Text(ctx.env.user()),
         Func::BackendPid => Value::Int(ctx.env.backend_pid() as i64),
         Func::StartTime
+        | Func::InetEnd(..)
         | Func::TxidCurrent
         | Func::KilnSync
         | Func::KilnPersist

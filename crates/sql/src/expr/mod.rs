@@ -317,6 +317,9 @@ pub enum Func {
     BackendPid,
     /// txid_current() / pg_current_xact_id(): the transaction's id, given on first use.
     TxidCurrent,
+    /// inet_client_addr(), inet_client_port() (false), inet_server_addr(),
+    /// inet_server_port() (true): the connection's ends; `true` for the address.
+    InetEnd(bool, bool),
     /// kiln_sync(): waits until every transaction this session committed is durable
     KilnSync,
     /// kiln_persist(): flushes the log now; returns the durable position

@@ -8,6 +8,7 @@
 //! for durability; other sessions only read it, and set the two flags.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -44,6 +45,8 @@ impl Wait {
 pub struct Snapshot {
     /// Backend process id (the cancel key's pid).
     pub pid: i32,
+    /// The client's address (a TCP connection's).
+    pub client: Option<SocketAddr>,
     /// Who holds its locks in the lock table.
     pub lock_owner: u64,
     /// User name.
@@ -93,6 +96,8 @@ pub struct Activity {
     /// Wakes the session's connection while it is idle.
     waker: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
     state: Mutex<State>,
+    /// The client's and the server's address of a TCP connection, once known.
+    addresses: std::sync::OnceLock<(SocketAddr, SocketAddr)>,
 }
 
 /// The longest statement text kept for `pg_stat_activity` (PostgreSQL's
@@ -176,6 +181,17 @@ impl Activity {
         self.state.lock().wait = wait;
     }
 
+    /// The connection's addresses: the client's and the server's end (a TCP connection's;
+    /// a session without them shows NULL, as one over a Unix socket does in PostgreSQL).
+    pub fn set_addresses(&self, client: SocketAddr, server: SocketAddr) {
+        let _ = self.addresses.set((client, server));
+    }
+
+    /// The client's and the server's address, when the session has them.
+    pub fn addresses(&self) -> Option<(SocketAddr, SocketAddr)> {
+        self.addresses.get().copied()
+    }
+
     /// `application_name` changed.
     pub fn set_application_name(&self, name: &str) {
         self.state.lock().application_name = name.to_string();
@@ -196,6 +212,7 @@ impl Activity {
             state: s.state,
             wait: s.wait.map(Wait::columns),
             query: s.query.clone(),
+            client: self.addresses().map(|(client, _)| client),
         }
     }
 
@@ -232,6 +249,7 @@ impl Activities {
             interrupt: Arc::new(AtomicBool::new(false)),
             terminate: AtomicBool::new(false),
             waker: Mutex::new(None),
+            addresses: std::sync::OnceLock::new(),
             state: Mutex::new(State {
                 application_name: String::new(),
                 xact_start: None,

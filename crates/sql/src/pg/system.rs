@@ -262,9 +262,11 @@ impl SystemTables for System<'_> {
                                 Value::Int(10),
                                 text(&a.user),
                                 text(&a.application_name),
+                                a.client.map_or(Value::Null, |c| {
+                                    Value::Inet(crate::inet::Inet::from(c.ip()))
+                                }),
                                 Value::Null,
-                                Value::Null,
-                                Value::Null,
+                                a.client.map_or(Value::Null, |c| Value::Int(c.port().into())),
                                 Value::TimestampTz(a.backend_start),
                                 ts(a.xact_start),
                                 ts(a.query_start),
