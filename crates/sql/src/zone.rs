@@ -127,6 +127,19 @@ impl Zone {
         }
     }
 
+    /// Whether daylight-saving time is in force at the instant `utc` (never in a fixed
+    /// offset).
+    pub fn dst_at(self, utc: i64) -> bool {
+        match self {
+            Zone::Fixed(_) => false,
+            Zone::Named(tz) => {
+                let Some(t) = DateTime::from_timestamp_micros(utc) else { return false };
+                let offset = tz.offset_from_utc_datetime(&t.naive_utc());
+                chrono_tz::OffsetComponents::dst_offset(&offset).num_seconds() != 0
+            }
+        }
+    }
+
     /// The instant of local wall-clock time `local` in this zone. The infinities stay
     /// infinite.
     pub fn from_local(self, local: i64) -> i64 {
@@ -138,6 +151,11 @@ impl Zone {
 }
 
 /// An offset as PostgreSQL writes it after a time: `+HH`, `+HH:MM` or `+HH:MM:SS`.
+/// Every zone of the tz database, by name (`pg_timezone_names`).
+pub fn named_zones() -> impl Iterator<Item = (&'static str, Zone)> {
+    chrono_tz::TZ_VARIANTS.iter().map(|tz| (tz.name(), Zone::Named(*tz)))
+}
+
 pub fn format_offset(secs: i32) -> String {
     let sign = if secs < 0 { '-' } else { '+' };
     let a = secs.unsigned_abs();

@@ -3970,3 +3970,5 @@ SELECT txid_current() > 0, txid_current() = txid_current(), pg_current_xact_id()
 SELECT inet_client_addr(), inet_server_addr(), inet_client_port() > 0, inet_server_port() > 0, pg_typeof(inet_client_addr());
 SELECT client_addr, client_port > 0 FROM pg_stat_activity WHERE pid = pg_backend_pid();
 SELECT inet_client_addr() << '127.0.0.0/8';
+SELECT name, abbrev, utc_offset, is_dst FROM pg_timezone_names WHERE name IN ('Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'UTC', 'Asia/Kathmandu') ORDER BY name;
+SELECT count(*) > 400, count(DISTINCT name) = count(*) FROM pg_timezone_names;

@@ -1267,6 +1267,34 @@ impl SystemTables for System<'_> {
                     .collect();
                 Some((columns, rows))
             }
+            // The tz database's zones as they are now: name, abbreviation, offset from UTC
+            // and whether daylight-saving time is in force (Kiln's tz database is built in).
+            "pg_timezone_names" => {
+                let now = crate::types::now_micros();
+                let rows = crate::zone::named_zones()
+                    .map(|(name, zone)| {
+                        let offset = zone.offset_at(now) as i64 * 1_000_000;
+                        vec![
+                            text(name),
+                            text(&zone.abbreviation_at(now)),
+                            Value::Interval(crate::interval::Interval {
+                                micros: offset,
+                                ..Default::default()
+                            }),
+                            Value::Bool(zone.dst_at(now)),
+                        ]
+                    })
+                    .collect();
+                Some((
+                    cols(&[
+                        ("name", T),
+                        ("abbrev", T),
+                        ("utc_offset", DataType::Interval(None)),
+                        ("is_dst", B),
+                    ]),
+                    rows,
+                ))
+            }
             // Per-table activity statistics: the tables, their counters NULL (Kiln counts
             // no scans, tuples or vacuums). Monitoring tools and admin consoles list it.
             "pg_stat_all_tables" | "pg_stat_user_tables" => {
