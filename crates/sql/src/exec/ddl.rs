@@ -767,6 +767,12 @@ impl Writer<'_> {
                 ast::AlterTableOperation::AddConstraint { constraint, not_valid } => {
                     self.add_constraint(&mut t, constraint, *not_valid, env)?;
                 }
+                ast::AlterTableOperation::ValidateConstraint { name } => {
+                    self.validate_constraint(&t, &ident(name), env)?;
+                }
+                ast::AlterTableOperation::RenameConstraint { old_name, new_name } => {
+                    self.rename_constraint(&mut t, &ident(old_name), &ident(new_name))?;
+                }
                 ast::AlterTableOperation::DropConstraint { if_exists, name, drop_behavior } => {
                     let cascade = matches!(drop_behavior, Some(ast::DropBehavior::Cascade));
                     self.drop_constraint(&mut t, &ident(name), *if_exists, cascade)?;
@@ -819,6 +825,129 @@ impl Writer<'_> {
         Ok(Output::Command("ALTER TABLE".into()))
     }
 
+    /// 23503 unless every row of `t` references an existing row through foreign key `name`.
+    fn validate_foreign_key(&mut self, t: &Table, name: &str, env: &dyn Env) -> Result<()> {
+        let mut only = t.clone();
+        only.foreign_keys.retain(|f| f.name == name);
+        let style = env.style();
+        self.each_row(&t.keyspace(), |w, _, raw| {
+            let row = decode_row(&raw, only.columns.len())?;
+            w.check_references(&only, &row, None, style)
+        })
+    }
+
+    /// 23514 unless every row of `t` satisfies CHECK constraint `name` (`bound`).
+    fn validate_check(
+        &mut self,
+        t: &Table,
+        name: &str,
+        bound: &crate::expr::Expr,
+        env: &dyn Env,
+    ) -> Result<()> {
+        let ctx = crate::expr::Ctx::new(&[], env);
+        let width = t.columns.len();
+        let tname = t.name.clone();
+        self.each_row(&t.keyspace(), |_, _, raw| {
+            let row = decode_row(&raw, width)?;
+            if bound.eval(&row, &ctx)?.as_bool()? == Some(false) {
+                return Err(SqlError::new(
+                    code::CHECK,
+                    format!("check constraint \"{name}\" of relation \"{tname}\" is violated by some row"),
+                )
+                .constraint(&tname, name));
+            }
+            Ok(())
+        })
+    }
+
+    /// `ALTER TABLE … VALIDATE CONSTRAINT name`: a foreign key or CHECK constraint (added NOT
+    /// VALID) checked against every row; 23503 / 23514 if a row breaks it, as PostgreSQL
+    /// validates. Others are 42809, an unknown name 42704.
+    fn validate_constraint(&mut self, t: &Table, name: &str, env: &dyn Env) -> Result<()> {
+        if t.foreign_keys.iter().any(|f| f.name == name) {
+            return self.validate_foreign_key(t, name, env);
+        }
+        if let Some(check) = t.checks.iter().find(|c| c.name == name) {
+            let expr = crate::parse::parse_expr(&check.expr)?;
+            let mut planner = self.definition_planner(&t.database, env);
+            let scope = crate::bind::dml::table_scope(t, crate::catalog::unqualified(&t.name));
+            let (bound, _) = planner.expr(&expr, &scope, false)?;
+            return self.validate_check(t, name, &bound, env);
+        }
+        let key = (!t.primary_key.is_empty() && t.pkey_name() == name)
+            || t.indexes.iter().any(|x| x.name == name && x.constraint);
+        if key {
+            return Err(SqlError::new(
+                code::WRONG_OBJECT_TYPE,
+                format!(
+                    "constraint \"{name}\" of relation \"{}\" is not a foreign key or check constraint",
+                    unqualified(&t.name)
+                ),
+            ));
+        }
+        Err(undefined_constraint(t, name))
+    }
+
+    /// `ALTER TABLE … RENAME CONSTRAINT old TO new`: a CHECK, foreign key, UNIQUE or primary
+    /// key constraint (a key's index is renamed with it); 42710 if the table has a
+    /// constraint of the new name, 42704 for an unknown one.
+    fn rename_constraint(&mut self, t: &mut Table, old: &str, new: &str) -> Result<()> {
+        let taken = t.checks.iter().any(|c| c.name == new)
+            || t.foreign_keys.iter().any(|f| f.name == new)
+            || t.indexes.iter().any(|x| x.name == new && x.constraint)
+            || (!t.primary_key.is_empty() && t.pkey_name() == new);
+        if taken && old != new {
+            return Err(SqlError::new(
+                code::DUPLICATE_OBJECT,
+                format!(
+                    "constraint \"{new}\" for relation \"{}\" already exists",
+                    unqualified(&t.name)
+                ),
+            ));
+        }
+        if let Some(check) = t.checks.iter_mut().find(|c| c.name == old) {
+            check.name = new.to_string();
+            return Ok(());
+        }
+        if let Some(i) = t.foreign_keys.iter().position(|f| f.name == old) {
+            t.foreign_keys[i].name = new.to_string();
+            let parent = t.foreign_keys[i].table.clone();
+            let rename = |refs: &mut Vec<crate::catalog::Reference>, child: &str| {
+                for r in refs.iter_mut() {
+                    if r.table == child && r.constraint == old {
+                        r.constraint = new.to_string();
+                    }
+                }
+            };
+            if parent == t.name {
+                let child = t.name.clone();
+                rename(&mut t.referenced_by, &child);
+            } else if let Some(p) = self.db.catalog.table(&mut self.ts.txn, &t.database, &parent)? {
+                let mut p = (*p).clone();
+                rename(&mut p.referenced_by, &t.name);
+                self.db.catalog.put_table(&mut self.ts.txn, &p)?;
+            }
+            return Ok(());
+        }
+        let is_key = t.indexes.iter().any(|x| x.name == old && x.constraint)
+            || (!t.primary_key.is_empty() && t.pkey_name() == old);
+        if is_key {
+            // The key's index takes the new name too: a relation name in the schema.
+            if old != new {
+                self.relation_taken(&t.database, &crate::catalog::beside(&t.name, new), false)?;
+            }
+            match t.indexes.iter_mut().find(|x| x.name == old && x.constraint) {
+                Some(index) => index.name = new.to_string(),
+                None => t.primary_key_name = Some(new.to_string()),
+            }
+            return Ok(());
+        }
+        Err(SqlError::new(
+            code::UNDEFINED_OBJECT,
+            format!("constraint \"{old}\" for table \"{}\" does not exist", unqualified(&t.name)),
+        ))
+    }
+
     /// `ALTER TABLE … ADD CONSTRAINT`: FOREIGN KEY, CHECK or UNIQUE, checked against the
     /// rows already there (unless NOT VALID, for the first two).
     pub(crate) fn add_constraint(
@@ -845,34 +974,15 @@ impl Writer<'_> {
                     self.db.catalog.put_table(&mut self.ts.txn, &parent)?;
                 }
                 if !not_valid {
-                    let checked = t.clone();
-                    let style = env.style();
-                    self.each_row(&t.keyspace(), |w, _, raw| {
-                        let row = decode_row(&raw, checked.columns.len())?;
-                        w.check_references(&checked, &row, None, style)
-                    })?;
+                    let name = t.foreign_keys.last().expect("just added").name.clone();
+                    self.validate_foreign_key(t, &name, env)?;
                 }
             }
             ast::TableConstraint::Check(ck) => {
                 let bound = self.define_check(t, ck.name.as_ref().map(ident), &ck.expr, env)?;
                 if !not_valid {
-                    let ctx = crate::expr::Ctx::new(&[], env);
                     let name = t.checks.last().expect("just added").name.clone();
-                    let width = t.columns.len();
-                    let tname = t.name.clone();
-                    self.each_row(&t.keyspace(), |_, _, raw| {
-                        let row = decode_row(&raw, width)?;
-                        if bound.eval(&row, &ctx)?.as_bool()? == Some(false) {
-                            return Err(SqlError::new(
-                                code::CHECK,
-                                format!(
-                                    "check constraint \"{name}\" of relation \"{tname}\" is violated by some row"
-                                ),
-                            )
-                            .constraint(&tname, &name));
-                        }
-                        Ok(())
-                    })?;
+                    self.validate_check(t, &name, &bound, env)?;
                 }
             }
             ast::TableConstraint::Unique(u) => {
@@ -1011,9 +1121,14 @@ impl Writer<'_> {
             );
             return Ok(());
         }
-        Err(SqlError::new(
-            code::UNDEFINED_OBJECT,
-            format!("constraint \"{name}\" of relation \"{}\" does not exist", t.name),
-        ))
+        Err(undefined_constraint(t, name))
     }
+}
+
+/// 42704 for a constraint table `t` does not have.
+fn undefined_constraint(t: &Table, name: &str) -> SqlError {
+    SqlError::new(
+        code::UNDEFINED_OBJECT,
+        format!("constraint \"{name}\" of relation \"{}\" does not exist", unqualified(&t.name)),
+    )
 }

@@ -677,6 +677,8 @@ fn parse_checked(sql: &str) -> Result<Vec<ast::Statement>> {
     let sql = without.as_deref().unwrap_or(sql);
     let defaults = merge_default_values(sql);
     let sql = defaults.as_deref().unwrap_or(sql);
+    let dropped = drop_index_concurrently(sql);
+    let sql = dropped.as_deref().unwrap_or(sql);
     let mut statements =
         Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| syntax_error(sql, e))?;
     if let (Some(mode), [ast::Statement::Insert(insert)]) = (overriding, statements.as_mut_slice())
@@ -813,6 +815,28 @@ fn create_table_as_named(sql: &str) -> Option<String> {
     let query = text(query_start..query_end);
     let rest = text(query_end..tokens.len());
     Some(format!("{head} AS SELECT * FROM ({query}) AS {CREATED_AS} {names} {rest}"))
+}
+
+/// `DROP INDEX CONCURRENTLY …` (which the SQL parser does not read) as `DROP INDEX …`:
+/// Kiln drops an index in one short transaction either way, without blocking the table's
+/// readers and writers while it waits, which is what CONCURRENTLY asks for.
+fn drop_index_concurrently(sql: &str) -> Option<String> {
+    let head = sql.trim_start().get(..4)?;
+    let says = |w: &[u8]| sql.as_bytes().windows(w.len()).any(|x| x.eq_ignore_ascii_case(w));
+    if !head.eq_ignore_ascii_case("drop") || !says(b"concurrently") {
+        return None;
+    }
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    let sig: Vec<usize> =
+        (0..tokens.len()).filter(|&i| !matches!(tokens[i], Token::Whitespace(_))).collect();
+    let word = |n: usize, w: &str| matches!(sig.get(n).map(|&i| &tokens[i]), Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    if !(word(0, "drop") && word(1, "index") && word(2, "concurrently")) {
+        return None;
+    }
+    let skip = sig[2];
+    Some(
+        tokens.iter().enumerate().filter(|(i, _)| *i != skip).map(|(_, t)| t.to_string()).collect(),
+    )
 }
 
 /// MERGE's `INSERT DEFAULT VALUES` (which the SQL parser does not read) as `INSERT VALUES
