@@ -4000,3 +4000,6 @@ create index vcn_c_n on vcn_c (n);
 drop index concurrently vcn_c_n;
 drop index concurrently if exists vcn_c_n;
 select count(*) from pg_indexes where indexname = 'vcn_c_n';
+SELECT (-1)::numeric ^ 1e20, (-1)::numeric ^ 10000000001, (-0.5)::numeric ^ 10000000001;
+SELECT (-2)::numeric ^ 1e20;
+SELECT (-9223372036854775808)::numeric ^ 1e131071::numeric;
