@@ -18,7 +18,7 @@ use crate::error::{Result, SqlError};
 pub(crate) enum Main<'s> {
     /// A query (its own `WITH` taken off).
     Query(Box<ast::Query>),
-    /// INSERT, UPDATE or DELETE.
+    /// INSERT, UPDATE, DELETE or MERGE.
     Dml(&'s ast::Statement),
 }
 
@@ -29,7 +29,10 @@ pub(crate) fn modifying_with(stmt: &ast::Statement) -> Option<(&ast::With, Main<
     let with = q.with.as_ref()?;
     with.cte_tables.iter().find(|c| modifying(&c.query).is_some())?;
     let main = match q.body.as_ref() {
-        ast::SetExpr::Insert(s) | ast::SetExpr::Update(s) | ast::SetExpr::Delete(s) => Main::Dml(s),
+        ast::SetExpr::Insert(s)
+        | ast::SetExpr::Update(s)
+        | ast::SetExpr::Delete(s)
+        | ast::SetExpr::Merge(s) => Main::Dml(s),
         _ => {
             let mut body = q.clone();
             body.with = None;

@@ -164,7 +164,12 @@ impl Session {
                 Main::Dml(S::Delete(d)) => {
                     run_dml!(delete, bound!(|p: &mut Planner| plan_delete(p, d)))
                 }
-                Main::Dml(_) => unreachable!("modifying_with gives INSERT, UPDATE or DELETE"),
+                Main::Dml(S::Merge(m)) => {
+                    run_dml!(merge, bound!(|p: &mut Planner| crate::bind::merge::plan_merge(p, m)))
+                }
+                Main::Dml(_) => {
+                    unreachable!("modifying_with gives INSERT, UPDATE, DELETE or MERGE")
+                }
             };
         }
         // The plan: the prepared statement's kept one while it is valid, else bound now
