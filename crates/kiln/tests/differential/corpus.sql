@@ -4009,3 +4009,4 @@ WITH i AS (INSERT INTO mg_cte2 VALUES (5) RETURNING id) MERGE INTO mg_cte1 t USI
 SELECT * FROM mg_cte1;
 SELECT 'ip: ' || '1.2.3.4'::inet, format('%s', '1.2.3.4'::inet), concat('1.2.3.4'::inet, '/'), to_json('1.2.3.4/24'::inet), '1.2.3.4'::inet::varchar;
 SELECT DISTINCT a FROM (VALUES ('1.2.3.4'::inet), ('1.2.3.4/32'), ('1.2.3.4/24')) t(a) ORDER BY a;
+SELECT '1.2.3.4' - '1.2.3.0'::inet, 5 + '1.2.3.4'::inet, '1.2.3.4'::inet + '5';

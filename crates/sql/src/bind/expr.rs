@@ -1054,9 +1054,12 @@ impl Planner<'_> {
                     }
                     (NetFunc::Add(true), vec![b.clone(), x], DataType::Inet)
                 }
-                "-" if net(at) && (net(bt) || bt == DataType::Unknown) => {
+                "-" if (net(at) || at == DataType::Unknown)
+                    && (net(bt) || bt == DataType::Unknown) =>
+                {
+                    let (x, _) = address(self, a, at)?;
                     let (y, _) = address(self, b, bt)?;
-                    (NetFunc::Difference, vec![a.clone(), y], DataType::Int8)
+                    (NetFunc::Difference, vec![x, y], DataType::Int8)
                 }
                 "-" if net(at) && bt.is_integer() => {
                     (NetFunc::Add(false), vec![a.clone(), b.clone()], DataType::Inet)
