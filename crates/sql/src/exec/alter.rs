@@ -299,6 +299,8 @@ impl Writer<'_> {
             col.nullable = false;
         }
         let mut constraints = Vec::new();
+        // GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY [(options)].
+        let mut identity: Option<(bool, Vec<ast::SequenceOptions>)> = None;
         let key = || ast::IndexColumn::from(def.name.clone());
         for opt in &def.options {
             let given = opt.name.clone();
@@ -342,6 +344,35 @@ impl Writer<'_> {
                     generation_expr_mode: Some(ast::GeneratedExpressionMode::Stored),
                     ..
                 } if serial.is_none() => col.generated = Some(stored_text(e)),
+                ast::ColumnOption::Generated {
+                    generated_as:
+                        generated_as @ (ast::GeneratedAs::Always | ast::GeneratedAs::ByDefault),
+                    sequence_options,
+                    generation_expr: None,
+                    ..
+                } => {
+                    if serial.is_some() || identity.is_some() {
+                        // (A serial column's sequence is its default.)
+                        let what = if serial.is_some() {
+                            "both default and identity specified"
+                        } else {
+                            "multiple identity specifications"
+                        };
+                        return Err(SqlError::syntax(format!(
+                            "{what} for column \"{name}\" of table \"{}\"",
+                            unqualified(&t.name)
+                        )));
+                    }
+                    if !matches!(ty, DataType::Int2 | DataType::Int4 | DataType::Int8) {
+                        return Err(SqlError::new(
+                            code::INVALID_PARAMETER_VALUE,
+                            "identity column type must be smallint, integer, or bigint",
+                        ));
+                    }
+                    let always = matches!(generated_as, ast::GeneratedAs::Always);
+                    identity = Some((always, sequence_options.clone().unwrap_or_default()));
+                    col.nullable = false;
+                }
                 other => {
                     return Err(SqlError::unsupported(format!(
                         "ADD COLUMN with the column option {other}"
@@ -349,9 +380,24 @@ impl Writer<'_> {
                 }
             }
         }
+        // An identity column: a sequence of its own, whose values the existing rows take in
+        // turn, as in PostgreSQL.
+        let mut next_identity = None;
+        if let Some((always, options)) = identity {
+            if col.default.is_some() {
+                return Err(SqlError::syntax(format!(
+                    "both default and identity specified for column \"{name}\" of table \"{}\"",
+                    unqualified(&t.name)
+                )));
+            }
+            let (database, table) = (t.database.clone(), t.name.clone());
+            let seq = self.create_owned_sequence(&database, &table, &name, ty, &options)?;
+            next_identity = Some(crate::exec::sequences::nextval_call(&seq));
+            col.identity = Some(crate::catalog::Identity { always, sequence: seq });
+        }
         // The value existing rows take: the default, evaluated for each row (a volatile
         // default such as gen_random_uuid() gives each its own, as in PostgreSQL).
-        let fill = match &col.default {
+        let fill = match col.default.as_ref().or(next_identity.as_ref()) {
             Some(d) => {
                 let expr = crate::parse::parse_expr(d)?;
                 Some(self.bind_default_expr(&t.database, &expr, ty, env)?)
@@ -727,11 +773,8 @@ impl Writer<'_> {
                 let ty = column.ty;
                 if !matches!(ty, DataType::Int2 | DataType::Int4 | DataType::Int8) {
                     return Err(SqlError::new(
-                        code::DATATYPE_MISMATCH,
-                        format!(
-                            "identity column type must be smallint, integer, or bigint, not {}",
-                            ty.sql_name()
-                        ),
+                        code::INVALID_PARAMETER_VALUE,
+                        "identity column type must be smallint, integer, or bigint",
                     ));
                 }
                 if column.nullable {
@@ -800,11 +843,8 @@ impl Writer<'_> {
         }
         if t.columns[p].identity.is_some() && !ty.is_integer() {
             return Err(SqlError::new(
-                code::DATATYPE_MISMATCH,
-                format!(
-                    "identity column type must be smallint, integer, or bigint, not {}",
-                    ty.sql_name()
-                ),
+                code::INVALID_PARAMETER_VALUE,
+                "identity column type must be smallint, integer, or bigint",
             ));
         }
         let convert = match using {

@@ -249,11 +249,8 @@ impl Writer<'_> {
                         }
                         if !matches!(ty, DataType::Int2 | DataType::Int4 | DataType::Int8) {
                             return Err(SqlError::new(
-                                code::DATATYPE_MISMATCH,
-                                format!(
-                                    "identity column type must be smallint, integer, or bigint, not {}",
-                                    ty.sql_name()
-                                ),
+                                code::INVALID_PARAMETER_VALUE,
+                                "identity column type must be smallint, integer, or bigint",
                             ));
                         }
                         let always = matches!(generated_as, ast::GeneratedAs::Always);
