@@ -412,6 +412,45 @@ pub(crate) fn assignment_column(table: &Table, target: &ast::AssignmentTarget) -
     }
 }
 
+/// An UPDATE's (or MERGE's) `SET col = expr, …` over the row of `scope`: each target column
+/// with its value converted to the column's type; `DEFAULT` is the column's default; a
+/// generated or GENERATED ALWAYS identity column takes only DEFAULT (428C9).
+pub(crate) fn bind_assignments(
+    planner: &mut Planner,
+    table: &Table,
+    assignments: &[ast::Assignment],
+    scope: &Scope,
+) -> Result<Vec<(usize, Expr)>> {
+    let mut sets = Vec::new();
+    for a in assignments {
+        let col = assignment_column(table, &a.target)?;
+        check_assigned_once(table, &sets, col)?;
+        let c = &table.columns[col];
+        let (e, t) = if is_default_keyword(&a.value) {
+            match column_default(planner, c)? {
+                Some(d) => (d, c.ty),
+                None => (Expr::Const(Value::Null), DataType::Unknown),
+            }
+        } else {
+            if c.generated.is_some() {
+                return Err(generated_column(
+                    c,
+                    format!("column \"{}\" can only be updated to DEFAULT", c.name),
+                ));
+            }
+            if c.identity.as_ref().is_some_and(|i| i.always) {
+                return Err(generated_always(
+                    c,
+                    format!("column \"{}\" can only be updated to DEFAULT", c.name),
+                ));
+            }
+            planner.expr(&a.value, scope, false)?
+        };
+        sets.push((col, planner.coerce(e, t, c.ty)?.0));
+    }
+    Ok(sets)
+}
+
 #[derive(Clone)]
 pub(crate) struct UpdatePlan {
     pub(crate) table: Arc<Table>,
@@ -490,35 +529,7 @@ pub(crate) fn plan_update(planner: &mut Planner, u: &ast::Update) -> Result<Upda
         }
     };
     let (table, scan, scope) = target_scan(planner, &u.table.relation, joined, &u.selection)?;
-    let mut sets = Vec::new();
-    for a in &u.assignments {
-        let col = assignment_column(&table, &a.target)?;
-        check_assigned_once(&table, &sets, col)?;
-        let (e, t) = match &a.value {
-            v if is_default_keyword(v) => match column_default(planner, &table.columns[col])? {
-                Some(d) => (d, table.columns[col].ty),
-                None => (Expr::Const(Value::Null), DataType::Unknown),
-            },
-            v => {
-                let c = &table.columns[col];
-                if c.generated.is_some() {
-                    return Err(generated_column(
-                        c,
-                        format!("column \"{}\" can only be updated to DEFAULT", c.name),
-                    ));
-                }
-                if c.identity.as_ref().is_some_and(|i| i.always) {
-                    return Err(generated_always(
-                        c,
-                        format!("column \"{}\" can only be updated to DEFAULT", c.name),
-                    ));
-                }
-                planner.expr(v, &scope, false)?
-            }
-        };
-        let (e, _) = planner.coerce(e, t, table.columns[col].ty)?;
-        sets.push((col, e));
-    }
+    let sets = bind_assignments(planner, &table, &u.assignments, &scope)?;
     let returning = plan_returning(planner, &u.returning, &scope)?;
     Ok(UpdatePlan { table, scan, sets, returning })
 }

@@ -18,7 +18,7 @@ use crate::error::{code, Result, SqlError};
 use crate::expr::Expr;
 use crate::plan::access::*;
 use crate::plan::*;
-use crate::types::{DataType, Value};
+use crate::types::DataType;
 
 /// What a WHEN clause does to its row.
 #[derive(Clone)]
@@ -184,7 +184,7 @@ pub(crate) fn plan_merge(planner: &mut Planner, m: &ast::Merge) -> Result<MergeP
                 if u.update_predicate.is_some() || u.delete_predicate.is_some() {
                     return Err(SqlError::syntax("a WHERE clause in MERGE's UPDATE"));
                 }
-                MergeAction::Update(merge_sets(planner, &table, assignments, scope)?)
+                MergeAction::Update(bind_assignments(planner, &table, assignments, scope)?)
             }
             ast::MergeAction::Insert(i) => {
                 MergeAction::Insert(merge_insert(planner, &table, i, scope, &defaults)?)
@@ -200,43 +200,6 @@ pub(crate) fn plan_merge(planner: &mut Planner, m: &ast::Merge) -> Result<MergeP
     }
     plan.width = scope.cols.len();
     Ok(MergePlan { table, scan: plan, target, matched, not_matched })
-}
-
-/// A MATCHED clause's `UPDATE SET …`, over the joined row.
-fn merge_sets(
-    planner: &mut Planner,
-    table: &Table,
-    assignments: &[ast::Assignment],
-    scope: &Scope,
-) -> Result<Vec<(usize, Expr)>> {
-    let mut sets = Vec::new();
-    for a in assignments {
-        let col = assignment_column(table, &a.target)?;
-        check_assigned_once(table, &sets, col)?;
-        let c = &table.columns[col];
-        let (e, t) = if is_default_keyword(&a.value) {
-            match column_default(planner, c)? {
-                Some(d) => (d, c.ty),
-                None => (Expr::Const(Value::Null), DataType::Unknown),
-            }
-        } else {
-            if c.generated.is_some() {
-                return Err(generated_column(
-                    c,
-                    format!("column \"{}\" can only be updated to DEFAULT", c.name),
-                ));
-            }
-            if c.identity.as_ref().is_some_and(|i| i.always) {
-                return Err(generated_always(
-                    c,
-                    format!("column \"{}\" can only be updated to DEFAULT", c.name),
-                ));
-            }
-            planner.expr(&a.value, scope, false)?
-        };
-        sets.push((col, planner.coerce(e, t, c.ty)?.0));
-    }
-    Ok(sets)
 }
 
 /// A NOT MATCHED clause's `INSERT [(columns)] VALUES (…)`: each target column's value.

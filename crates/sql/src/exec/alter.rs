@@ -363,12 +363,7 @@ impl Writer<'_> {
                             unqualified(&t.name)
                         )));
                     }
-                    if !matches!(ty, DataType::Int2 | DataType::Int4 | DataType::Int8) {
-                        return Err(SqlError::new(
-                            code::INVALID_PARAMETER_VALUE,
-                            "identity column type must be smallint, integer, or bigint",
-                        ));
-                    }
+                    crate::exec::sequences::check_identity_type(ty)?;
                     let always = matches!(generated_as, ast::GeneratedAs::Always);
                     identity = Some((always, sequence_options.clone().unwrap_or_default()));
                     col.nullable = false;
@@ -771,12 +766,7 @@ impl Writer<'_> {
                 let state = |m: String| SqlError::new(code::NOT_IN_PREREQUISITE_STATE, m);
                 let column = &t.columns[p];
                 let ty = column.ty;
-                if !matches!(ty, DataType::Int2 | DataType::Int4 | DataType::Int8) {
-                    return Err(SqlError::new(
-                        code::INVALID_PARAMETER_VALUE,
-                        "identity column type must be smallint, integer, or bigint",
-                    ));
-                }
+                crate::exec::sequences::check_identity_type(ty)?;
                 if column.nullable {
                     return Err(state(format!(
                         "column \"{name}\" of relation \"{}\" must be declared NOT NULL before identity can be added",
@@ -841,11 +831,8 @@ impl Writer<'_> {
                 "changing the type of column \"{name}\", which a foreign key uses"
             )));
         }
-        if t.columns[p].identity.is_some() && !ty.is_integer() {
-            return Err(SqlError::new(
-                code::INVALID_PARAMETER_VALUE,
-                "identity column type must be smallint, integer, or bigint",
-            ));
+        if t.columns[p].identity.is_some() {
+            crate::exec::sequences::check_identity_type(ty)?;
         }
         let convert = match using {
             Some(e) => {

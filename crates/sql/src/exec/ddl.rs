@@ -247,12 +247,7 @@ impl Writer<'_> {
                                 col.name
                             )));
                         }
-                        if !matches!(ty, DataType::Int2 | DataType::Int4 | DataType::Int8) {
-                            return Err(SqlError::new(
-                                code::INVALID_PARAMETER_VALUE,
-                                "identity column type must be smallint, integer, or bigint",
-                            ));
-                        }
+                        crate::exec::sequences::check_identity_type(ty)?;
                         let always = matches!(generated_as, ast::GeneratedAs::Always);
                         generated.push((
                             i,

@@ -732,3 +732,15 @@ fn sequence_literal(e: &ast::Expr) -> Option<String> {
         _ => None,
     }
 }
+
+/// 22023 unless `ty` is a type an identity column may have (smallint, integer, bigint), as
+/// PostgreSQL's sequences require.
+pub(crate) fn check_identity_type(ty: DataType) -> Result<()> {
+    if matches!(ty, DataType::Int2 | DataType::Int4 | DataType::Int8) {
+        return Ok(());
+    }
+    Err(SqlError::new(
+        code::INVALID_PARAMETER_VALUE,
+        "identity column type must be smallint, integer, or bigint",
+    ))
+}

@@ -135,6 +135,29 @@ pub mod oid {
     }
 }
 
+/// A statistics view of `tables`: each table's OID, schema and name, then `counters`, all
+/// NULL (Kiln counts none of them).
+fn tables_with_null_counters(
+    tables: &[std::sync::Arc<crate::catalog::Table>],
+    counters: &[(&str, DataType)],
+) -> Relation {
+    let mut columns = cols(&[("relid", O), ("schemaname", N), ("relname", N)]);
+    columns.extend(counters.iter().map(|(c, t)| (c.to_string(), *t)));
+    let rows = tables
+        .iter()
+        .map(|t| {
+            let mut row = vec![
+                Value::Int(oid::object(t.id)),
+                Value::Text(schema_of(&t.name).to_string()),
+                Value::Text(unqualified(&t.name).to_string()),
+            ];
+            row.resize(columns.len(), Value::Null);
+            row
+        })
+        .collect();
+    (columns, rows)
+}
+
 fn cols(spec: &[(&str, DataType)]) -> Columns {
     spec.iter().map(|(n, t)| (n.to_string(), *t)).collect()
 }
@@ -1242,30 +1265,16 @@ impl SystemTables for System<'_> {
             "pg_statio_all_tables" | "pg_statio_user_tables" => {
                 let tables = self.db.catalog().tables(txn, self.database)?;
                 let counters = [
-                    "heap_blks_read",
-                    "heap_blks_hit",
-                    "idx_blks_read",
-                    "idx_blks_hit",
-                    "toast_blks_read",
-                    "toast_blks_hit",
-                    "tidx_blks_read",
-                    "tidx_blks_hit",
+                    ("heap_blks_read", I8),
+                    ("heap_blks_hit", I8),
+                    ("idx_blks_read", I8),
+                    ("idx_blks_hit", I8),
+                    ("toast_blks_read", I8),
+                    ("toast_blks_hit", I8),
+                    ("tidx_blks_read", I8),
+                    ("tidx_blks_hit", I8),
                 ];
-                let mut columns = cols(&[("relid", O), ("schemaname", N), ("relname", N)]);
-                columns.extend(counters.iter().map(|c| (c.to_string(), I8)));
-                let rows = tables
-                    .iter()
-                    .map(|t| {
-                        let mut row = vec![
-                            Value::Int(oid::object(t.id)),
-                            text(schema_of(&t.name)),
-                            text(unqualified(&t.name)),
-                        ];
-                        row.extend(counters.iter().map(|_| Value::Null));
-                        row
-                    })
-                    .collect();
-                Some((columns, rows))
+                Some(tables_with_null_counters(&tables, &counters))
             }
             // The tz database's zones as they are now: name, abbreviation, offset from UTC
             // and whether daylight-saving time is in force (Kiln's tz database is built in).
@@ -1321,21 +1330,7 @@ impl SystemTables for System<'_> {
                     ("analyze_count", I8),
                     ("autoanalyze_count", I8),
                 ];
-                let mut columns = cols(&[("relid", O), ("schemaname", N), ("relname", N)]);
-                columns.extend(counters.iter().map(|(c, t)| (c.to_string(), *t)));
-                let rows = tables
-                    .iter()
-                    .map(|t| {
-                        let mut row = vec![
-                            Value::Int(oid::object(t.id)),
-                            text(schema_of(&t.name)),
-                            text(unqualified(&t.name)),
-                        ];
-                        row.extend(counters.iter().map(|_| Value::Null));
-                        row
-                    })
-                    .collect();
-                Some((columns, rows))
+                Some(tables_with_null_counters(&tables, counters))
             }
             // Per-index statistics, likewise: the indexes (a primary key's too), their
             // counters NULL.
