@@ -755,14 +755,18 @@ impl<'a> Planner<'a> {
             return self.shift(matches!(op, O::PGBitwiseShiftLeft), left, right, scope, aggs);
         }
         // `<<=` and `>>=`: network containment (no other type has them).
-        let name = op.to_string();
-        if name == "<<=" || name == ">>=" {
+        let custom = match op {
+            O::Custom(name) => Some(name.as_str()),
+            O::PGCustomBinaryOperator(parts) => parts.last().map(String::as_str),
+            _ => None,
+        };
+        if let Some(name @ ("<<=" | ">>=")) = custom {
             let (a, at) = self.expr(left, scope, aggs)?;
             let (b, bt) = self.expr(right, scope, aggs)?;
-            if let Some(net) = self.network_operator(&name, &a, at, &b, bt) {
+            if let Some(net) = self.network_operator(name, &a, at, &b, bt) {
                 return net;
             }
-            return Err(no_operator(at, &name, bt));
+            return Err(no_operator(at, name, bt));
         }
         let bop = match op {
             O::And | O::Or => {
@@ -833,8 +837,15 @@ impl<'a> Planner<'a> {
         };
         let (a, at) = self.expr(left, scope, aggs)?;
         let (b, bt) = self.expr(right, scope, aggs)?;
-        if let BinOp::Add | BinOp::Sub | BinOp::BitAnd | BinOp::BitOr = bop {
-            if let Some(net) = self.network_operator(&name, &a, at, &b, bt) {
+        let net_op = match bop {
+            BinOp::Add => Some("+"),
+            BinOp::Sub => Some("-"),
+            BinOp::BitAnd => Some("&"),
+            BinOp::BitOr => Some("|"),
+            _ => None,
+        };
+        if let Some(name) = net_op {
+            if let Some(net) = self.network_operator(name, &a, at, &b, bt) {
                 return net;
             }
         }
