@@ -9,7 +9,8 @@
 //! Keys: `d/<db>` (a database), `t/<db>/<table>` (a table, JSON), `i/<db>/<index>` (the
 //! table an index belongs to), `s/<db>/<sequence>` (a sequence, JSON), `next_id` (the next
 //! table, index or sequence id, 8 bytes BE), `y/<db>/<type>` (an enum type, JSON;
-//! `crate::enums`), `n/<db>/<schema>` (a schema made with CREATE SCHEMA, JSON). A relation
+//! `crate::enums`), `n/<db>/<schema>` (a schema made with CREATE SCHEMA, JSON), `D/<db>/<domain>` (a domain,
+//! JSON). A relation
 //! in such a schema is named `<schema>.<name>` in these keys and in its definition (see
 //! [`schema_of`]); one in `public` by its bare name. Table `id` N keeps its rows in keyspace `t<N>`,
 //! index N its entries in `i<N>`; a sequence keeps its durable record in `kiln_sequences`
@@ -55,9 +56,20 @@ pub struct Column {
     /// row's other columns; its value is computed and stored whenever the row is written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generated: Option<String>,
+    /// The domain the column was declared with (`release_year year`): a copy of its
+    /// definition, whose NOT NULL and CHECK constraints every value written to the column
+    /// meets and whose DEFAULT the column takes when it has none of its own. Its type `ty`
+    /// is the domain's base type. `ALTER DOMAIN` rewrites the copies with the domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<Box<Domain>>,
 }
 
 impl Column {
+    /// The DEFAULT a row takes when it gives no value: the column's own, else its domain's.
+    pub fn default_text(&self) -> Option<&str> {
+        self.default.as_deref().or_else(|| self.domain.as_ref()?.default.as_deref())
+    }
+
     /// A nullable column with no default, numbered when its table takes it.
     pub fn new(name: String, ty: DataType) -> Column {
         Column {
@@ -69,8 +81,50 @@ impl Column {
             number: 0,
             comment: None,
             generated: None,
+            domain: None,
         }
     }
+}
+
+/// A domain (`CREATE DOMAIN year AS integer CHECK (VALUE >= 1901)`): a base type with
+/// constraints on its values and a default. Kiln gives expressions of a domain its base
+/// type; a column of one keeps a copy of the definition ([`Column::domain`]) and a cast to
+/// one (`x::year`) checks its constraints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Domain {
+    /// Its OID (`pg_type.oid`).
+    pub oid: u32,
+    /// Its name (domains live in schema `public`).
+    pub name: String,
+    /// Its base type, with the type modifier given (`varchar(20)`).
+    pub base: DataType,
+    /// `NOT NULL`: a column of the domain takes no NULL.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_null: bool,
+    /// Its DEFAULT, as SQL text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    /// Its CHECK constraints, over `VALUE`, in the order they were added.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<DomainCheck>,
+    /// Its `COMMENT ON DOMAIN` text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// A CHECK constraint of a domain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DomainCheck {
+    /// Its name (`<domain>_check` unless given).
+    pub name: String,
+    /// Its condition, as SQL text over `VALUE`.
+    pub expr: String,
+    /// Its OID (`pg_constraint.oid`).
+    pub oid: u32,
+    /// Added `NOT VALID` and not validated since: the values already stored were not
+    /// checked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_valid: bool,
 }
 
 fn is_zero(n: &i16) -> bool {
@@ -678,6 +732,10 @@ fn view_key(db: &str, name: &str) -> Vec<u8> {
     format!("v/{db}/{name}").into_bytes()
 }
 
+fn domain_key(db: &str, name: &str) -> Vec<u8> {
+    format!("D/{db}/{name}").into_bytes()
+}
+
 fn schema_key(db: &str, name: &str) -> Vec<u8> {
     format!("n/{db}/{name}").into_bytes()
 }
@@ -841,9 +899,28 @@ pub struct Catalog {
 type CachedGenerated =
     (Vec<Option<String>>, Vec<(String, DataType)>, Arc<Vec<(usize, crate::expr::Expr)>>);
 
-/// A table's bound CHECK constraints and what they were bound against: the columns'
-/// names and types (a dropped column moves the ones after it).
-type CachedChecks = (Vec<Check>, Vec<(String, DataType)>, Arc<Vec<(String, crate::expr::Expr)>>);
+/// A table's bound CHECK constraints (its own and its columns' domains') and what they were
+/// bound against: the constraints, the columns' names and types (a dropped column moves the
+/// ones after it) and domains.
+type CachedChecks =
+    (Vec<Check>, Vec<(String, DataType)>, Vec<Option<Domain>>, Arc<Vec<BoundCheck>>);
+
+/// A CHECK constraint bound over a table's row: the table's own, or one of a column's
+/// domain.
+#[derive(Debug)]
+pub struct BoundCheck {
+    /// The constraint's name.
+    pub name: String,
+    /// The condition over the row.
+    pub expr: crate::expr::Expr,
+    /// The domain whose constraint it is, if it is one.
+    pub domain: Option<String>,
+}
+
+/// The domains of `table`'s columns, by column.
+fn column_domains(table: &Table) -> Vec<Option<Domain>> {
+    table.columns.iter().map(|c| c.domain.as_deref().cloned()).collect()
+}
 
 /// An index's bound expressions and what they were bound against.
 type CachedIndex = (Vec<String>, Option<String>, Vec<(String, DataType)>, Arc<BoundIndex>);
@@ -855,13 +932,11 @@ fn row_shape(table: &Table) -> Vec<(String, DataType)> {
 
 impl Catalog {
     /// The bound CHECK constraints of `table`, if bound for its current definition.
-    pub(crate) fn bound_checks(
-        &self,
-        table: &Table,
-    ) -> Option<Arc<Vec<(String, crate::expr::Expr)>>> {
+    pub(crate) fn bound_checks(&self, table: &Table) -> Option<Arc<Vec<BoundCheck>>> {
         let cache = self.check_cache.lock();
-        let (checks, shape, bound) = cache.get(&table.id)?;
-        (*checks == table.checks && *shape == row_shape(table)).then(|| bound.clone())
+        let (checks, shape, domains, bound) = cache.get(&table.id)?;
+        (*checks == table.checks && *shape == row_shape(table) && *domains == column_domains(table))
+            .then(|| bound.clone())
     }
 
     /// The bound generation expressions of `table`'s generated columns, if bound for its
@@ -901,12 +976,9 @@ impl Catalog {
     }
 
     /// Remembers the bound CHECK constraints of `table`.
-    pub(crate) fn remember_checks(
-        &self,
-        table: &Table,
-        bound: Arc<Vec<(String, crate::expr::Expr)>>,
-    ) {
-        self.check_cache.lock().insert(table.id, (table.checks.clone(), row_shape(table), bound));
+    pub(crate) fn remember_checks(&self, table: &Table, bound: Arc<Vec<BoundCheck>>) {
+        let entry = (table.checks.clone(), row_shape(table), column_domains(table), bound);
+        self.check_cache.lock().insert(table.id, entry);
     }
 
     /// Reads a table definition.
@@ -941,6 +1013,18 @@ impl Catalog {
         let raw = serde_json::to_vec(table).expect("table definitions serialize");
         txn.put_guarded(CATALOG, &table_key(&table.database, &table.name), &raw)?;
         self.hold_enum_types(txn, &table.database, new_types.into_iter())?;
+        // Likewise the domains its columns newly use: a concurrent ALTER or DROP DOMAIN
+        // conflicts with this definition's copy of the domain.
+        let mut held: Vec<u32> = Vec::new();
+        for d in table.columns.iter().filter_map(|c| c.domain.as_deref()) {
+            let old = before.as_ref().is_some_and(|b| {
+                b.columns.iter().any(|c| c.domain.as_deref().is_some_and(|x| x == d))
+            });
+            if !old && !held.contains(&d.oid) {
+                held.push(d.oid);
+                self.put_domain(txn, &table.database, d)?;
+            }
+        }
         for name in index_names(table) {
             txn.put_guarded(CATALOG, &index_key(&table.database, &name), table.name.as_bytes())?;
         }
@@ -1218,6 +1302,32 @@ impl Catalog {
     /// Removes an extension's record.
     pub fn delete_extension(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<()> {
         txn.delete_guarded(CATALOG, &extension_key(db, name))?;
+        Ok(())
+    }
+
+    /// Reads a domain's definition.
+    pub fn domain(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<Option<Domain>> {
+        let Some(raw) = txn.get(CATALOG, &domain_key(db, name))? else { return Ok(None) };
+        serde_json::from_slice(&raw).map(Some).map_err(|e| {
+            SqlError::new(code::DATA_CORRUPTED, format!("catalog entry for {name} is damaged: {e}"))
+        })
+    }
+
+    /// The domains of a database, by name.
+    pub fn domains(&self, txn: &mut Transaction, db: &str) -> Result<Vec<Domain>> {
+        entries(txn, domain_key(db, ""), "a domain")
+    }
+
+    /// Writes a domain's definition (create or replace).
+    pub fn put_domain(&self, txn: &mut Transaction, db: &str, def: &Domain) -> Result<()> {
+        let raw = serde_json::to_vec(def).expect("domains serialize");
+        txn.put_guarded(CATALOG, &domain_key(db, &def.name), &raw)?;
+        Ok(())
+    }
+
+    /// Removes a domain's definition.
+    pub fn delete_domain(&self, txn: &mut Transaction, db: &str, name: &str) -> Result<()> {
+        txn.delete_guarded(CATALOG, &domain_key(db, name))?;
         Ok(())
     }
 

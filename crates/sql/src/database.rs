@@ -76,6 +76,8 @@ pub struct Database {
     /// Enum types by database, as the last catalog query (or the binding of a statement
     /// that names types by OID at execution) saw them.
     enum_types: Mutex<HashMap<String, Vec<&'static crate::enums::EnumType>>>,
+    /// Domains by database (OID and name), as the last catalog query saw them.
+    domains: Mutex<HashMap<String, Vec<(u32, String)>>>,
     pub(crate) notifier_started: Mutex<bool>,
     /// Every session, for pg_stat_activity and pg_cancel/terminate_backend.
     pub(crate) activities: Activities,
@@ -188,6 +190,7 @@ impl Database {
             definitions: Mutex::new(HashMap::new()),
             trigger_programs: Mutex::new(HashMap::new()),
             enum_types: Mutex::new(HashMap::new()),
+            domains: Mutex::new(HashMap::new()),
             notifier_started: Mutex::new(false),
             activities: Activities::default(),
             cluster: Mutex::new(None),
@@ -421,6 +424,30 @@ impl Database {
     /// OID).
     pub fn remember_enum_types(&self, db: &str, types: &[&'static crate::enums::EnumType]) {
         self.enum_types.lock().insert(db.to_string(), types.to_vec());
+    }
+
+    /// Remembers the domains of database `db` (`format_type` and `regtype` name them by
+    /// OID).
+    pub fn remember_domains(&self, db: &str, domains: &[crate::catalog::Domain]) {
+        let named = domains.iter().map(|d| (d.oid, d.name.clone())).collect();
+        self.domains.lock().insert(db.to_string(), named);
+    }
+
+    /// The name of the domain with OID `oid` in database `db`, as last remembered.
+    pub fn remembered_domain(&self, db: &str, oid: u32) -> Option<String> {
+        let domains = self.domains.lock();
+        domains.get(db)?.iter().find(|d| d.0 == oid).map(|d| d.1.clone())
+    }
+
+    /// The OID of the domain named `name` (`year`, `public.year`) in database `db`, as last
+    /// remembered.
+    pub fn remembered_domain_named(&self, db: &str, name: &str) -> Option<u32> {
+        let (schema, name, array) = crate::bind::reg::type_name_parts(name)?;
+        if schema.is_some_and(|s| s != "public") || array {
+            return None;
+        }
+        let domains = self.domains.lock();
+        domains.get(db)?.iter().find(|d| d.1 == name).map(|d| d.0)
     }
 
     /// The enum type (or array of one) with OID `oid` in database `db`, as last remembered.

@@ -460,10 +460,15 @@ impl SessionEnv<'_> {
     /// A user type's name (an enum type, or an array of one), with its schema when the
     /// search path lacks `public`, as PostgreSQL's format_type names types off the path.
     fn user_type_name(&self, t: DataType) -> String {
+        self.user_name(&t.sql_name())
+    }
+
+    /// A name of schema `public`, with the schema when the search path lacks `public`.
+    fn user_name(&self, name: &str) -> String {
         if crate::pg::settings::search_path(self.settings).contains(&"public") {
-            t.sql_name()
+            name.to_string()
         } else {
-            format!("public.{}", t.sql_name())
+            format!("public.{name}")
         }
     }
 
@@ -471,6 +476,9 @@ impl SessionEnv<'_> {
     fn format_type(&self, oid: i64, typmod: i64) -> String {
         if let Some(t) = self.db.remembered_type(self.database, oid as u32) {
             return self.user_type_name(t);
+        }
+        if let Some(d) = self.db.remembered_domain(self.database, oid as u32) {
+            return self.user_name(&d);
         }
         // An array's typmod is its element's.
         let array = DataType::from_oid(oid as u32).filter(|t| matches!(t, DataType::Array(_)));
@@ -1010,10 +1018,13 @@ impl Env for SessionEnv<'_> {
                     None if pseudo_type_name(o).is_some() => {
                         pseudo_type_name(o).unwrap_or_default().to_string()
                     }
-                    None => self
-                        .db
-                        .remembered_type(self.database, o as u32)
-                        .map_or_else(|| o.to_string(), |t| self.user_type_name(t)),
+                    None => match self.db.remembered_domain(self.database, o as u32) {
+                        Some(d) => self.user_name(&d),
+                        None => self
+                            .db
+                            .remembered_type(self.database, o as u32)
+                            .map_or_else(|| o.to_string(), |t| self.user_type_name(t)),
+                    },
                 }),
                 None => Value::Null,
             },
@@ -1055,8 +1066,11 @@ impl Env for SessionEnv<'_> {
                 let named = crate::bind::reg::type_by_name(name)
                     .or_else(|| crate::bind::reg::builtin_type_named(name))
                     .or_else(|| self.db.remembered_type_named(self.database, name));
+                let named = named
+                    .map(|t| t.oid())
+                    .or_else(|| self.db.remembered_domain_named(self.database, name));
                 match named {
-                    Some(t) => Value::Int(t.oid() as i64),
+                    Some(o) => Value::Int(o.into()),
                     None if missing_ok => Value::Null,
                     None => return Err(crate::bind::reg::undefined_type(name)),
                 }

@@ -238,6 +238,20 @@ impl SqlError {
         self
     }
 
+    /// Names the data type the error is about (a domain of schema `public`).
+    pub fn datatype(mut self, name: &str) -> SqlError {
+        let o = self.object_mut();
+        o.schema = Some("public".into());
+        o.datatype = Some(name.into());
+        self
+    }
+
+    /// Names the constraint the error is about, of the data type it names.
+    pub fn with_constraint(mut self, constraint: &str) -> SqlError {
+        self.object_mut().constraint = Some(constraint.into());
+        self
+    }
+
     /// Names the column the error is about, of `table`.
     pub fn column(self, table: &str, column: &str) -> SqlError {
         let mut e = self.table(table);

@@ -47,6 +47,7 @@ pub mod catalog;
 mod cursor;
 pub mod database;
 pub mod datetime_in;
+pub mod domains;
 pub mod ed;
 pub mod encoding;
 pub mod enums;

@@ -1017,6 +1017,21 @@ impl Session {
                     _ => unreachable!("matched above"),
                 }
             }
+            Utility::CreateDomain(_) | Utility::AlterDomain(_) => {
+                let style = self.style();
+                let settings = crate::pg::settings::settings_in_force(
+                    &self.settings,
+                    self.txn.as_ref().map(|t| &t.local),
+                );
+                let env = session_env!(self, style, &settings);
+                let ts = self.txn.as_mut().expect("a transaction is open");
+                let mut w = session_writer!(self, ts, None);
+                match &u {
+                    Utility::CreateDomain(d) => w.create_domain(d, &self.database, &env),
+                    Utility::AlterDomain(a) => w.alter_domain(a, &self.database, &env),
+                    _ => unreachable!("matched above"),
+                }
+            }
             Utility::Reindex(r) => {
                 // Whole schemas and databases, and CONCURRENTLY, only outside a block, as in
                 // PostgreSQL.

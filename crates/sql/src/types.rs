@@ -404,7 +404,9 @@ impl DataType {
     pub fn common(a: DataType, b: DataType) -> DataType {
         use DataType::*;
         match (a, b) {
-            (Unknown, t) | (t, Unknown) => t,
+            // An untyped literal takes the other side's type, without its modifier: a
+            // `varchar(4)` compared with a longer string is false, not an error.
+            (Unknown, t) | (t, Unknown) => t.unmodified(),
             (x, y) if x == y => x,
             (Interval(_), Interval(_)) => Interval(None),
             (Float8, _) | (_, Float8) | (Float4, _) | (_, Float4)

@@ -303,4 +303,5 @@ scripts!(
     numeric,
     do_blocks,
     merge,
+    domains,
 );

@@ -112,7 +112,9 @@ impl<'a> Planner<'a> {
             Some(elem) => self.coerce(x, xty, elem)?,
             None => (x, xty),
         };
-        let want = array_of(if xty == DataType::Unknown { DataType::Text } else { xty })?;
+        // An untyped array literal takes the element type without its modifier.
+        let want =
+            array_of(if xty == DataType::Unknown { DataType::Text } else { xty.unmodified() })?;
         let (arr, _) = self.coerce_array(arr, aty, want)?;
         Ok((Expr::AnyOp(Box::new(x), op, Box::new(arr), all), DataType::Bool))
     }

@@ -173,7 +173,7 @@ pub(crate) fn column_default(planner: &mut Planner, c: &Column) -> Result<Option
         let call = crate::exec::sequences::nextval_call(&identity.sequence);
         return bind_default(planner, &call).map(Some);
     }
-    c.default.as_deref().map(|d| bind_default(planner, d)).transpose()
+    c.default_text().map(|d| bind_default(planner, d)).transpose()
 }
 
 pub(crate) fn bind_default(planner: &mut Planner, text: &str) -> Result<Expr> {

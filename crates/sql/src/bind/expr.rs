@@ -210,7 +210,8 @@ impl<'a> Planner<'a> {
             E::InList { expr, list, negated } => {
                 let (x, ty) = self.expr(expr, scope, aggs)?;
                 let mut items = Vec::with_capacity(list.len());
-                let mut ty = ty;
+                // Untyped items take the expression's type without its modifier.
+                let mut ty = ty.unmodified();
                 for item in list {
                     let (i, ity) = self.expr(item, scope, aggs)?;
                     let (i, ity) = self.coerce(i, ity, ty)?;
@@ -411,7 +412,30 @@ impl<'a> Planner<'a> {
                 let unit = Expr::Const(Value::Text(name));
                 return self.datetime_call("extract", Func::Extract, unit, source, st);
             }
-            E::Cast { expr, data_type: dt, .. } => {
+            E::Cast { kind, expr, data_type: dt, format } => {
+                // A cast to a domain: the cast to its base type, then its constraints.
+                if let Some(domain) =
+                    crate::bind::domain_named(dt, self.catalog, self.txn, self.db)?
+                {
+                    let base = crate::parse::parse_data_type(&domain.base.sql_name())?;
+                    let to_base = E::Cast {
+                        kind: kind.clone(),
+                        expr: expr.clone(),
+                        data_type: base,
+                        format: format.clone(),
+                    };
+                    let (x, ty) = self.expr(&to_base, scope, aggs)?;
+                    let mut planner = Planner::new(
+                        self.txn,
+                        self.catalog,
+                        self.db,
+                        vec![],
+                        &crate::exec::constraints::NoSystemTables,
+                        self.env,
+                    );
+                    let bound = crate::domains::bind(&mut planner, &domain)?;
+                    return Ok((crate::domains::checked(x, bound), ty));
+                }
                 if let Some(kind) = crate::bind::reg::reg_kind(dt) {
                     return self.reg_cast(kind, expr, scope, aggs);
                 }
@@ -686,8 +710,8 @@ impl<'a> Planner<'a> {
     ) -> Result<(Expr, Expr)> {
         let (a, at) = self.expr(a, scope, aggs)?;
         let (b, bt) = self.expr(b, scope, aggs)?;
-        let (a, at) = self.coerce(a, at, bt)?;
-        let (b, _) = self.coerce(b, bt, at)?;
+        let (a, at) = self.coerce(a, at, bt.unmodified())?;
+        let (b, _) = self.coerce(b, bt, at.unmodified())?;
         Ok((a, b))
     }
 
@@ -917,8 +941,17 @@ impl<'a> Planner<'a> {
             )
             .hint("No operator matches the given name and argument types. You might need to add explicit type casts."));
         }
-        let (a, at2) = self.coerce(a, at, bt)?;
-        let (b, bt2) = self.coerce(b, bt, at2)?;
+        // An untyped literal takes the other side's type without its modifier (a string
+        // longer than a `varchar(4)` column compares unequal to it, as in PostgreSQL).
+        let literal_to = |from: DataType, to: DataType| {
+            if from == DataType::Unknown {
+                to.unmodified()
+            } else {
+                to
+            }
+        };
+        let (a, at2) = self.coerce(a, at, literal_to(at, bt))?;
+        let (b, bt2) = self.coerce(b, bt, literal_to(bt, at2))?;
         // An enum value compares only with its own type (no implicit cast to text or from
         // a typed string), as in PostgreSQL.
         if ty == DataType::Bool && at2 != bt2 && (at2.is_enum() || bt2.is_enum()) {

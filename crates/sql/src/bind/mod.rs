@@ -616,6 +616,20 @@ pub fn resolve_type(
         ast::DataType::Custom(name, modifiers) => match data_type(t) {
             Err(e) if e.code == code::UNDEFINED_OBJECT => {
                 let n = name_as_written(name)?;
+                if let Some(d) = catalog.domain(txn, db, &n)? {
+                    if !modifiers.is_empty() {
+                        return Err(SqlError::syntax(format!(
+                            "type modifier is not allowed for type \"{}\"",
+                            d.name
+                        )));
+                    }
+                    return Ok(d.base);
+                }
+                if let Some(d) = n.strip_prefix('_').map(|d| catalog.domain(txn, db, d)) {
+                    if let Some(d) = d? {
+                        return Err(domain_array(&d.name));
+                    }
+                }
                 let (def, array) = match catalog.enum_type(txn, db, &n)? {
                     Some(d) => (d, false),
                     None => match n.strip_prefix('_').map(|e| catalog.enum_type(txn, db, e)) {
@@ -646,8 +660,36 @@ pub fn resolve_type(
             | ast::ArrayElemTypeDef::AngleBracket(inner)
             | ast::ArrayElemTypeDef::Parenthesis(inner)
             | ast::ArrayElemTypeDef::Qualified(inner, _),
-        ) => crate::array::array_of(resolve_type(inner, catalog, txn, db)?),
+        ) => {
+            if let Some(d) = domain_named(inner, catalog, txn, db)? {
+                return Err(domain_array(&d.name));
+            }
+            crate::array::array_of(resolve_type(inner, catalog, txn, db)?)
+        }
         _ => data_type(t),
+    }
+}
+
+/// 0A000 for an array of a domain, which Kiln lacks.
+fn domain_array(name: &str) -> SqlError {
+    SqlError::unsupported(format!("arrays of the domain {name}"))
+        .hint("Kiln checks a domain's constraints on single values: declare the array of the domain's base type.")
+}
+
+/// The domain an SQL type name names, if it names one (a built-in type's name never does).
+pub fn domain_named(
+    t: &ast::DataType,
+    catalog: &Catalog,
+    txn: &mut Transaction,
+    db: &str,
+) -> Result<Option<crate::catalog::Domain>> {
+    let ast::DataType::Custom(name, _) = t else { return Ok(None) };
+    match data_type(t) {
+        Err(e) if e.code == code::UNDEFINED_OBJECT => {
+            let Ok(n) = name_as_written(name) else { return Ok(None) };
+            catalog.domain(txn, db, &n)
+        }
+        _ => Ok(None),
     }
 }
 

@@ -399,6 +399,24 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// The OID of the domain a type name names (`year`, `public.year`), if it names one.
+    fn domain_oid_named(&mut self, text: &str) -> Result<Option<u32>> {
+        if type_by_name(text).or_else(|| builtin_type_named(text)).is_some() {
+            return Ok(None);
+        }
+        let dialect = sqlparser::dialect::PostgreSqlDialect {};
+        let Ok(mut parser) = sqlparser::parser::Parser::new(&dialect).try_with_sql(text.trim())
+        else {
+            return Ok(None);
+        };
+        let Ok(dt) = parser.parse_data_type() else { return Ok(None) };
+        if parser.peek_token().token != sqlparser::tokenizer::Token::EOF {
+            return Ok(None);
+        }
+        self.reusable = false;
+        Ok(crate::bind::domain_named(&dt, self.catalog, self.txn, self.db)?.map(|d| d.oid))
+    }
+
     /// The enum type (or array of one) with OID `o`.
     pub(crate) fn enum_type_by_oid(&mut self, o: u32) -> Result<Option<DataType>> {
         self.reusable = false;
@@ -428,9 +446,12 @@ impl<'a> Planner<'a> {
                 }
                 let o = match kind {
                     Reg::Class => self.relation_oid(&s)?.ok_or_else(|| undefined_relation(&s))?,
-                    Reg::Type => {
-                        self.type_named(&s)?.ok_or_else(|| undefined_type(&s))?.oid() as i64
-                    }
+                    Reg::Type => match self.domain_oid_named(&s)? {
+                        Some(o) => i64::from(o),
+                        None => {
+                            self.type_named(&s)?.ok_or_else(|| undefined_type(&s))?.oid() as i64
+                        }
+                    },
                 };
                 (Expr::Const(Value::Int(o)), DataType::Int8)
             }

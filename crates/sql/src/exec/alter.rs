@@ -241,7 +241,7 @@ impl Writer<'_> {
 
     /// Checks every row of `t` against its CHECK constraints (after a rewrite).
     fn check_all_rows(&mut self, t: &Table, env: &dyn Env) -> Result<()> {
-        if t.checks.is_empty() {
+        if t.checks.is_empty() && t.columns.iter().all(|c| c.domain.is_none()) {
             return Ok(());
         }
         let width = t.columns.len();
@@ -284,6 +284,13 @@ impl Writer<'_> {
             None => resolve_type(&def.data_type, &self.db.catalog, &mut self.ts.txn, &t.database)?,
         };
         let mut col = Column::new(name.clone(), ty);
+        col.domain = crate::bind::domain_named(
+            &def.data_type,
+            &self.db.catalog,
+            &mut self.ts.txn,
+            &t.database,
+        )?
+        .map(Box::new);
         if serial.is_some() {
             // A sequence of its own; the existing rows take its values in turn, as in
             // PostgreSQL.
@@ -392,9 +399,9 @@ impl Writer<'_> {
         }
         // The value existing rows take: the default, evaluated for each row (a volatile
         // default such as gen_random_uuid() gives each its own, as in PostgreSQL).
-        let fill = match col.default.as_ref().or(next_identity.as_ref()) {
+        let fill = match col.default_text().map(str::to_string).or(next_identity) {
             Some(d) => {
-                let expr = crate::parse::parse_expr(d)?;
+                let expr = crate::parse::parse_expr(&d)?;
                 Some(self.bind_default_expr(&t.database, &expr, ty, env)?)
             }
             None => None,
@@ -760,6 +767,9 @@ impl Writer<'_> {
                     )));
                 }
                 let ty = resolve_type(dt, &self.db.catalog, &mut self.ts.txn, &t.database)?;
+                t.columns[p].domain =
+                    crate::bind::domain_named(dt, &self.db.catalog, &mut self.ts.txn, &t.database)?
+                        .map(Box::new);
                 self.change_type(t, p, ty, using.as_ref(), env)?;
             }
             ast::AlterColumnOperation::AddGenerated { generated_as, sequence_options } => {

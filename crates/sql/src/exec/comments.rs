@@ -1,4 +1,4 @@
-//! `COMMENT ON {TABLE | VIEW | SEQUENCE | INDEX | COLUMN | TYPE | SCHEMA} name IS 'text' | NULL`: the comment
+//! `COMMENT ON {TABLE | VIEW | SEQUENCE | INDEX | COLUMN | TYPE | DOMAIN | SCHEMA} name IS 'text' | NULL`: the comment
 //! is kept with the object's definition (so it is dropped and renamed with it) and shown by
 //! `pg_description`, `obj_description` and `col_description`.
 
@@ -24,6 +24,17 @@ impl Writer<'_> {
         let comment = comment.filter(|c| !c.is_empty()).map(str::to_string);
         if let O::Schema = object_type {
             return self.comment_on_schema(name, comment, if_exists, database);
+        }
+        let domain = match object_type {
+            O::Domain => true,
+            O::Type => {
+                let n = crate::bind::name_as_written(name)?;
+                self.db.catalog.domain(&mut self.ts.txn, database, &n)?.is_some()
+            }
+            _ => false,
+        };
+        if domain {
+            return self.comment_on_domain(name, comment, database);
         }
         if let O::Type = object_type {
             return self.comment_on_type(

@@ -29,7 +29,7 @@ use sqlparser::ast;
 use crate::bind::dml::table_scope;
 use crate::bind::{Planner, Scope, SystemTables};
 use crate::catalog::{beside, unqualified};
-use crate::catalog::{FkAction, ForeignKey, Table};
+use crate::catalog::{BoundCheck, FkAction, ForeignKey, Table};
 use crate::ed::SessionEnv;
 use crate::encoding::{decode_row, encode_key};
 use crate::error::{code, Result, SqlError};
@@ -274,12 +274,25 @@ impl Writer<'_> {
         Ok(t)
     }
 
-    /// The CHECK constraints of `table`, bound (once per definition).
-    fn bound_checks(&mut self, table: &Table, env: &dyn Env) -> Result<Arc<Vec<(String, Expr)>>> {
+    /// The CHECK constraints of `table`, bound (once per definition): those of its columns'
+    /// domains first, column by column, then its own.
+    fn bound_checks(&mut self, table: &Table, env: &dyn Env) -> Result<Arc<Vec<BoundCheck>>> {
         if let Some(bound) = self.db.catalog.bound_checks(table) {
             return Ok(bound);
         }
         let mut out = Vec::with_capacity(table.checks.len());
+        for (i, c) in table.columns.iter().enumerate() {
+            let Some(domain) = &c.domain else { continue };
+            let mut planner = self.definition_planner(&table.database, env);
+            let bound = crate::domains::bind(&mut planner, domain)?;
+            for (name, cond) in bound.checks {
+                out.push(BoundCheck {
+                    name,
+                    expr: crate::domains::on_column(cond, i)?,
+                    domain: Some(domain.name.clone()),
+                });
+            }
+        }
         for check in &table.checks {
             let parsed = crate::parse::parse_expr(&check.expr).map_err(|e| {
                 SqlError::new(
@@ -288,7 +301,8 @@ impl Writer<'_> {
                 )
             })?;
             let mut planner = self.definition_planner(&table.database, env);
-            out.push((check.name.clone(), bind_check(&mut planner, table, &parsed)?));
+            let expr = bind_check(&mut planner, table, &parsed)?;
+            out.push(BoundCheck { name: check.name.clone(), expr, domain: None });
         }
         let bound = Arc::new(out);
         self.db.catalog.remember_checks(table, bound.clone());
@@ -322,13 +336,27 @@ impl Writer<'_> {
         Ok(bound)
     }
 
-    /// Fails with 23514 when a CHECK constraint of `table` is false for `row`.
+    /// Fails with 23514 when a CHECK constraint of `table` or of one of its columns' domains
+    /// is false for `row`, 23502 when a column of a NOT NULL domain is NULL.
     pub(crate) fn check_row(&mut self, table: &Table, row: &[Value], ctx: &Ctx) -> Result<()> {
-        if table.checks.is_empty() {
+        let mut domains = false;
+        for (c, v) in table.columns.iter().zip(row) {
+            if let Some(d) = &c.domain {
+                domains = true;
+                if d.not_null && v.is_null() {
+                    return Err(crate::domains::null_violation(&d.name));
+                }
+            }
+        }
+        if table.checks.is_empty() && !domains {
             return Ok(());
         }
-        for (name, cond) in self.bound_checks(table, ctx.env)?.iter() {
+        for check in self.bound_checks(table, ctx.env)?.iter() {
+            let (name, cond) = (&check.name, &check.expr);
             if cond.eval(row, ctx)?.as_bool()? == Some(false) {
+                if let Some(domain) = &check.domain {
+                    return Err(crate::domains::check_violation(domain, name));
+                }
                 let vals = row
                     .iter()
                     .map(|v| {

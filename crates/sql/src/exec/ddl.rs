@@ -207,6 +207,13 @@ impl Writer<'_> {
                 None => resolve_type(&c.data_type, &self.db.catalog, &mut self.ts.txn, database)?,
             };
             let mut col = Column::new(cname, ty);
+            col.domain = crate::bind::domain_named(
+                &c.data_type,
+                &self.db.catalog,
+                &mut self.ts.txn,
+                database,
+            )?
+            .map(Box::new);
             if serial.is_some() {
                 col.nullable = false;
                 generated.push((i, None));

@@ -6,6 +6,7 @@ pub mod constraints;
 pub mod copy;
 pub mod ddl;
 pub mod do_block;
+pub mod domains;
 pub mod extension;
 pub mod grant;
 pub mod indexes;

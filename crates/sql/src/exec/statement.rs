@@ -315,6 +315,12 @@ impl Session {
                 w.report_cascade();
                 out
             }
+            S::DropDomain(d) => {
+                let cascade = matches!(d.drop_behavior, Some(ast::DropBehavior::Cascade));
+                let out = w.drop_domain(&d.name, d.if_exists, cascade, &self.database);
+                w.report_cascade();
+                out
+            }
             S::CreateType { name, representation } => {
                 w.create_type(name, representation.as_ref(), &self.database)
             }

@@ -49,10 +49,12 @@ impl Writer<'_> {
     /// 42710 when `name` is taken by a type (an enum type, or a table's or view's row type);
     /// 0A000 for a built-in type's name (PostgreSQL would make a `public` type that
     /// unqualified names never reach).
-    fn type_name_free(&mut self, database: &str, name: &str) -> Result<()> {
+    pub(crate) fn type_name_free(&mut self, database: &str, name: &str) -> Result<()> {
         let taken =
             || SqlError::new(code::DUPLICATE_OBJECT, format!("type \"{name}\" already exists"));
-        if self.db.catalog.enum_type(&mut self.ts.txn, database, name)?.is_some() {
+        if self.db.catalog.enum_type(&mut self.ts.txn, database, name)?.is_some()
+            || self.db.catalog.domain(&mut self.ts.txn, database, name)?.is_some()
+        {
             return Err(taken());
         }
         if self.db.catalog.table(&mut self.ts.txn, database, name)?.is_some()
@@ -145,6 +147,11 @@ impl Writer<'_> {
     ) -> Result<Output> {
         for n in names {
             let name = crate::bind::name_as_written(n)?;
+            // DROP TYPE drops a domain too, as in PostgreSQL.
+            if self.db.catalog.domain(&mut self.ts.txn, database, &name)?.is_some() {
+                self.drop_domain(n, if_exists, cascade, database)?;
+                continue;
+            }
             let Some(def) = self.db.catalog.enum_type(&mut self.ts.txn, database, &name)? else {
                 let relation =
                     if self.db.catalog.table(&mut self.ts.txn, database, &name)?.is_some() {

@@ -187,7 +187,7 @@ impl Writer<'_> {
                 if let Some(identity) = &c.identity {
                     return self.next_value(&table.database, &identity.sequence).map(Some);
                 }
-                let Some(d) = &c.default else { return Ok(None) };
+                let Some(d) = c.default_text() else { return Ok(None) };
                 let mut planner = self.definition_planner(&table.database, env);
                 crate::bind::dml::bind_default(&mut planner, d).map(Some)
             })

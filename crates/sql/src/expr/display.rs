@@ -58,6 +58,7 @@ impl std::fmt::Display for Expr {
                 write!(f, "({x} {} {q} ({arr}))", op_name(*op))
             }
             Expr::Not(x) => write!(f, "(NOT {x})"),
+            Expr::Domain(x, d) => write!(f, "{x}::{}", d.name),
             Expr::Neg(x) => write!(f, "(-{x})"),
             Expr::Binary(op, a, b) => write!(f, "({a} {} {b})", op_name(*op)),
             Expr::And(a, b) => write!(f, "({a} AND {b})"),

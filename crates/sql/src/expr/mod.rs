@@ -948,6 +948,9 @@ pub enum Expr {
     /// A window function (only before the plan's window stage takes it out; evaluation
     /// never sees it).
     Window(Box<WindowCall>),
+    /// A value cast to a domain: the value, once the domain's constraints hold for it
+    /// (`crate::domains`).
+    Domain(Box<Expr>, std::sync::Arc<crate::domains::BoundDomain>),
 }
 
 /// What expression evaluation needs from the session.
@@ -1166,6 +1169,11 @@ impl Expr {
                 }
             }
             Expr::Cast(e, ty) => e.eval(row, ctx)?.cast_explicit(*ty, ctx.env.style())?,
+            Expr::Domain(e, domain) => {
+                let v = e.eval(row, ctx)?;
+                domain.check(&v, ctx)?;
+                v
+            }
             Expr::Func(f, args) => {
                 let mut values = Vec::with_capacity(args.len());
                 // coalesce is lazy.
@@ -1266,6 +1274,7 @@ impl Expr {
             | Expr::Neg(x)
             | Expr::IsNull(x, _)
             | Expr::Cast(x, _)
+            | Expr::Domain(x, _)
             | Expr::InValues(x, _, _) => f(x),
             Expr::AnyOp(a, _, b, _)
             | Expr::Binary(_, a, b)
@@ -1335,6 +1344,7 @@ impl Expr {
             Expr::Neg(x) => Expr::Neg(b(x)?),
             Expr::IsNull(x, n) => Expr::IsNull(b(x)?, n),
             Expr::Cast(x, t) => Expr::Cast(b(x)?, t),
+            Expr::Domain(x, d) => Expr::Domain(b(x)?, d),
             Expr::InValues(x, v, n) => Expr::InValues(b(x)?, v, n),
             Expr::AnyOp(x, op, y, all) => {
                 let x = b(x)?;

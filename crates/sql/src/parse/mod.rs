@@ -25,6 +25,7 @@ use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 use crate::error::{code, Result, SqlError};
 
 pub mod do_block;
+pub mod domain;
 pub mod sequence;
 pub mod trigger;
 
@@ -277,6 +278,10 @@ pub enum Utility {
     CreateProcedure(Box<ast::CreateFunction>),
     /// `REINDEX [(options)] {INDEX | TABLE | SCHEMA | DATABASE | SYSTEM} [CONCURRENTLY] [name]`.
     Reindex(Box<Reindex>),
+    /// `CREATE DOMAIN …` (see [`domain`]).
+    CreateDomain(Box<domain::CreateDomain>),
+    /// `ALTER DOMAIN …`.
+    AlterDomain(Box<domain::AlterDomain>),
 }
 
 /// What REINDEX rebuilds.
@@ -415,6 +420,8 @@ impl Utility {
                 | Utility::AlterView(_)
                 | Utility::CreateProcedure(_)
                 | Utility::Reindex(_)
+                | Utility::CreateDomain(_)
+                | Utility::AlterDomain(_)
         )
     }
 }
@@ -492,6 +499,12 @@ pub fn utility(sql: &str) -> Result<Option<Utility>> {
     }
     if let Some(r) = reindex(sql)? {
         return Ok(Some(r));
+    }
+    if let Some(d) = domain::create_domain(sql)? {
+        return Ok(Some(Utility::CreateDomain(Box::new(d))));
+    }
+    if let Some(d) = domain::alter_domain(sql)? {
+        return Ok(Some(Utility::AlterDomain(Box::new(d))));
     }
     if let Some(create) = create_procedure(sql)? {
         return Ok(Some(Utility::CreateProcedure(Box::new(create))));
@@ -1000,6 +1013,14 @@ fn cursor_command(sql: &str) -> Result<Option<(bool, ast::Ident, ast::FetchDirec
 }
 
 /// Parses one expression (a stored DEFAULT), with the same depth checks as a statement.
+/// Parses a type name (`integer`, `character varying(20)`, `numeric(5,2)[]`).
+pub fn parse_data_type(text: &str) -> Result<ast::DataType> {
+    match parse_expr(&format!("NULL::{text}"))? {
+        ast::Expr::Cast { data_type, .. } => Ok(data_type),
+        _ => Err(SqlError::syntax(format!("not a type name: {text}"))),
+    }
+}
+
 pub fn parse_expr(text: &str) -> Result<ast::Expr> {
     let wrapped = format!("SELECT {text}");
     let mut statements = parse(&wrapped)?;

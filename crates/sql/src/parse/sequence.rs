@@ -129,7 +129,7 @@ fn read_options(p: &mut Parser, context: Context) -> std::result::Result<Sequenc
 }
 
 /// A syntax error at the token the parser stopped on.
-fn unexpected(p: &Parser, what: &str) -> SqlError {
+pub(super) fn unexpected(p: &Parser, what: &str) -> SqlError {
     let t = p.peek_token();
     if t.token == Token::EOF {
         SqlError::syntax("syntax error at end of input").detail(format!("Expected {what}."))
@@ -140,7 +140,7 @@ fn unexpected(p: &Parser, what: &str) -> SqlError {
 }
 
 /// A parser over `sql` positioned at its first token.
-fn parser_for(sql: &str) -> Option<Parser<'static>> {
+pub(super) fn parser_for(sql: &str) -> Option<Parser<'static>> {
     static DIALECT: PostgreSqlDialect = PostgreSqlDialect {};
     Parser::new(&DIALECT).try_with_sql(sql).ok()
 }
@@ -491,12 +491,12 @@ pub(crate) fn identity_options_in_order(sql: &str) -> Result<Option<String>> {
 }
 
 /// Whether `sql` starts with `w` (ASCII, any case), after white space.
-fn starts_with_word(sql: &str, w: &str) -> bool {
+pub(super) fn starts_with_word(sql: &str, w: &str) -> bool {
     sql.trim_start().get(..w.len()).is_some_and(|x| x.eq_ignore_ascii_case(w))
 }
 
 /// Whether `sql` holds `w` (ASCII, any case) at all: a cheap test before tokenizing.
-fn contains_word(sql: &str, w: &str) -> bool {
+pub(super) fn contains_word(sql: &str, w: &str) -> bool {
     sql.as_bytes().windows(w.len()).any(|x| x.eq_ignore_ascii_case(w.as_bytes()))
 }
 

@@ -1040,7 +1040,30 @@ impl SystemTables for System<'_> {
                         ("typacl", TA),
                         ("typsubscript", T),
                     ]),
-                    types.iter().map(type_row).collect(),
+                    {
+                        let mut rows: Vec<Vec<Value>> = types.iter().map(type_row).collect();
+                        // Domains: their base type's row, as a domain of it.
+                        let domains = self.db.catalog().domains(txn, self.database)?;
+                        self.db.remember_domains(self.database, &domains);
+                        for d in &domains {
+                            let mut row = type_row(&d.base);
+                            row[0] = Value::Int(d.oid.into());
+                            row[1] = text(&d.name);
+                            row[2] = Value::Int(oid::PUBLIC);
+                            row[6] = text("d");
+                            row[13] = Value::Int(0);
+                            row[14] = text("domain_in");
+                            row[16] = text("domain_recv");
+                            row[20] = Value::Bool(d.not_null);
+                            row[21] = Value::Int(d.base.oid().into());
+                            row[22] = Value::Int(d.base.modifier().into());
+                            row[25] = d.default.as_deref().map_or(Value::Null, |x| {
+                                text(&crate::pg::defaults::shown(x, d.base, false))
+                            });
+                            rows.push(row);
+                        }
+                        rows
+                    },
                 ))
             }
             "pg_sequence" => {
@@ -1607,6 +1630,12 @@ impl SystemTables for System<'_> {
                             c.generated.as_deref().map_or(Value::Null, text),
                             text("YES"),
                         ]);
+                        match &c.domain {
+                            Some(d) => {
+                                row.extend([text(self.database), text("public"), text(&d.name)])
+                            }
+                            None => row.extend([Value::Null, Value::Null, Value::Null]),
+                        }
                         rows.push(row);
                     }
                 }
@@ -1632,6 +1661,7 @@ impl SystemTables for System<'_> {
                         row.extend([text("NO"), Value::Null, Value::Null, Value::Null]);
                         row.extend([Value::Null, Value::Null, text("NO"), text("NEVER")]);
                         row.extend([Value::Null, text("NO")]);
+                        row.extend([Value::Null, Value::Null, Value::Null]);
                         rows.push(row);
                     }
                 }
@@ -1664,6 +1694,85 @@ impl SystemTables for System<'_> {
                         ("is_generated", T),
                         ("generation_expression", T),
                         ("is_updatable", T),
+                        ("domain_catalog", T),
+                        ("domain_schema", T),
+                        ("domain_name", T),
+                    ]),
+                    rows,
+                ))
+            }
+            "information_schema.domains" => {
+                let domains = self.db.catalog().domains(txn, self.database)?;
+                let rows = domains
+                    .iter()
+                    .map(|d| {
+                        let mut row = vec![
+                            text(self.database),
+                            text("public"),
+                            text(&d.name),
+                            text(&column_data_type(d.base)),
+                        ];
+                        row.extend(type_facts(d.base));
+                        row.extend([
+                            d.default.as_deref().map_or(Value::Null, |x| {
+                                text(&crate::pg::defaults::shown(x, d.base, false))
+                            }),
+                            text(self.database),
+                            text("pg_catalog"),
+                            text(&d.base.type_name()),
+                        ]);
+                        row
+                    })
+                    .collect();
+                Some((
+                    cols(&[
+                        ("domain_catalog", T),
+                        ("domain_schema", T),
+                        ("domain_name", T),
+                        ("data_type", T),
+                        ("character_maximum_length", I4),
+                        ("character_octet_length", I4),
+                        ("numeric_precision", I4),
+                        ("numeric_precision_radix", I4),
+                        ("numeric_scale", I4),
+                        ("datetime_precision", I4),
+                        ("domain_default", T),
+                        ("udt_catalog", T),
+                        ("udt_schema", T),
+                        ("udt_name", T),
+                    ]),
+                    rows,
+                ))
+            }
+            "information_schema.domain_constraints" => {
+                let domains = self.db.catalog().domains(txn, self.database)?;
+                let rows = domains
+                    .iter()
+                    .flat_map(|d| {
+                        d.checks.iter().map(|c| {
+                            vec![
+                                text(self.database),
+                                text("public"),
+                                text(&c.name),
+                                text(self.database),
+                                text("public"),
+                                text(&d.name),
+                                text("NO"),
+                                text("NO"),
+                            ]
+                        })
+                    })
+                    .collect();
+                Some((
+                    cols(&[
+                        ("constraint_catalog", T),
+                        ("constraint_schema", T),
+                        ("constraint_name", T),
+                        ("domain_catalog", T),
+                        ("domain_schema", T),
+                        ("domain_name", T),
+                        ("is_deferrable", T),
+                        ("initially_deferred", T),
                     ]),
                     rows,
                 ))
@@ -1922,6 +2031,16 @@ impl System<'_> {
                     Value::Int(1247),
                     Value::Int(0),
                     Value::Text(text.clone()),
+                ]);
+            }
+        }
+        for d in catalog.domains(txn, self.database)? {
+            if let Some(text) = d.comment {
+                rows.push(vec![
+                    Value::Int(d.oid.into()),
+                    Value::Int(1247),
+                    Value::Int(0),
+                    Value::Text(text),
                 ]);
             }
         }
@@ -2409,6 +2528,12 @@ impl System<'_> {
                 "pg_attribute" => {
                     for (i, c) in t.columns.iter().enumerate() {
                         let mut row = attribute_row(toid, &c.name, c.ty, t.attnum(i));
+                        // A column of a domain has the domain's type; the base type's
+                        // modifier is the domain's (pg_type.typtypmod).
+                        if let Some(d) = &c.domain {
+                            row[2] = int(d.oid.into());
+                            row[5] = int(-1);
+                        }
                         row[6] = boolean(!c.nullable);
                         row[7] = boolean(c.default.is_some() || c.generated.is_some());
                         row[8] = text(match &c.identity {
@@ -2643,6 +2768,40 @@ impl System<'_> {
                     }
                 }
                 _ => {}
+            }
+        }
+        // Domains' CHECK constraints (contypid, no relation).
+        let domains = self.db.catalog().domains(txn, self.database)?;
+        self.db.remember_domains(self.database, &domains);
+        for d in &domains {
+            for ck in &d.checks {
+                let valid = if ck.not_valid { " NOT VALID" } else { "" };
+                defs.push((i64::from(ck.oid), format!("CHECK ({}){valid}", ck.expr)));
+                if which == "pg_constraint" {
+                    rows.push(vec![
+                        int(ck.oid.into()),
+                        text(&ck.name),
+                        int(oid::PUBLIC),
+                        text("c"),
+                        boolean(false),
+                        boolean(false),
+                        boolean(!ck.not_valid),
+                        int(0),
+                        int(d.oid.into()),
+                        int(0),
+                        int(0),
+                        int(0),
+                        Value::Null,
+                        Value::Null,
+                        text(" "),
+                        text(" "),
+                        text(" "),
+                        boolean(true),
+                        int(0),
+                        boolean(false),
+                        text(&ck.expr),
+                    ]);
+                }
             }
         }
         let views = self.db.catalog().views(txn, self.database)?;
