@@ -724,6 +724,28 @@ impl<'a> Planner<'a> {
         aggs: bool,
     ) -> Result<(Expr, DataType)> {
         use ast::BinaryOperator as O;
+        // `~~`, `!~~`, `~~*`, `!~~*`: LIKE and ILIKE by their operator names, as PostgreSQL
+        // writes them back (pg_dump's CHECK constraints).
+        let custom = match op {
+            O::PGCustomBinaryOperator(parts) => parts.last().map(String::as_str),
+            _ => None,
+        };
+        let like = match (op, custom) {
+            (O::PGLikeMatch, _) | (_, Some("~~")) => Some((false, false)),
+            (O::PGNotLikeMatch, _) | (_, Some("!~~")) => Some((true, false)),
+            (O::PGILikeMatch, _) | (_, Some("~~*")) => Some((false, true)),
+            (O::PGNotILikeMatch, _) | (_, Some("!~~*")) => Some((true, true)),
+            _ => None,
+        };
+        if let Some((negated, insensitive)) = like {
+            let (expr, pattern) = (Box::new(left.clone()), Box::new(right.clone()));
+            let e = if insensitive {
+                ast::Expr::ILike { negated, any: false, expr, pattern, escape_char: None }
+            } else {
+                ast::Expr::Like { negated, any: false, expr, pattern, escape_char: None }
+            };
+            return self.expr(&e, scope, aggs);
+        }
         let array_op = match op {
             O::AtArrow => Some(Func::ArrayContains),
             O::ArrowAt => Some(Func::ArrayContainedBy),

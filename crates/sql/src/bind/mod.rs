@@ -993,7 +993,13 @@ pub(crate) fn stored_text(e: &ast::Expr) -> String {
     while let ast::Expr::Nested(inner) = e {
         e = *inner;
     }
-    let _ = ast::visit_expressions_mut(&mut e, |x| {
+    casts_named_as_catalog(&mut e);
+    e.to_string()
+}
+
+/// Names the types of `e`'s casts as PostgreSQL's catalog does (`::text`, not `::TEXT`).
+pub(crate) fn casts_named_as_catalog(e: &mut ast::Expr) {
+    let _ = ast::visit_expressions_mut(e, |x| {
         if let ast::Expr::Cast { data_type: t, .. } = x {
             let name = match t {
                 ast::DataType::Custom(..) | ast::DataType::Regclass => t.to_string().to_lowercase(),
@@ -1006,7 +1012,6 @@ pub(crate) fn stored_text(e: &ast::Expr) -> String {
         }
         std::ops::ControlFlow::<()>::Continue(())
     });
-    e.to_string()
 }
 
 pub(crate) fn data_type_output_name(t: &ast::DataType) -> String {

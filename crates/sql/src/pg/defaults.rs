@@ -209,6 +209,7 @@ pub(crate) fn check_def_parenthesized(def: &str) -> String {
         }
         std::ops::ControlFlow::<()>::Continue(())
     });
+    crate::bind::casts_named_as_catalog(&mut expr);
     format!("CHECK ({expr}){suffix}")
 }
 
@@ -223,6 +224,7 @@ mod check_tests {
         assert_eq!(p("CHECK (a > 0 AND (b < 5))"), "CHECK (((a > 0) AND (b < 5)))");
         assert_eq!(p("CHECK (NOT flag)"), "CHECK ((NOT flag))");
         assert_eq!(p("CHECK (flag)"), "CHECK (flag)");
+        assert_eq!(p("CHECK (a::text ~~ 'x'::text)"), "CHECK ((a::text ~~ 'x'::text))");
         assert_eq!(
             p("CHECK (a IS NOT NULL OR b > 1) NOT VALID"),
             "CHECK (((a IS NOT NULL) OR (b > 1))) NOT VALID"

@@ -1007,6 +1007,7 @@ impl SystemTables for System<'_> {
                         Value::Null,
                         Value::Null,
                         text(if elem.is_some() { "array_subscript_handler" } else { "-" }),
+                        Value::Null,
                     ]
                 };
                 Some((
@@ -1039,6 +1040,7 @@ impl SystemTables for System<'_> {
                         ("typdefault", T),
                         ("typacl", TA),
                         ("typsubscript", T),
+                        ("typdefaultbin", T),
                     ]),
                     {
                         let mut rows: Vec<Vec<Value>> = types.iter().map(type_row).collect();
@@ -1060,6 +1062,7 @@ impl SystemTables for System<'_> {
                             row[25] = d.default.as_deref().map_or(Value::Null, |x| {
                                 text(&crate::pg::defaults::shown(x, d.base, false))
                             });
+                            row[28] = row[25].clone();
                             rows.push(row);
                         }
                         rows
