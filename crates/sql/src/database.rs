@@ -170,6 +170,7 @@ impl Database {
     pub fn open(engine: Engine, config: SessionConfig) -> Result<Arc<Database>> {
         let db = Database::attach(engine, config);
         db.bootstrap()?;
+        db.drop_leftover_temp_schemas()?;
         Ok(db)
     }
 
@@ -295,7 +296,31 @@ impl Database {
     ) -> Result<Arc<Database>> {
         let db = Database::attach_dir(dir, engine, config)?;
         db.bootstrap()?;
+        db.drop_leftover_temp_schemas()?;
         Ok(db)
+    }
+
+    /// Drops the temporary schemas (and their tables) of sessions that ended with the
+    /// process before they could drop them: after a crash or a kill.
+    pub fn drop_leftover_temp_schemas(self: &Arc<Self>) -> Result<()> {
+        let mut txn = self.engine.begin(TxnOptions::new().read_only())?;
+        let mut leftovers = Vec::new();
+        for db in self.catalog.databases(&mut txn)? {
+            for schema in self.catalog.schemas(&mut txn, &db)? {
+                if crate::exec::temp::is_temp_schema(&schema.name) {
+                    leftovers.push((db.clone(), schema.name));
+                }
+            }
+        }
+        drop(txn);
+        for (db, schema) in leftovers {
+            let mut session = self.session("kiln", &db, 0)?;
+            let sql = format!("DROP SCHEMA {} CASCADE", crate::bind::quote_ident(&schema));
+            if let (_, Some(e)) = session.simple_query(&sql) {
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// Opens the engine in `dir` and the SQL layer on it without creating anything (see
@@ -404,6 +429,8 @@ impl Database {
                 self.locks.clone(),
                 lock_owner,
             )),
+            temp_used: false,
+            temp_on_commit: Vec::new(),
         })
     }
 

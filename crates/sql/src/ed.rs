@@ -981,6 +981,9 @@ impl Env for SessionEnv<'_> {
                 let implicit = matches!(args.first(), Some(Value::Bool(true)));
                 let mut schemas = Vec::new();
                 let path = crate::pg::settings::search_path(self.settings);
+                if let Some(temp) = crate::bind::search::temp_schema().filter(|_| implicit) {
+                    schemas.push(Value::Text(temp));
+                }
                 if implicit && !path.contains(&"pg_catalog") {
                     schemas.push(Value::Text("pg_catalog".into()));
                 }

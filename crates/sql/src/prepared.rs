@@ -178,7 +178,10 @@ impl Session {
                 own.as_mut().expect("just set")
             }
         };
-        let path = settings.get("search_path").cloned().unwrap_or_default();
+        let mut path = settings.get("search_path").cloned().unwrap_or_default();
+        if self.temp_used {
+            path = format!("{}{}, {path}", crate::exec::temp::PREFIX, self.pid);
+        }
         let search =
             crate::bind::search::SearchPath::load(&self.db.catalog, txn, &self.database, &path)?;
         let _installed = crate::bind::search::install(search);
@@ -332,7 +335,7 @@ impl Dependencies {
         merge_enum_types(&mut self.enum_types, &planner.enum_types);
         merge_equal(&mut self.functions, &planner.functions);
         self.style = Some(planner.env.style());
-        self.search = crate::bind::search::current_schemas();
+        self.search = crate::bind::search::installed_schemas();
         self.reusable &= planner.reusable;
     }
 
@@ -358,7 +361,7 @@ impl Dependencies {
         style: crate::style::Style,
     ) -> Result<bool> {
         if self.style.is_some_and(|s| s != style)
-            || self.search != crate::bind::search::current_schemas()
+            || self.search != crate::bind::search::installed_schemas()
         {
             return Ok(false);
         }

@@ -213,6 +213,11 @@ pub struct Session {
     pub(crate) notices: parking_lot::Mutex<Vec<Notice>>,
     /// How many DO blocks run inside one another now (`EXECUTE 'DO …'`).
     pub(crate) do_depth: usize,
+    /// Whether the session made its temporary schema (`exec::temp`).
+    pub(crate) temp_used: bool,
+    /// Temporary tables' ON COMMIT actions: the table, the action and the transaction
+    /// (`txn_serial`) that made it.
+    pub(crate) temp_on_commit: Vec<(String, crate::exec::temp::OnCommit, u64)>,
 }
 
 /// A message for the client that is not an error (NoticeResponse): its level (NOTICE,
@@ -347,8 +352,9 @@ pub(crate) use session_writer;
 impl Drop for Session {
     fn drop(&mut self) {
         // Whatever ends the session, its transaction is rolled back (releasing its row
-        // locks) and it leaves pg_stat_activity.
+        // locks), its temporary tables are dropped and it leaves pg_stat_activity.
         self.abort();
+        self.drop_temp_schema();
         self.db.activities.unregister(&self.activity);
     }
 }
@@ -446,6 +452,9 @@ impl Session {
         if let Some(before) = ts.settings_before.take() {
             self.settings = before;
         }
+        // The ON COMMIT actions of temporary tables made by the rolled-back transaction.
+        let serial = self.txn_serial;
+        self.temp_on_commit.retain(|(_, _, made)| *made != serial);
         self.cursors.rolled_back(self.txn_serial);
         ts.locks.release_all();
         self.advisory.lock().end_transaction();
@@ -848,6 +857,19 @@ impl Session {
     }
 
     pub(crate) fn commit_txn(&mut self, ts: TxnState, hint: Option<CommitHint>) -> Result<TxnId> {
+        // Temporary tables' ON COMMIT actions run in the transaction, before its commit.
+        let ts = if self.temp_on_commit.is_empty() {
+            ts
+        } else {
+            self.txn = Some(ts);
+            let done = self.temp_on_commit();
+            let ts = self.txn.take().expect("the transaction stays open");
+            if let Err(e) = done {
+                self.finish(ts, false);
+                return Err(e);
+            }
+            ts
+        };
         let committed = self.commit_txn_inner(ts, hint);
         match committed {
             Ok(_) => self.cursors.committed(self.txn_serial),
@@ -1397,13 +1419,13 @@ impl Session {
         // The transaction's SET LOCAL value, else the session's; read without copying unless
         // it may name a created schema (every statement passes here).
         let local = self.txn.as_ref().and_then(|t| t.local.get("search_path"));
-        let Some(path) = local.or_else(|| self.settings.get("search_path")) else {
-            return Ok(None);
+        let path = local.or_else(|| self.settings.get("search_path"));
+        // A session with temporary tables finds them first.
+        let path = match (path, self.temp_used) {
+            (Some(p), false) if crate::bind::search::may_name_created_schema(p) => p.clone(),
+            (_, false) => return Ok(None),
+            (p, true) => format!("{}, {}", self.temp_schema(), p.map_or("public", String::as_str)),
         };
-        if !crate::bind::search::may_name_created_schema(path) {
-            return Ok(None);
-        }
-        let path = path.clone();
         let Some(ts) = self.txn.as_mut() else { return Ok(None) };
         crate::bind::search::SearchPath::load(&self.db.catalog, &mut ts.txn, &self.database, &path)
     }

@@ -304,4 +304,5 @@ scripts!(
     do_blocks,
     merge,
     domains,
+    temp_tables,
 );

@@ -152,8 +152,11 @@ pub(crate) fn resolve(name: &str) -> String {
 /// The catalog name a new relation named `name` (unqualified) takes: in the installed path's
 /// first schema, else in `public`.
 pub(crate) fn creation_name(name: &str) -> String {
-    CURRENT.with(|c| match c.borrow().as_ref().and_then(|p| p.schemas.first()) {
-        Some(schema) => qualified(schema, name),
+    // A session's temporary schema takes only what CREATE TEMP makes.
+    let first =
+        |p: &SearchPath| p.schemas.iter().find(|s| !crate::exec::temp::is_temp_schema(s)).cloned();
+    CURRENT.with(|c| match c.borrow().as_ref().and_then(|p| first(p)) {
+        Some(schema) => qualified(&schema, name),
         None => name.to_string(),
     })
 }
@@ -166,10 +169,23 @@ pub(crate) fn visible(name: &str) -> bool {
     name.contains('.') && resolve(own) == name
 }
 
-/// The schemas of the installed path (empty when none is): what a plan bound under it
-/// depends on, beside the definitions it read.
-pub(crate) fn current_schemas() -> Vec<String> {
+/// The schemas of the installed path (empty when none is), the session's temporary schema
+/// among them: what a plan bound under it depends on, beside the definitions it read.
+pub(crate) fn installed_schemas() -> Vec<String> {
     CURRENT.with(|c| c.borrow().as_ref().map(|p| p.schemas.clone()).unwrap_or_default())
+}
+
+/// The schemas of the installed path as `current_schemas` shows them: without the session's
+/// temporary schema, which is searched implicitly.
+pub(crate) fn current_schemas() -> Vec<String> {
+    let mut schemas = installed_schemas();
+    schemas.retain(|s| !crate::exec::temp::is_temp_schema(s));
+    schemas
+}
+
+/// The session's temporary schema, when the installed path searches it.
+pub(crate) fn temp_schema() -> Option<String> {
+    installed_schemas().into_iter().find(|s| crate::exec::temp::is_temp_schema(s))
 }
 
 /// `query` with each unqualified relation name that the installed path resolves into a

@@ -171,6 +171,7 @@ impl Writer<'_> {
         if ct.query.is_some() {
             return Err(SqlError::unsupported("CREATE TABLE … AS"));
         }
+        refuse_table_kinds(ct)?;
         if let Some(like) = &ct.like {
             let expanded = self.like_columns(like, ct, database)?;
             return self.create_table(&expanded, database, env);
@@ -1130,4 +1131,19 @@ fn undefined_constraint(t: &Table, name: &str) -> SqlError {
         code::UNDEFINED_OBJECT,
         format!("constraint \"{name}\" of relation \"{}\" does not exist", unqualified(&t.name)),
     )
+}
+
+/// 0A000 for the kinds of table Kiln lacks, which it must not make as plain tables:
+/// partitioned tables and partitions (`PARTITION BY`, `PARTITION OF`) and inheritance
+/// (`INHERITS`).
+pub(crate) fn refuse_table_kinds(ct: &ast::CreateTable) -> Result<()> {
+    if ct.partition_by.is_some() || ct.partition_of.is_some() || ct.for_values.is_some() {
+        return Err(SqlError::unsupported("partitioned tables (PARTITION BY, PARTITION OF)").hint(
+            "Kiln has no partitioning: create one table, with an index on the partition key.",
+        ));
+    }
+    if ct.inherits.is_some() {
+        return Err(SqlError::unsupported("table inheritance (INHERITS)"));
+    }
+    Ok(())
 }

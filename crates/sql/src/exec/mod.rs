@@ -20,6 +20,7 @@ pub mod schema;
 pub mod select;
 pub mod sequences;
 pub mod statement;
+pub mod temp;
 pub mod triggers;
 pub mod types;
 pub mod views;

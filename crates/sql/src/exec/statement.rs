@@ -31,6 +31,12 @@ impl Session {
         slot: Option<&PlanSlot>,
     ) -> Result<Output> {
         use ast::Statement as S;
+        // CREATE TEMP TABLE: a table of the session's temporary schema.
+        if let S::CreateTable(ct) = stmt {
+            if let Some(temp) = self.temp_table(ct)? {
+                return self.run(&S::CreateTable(temp), params, slot);
+            }
+        }
         let style = self.style();
         let settings = crate::pg::settings::settings_in_force(
             &self.settings,
@@ -254,6 +260,7 @@ impl Session {
             }
             S::CreateTable(ct) if ct.query.is_some() => {
                 let query = ct.query.as_ref().expect("matched");
+                crate::exec::ddl::refuse_table_kinds(ct)?;
                 let name = new_object_name(&ct.name)?;
                 if w.table_name_taken(&self.database, &name, ct.if_not_exists)? {
                     return Ok(Output::Command("CREATE TABLE AS".into()));

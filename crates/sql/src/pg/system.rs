@@ -2389,7 +2389,11 @@ impl System<'_> {
         for seq in &sequences {
             if which == "pg_class" {
                 let (nsp, name) = (ns.oid(&seq.name), unqualified(&seq.name));
-                rows.push(class_row(oid::object(seq.id), nsp, name, "S", 3, 0, false));
+                let mut row = class_row(oid::object(seq.id), nsp, name, "S", 3, 0, false);
+                if crate::exec::temp::is_temp_schema(schema_of(&seq.name)) {
+                    row[14] = text("t");
+                }
+                rows.push(row);
             }
         }
         for t in &tables {
@@ -2512,6 +2516,10 @@ impl System<'_> {
                     let (nsp, tname) = (ns.oid(&t.name), unqualified(&t.name));
                     let has_index = !indexes.is_empty();
                     let mut row = class_row(toid, nsp, tname, "r", t.columns.len(), 2, has_index);
+                    let temp = crate::exec::temp::is_temp_schema(schema_of(&t.name));
+                    if temp {
+                        row[14] = text("t");
+                    }
                     // psql's \d shows CHECK constraints when relchecks > 0, and foreign keys
                     // (both ways) and triggers when relhastriggers (PostgreSQL's FKs are
                     // triggers).
@@ -2525,7 +2533,11 @@ impl System<'_> {
                     for (ioid, name, c, .., (exprs, _, include, _)) in &indexes {
                         let parts = if exprs.is_empty() { c.len() } else { exprs.len() };
                         let parts = parts + include.len();
-                        rows.push(class_row(*ioid, nsp, name, "i", parts, 403, false));
+                        let mut row = class_row(*ioid, nsp, name, "i", parts, 403, false);
+                        if temp {
+                            row[14] = text("t");
+                        }
+                        rows.push(row);
                     }
                 }
                 "pg_attribute" => {
