@@ -9,7 +9,8 @@
 //! COPY data, `setval`, and the keys, constraints and indexes (on expressions, partial)
 //! added after the data; an enum type with `ALTER TYPE … OWNER TO` and `COMMENT ON TYPE`, and
 //! columns and defaults of it (`'ground'::public.ship`); domains with defaults, NOT NULL,
-//! named CHECKs and comments, and columns of them.
+//! named CHECKs and comments, and columns of them; materialized views with an index, one
+//! created WITH NO DATA.
 
 mod common;
 
@@ -63,6 +64,9 @@ ALTER TYPE ship ADD VALUE 'rail' BEFORE 'sea';
 INSERT INTO order_lines VALUES (1000, 1, 3), (1000, 2, 1), (1005, 2, 2), (1010, 3, 10);
 DELETE FROM customers WHERE id = 3;
 SELECT nextval('invoice_no'), nextval('invoice_no');
+CREATE MATERIALIZED VIEW product_prices AS SELECT sku, price FROM products WHERE price > 0;
+CREATE UNIQUE INDEX product_prices_sku ON product_prices (sku);
+CREATE MATERIALIZED VIEW not_yet AS SELECT count(*) AS n FROM orders WITH NO DATA;
 "#;
 
 /// What both servers are asked after the restore.
@@ -80,6 +84,11 @@ SELECT obj_description('customers'::regclass, 'pg_class') AS t,
        col_description('customers'::regclass, 2) AS c,
        obj_description('order_totals'::regclass, 'pg_class') AS v;
 SELECT nextval('invoice_no');
+SELECT * FROM product_prices ORDER BY sku;
+SELECT matviewname, hasindexes, ispopulated FROM pg_matviews ORDER BY 1;
+SELECT * FROM not_yet;
+REFRESH MATERIALIZED VIEW not_yet;
+SELECT * FROM not_yet;
 SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'order_lines'::regclass AND attname = 'qty';
 SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE contypid IN ('quantity'::regtype, 'email_address'::regtype) ORDER BY 1;
 SELECT typname, typnotnull, typdefault, obj_description(t.oid, 'pg_type') FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace WHERE typtype = 'd' AND nspname = 'public' ORDER BY 1;
@@ -324,6 +333,8 @@ fn a_kiln_database_dumps_with_pg_dump_and_restores_into_postgresql_and_kiln() {
     for expected in [
         "CREATE TYPE public.ship AS ENUM",
         "CREATE DOMAIN public.quantity AS integer NOT NULL DEFAULT 1",
+        "CREATE MATERIALIZED VIEW public.product_prices AS",
+        "REFRESH MATERIALIZED VIEW public.product_prices",
         "OWNED BY",
         "ADD GENERATED",
         "COPY public.",

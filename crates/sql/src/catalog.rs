@@ -330,6 +330,20 @@ pub struct Table {
     /// Its triggers (`CREATE TRIGGER`), by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub triggers: Vec<Trigger>,
+    /// A materialized view: the table holds its query's rows as of its last refresh.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matview: Option<MatView>,
+}
+
+/// What makes a table a materialized view (`CREATE MATERIALIZED VIEW`, `exec::views`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatView {
+    /// Its query, as SQL text (relations named as the catalog names them).
+    pub query: String,
+    /// Whether it holds its query's rows (false after `WITH NO DATA`: reading it is 55000).
+    pub populated: bool,
+    /// The tables and views its query reads: none can be dropped while it exists.
+    pub depends_on: Vec<String>,
 }
 
 /// A trigger on a table (`CREATE TRIGGER`, see `exec::triggers`).

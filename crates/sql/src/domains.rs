@@ -85,6 +85,7 @@ fn value_table(domain: &Domain) -> Table {
         last_attnum: 0,
         comment: None,
         triggers: Vec::new(),
+        matview: None,
     }
 }
 

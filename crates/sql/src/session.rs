@@ -1039,6 +1039,8 @@ impl Session {
                     _ => unreachable!("matched above"),
                 }
             }
+            Utility::CreateMatView(m) => self.create_matview(&m),
+            Utility::RefreshMatView(r) => self.refresh_matview(&r),
             Utility::CreateDomain(_) | Utility::AlterDomain(_) => {
                 let style = self.style();
                 let settings = crate::pg::settings::settings_in_force(

@@ -305,4 +305,5 @@ scripts!(
     merge,
     domains,
     temp_tables,
+    matviews,
 );

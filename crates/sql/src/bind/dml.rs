@@ -190,6 +190,7 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
     let name = object_name(&target)?;
     let at = target.0.first().and_then(|p| p.as_ident()).and_then(crate::bind::location_of);
     let table = planner.table_or_err(&name).map_err(|e| e.located(at))?;
+    crate::exec::matviews::check_writable(&table)?;
     // OVERRIDING SYSTEM VALUE: identity columns take the values given, even GENERATED
     // ALWAYS ones; OVERRIDING USER VALUE: they ignore them and take their sequence's next.
     let mut overriding = None;
@@ -474,6 +475,7 @@ pub(crate) fn target_scan(
     let tname = object_name(name)?;
     let at = name.0.first().and_then(|p| p.as_ident()).and_then(crate::bind::location_of);
     let table = planner.table_or_err(&tname).map_err(|e| e.located(at))?;
+    crate::exec::matviews::check_writable(&table)?;
     let alias = alias
         .as_ref()
         .map(|a| ident(&a.name))

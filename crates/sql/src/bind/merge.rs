@@ -104,6 +104,7 @@ pub(crate) fn plan_merge(planner: &mut Planner, m: &ast::Merge) -> Result<MergeP
             e.located(at)
         }
     })?;
+    crate::exec::matviews::check_writable(&table)?;
     // source LEFT JOIN target ON condition.
     let join = ast::TableWithJoins {
         relation: m.source.clone(),

@@ -712,6 +712,11 @@ impl<'a> Planner<'a> {
                     return self.cte_item(i, alias_name, &rename, offset);
                 }
                 let table = self.table(&tname)?;
+                if let Some(t) = &table {
+                    if t.matview.as_ref().is_some_and(|m| !m.populated) {
+                        return Err(crate::exec::matviews::not_populated(&t.name));
+                    }
+                }
                 if table.is_none() {
                     if let Some(view) = self.catalog.view(self.txn, self.db, &tname)? {
                         return self.view_item(&view, alias_name, &rename, offset);

@@ -149,6 +149,16 @@ impl Writer<'_> {
     /// The views that read relation `old` read it under its `new` name (each is planned
     /// again after the statement, and must still give its columns).
     pub(crate) fn follow_rename_in_views(&mut self, db: &str, old: &str, new: &str) -> Result<()> {
+        // A materialized view's stored query keeps the names it read: those are not renamed.
+        for t in self.db.catalog.tables(&mut self.ts.txn, db)? {
+            if t.matview.as_ref().is_some_and(|m| m.depends_on.iter().any(|d| d == old)) {
+                return Err(SqlError::unsupported(format!(
+                    "renaming relation {old}, which materialized view {} reads",
+                    t.name
+                ))
+                .hint("Drop the materialized view, rename, and create it again."));
+            }
+        }
         for v in self.db.catalog.views_on(&mut self.ts.txn, db, old)? {
             if old.contains('.') {
                 return Err(SqlError::unsupported(format!(

@@ -110,6 +110,7 @@ impl Writer<'_> {
             last_attnum: 0,
             comment: None,
             triggers: vec![],
+            matview: None,
         };
         self.db.catalog.put_table(&mut self.ts.txn, &table)?;
         let n = rows.len();
@@ -407,6 +408,7 @@ impl Writer<'_> {
             last_attnum: 0,
             comment: None,
             triggers: vec![],
+            matview: None,
         };
         if !table.primary_key.is_empty() {
             let base = format!("{}_pkey", unqualified(&name));
@@ -487,7 +489,17 @@ impl Writer<'_> {
                 let dropping = names.iter().map(object_name).collect::<Result<Vec<_>>>()?;
                 for name in &dropping {
                     match self.db.catalog.table(&mut self.ts.txn, database, name)? {
+                        Some(t) if t.matview.is_some() => {
+                            return Err(SqlError::new(
+                                code::WRONG_OBJECT_TYPE,
+                                format!("\"{}\" is not a table", unqualified(name)),
+                            )
+                            .hint("Use DROP MATERIALIZED VIEW to remove a materialized view."));
+                        }
                         Some(t) => {
+                            self.drop_dependent_matviews(
+                                "table", name, cascade, &dropping, database,
+                            )?;
                             // With CASCADE the foreign keys go first, as PostgreSQL lists them.
                             if cascade {
                                 self.drop_table_references(&t, cascade, &dropping)?;
@@ -707,6 +719,13 @@ impl Writer<'_> {
             let (ast::RenameTableNameKind::To(new) | ast::RenameTableNameKind::As(new)) =
                 table_name;
             return self.rename_table(&table, &crate::exec::schema::renamed(&table.name, new)?);
+        }
+        if table.matview.is_some() {
+            return Err(SqlError::new(
+                code::WRONG_OBJECT_TYPE,
+                format!("ALTER TABLE cannot change materialized view \"{}\"", unqualified(&tname)),
+            )
+            .detail("This operation is not supported for materialized views."));
         }
         let mut t = (*table).clone();
         for op in &at.operations {

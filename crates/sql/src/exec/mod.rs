@@ -12,6 +12,7 @@ pub mod grant;
 pub mod indexes;
 pub mod init;
 pub mod join;
+pub mod matviews;
 pub mod merge;
 pub mod plpgsql;
 pub mod routines;

@@ -317,6 +317,17 @@ impl Session {
                 w.report_cascade();
                 out
             }
+            S::Drop {
+                object_type: ast::ObjectType::MaterializedView,
+                if_exists,
+                names,
+                cascade,
+                ..
+            } => {
+                let out = w.drop_matviews(names, *if_exists, *cascade, &self.database);
+                w.report_cascade();
+                out
+            }
             S::Drop { object_type: ast::ObjectType::Type, if_exists, names, cascade, .. } => {
                 let out = w.drop_types(names, *if_exists, *cascade, &self.database);
                 w.report_cascade();
@@ -448,11 +459,15 @@ impl Session {
                 let mut tables = Vec::new();
                 for target in &t.table_names {
                     let name = object_name(&target.name)?;
-                    tables.push(self.db.catalog.table_or_err(
-                        &mut w.ts.txn,
-                        &self.database,
-                        &name,
-                    )?);
+                    let table =
+                        self.db.catalog.table_or_err(&mut w.ts.txn, &self.database, &name)?;
+                    if table.matview.is_some() {
+                        return Err(SqlError::new(
+                            code::WRONG_OBJECT_TYPE,
+                            format!("\"{}\" is not a table", crate::catalog::unqualified(&name)),
+                        ));
+                    }
+                    tables.push(table);
                 }
                 let named = tables.len();
                 // A table referenced by a foreign key goes only with its referencing tables
@@ -527,6 +542,7 @@ impl Session {
                             &self.database,
                             &object_name(table_name)?,
                         )?;
+                        crate::exec::matviews::check_writable(&table)?;
                         let cols = copy_columns(&table, columns)?;
                         let names: Vec<&str> =
                             cols.iter().map(|&c| table.columns[c].name.as_str()).collect();

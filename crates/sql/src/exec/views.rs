@@ -222,12 +222,16 @@ impl Writer<'_> {
     ) -> Result<Output> {
         for name in names {
             let Some(view) = self.db.catalog.view(&mut self.ts.txn, database, name)? else {
-                if self.db.catalog.table(&mut self.ts.txn, database, name)?.is_some() {
+                if let Some(t) = self.db.catalog.table(&mut self.ts.txn, database, name)? {
+                    let hint = match t.matview {
+                        Some(_) => "Use DROP MATERIALIZED VIEW to remove a materialized view.",
+                        None => "Use DROP TABLE to remove a table.",
+                    };
                     return Err(SqlError::new(
                         code::WRONG_OBJECT_TYPE,
                         format!("\"{name}\" is not a view"),
                     )
-                    .hint("Use DROP TABLE to remove a table."));
+                    .hint(hint));
                 }
                 if if_exists {
                     self.skipping("00000", format!("view \"{name}\" does not exist"));
@@ -239,6 +243,7 @@ impl Writer<'_> {
                 ));
             };
             self.drop_dependent_views("view", name, cascade, names, database)?;
+            self.drop_dependent_matviews("view", name, cascade, names, database)?;
             self.db.catalog.delete_view(&mut self.ts.txn, &view)?;
         }
         Ok(Output::Command("DROP VIEW".into()))

@@ -274,3 +274,120 @@ mod tests {
         assert_eq!(alter_domain("ALTER DOMAIN d FROB").unwrap_err().code, "42601");
     }
 }
+
+/// `CREATE MATERIALIZED VIEW [IF NOT EXISTS] name [(columns)] AS query [WITH [NO] DATA]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateMatView {
+    pub if_not_exists: bool,
+    pub name: ast::ObjectName,
+    pub columns: Vec<ast::Ident>,
+    pub query: Box<ast::Query>,
+    pub with_data: bool,
+}
+
+/// `REFRESH MATERIALIZED VIEW [CONCURRENTLY] name [WITH [NO] DATA]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefreshMatView {
+    pub concurrently: bool,
+    pub name: ast::ObjectName,
+    pub with_data: bool,
+}
+
+/// Reads a trailing `WITH [NO] DATA`: whether it says DATA (true when absent) and the
+/// statement's text without it.
+fn with_data_suffix(sql: &str) -> (bool, String) {
+    // `s` without a last word `w` (any case) that follows whitespace.
+    fn without<'a>(s: &'a str, w: &str) -> Option<&'a str> {
+        let t = s.trim_end();
+        let at = t.len().checked_sub(w.len())?;
+        let rest = &t[..t.is_char_boundary(at).then_some(at)?];
+        (t[at..].eq_ignore_ascii_case(w) && rest.ends_with(char::is_whitespace)).then_some(rest)
+    }
+    let trimmed = sql.trim_end().trim_end_matches(';');
+    if let Some(rest) = without(trimmed, "data") {
+        if let Some(with) = without(rest, "no").and_then(|r| without(r, "with")) {
+            return (false, with.to_string());
+        }
+        if let Some(with) = without(rest, "with") {
+            return (true, with.to_string());
+        }
+    }
+    (true, trimmed.to_string())
+}
+
+/// `CREATE MATERIALIZED VIEW …` (`None`: another statement).
+pub(crate) fn create_matview(sql: &str) -> Result<Option<CreateMatView>> {
+    if !starts_with_word(sql, "create") || !contains_word(sql, "materialized") {
+        return Ok(None);
+    }
+    let Some(mut p) = parser_for(sql) else { return Ok(None) };
+    if !p.parse_keywords(&[Keyword::CREATE, Keyword::MATERIALIZED, Keyword::VIEW]) {
+        return Ok(None);
+    }
+    let (with_data, text) = with_data_suffix(sql);
+    match super::parse(&text)?.pop() {
+        Some(ast::Statement::CreateView(cv)) if cv.materialized => {
+            if cv.or_replace || cv.temporary {
+                return Err(SqlError::syntax(
+                    "CREATE MATERIALIZED VIEW takes no OR REPLACE or TEMPORARY",
+                ));
+            }
+            Ok(Some(CreateMatView {
+                if_not_exists: cv.if_not_exists,
+                name: cv.name,
+                columns: cv.columns.into_iter().map(|c| c.name).collect(),
+                query: cv.query,
+                with_data,
+            }))
+        }
+        _ => Err(SqlError::syntax("syntax error in CREATE MATERIALIZED VIEW")),
+    }
+}
+
+/// `REFRESH MATERIALIZED VIEW …` (`None`: another statement).
+pub(crate) fn refresh_matview(sql: &str) -> Result<Option<RefreshMatView>> {
+    if !starts_with_word(sql, "refresh") {
+        return Ok(None);
+    }
+    let (with_data, text) = with_data_suffix(sql);
+    let Some(mut p) = parser_for(&text) else { return Ok(None) };
+    let refresh = matches!(p.next_token().token, Token::Word(ref w) if w.value.eq_ignore_ascii_case("refresh"));
+    if !refresh || !p.parse_keywords(&[Keyword::MATERIALIZED, Keyword::VIEW]) {
+        return Err(unexpected(&p, "MATERIALIZED VIEW"));
+    }
+    let concurrently = p.parse_keyword(Keyword::CONCURRENTLY);
+    let name =
+        p.parse_object_name(false).map_err(|_| unexpected(&p, "a materialized view name"))?;
+    end(&mut p)?;
+    Ok(Some(RefreshMatView { concurrently, name, with_data }))
+}
+
+#[cfg(test)]
+mod matview_tests {
+    use super::*;
+
+    #[test]
+    fn materialized_views_read_with_and_without_data() {
+        let c =
+            create_matview("CREATE MATERIALIZED VIEW public.m AS\n SELECT 1 AS a\n  WITH NO DATA;")
+                .unwrap()
+                .unwrap();
+        assert!(!c.with_data);
+        assert_eq!(c.query.to_string(), "SELECT 1 AS a");
+        let c =
+            create_matview("create materialized view if not exists m (x) as select 1 with data")
+                .unwrap()
+                .unwrap();
+        assert!(c.with_data && c.if_not_exists);
+        assert_eq!(c.columns.len(), 1);
+        let c = create_matview("CREATE MATERIALIZED VIEW m AS SELECT 1").unwrap().unwrap();
+        assert!(c.with_data);
+        let r = refresh_matview("REFRESH MATERIALIZED VIEW CONCURRENTLY s.m WITH NO DATA;")
+            .unwrap()
+            .unwrap();
+        assert!(r.concurrently && !r.with_data);
+        assert_eq!(r.name.to_string(), "s.m");
+        assert_eq!(refresh_matview("REFRESH VIEW m").unwrap_err().code, "42601");
+        assert_eq!(create_matview("CREATE VIEW m AS SELECT 1").unwrap(), None);
+    }
+}

@@ -282,6 +282,10 @@ pub enum Utility {
     CreateDomain(Box<domain::CreateDomain>),
     /// `ALTER DOMAIN …`.
     AlterDomain(Box<domain::AlterDomain>),
+    /// `CREATE MATERIALIZED VIEW …` (see [`domain`]).
+    CreateMatView(Box<domain::CreateMatView>),
+    /// `REFRESH MATERIALIZED VIEW …`.
+    RefreshMatView(Box<domain::RefreshMatView>),
 }
 
 /// What REINDEX rebuilds.
@@ -422,6 +426,8 @@ impl Utility {
                 | Utility::Reindex(_)
                 | Utility::CreateDomain(_)
                 | Utility::AlterDomain(_)
+                | Utility::CreateMatView(_)
+                | Utility::RefreshMatView(_)
         )
     }
 }
@@ -505,6 +511,12 @@ pub fn utility(sql: &str) -> Result<Option<Utility>> {
     }
     if let Some(d) = domain::alter_domain(sql)? {
         return Ok(Some(Utility::AlterDomain(Box::new(d))));
+    }
+    if let Some(m) = domain::create_matview(sql)? {
+        return Ok(Some(Utility::CreateMatView(Box::new(m))));
+    }
+    if let Some(r) = domain::refresh_matview(sql)? {
+        return Ok(Some(Utility::RefreshMatView(Box::new(r))));
     }
     if let Some(create) = create_procedure(sql)? {
         return Ok(Some(Utility::CreateProcedure(Box::new(create))));

@@ -743,16 +743,6 @@ impl SystemTables for System<'_> {
             }
             "pg_db_role_setting" => empty(&[("setdatabase", O), ("setrole", O), ("setconfig", TA)]),
             "pg_shdescription" => empty(&[("objoid", O), ("classoid", O), ("description", T)]),
-            // Kiln has no materialized views.
-            "pg_matviews" => empty(&[
-                ("schemaname", N),
-                ("matviewname", N),
-                ("matviewowner", N),
-                ("tablespace", N),
-                ("hasindexes", B),
-                ("ispopulated", B),
-                ("definition", T),
-            ]),
             // The privileges objects had when the database was created: the public
             // schema's (pg_dump dumps only changes to them).
             "pg_init_privs" => Some((
@@ -1516,8 +1506,12 @@ impl SystemTables for System<'_> {
                     let (schema, name) = (schema_of(name), unqualified(name));
                     vec![text(self.database), text(schema), text(name), text(kind)]
                 };
-                let mut rows: Vec<Vec<Value>> =
-                    tables.iter().map(|t| row(&t.name, "BASE TABLE")).collect();
+                // Materialized views are not among them, as in PostgreSQL.
+                let mut rows: Vec<Vec<Value>> = tables
+                    .iter()
+                    .filter(|t| t.matview.is_none())
+                    .map(|t| row(&t.name, "BASE TABLE"))
+                    .collect();
                 rows.extend(views.iter().map(|v| row(&v.name, "VIEW")));
                 Some((
                     cols(&[
@@ -1525,6 +1519,36 @@ impl SystemTables for System<'_> {
                         ("table_schema", T),
                         ("table_name", T),
                         ("table_type", T),
+                    ]),
+                    rows,
+                ))
+            }
+            "pg_matviews" => {
+                let tables = self.db.catalog().tables(txn, self.database)?;
+                let rows = tables
+                    .iter()
+                    .filter_map(|t| t.matview.as_ref().map(|m| (t, m)))
+                    .map(|(t, m)| {
+                        vec![
+                            text(schema_of(&t.name)),
+                            text(unqualified(&t.name)),
+                            text("kiln"),
+                            Value::Null,
+                            Value::Bool(!t.indexes.is_empty()),
+                            Value::Bool(m.populated),
+                            text(&format!(" {};", m.query)),
+                        ]
+                    })
+                    .collect();
+                Some((
+                    cols(&[
+                        ("schemaname", N),
+                        ("matviewname", N),
+                        ("matviewowner", N),
+                        ("tablespace", N),
+                        ("hasindexes", B),
+                        ("ispopulated", B),
+                        ("definition", T),
                     ]),
                     rows,
                 ))
@@ -1588,7 +1612,7 @@ impl SystemTables for System<'_> {
                 let tables = self.db.catalog().tables(txn, self.database)?;
                 let sequences = self.db.catalog().sequences(txn, self.database)?;
                 let mut rows = Vec::new();
-                for t in &tables {
+                for t in tables.iter().filter(|t| t.matview.is_none()) {
                     for (i, c) in t.columns.iter().enumerate() {
                         let mut row = vec![
                             text(self.database),
@@ -2238,24 +2262,27 @@ impl System<'_> {
 
     fn rules(&self, txn: &mut Transaction) -> Result<Relation> {
         let text = |s: &str| Value::Text(s.to_string());
-        let rows = self
-            .db
-            .catalog()
-            .views(txn, self.database)?
-            .iter()
-            .map(|v| {
-                vec![
-                    Value::Int(oid::rule(v.id)),
-                    text("_RETURN"),
-                    Value::Int(oid::object(v.id)),
-                    text("1"),
-                    text("O"),
-                    Value::Bool(true),
-                    text("<>"),
-                    text(&v.query),
-                ]
-            })
-            .collect();
+        let rule = |id: u64, query: &str| {
+            vec![
+                Value::Int(oid::rule(id)),
+                text("_RETURN"),
+                Value::Int(oid::object(id)),
+                text("1"),
+                text("O"),
+                Value::Bool(true),
+                text("<>"),
+                text(query),
+            ]
+        };
+        let catalog = self.db.catalog();
+        let mut rows: Vec<Vec<Value>> =
+            catalog.views(txn, self.database)?.iter().map(|v| rule(v.id, &v.query)).collect();
+        // A materialized view has its query's rule too.
+        for t in catalog.tables(txn, self.database)? {
+            if let Some(m) = &t.matview {
+                rows.push(rule(t.id, &m.query));
+            }
+        }
         let columns = cols(&[
             ("oid", O),
             ("rulename", N),
@@ -2305,10 +2332,14 @@ impl System<'_> {
                 .map(|t| oid::object(t.id))
                 .or_else(|| views.iter().find(|v| v.name == name).map(|v| oid::object(v.id)))
         };
-        for v in &views {
-            let rule = oid::rule(v.id);
-            dep(REWRITE, rule, 0, CLASS, oid::object(v.id), 0, 'i');
-            for name in &v.depends_on {
+        let readers = views
+            .iter()
+            .map(|v| (v.id, &v.depends_on))
+            .chain(tables.iter().filter_map(|t| t.matview.as_ref().map(|m| (t.id, &m.depends_on))));
+        for (id, depends_on) in readers {
+            let rule = oid::rule(id);
+            dep(REWRITE, rule, 0, CLASS, oid::object(id), 0, 'i');
+            for name in depends_on {
                 if let Some(r) = relation(name) {
                     dep(REWRITE, rule, 0, CLASS, r, 0, 'n');
                 }
@@ -2501,9 +2532,13 @@ impl System<'_> {
             for (n, ck) in t.checks.iter().enumerate() {
                 defs.push((oid::table_constraint(t.id, 500 + n), format!("CHECK ({})", ck.expr)));
             }
+
             match which {
                 "pg_class" | "pg_tables" => {
                     if which == "pg_tables" {
+                        if t.matview.is_some() {
+                            continue;
+                        }
                         rows.push(vec![
                             text(schema_of(&t.name)),
                             text(unqualified(&t.name)),
@@ -2515,7 +2550,11 @@ impl System<'_> {
                     }
                     let (nsp, tname) = (ns.oid(&t.name), unqualified(&t.name));
                     let has_index = !indexes.is_empty();
-                    let mut row = class_row(toid, nsp, tname, "r", t.columns.len(), 2, has_index);
+                    let kind = if t.matview.is_some() { "m" } else { "r" };
+                    let mut row = class_row(toid, nsp, tname, kind, t.columns.len(), 2, has_index);
+                    if let Some(m) = &t.matview {
+                        row[31] = boolean(m.populated);
+                    }
                     let temp = crate::exec::temp::is_temp_schema(schema_of(&t.name));
                     if temp {
                         row[14] = text("t");
@@ -2829,6 +2868,13 @@ impl System<'_> {
         } else {
             HashSet::new()
         };
+        for t in &tables {
+            if let Some(m) = &t.matview {
+                let query =
+                    if qualify { query_qualified(&m.query, &relations) } else { m.query.clone() };
+                defs.push((oid::object(t.id), format!(" {query};")));
+            }
+        }
         for v in views {
             let voids = oid::object(v.id);
             let query =
