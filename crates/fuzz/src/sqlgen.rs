@@ -1,6 +1,7 @@
 //! Random SQL: statements generated from a grammar over the fuzzer's schema (expressions of
 //! random depth, joins, grouping, subqueries, DML, transaction control, settings and date
-//! styles, triggers, generated columns, functions and procedures), hostile
+//! styles, triggers, generated columns, functions and procedures, domains, temporary tables
+//! and materialized views), hostile
 //! shapes (deep chains, huge lists, huge and odd literals), and byte-level mutations of
 //! both.
 
@@ -622,6 +623,37 @@ impl<'r> Gen<'r> {
             "ANALYZE",
             "DISCARD ALL",
             "SELECT 1; SELECT 2; SELECT 1/0",
+            "CREATE DOMAIN fzd AS int DEFAULT 3 NOT NULL CHECK (VALUE > 0 AND VALUE < 1000)",
+            "CREATE DOMAIN fzs AS varchar(5) CHECK (VALUE ~ '^[a-z]*$')",
+            "CREATE TABLE IF NOT EXISTS fzdt (k int PRIMARY KEY, d fzd, s fzs)",
+            "INSERT INTO fzdt SELECT k, a + 1, lower(b) FROM f0 ON CONFLICT (k) DO UPDATE SET d = excluded.d * 7",
+            "INSERT INTO fzdt (k) VALUES (-1)",
+            "UPDATE fzdt SET d = d - 5, s = s || 'xyz'",
+            "SELECT 5::fzd, NULL::fzd, 'abc'::fzs, CAST(k AS fzd) FROM f0",
+            "ALTER DOMAIN fzd ADD CONSTRAINT fzd_even CHECK (VALUE % 2 = 0)",
+            "ALTER DOMAIN fzd ADD CONSTRAINT fzd_odd CHECK (VALUE % 2 = 1) NOT VALID",
+            "ALTER DOMAIN fzd VALIDATE CONSTRAINT fzd_odd",
+            "ALTER DOMAIN fzd DROP CONSTRAINT IF EXISTS fzd_odd",
+            "ALTER DOMAIN fzd DROP DEFAULT",
+            "ALTER DOMAIN fzd SET NOT NULL",
+            "ALTER TABLE fzdt ADD COLUMN IF NOT EXISTS e fzd",
+            "DROP DOMAIN IF EXISTS fzd CASCADE",
+            "DROP DOMAIN fzs",
+            "CREATE TEMP TABLE IF NOT EXISTS fzt_tmp (k int PRIMARY KEY, v text) ON COMMIT DELETE ROWS",
+            "CREATE TEMP TABLE f0 (k int)",
+            "INSERT INTO fzt_tmp SELECT k, b FROM f0 ON CONFLICT DO NOTHING",
+            "SELECT count(*) FROM fzt_tmp JOIN f0 USING (k)",
+            "DROP TABLE IF EXISTS fzt_tmp",
+            "BEGIN; CREATE TEMP TABLE fzt_drop ON COMMIT DROP AS SELECT * FROM f1; COMMIT",
+            "CREATE MATERIALIZED VIEW IF NOT EXISTS fzmv AS SELECT a, count(*) AS n, sum(c) AS s FROM f0 GROUP BY a",
+            "CREATE MATERIALIZED VIEW fzmv2 AS SELECT * FROM f1 WITH NO DATA",
+            "REFRESH MATERIALIZED VIEW fzmv",
+            "REFRESH MATERIALIZED VIEW CONCURRENTLY fzmv",
+            "CREATE UNIQUE INDEX IF NOT EXISTS fzmv_a ON fzmv (a)",
+            "REFRESH MATERIALIZED VIEW fzmv2 WITH NO DATA",
+            "SELECT * FROM fzmv JOIN fzmv2 ON fzmv.a = fzmv2.k",
+            "INSERT INTO fzmv VALUES (1, 1, 1)",
+            "DROP MATERIALIZED VIEW IF EXISTS fzmv, fzmv2 CASCADE",
             "CREATE TYPE fz AS ENUM ('a', 'b', 'c')",
             "ALTER TYPE fz ADD VALUE IF NOT EXISTS 'ab' AFTER 'a'",
             "ALTER TYPE fz RENAME VALUE 'b' TO 'z'",
