@@ -1164,5 +1164,10 @@ pub(crate) fn refuse_table_kinds(ct: &ast::CreateTable) -> Result<()> {
     if ct.inherits.is_some() {
         return Err(SqlError::unsupported("table inheritance (INHERITS)"));
     }
+    // The session makes a temporary table in its own schema before it gets here
+    // (`exec::temp`); one that did not must not become a permanent table.
+    if ct.temporary || ct.on_commit.is_some() {
+        return Err(SqlError::unsupported("a temporary table in this context"));
+    }
     Ok(())
 }

@@ -34,7 +34,9 @@ impl Session {
         // CREATE TEMP TABLE: a table of the session's temporary schema.
         if let S::CreateTable(ct) = stmt {
             if let Some(temp) = self.temp_table(ct)? {
-                return self.run(&S::CreateTable(temp), params, slot);
+                let out = self.run(&S::CreateTable(temp), params, slot)?;
+                self.reinstall_search_path()?;
+                return Ok(out);
             }
         }
         let style = self.style();

@@ -111,6 +111,16 @@ impl Session {
         Ok(())
     }
 
+    /// After a temporary table is made: the statements that follow in the running one (a DO
+    /// block's) find it. The search path installed for the statement, which listed the
+    /// relations of its schemas when the statement began, is replaced until the statement
+    /// ends, when the statement's own guard puts back what was there before it.
+    pub(crate) fn reinstall_search_path(&mut self) -> Result<()> {
+        let path = self.search_path()?;
+        std::mem::forget(crate::bind::search::install(path));
+        Ok(())
+    }
+
     /// The ON COMMIT actions, run in the committing transaction just before its commit:
     /// the tables to empty and those to drop (which then leave the list).
     pub(crate) fn temp_on_commit(&mut self) -> Result<()> {
