@@ -53,6 +53,15 @@ impl Session {
             .iter()
             .map(|p| p.as_ident().map(crate::bind::ident).unwrap_or_default())
             .collect();
+        if let [s, _] = parts.as_slice() {
+            if is_temp_schema(s) && *s != self.temp_schema() {
+                return Err(SqlError::unsupported(
+                    "creating relations in temporary schemas of other sessions",
+                ));
+            }
+        }
+        // (A name in the session's own temporary schema is what this rewrites to: it is made
+        // as any table there.)
         let in_pg_temp = matches!(parts.as_slice(), [s, _] if s == "pg_temp");
         if !ct.temporary && !in_pg_temp {
             if ct.on_commit.is_some() {
