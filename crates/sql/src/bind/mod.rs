@@ -342,6 +342,10 @@ pub fn name_as_written(name: &ast::ObjectName) -> Result<String> {
         [n] if n.contains('.') => Err(dotted_name(n)),
         [n] => Ok(n.clone()),
         [schema, n] if schema == "public" || schema == "pg_catalog" => Ok(n.clone()),
+        // `pg_temp`: the session's temporary schema, when it has one.
+        [schema, n] if schema == "pg_temp" && search::temp_schema().is_some() => {
+            Ok(format!("{}.{n}", search::temp_schema().unwrap_or_default()))
+        }
         [schema, _] if schema.contains('.') => Err(dotted_name(schema)),
         [schema, n] => Ok(format!("{schema}.{n}")),
         [_, _, _] => Err(SqlError::unsupported(format!("the qualified name {name}"))),
