@@ -1021,7 +1021,10 @@ impl Session {
                 w.alter_type_owner(&name, schema.as_ref(), &self.database)
             }
             Utility::Do(block) => self.run_do(&block),
-            Utility::CreateTrigger(_) | Utility::CreateProcedure(_) => {
+            Utility::CreateTrigger(_)
+            | Utility::CreateProcedure(_)
+            | Utility::CreateDomain(_)
+            | Utility::AlterDomain(_) => {
                 let style = self.style();
                 let settings = crate::pg::settings::settings_in_force(
                     &self.settings,
@@ -1036,26 +1039,13 @@ impl Session {
                         let check = crate::exec::routines::check_bodies(&settings);
                         w.create_function(cf, &self.database, check, &env, true)
                     }
-                    _ => unreachable!("matched above"),
-                }
-            }
-            Utility::CreateMatView(m) => self.create_matview(&m),
-            Utility::RefreshMatView(r) => self.refresh_matview(&r),
-            Utility::CreateDomain(_) | Utility::AlterDomain(_) => {
-                let style = self.style();
-                let settings = crate::pg::settings::settings_in_force(
-                    &self.settings,
-                    self.txn.as_ref().map(|t| &t.local),
-                );
-                let env = session_env!(self, style, &settings);
-                let ts = self.txn.as_mut().expect("a transaction is open");
-                let mut w = session_writer!(self, ts, None);
-                match &u {
                     Utility::CreateDomain(d) => w.create_domain(d, &self.database, &env),
                     Utility::AlterDomain(a) => w.alter_domain(a, &self.database, &env),
                     _ => unreachable!("matched above"),
                 }
             }
+            Utility::CreateMatView(m) => self.create_matview(&m),
+            Utility::RefreshMatView(r) => self.refresh_matview(&r),
             Utility::Reindex(r) => {
                 // Whole schemas and databases, and CONCURRENTLY, only outside a block, as in
                 // PostgreSQL.

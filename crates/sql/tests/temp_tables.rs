@@ -2,37 +2,14 @@
 //! names reach them, they go when the session ends, and those of sessions that ended with a
 //! crash go when the database is opened again.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
+use common::{ok, single_int};
 use kiln_engine::{Config, Engine};
-use kiln_sql::{Database, Output, Session, SessionConfig, Value};
-
-fn run(session: &mut Session, sql: &str) -> Result<Vec<Output>, kiln_sql::SqlError> {
-    let (outputs, error) = session.simple_query(sql);
-    match error {
-        Some(e) => Err(e),
-        None => Ok(outputs),
-    }
-}
-
-fn ok(session: &mut Session, sql: &str) -> Vec<Output> {
-    run(session, sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"))
-}
-
-/// The first column of the last output's rows, as integers.
-fn ints(outputs: &[Output]) -> Vec<i64> {
-    match outputs.last() {
-        Some(Output::Rows { rows, .. }) => rows
-            .iter()
-            .map(|r| match r.first() {
-                Some(Value::Int(n)) => *n,
-                other => panic!("not an integer: {other:?}"),
-            })
-            .collect(),
-        other => panic!("no rows: {other:?}"),
-    }
-}
+use kiln_sql::{Database, Session, SessionConfig};
 
 fn open(dir: &Path) -> Arc<Database> {
     let engine = Engine::open(dir, Config::default()).unwrap();
@@ -41,11 +18,14 @@ fn open(dir: &Path) -> Arc<Database> {
 
 /// How many temporary schemas and tables named `name` the catalog holds.
 fn leftovers(session: &mut Session, name: &str) -> (i64, i64) {
-    let schemas =
-        ints(&ok(session, "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'pg\\_temp\\_%'"))
-            [0];
-    let tables =
-        ints(&ok(session, &format!("SELECT count(*) FROM pg_class WHERE relname = '{name}'")))[0];
+    let schemas = single_int(&ok(
+        session,
+        "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'pg\\_temp\\_%'",
+    ));
+    let tables = single_int(&ok(
+        session,
+        &format!("SELECT count(*) FROM pg_class WHERE relname = '{name}'"),
+    ));
     (schemas, tables)
 }
 
@@ -60,22 +40,22 @@ fn temporary_tables_are_private_to_their_session_and_go_with_it() {
     // A's temporary table hides the permanent one of the same name, for A only.
     ok(&mut a, "CREATE TEMP TABLE shared (n int)");
     ok(&mut a, "INSERT INTO shared VALUES (10), (20)");
-    assert_eq!(ints(&ok(&mut a, "SELECT n FROM shared ORDER BY n")), [10, 20]);
-    assert_eq!(ints(&ok(&mut b, "SELECT n FROM shared")), [1]);
+    assert_eq!(single_int(&ok(&mut a, "SELECT sum(n) FROM shared")), 30);
+    assert_eq!(single_int(&ok(&mut b, "SELECT sum(n) FROM shared")), 1);
     // Each session has its own temporary table of one name.
     ok(&mut b, "CREATE TEMP TABLE scratch (n int)");
     ok(&mut a, "CREATE TEMP TABLE scratch (n int)");
     ok(&mut b, "INSERT INTO scratch VALUES (2)");
-    assert_eq!(ints(&ok(&mut a, "SELECT count(*) FROM scratch")), [0]);
+    assert_eq!(single_int(&ok(&mut a, "SELECT count(*) FROM scratch")), 0);
     // A table A makes without TEMP is a permanent one, which B reads.
     ok(&mut a, "CREATE TABLE made_by_a (n int)");
-    assert_eq!(ints(&ok(&mut b, "SELECT count(*) FROM made_by_a")), [0]);
+    assert_eq!(single_int(&ok(&mut b, "SELECT count(*) FROM made_by_a")), 0);
     assert_eq!(leftovers(&mut b, "scratch"), (2, 2));
     drop(a);
     // A's temporary tables and schema went with it; B's stay.
     assert_eq!(leftovers(&mut b, "scratch"), (1, 1));
-    assert_eq!(ints(&ok(&mut b, "SELECT n FROM shared")), [1]);
-    assert_eq!(ints(&ok(&mut b, "SELECT n FROM scratch")), [2]);
+    assert_eq!(single_int(&ok(&mut b, "SELECT sum(n) FROM shared")), 1);
+    assert_eq!(single_int(&ok(&mut b, "SELECT n FROM scratch")), 2);
     drop(b);
     let mut c = db.session("kiln", "kiln", 103).unwrap();
     assert_eq!(leftovers(&mut c, "scratch"), (0, 0));

@@ -382,15 +382,7 @@ impl<'a> Planner<'a> {
         if let Some(t) = type_by_name(text).or_else(|| builtin_type_named(text)) {
             return Ok(Some(t));
         }
-        let dialect = sqlparser::dialect::PostgreSqlDialect {};
-        let Ok(mut parser) = sqlparser::parser::Parser::new(&dialect).try_with_sql(text.trim())
-        else {
-            return Ok(None);
-        };
-        let Ok(dt) = parser.parse_data_type() else { return Ok(None) };
-        if parser.peek_token().token != sqlparser::tokenizer::Token::EOF {
-            return Ok(None);
-        }
+        let Some(dt) = parsed_type_name(text) else { return Ok(None) };
         self.reusable = false;
         match resolve_type(&dt, self.catalog, self.txn, self.db) {
             Ok(t) => Ok(Some(t)),
@@ -404,15 +396,7 @@ impl<'a> Planner<'a> {
         if type_by_name(text).or_else(|| builtin_type_named(text)).is_some() {
             return Ok(None);
         }
-        let dialect = sqlparser::dialect::PostgreSqlDialect {};
-        let Ok(mut parser) = sqlparser::parser::Parser::new(&dialect).try_with_sql(text.trim())
-        else {
-            return Ok(None);
-        };
-        let Ok(dt) = parser.parse_data_type() else { return Ok(None) };
-        if parser.peek_token().token != sqlparser::tokenizer::Token::EOF {
-            return Ok(None);
-        }
+        let Some(dt) = parsed_type_name(text) else { return Ok(None) };
         self.reusable = false;
         Ok(crate::bind::domain_named(&dt, self.catalog, self.txn, self.db)?.map(|d| d.oid))
     }
@@ -527,4 +511,12 @@ impl<'a> Planner<'a> {
             }
         })
     }
+}
+
+/// `text` read as one SQL type name (`None` when it is not one).
+fn parsed_type_name(text: &str) -> Option<ast::DataType> {
+    let dialect = sqlparser::dialect::PostgreSqlDialect {};
+    let mut parser = sqlparser::parser::Parser::new(&dialect).try_with_sql(text.trim()).ok()?;
+    let dt = parser.parse_data_type().ok()?;
+    (parser.peek_token().token == sqlparser::tokenizer::Token::EOF).then_some(dt)
 }

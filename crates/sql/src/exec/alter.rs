@@ -14,7 +14,7 @@ use sqlparser::ast;
 
 use crate::bind::*;
 use crate::catalog::unqualified;
-use crate::catalog::{Column, Table};
+use crate::catalog::Table;
 use crate::encoding::{decode_row, encode_key, encode_row};
 use crate::error::{code, Result, SqlError};
 use crate::exec::write::*;
@@ -288,19 +288,8 @@ impl Writer<'_> {
         if t.columns.len() >= 1600 {
             return Err(SqlError::new(code::PROGRAM_LIMIT, "tables can have at most 1600 columns"));
         }
-        let serial = crate::exec::sequences::serial_type(&def.data_type);
-        let ty = match serial {
-            Some(t) => t,
-            None => resolve_type(&def.data_type, &self.db.catalog, &mut self.ts.txn, &t.database)?,
-        };
-        let mut col = Column::new(name.clone(), ty);
-        col.domain = crate::bind::domain_named(
-            &def.data_type,
-            &self.db.catalog,
-            &mut self.ts.txn,
-            &t.database,
-        )?
-        .map(Box::new);
+        let (mut col, serial) = self.new_column(name.clone(), &def.data_type, &t.database)?;
+        let ty = col.ty;
         if serial.is_some() {
             // A sequence of its own; the existing rows take its values in turn, as in
             // PostgreSQL.
@@ -776,10 +765,8 @@ impl Writer<'_> {
                         "Column \"{name}\" is used by generated column \"{reader}\"."
                     )));
                 }
-                let ty = resolve_type(dt, &self.db.catalog, &mut self.ts.txn, &t.database)?;
-                t.columns[p].domain =
-                    crate::bind::domain_named(dt, &self.db.catalog, &mut self.ts.txn, &t.database)?
-                        .map(Box::new);
+                let (ty, domain) = self.column_type(dt, &t.database)?;
+                t.columns[p].domain = domain;
                 self.change_type(t, p, ty, using.as_ref(), env)?;
             }
             ast::AlterColumnOperation::AddGenerated { generated_as, sequence_options } => {

@@ -13,7 +13,7 @@ use crate::encoding::{decode_row, encode_key};
 use crate::error::{code, Result, SqlError};
 use crate::types::{DataType, Value};
 
-use crate::exec::sequences::{default_stored, nextval_call, nextval_of, serial_type, written};
+use crate::exec::sequences::{default_stored, nextval_call, nextval_of, written};
 use crate::exec::write::*;
 use crate::expr::Env;
 use crate::session::*;
@@ -114,12 +114,24 @@ impl Writer<'_> {
         };
         self.db.catalog.put_table(&mut self.ts.txn, &table)?;
         let n = rows.len();
+        self.insert_rows(&table, rows, ctx)?;
+        Ok(Output::Command(format!("SELECT {n}")))
+    }
+
+    /// Inserts computed rows (a query's, fitted to the columns here) into `table`, with its
+    /// indexes: CREATE TABLE AS, REFRESH MATERIALIZED VIEW.
+    pub(crate) fn insert_rows(
+        &mut self,
+        table: &Table,
+        rows: Vec<Vec<Value>>,
+        ctx: &crate::expr::Ctx,
+    ) -> Result<()> {
         for row in rows {
             self.interrupted()?;
-            let row = Self::fit_row(&table, row, ctx.env.style())?;
-            self.insert_row(&table, row, None, ctx)?;
+            let row = Self::fit_row(table, row, ctx.env.style())?;
+            self.insert_row(table, row, None, ctx)?;
         }
-        Ok(Output::Command(format!("SELECT {n}")))
+        Ok(())
     }
 
     /// `CREATE TABLE t (LIKE source [INCLUDING | EXCLUDING DEFAULTS])`: the statement with
@@ -203,19 +215,8 @@ impl Writer<'_> {
                     format!("column \"{cname}\" specified more than once"),
                 ));
             }
-            let serial = serial_type(&c.data_type);
-            let ty = match serial {
-                Some(t) => t,
-                None => resolve_type(&c.data_type, &self.db.catalog, &mut self.ts.txn, database)?,
-            };
-            let mut col = Column::new(cname, ty);
-            col.domain = crate::bind::domain_named(
-                &c.data_type,
-                &self.db.catalog,
-                &mut self.ts.txn,
-                database,
-            )?
-            .map(Box::new);
+            let (mut col, serial) = self.new_column(cname, &c.data_type, database)?;
+            let ty = col.ty;
             if serial.is_some() {
                 col.nullable = false;
                 generated.push((i, None));

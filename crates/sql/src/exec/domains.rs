@@ -9,7 +9,7 @@
 use sqlparser::ast;
 
 use crate::bind::{ident, stored_text};
-use crate::catalog::{Domain, DomainCheck, Table};
+use crate::catalog::{Column, Domain, DomainCheck, Table};
 use crate::encoding::decode_row;
 use crate::error::{code, Result, SqlError};
 use crate::exec::sequences::default_stored;
@@ -18,7 +18,7 @@ use crate::expr::{Ctx, Env};
 use crate::parse::domain::{AlterDomain, AlterDomainAction, CreateDomain, DomainConstraint};
 use crate::pg::system::oid;
 use crate::session::Output;
-use crate::types::Value;
+use crate::types::{DataType, Value};
 
 /// A domain's catalog name: domains live in schema `public`, as Kiln's enum types do.
 fn domain_name(name: &ast::ObjectName) -> Result<String> {
@@ -46,6 +46,37 @@ fn no_constraint(constraint: &str, domain: &str) -> SqlError {
 }
 
 impl Writer<'_> {
+    /// The type of a column declared as `dt`: the type named, or a domain's base type with
+    /// the domain (which the column keeps a copy of).
+    pub(crate) fn column_type(
+        &mut self,
+        dt: &ast::DataType,
+        database: &str,
+    ) -> Result<(DataType, Option<Box<Domain>>)> {
+        let catalog = &self.db.catalog;
+        if let Some(d) = crate::bind::domain_named(dt, catalog, &mut self.ts.txn, database)? {
+            return Ok((d.base, Some(Box::new(d))));
+        }
+        Ok((crate::bind::resolve_type(dt, catalog, &mut self.ts.txn, database)?, None))
+    }
+
+    /// A new column `name` declared as `dt` (CREATE TABLE, ADD COLUMN), and the integer type
+    /// of a `serial` one, whose values its own sequence gives.
+    pub(crate) fn new_column(
+        &mut self,
+        name: String,
+        dt: &ast::DataType,
+        database: &str,
+    ) -> Result<(Column, Option<DataType>)> {
+        if let Some(int) = crate::exec::sequences::serial_type(dt) {
+            return Ok((Column::new(name, int), Some(int)));
+        }
+        let (ty, domain) = self.column_type(dt, database)?;
+        let mut col = Column::new(name, ty);
+        col.domain = domain;
+        Ok((col, None))
+    }
+
     /// The domain named `name`, or 42704 (42809 for another kind of type).
     fn domain_or_err(&mut self, database: &str, name: &str) -> Result<Domain> {
         if let Some(d) = self.db.catalog.domain(&mut self.ts.txn, database, name)? {

@@ -177,11 +177,7 @@ impl Session {
         // The definition as the refresh found it: a concurrent change conflicts with it.
         let mut t = (*t).clone();
         w.truncate(&t)?;
-        for row in rows {
-            w.interrupted()?;
-            let row = crate::exec::write::Writer::fit_row(&t, row, style)?;
-            w.insert_row(&t, row, None, &ctx)?;
-        }
+        w.insert_rows(&t, rows, &ctx)?;
         t.matview = Some(MatView { populated: r.with_data, ..mv });
         w.db.catalog.put_table(&mut w.ts.txn, &t)?;
         Ok(Output::Command("REFRESH MATERIALIZED VIEW".into()))
