@@ -124,6 +124,21 @@ pub fn decode_param(
         }
         DataType::Bytea => Value::Bytea(b.to_vec()),
         DataType::Uuid => Value::Uuid(b.try_into().map_err(|_| bad_binary(ty))?),
+        DataType::TsVector => Value::Text(
+            kiln_sql::textsearch::TsVector::from_binary(b).ok_or_else(|| bad_binary(ty))?.to_text(),
+        ),
+        DataType::TsQuery => Value::Text(
+            kiln_sql::textsearch::TsQuery::from_binary(b).ok_or_else(|| bad_binary(ty))?.to_text(),
+        ),
+        DataType::RegConfig => {
+            let oid = u32::from_sql(&Type::OID, b).map_err(|_| bad_binary(ty))?;
+            kiln_sql::textsearch::call(
+                kiln_sql::expr::TsFunc::Config,
+                &[Value::Int(oid.into())],
+                Default::default(),
+                &mut |_| {},
+            )?
+        }
         DataType::Inet | DataType::Cidr => Value::Inet(
             kiln_sql::inet::Inet::from_binary(b, ty == DataType::Cidr)
                 .ok_or_else(|| bad_binary(ty))?,
@@ -302,6 +317,18 @@ pub fn encode_value(
         (Value::Numeric(d), _) => {
             buf.extend_from_slice(&d.to_pg_binary());
             postgres_types::IsNull::No
+        }
+        (Value::Text(s), DataType::TsVector) => {
+            let v = kiln_sql::textsearch::TsVector::parse(s)?;
+            return Ok(Some(Bytes::from(v.to_binary())));
+        }
+        (Value::Text(s), DataType::TsQuery) => {
+            let q = kiln_sql::textsearch::TsQuery::parse(s, &mut |_| {})?;
+            return Ok(Some(Bytes::from(q.to_binary())));
+        }
+        (Value::Text(s), DataType::RegConfig) => {
+            let i = kiln_sql::textsearch::config_index(s)?;
+            kiln_sql::textsearch::CONFIGS[i].oid.to_sql(&Type::OID, &mut buf).map_err(err)?
         }
         (Value::Text(s), DataType::Jsonb) => {
             let mut out = Vec::with_capacity(s.len() + 1);

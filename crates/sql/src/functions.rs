@@ -9,7 +9,8 @@
 
 use crate::advisory::Hold;
 use crate::expr::{
-    AdvisoryOp, CatalogFunc, Func, MathFunc, NetFunc as N, StrFunc, TimeFunc, UuidNamespace,
+    AdvisoryOp, CatalogFunc, Func, MathFunc, NetFunc as N, StrFunc, TimeFunc, TsFunc as TS,
+    UuidNamespace,
 };
 use crate::types::DataType;
 
@@ -36,6 +37,14 @@ pub enum Arg {
     Uuid,
     /// inet (a cidr is one too)
     Inet,
+    /// A document for text search: a string (text, varchar, char); no other type converts.
+    Document,
+    /// tsvector
+    TsVector,
+    /// tsquery
+    TsQuery,
+    /// regconfig (an untyped literal names a configuration)
+    RegConfig,
     /// numeric when the call is numeric (an argument is numeric and none is a double),
     /// else double precision: PostgreSQL's choice between `f(numeric)` and `f(float8)`.
     Number,
@@ -908,6 +917,225 @@ pub static FUNCTIONS: &[FuncDef] = &[
         IMMUTABLE,
     ),
     f(&["inet_merge"], Func::Net(N::Merge), 2, 2, &[A::Inet], Type(T::Cidr), STRICT, IMMUTABLE),
+    // Full text search (crate::textsearch). A form without a configuration reads the
+    // session's default_text_search_config, so it is stable, not immutable.
+    f(
+        &["to_tsvector"],
+        Func::Ts(TS::ToTsVector),
+        1,
+        1,
+        &[A::Document],
+        Type(T::TsVector),
+        STRICT,
+        VOLATILE,
+    ),
+    f(
+        &["to_tsvector"],
+        Func::Ts(TS::ToTsVector),
+        2,
+        2,
+        &[A::RegConfig, A::Document],
+        Type(T::TsVector),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["to_tsquery"],
+        Func::Ts(TS::ToTsQuery),
+        1,
+        1,
+        &[A::Document],
+        Type(T::TsQuery),
+        STRICT,
+        VOLATILE,
+    ),
+    f(
+        &["to_tsquery"],
+        Func::Ts(TS::ToTsQuery),
+        2,
+        2,
+        &[A::RegConfig, A::Document],
+        Type(T::TsQuery),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["plainto_tsquery"],
+        Func::Ts(TS::PlainToTsQuery),
+        1,
+        1,
+        &[A::Document],
+        Type(T::TsQuery),
+        STRICT,
+        VOLATILE,
+    ),
+    f(
+        &["plainto_tsquery"],
+        Func::Ts(TS::PlainToTsQuery),
+        2,
+        2,
+        &[A::RegConfig, A::Document],
+        Type(T::TsQuery),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["phraseto_tsquery"],
+        Func::Ts(TS::PhraseToTsQuery),
+        1,
+        1,
+        &[A::Document],
+        Type(T::TsQuery),
+        STRICT,
+        VOLATILE,
+    ),
+    f(
+        &["phraseto_tsquery"],
+        Func::Ts(TS::PhraseToTsQuery),
+        2,
+        2,
+        &[A::RegConfig, A::Document],
+        Type(T::TsQuery),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["websearch_to_tsquery"],
+        Func::Ts(TS::WebSearchToTsQuery),
+        1,
+        1,
+        &[A::Document],
+        Type(T::TsQuery),
+        STRICT,
+        VOLATILE,
+    ),
+    f(
+        &["websearch_to_tsquery"],
+        Func::Ts(TS::WebSearchToTsQuery),
+        2,
+        2,
+        &[A::RegConfig, A::Document],
+        Type(T::TsQuery),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["ts_match_vq"],
+        Func::Ts(TS::Match),
+        2,
+        2,
+        &[A::TsVector, A::TsQuery],
+        Type(T::Bool),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["ts_match_tq"],
+        Func::Ts(TS::MatchText),
+        2,
+        2,
+        &[A::Document, A::TsQuery],
+        Type(T::Bool),
+        STRICT,
+        VOLATILE,
+    ),
+    f(
+        &["ts_rank"],
+        Func::Ts(TS::Rank(false)),
+        2,
+        3,
+        &[A::TsVector, A::TsQuery, A::Int4],
+        Type(T::Float4),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["ts_rank"],
+        Func::Ts(TS::Rank(true)),
+        3,
+        4,
+        &[A::Any, A::TsVector, A::TsQuery, A::Int4],
+        Type(T::Float4),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["setweight"],
+        Func::Ts(TS::SetWeight),
+        2,
+        3,
+        &[A::TsVector, A::Text, A::Any],
+        Type(T::TsVector),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(&["strip"], Func::Ts(TS::Strip), 1, 1, &[A::TsVector], Type(T::TsVector), STRICT, IMMUTABLE),
+    f(&["length"], Func::Ts(TS::Length), 1, 1, &[A::TsVector], Type(T::Int4), STRICT, IMMUTABLE),
+    f(&["numnode"], Func::Ts(TS::NumNode), 1, 1, &[A::TsQuery], Type(T::Int4), STRICT, IMMUTABLE),
+    f(
+        &["ts_delete"],
+        Func::Ts(TS::Delete),
+        2,
+        2,
+        &[A::TsVector, A::Any],
+        Type(T::TsVector),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["ts_filter"],
+        Func::Ts(TS::Filter),
+        2,
+        2,
+        &[A::TsVector, A::Any],
+        Type(T::TsVector),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["tsvector_to_array"],
+        Func::Ts(TS::ToArray),
+        1,
+        1,
+        &[A::TsVector],
+        Type(TA),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["array_to_tsvector"],
+        Func::Ts(TS::FromArray),
+        1,
+        1,
+        &[A::Any],
+        Type(T::TsVector),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["tsquery_phrase"],
+        Func::Ts(TS::QueryPhrase),
+        2,
+        3,
+        &[A::TsQuery, A::TsQuery, A::Int4],
+        Type(T::TsQuery),
+        STRICT,
+        IMMUTABLE,
+    ),
+    f(
+        &["get_current_ts_config"],
+        Func::Ts(TS::CurrentConfig),
+        0,
+        0,
+        &[],
+        Type(T::RegConfig),
+        STRICT,
+        VOLATILE,
+    ),
+    f(&[], Func::Ts(TS::Concat), 2, 2, &[A::TsVector], Type(T::TsVector), STRICT, IMMUTABLE),
+    f(&[], Func::Ts(TS::QueryAnd), 2, 2, &[A::TsQuery], Type(T::TsQuery), STRICT, IMMUTABLE),
+    f(&[], Func::Ts(TS::QueryOr), 2, 2, &[A::TsQuery], Type(T::TsQuery), STRICT, IMMUTABLE),
+    f(&[], Func::Ts(TS::QueryNot), 1, 1, &[A::TsQuery], Type(T::TsQuery), STRICT, IMMUTABLE),
     f(&["md5"], Func::Md5, 1, 1, &[A::Any], Type(T::Text), STRICT, IMMUTABLE),
     f(&["sha224"], Func::Sha2(224), 1, 1, &[A::Bytea], Type(T::Bytea), STRICT, IMMUTABLE),
     f(&["sha256"], Func::Sha2(256), 1, 1, &[A::Bytea], Type(T::Bytea), STRICT, IMMUTABLE),
@@ -1472,6 +1700,29 @@ pub static FUNCTIONS: &[FuncDef] = &[
 /// The function a SQL name calls.
 pub fn by_name(name: &str) -> Option<&'static FuncDef> {
     FUNCTIONS.iter().find(|d| d.names.contains(&name))
+}
+
+/// The function a SQL name calls with `n` arguments (of these `types`), where a name has
+/// several forms: the first form taking that many, else the first of the name.
+pub fn by_call(name: &str, types: &[DataType]) -> Option<&'static FuncDef> {
+    let n = types.len();
+    let fits = |d: &&FuncDef| d.names.contains(&name) && (d.args_min..=d.args_max).contains(&n);
+    // Forms told apart by their first argument: length(tsvector), ts_rank(weights, …).
+    let first = types.first().copied();
+    let chosen = match (name, first) {
+        ("length", Some(DataType::TsVector)) => of(Func::Ts(TS::Length)),
+        ("length", _) => {
+            FUNCTIONS.iter().find(|d| d.names.contains(&name) && d.func != Func::Ts(TS::Length))
+        }
+        // ts_rank(weights, v, q [, normalization]) beside ts_rank(v, q [, normalization]).
+        ("ts_rank", Some(DataType::Array(_))) => of(Func::Ts(TS::Rank(true))),
+        ("ts_rank", _) if n == 4 || (n == 3 && types[1] == DataType::TsVector) => {
+            of(Func::Ts(TS::Rank(true)))
+        }
+        ("ts_rank", _) => of(Func::Ts(TS::Rank(false))),
+        _ => None,
+    };
+    chosen.or_else(|| FUNCTIONS.iter().find(fits)).or_else(|| by_name(name))
 }
 
 /// The registry's row of `func` (a function without one is bound elsewhere and handles NULL

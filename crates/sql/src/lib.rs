@@ -68,6 +68,7 @@ pub mod prepared;
 pub mod sequence;
 pub mod session;
 pub mod style;
+pub mod textsearch;
 pub mod types;
 pub mod zone;
 

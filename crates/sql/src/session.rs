@@ -239,6 +239,11 @@ impl Notice {
         }
     }
 
+    /// A NOTICE carrying `fields` (code, message, detail).
+    pub(crate) fn of(fields: SqlError) -> Notice {
+        Notice { level: crate::parse::do_block::Level::Notice, fields }
+    }
+
     /// NOTICE, WARNING, INFO, LOG or DEBUG.
     pub fn severity(&self) -> &'static str {
         self.level.severity()

@@ -54,6 +54,8 @@ pub struct Style {
     pub dates: DateFormat,
     pub order: DateOrder,
     pub intervals: IntervalStyle,
+    /// `default_text_search_config`: the configuration of `to_tsvector(text)` and friends.
+    pub text_search: crate::textsearch::ConfigId,
 }
 
 impl Style {
@@ -63,6 +65,7 @@ impl Style {
         dates: DateFormat::Iso,
         order: DateOrder::Mdy,
         intervals: IntervalStyle::Postgres,
+        text_search: crate::textsearch::ConfigId(crate::textsearch::ENGLISH),
     };
 
     /// The style of a session's settings as [`normalize_datestyle`] and
@@ -72,7 +75,7 @@ impl Style {
             .and_then(|v| read_datestyle(v, (DateFormat::Iso, DateOrder::Mdy)).ok())
             .unwrap_or_default();
         let intervals = intervalstyle.and_then(interval_style).unwrap_or_default();
-        Style { zone, dates, order, intervals }
+        Style { zone, dates, order, intervals, text_search: Default::default() }
     }
 }
 

@@ -85,6 +85,13 @@ pub enum DataType {
     Inet,
     /// cidr: a network address (see [`crate::inet`]).
     Cidr,
+    /// tsvector: a document's lexemes and positions, as its canonical text (see
+    /// [`crate::textsearch`]).
+    TsVector,
+    /// tsquery: a text search query, as its canonical text.
+    TsQuery,
+    /// regconfig: a text search configuration, as its name.
+    RegConfig,
 }
 
 /// Array element types are stored as the type itself and interned again when read.
@@ -191,6 +198,9 @@ impl DataType {
             DataType::PgChar => 18,
             DataType::Inet => 869,
             DataType::Cidr => 650,
+            DataType::TsVector => 3614,
+            DataType::TsQuery => 3615,
+            DataType::RegConfig => 3734,
         }
     }
 
@@ -232,6 +242,9 @@ impl DataType {
             26 => DataType::Oid,
             869 => DataType::Inet,
             650 => DataType::Cidr,
+            3614 => DataType::TsVector,
+            3615 => DataType::TsQuery,
+            3734 => DataType::RegConfig,
             22 => DataType::Int2Vector,
             30 => DataType::OidVector,
             oid => return crate::array::from_array_oid(oid),
@@ -247,7 +260,8 @@ impl DataType {
             | DataType::Float4
             | DataType::Date
             | DataType::Enum(_)
-            | DataType::Oid => 4,
+            | DataType::Oid
+            | DataType::RegConfig => 4,
             DataType::Name => 64,
             DataType::Int8
             | DataType::Float8
@@ -309,6 +323,9 @@ impl DataType {
             DataType::PgChar => "\"char\"".into(),
             DataType::Inet => "inet".into(),
             DataType::Cidr => "cidr".into(),
+            DataType::TsVector => "tsvector".into(),
+            DataType::TsQuery => "tsquery".into(),
+            DataType::RegConfig => "regconfig".into(),
         }
     }
 
@@ -344,6 +361,9 @@ impl DataType {
             DataType::PgChar => "char".into(),
             DataType::Inet => "inet".into(),
             DataType::Cidr => "cidr".into(),
+            DataType::TsVector => "tsvector".into(),
+            DataType::TsQuery => "tsquery".into(),
+            DataType::RegConfig => "regconfig".into(),
         }
     }
 
@@ -580,6 +600,14 @@ impl Value {
             DataType::Bytea => Value::Bytea(parse_bytea(text)?),
             DataType::Uuid => Value::Uuid(parse_uuid(t).ok_or_else(|| bad("uuid"))?),
             DataType::Inet => Value::Inet(crate::inet::Inet::parse(text, false)?),
+            DataType::TsVector => Value::Text(crate::textsearch::TsVector::parse(text)?.to_text()),
+            DataType::TsQuery => {
+                Value::Text(crate::textsearch::TsQuery::parse(text, &mut |_| {})?.to_text())
+            }
+            DataType::RegConfig => {
+                let i = crate::textsearch::config_index(text)?;
+                Value::Text(crate::textsearch::CONFIGS[i].name.to_string())
+            }
             DataType::Cidr => Value::Inet(crate::inet::Inet::parse(text, true)?),
             DataType::Time(p) => {
                 let micros = parse_time(t).map_err(|in_range| match in_range {

@@ -135,6 +135,20 @@ impl<'a> Planner<'a> {
                         x => (Expr::Neg(Box::new(x)), ty),
                     },
                     ast::UnaryOperator::Plus => (x, ty),
+                    // !! of a text search query: its negation.
+                    ast::UnaryOperator::PGPrefixFactorial
+                        if matches!(ty, DataType::TsQuery | DataType::Unknown) =>
+                    {
+                        let (x, _) = self.coerce(x, ty, DataType::TsQuery)?;
+                        let e = Expr::Func(Func::Ts(crate::expr::TsFunc::QueryNot), vec![x]);
+                        match e {
+                            Expr::Func(_, ref args) if matches!(args[0], Expr::Const(_)) => (
+                                Expr::Const(e.eval(&[], &Ctx::new(&[], self.env))?),
+                                DataType::TsQuery,
+                            ),
+                            e => (e, DataType::TsQuery),
+                        }
+                    }
                     // ~ of an address: its bits inverted.
                     ast::UnaryOperator::BitwiseNot
                         if matches!(ty, DataType::Inet | DataType::Cidr) =>
@@ -746,6 +760,19 @@ impl<'a> Planner<'a> {
             };
             return self.expr(&e, scope, aggs);
         }
+        // Text search: `@@` (matching), `<->` (phrase of queries).
+        let ts_name = match (op, custom) {
+            (O::AtAt, _) => Some("@@"),
+            (_, Some("<->")) | (O::Custom(_), _) if op.to_string() == "<->" => Some("<->"),
+            _ => None,
+        };
+        if let Some(name) = ts_name {
+            let (a, at) = self.expr(left, scope, aggs)?;
+            let (b, bt) = self.expr(right, scope, aggs)?;
+            return self
+                .text_search_operator(name, &a, at, &b, bt)
+                .unwrap_or_else(|| Err(no_operator(at, name, bt)));
+        }
         let array_op = match op {
             O::AtArrow => Some(Func::ArrayContains),
             O::ArrowAt => Some(Func::ArrayContainedBy),
@@ -757,6 +784,9 @@ impl<'a> Planner<'a> {
             let (a, at) = self.expr(left, scope, aggs)?;
             let (b, bt) = self.expr(right, scope, aggs)?;
             if func == Func::ArrayOverlap {
+                if let Some(ts) = self.text_search_operator("&&", &a, at, &b, bt) {
+                    return ts;
+                }
                 if let Some(net) = self.network_operator("&&", &a, at, &b, bt) {
                     return net;
                 }
@@ -893,6 +923,11 @@ impl<'a> Planner<'a> {
         if let Some(name) = net_op {
             if let Some(net) = self.network_operator(name, &a, at, &b, bt) {
                 return net;
+            }
+        }
+        if bop == BinOp::Concat {
+            if let Some(ts) = self.text_search_operator("||", &a, at, &b, bt) {
+                return ts;
             }
         }
         // jsonb || jsonb and jsonb - key.
@@ -1064,6 +1099,87 @@ fn no_operator(at: DataType, op: &str, bt: DataType) -> SqlError {
 }
 
 impl Planner<'_> {
+    /// The text search operators: `@@` (a tsvector, or text read by the session's
+    /// configuration, matching a tsquery, or text a plain query's text), `||` of tsvectors
+    /// (concatenation) or of tsqueries (OR), `&&` of tsqueries (AND), `<->` of tsqueries;
+    /// `None` for operands of other types (`@@` and `<->` are always text search).
+    pub(crate) fn text_search_operator(
+        &mut self,
+        op: &str,
+        a: &Expr,
+        at: DataType,
+        b: &Expr,
+        bt: DataType,
+    ) -> Option<Result<(Expr, DataType)>> {
+        use crate::expr::TsFunc as F;
+        let ts = |t: DataType| matches!(t, DataType::TsVector | DataType::TsQuery);
+        if !matches!(op, "@@" | "<->") && !ts(at) && !ts(bt) {
+            return None;
+        }
+        Some((|| {
+            let text = |t: DataType| t.is_string() || t == DataType::Unknown;
+            let (func, args, ty) = match op {
+                "@@" => match (at, bt) {
+                    (DataType::TsVector, DataType::TsQuery | DataType::Unknown) => {
+                        let (b, _) = self.coerce(b.clone(), bt, DataType::TsQuery)?;
+                        (F::Match, vec![a.clone(), b], DataType::Bool)
+                    }
+                    (DataType::TsQuery | DataType::Unknown, DataType::TsVector) => {
+                        let (a, _) = self.coerce(a.clone(), at, DataType::TsQuery)?;
+                        (F::Match, vec![b.clone(), a], DataType::Bool)
+                    }
+                    (DataType::TsQuery, DataType::TsQuery) => {
+                        return Err(no_operator(at, op, bt));
+                    }
+                    (x, DataType::TsQuery) if text(x) => {
+                        let (a, _) = self.coerce(a.clone(), at, DataType::Text)?;
+                        (F::MatchText, vec![a, b.clone()], DataType::Bool)
+                    }
+                    (x, y) if text(x) && text(y) => {
+                        let (a, _) = self.coerce(a.clone(), at, DataType::Text)?;
+                        let (b, _) = self.coerce(b.clone(), bt, DataType::Text)?;
+                        let query = Expr::Func(Func::Ts(F::PlainToTsQuery), vec![b]);
+                        (F::MatchText, vec![a, query], DataType::Bool)
+                    }
+                    _ => return Err(no_operator(at, op, bt)),
+                },
+                "||" | "&&" | "<->" => {
+                    let want =
+                        if op == "||" && (at == DataType::TsVector || bt == DataType::TsVector) {
+                            DataType::TsVector
+                        } else {
+                            DataType::TsQuery
+                        };
+                    let (a, at2) = self.coerce(a.clone(), at, want)?;
+                    let (b, bt2) = self.coerce(b.clone(), bt, want)?;
+                    if at2 != want || bt2 != want || (op != "||" && want != DataType::TsQuery) {
+                        return Err(no_operator(at, op, bt));
+                    }
+                    let func = match (op, want) {
+                        ("||", DataType::TsVector) => F::Concat,
+                        ("||", _) => F::QueryOr,
+                        ("&&", _) => F::QueryAnd,
+                        _ => F::QueryPhrase,
+                    };
+                    (func, vec![a, b], want)
+                }
+                _ => return Err(no_operator(at, op, bt)),
+            };
+            let e = Expr::Func(Func::Ts(func), args);
+            // Constant operands of an immutable operator: evaluated now, as PostgreSQL folds
+            // them (text @@ reads the session's configuration: left to run time).
+            let e = match &e {
+                Expr::Func(_, args)
+                    if func != F::MatchText && args.iter().all(|x| matches!(x, Expr::Const(_))) =>
+                {
+                    Expr::Const(e.eval(&[], &Ctx::new(&[], self.env))?)
+                }
+                _ => e,
+            };
+            Ok((e, ty))
+        })())
+    }
+
     /// The network address operators (`<<`, `<<=`, `>>`, `>>=`, `&&`, `+`, `-`, `&`, `|`)
     /// when an operand is an inet or cidr (an untyped literal beside one is read as inet);
     /// `None` for operands of other types.

@@ -770,7 +770,7 @@ impl<'a> Planner<'a> {
             "to_timestamp" if args.len() == 2 => {
                 crate::functions::of(Func::Time(crate::expr::TimeFunc::ToTimestampText))
             }
-            _ => crate::functions::by_name(&name),
+            _ => crate::functions::by_call(&name, &types),
         };
         let Some(def) = def else {
             let shown: Vec<String> = types
@@ -841,6 +841,10 @@ impl<'a> Planner<'a> {
                 Arg::Bytea => DataType::Bytea,
                 Arg::Uuid => DataType::Uuid,
                 Arg::Inet => DataType::Inet,
+                Arg::Document => DataType::Text,
+                Arg::TsVector => DataType::TsVector,
+                Arg::TsQuery => DataType::TsQuery,
+                Arg::RegConfig => DataType::RegConfig,
                 Arg::Any => DataType::Unknown,
             };
             // Arguments of a date/time type must be of it or convert to it implicitly.
@@ -851,6 +855,8 @@ impl<'a> Planner<'a> {
                 DataType::Interval(_) => matches!(t, DataType::Interval(_)),
                 DataType::Bytea | DataType::Uuid => t == want,
                 DataType::Inet => matches!(t, DataType::Inet | DataType::Cidr),
+                DataType::Text if def.arg(i) == Arg::Document => t.is_string(),
+                DataType::TsVector | DataType::TsQuery | DataType::RegConfig => t == want,
                 _ => true,
             };
             if !converts && t != DataType::Unknown {

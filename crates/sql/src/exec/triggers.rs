@@ -141,8 +141,16 @@ impl Writer<'_> {
             }
             return Err(self.no_table(database, &table_name));
         };
-        let function = name_as_written(&ct.function)?;
-        if self.db.catalog.function(&mut self.ts.txn, database, &function)?.is_none() {
+        let mut function = name_as_written(&ct.function)?;
+        if let Some(b) = BuiltinTrigger::named(&function) {
+            function = b.name().to_string();
+            if ct.when.is_some() {
+                return Err(SqlError::unsupported(format!(
+                    "a WHEN condition on a trigger running {}()",
+                    b.name()
+                )));
+            }
+        } else if self.db.catalog.function(&mut self.ts.txn, database, &function)?.is_none() {
             return Err(SqlError::new(
                 code::UNDEFINED_FUNCTION,
                 format!("function {} does not exist", signature(&function)),
@@ -342,6 +350,14 @@ impl Writer<'_> {
         old: Option<&[Value]>,
         env: &dyn Env,
     ) -> Result<Option<(Returned, Vec<Value>)>> {
+        if let Some(b) = BuiltinTrigger::named(&trigger.function) {
+            let row = b.run(table, trigger, event, new, old)?;
+            let mut frame = row.unwrap_or_else(|| vec![Value::Null; table.columns.len()]);
+            frame.extend(
+                old.map_or_else(|| vec![Value::Null; table.columns.len()], <[Value]>::to_vec),
+            );
+            return Ok(Some((Returned::New, frame)));
+        }
         let program = self.program(table, trigger, env)?;
         let width = program.width;
         let mut frame = Vec::with_capacity(program.slots);
@@ -567,9 +583,10 @@ pub(crate) fn definition(table: &Table, t: &Trigger, qualify: bool) -> String {
         def.push_str(&format!(" WHEN ({w})"));
     }
     let args: Vec<String> = t.args.iter().map(|a| format!("'{}'", a.replace('\'', "''"))).collect();
+    let builtin = BuiltinTrigger::named(&t.function).is_some();
     def.push_str(&format!(
         " EXECUTE FUNCTION {}{}({})",
-        if qualify { "public." } else { "" },
+        if qualify && !builtin { "public." } else { "" },
         quote_ident(&t.function),
         args.join(", ")
     ));
@@ -627,5 +644,153 @@ impl Writer<'_> {
             ));
         }
         Ok(())
+    }
+}
+
+/// The trigger functions PostgreSQL has built in (in `pg_catalog`) that Kiln runs itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BuiltinTrigger {
+    /// `tsvector_update_trigger(tsvector_column, 'schema.config', text_column, …)`: the
+    /// tsvector column made from the text columns.
+    TsVectorUpdate,
+    /// `tsvector_update_trigger_column(tsvector_column, config_column, text_column, …)`:
+    /// the same, the configuration read from a column of the row.
+    TsVectorUpdateColumn,
+}
+
+impl BuiltinTrigger {
+    /// The built-in trigger function `name` (bare or in `pg_catalog`), if it is one.
+    pub(crate) fn named(name: &str) -> Option<BuiltinTrigger> {
+        match name.strip_prefix("pg_catalog.").unwrap_or(name) {
+            "tsvector_update_trigger" => Some(BuiltinTrigger::TsVectorUpdate),
+            "tsvector_update_trigger_column" => Some(BuiltinTrigger::TsVectorUpdateColumn),
+            _ => None,
+        }
+    }
+
+    /// Its name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            BuiltinTrigger::TsVectorUpdate => "tsvector_update_trigger",
+            BuiltinTrigger::TsVectorUpdateColumn => "tsvector_update_trigger_column",
+        }
+    }
+
+    /// Its OID in PostgreSQL's `pg_proc`.
+    pub(crate) fn oid(self) -> i64 {
+        match self {
+            BuiltinTrigger::TsVectorUpdate => 3752,
+            BuiltinTrigger::TsVectorUpdateColumn => 3753,
+        }
+    }
+
+    /// Runs it for a row: the row to write. Checked as PostgreSQL checks when it fires: a
+    /// BEFORE ROW trigger of INSERT or UPDATE, its arguments naming a tsvector column, a
+    /// configuration and text columns (NULL values are skipped). An UPDATE that changes no
+    /// text column (nor the configuration column) leaves the row as it is.
+    fn run(
+        self,
+        table: &Table,
+        trigger: &Trigger,
+        event: Event,
+        new: Option<&[Value]>,
+        old: Option<&[Value]>,
+    ) -> Result<Option<Vec<Value>>> {
+        let name = self.name();
+        let fail = |m: String| SqlError::new("39P01", format!("{name}: {m}"));
+        if !trigger.row {
+            return Err(fail("must be fired for row".into()));
+        }
+        if !trigger.before {
+            return Err(fail("must be fired BEFORE event".into()));
+        }
+        let Some(new) = new.filter(|_| matches!(event, Event::Insert | Event::Update)) else {
+            return Err(fail("must be fired for INSERT or UPDATE".into()));
+        };
+        if trigger.args.len() < 2 {
+            return Err(fail(
+                "arguments must be tsvector_field, ts_config, text_field1, ...)".into(),
+            ));
+        }
+        let column_named = |c: &str, what: &str| {
+            table.column(c).ok_or_else(|| {
+                SqlError::new(
+                    code::UNDEFINED_COLUMN,
+                    format!("{what}column \"{c}\" does not exist"),
+                )
+            })
+        };
+        let column = |c: &str| column_named(c, "");
+        let target = column_named(&trigger.args[0], "tsvector ")?;
+        if table.columns[target].ty != DataType::TsVector {
+            return Err(SqlError::new(
+                code::DATATYPE_MISMATCH,
+                format!("column \"{}\" is not of tsvector type", trigger.args[0]),
+            ));
+        }
+        let (config, config_column) = match self {
+            BuiltinTrigger::TsVectorUpdate => {
+                let written = &trigger.args[1];
+                if !written.contains('.') {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        format!(
+                            "text search configuration name \"{written}\" must be schema-qualified"
+                        ),
+                    ));
+                }
+                (Value::Text(written.clone()), None)
+            }
+            BuiltinTrigger::TsVectorUpdateColumn => {
+                let c = column_named(&trigger.args[1], "config ")?;
+                if !matches!(table.columns[c].ty, DataType::RegConfig)
+                    && !table.columns[c].ty.is_string()
+                {
+                    return Err(SqlError::new(
+                        code::DATATYPE_MISMATCH,
+                        format!("column \"{}\" is not of regconfig type", trigger.args[1]),
+                    ));
+                }
+                if new[c].is_null() {
+                    return Err(SqlError::new(
+                        "22004",
+                        format!("config column \"{}\" must not be null", trigger.args[1]),
+                    ));
+                }
+                (new[c].clone(), Some(c))
+            }
+        };
+        let mut texts = Vec::new();
+        let mut changed = event == Event::Insert;
+        for c in &trigger.args[2..] {
+            let i = column(c)?;
+            if !table.columns[i].ty.is_string() {
+                return Err(SqlError::new(
+                    code::DATATYPE_MISMATCH,
+                    format!("column \"{c}\" is not of a character type"),
+                ));
+            }
+            if let Some(old) = old {
+                changed |= old[i] != new[i];
+            }
+            if let Value::Text(t) = &new[i] {
+                texts.push(t.as_str());
+            }
+        }
+        if let (Some(c), Some(old)) = (config_column, old) {
+            changed |= old[c] != new[c];
+        }
+        let mut row = new.to_vec();
+        if changed {
+            // One document: positions run on from one column to the next.
+            let document = Value::Text(texts.join(" "));
+            row[target] = crate::textsearch::call(
+                crate::expr::TsFunc::ToTsVector,
+                &[config, document],
+                Default::default(),
+                &mut |_| {},
+            )?;
+        }
+        Ok(Some(row))
     }
 }

@@ -600,6 +600,12 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         },
         Func::Json(f, jsonb) => crate::json::call(f, jsonb, &args)?,
         Func::Net(f) => crate::inet::call(f, &args)?,
+        Func::Ts(f) => {
+            let style = ctx.env.style();
+            crate::textsearch::call(f, &args, style.text_search, &mut |e| {
+                ctx.env.notice(crate::session::Notice::of(e))
+            })?
+        }
         Func::JsonObjectAgg(key, value, jsonb) => match arg(0) {
             Value::Array(pairs) => {
                 crate::json::object_aggregate(&pairs, key, value, jsonb, ctx.env.style())?

@@ -457,6 +457,52 @@ pub enum Func {
     Json(JsonFunc, bool),
     /// The inet and cidr operators and functions (see [`crate::inet`]).
     Net(NetFunc),
+    /// The full text search functions and operators (see [`crate::textsearch`]).
+    Ts(TsFunc),
+}
+
+/// The full text search functions and operators (see [`crate::textsearch::call`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TsFunc {
+    /// `to_tsvector([config,] text)`
+    ToTsVector,
+    /// `to_tsquery([config,] text)`
+    ToTsQuery,
+    PlainToTsQuery,
+    PhraseToTsQuery,
+    WebSearchToTsQuery,
+    /// `tsvector @@ tsquery` (arguments in that order)
+    Match,
+    /// `text @@ tsquery`: the text read by the session's configuration
+    MatchText,
+    /// `ts_rank`; true when the weights array comes first
+    Rank(bool),
+    SetWeight,
+    Strip,
+    Length,
+    NumNode,
+    /// `tsvector || tsvector`
+    Concat,
+    /// `ts_delete`
+    Delete,
+    /// `ts_filter`
+    Filter,
+    /// `tsvector_to_array`
+    ToArray,
+    /// `array_to_tsvector`
+    FromArray,
+    /// `tsquery && tsquery`
+    QueryAnd,
+    /// `tsquery || tsquery`
+    QueryOr,
+    /// `!! tsquery`
+    QueryNot,
+    /// `tsquery <-> tsquery`, `tsquery_phrase(a, b [, distance])`
+    QueryPhrase,
+    /// `get_current_ts_config()`
+    CurrentConfig,
+    /// A text search configuration's name as a `regconfig` value (`'english'::regconfig`).
+    Config,
 }
 
 /// The network address operators and functions (see [`crate::inet::call`]).

@@ -20,6 +20,7 @@ pub(crate) fn default_settings(config: &SessionConfig) -> Vec<(&'static str, Str
         ("server_encoding", "UTF8".into()),
         ("datestyle", "ISO, MDY".into()),
         ("intervalstyle", "postgres".into()),
+        ("default_text_search_config", "pg_catalog.english".into()),
         ("timezone", "UTC".into()),
         ("extra_float_digits", "1".into()),
         ("statement_timeout", "0".into()),
@@ -304,11 +305,18 @@ pub(crate) fn style_setting(
     settings: &std::collections::BTreeMap<String, String>,
 ) -> crate::style::Style {
     let get = |name: &str| local.and_then(|l| l.get(name)).or_else(|| settings.get(name));
-    crate::style::Style::of(
+    let mut style = crate::style::Style::of(
         zone_setting(local, settings),
         get("datestyle").map(String::as_str),
         get("intervalstyle").map(String::as_str),
-    )
+    );
+    // The setting holds only configurations that exist.
+    if let Some(Ok(i)) =
+        get("default_text_search_config").map(|v| crate::textsearch::config_index(v))
+    {
+        style.text_search = crate::textsearch::ConfigId(i);
+    }
+    style
 }
 
 impl Session {
@@ -626,6 +634,15 @@ impl SettingRules<'_> {
                 }
             },
             "intervalstyle" => crate::style::normalize_intervalstyle(&value)?,
+            "default_text_search_config" => {
+                let i = crate::textsearch::config_index(&value).map_err(|_| {
+                    SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        format!("invalid value for parameter \"default_text_search_config\": \"{value}\""),
+                    )
+                })?;
+                format!("pg_catalog.{}", crate::textsearch::CONFIGS[i].name)
+            }
             "datestyle" => crate::style::normalize_datestyle(&value, self.datestyle)?,
             "kiln.read_after" => {
                 if value.is_empty() {
@@ -758,6 +775,7 @@ pub(crate) fn setting_info(name: &str) -> SettingInfo {
         "row_security" => ("bool", None, STATEMENT, "Enable row security.", "user", None, &[]),
         "client_encoding" => ("string", None, LOCALE, "Sets the client's character set encoding.", "user", None, &[]),
         "datestyle" => ("string", None, LOCALE, "Sets the display format for date and time values.", "user", None, &[]),
+        "default_text_search_config" => ("string", None, LOCALE, "Sets default text search configuration.", "user", None, &[]),
         "intervalstyle" => ("enum", None, LOCALE, "Sets the display format for interval values.", "user", None, &["postgres", "postgres_verbose", "sql_standard", "iso_8601"]),
         "timezone" => ("string", None, LOCALE, "Sets the time zone for displaying and interpreting time stamps.", "user", None, &[]),
         "extra_float_digits" => ("integer", None, LOCALE, "Sets the number of digits displayed for floating-point values.", "user", Some((-15, 3)), &[]),

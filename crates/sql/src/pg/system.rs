@@ -884,6 +884,9 @@ impl SystemTables for System<'_> {
                     DataType::Oid,
                     DataType::Name,
                     DataType::PgChar,
+                    DataType::TsVector,
+                    DataType::TsQuery,
+                    DataType::RegConfig,
                 ];
                 let mut types: Vec<DataType> = scalars.to_vec();
                 types.extend(scalars.iter().map(|t| crate::array::array_of_plain(*t)));
@@ -916,6 +919,7 @@ impl SystemTables for System<'_> {
                         DataType::Interval(_) => "T",
                         DataType::Json | DataType::Jsonb => "U",
                         DataType::Inet | DataType::Cidr => "I",
+                        DataType::RegConfig => "N",
                         t if t.is_numeric() => "N",
                         _ if collatable => "S",
                         _ => "U",
@@ -2101,10 +2105,13 @@ impl System<'_> {
         let mut rows = Vec::new();
         for t in catalog.tables(txn, self.database)? {
             for tr in &t.triggers {
-                let foid = functions
-                    .iter()
-                    .find(|f| f.name == tr.function)
-                    .map_or(0, |f| oid::object(f.id));
+                let foid = match crate::exec::triggers::BuiltinTrigger::named(&tr.function) {
+                    Some(b) => b.oid(),
+                    None => functions
+                        .iter()
+                        .find(|f| f.name == tr.function)
+                        .map_or(0, |f| oid::object(f.id)),
+                };
                 let attrs: Vec<Value> = tr
                     .update_of
                     .iter()
