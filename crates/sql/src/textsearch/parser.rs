@@ -94,25 +94,33 @@ pub fn tokens(text: &str) -> Vec<Token> {
     };
     // The labels of a dotted name from `start` (alphanumerics and inner hyphens), and
     // where it ends.
-    let dotted = |start: usize| -> (Vec<(usize, usize)>, usize) {
+    // The labels of a dotted name from `start` (alphanumerics and inner hyphens; inner
+    // underscores too in a host's labels before its last), and where it ends.
+    let dotted = |start: usize, underscores: bool| -> (Vec<(usize, usize)>, usize) {
         let mut labels = Vec::new();
         let mut j = start;
         loop {
             let a = j;
             while j < n
                 && (is_word_char(chars[j])
-                    || (chars[j] == '-' && j > a && j + 1 < n && is_word_char(chars[j + 1])))
+                    || ((chars[j] == '-' || (underscores && chars[j] == '_'))
+                        && j > a
+                        && j + 1 < n
+                        && is_word_char(chars[j + 1])))
             {
                 j += 1;
             }
             if j == a {
                 break;
             }
-            labels.push((a, j));
             if j + 1 < n && chars[j] == '.' && is_word_char(chars[j + 1]) {
+                labels.push((a, j));
                 j += 1;
                 continue;
             }
+            // The last label ends at an underscore.
+            let cut = chars[a..j].iter().position(|c| *c == '_').map_or(j, |k| a + k);
+            labels.push((a, cut));
             break;
         }
         let end = labels.last().map_or(start, |l| l.1);
@@ -204,7 +212,7 @@ pub fn tokens(text: &str) -> Vec<Token> {
                 j += 1;
             }
             if chars.get(j) == Some(&'@') && is_word_char(chars[j - 1]) {
-                let (host, hend) = dotted(j + 1);
+                let (host, hend) = dotted(j + 1, true);
                 if is_host(&host) {
                     out.push(Token { kind: TokenType::Email, text: s(i, hend) });
                     i = hend;
@@ -220,7 +228,7 @@ pub fn tokens(text: &str) -> Vec<Token> {
             && chars.get(end + 2) == Some(&'/')
         {
             let at = end + 3;
-            let (labels, hend) = dotted(at);
+            let (labels, hend) = dotted(at, true);
             if is_host(&labels) {
                 if chars.get(hend) == Some(&'/') {
                     let pend = path_end(hend);
@@ -237,8 +245,11 @@ pub fn tokens(text: &str) -> Vec<Token> {
             i = at;
             continue;
         }
-        // A dotted name: number, version, host, e-mail address or file name.
-        if chars.get(end) == Some(&'.') && chars.get(end + 1).is_some_and(|c| is_word_char(*c)) {
+        // A dotted name (its labels may hold `-` and `_`): number, version, host or file
+        // name.
+        let (host, hend) = dotted(i, true);
+        let (file, fend) = dotted(i, false);
+        if file.len() >= 2 || is_host(&host) {
             let all_digits = |a: usize, b: usize| chars[a..b].iter().all(char::is_ascii_digit);
             if all_digits(i, end) {
                 let (kind, nend) = number(&chars, i);
@@ -250,7 +261,7 @@ pub fn tokens(text: &str) -> Vec<Token> {
                     continue;
                 }
             }
-            let (labels, dend) = dotted(i);
+            let (labels, dend) = if is_host(&host) { (host, hend) } else { (file, fend) };
             if is_host(&labels) {
                 if chars.get(dend) == Some(&'/')
                     && chars.get(dend + 1).is_some_and(|c| is_word_char(*c))
@@ -309,7 +320,9 @@ pub fn tokens(text: &str) -> Vec<Token> {
                     };
                     out.push(Token { kind, text: s(a, b) });
                 }
-                i = j;
+                // A hyphen that ended the compound is no sign of a number after it
+                // (`SHA-256`'s `256`).
+                i = if chars.get(j) == Some(&'-') { j + 1 } else { j };
                 continue;
             }
         }
