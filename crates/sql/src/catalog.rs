@@ -174,9 +174,28 @@ pub struct Index {
     /// `NULLS NOT DISTINCT`: a unique index on which NULLs are equal to one another.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub nulls_not_distinct: bool,
+    /// Its access method as written (`USING gin`; none: btree). A btree or hash index is
+    /// built and kept; a gin, gist, spgist or brin index is recorded, shown and dumped but
+    /// holds no entries, and no query uses it (see [`Index::is_built`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
 }
 
+/// The access methods `CREATE INDEX … USING` takes; the first two are built.
+pub const INDEX_METHODS: &[&str] = &["btree", "hash", "gin", "gist", "spgist", "brin"];
+
 impl Index {
+    /// Its access method (`btree` unless written otherwise).
+    pub fn method(&self) -> &str {
+        self.method.as_deref().unwrap_or("btree")
+    }
+
+    /// Whether it holds entries (btree, hash): indexes of the other methods are recorded
+    /// only, so that schemas and dumps that declare them load; queries scan instead.
+    pub fn is_built(&self) -> bool {
+        matches!(self.method(), "btree" | "hash")
+    }
+
     /// The index's keyspace.
     pub fn keyspace(&self) -> String {
         format!("i{}", self.id)
@@ -185,7 +204,7 @@ impl Index {
     /// Whether it holds every row under its columns' values: what a lookup by columns, a
     /// foreign key or an ON CONFLICT (columns) may use.
     pub fn is_plain(&self) -> bool {
-        self.expressions.is_empty() && self.predicate.is_none()
+        self.expressions.is_empty() && self.predicate.is_none() && self.is_built()
     }
 
     /// Its key parts as text: the columns' names (quoted where SQL needs it), or the

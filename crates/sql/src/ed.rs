@@ -1230,10 +1230,12 @@ fn relation_directory(args: &[Value]) -> (&[Value], &[Value]) {
 /// the list after `USING btree`, split at its top-level commas (string literals and nested
 /// parentheses kept whole).
 fn index_parts(def: &str) -> Vec<String> {
-    let Some(start) = def.find("USING btree (") else { return vec![] };
-    let (mut parts, used) = part_list(&def[start + "USING btree (".len()..]);
+    // After `USING <method> (`.
+    let Some(using) = def.find(" USING ") else { return vec![] };
+    let Some(open) = def[using..].find(" (").map(|k| using + k + 2) else { return vec![] };
+    let (mut parts, used) = part_list(&def[open..]);
     // Its INCLUDE columns follow, numbered after the key parts.
-    let rest = &def[start + "USING btree (".len() + used..];
+    let rest = &def[open + used..];
     if let Some(include) = rest.strip_prefix(" INCLUDE (") {
         parts.extend(part_list(include).0);
     }

@@ -1737,13 +1737,42 @@ mod tests {
 
     #[test]
     fn names_are_unique_and_every_row_is_found_by_its_func() {
-        let mut seen = std::collections::HashSet::new();
+        // A name's forms take different numbers of arguments, but for those `by_call`
+        // tells apart by their first argument's type.
+        let by_type = ["length", "ts_rank"];
+        let mut seen: std::collections::HashMap<&str, Vec<&FuncDef>> = Default::default();
         for d in FUNCTIONS {
             for n in d.names {
-                assert!(seen.insert(*n), "{n} is in the registry twice");
+                let forms = seen.entry(*n).or_default();
+                for other in forms.iter() {
+                    let overlap = d.args_min <= other.args_max && other.args_min <= d.args_max;
+                    assert!(!overlap || by_type.contains(n), "{n} has two forms of one arity");
+                }
+                forms.push(d);
             }
             assert_eq!(of(d.func).map(|r| r.func), Some(d.func));
             assert!(d.args_min <= d.args_max);
         }
+        // Each form is the one its name and arity (and first argument) choose.
+        let tsv = DataType::TsVector;
+        assert_eq!(by_call("to_tsvector", &[DataType::Text]).map(|d| d.args_min), Some(1));
+        assert_eq!(
+            by_call("to_tsvector", &[DataType::RegConfig, DataType::Text]).map(|d| d.args_min),
+            Some(2)
+        );
+        assert_eq!(by_call("length", &[tsv]).map(|d| d.func), Some(Func::Ts(TS::Length)));
+        assert_ne!(
+            by_call("length", &[DataType::Text]).map(|d| d.func),
+            Some(Func::Ts(TS::Length))
+        );
+        let weights = DataType::Array(&DataType::Float4);
+        assert_eq!(
+            by_call("ts_rank", &[weights, tsv, DataType::TsQuery]).map(|d| d.func),
+            Some(Func::Ts(TS::Rank(true)))
+        );
+        assert_eq!(
+            by_call("ts_rank", &[tsv, DataType::TsQuery, DataType::Int4]).map(|d| d.func),
+            Some(Func::Ts(TS::Rank(false)))
+        );
     }
 }

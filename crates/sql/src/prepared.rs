@@ -44,11 +44,15 @@ impl Session {
             ));
         }
         let statement = statements.pop();
-        // Describe: bind without executing to learn parameter and result types.
-        let (param_types, columns, origins) = match &statement {
-            Some(stmt) => self.describe(stmt, declared).map_err(|e| e.resolve_position(sql))?,
-            None => (declared.to_vec(), None, vec![]),
+        // Describe: bind without executing to learn parameter and result types. Notices
+        // its constant folding raises are raised again when the statement is bound to run.
+        let before = self.notices.lock().len();
+        let described = match &statement {
+            Some(stmt) => self.describe(stmt, declared).map_err(|e| e.resolve_position(sql)),
+            None => Ok((declared.to_vec(), None, vec![])),
         };
+        self.notices.lock().truncate(before);
+        let (param_types, columns, origins) = described?;
         Ok(Prepared {
             sql: sql.to_string(),
             statement,

@@ -306,4 +306,5 @@ scripts!(
     domains,
     temp_tables,
     matviews,
+    text_search,
 );

@@ -1187,6 +1187,7 @@ impl Writer<'_> {
             predicate: None,
             include,
             nulls_not_distinct,
+            method: None,
         })
     }
 

@@ -200,6 +200,10 @@ impl Writer<'_> {
         row: &[Value],
         pk: &[u8],
     ) -> Result<Option<IndexEntry>> {
+        // An index of a method Kiln does not build holds nothing.
+        if !index.is_built() {
+            return Ok(None);
+        }
         let Some(values) = self.index_values(table, index, row)? else { return Ok(None) };
         let mut key = encode_key(&values.iter().collect::<Vec<_>>())?;
         if index.unique && (index.nulls_not_distinct || !values.iter().any(Value::is_null)) {
@@ -212,6 +216,9 @@ impl Writer<'_> {
     }
 
     pub(crate) fn build_index(&mut self, table: &Table, index: &Index) -> Result<()> {
+        if !index.is_built() {
+            return Ok(());
+        }
         self.each_row(&table.keyspace(), |w, pk, raw| w.index_row(table, index, pk, raw))
     }
 
@@ -392,6 +399,25 @@ impl Writer<'_> {
     pub(crate) fn create_index(&mut self, ci: &ast::CreateIndex, database: &str) -> Result<Output> {
         let tname = object_name(&ci.table_name)?;
         let table = self.db.catalog.table_or_err(&mut self.ts.txn, database, &tname)?;
+        let method = match &ci.using {
+            None => None,
+            Some(m) => {
+                let m = m.to_string().to_lowercase();
+                if !crate::catalog::INDEX_METHODS.contains(&m.as_str()) {
+                    return Err(SqlError::new(
+                        code::UNDEFINED_OBJECT,
+                        format!("access method \"{m}\" does not exist"),
+                    ));
+                }
+                if ci.unique && !matches!(m.as_str(), "btree") {
+                    return Err(SqlError::new(
+                        code::FEATURE_NOT_SUPPORTED,
+                        format!("access method \"{m}\" does not support unique indexes"),
+                    ));
+                }
+                (m != "btree").then_some(m)
+            }
+        };
         let include = included_columns(&table, &ci.include)?;
         // Plain columns, or (any part an expression) every part as an expression.
         let mut columns = Vec::new();
@@ -461,6 +487,7 @@ impl Writer<'_> {
             predicate: ci.predicate.as_ref().map(stored_text),
             include,
             nulls_not_distinct: ci.nulls_distinct == Some(false),
+            method,
         };
         self.build_index(&table, &index)?;
         let mut t = (*table).clone();

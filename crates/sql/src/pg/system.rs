@@ -515,6 +515,11 @@ impl SystemTables for System<'_> {
                 vec![
                     vec![Value::Int(2), text("heap"), text("heap_tableam_handler"), text("t")],
                     vec![Value::Int(403), text("btree"), text("bthandler"), text("i")],
+                    vec![Value::Int(405), text("hash"), text("hashhandler"), text("i")],
+                    vec![Value::Int(783), text("gist"), text("gisthandler"), text("i")],
+                    vec![Value::Int(2742), text("gin"), text("ginhandler"), text("i")],
+                    vec![Value::Int(4000), text("spgist"), text("spghandler"), text("i")],
+                    vec![Value::Int(3580), text("brin"), text("brinhandler"), text("i")],
                 ],
             )),
             "pg_roles" | "pg_user" | "pg_authid" => Some((
@@ -2442,6 +2447,13 @@ impl System<'_> {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
+            // An index's access method by its OID (a primary key's is btree).
+            let method_of = |ioid: i64| {
+                t.indexes
+                    .iter()
+                    .find(|ix| oid::object(ix.id) == ioid)
+                    .map_or("btree", crate::catalog::Index::method)
+            };
             // Indexes: (oid, name, columns, unique, primary, constraint kind).
             let mut indexes: Vec<IndexRow> = Vec::new();
             if !t.primary_key.is_empty() {
@@ -2484,10 +2496,11 @@ impl System<'_> {
                         .join(", ")
                 };
                 let mut def = format!(
-                    "CREATE {}INDEX {} ON {} USING btree ({parts})",
+                    "CREATE {}INDEX {} ON {} USING {} ({parts})",
                     if *unique { "UNIQUE " } else { "" },
                     crate::bind::quote_ident(name),
                     shown_relation(&t.name, true),
+                    method_of(*ioid),
                 );
                 let included = if include.is_empty() {
                     String::new()
@@ -2579,7 +2592,15 @@ impl System<'_> {
                     for (ioid, name, c, .., (exprs, _, include, _)) in &indexes {
                         let parts = if exprs.is_empty() { c.len() } else { exprs.len() };
                         let parts = parts + include.len();
-                        let mut row = class_row(*ioid, nsp, name, "i", parts, 403, false);
+                        let am = match method_of(*ioid) {
+                            "hash" => 405,
+                            "gist" => 783,
+                            "gin" => 2742,
+                            "spgist" => 4000,
+                            "brin" => 3580,
+                            _ => 403,
+                        };
+                        let mut row = class_row(*ioid, nsp, name, "i", parts, am, false);
                         if temp {
                             row[14] = text("t");
                         }

@@ -45,8 +45,9 @@ pub fn choose_access_with(item: &mut FromItem, expression_keys: &[ExpressionKey]
     for index in keys {
         let column = |c: usize| (Expr::Column(item.offset + c), table.columns[c].ty);
         let parts: Vec<(Expr, DataType)> = match &index {
-            // A partial index lacks the rows its condition leaves out.
-            Some(ix) if ix.predicate.is_some() => continue,
+            // A partial index lacks the rows its condition leaves out; an index of a
+            // method Kiln records only holds nothing.
+            Some(ix) if ix.predicate.is_some() || !ix.is_built() => continue,
             Some(ix) if !ix.expressions.is_empty() => {
                 match expression_keys.iter().find(|(id, _)| *id == ix.id) {
                     Some((_, parts)) => parts.clone(),

@@ -180,7 +180,9 @@ fn stop_words(c: &ConfigDef) -> &'static HashSet<String> {
 
 /// The lexemes of one token under configuration `c`: none for a stop word.
 fn lexize(c: &ConfigDef, token: &parser::Token) -> Vec<String> {
-    let lower = token.text.to_lowercase();
+    // Lower-cased as `lower()` does: ASCII letters only (the C locale's rule, which is
+    // Kiln's for every text function).
+    let lower = token.text.to_ascii_lowercase();
     if !token.kind.is_word() {
         return vec![lower];
     }
@@ -424,7 +426,16 @@ fn weight_arg(v: &Value) -> Result<u8> {
     }
 }
 
-fn strings(v: &Value, what: &str) -> Result<Vec<String>> {
+fn strings(v: &Value, what: &str, array_only: bool) -> Result<Vec<String>> {
+    // An untyped literal where only an array is taken: read as text[].
+    let parsed;
+    let v = match v {
+        Value::Text(t) if array_only => {
+            parsed = Value::parse(t, crate::array::array_of(crate::types::DataType::Text)?)?;
+            &parsed
+        }
+        v => v,
+    };
     match v {
         Value::Array(items) => items
             .iter()
@@ -498,7 +509,7 @@ pub fn call(
         }
         TsFunc::SetWeight => {
             let only = match args.get(2) {
-                Some(v) => Some(strings(v, "lexeme")?),
+                Some(v) => Some(strings(v, "lexeme", true)?),
                 None => None,
             };
             vtext(vector_arg(&args[0])?.set_weight(weight_arg(&args[1])?, only.as_deref()))
@@ -507,9 +518,9 @@ pub fn call(
         TsFunc::Length => Value::Int(vector_arg(&args[0])?.lexemes.len() as i64),
         TsFunc::NumNode => Value::Int(query_arg(&args[0])?.nodes()),
         TsFunc::Concat => vtext(vector_arg(&args[0])?.concat(vector_arg(&args[1])?)?),
-        TsFunc::Delete => vtext(vector_arg(&args[0])?.delete(&strings(&args[1], "lexeme")?)),
+        TsFunc::Delete => vtext(vector_arg(&args[0])?.delete(&strings(&args[1], "lexeme", false)?)),
         TsFunc::Filter => {
-            let weights = strings(&args[1], "weight")?
+            let weights = strings(&args[1], "weight", true)?
                 .iter()
                 .map(|w| weight_arg(&Value::Text(w.clone())))
                 .collect::<Result<Vec<_>>>()?;
@@ -519,7 +530,7 @@ pub fn call(
             vector_arg(&args[0])?.lexemes.into_iter().map(|l| Value::Text(l.word)).collect(),
         ),
         TsFunc::FromArray => {
-            let words = strings(&args[0], "lexeme")?;
+            let words = strings(&args[0], "lexeme", true)?;
             if words.iter().any(String::is_empty) {
                 return Err(SqlError::new("2200F", "lexeme array may not contain empty strings"));
             }
