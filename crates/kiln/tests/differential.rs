@@ -178,3 +178,43 @@ async fn kiln_agrees_with_postgresql() {
         mismatches.join("\n")
     );
 }
+
+/// Full text search reads prose as PostgreSQL does: each line of `prose.txt` (400 lines of
+/// this project's documentation, code and SQL among them) made a tsvector under `english`
+/// and `simple`, and a plain query, on both servers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_search_reads_prose_as_postgresql() {
+    let kiln = common::Kiln::start(&[]);
+    let pg = common::Postgres::start();
+    let k = connect(&kiln.conninfo()).await;
+    let p = connect(&pg.conninfo()).await;
+    let prose = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/differential/prose.txt"
+    ))
+    .unwrap();
+    let sql = "SELECT to_tsvector('english', $1)::text, to_tsvector('simple', $1)::text, \
+               plainto_tsquery('english', $1)::text";
+    let mut mismatches = Vec::new();
+    let lines: Vec<&str> = prose.lines().collect();
+    assert!(lines.len() >= 400, "the prose has {} lines", lines.len());
+    async fn answer(client: &tokio_postgres::Client, sql: &str, line: &str) -> String {
+        match client.query_one(sql, &[&line]).await {
+            Ok(r) => (0..3).map(|i| r.get::<_, String>(i)).collect::<Vec<_>>().join(" | "),
+            Err(e) => format!("ERROR {e}"),
+        }
+    }
+    for line in &lines {
+        let (a, b) = (answer(&k.0, sql, line).await, answer(&p.0, sql, line).await);
+        if a != b {
+            mismatches.push(format!("{line}\n--- kiln\n{a}\n--- postgresql\n{b}"));
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} lines disagree:\n\n{}",
+        mismatches.len(),
+        lines.len(),
+        mismatches.join("\n\n")
+    );
+}

@@ -4,7 +4,10 @@
 //! entities, URL protocols).
 //!
 //! It follows the default parser's rules for the common forms; rarer ones (say, `a.b`
-//! read as a file name rather than a host) may split differently from PostgreSQL's.
+//! read as a file name rather than a host) may split differently from PostgreSQL's. It reads
+//! characters as PostgreSQL does in a database of the C locale, as Kiln's databases are:
+//! every character beyond ASCII is a letter (so `—` or `“` join the word beside them, where
+//! a UTF-8 locale would make them punctuation).
 
 /// A token's type, as `ts_token_type('default')` numbers them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +65,7 @@ pub struct Token {
 fn word_kind(s: &[char]) -> TokenType {
     if s.iter().all(|c| c.is_ascii_alphabetic()) {
         TokenType::AsciiWord
-    } else if s.iter().all(|c| c.is_alphabetic()) {
+    } else if s.iter().all(|c| is_letter(*c)) {
         TokenType::Word
     } else if s.iter().all(|c| c.is_ascii_digit()) {
         TokenType::UInt
@@ -71,12 +74,18 @@ fn word_kind(s: &[char]) -> TokenType {
     }
 }
 
+/// A letter as PostgreSQL's parser reads one in the C locale (Kiln's): an ASCII letter, or
+/// any character beyond ASCII.
+fn is_letter(c: char) -> bool {
+    c.is_ascii_alphabetic() || !c.is_ascii()
+}
+
 fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric()
+    is_letter(c) || c.is_ascii_digit()
 }
 
 fn has_letter(s: &[char]) -> bool {
-    s.iter().any(|c| c.is_alphabetic())
+    s.iter().any(|c| is_letter(*c))
 }
 
 /// Tokenizes `text`, reading each character a bounded number of times.
@@ -130,7 +139,7 @@ pub fn tokens(text: &str) -> Vec<Token> {
         labels.len() >= 2
             && labels
                 .last()
-                .is_some_and(|&(a, b)| b - a >= 2 && chars[a..b].iter().all(|c| c.is_alphabetic()))
+                .is_some_and(|&(a, b)| b - a >= 2 && chars[a..b].iter().all(|c| is_letter(*c)))
             && labels.iter().all(|&(a, b)| has_letter(&chars[a..b]) || b > a)
     };
     // A path from `j` (at a `/`): path characters.
@@ -367,7 +376,7 @@ fn number(chars: &[char], start: usize) -> (TokenType, usize) {
         }
         if k < n && chars[k].is_ascii_digit() {
             let e = digits(k);
-            if !(e < n && chars[e].is_alphanumeric()) {
+            if !(e < n && is_word_char(chars[e])) {
                 return (TokenType::SFloat, e);
             }
         }
