@@ -86,9 +86,19 @@ const FUNCTIONS: &[&str] = &[
     "set_masklen",
     "inet_merge",
     "broadcast",
+    "to_tsvector",
+    "to_tsquery",
+    "plainto_tsquery",
+    "phraseto_tsquery",
+    "websearch_to_tsquery",
+    "ts_rank",
+    "setweight",
+    "strip",
+    "tsquery_phrase",
 ];
 
 const BINARY: &[&str] = &[
+    "@@",
     "+",
     "-",
     "*",
@@ -173,6 +183,10 @@ const LITERALS: &[&str] = &[
     "'2001:db8::/32'::cidr",
     "'255.255.255.255'::inet",
     "'::ffff:1.2.3.4/120'::inet",
+    "'fat:1A,3 rat:2 ''it''''s'':4'::tsvector",
+    "'fat & !(rat | cat) <2> sup:*AB'::tsquery",
+    "'english'::regconfig",
+    "'The quick-brown foxes, foo@bar.com http://x.org/a 3.14 <b>&amp;'",
     "'{a,0}'",
     "'Europe/Berlin'",
     "'UTC+25'",
@@ -211,6 +225,8 @@ const TYPES: &[&str] = &[
     "json",
     "jsonb",
     "interval",
+    "tsvector",
+    "tsquery",
 ];
 
 /// A statement generator.

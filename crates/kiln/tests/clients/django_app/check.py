@@ -82,6 +82,20 @@ assert Product.objects.get(origin="192.168.1.20").name == "rake"
 assert Product.objects.get(name="hoe").origin == "2001:db8::1"
 assert list(Product.objects.filter(origin__isnull=False).order_by("origin").values_list("name", flat=True)) == ["rake", "hoe"]
 assert list(Product.objects.filter(origin__startswith="192.").values_list("name", flat=True)) == ["rake"]
+# Full text search (django.contrib.postgres.search): to_tsvector with a regconfig,
+# plainto_tsquery and websearch_to_tsquery matched with @@, ranked by ts_rank.
+from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+
+vector = SearchVector("name", "attrs__color", config="english")
+found = Product.objects.annotate(search=vector).filter(search=SearchQuery("rakes", config="english"))
+assert list(found.values_list("name", flat=True)) == ["rake"]
+either = SearchQuery("rake or green", search_type="websearch", config="english")
+found = Product.objects.annotate(search=vector).filter(search=either).order_by("name")
+assert list(found.values_list("name", flat=True)) == ["hoe", "rake"]
+rank = SearchRank(vector, SearchQuery("green hoe", config="english"))
+ranked = Product.objects.filter(category=garden).annotate(rank=rank).order_by("-rank", "name")
+ranked = list(ranked)
+assert ranked[0].name == "hoe" and all(r.rank < ranked[0].rank for r in ranked[1:]), ranked
 Product.objects.filter(name="hoe").update(attrs={"color": "blue"})
 assert Product.objects.get(name="hoe").attrs == {"color": "blue"}
 Product.objects.filter(category=garden).delete()
