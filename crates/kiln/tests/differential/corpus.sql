@@ -4202,3 +4202,4 @@ insert into fts_film (film_id, title, fulltext) values (9, 'x', '');
 drop trigger fts_film_bad on fts_film;
 create unique index fts_film_u on fts_film using gin (fulltext);
 create index fts_film_x on fts_film using nope (fulltext);
+select 'a'::tsquery <-> 'b'::tsquery, 'a & b'::tsquery <-> 'c'::tsquery, to_tsvector('x y') @@ ('x'::tsquery <-> 'y'::tsquery);

@@ -763,7 +763,7 @@ impl<'a> Planner<'a> {
         // Text search: `@@` (matching), `<->` (phrase of queries).
         let ts_name = match (op, custom) {
             (O::AtAt, _) => Some("@@"),
-            (_, Some("<->")) | (O::Custom(_), _) if op.to_string() == "<->" => Some("<->"),
+            (O::LtDashGt, _) => Some("<->"),
             _ => None,
         };
         if let Some(name) = ts_name {
