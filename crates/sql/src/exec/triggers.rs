@@ -351,8 +351,7 @@ impl Writer<'_> {
         env: &dyn Env,
     ) -> Result<Option<(Returned, Vec<Value>)>> {
         if let Some(b) = BuiltinTrigger::named(&trigger.function) {
-            let row = b.run(table, trigger, event, new, old)?;
-            let mut frame = row.unwrap_or_else(|| vec![Value::Null; table.columns.len()]);
+            let mut frame = b.run(table, trigger, event, new, old)?;
             frame.extend(
                 old.map_or_else(|| vec![Value::Null; table.columns.len()], <[Value]>::to_vec),
             );
@@ -695,7 +694,7 @@ impl BuiltinTrigger {
         event: Event,
         new: Option<&[Value]>,
         old: Option<&[Value]>,
-    ) -> Result<Option<Vec<Value>>> {
+    ) -> Result<Vec<Value>> {
         let name = self.name();
         let fail = |m: String| SqlError::new("39P01", format!("{name}: {m}"));
         if !trigger.row {
@@ -743,9 +742,7 @@ impl BuiltinTrigger {
             }
             BuiltinTrigger::TsVectorUpdateColumn => {
                 let c = column_named(&trigger.args[1], "config ")?;
-                if !matches!(table.columns[c].ty, DataType::RegConfig)
-                    && !table.columns[c].ty.is_string()
-                {
+                if table.columns[c].ty != DataType::RegConfig {
                     return Err(SqlError::new(
                         code::DATATYPE_MISMATCH,
                         format!("column \"{}\" is not of regconfig type", trigger.args[1]),
@@ -791,6 +788,6 @@ impl BuiltinTrigger {
                 &mut |_| {},
             )?;
         }
-        Ok(Some(row))
+        Ok(row)
     }
 }

@@ -870,16 +870,15 @@ fn rank_and(w: &[f32; 4], v: &TsVector, q: &TsQuery) -> f32 {
         return rank_or(w, v, q);
     }
     let none: [Pos; 1] = [MAX_POS_NULL];
-    let mut pos: Vec<Option<&[Pos]>> = vec![None; ops.len()];
+    // Each operand's positions (the stand-in for a lexeme without any: `true`).
+    let mut pos: Vec<Option<(&[Pos], bool)>> = vec![None; ops.len()];
     let mut res: f32 = -1.0;
     for i in 0..ops.len() {
         for l in entries(v, ops[i]) {
-            let here: &[Pos] = if l.positions.is_empty() { &none } else { &l.positions };
             let null_here = l.positions.is_empty();
-            pos[i] = Some(here);
-            for other in pos[..i].iter().flatten() {
-                let other: &[Pos] = other;
-                let null_other = std::ptr::eq(other.as_ptr(), none.as_ptr());
+            let here: &[Pos] = if null_here { &none } else { &l.positions };
+            pos[i] = Some((here, null_here));
+            for &(other, null_other) in pos[..i].iter().flatten() {
                 for p in here {
                     for c in other {
                         let mut dist = (pos_of(*p) as i32 - pos_of(*c) as i32).abs();
