@@ -140,14 +140,8 @@ impl<'a> Planner<'a> {
                         if matches!(ty, DataType::TsQuery | DataType::Unknown) =>
                     {
                         let (x, _) = self.coerce(x, ty, DataType::TsQuery)?;
-                        let e = Expr::Func(Func::Ts(crate::expr::TsFunc::QueryNot), vec![x]);
-                        match e {
-                            Expr::Func(_, ref args) if matches!(args[0], Expr::Const(_)) => (
-                                Expr::Const(e.eval(&[], &Ctx::new(&[], self.env))?),
-                                DataType::TsQuery,
-                            ),
-                            e => (e, DataType::TsQuery),
-                        }
+                        let not = Func::Ts(crate::expr::TsFunc::QueryNot);
+                        self.fold(not, vec![x], DataType::TsQuery)?
                     }
                     // ~ of an address: its bits inverted.
                     ast::UnaryOperator::BitwiseNot
@@ -1165,18 +1159,12 @@ impl Planner<'_> {
                 }
                 _ => return Err(no_operator(at, op, bt)),
             };
-            let e = Expr::Func(Func::Ts(func), args);
             // Constant operands of an immutable operator: evaluated now, as PostgreSQL folds
             // them (text @@ reads the session's configuration: left to run time).
-            let e = match &e {
-                Expr::Func(_, args)
-                    if func != F::MatchText && args.iter().all(|x| matches!(x, Expr::Const(_))) =>
-                {
-                    Expr::Const(e.eval(&[], &Ctx::new(&[], self.env))?)
-                }
-                _ => e,
-            };
-            Ok((e, ty))
+            if func == F::MatchText {
+                return Ok((Expr::Func(Func::Ts(func), args), ty));
+            }
+            self.fold(Func::Ts(func), args, ty)
         })())
     }
 

@@ -155,6 +155,19 @@ pub fn tokens(text: &str) -> Vec<Token> {
         }
         j
     };
+    // A host from `a` to `hend`, alone or (`with_path`) as a URL with the path after it:
+    // the URL, its host and its path. Where the tokens end.
+    let host_or_url = |out: &mut Vec<Token>, a: usize, hend: usize, with_path: bool| -> usize {
+        if !with_path {
+            out.push(Token { kind: TokenType::Host, text: s(a, hend) });
+            return hend;
+        }
+        let pend = path_end(hend);
+        out.push(Token { kind: TokenType::Url, text: s(a, pend) });
+        out.push(Token { kind: TokenType::Host, text: s(a, hend) });
+        out.push(Token { kind: TokenType::UrlPath, text: s(hend, pend) });
+        pend
+    };
     while i < n {
         let c = chars[i];
         // An XML/HTML tag or entity: skipped.
@@ -239,16 +252,8 @@ pub fn tokens(text: &str) -> Vec<Token> {
             let at = end + 3;
             let (labels, hend) = dotted(at, true);
             if is_host(&labels) {
-                if chars.get(hend) == Some(&'/') {
-                    let pend = path_end(hend);
-                    out.push(Token { kind: TokenType::Url, text: s(at, pend) });
-                    out.push(Token { kind: TokenType::Host, text: s(at, hend) });
-                    out.push(Token { kind: TokenType::UrlPath, text: s(hend, pend) });
-                    i = pend;
-                } else {
-                    out.push(Token { kind: TokenType::Host, text: s(at, hend) });
-                    i = hend;
-                }
+                let with_path = chars.get(hend) == Some(&'/');
+                i = host_or_url(&mut out, at, hend, with_path);
                 continue;
             }
             i = at;
@@ -272,18 +277,9 @@ pub fn tokens(text: &str) -> Vec<Token> {
             }
             let (labels, dend) = if is_host(&host) { (host, hend) } else { (file, fend) };
             if is_host(&labels) {
-                if chars.get(dend) == Some(&'/')
-                    && chars.get(dend + 1).is_some_and(|c| is_word_char(*c))
-                {
-                    let pend = path_end(dend);
-                    out.push(Token { kind: TokenType::Url, text: s(i, pend) });
-                    out.push(Token { kind: TokenType::Host, text: s(i, dend) });
-                    out.push(Token { kind: TokenType::UrlPath, text: s(dend, pend) });
-                    i = pend;
-                } else {
-                    out.push(Token { kind: TokenType::Host, text: s(i, dend) });
-                    i = dend;
-                }
+                let with_path = chars.get(dend) == Some(&'/')
+                    && chars.get(dend + 1).is_some_and(|c| is_word_char(*c));
+                i = host_or_url(&mut out, i, dend, with_path);
                 continue;
             }
             let fend = if chars.get(dend) == Some(&'/') { path_end(dend) } else { dend };

@@ -1,7 +1,7 @@
 //! `tsquery`: lexemes joined by `&`, `|`, `!` and the phrase operators `<->` / `<N>`, as
 //! PostgreSQL reads, writes, matches (`@@`) and ranks them.
 
-use super::vector::{pos_of, weight_letter, weight_of, Pos, TsVector, MAX_LEXEME};
+use super::vector::{pos_of, read_quoted, weight_letter, weight_of, Pos, TsVector, MAX_LEXEME};
 use crate::error::{code, Result, SqlError};
 
 /// The largest phrase distance (`<N>`).
@@ -126,28 +126,7 @@ fn tokens(text: &str) -> Result<Vec<Tok>> {
             _ => {
                 let mut word = String::new();
                 if c == '\'' {
-                    i += 1;
-                    loop {
-                        match chars.get(i) {
-                            None => return Err(syntax(text)),
-                            Some('\\') => {
-                                word.push(*chars.get(i + 1).ok_or_else(|| syntax(text))?);
-                                i += 2;
-                            }
-                            Some('\'') if chars.get(i + 1) == Some(&'\'') => {
-                                word.push('\'');
-                                i += 2;
-                            }
-                            Some('\'') => {
-                                i += 1;
-                                break;
-                            }
-                            Some(c) => {
-                                word.push(*c);
-                                i += 1;
-                            }
-                        }
-                    }
+                    word = read_quoted(&chars, &mut i).ok_or_else(|| syntax(text))?;
                 } else {
                     while let Some(&c) = chars.get(i) {
                         if c.is_whitespace() || special(c) {

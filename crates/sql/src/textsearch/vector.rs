@@ -111,29 +111,7 @@ impl TsVector {
             }
             let mut word = String::new();
             if chars[i] == '\'' {
-                i += 1;
-                loop {
-                    match chars.get(i) {
-                        None => return Err(syntax(text)),
-                        Some('\\') => {
-                            let c = chars.get(i + 1).ok_or_else(|| syntax(text))?;
-                            word.push(*c);
-                            i += 2;
-                        }
-                        Some('\'') if chars.get(i + 1) == Some(&'\'') => {
-                            word.push('\'');
-                            i += 2;
-                        }
-                        Some('\'') => {
-                            i += 1;
-                            break;
-                        }
-                        Some(c) => {
-                            word.push(*c);
-                            i += 1;
-                        }
-                    }
-                }
+                word = read_quoted(&chars, &mut i).ok_or_else(|| syntax(text))?;
             } else {
                 while let Some(&c) = chars.get(i) {
                     if c.is_whitespace() || (c == ':' && !word.is_empty()) {
@@ -340,6 +318,33 @@ impl TsVector {
             lexemes.push(Lexeme { word, positions });
         }
         TsVector::from_lexemes(lexemes, MAX_POSITIONS).ok()
+    }
+}
+
+/// A quoted lexeme from `chars[*i]` (its opening `'`): `''` is a quote, `\\` escapes the
+/// next character. `None` when it is not closed.
+pub(super) fn read_quoted(chars: &[char], i: &mut usize) -> Option<String> {
+    let mut word = String::new();
+    *i += 1;
+    loop {
+        match chars.get(*i)? {
+            '\\' => {
+                word.push(*chars.get(*i + 1)?);
+                *i += 2;
+            }
+            '\'' if chars.get(*i + 1) == Some(&'\'') => {
+                word.push('\'');
+                *i += 2;
+            }
+            '\'' => {
+                *i += 1;
+                return Some(word);
+            }
+            c => {
+                word.push(*c);
+                *i += 1;
+            }
+        }
     }
 }
 
