@@ -244,6 +244,11 @@ BEGIN
 END $$;
 CREATE FUNCTION note_counts() RETURNS TABLE (customer_id int, notes bigint) LANGUAGE sql AS $$
     SELECT customer_id, count(*) FROM archive.orders GROUP BY 1 ORDER BY 1 $$;
+CREATE FUNCTION note_join(text, text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN $1 IS NULL THEN $2 ELSE $1 || '; ' || $2 END $$;
+CREATE AGGREGATE note_list(text) (SFUNC = note_join, STYPE = text, PARALLEL = SAFE);
+CREATE FUNCTION count_step(bigint) RETURNS bigint LANGUAGE sql STRICT AS 'SELECT $1 + 1';
+CREATE AGGREGATE tally(*) (SFUNC = count_step, STYPE = bigint, INITCOND = '0');
 "#;
 
 const MORE_QUERIES: &str = r#"
@@ -261,6 +266,7 @@ SELECT nspname, obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nsp
 SELECT id, email FROM customers_from(2);
 SELECT * FROM spans(3);
 SELECT * FROM note_counts();
+SELECT note_list(note ORDER BY note DESC), tally(*) FROM archive.orders;
 "#;
 
 /// A plain dump with its random `\restrict` key lines and its privilege (ACL) sections left
@@ -334,6 +340,8 @@ fn a_kiln_database_dumps_with_pg_dump_and_restores_into_postgresql_and_kiln() {
         "CREATE TYPE public.ship AS ENUM",
         "CREATE DOMAIN public.quantity AS integer NOT NULL DEFAULT 1",
         "CREATE MATERIALIZED VIEW public.product_prices AS",
+        "CREATE AGGREGATE public.note_list(text) (",
+        "CREATE AGGREGATE public.tally(*) (",
         "REFRESH MATERIALIZED VIEW public.product_prices",
         "OWNED BY",
         "ADD GENERATED",

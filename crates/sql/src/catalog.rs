@@ -449,6 +449,79 @@ pub struct Function {
     /// `STRICT`: a call with a NULL argument is NULL without running the body.
     #[serde(default)]
     pub strict: bool,
+    /// What makes it an aggregate, when CREATE AGGREGATE made it (`prokind` `a`; its
+    /// language is then `internal` and its body PostgreSQL's `aggregate_dummy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggregate: Option<Aggregate>,
+}
+
+/// An aggregate made with CREATE AGGREGATE (see `exec::aggregates`): a state of type
+/// `stype`, starting at `initcond`, that the transition function takes each row into, and
+/// the final function that makes the result of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Aggregate {
+    /// The transition function (`SFUNC`): state and arguments in, state out.
+    pub sfunc: AggregateFn,
+    /// The state's type (`STYPE`).
+    pub stype: DataType,
+    /// The final function (`FINALFUNC`): state in (and a NULL per argument with
+    /// `FINALFUNC_EXTRA`), result out. Without one the result is the state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finalfunc: Option<AggregateFn>,
+    /// `FINALFUNC_EXTRA`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub finalfunc_extra: bool,
+    /// The state's first value, as text (`INITCOND`; none: NULL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initcond: Option<String>,
+    /// The options checked and kept for the catalogs (`pg_aggregate`) that Kiln's way of
+    /// running aggregates has no use for — one pass over a group's rows, a window frame's
+    /// state computed forward: `combinefunc`, the moving-aggregate `msfunc`, `minvfunc`,
+    /// `mfinalfunc`, `mfinalfunc_extra`, `minitcond`, `sortop`, `sspace`,
+    /// `msspace`, `finalfunc_modify`, `mfinalfunc_modify`, `parallel` — by name.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub kept: std::collections::BTreeMap<String, String>,
+    /// The moving-aggregate state's type (`MSTYPE`), kept as `kept` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mstype: Option<DataType>,
+    /// The functions `kept` names, by option: what the aggregate depends on beyond its
+    /// transition and final functions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub others: Vec<(String, AggregateFn)>,
+}
+
+impl Aggregate {
+    /// Every function it calls or names.
+    pub fn functions_mut(&mut self) -> impl Iterator<Item = &mut AggregateFn> {
+        std::iter::once(&mut self.sfunc)
+            .chain(self.finalfunc.as_mut())
+            .chain(self.others.iter_mut().map(|(_, f)| f))
+    }
+
+    /// Whether it calls or names function `f`.
+    pub fn uses(&self, f: &Function) -> bool {
+        self.sfunc.is(f)
+            || self.finalfunc.as_ref().is_some_and(|x| x.is(f))
+            || self.others.iter().any(|(_, x)| x.is(f))
+    }
+}
+
+/// A function an aggregate calls: a function made with CREATE FUNCTION (its name and
+/// argument types, which identify it) or a built-in function (its name).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AggregateFn {
+    /// Its name.
+    pub name: String,
+    /// Its argument types when CREATE FUNCTION made it (`None`: built in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<DataType>>,
+}
+
+impl AggregateFn {
+    /// Whether it is `f`.
+    pub fn is(&self, f: &Function) -> bool {
+        self.name == f.name && self.args.as_ref().is_some_and(|a| *a == f.input_types())
+    }
 }
 
 fn volatile() -> char {

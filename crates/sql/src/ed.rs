@@ -1144,6 +1144,14 @@ impl Env for SessionEnv<'_> {
             | CatalogFunc::TriggerDef
             | CatalogFunc::FunctionDef => {
                 let def = arg_int(0).and_then(|oid| self.db.definitions.lock().get(&oid).cloned());
+                if func == CatalogFunc::FunctionDef {
+                    if let Some(name) = def.as_deref().and_then(aggregate_name) {
+                        return Err(SqlError::new(
+                            code::WRONG_OBJECT_TYPE,
+                            format!("\"{name}\" is an aggregate function"),
+                        ));
+                    }
+                }
                 // pg_get_indexdef(oid, 0, true), as psql's \d asks: the table not qualified
                 // (public is on the search path), a partial index's condition without its
                 // outer parentheses.
@@ -1174,6 +1182,21 @@ impl Env for SessionEnv<'_> {
             }
         })
     }
+}
+
+/// The name of the aggregate a definition of `routines::function_definition` is of (`None`:
+/// it is a function's or a procedure's): an aggregate's is written in LANGUAGE internal,
+/// which no other function of Kiln's has.
+fn aggregate_name(def: &str) -> Option<String> {
+    if !def.contains("\n LANGUAGE internal\n") {
+        return None;
+    }
+    let rest = def.strip_prefix("CREATE OR REPLACE FUNCTION public.")?;
+    let name = &rest[..rest.find("(")?];
+    Some(match name.strip_prefix('"').and_then(|n| n.strip_suffix('"')) {
+        Some(quoted) => quoted.replace("\"\"", "\""),
+        None => name.to_string(),
+    })
 }
 
 /// The argument list and result of a function definition as `routines::function_definition`

@@ -1029,7 +1029,10 @@ impl Session {
             Utility::CreateTrigger(_)
             | Utility::CreateProcedure(_)
             | Utility::CreateDomain(_)
-            | Utility::AlterDomain(_) => {
+            | Utility::AlterDomain(_)
+            | Utility::CreateAggregate(_)
+            | Utility::DropAggregate(_)
+            | Utility::AlterAggregate(_) => {
                 let style = self.style();
                 let settings = crate::pg::settings::settings_in_force(
                     &self.settings,
@@ -1046,6 +1049,9 @@ impl Session {
                     }
                     Utility::CreateDomain(d) => w.create_domain(d, &self.database, &env),
                     Utility::AlterDomain(a) => w.alter_domain(a, &self.database, &env),
+                    Utility::CreateAggregate(a) => w.create_aggregate(a, &self.database, &env),
+                    Utility::DropAggregate(d) => w.drop_aggregates(d, &self.database),
+                    Utility::AlterAggregate(a) => w.alter_aggregate(a, &self.database),
                     _ => unreachable!("matched above"),
                 }
             }

@@ -307,4 +307,5 @@ scripts!(
     temp_tables,
     matviews,
     text_search,
+    user_aggregates,
 );

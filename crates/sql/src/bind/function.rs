@@ -206,7 +206,7 @@ impl<'a> Planner<'a> {
     /// An aggregate's argument (or FILTER condition, or sort key): no aggregate in it,
     /// unless the aggregate is a window call's, whose argument may use the query's own
     /// aggregates (`sum(count(*)) OVER ()`); the aggregates inside it may not nest again.
-    fn agg_arg(&mut self, e: &ast::Expr, scope: &Scope) -> Result<(Expr, DataType)> {
+    pub(crate) fn agg_arg(&mut self, e: &ast::Expr, scope: &Scope) -> Result<(Expr, DataType)> {
         let window = std::mem::take(&mut self.window_aggregate);
         let bound = self.expr(e, scope, window);
         self.window_aggregate = window;
@@ -221,7 +221,7 @@ impl<'a> Planner<'a> {
 
     /// An aggregate's input under `FILTER (WHERE cond)`: NULL (skipped) where cond is not
     /// true.
-    fn filtered(&mut self, f: &ast::Function, x: Expr, scope: &Scope) -> Result<Expr> {
+    pub(crate) fn filtered(&mut self, f: &ast::Function, x: Expr, scope: &Scope) -> Result<Expr> {
         Ok(match &f.filter {
             Some(cond) => {
                 let (c, cty) = self.agg_arg(cond, scope)?;
@@ -546,6 +546,14 @@ impl<'a> Planner<'a> {
             _ => None,
         };
         if agg.is_none() && (!order_by.is_empty() || f.filter.is_some()) {
+            if let Some(bound) = self
+                .user_aggregate(f, &name, &args, distinct, star, order_by, scope, aggs)
+                .map_err(|e| crate::exec::routines::at_call(f, e))?
+            {
+                return Ok(bound);
+            }
+        }
+        if agg.is_none() && (!order_by.is_empty() || f.filter.is_some()) {
             return Err(SqlError::new(
                 code::WRONG_OBJECT_TYPE,
                 format!("ORDER BY or FILTER specified, but {name} is not an aggregate function"),
@@ -744,6 +752,12 @@ impl<'a> Planner<'a> {
         }
         // A function made with CREATE FUNCTION, where no built-in one has the name.
         if crate::functions::by_name(&name).is_none() {
+            if let Some(bound) = self
+                .user_aggregate(f, &name, &args, distinct, star, order_by, scope, aggs)
+                .map_err(|e| crate::exec::routines::at_call(f, e))?
+            {
+                return Ok(bound);
+            }
             if distinct || star || !order_by.is_empty() {
                 return Err(SqlError::new(
                     code::WRONG_OBJECT_TYPE,
@@ -1380,7 +1394,7 @@ pub(crate) fn aggregate_type(name: &str, agg: &AggFunc, ty: DataType) -> Result<
     Ok(match agg {
         AggFunc::StringAgg(..) => DataType::Text,
         // Typed where they are bound (ordered_set_aggregate, regression_aggregate).
-        AggFunc::OrderedSet(..) | AggFunc::Regression(_) => ty,
+        AggFunc::OrderedSet(..) | AggFunc::Regression(_) | AggFunc::User(_) => ty,
         AggFunc::ArrayAgg(_) => {
             if ty.element().is_some() {
                 return Err(SqlError::unsupported("array_agg of arrays"));

@@ -168,6 +168,7 @@ const SYSTEM_RELATIONS: &[(&str, i64)] = &[
     ("pg_shdescription", 2396),
     ("pg_sequence", 2224),
     ("pg_foreign_data_wrapper", 2328),
+    ("pg_aggregate", 2600),
     ("pg_am", 2601),
     ("pg_amop", 2602),
     ("pg_amproc", 2603),

@@ -283,7 +283,7 @@ impl<'a> Planner<'a> {
                 ));
             }
         }
-        if !crate::bind::function::is_aggregate(name) {
+        if !crate::bind::function::is_aggregate(name) && !self.has_user_aggregate(name)? {
             return Err(SqlError::new(
                 code::WRONG_OBJECT_TYPE,
                 format!(

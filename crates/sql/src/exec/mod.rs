@@ -1,5 +1,6 @@
 //! Step 4 of a statement: execution.
 
+pub mod aggregates;
 pub mod alter;
 pub mod comments;
 pub mod constraints;

@@ -441,6 +441,7 @@ impl Planner<'_> {
             .catalog
             .functions_named(self.txn, self.db, name)?
             .into_iter()
+            .filter(|f| f.aggregate.is_none())
             .filter(|f| match f.returns {
                 Returns::Value(_) | Returns::Void | Returns::Record | Returns::Row(_) => {
                     !procedures
@@ -702,7 +703,7 @@ pub(crate) fn check_bodies(settings: &std::collections::BTreeMap<String, String>
 /// Whether a value of `from` converts implicitly to `to` for a function's argument, as
 /// PostgreSQL's implicit casts do: a number to a wider one, a date or timestamp to a
 /// timestamp (with time zone), a string type to another, any type to itself.
-fn implicitly_converts(from: DataType, to: DataType) -> bool {
+pub(crate) fn implicitly_converts(from: DataType, to: DataType) -> bool {
     use DataType as T;
     let rank = |t: DataType| match t {
         T::Int2 => Some(0),
@@ -732,7 +733,7 @@ fn function_type(ty: &ast::DataType, w: &mut Writer, database: &str) -> Result<D
 
 /// A type as PostgreSQL's grammar names it in a message: the SQL standard's type words as
 /// `pg_catalog.int4` …, any other name as written.
-fn grammar_type(ty: &ast::DataType) -> String {
+pub(crate) fn grammar_type(ty: &ast::DataType) -> String {
     let written = ty.to_string();
     let bare = written.split('(').next().unwrap_or(&written).trim().to_uppercase();
     let internal = match bare.as_str() {
@@ -1038,8 +1039,15 @@ impl Writer<'_> {
                         | ast::FunctionCalledOnNull::ReturnsNullOnNullInput
                 )
             ),
+            aggregate: None,
         };
         let id = match existing {
+            Some(old) if old.aggregate.is_some() => {
+                return Err(SqlError::new(
+                    code::WRONG_OBJECT_TYPE,
+                    format!("function \"{name}\" is an aggregate function"),
+                ))
+            }
             Some(old) if cf.or_replace => {
                 if (old.returns == Returns::Procedure) != procedure {
                     return Err(SqlError::new(
@@ -1130,6 +1138,13 @@ impl Writer<'_> {
     ) -> Result<Option<Function>> {
         let found = self.named_routine(desc, database)?;
         if let Some(f) = &found {
+            if f.aggregate.is_some() {
+                return Err(SqlError::new(
+                    code::WRONG_OBJECT_TYPE,
+                    format!("\"{}\" is an aggregate function", f.name),
+                )
+                .hint("Use DROP AGGREGATE to drop aggregate functions."));
+            }
             if (f.returns == Returns::Procedure) != procedure {
                 return Err(SqlError::new(
                     code::WRONG_OBJECT_TYPE,
@@ -1256,6 +1271,27 @@ impl Writer<'_> {
                     &lines,
                 ));
             }
+            let aggregates = self.aggregates_calling(database, &f)?;
+            if !aggregates.is_empty() && !cascade {
+                let lines: Vec<String> = aggregates
+                    .iter()
+                    .map(|a| {
+                        format!(
+                            "function {} depends on function {}",
+                            a.signature().replace(", ", ","),
+                            f.signature().replace(", ", ",")
+                        )
+                    })
+                    .collect();
+                return Err(crate::exec::write::depended_on(
+                    &format!("function {}", f.signature().replace(", ", ",")),
+                    &lines,
+                ));
+            }
+            for a in aggregates {
+                self.db.catalog.delete_function(&mut self.ts.txn, database, &a)?;
+                self.cascade_to(format!("function {}", a.signature().replace(", ", ",")));
+            }
             for (t, tr) in users {
                 let mut table = (*t).clone();
                 table.triggers.retain(|x| x.name != tr);
@@ -1320,6 +1356,7 @@ impl Writer<'_> {
                     }
                     self.db.catalog.put_table(&mut self.ts.txn, &table)?;
                 }
+                self.follow_rename(database, &f, &new)?;
                 self.db.catalog.delete_function(&mut self.ts.txn, database, &f)?;
                 f.name = new;
                 self.db.catalog.put_function(&mut self.ts.txn, database, &f)?;

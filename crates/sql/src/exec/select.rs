@@ -366,6 +366,10 @@ pub(crate) enum Acc {
     /// corr, covar_*, regr_*: n, Σx, Σy and the running Sxx, Syy, Sxy (PostgreSQL's
     /// float8_regr_accum)
     Regression([f64; 6]),
+    /// An aggregate made with CREATE AGGREGATE, taking its inputs as they come: its state,
+    /// and whether it has one yet (a strict transition function's NULL first state has
+    /// none until the first row).
+    User(Value, bool),
 }
 
 impl Acc {
@@ -489,13 +493,24 @@ impl Acc {
             AggFunc::Bits(_) => Acc::Bits(None),
             AggFunc::Variance { .. } => Acc::Moments(Moments::Empty),
             AggFunc::Regression(_) => Acc::Regression([0.0; 6]),
+            AggFunc::User(u) if u.collect => Acc::Collect(Vec::new()),
+            AggFunc::User(u) => Acc::User(u.init.clone().unwrap_or(Value::Null), u.init.is_some()),
         }
     }
 
     /// Takes one input of `f` (never NULL: aggregates skip NULL inputs; the collecting ones
     /// see each value packed in an array, which is not).
-    pub(crate) fn add(&mut self, f: &AggFunc, v: Value) -> Result<()> {
+    pub(crate) fn add(&mut self, f: &AggFunc, v: Value, ctx: &Ctx) -> Result<()> {
         *self = match (std::mem::replace(self, Acc::Count(0)), f) {
+            (Acc::User(state, started), AggFunc::User(u)) => {
+                let inputs = crate::expr::array_items(v)?;
+                let (state, started) =
+                    crate::exec::aggregates::step(u, state, started, &inputs, ctx)?;
+                Acc::User(state, started)
+            }
+            (Acc::User(..), _) => {
+                return Err(SqlError::new(code::INTERNAL, "an aggregate's state of another kind"))
+            }
             (Acc::Count(n), _) => Acc::Count(n + 1),
             (Acc::Sum(s), _) => Acc::Sum(Some(match s {
                 None => widen(v),
@@ -577,8 +592,13 @@ impl Acc {
         distinct: bool,
         ty: DataType,
         limits: &ExecLimits,
+        ctx: &Ctx,
     ) -> Result<Value> {
+        if let AggFunc::User(u) = f {
+            return crate::exec::aggregates::finish(u, self, limits, ctx);
+        }
         Ok(match self {
+            Acc::User(..) => Value::Null,
             Acc::Count(n) => Value::Int(n),
             Acc::Sum(s) => match (s, ty) {
                 (None, _) => Value::Null,
@@ -716,7 +736,7 @@ pub(crate) fn aggregate(
                 if *distinct && !seen[ai].insert(Ordered(v.clone())) {
                     continue;
                 }
-                accs[ai].add(f, v)?;
+                accs[ai].add(f, v, ctx)?;
             }
         }
     }
@@ -736,7 +756,7 @@ pub(crate) fn aggregate(
     for (key, accs, _) in groups {
         let mut row = key;
         for (a, (f, distinct, _, ty)) in accs.into_iter().zip(&g.aggs) {
-            row.push(a.finish(f, *distinct, *ty, limits)?);
+            row.push(a.finish(f, *distinct, *ty, limits, ctx)?);
         }
         out.push(row);
     }

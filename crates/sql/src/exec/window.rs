@@ -324,7 +324,7 @@ impl Partition<'_> {
                         if v.is_null() {
                             return Ok(());
                         }
-                        acc.add(func, v)
+                        acc.add(func, v, ctx)
                     };
                     // A frame that starts at the partition's first row and never ends
                     // earlier than the previous row's extends that row's accumulator.
@@ -349,7 +349,7 @@ impl Partition<'_> {
                             ))
                         })?;
                     }
-                    let value = acc.clone().finish(func, false, *ty, limits)?;
+                    let value = acc.clone().finish(func, false, *ty, limits, ctx)?;
                     if matches!(self.edges.0, Edge::UnboundedPreceding) {
                         running = Some((acc, done));
                     }

@@ -141,7 +141,10 @@ impl std::fmt::Display for Expr {
                 f.write_str(")")
             }
             Expr::Agg(func, distinct, arg, _) => {
-                write!(f, "{}(", snake_name(&format!("{func:?}")))?;
+                match func {
+                    AggFunc::User(u) => write!(f, "{}(", u.name)?,
+                    func => write!(f, "{}(", snake_name(&format!("{func:?}")))?,
+                }
                 if *distinct {
                     f.write_str("DISTINCT ")?;
                 }

@@ -101,7 +101,47 @@ pub enum AggFunc {
         /// The standard deviation: the variance's square root.
         root: bool,
     },
+    /// An aggregate made with CREATE AGGREGATE: its arguments packed as
+    /// `[argument…, sort key…]`.
+    User(std::sync::Arc<UserAggregate>),
 }
+
+/// An aggregate made with CREATE AGGREGATE, bound for one call (`exec::aggregates`).
+pub struct UserAggregate {
+    /// Its name, as EXPLAIN shows the call.
+    pub name: String,
+    /// How many arguments it takes (the first items of each packed input).
+    pub args: usize,
+    /// The transition function's call over the row `[state, argument…]`.
+    pub transition: Expr,
+    /// Whether the transition function is strict: rows with a NULL argument are skipped,
+    /// a NULL first state becomes the first row's argument, a NULL state stays NULL.
+    pub strict: bool,
+    /// The state's first value (`INITCOND`; `None`: NULL).
+    pub init: Option<Value>,
+    /// The final function's call over the row `[state, NULL…]`, and whether it is strict
+    /// (its result NULL for a NULL state, without calling it).
+    pub finish: Option<(Expr, bool)>,
+    /// The call's ORDER BY: (descending, nulls first) of each sort key.
+    pub order: Vec<(bool, bool)>,
+    /// Whether the inputs are collected, sorted, then taken in order (an ORDER BY, or
+    /// DISTINCT, whose values PostgreSQL takes sorted), rather than taken as they come.
+    pub collect: bool,
+}
+
+impl std::fmt::Debug for UserAggregate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+impl PartialEq for UserAggregate {
+    fn eq(&self, other: &UserAggregate) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for UserAggregate {}
 
 /// Which statistic of (y, x) pairs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -24,6 +24,7 @@ use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
 use crate::error::{code, Result, SqlError};
 
+pub mod aggregate;
 pub mod do_block;
 pub mod domain;
 pub mod sequence;
@@ -286,6 +287,12 @@ pub enum Utility {
     CreateMatView(Box<domain::CreateMatView>),
     /// `REFRESH MATERIALIZED VIEW …`.
     RefreshMatView(Box<domain::RefreshMatView>),
+    /// `CREATE [OR REPLACE] AGGREGATE …` (see [`aggregate`]).
+    CreateAggregate(Box<aggregate::CreateAggregate>),
+    /// `DROP AGGREGATE …`.
+    DropAggregate(Box<aggregate::DropAggregate>),
+    /// `ALTER AGGREGATE …`.
+    AlterAggregate(Box<aggregate::AlterAggregate>),
 }
 
 /// What REINDEX rebuilds.
@@ -428,6 +435,9 @@ impl Utility {
                 | Utility::AlterDomain(_)
                 | Utility::CreateMatView(_)
                 | Utility::RefreshMatView(_)
+                | Utility::CreateAggregate(_)
+                | Utility::DropAggregate(_)
+                | Utility::AlterAggregate(_)
         )
     }
 }
@@ -526,6 +536,15 @@ pub fn utility(sql: &str) -> Result<Option<Utility>> {
     }
     if let Some(t) = trigger::create_trigger(sql)? {
         return Ok(Some(Utility::CreateTrigger(Box::new(t))));
+    }
+    if let Some(a) = aggregate::create_aggregate(sql)? {
+        return Ok(Some(Utility::CreateAggregate(Box::new(a))));
+    }
+    if let Some(a) = aggregate::drop_aggregate(sql)? {
+        return Ok(Some(Utility::DropAggregate(Box::new(a))));
+    }
+    if let Some(a) = aggregate::alter_aggregate(sql)? {
+        return Ok(Some(Utility::AlterAggregate(Box::new(a))));
     }
     if let Some(block) = do_block::do_block(sql)? {
         return Ok(Some(Utility::Do(Box::new(block))));

@@ -572,6 +572,7 @@ impl SystemTables for System<'_> {
             // Kiln's own functions are built in and have no rows; the trigger functions made
             // with CREATE FUNCTION do.
             "pg_proc" => Some(self.functions(txn)?),
+            "pg_aggregate" => Some(self.aggregates(txn)?),
             // Catalogs of objects Kiln does not have (operators, operator families, text
             // search, foreign data, default privileges, conversions, casts, transforms,
             // event triggers, subscriptions, large objects, security labels, initial
@@ -2210,17 +2211,28 @@ impl System<'_> {
                 text(&f.name),
                 Value::Int(oid::PUBLIC),
                 Value::Int(oid::ROLE),
-                Value::Int(if f.language == "sql" { 14 } else { oid::PLPGSQL }),
-                Value::Float(100.0),
+                Value::Int(match f.language.as_str() {
+                    "sql" => 14,
+                    "internal" => 12,
+                    _ => oid::PLPGSQL,
+                }),
+                Value::Float(if f.aggregate.is_some() { 1.0 } else { 100.0 }),
                 Value::Float(0.0),
                 text("-"),
-                text(if f.returns == Returns::Procedure { "p" } else { "f" }),
+                text(match (&f.aggregate, &f.returns) {
+                    (Some(_), _) => "a",
+                    (None, Returns::Procedure) => "p",
+                    (None, _) => "f",
+                }),
                 Value::Bool(false),
                 Value::Bool(false),
                 Value::Bool(f.strict),
                 Value::Bool(f.set),
                 text(&f.volatility.to_string()),
-                text("u"),
+                text(match f.aggregate.as_ref().and_then(|a| a.kept.get("parallel")) {
+                    Some(p) => &p[..1],
+                    None => "u",
+                }),
                 Value::Int(inputs.len() as i64),
                 Value::Int(defaults as i64),
                 Value::Int(rettype),
@@ -2268,6 +2280,79 @@ impl System<'_> {
             ("prosqlbody", T),
             ("proconfig", TA),
             ("proacl", TA),
+        ]);
+        Ok((columns, rows))
+    }
+
+    /// `pg_aggregate`: the aggregates made with CREATE AGGREGATE (functions named as
+    /// `regproc` shows them: `-` for none; a function of `public` qualified when the search
+    /// path lacks it). A sort operator is kept by name, not as an operator's OID (Kiln has
+    /// no `pg_operator` rows): `aggsortop` is 0.
+    fn aggregates(&self, txn: &mut Transaction) -> Result<Relation> {
+        let qualify = !crate::pg::settings::search_path(self.settings).contains(&"public");
+        let text = |s: &str| Value::Text(s.to_string());
+        let named = |f: Option<&crate::catalog::AggregateFn>| match f {
+            None => text("-"),
+            Some(f) if f.args.is_some() => Value::Text(shown_relation(&f.name, qualify)),
+            Some(f) => Value::Text(f.name.clone()),
+        };
+        let mut rows = Vec::new();
+        for f in self.db.catalog().functions(txn, self.database)? {
+            let Some(a) = &f.aggregate else { continue };
+            let other = |k: &str| a.others.iter().find(|(x, _)| x == k).map(|(_, f)| f);
+            let kept = |k: &str| a.kept.get(k).map(String::as_str);
+            let modify = |k: &str| text(kept(k).map_or("r", |m| &m[..1]));
+            let space = |k: &str| Value::Int(kept(k).and_then(|s| s.parse().ok()).unwrap_or(0));
+            let mstype = a.mstype.map_or(0, |t| i64::from(t.oid()));
+            rows.push(vec![
+                Value::Int(oid::object(f.id)),
+                text("n"),
+                Value::Int(0),
+                named(Some(&a.sfunc)),
+                named(a.finalfunc.as_ref()),
+                named(other("combinefunc")),
+                text("-"),
+                text("-"),
+                named(other("msfunc")),
+                named(other("minvfunc")),
+                named(other("mfinalfunc")),
+                Value::Bool(a.finalfunc_extra),
+                Value::Bool(kept("mfinalfunc_extra").is_some()),
+                modify("finalfunc_modify"),
+                modify("mfinalfunc_modify"),
+                Value::Int(0),
+                Value::Int(a.stype.oid().into()),
+                space("sspace"),
+                Value::Int(mstype),
+                space("msspace"),
+                a.initcond.as_deref().map_or(Value::Null, text),
+                kept("minitcond").map_or(Value::Null, text),
+            ]);
+        }
+        let columns = cols(&[
+            ("aggfnoid", O),
+            ("aggkind", C),
+            ("aggnumdirectargs", I2),
+            // regproc, which Kiln shows as text.
+            ("aggtransfn", T),
+            ("aggfinalfn", T),
+            ("aggcombinefn", T),
+            ("aggserialfn", T),
+            ("aggdeserialfn", T),
+            ("aggmtransfn", T),
+            ("aggminvtransfn", T),
+            ("aggmfinalfn", T),
+            ("aggfinalextra", B),
+            ("aggmfinalextra", B),
+            ("aggfinalmodify", C),
+            ("aggmfinalmodify", C),
+            ("aggsortop", O),
+            ("aggtranstype", O),
+            ("aggtransspace", I4),
+            ("aggmtranstype", O),
+            ("aggmtransspace", I4),
+            ("agginitval", T),
+            ("aggminitval", T),
         ]);
         Ok((columns, rows))
     }
