@@ -469,6 +469,18 @@ pub static FUNCTIONS: &[FuncDef] = &[
     ),
     f(&["sign"], Func::Math(MathFunc::Sign), 1, 1, &[A::Any], NumericOrFloat, STRICT, IMMUTABLE),
     f(&["mod"], Func::Math(MathFunc::Mod), 2, 2, &[A::Result], Common, STRICT, IMMUTABLE),
+    f(&["gcd"], Func::Math(MathFunc::Gcd(false)), 2, 2, &[A::Result], Common, STRICT, IMMUTABLE),
+    f(&["lcm"], Func::Math(MathFunc::Gcd(true)), 2, 2, &[A::Result], Common, STRICT, IMMUTABLE),
+    f(
+        &["factorial"],
+        Func::Math(MathFunc::Factorial),
+        1,
+        1,
+        &[A::Int8],
+        Type(T::Numeric(None)),
+        STRICT,
+        IMMUTABLE,
+    ),
     f(
         &["div"],
         Func::Math(MathFunc::Div),

@@ -535,6 +535,27 @@ impl<'a> Planner<'a> {
             }
             return Ok(None);
         }
+        // `generate_series(…)::date`: the set's values cast, one by one.
+        if let ast::Expr::Cast { expr, data_type, format: None, .. } = x {
+            if crate::bind::reg::reg_kind(data_type).is_some()
+                || crate::bind::domain_named(data_type, self.catalog, self.txn, self.db)?.is_some()
+            {
+                return Ok(None);
+            }
+            let Some((e, t, name)) = self.select_list_srf(expr, scope)? else { return Ok(None) };
+            let ty = self.data_type(data_type)?;
+            if t == ty {
+                return Ok(Some((e, t, name)));
+            }
+            if (t.is_enum() && !ty.is_string()) || (ty.is_enum() && !t.is_string()) {
+                return Err(SqlError::new(
+                    code::CANNOT_COERCE,
+                    format!("cannot cast type {} to {}", t.sql_name(), ty.sql_name()),
+                ));
+            }
+            let array = crate::array::array_of(ty)?;
+            return Ok(Some((Expr::Cast(Box::new(e), array), ty, name)));
+        }
         let ast::Expr::Function(f) = x else { return Ok(None) };
         let name = crate::bind::name_as_written(&f.name)?;
         let name = function_name(&name);

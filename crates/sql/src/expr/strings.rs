@@ -102,6 +102,10 @@ pub enum MathFunc {
     },
     /// `~a`: the bits of an integer inverted
     BitNot,
+    /// gcd(a, b) (`false`) or lcm(a, b) (`true`): integers or numeric
+    Gcd(bool),
+    /// factorial(n): a numeric
+    Factorial,
 }
 
 fn invalid(message: impl Into<String>) -> SqlError {
@@ -679,6 +683,21 @@ pub(crate) fn eval_math(f: MathFunc, args: &[Value]) -> Result<Value> {
             Value::Text(if narrow { format!("{:x}", n as i32 as u32) } else { format!("{n:x}") })
         }
         MathFunc::WidthBucket => width_bucket(args)?,
+        MathFunc::Gcd(lcm) => gcd(&args[0], &args[1], lcm)?,
+        MathFunc::Factorial => {
+            let n = int_arg(&args[0], "factorial")?;
+            if n < 0 {
+                return Err(SqlError::new(
+                    code::NUMERIC_OUT_OF_RANGE,
+                    "factorial of a negative number is undefined",
+                ));
+            }
+            let mut product = Numeric::from(1);
+            for k in 2..=n {
+                product = product.mul(&Numeric::from(k))?;
+            }
+            Value::Numeric(product)
+        }
         MathFunc::BitNot => Value::Int(!int_arg(&args[0], "~")?),
         MathFunc::Shift { left, bits } => {
             let (a, n) = (int_arg(&args[0], "shift")?, int_arg(&args[1], "shift")?);
@@ -725,6 +744,48 @@ pub(crate) fn eval_math(f: MathFunc, args: &[Value]) -> Result<Value> {
             }
         },
     })
+}
+
+/// gcd(a, b), or (`lcm`) lcm(a, b), of integers or numerics: never negative; 0 when both
+/// are 0 (lcm: when either is), as in PostgreSQL.
+fn gcd(a: &Value, b: &Value, lcm: bool) -> Result<Value> {
+    use crate::numeric::Numeric;
+    use crate::types::DataType;
+    if let (Value::Int(a), Value::Int(b)) = (a, b) {
+        let (mut x, mut y) = ((*a as i128).abs(), (*b as i128).abs());
+        while y != 0 {
+            (x, y) = (y, x % y);
+        }
+        let out = match lcm {
+            false => x,
+            true if *a == 0 || *b == 0 => 0,
+            true => (*a as i128 / x * *b as i128).abs(),
+        };
+        return i64::try_from(out)
+            .map(Value::Int)
+            .map_err(|_| crate::types::out_of_range(DataType::Int8));
+    }
+    let num = |v: &Value| match v {
+        Value::Numeric(d) => Ok(d.clone()),
+        Value::Int(i) => Ok(Numeric::from(*i)),
+        other => {
+            Err(invalid(format!("a number was expected, not {}", other.natural_type().sql_name())))
+        }
+    };
+    let (a, b) = (num(a)?, num(b)?);
+    let (mut x, mut y) = (a.abs(), b.abs());
+    while !y.is_zero() {
+        let r = x.rem(&y)?;
+        x = y;
+        y = r;
+    }
+    if !lcm {
+        return Ok(Value::Numeric(x));
+    }
+    if a.is_zero() || b.is_zero() {
+        return Ok(Value::Numeric(Numeric::ZERO));
+    }
+    Ok(Value::Numeric(a.div_trunc(&x)?.mul(&b)?.abs()))
 }
 
 /// width_bucket(operand, b1, b2, count): which of `count` equal-width buckets between b1

@@ -157,6 +157,21 @@ pub(crate) fn setting_name(variable: &ast::ObjectName) -> Result<String> {
     }
 }
 
+/// A schema of `SET search_path = …` as the setting keeps it: a name written quoted, or as a
+/// string, is quoted where it needs to be (`"$user"`), as PostgreSQL keeps a list setting's
+/// items; an unquoted name is lowercased.
+fn search_path_item(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Identifier(i) if i.quote_style.is_none() => i.value.to_lowercase(),
+        ast::Expr::Identifier(i) => crate::bind::quote_ident(&i.value),
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => crate::bind::quote_ident(s),
+            _ => set_value(e),
+        },
+        _ => set_value(e),
+    }
+}
+
 pub(crate) fn set_value(e: &ast::Expr) -> String {
     match e {
         ast::Expr::Value(v) => match &v.value {
@@ -485,7 +500,15 @@ impl Session {
         match set {
             ast::Set::SingleAssignment { scope, variable, values, .. } => {
                 let name = setting_name(variable)?;
-                let value = values.iter().map(set_value).collect::<Vec<_>>().join(", ");
+                let default = matches!(values.as_slice(), [ast::Expr::Identifier(i)] if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default"));
+                let value = if default {
+                    // `SET name TO DEFAULT`: as RESET.
+                    self.setting_default(&name.to_lowercase())
+                } else if name.eq_ignore_ascii_case("search_path") {
+                    values.iter().map(search_path_item).collect::<Vec<_>>().join(", ")
+                } else {
+                    values.iter().map(set_value).collect::<Vec<_>>().join(", ")
+                };
                 let local = matches!(scope, Some(ast::ContextModifier::Local));
                 self.set(&name, &value, local)?;
             }
