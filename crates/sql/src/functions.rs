@@ -1155,6 +1155,8 @@ pub static FUNCTIONS: &[FuncDef] = &[
     f(&["sha512"], Func::Sha2(512), 1, 1, &[A::Bytea], Type(T::Bytea), STRICT, IMMUTABLE),
     f(&["digest"], Func::Digest, 2, 2, &[A::Any, A::Text], Type(T::Bytea), STRICT, IMMUTABLE),
     f(&["hmac"], Func::Hmac, 3, 3, &[A::Any, A::Any, A::Text], Type(T::Bytea), STRICT, IMMUTABLE),
+    f(&["crypt"], Func::Crypt, 2, 2, &[A::Text, A::Text], Type(T::Text), STRICT, IMMUTABLE),
+    f(&["gen_salt"], Func::GenSalt, 1, 2, &[A::Text, A::Int4], Type(T::Text), STRICT, VOLATILE),
     f(
         &["gen_random_bytes"],
         Func::GenRandomBytes,

@@ -323,6 +323,8 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         | Func::Digest
         | Func::Hmac
         | Func::GenRandomBytes
+        | Func::Crypt
+        | Func::GenSalt
         | Func::UuidV1
         | Func::UuidNameBased(_)
         | Func::UuidNil

@@ -1,6 +1,7 @@
 //! Hashes and generated identifiers: PostgreSQL's `md5` and `sha224` … `sha512`, the functions
-//! of the `pgcrypto` extension applications use most (`digest`, `hmac`, `gen_random_bytes`;
-//! not `crypt`/`gen_salt` or the PGP functions), and those of `uuid-ossp` (`uuid_generate_v1`,
+//! of the `pgcrypto` extension applications use most (`digest`, `hmac`, `gen_random_bytes`,
+//! and the password hashing of `crypt`/`gen_salt` with Blowfish (`bf`) and MD5 (`md5`) salts;
+//! not the DES salts or the PGP functions), and those of `uuid-ossp` (`uuid_generate_v1`,
 //! `…_v1mc`, `…_v3`, `…_v4`, `…_v5`, `uuid_nil`, `uuid_ns_*`). They are built in, so they work
 //! whether or not `CREATE EXTENSION` was run (`exec::extension`). Also `encode` and
 //! `decode`, which turn their bytea results into text and back.
@@ -240,6 +241,187 @@ fn text_of(v: &Value) -> String {
 }
 
 /// Evaluates one of this module's functions (arguments are not NULL: they are strict).
+/// The alphabet of crypt's salts and hashes (`./0-9A-Za-z`, the MD5 scheme's order).
+const CRYPT_ALPHABET: &[u8; 64] =
+    b"./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// The alphabet of Blowfish salts and hashes (`./A-Za-z0-9`).
+const BCRYPT_ALPHABET: &[u8; 64] =
+    b"./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/// Blowfish's iteration counts, as powers of two (pgcrypto's default 6; 4 to 31).
+const BF_ROUNDS: (i64, i64, i64) = (6, 4, 31);
+
+fn invalid_salt() -> SqlError {
+    SqlError::new(code::INVALID_PARAMETER_VALUE, "invalid salt")
+}
+
+/// pgcrypto's `gen_salt(type [, rounds])`: a random salt for `crypt`.
+fn gen_salt(kind: &str, rounds: Option<i64>) -> Result<String> {
+    let random = |n: usize, alphabet: &[u8; 64]| -> String {
+        (0..n).map(|_| alphabet[rand::random::<usize>() % 64] as char).collect()
+    };
+    match kind.to_ascii_lowercase().as_str() {
+        "bf" => {
+            let (default, min, max) = BF_ROUNDS;
+            let cost = rounds.unwrap_or(default);
+            if !(min..=max).contains(&cost) {
+                return Err(SqlError::new(
+                    code::INVALID_PARAMETER_VALUE,
+                    "gen_salt: Incorrect number of rounds",
+                ));
+            }
+            let salt: [u8; 16] = rand::random();
+            Ok(format!("$2a${cost:02}${}", bcrypt_base64(&salt)))
+        }
+        "md5" => {
+            if rounds.is_some_and(|r| r != 1000) {
+                return Err(SqlError::new(
+                    code::INVALID_PARAMETER_VALUE,
+                    "gen_salt: Incorrect number of rounds",
+                ));
+            }
+            Ok(format!("$1${}", random(8, CRYPT_ALPHABET)))
+        }
+        "des" | "xdes" => Err(SqlError::unsupported(format!("gen_salt('{kind}') (DES salts)"))
+            .hint("Use gen_salt('bf') or gen_salt('md5').")),
+        _ => Err(SqlError::new(code::INVALID_PARAMETER_VALUE, "gen_salt: Unknown salt algorithm")),
+    }
+}
+
+/// pgcrypto's `crypt(password, salt)`: the password hashed by the scheme the salt names —
+/// Blowfish (`$2a$`, `$2b$`, `$2y$`, with its cost) or MD5 (`$1$`). A stored hash is a salt
+/// that gives itself back for the right password.
+fn crypt(password: &[u8], salt: &str) -> Result<String> {
+    if let Some(rest) = salt.strip_prefix("$1$") {
+        let salt: String = rest.chars().take_while(|c| *c != '$').take(8).collect();
+        return Ok(md5_crypt(password, salt.as_bytes()));
+    }
+    let b = salt.as_bytes();
+    if b.len() >= 29
+        && b[0] == b'$'
+        && b[1] == b'2'
+        && matches!(b[2], b'a' | b'b' | b'y')
+        && b[3] == b'$'
+        && b[6] == b'$'
+    {
+        let cost: u32 = salt[4..6].parse().map_err(|_| invalid_salt())?;
+        if !(4..=31).contains(&cost) {
+            return Err(invalid_salt());
+        }
+        let bytes = bcrypt_decode(&salt[7..29]).ok_or_else(invalid_salt)?;
+        let parts = bcrypt::hash_with_salt(password, cost, bytes).map_err(|_| invalid_salt())?;
+        let hashed = parts.format_for_version(bcrypt::Version::TwoA);
+        // The scheme's letter as the salt wrote it.
+        return Ok(format!("{}{}", &salt[..3], &hashed[3..]));
+    }
+    if salt.starts_with("$2") {
+        return Err(invalid_salt());
+    }
+    // Any other salt is DES's (extended DES's after `_`), as pgcrypto reads it.
+    Err(SqlError::unsupported("crypt() with a DES salt")
+        .hint("Use a Blowfish salt (gen_salt('bf')) or an MD5 one (gen_salt('md5'))."))
+}
+
+/// Bytes as Blowfish's base64 (its alphabet, no padding).
+fn bcrypt_base64(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = (chunk[0] as u32) << 16
+            | (*chunk.get(1).unwrap_or(&0) as u32) << 8
+            | *chunk.get(2).unwrap_or(&0) as u32;
+        for k in 0..=chunk.len() {
+            out.push(BCRYPT_ALPHABET[(n >> (18 - 6 * k) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+/// The 16 bytes of a Blowfish salt's 22 characters (`None`: a character outside its
+/// alphabet).
+fn bcrypt_decode(text: &str) -> Option<[u8; 16]> {
+    let mut bits = 0u32;
+    let mut held = 0;
+    let mut out = Vec::with_capacity(17);
+    for c in text.bytes() {
+        let v = BCRYPT_ALPHABET.iter().position(|x| *x == c)? as u32;
+        bits = bits << 6 | v;
+        held += 6;
+        if held >= 8 {
+            held -= 8;
+            out.push((bits >> held) as u8);
+            bits &= (1 << held) - 1;
+        }
+    }
+    out.truncate(16);
+    out.try_into().ok()
+}
+
+/// The MD5 crypt scheme (`$1$salt$hash`, as FreeBSD made it and pgcrypto has it).
+fn md5_crypt(password: &[u8], salt: &[u8]) -> String {
+    const MAGIC: &[u8] = b"$1$";
+    let mut alt = Md5::new();
+    alt.update(password);
+    alt.update(salt);
+    alt.update(password);
+    let alt = alt.finalize();
+    let mut ctx = Md5::new();
+    ctx.update(password);
+    ctx.update(MAGIC);
+    ctx.update(salt);
+    let mut left = password.len();
+    while left > 0 {
+        let n = left.min(16);
+        ctx.update(&alt[..n]);
+        left -= n;
+    }
+    let mut i = password.len();
+    while i != 0 {
+        if i & 1 == 1 {
+            ctx.update([0u8]);
+        } else {
+            ctx.update(&password[..1]);
+        }
+        i >>= 1;
+    }
+    let mut last = ctx.finalize();
+    for round in 0..1000 {
+        let mut c = Md5::new();
+        if round & 1 == 1 {
+            c.update(password);
+        } else {
+            c.update(last);
+        }
+        if round % 3 != 0 {
+            c.update(salt);
+        }
+        if round % 7 != 0 {
+            c.update(password);
+        }
+        if round & 1 == 1 {
+            c.update(last);
+        } else {
+            c.update(password);
+        }
+        last = c.finalize();
+    }
+    let f = last;
+    let mut out = String::from("$1$");
+    out.push_str(&String::from_utf8_lossy(salt));
+    out.push('$');
+    let mut to64 = |mut v: u32, n: usize| {
+        for _ in 0..n {
+            out.push(CRYPT_ALPHABET[(v & 63) as usize] as char);
+            v >>= 6;
+        }
+    };
+    for (a, b, c) in [(0, 6, 12), (1, 7, 13), (2, 8, 14), (3, 9, 15), (4, 10, 5)] {
+        to64((f[a] as u32) << 16 | (f[b] as u32) << 8 | f[c] as u32, 4);
+    }
+    to64(f[11] as u32, 2);
+    out
+}
+
 pub(crate) fn call(f: Func, args: &[Value], now_micros: i64) -> Result<Value> {
     let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::Null);
     Ok(match f {
@@ -265,6 +447,14 @@ pub(crate) fn call(f: Func, args: &[Value], now_micros: i64) -> Result<Value> {
                     .hint(format!("gen_random_bytes returns 1 to {RANDOM_BYTES_MAX} bytes.")));
             }
             Value::Bytea((0..n).map(|_| rand::random::<u8>()).collect())
+        }
+        Func::Crypt => Value::Text(crypt(text_of(&arg(0)).as_bytes(), &text_of(&arg(1)))?),
+        Func::GenSalt => {
+            let rounds = match arg(1) {
+                Value::Int(n) => Some(n),
+                _ => None,
+            };
+            Value::Text(gen_salt(&text_of(&arg(0)), rounds)?)
         }
         Func::UuidV1 => Value::Uuid(time_based(now_micros)),
         Func::UuidNameBased(version) => {
@@ -306,6 +496,32 @@ mod tests {
             hex(&hmac("sha256", b"Jefe", b"what do ya want for nothing?").unwrap()),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
+    }
+
+    #[test]
+    fn crypt_matches_pgcrypto() {
+        // As PostgreSQL 15's pgcrypto computes them.
+        assert_eq!(
+            crypt(b"secret", "$2a$06$abcdefghijklmnopqrstuu").unwrap(),
+            "$2a$06$abcdefghijklmnopqrstuuxLa0AkDDSrQ9VwNnETzOsObiucpMYgC"
+        );
+        assert_eq!(
+            crypt(b"", "$2a$05$......................").unwrap(),
+            "$2a$05$......................J2ihDv8vVf7QZ9BsaRrKyqs2tkn55Yq"
+        );
+        // A stored hash is its own salt.
+        let stored = "$2a$05$......................YgIDy4hFBdVlc/6LHnD9mX488r9cLd2";
+        assert_eq!(crypt("x".repeat(100).as_bytes(), stored).unwrap(), stored);
+        assert_eq!(crypt(b"secret", "$1$saltsalt").unwrap(), "$1$saltsalt$9xy1btjgzLYfb7hivXtC//");
+        assert_eq!(crypt(b"secret", "$1$ab").unwrap(), "$1$ab$dslkcXxVH.x8LwW1W/oAB/");
+        let salt = gen_salt("bf", Some(4)).unwrap();
+        assert_eq!(
+            bcrypt_decode(&salt[7..]).map(|b| bcrypt_base64(&b)),
+            Some(salt[7..].to_string())
+        );
+        assert!(gen_salt("bf", Some(3)).is_err());
+        assert!(crypt(b"x", "$2a$99$......................").is_err());
+        assert!(crypt(b"x", "ab").is_err());
     }
 
     #[test]

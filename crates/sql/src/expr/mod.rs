@@ -333,6 +333,10 @@ pub enum Func {
     Hmac,
     /// gen_random_bytes(n) (pgcrypto)
     GenRandomBytes,
+    /// pgcrypto's crypt(password, salt)
+    Crypt,
+    /// pgcrypto's gen_salt(type [, rounds])
+    GenSalt,
     /// uuid_generate_v1() / uuid_generate_v1mc() (uuid-ossp)
     UuidV1,
     /// uuid_generate_v3 / v5(namespace, name) (uuid-ossp): the version
