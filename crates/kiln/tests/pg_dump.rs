@@ -247,6 +247,8 @@ CREATE FUNCTION note_counts() RETURNS TABLE (customer_id int, notes bigint) LANG
 CREATE FUNCTION note_join(text, text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE WHEN $1 IS NULL THEN $2 ELSE $1 || '; ' || $2 END $$;
 CREATE AGGREGATE note_list(text) (SFUNC = note_join, STYPE = text, PARALLEL = SAFE);
+COMMENT ON AGGREGATE note_list(text) IS 'the notes, joined';
+COMMENT ON FUNCTION note_join(text, text) IS 'one step of note_list';
 CREATE FUNCTION count_step(bigint) RETURNS bigint LANGUAGE sql STRICT AS 'SELECT $1 + 1';
 CREATE AGGREGATE tally(*) (SFUNC = count_step, STYPE = bigint, INITCOND = '0');
 "#;
@@ -342,6 +344,7 @@ fn a_kiln_database_dumps_with_pg_dump_and_restores_into_postgresql_and_kiln() {
         "CREATE MATERIALIZED VIEW public.product_prices AS",
         "CREATE AGGREGATE public.note_list(text) (",
         "CREATE AGGREGATE public.tally(*) (",
+        "COMMENT ON AGGREGATE public.note_list(text) IS",
         "REFRESH MATERIALIZED VIEW public.product_prices",
         "OWNED BY",
         "ADD GENERATED",

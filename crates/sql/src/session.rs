@@ -1032,7 +1032,8 @@ impl Session {
             | Utility::AlterDomain(_)
             | Utility::CreateAggregate(_)
             | Utility::DropAggregate(_)
-            | Utility::AlterAggregate(_) => {
+            | Utility::AlterAggregate(_)
+            | Utility::CommentOnRoutine(_) => {
                 let style = self.style();
                 let settings = crate::pg::settings::settings_in_force(
                     &self.settings,
@@ -1052,6 +1053,7 @@ impl Session {
                     Utility::CreateAggregate(a) => w.create_aggregate(a, &self.database, &env),
                     Utility::DropAggregate(d) => w.drop_aggregates(d, &self.database),
                     Utility::AlterAggregate(a) => w.alter_aggregate(a, &self.database),
+                    Utility::CommentOnRoutine(c) => w.comment_on_routine(c, &self.database),
                     _ => unreachable!("matched above"),
                 }
             }

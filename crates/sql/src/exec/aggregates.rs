@@ -41,7 +41,8 @@ use crate::exec::select::{sort_rows, Acc};
 use crate::exec::write::Writer;
 use crate::expr::{AggFunc, Ctx, Expr, Func, UserAggregate};
 use crate::parse::aggregate::{
-    AggregateValue, AlterAggregate, AlterAggregateAction, CreateAggregate, DropAggregate,
+    AggregateValue, AlterAggregate, AlterAggregateAction, CommentOnRoutine, CreateAggregate,
+    DropAggregate,
 };
 use crate::session::Output;
 use crate::types::{DataType, Value};
@@ -135,9 +136,24 @@ fn initial(text: &str, stype: DataType, env: &dyn crate::expr::Env) -> Result<Va
 
 /// The types that stand for any type in PostgreSQL (polymorphic aggregates).
 fn polymorphic(ty: &ast::DataType) -> bool {
+    const PSEUDO: &[&str] = &[
+        "any",
+        "anyelement",
+        "anyarray",
+        "anynonarray",
+        "anyenum",
+        "anyrange",
+        "anymultirange",
+        "anycompatible",
+        "anycompatiblearray",
+        "anycompatiblenonarray",
+        "anycompatiblerange",
+        "anycompatiblemultirange",
+        "internal",
+    ];
     let name = ty.to_string().to_lowercase();
     let name = name.trim_matches('"');
-    name.starts_with("any") || name == "internal"
+    PSEUDO.contains(&name.strip_prefix("pg_catalog.").unwrap_or(name))
 }
 
 impl Planner<'_> {
@@ -806,6 +822,78 @@ impl Writer<'_> {
             }
         }
         Ok(Output::Command("ALTER AGGREGATE".into()))
+    }
+
+    /// `COMMENT ON {FUNCTION | PROCEDURE | AGGREGATE} name[(types)] IS …`: kept with the
+    /// routine, shown by `pg_description` and `obj_description(oid, 'pg_proc')`.
+    pub(crate) fn comment_on_routine(
+        &mut self,
+        c: &CommentOnRoutine,
+        database: &str,
+    ) -> Result<Output> {
+        let name = name_as_written(&c.name)?;
+        let name = name.strip_prefix("public.").map(str::to_string).unwrap_or(name);
+        let kind = c.kind.to_lowercase();
+        let found = match &c.args {
+            Some(args) => {
+                let mut types = Vec::with_capacity(args.len());
+                for t in args {
+                    types.push(
+                        crate::bind::resolve_type(t, &self.db.catalog, &mut self.ts.txn, database)?
+                            .unmodified(),
+                    );
+                }
+                let found =
+                    self.db.catalog.function_with(&mut self.ts.txn, database, &name, &types)?;
+                if found.is_none() {
+                    let shown: Vec<String> = types.iter().map(|t| t.sql_name()).collect();
+                    let shown = match (c.kind, shown.is_empty()) {
+                        ("AGGREGATE", true) => "*".to_string(),
+                        _ => shown.join(", "),
+                    };
+                    return Err(SqlError::new(
+                        code::UNDEFINED_FUNCTION,
+                        format!("{kind} {name}({shown}) does not exist"),
+                    ));
+                }
+                found
+            }
+            None => {
+                let mut all = self.db.catalog.functions_named(&mut self.ts.txn, database, &name)?;
+                if all.len() > 1 {
+                    return Err(SqlError::new(
+                        "42725",
+                        format!("function name \"{name}\" is not unique"),
+                    )
+                    .hint("Specify the argument list to select the function unambiguously."));
+                }
+                match all.pop() {
+                    Some(f) => Some(f),
+                    None => {
+                        return Err(SqlError::new(
+                            code::UNDEFINED_FUNCTION,
+                            format!("could not find a {kind} named \"{name}\""),
+                        ))
+                    }
+                }
+            }
+        };
+        let Some(mut f) = found else { return Err(SqlError::new(code::INTERNAL, "no routine")) };
+        let fits = match c.kind {
+            "AGGREGATE" => f.aggregate.is_some(),
+            "PROCEDURE" => f.returns == Returns::Procedure,
+            _ => f.returns != Returns::Procedure,
+        };
+        if !fits {
+            let what = match c.kind {
+                "AGGREGATE" => format!("function {} is not an aggregate", f.signature()),
+                _ => format!("{} is not a {kind}", f.signature()),
+            };
+            return Err(SqlError::new(code::WRONG_OBJECT_TYPE, what));
+        }
+        f.comment = c.comment.clone().filter(|t| !t.is_empty());
+        self.db.catalog.put_function(&mut self.ts.txn, database, &f)?;
+        Ok(Output::Command("COMMENT".into()))
     }
 
     /// The aggregates that call function `f` (made with CREATE FUNCTION).

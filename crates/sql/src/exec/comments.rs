@@ -1,6 +1,8 @@
 //! `COMMENT ON {TABLE | VIEW | SEQUENCE | INDEX | COLUMN | TYPE | DOMAIN | SCHEMA} name IS 'text' | NULL`: the comment
 //! is kept with the object's definition (so it is dropped and renamed with it) and shown by
-//! `pg_description`, `obj_description` and `col_description`.
+//! `pg_description`, `obj_description` and `col_description`. (`COMMENT ON FUNCTION |
+//! PROCEDURE | AGGREGATE`, whose signatures sqlparser does not read, is
+//! `Writer::comment_on_routine`.)
 
 use sqlparser::ast;
 
@@ -129,7 +131,7 @@ impl Writer<'_> {
             }
             other => {
                 return Err(SqlError::unsupported(format!(
-                    "COMMENT ON {other} (Kiln keeps comments on tables, views, sequences, indexes, columns and types)"
+                    "COMMENT ON {other} (Kiln keeps comments on tables, views, sequences, indexes, columns, types, schemas and routines)"
                 )))
             }
         }

@@ -1,8 +1,9 @@
-//! `CREATE AGGREGATE`, `DROP AGGREGATE` and `ALTER AGGREGATE` as PostgreSQL writes them.
+//! `CREATE AGGREGATE`, `DROP AGGREGATE` and `ALTER AGGREGATE` as PostgreSQL writes them, and
+//! `COMMENT ON {FUNCTION | PROCEDURE | AGGREGATE} name(types)`.
 //!
-//! sqlparser reads none of the three with an aggregate's signature (`name(*)`, argument
-//! names, the option list); they are read here with its token-level parser. Option values
-//! are kept as written and checked where the aggregate is made (`exec::aggregates`).
+//! sqlparser reads none of these with a routine's signature (`name(*)`, argument names and
+//! modes, an aggregate's option list); they are read here with its token-level parser. Option
+//! values are kept as written and checked where the aggregate is made (`exec::aggregates`).
 
 use sqlparser::ast;
 use sqlparser::keywords::Keyword;
@@ -72,9 +73,27 @@ pub enum AlterAggregateAction {
     SetSchema(ast::Ident),
 }
 
+/// `COMMENT ON {FUNCTION | PROCEDURE | AGGREGATE} name[(types)] IS 'text' | NULL`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommentOnRoutine {
+    /// `FUNCTION`, `PROCEDURE` or `AGGREGATE`.
+    pub kind: &'static str,
+    pub name: ast::ObjectName,
+    /// The argument types a call gives (`None`: no list, the name's only routine).
+    pub args: Option<Vec<ast::DataType>>,
+    /// The comment (`None`: `IS NULL`, which removes it).
+    pub comment: Option<String>,
+}
+
 /// An aggregate's signature in parentheses: `(*)`, `()`, or argument types, each with an
 /// optional mode (IN) and name. An ordered-set aggregate's `ORDER BY` is refused.
 fn signature(p: &mut Parser) -> Result<Vec<ast::DataType>> {
+    routine_signature(p, true)
+}
+
+/// A routine's signature in parentheses (`aggregate`: an aggregate's, see [`signature`]; a
+/// function's OUT arguments are no part of it, as in PostgreSQL).
+fn routine_signature(p: &mut Parser, aggregate: bool) -> Result<Vec<ast::DataType>> {
     p.expect_token(&Token::LParen).map_err(|_| unexpected(p, "\"(\""))?;
     if p.consume_token(&Token::Mul) {
         p.expect_token(&Token::RParen).map_err(|_| unexpected(p, "\")\""))?;
@@ -89,17 +108,24 @@ fn signature(p: &mut Parser) -> Result<Vec<ast::DataType>> {
             return Err(ordered_set());
         }
         if p.parse_keyword(Keyword::VARIADIC) {
-            return Err(SqlError::unsupported("VARIADIC arguments of aggregates"));
+            return Err(SqlError::unsupported("VARIADIC arguments"));
         }
-        if matches!(p.peek_token().token, Token::Word(ref w) if w.keyword == Keyword::OUT || w.keyword == Keyword::INOUT)
+        let out = matches!(p.peek_token().token, Token::Word(ref w) if w.keyword == Keyword::OUT);
+        if aggregate
+            && matches!(p.peek_token().token, Token::Word(ref w) if w.keyword == Keyword::OUT || w.keyword == Keyword::INOUT)
         {
             return Err(SqlError::new(
                 crate::error::code::INVALID_FUNCTION_DEFINITION,
                 "aggregates cannot have output arguments",
             ));
         }
-        let _ = p.parse_keyword(Keyword::IN);
-        args.push(argument(p)?);
+        let _ = p.parse_keyword(Keyword::IN)
+            || p.parse_keyword(Keyword::OUT)
+            || p.parse_keyword(Keyword::INOUT);
+        let ty = argument(p)?;
+        if !out {
+            args.push(ty);
+        }
         if p.consume_token(&Token::Comma) {
             continue;
         }
@@ -302,6 +328,45 @@ pub(crate) fn alter_aggregate(sql: &str) -> Result<Option<AlterAggregate>> {
     Ok(Some(AlterAggregate { name, args, action }))
 }
 
+/// `COMMENT ON {FUNCTION | PROCEDURE | AGGREGATE} …` (`None`: another statement).
+pub(crate) fn comment_on_routine(sql: &str) -> Result<Option<CommentOnRoutine>> {
+    if !starts_with_word(sql, "comment") {
+        return Ok(None);
+    }
+    let Some(mut p) = parser_for(sql) else { return Ok(None) };
+    if !p.parse_keywords(&[Keyword::COMMENT, Keyword::ON]) {
+        return Ok(None);
+    }
+    let kind = if p.parse_keyword(Keyword::FUNCTION) {
+        "FUNCTION"
+    } else if p.parse_keyword(Keyword::PROCEDURE) {
+        "PROCEDURE"
+    } else if p.parse_keyword(Keyword::AGGREGATE) {
+        "AGGREGATE"
+    } else {
+        return Ok(None);
+    };
+    let name = p.parse_object_name(false).map_err(|_| unexpected(&p, "a name"))?;
+    let args = if p.peek_token().token == Token::LParen {
+        Some(routine_signature(&mut p, kind == "AGGREGATE")?)
+    } else {
+        None
+    };
+    if !p.parse_keyword(Keyword::IS) {
+        return Err(unexpected(&p, "IS"));
+    }
+    let comment = match p.next_token().token {
+        Token::SingleQuotedString(s) | Token::EscapedStringLiteral(s) => Some(s),
+        Token::Word(w) if w.keyword == Keyword::NULL => None,
+        _ => {
+            p.prev_token();
+            return Err(unexpected(&p, "a string or NULL"));
+        }
+    };
+    end(&mut p)?;
+    Ok(Some(CommentOnRoutine { kind, name, args, comment }))
+}
+
 fn end(p: &mut Parser) -> Result<()> {
     let _ = p.consume_token(&Token::SemiColon);
     if p.peek_token().token == Token::EOF {
@@ -362,6 +427,17 @@ mod tests {
         assert_eq!(d.names.len(), 2);
         assert!(d.names[0].1.is_empty());
         assert!(drop_aggregate("DROP AGGREGATE a").is_err());
+        let c =
+            comment_on_routine("COMMENT ON FUNCTION f(a int, OUT b text, INOUT c bigint) IS 'x'")
+                .unwrap()
+                .unwrap();
+        assert_eq!(
+            (c.kind, c.args.map(|a| a.len()), c.comment),
+            ("FUNCTION", Some(2), Some("x".into()))
+        );
+        let c = comment_on_routine("COMMENT ON AGGREGATE a(*) IS NULL").unwrap().unwrap();
+        assert_eq!((c.args, c.comment), (Some(vec![]), None));
+        assert!(comment_on_routine("COMMENT ON TABLE t IS 'x'").unwrap().is_none());
         let a = alter_aggregate("ALTER AGGREGATE a(int) RENAME TO b").unwrap().unwrap();
         assert_eq!(a.action, AlterAggregateAction::RenameTo(ast::Ident::new("b")));
     }

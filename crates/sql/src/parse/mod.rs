@@ -293,6 +293,8 @@ pub enum Utility {
     DropAggregate(Box<aggregate::DropAggregate>),
     /// `ALTER AGGREGATE …`.
     AlterAggregate(Box<aggregate::AlterAggregate>),
+    /// `COMMENT ON {FUNCTION | PROCEDURE | AGGREGATE} …`.
+    CommentOnRoutine(Box<aggregate::CommentOnRoutine>),
 }
 
 /// What REINDEX rebuilds.
@@ -438,6 +440,7 @@ impl Utility {
                 | Utility::CreateAggregate(_)
                 | Utility::DropAggregate(_)
                 | Utility::AlterAggregate(_)
+                | Utility::CommentOnRoutine(_)
         )
     }
 }
@@ -545,6 +548,9 @@ pub fn utility(sql: &str) -> Result<Option<Utility>> {
     }
     if let Some(a) = aggregate::alter_aggregate(sql)? {
         return Ok(Some(Utility::AlterAggregate(Box::new(a))));
+    }
+    if let Some(c) = aggregate::comment_on_routine(sql)? {
+        return Ok(Some(Utility::CommentOnRoutine(Box::new(c))));
     }
     if let Some(block) = do_block::do_block(sql)? {
         return Ok(Some(Utility::Do(Box::new(block))));

@@ -2060,6 +2060,17 @@ impl System<'_> {
         for seq in catalog.sequences(txn, self.database)? {
             row(oid::object(seq.id), 0, &seq.comment);
         }
+        // Functions, procedures and aggregates are of class pg_proc.
+        for f in catalog.functions(txn, self.database)? {
+            if let Some(text) = f.comment {
+                rows.push(vec![
+                    Value::Int(oid::object(f.id)),
+                    Value::Int(1255),
+                    Value::Int(0),
+                    Value::Text(text),
+                ]);
+            }
+        }
         // Types are of class pg_type.
         for e in catalog.enum_types(txn, self.database)? {
             if let Some(text) = &e.comment {
