@@ -4277,3 +4277,9 @@ SELECT obj_description(oid, 'pg_proc') FROM pg_proc WHERE proname LIKE 'cm\_%' O
 DROP AGGREGATE cm_agg(text);
 DROP FUNCTION cm_step(text, text);
 DROP PROCEDURE cm_proc;
+SET check_function_bodies = off;
+CREATE FUNCTION rec_step(bigint, int) RETURNS bigint LANGUAGE sql AS 'SELECT $1 + $2 + coalesce((SELECT recagg(x) FROM (VALUES ($2 - 1)) v(x) WHERE $2 > 0), 0)';
+CREATE AGGREGATE recagg(int) (SFUNC = rec_step, STYPE = bigint, INITCOND = 0);
+SELECT recagg(3), recagg(n) FROM (VALUES (2), (4)) v(n);
+SELECT recagg(100);
+RESET check_function_bodies;

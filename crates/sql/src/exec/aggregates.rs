@@ -47,8 +47,9 @@ use crate::parse::aggregate::{
 use crate::session::Output;
 use crate::types::{DataType, Value};
 
-/// The most arguments an aggregate takes (PostgreSQL's FUNC_MAX_ARGS).
-const ARGS_MAX: usize = 100;
+/// The most arguments an aggregate takes (PostgreSQL's FUNC_MAX_ARGS, less the state its
+/// transition function takes first).
+const ARGS_MAX: usize = 99;
 
 /// One row's step of an aggregate's state: `inputs` are the row's packed input (arguments,
 /// then sort keys); the state, and whether there is one yet, before and after.
@@ -224,6 +225,67 @@ impl Planner<'_> {
             }
         };
         Ok(SupportCall { expr, ty, strict, function })
+    }
+
+    /// What CREATE AGGREGATE checks of a function it names on a row of `types`: its result
+    /// type, whether it is strict, and what it is — without binding a body, as PostgreSQL
+    /// reads a function's body only when it runs (so a body may use the aggregate being
+    /// made). A function made with CREATE FUNCTION must take the types as they are; a
+    /// built-in one is bound as a call (it has no body).
+    fn support_signature(
+        &mut self,
+        name: &str,
+        types: &[DataType],
+    ) -> Result<(DataType, bool, AggregateFn)> {
+        let made: Vec<Function> = self
+            .catalog
+            .functions_named(self.txn, self.db, name)?
+            .into_iter()
+            .filter(|f| {
+                f.aggregate.is_none() && !matches!(f.returns, Returns::Procedure | Returns::Trigger)
+            })
+            .collect();
+        if made.is_empty() {
+            let call = self.support_call(name, types)?;
+            return Ok((call.ty, call.strict, call.function));
+        }
+        let same = |a: &DataType, b: &DataType| {
+            a.unmodified() == b.unmodified() || (a.is_string() && b.is_string())
+        };
+        let fits = |f: &Function, t: &dyn Fn(&DataType, &DataType) -> bool| {
+            let inputs = f.input_types();
+            inputs.len() == types.len() && inputs.iter().zip(types).all(|(a, b)| t(b, a))
+        };
+        let Some(f) = made.iter().find(|f| fits(f, &same)) else {
+            let converts = |from: &DataType, to: &DataType| {
+                crate::exec::routines::implicitly_converts(*from, *to)
+            };
+            if let Some(f) = made.iter().find(|f| fits(f, &converts)) {
+                let shown: Vec<String> = f.input_types().iter().map(|t| t.sql_name()).collect();
+                return Err(SqlError::new(
+                    code::DATATYPE_MISMATCH,
+                    format!(
+                        "function {name}({}) requires run-time type coercion",
+                        shown.join(", ")
+                    ),
+                ));
+            }
+            let shown: Vec<String> = types.iter().map(|t| t.sql_name()).collect();
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!("function {name}({}) does not exist", shown.join(", ")),
+            ));
+        };
+        let ty = match (&f.returns, f.set) {
+            (Returns::Value(t), false) => *t,
+            _ => {
+                return Err(definition(&format!(
+                    "function {} does not return a single value",
+                    f.signature()
+                )))
+            }
+        };
+        Ok((ty, f.strict, AggregateFn { name: name.to_string(), args: Some(f.input_types()) }))
     }
 
     /// A call of an aggregate made with CREATE AGGREGATE (`None`: no such aggregate has the
@@ -429,7 +491,7 @@ impl Writer<'_> {
         if a.args.len() > ARGS_MAX {
             return Err(SqlError::new(
                 code::TOO_MANY_ARGUMENTS,
-                format!("functions cannot have more than {ARGS_MAX} arguments"),
+                format!("aggregates cannot have more than {ARGS_MAX} arguments"),
             ));
         }
         let mut args = Vec::with_capacity(a.args.len());
@@ -582,16 +644,17 @@ impl Writer<'_> {
         let mut p = Planner::new(&mut self.ts.txn, catalog, database, vec![], &system, env);
         let mut row = vec![stype];
         row.extend(&args);
-        let transition = p.support_call(&sfunc, &row)?;
-        if transition.ty != stype {
-            return Err(transition_type(&sfunc, transition.ty, stype));
+        let (transition_ty, transition_strict, transition_fn) =
+            p.support_signature(&sfunc, &row)?;
+        if transition_ty != stype {
+            return Err(transition_type(&sfunc, transition_ty, stype));
         }
         let init = match &initcond {
             Some(text) => Some(initial(text, stype, env)?),
             None => None,
         };
         // A strict transition function's first state is the first argument.
-        if transition.strict
+        if transition_strict
             && init.is_none()
             && args.first().is_none_or(|t| t.unmodified() != stype.unmodified())
         {
@@ -602,8 +665,8 @@ impl Writer<'_> {
         let (finish, result) = match &finalfunc {
             Some(ff) => {
                 let types = if finalfunc_extra { &row[..] } else { &row[..1] };
-                let call = p.support_call(ff, types)?;
-                (Some(call.function), call.ty)
+                let (ty, _, function) = p.support_signature(ff, types)?;
+                (Some(function), ty)
             }
             None => (None, stype),
         };
@@ -614,8 +677,8 @@ impl Writer<'_> {
         for (k, fname) in &moving {
             let call = match *k {
                 "combinefunc" => {
-                    let call = p.support_call(fname, &[stype, stype])?;
-                    if call.ty != stype {
+                    let call = p.support_signature(fname, &[stype, stype])?;
+                    if call.0 != stype {
                         return Err(SqlError::new(
                             code::DATATYPE_MISMATCH,
                             format!(
@@ -630,8 +693,8 @@ impl Writer<'_> {
                     let mstype = mstype.expect("checked above");
                     let mut row = vec![mstype];
                     row.extend(&args);
-                    let call = p.support_call(fname, &row)?;
-                    if call.ty != mstype {
+                    let call = p.support_signature(fname, &row)?;
+                    if call.0 != mstype {
                         return Err(definition(&format!(
                             "return type of {} function {fname} is not {}",
                             if *k == "msfunc" { "transition" } else { "inverse transition" },
@@ -646,11 +709,11 @@ impl Writer<'_> {
                     if kept.contains_key("mfinalfunc_extra") {
                         row.extend(&args);
                     }
-                    let call = p.support_call(fname, &row)?;
-                    if call.ty != result {
+                    let call = p.support_signature(fname, &row)?;
+                    if call.0 != result {
                         return Err(definition(&format!(
                             "moving-aggregate implementation returns type {}, but plain implementation returns type {}",
-                            call.ty.sql_name(),
+                            call.0.sql_name(),
                             result.sql_name()
                         )));
                     }
@@ -658,7 +721,7 @@ impl Writer<'_> {
                 }
             };
             kept.insert(k.to_string(), fname.clone());
-            others.push((k.to_string(), call.function));
+            others.push((k.to_string(), call.2));
         }
         if let Some(mstype) = mstype {
             if let Some(text) = kept.get("minitcond") {
@@ -667,7 +730,7 @@ impl Writer<'_> {
         }
         drop(p);
         let def = Aggregate {
-            sfunc: transition.function,
+            sfunc: transition_fn,
             stype,
             finalfunc: finish,
             finalfunc_extra,
