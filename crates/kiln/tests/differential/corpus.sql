@@ -4283,3 +4283,4 @@ CREATE AGGREGATE recagg(int) (SFUNC = rec_step, STYPE = bigint, INITCOND = 0);
 SELECT recagg(3), recagg(n) FROM (VALUES (2), (4)) v(n);
 SELECT recagg(100);
 RESET check_function_bodies;
+SELECT factorial(32178);

@@ -692,6 +692,13 @@ pub(crate) fn eval_math(f: MathFunc, args: &[Value]) -> Result<Value> {
                     "factorial of a negative number is undefined",
                 ));
             }
+            // 32178! has more digits than a numeric holds (PostgreSQL's bound too).
+            if n > 32_177 {
+                return Err(SqlError::new(
+                    code::NUMERIC_OUT_OF_RANGE,
+                    "value overflows numeric format",
+                ));
+            }
             let mut product = Numeric::from(1);
             for k in 2..=n {
                 product = product.mul(&Numeric::from(k))?;
