@@ -545,6 +545,7 @@ impl<'a> Planner<'a> {
             "stddev_pop" => Some(AggFunc::Variance { sample: false, root: true }),
             _ => None,
         };
+        // ORDER BY or FILTER: an aggregate made with CREATE AGGREGATE, or an error.
         if agg.is_none() && (!order_by.is_empty() || f.filter.is_some()) {
             if let Some(bound) = self
                 .user_aggregate(f, &name, &args, distinct, star, order_by, scope, aggs)
@@ -552,8 +553,6 @@ impl<'a> Planner<'a> {
             {
                 return Ok(bound);
             }
-        }
-        if agg.is_none() && (!order_by.is_empty() || f.filter.is_some()) {
             return Err(SqlError::new(
                 code::WRONG_OBJECT_TYPE,
                 format!("ORDER BY or FILTER specified, but {name} is not an aggregate function"),
