@@ -807,6 +807,11 @@ pub struct View {
     /// Its `COMMENT ON` text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    /// The functions and aggregates made with CREATE FUNCTION / CREATE AGGREGATE its query
+    /// calls, by signature (`name(integer, text)`): none of them can be dropped while it
+    /// exists.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<String>,
 }
 
 fn table_key(db: &str, name: &str) -> Vec<u8> {

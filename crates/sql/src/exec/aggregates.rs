@@ -379,6 +379,8 @@ impl Planner<'_> {
         let Some(agg) = c.aggregate.clone() else {
             return Err(SqlError::new(code::INTERNAL, "an aggregate without its definition"));
         };
+        // A plan (a prepared statement's, a view's) depends on the aggregate as it is now.
+        self.functions.push(c.clone());
         let inputs = c.input_types();
         let mut packed = Vec::with_capacity(inputs.len() + order_by.len());
         for ((x, t), want) in bound.into_iter().zip(types).zip(&inputs) {
@@ -839,8 +841,10 @@ impl Writer<'_> {
                 let message = format!("aggregate {name}({shown}) does not exist");
                 return Err(SqlError::new(code::UNDEFINED_FUNCTION, message));
             };
+            self.drop_views_calling(&f, d.cascade, database)?;
             self.db.catalog.delete_function(&mut self.ts.txn, database, &f)?;
         }
+        self.report_cascade();
         Ok(Output::Command("DROP AGGREGATE".into()))
     }
 

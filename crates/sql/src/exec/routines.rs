@@ -1271,6 +1271,7 @@ impl Writer<'_> {
                     &lines,
                 ));
             }
+            self.drop_views_calling(&f, cascade, database)?;
             let aggregates = self.aggregates_calling(database, &f)?;
             if !aggregates.is_empty() && !cascade {
                 let lines: Vec<String> = aggregates
@@ -1289,6 +1290,7 @@ impl Writer<'_> {
                 ));
             }
             for a in aggregates {
+                self.drop_views_calling(&a, true, database)?;
                 self.db.catalog.delete_function(&mut self.ts.txn, database, &a)?;
                 self.cascade_to(format!("function {}", a.signature().replace(", ", ",")));
             }

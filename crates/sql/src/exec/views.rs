@@ -52,6 +52,12 @@ pub(crate) fn plan_new_view(
         aliases,
         depends_on,
         comment: None,
+        functions: {
+            let mut called: Vec<String> = planner.functions.iter().map(|f| f.signature()).collect();
+            called.sort();
+            called.dedup();
+            called
+        },
     };
     let names = view.column_names();
     for (i, n) in names.iter().enumerate() {
@@ -284,6 +290,45 @@ impl Writer<'_> {
             if let Some(view) = self.db.catalog.view(&mut self.ts.txn, database, v)? {
                 self.drop_dependent_views("view", v, true, broken, database)?;
                 self.db.catalog.delete_view(&mut self.ts.txn, &view)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Before function or aggregate `f` goes: the views that call it go too with CASCADE
+    /// (and the views reading those), and without it make the drop fail (2BP01), as in
+    /// PostgreSQL.
+    pub(crate) fn drop_views_calling(
+        &mut self,
+        f: &crate::catalog::Function,
+        cascade: bool,
+        database: &str,
+    ) -> Result<()> {
+        let signature = f.signature();
+        let shown = signature.replace(", ", ",");
+        let views: Vec<Arc<View>> = self
+            .db
+            .catalog
+            .views(&mut self.ts.txn, database)?
+            .into_iter()
+            .filter(|v| v.functions.contains(&signature))
+            .collect();
+        if views.is_empty() {
+            return Ok(());
+        }
+        if !cascade {
+            let lines: Vec<String> = views
+                .iter()
+                .map(|v| format!("view {} depends on function {shown}", v.name))
+                .collect();
+            return Err(crate::exec::write::depended_on(&format!("function {shown}"), &lines));
+        }
+        for v in &views {
+            // A view an earlier one's CASCADE took is gone already.
+            if self.db.catalog.view(&mut self.ts.txn, database, &v.name)?.is_some() {
+                self.cascade_to(format!("view {}", v.name));
+                self.drop_dependent_views("view", &v.name, true, &[], database)?;
+                self.db.catalog.delete_view(&mut self.ts.txn, v)?;
             }
         }
         Ok(())
