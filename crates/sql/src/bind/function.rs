@@ -219,6 +219,35 @@ impl<'a> Planner<'a> {
         })
     }
 
+    /// An ordered aggregate call's ORDER BY keys, bound and pushed after its arguments in
+    /// `packed` (`[argument…, key…]`, which its accumulator sorts by the keys): each key's
+    /// (descending, nulls first). With DISTINCT, which compares the arguments, a key must be
+    /// one of them — sorting by anything else would keep duplicates (PostgreSQL refuses it
+    /// too).
+    pub(crate) fn sort_keys(
+        &mut self,
+        order_by: &[ast::OrderByExpr],
+        distinct: bool,
+        packed: &mut Vec<Expr>,
+        scope: &Scope,
+    ) -> Result<Vec<(bool, bool)>> {
+        let args = packed.len();
+        let mut order = Vec::with_capacity(order_by.len());
+        for o in order_by {
+            let key = self.agg_arg(&o.expr, scope)?.0;
+            if distinct && !packed[..args].contains(&key) {
+                return Err(SqlError::new(
+                    code::INVALID_COLUMN_REFERENCE,
+                    "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
+                ));
+            }
+            packed.push(key);
+            let desc = crate::bind::sorts_descending(&o.options)?;
+            order.push((desc, o.options.nulls_first.unwrap_or(desc)));
+        }
+        Ok(order)
+    }
+
     /// An aggregate's input under `FILTER (WHERE cond)`: NULL (skipped) where cond is not
     /// true.
     pub(crate) fn filtered(&mut self, f: &ast::Function, x: Expr, scope: &Scope) -> Result<Expr> {
@@ -596,21 +625,7 @@ impl<'a> Planner<'a> {
             let (agg, x) = match agg {
                 AggFunc::StringAgg(..) | AggFunc::ArrayAgg(..) => {
                     let mut packed = vec![x];
-                    let mut order = Vec::with_capacity(order_by.len());
-                    for o in order_by {
-                        let key = self.agg_arg(&o.expr, scope)?.0;
-                        // DISTINCT compares the packed values: sorting by anything but the
-                        // argument would keep duplicates (PostgreSQL refuses it too).
-                        if distinct && key != packed[0] {
-                            return Err(SqlError::new(
-                                code::INVALID_COLUMN_REFERENCE,
-                                "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
-                            ));
-                        }
-                        packed.push(key);
-                        let desc = crate::bind::sorts_descending(&o.options)?;
-                        order.push((desc, o.options.nulls_first.unwrap_or(desc)));
-                    }
+                    let order = self.sort_keys(order_by, distinct, &mut packed, scope)?;
                     let agg = match agg {
                         AggFunc::StringAgg(sep, _) => AggFunc::StringAgg(sep, order),
                         _ => AggFunc::ArrayAgg(order),

@@ -387,21 +387,7 @@ impl Planner<'_> {
             let (x, t) = self.coerce(x, t, *want)?;
             packed.push(if t == *want { x } else { Expr::Cast(Box::new(x), *want) });
         }
-        let mut order = Vec::with_capacity(order_by.len());
-        for o in order_by {
-            let key = self.agg_arg(&o.expr, scope)?.0;
-            // DISTINCT compares the arguments: sorting by anything else would keep
-            // duplicates (PostgreSQL refuses it too).
-            if distinct && !packed[..inputs.len()].contains(&key) {
-                return Err(SqlError::new(
-                    code::INVALID_COLUMN_REFERENCE,
-                    "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
-                ));
-            }
-            packed.push(key);
-            let desc = crate::bind::sorts_descending(&o.options)?;
-            order.push((desc, o.options.nulls_first.unwrap_or(desc)));
-        }
+        let order = self.sort_keys(order_by, distinct, &mut packed, scope)?;
         let mut row = vec![agg.stype];
         row.extend(&inputs);
         let transition = self.support_call(&agg.sfunc.name, &row)?;
@@ -851,7 +837,7 @@ impl Writer<'_> {
     /// `ALTER AGGREGATE name(types) RENAME TO new | OWNER TO role | SET SCHEMA s`.
     pub(crate) fn alter_aggregate(&mut self, a: &AlterAggregate, database: &str) -> Result<Output> {
         let (name, types, found) = self.named_aggregate(&a.name, &a.args, database)?;
-        let Some(mut f) = found else {
+        let Some(f) = found else {
             let shown: Vec<String> = types.iter().map(|t| t.sql_name()).collect();
             let shown = if shown.is_empty() { "*".to_string() } else { shown.join(", ") };
             return Err(SqlError::new(
@@ -867,25 +853,7 @@ impl Writer<'_> {
                 }
             }
             AlterAggregateAction::RenameTo(new) => {
-                let new = crate::bind::ident(new);
-                if self
-                    .db
-                    .catalog
-                    .function_with(&mut self.ts.txn, database, &new, &types)?
-                    .is_some()
-                {
-                    let renamed = Function { name: new.clone(), ..f.clone() };
-                    return Err(SqlError::new(
-                        code::DUPLICATE_FUNCTION,
-                        format!(
-                            "function {} already exists in schema \"public\"",
-                            renamed.signature()
-                        ),
-                    ));
-                }
-                self.db.catalog.delete_function(&mut self.ts.txn, database, &f)?;
-                f.name = new;
-                self.db.catalog.put_function(&mut self.ts.txn, database, &f)?;
+                self.rename_routine(database, &f, &crate::bind::ident(new))?;
             }
         }
         Ok(Output::Command("ALTER AGGREGATE".into()))

@@ -1309,6 +1309,33 @@ impl Writer<'_> {
         Ok(Output::Command(if procedure { "DROP PROCEDURE" } else { "DROP FUNCTION" }.into()))
     }
 
+    /// Renames function (or aggregate) `f` to `new`: 42723 when a routine of that name
+    /// takes the same types; the triggers and aggregates calling it call it by its new name.
+    pub(crate) fn rename_routine(&mut self, database: &str, f: &Function, new: &str) -> Result<()> {
+        let types = f.input_types();
+        if self.db.catalog.function_with(&mut self.ts.txn, database, new, &types)?.is_some() {
+            let renamed = Function { name: new.to_string(), ..f.clone() };
+            return Err(SqlError::new(
+                code::DUPLICATE_FUNCTION,
+                format!("function {} already exists in schema \"public\"", renamed.signature()),
+            ));
+        }
+        for (t, _) in self.triggers_running(database, f)? {
+            let mut table = (*t).clone();
+            for tr in &mut table.triggers {
+                if tr.function == f.name {
+                    tr.function = new.to_string();
+                }
+            }
+            self.db.catalog.put_table(&mut self.ts.txn, &table)?;
+        }
+        self.follow_rename(database, f, new)?;
+        self.db.catalog.delete_function(&mut self.ts.txn, database, f)?;
+        let renamed = Function { name: new.to_string(), ..f.clone() };
+        self.db.catalog.put_function(&mut self.ts.txn, database, &renamed)?;
+        Ok(())
+    }
+
     /// `ALTER FUNCTION name[(types)] OWNER TO role | RENAME TO new` (owners change nothing:
     /// Kiln has no privileges).
     pub(crate) fn alter_function(
@@ -1319,7 +1346,7 @@ impl Writer<'_> {
         if af.kind != ast::AlterFunctionKind::Function {
             return Err(SqlError::unsupported("ALTER AGGREGATE"));
         }
-        let Some(mut f) = self.named_function(&af.function, database, false)? else {
+        let Some(f) = self.named_function(&af.function, database, false)? else {
             let shown = match &af.function.args {
                 Some(_) => af.function.to_string(),
                 None => format!("{}()", af.function),
@@ -1332,36 +1359,7 @@ impl Writer<'_> {
         match &af.operation {
             ast::AlterFunctionOperation::OwnerTo(_) => {}
             ast::AlterFunctionOperation::RenameTo { new_name } => {
-                let new = crate::bind::ident(new_name);
-                let types: Vec<DataType> = f.args.iter().map(|a| a.ty).collect();
-                if self
-                    .db
-                    .catalog
-                    .function_with(&mut self.ts.txn, database, &new, &types)?
-                    .is_some()
-                {
-                    let renamed = Function { name: new.clone(), ..f.clone() };
-                    return Err(SqlError::new(
-                        code::DUPLICATE_FUNCTION,
-                        format!(
-                            "function {} already exists in schema \"public\"",
-                            renamed.signature()
-                        ),
-                    ));
-                }
-                for (t, _) in self.triggers_running(database, &f)? {
-                    let mut table = (*t).clone();
-                    for tr in &mut table.triggers {
-                        if tr.function == f.name {
-                            tr.function = new.clone();
-                        }
-                    }
-                    self.db.catalog.put_table(&mut self.ts.txn, &table)?;
-                }
-                self.follow_rename(database, &f, &new)?;
-                self.db.catalog.delete_function(&mut self.ts.txn, database, &f)?;
-                f.name = new;
-                self.db.catalog.put_function(&mut self.ts.txn, database, &f)?;
+                self.rename_routine(database, &f, &crate::bind::ident(new_name))?;
             }
             _ => return Err(SqlError::unsupported("this form of ALTER FUNCTION")),
         }
