@@ -429,8 +429,7 @@ impl Database {
                 self.locks.clone(),
                 lock_owner,
             )),
-            temp_used: false,
-            temp_on_commit: Vec::new(),
+            temps: Default::default(),
         })
     }
 

@@ -183,7 +183,7 @@ impl Session {
             }
         };
         let mut path = settings.get("search_path").cloned().unwrap_or_default();
-        if self.temp_used {
+        if self.temps.used {
             path = format!("{}{}, {path}", crate::exec::temp::PREFIX, self.pid);
         }
         let search =
@@ -350,6 +350,29 @@ impl Dependencies {
         }
     }
 
+    /// Adds `other`'s definitions (and the style and search path it was bound under).
+    pub(crate) fn extend(&mut self, other: &Dependencies) {
+        merge_shared(&mut self.tables, &other.tables);
+        merge_shared(&mut self.sequences, &other.sequences);
+        merge_shared(&mut self.views, &other.views);
+        merge_enum_types(&mut self.enum_types, &other.enum_types);
+        merge_equal(&mut self.functions, &other.functions);
+        if other.style.is_some() {
+            self.style = other.style;
+            self.search = other.search.clone();
+        }
+        self.reusable &= other.reusable;
+    }
+
+    /// Whether it holds a definition (something [`Dependencies::definitions_valid`] checks).
+    pub(crate) fn has_definitions(&self) -> bool {
+        !(self.tables.is_empty()
+            && self.sequences.is_empty()
+            && self.views.is_empty()
+            && self.enum_types.is_empty()
+            && self.functions.is_empty())
+    }
+
     /// Whether what was bound can be used again here.
     pub(crate) fn reusable(&self) -> bool {
         self.reusable
@@ -369,6 +392,17 @@ impl Dependencies {
         {
             return Ok(false);
         }
+        self.definitions_valid(txn, catalog, db)
+    }
+
+    /// Whether every definition (table, sequence, view, enum type, function) is still the
+    /// one the transaction sees.
+    pub(crate) fn definitions_valid(
+        &self,
+        txn: &mut Transaction,
+        catalog: &Catalog,
+        db: &str,
+    ) -> Result<bool> {
         for t in &self.tables {
             match catalog.table(txn, db, &t.name)? {
                 Some(now) if Arc::ptr_eq(&now, t) || (now == *t && same_enum_types(&now, t)) => {}

@@ -213,11 +213,8 @@ pub struct Session {
     pub(crate) notices: parking_lot::Mutex<Vec<Notice>>,
     /// How many DO blocks run inside one another now (`EXECUTE 'DO …'`).
     pub(crate) do_depth: usize,
-    /// Whether the session made its temporary schema (`exec::temp`).
-    pub(crate) temp_used: bool,
-    /// Temporary tables' ON COMMIT actions: the table, the action and the transaction
-    /// (`txn_serial`) that made it.
-    pub(crate) temp_on_commit: Vec<(String, crate::exec::temp::OnCommit, u64)>,
+    /// Its temporary schema and tables (`exec::temp`).
+    pub(crate) temps: crate::exec::temp::Temps,
 }
 
 /// A message for the client that is not an error (NoticeResponse): its level (NOTICE,
@@ -348,6 +345,11 @@ macro_rules! session_writer {
             notices: &$s.notices,
             cascaded: Vec::new(),
             triggers: Default::default(),
+            temps: &mut $s.temps,
+            pid: $s.pid,
+            txn_serial: $s.txn_serial,
+            routine_ddl: false,
+            ddl_guard: 0,
         }
     };
 }
@@ -459,7 +461,7 @@ impl Session {
         }
         // The ON COMMIT actions of temporary tables made by the rolled-back transaction.
         let serial = self.txn_serial;
-        self.temp_on_commit.retain(|(_, _, made)| *made != serial);
+        self.temps.on_commit.retain(|(_, _, made)| *made != serial);
         self.cursors.rolled_back(self.txn_serial);
         ts.locks.release_all();
         self.advisory.lock().end_transaction();
@@ -863,7 +865,7 @@ impl Session {
 
     pub(crate) fn commit_txn(&mut self, ts: TxnState, hint: Option<CommitHint>) -> Result<TxnId> {
         // Temporary tables' ON COMMIT actions run in the transaction, before its commit.
-        let ts = if self.temp_on_commit.is_empty() {
+        let ts = if self.temps.on_commit.is_empty() {
             ts
         } else {
             self.txn = Some(ts);
@@ -1426,7 +1428,7 @@ impl Session {
         let local = self.txn.as_ref().and_then(|t| t.local.get("search_path"));
         let path = local.or_else(|| self.settings.get("search_path"));
         // A session with temporary tables finds them first.
-        let path = match (path, self.temp_used) {
+        let path = match (path, self.temps.used) {
             (Some(p), false) if crate::bind::search::may_name_created_schema(p) => p.clone(),
             (_, false) => return Ok(None),
             (p, true) => format!("{}, {}", self.temp_schema(), p.map_or("public", String::as_str)),

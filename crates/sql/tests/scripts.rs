@@ -308,4 +308,5 @@ scripts!(
     matviews,
     text_search,
     user_aggregates,
+    plpgsql_dynamic,
 );

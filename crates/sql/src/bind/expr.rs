@@ -732,6 +732,17 @@ impl<'a> Planner<'a> {
         aggs: bool,
     ) -> Result<(Expr, DataType)> {
         use ast::BinaryOperator as O;
+        // `OPERATOR(pg_catalog.op)`, as pg_dump writes operators in function bodies: the
+        // built-in operator.
+        if let O::PGCustomBinaryOperator(parts) = op {
+            if let [schema, name] = parts.as_slice() {
+                if schema.eq_ignore_ascii_case("pg_catalog") {
+                    if let Some(builtin) = builtin_operator(name) {
+                        return self.binary(left, &builtin, right, scope, aggs);
+                    }
+                }
+            }
+        }
         // `~~`, `!~~`, `~~*`, `!~~*`: LIKE and ILIKE by their operator names, as PostgreSQL
         // writes them back (pg_dump's CHECK constraints).
         let custom = match op {
@@ -1468,4 +1479,49 @@ fn literal_location(e: &ast::Expr) -> Option<(u32, u32)> {
         ast::Expr::Nested(inner) => literal_location(inner),
         _ => None,
     }
+}
+
+/// The parser's form of built-in binary operator `name` (`None`: one it reads only as a
+/// custom operator, such as `~~`).
+fn builtin_operator(name: &str) -> Option<ast::BinaryOperator> {
+    use ast::BinaryOperator as O;
+    Some(match name {
+        "+" => O::Plus,
+        "-" => O::Minus,
+        "*" => O::Multiply,
+        "/" => O::Divide,
+        "%" => O::Modulo,
+        "^" => O::PGExp,
+        "||" => O::StringConcat,
+        "=" => O::Eq,
+        "<>" | "!=" => O::NotEq,
+        "<" => O::Lt,
+        "<=" => O::LtEq,
+        ">" => O::Gt,
+        ">=" => O::GtEq,
+        "&" => O::BitwiseAnd,
+        "|" => O::BitwiseOr,
+        "#" => O::PGBitwiseXor,
+        "<<" => O::PGBitwiseShiftLeft,
+        ">>" => O::PGBitwiseShiftRight,
+        "~" => O::PGRegexMatch,
+        "~*" => O::PGRegexIMatch,
+        "!~" => O::PGRegexNotMatch,
+        "!~*" => O::PGRegexNotIMatch,
+        "&&" => O::PGOverlap,
+        "^@" => O::PGStartsWith,
+        "->" => O::Arrow,
+        "->>" => O::LongArrow,
+        "#>" => O::HashArrow,
+        "#>>" => O::HashLongArrow,
+        "#-" => O::HashMinus,
+        "@>" => O::AtArrow,
+        "<@" => O::ArrowAt,
+        "?" => O::Question,
+        "?&" => O::QuestionAnd,
+        "?|" => O::QuestionPipe,
+        "@@" => O::AtAt,
+        "<->" => O::LtDashGt,
+        _ => return None,
+    })
 }

@@ -800,6 +800,18 @@ impl<'a> Planner<'a> {
             }
             _ => crate::functions::by_call(&name, &types),
         };
+        // A type's name called on one value is a cast (`date(ts)`, `int8(x)`, `text(n)`), as
+        // PostgreSQL's conversion functions of those names are.
+        if def.is_none() && args.len() == 1 && named.is_empty() && CAST_FUNCTIONS.contains(&&*name)
+        {
+            let cast = ast::Expr::Cast {
+                kind: ast::CastKind::Cast,
+                expr: Box::new(args[0].clone()),
+                data_type: crate::exec::plpgsql::type_named(&name)?,
+                format: None,
+            };
+            return self.expr(&cast, scope, aggs);
+        }
         let Some(def) = def else {
             let shown: Vec<String> = types
                 .iter()
@@ -1554,3 +1566,26 @@ impl Planner<'_> {
         Ok((Expr::Func(Func::Time(crate::expr::dates::TimeFunc::DateBin), bound), ty))
     }
 }
+
+/// The type names PostgreSQL has conversion functions of (`date(timestamptz)`,
+/// `int4(numeric)`, …), which a call of one value binds as a cast.
+const CAST_FUNCTIONS: &[&str] = &[
+    "date",
+    "time",
+    "timestamp",
+    "timestamptz",
+    "interval",
+    "text",
+    "varchar",
+    "bpchar",
+    "name",
+    "int2",
+    "int4",
+    "int8",
+    "float4",
+    "float8",
+    "numeric",
+    "bool",
+    "inet",
+    "cidr",
+];

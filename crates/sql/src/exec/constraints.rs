@@ -1241,7 +1241,7 @@ impl Writer<'_> {
 impl Session {
     /// Runs the transaction's deferred foreign-key checks (with `immediate`, only those SET
     /// CONSTRAINTS made immediate); `ts` is the transaction, taken out of the session.
-    pub(crate) fn check_pending(&self, ts: &mut TxnState, immediate: bool) -> Result<()> {
+    pub(crate) fn check_pending(&mut self, ts: &mut TxnState, immediate: bool) -> Result<()> {
         let style = crate::pg::settings::style_setting(Some(&ts.local), &self.settings);
         let settings = crate::pg::settings::settings_in_force(&self.settings, Some(&ts.local));
         let env = session_env!(self, style, &settings);

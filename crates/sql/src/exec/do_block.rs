@@ -388,9 +388,10 @@ impl Session {
                     }
                     Flow::Next
                 }
-                other @ (Stmt::Return(Some(_)) | Stmt::ReturnNext(_) | Stmt::ReturnQuery(_)) => {
-                    return Err(other.not_in_do_block())
-                }
+                other @ (Stmt::Return(Some(_))
+                | Stmt::ReturnNext(_)
+                | Stmt::ReturnQuery(_)
+                | Stmt::ReturnExecute(_)) => return Err(other.not_in_do_block()),
             };
             if flow != Flow::Next {
                 return Ok(flow);
@@ -955,9 +956,10 @@ fn check_statements(statements: &[Stmt], scope: &mut Vec<(String, bool)>) -> Res
             }
             Stmt::Block(b) => check_block(b, scope)?,
             Stmt::Return(None) => {}
-            other @ (Stmt::Return(Some(_)) | Stmt::ReturnNext(_) | Stmt::ReturnQuery(_)) => {
-                return Err(other.not_in_do_block())
-            }
+            other @ (Stmt::Return(Some(_))
+            | Stmt::ReturnNext(_)
+            | Stmt::ReturnQuery(_)
+            | Stmt::ReturnExecute(_)) => return Err(other.not_in_do_block()),
             Stmt::Exit(_, condition) => {
                 if let Some(c) = condition {
                     check_expr(c)?;

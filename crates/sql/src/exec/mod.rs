@@ -25,6 +25,7 @@ pub mod statement;
 pub mod temp;
 pub mod triggers;
 pub mod types;
+pub mod utility;
 pub mod views;
 pub mod window;
 pub mod write;

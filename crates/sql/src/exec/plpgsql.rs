@@ -8,6 +8,13 @@
 //! (PL/pgSQL's own approach), so conditions may hold subqueries and statements read and
 //! write other tables in the same transaction.
 //!
+//! As PostgreSQL plans a PL/pgSQL statement only when it first runs, a statement whose
+//! binding fails on a name the catalog lacks (a table the function makes before it, a
+//! misspelling in a branch never taken) does not fail the function: it and the rest of its
+//! block become a [`Late`] step, bound each time it runs. The body of a `FOR rec IN
+//! EXECUTE` loop is bound that way too, once the dynamic query's columns give the record
+//! its fields.
+//!
 //! A program runs on a [`Host`]: the statement's writer (a trigger, a `CALL`, a function
 //! called where the statement writes nothing else), which runs its INSERT, UPDATE and DELETE
 //! as statements of their own, or a query's executor, which runs its reads only.
@@ -231,6 +238,87 @@ pub(crate) enum Step {
         into: Vec<(usize, DataType)>,
         strict: bool,
     },
+    /// `RETURN QUERY EXECUTE string [USING expressions]`: the dynamic query's rows join the
+    /// set.
+    ReturnExecute {
+        sql: Query,
+        using: Vec<Query>,
+    },
+    /// Statements bound each time they run (see [`Late`]).
+    Late(Box<Late>),
+    /// A schema statement (CREATE TABLE, DROP, ALTER, TRUNCATE, …), run as written.
+    Utility(String),
+    /// A statement and the definitions its binding read: once the function ran a schema
+    /// statement, they are checked before it runs (a plan of a changed table is never
+    /// run).
+    Checked(Box<Step>, Dependencies),
+    /// `FOR target IN EXECUTE string [USING expressions] LOOP … END LOOP`: the string's
+    /// value is the query, parsed and bound when the step runs.
+    ForExecute {
+        sql: Query,
+        using: Vec<Query>,
+        target: ForTarget,
+    },
+}
+
+/// Statements of a PL/pgSQL function bound when they run, as PostgreSQL plans each
+/// statement when it first runs: from one whose binding with the function failed on a name
+/// the catalog did not have then (a table the function itself makes, a field of a record a
+/// dynamic query fills) to the end of its block, or the body of a loop over a dynamic
+/// query's rows into a record. Bound again at every run (what they name may be made and
+/// dropped between runs), with the names in scope where they stand; the slots they add go
+/// past every slot in use and are let go when they end.
+pub(crate) struct Late {
+    frame: Frame,
+    stmts: Vec<Stmt>,
+    /// Why they were not bound with the function (none: a loop's body over a dynamic
+    /// query), what a host that cannot bind answers.
+    unbound: Option<SqlError>,
+}
+
+/// What a `FOR … IN EXECUTE` loop assigns each row to.
+pub(crate) enum ForTarget {
+    /// A variable (a one-column query): its slot and type, and the body, bound with the
+    /// function.
+    Slot(usize, DataType, Vec<Step>),
+    /// A record variable, whose fields are the query's columns: its name, and the body,
+    /// bound once the query ran.
+    Record(String, Box<Late>),
+}
+
+/// Whether a bound statement runs a schema statement (its own, or one in its blocks and
+/// loops).
+fn runs_ddl(step: &Step) -> bool {
+    match step {
+        Step::Utility(_) => true,
+        Step::Checked(s, _) => runs_ddl(s),
+        Step::If(arms, otherwise) => {
+            arms.iter().any(|(_, b)| b.iter().any(runs_ddl)) || otherwise.iter().any(runs_ddl)
+        }
+        Step::Guarded { body, handlers } => {
+            body.iter().any(runs_ddl) || handlers.iter().any(|(_, b)| b.iter().any(runs_ddl))
+        }
+        Step::Block(b)
+        | Step::Loop { body: b, .. }
+        | Step::ForRange { body: b, .. }
+        | Step::ForQuery { body: b, .. }
+        | Step::ForExecute { target: ForTarget::Slot(_, _, b), .. } => b.iter().any(runs_ddl),
+        _ => false,
+    }
+}
+
+/// Whether a statement whose binding failed with `e` is bound when it runs instead: the
+/// errors of names the catalog (or a record's shape) may have by then.
+fn bound_when_run(e: &SqlError) -> bool {
+    matches!(
+        e.code,
+        code::UNDEFINED_TABLE
+            | code::UNDEFINED_COLUMN
+            | code::UNDEFINED_FUNCTION
+            | code::UNDEFINED_OBJECT
+            | code::UNDEFINED_SCHEMA
+            | "55000"
+    )
 }
 
 impl Step {
@@ -287,9 +375,10 @@ pub(crate) enum Flow {
 type Fields = Vec<(String, usize)>;
 
 /// What a program is bound for.
-pub(crate) enum Kind<'t> {
+#[derive(Clone)]
+pub(crate) enum Kind {
     /// A trigger function, for a trigger of this table.
-    Trigger(&'t Table),
+    Trigger(std::sync::Arc<Table>),
     /// A function or procedure: its name, its arguments of every mode (name, type; a
     /// PL/pgSQL function's OUT arguments are variables too) and what it returns.
     /// `inputs` are the positions of the arguments a call gives.
@@ -307,8 +396,17 @@ pub(crate) enum Kind<'t> {
 /// last); a function's is its arguments (so `$n` is slot n - 1), then `FOUND`. Both go on
 /// with the last statement's row count (which no name reaches), the value returned, then
 /// a handler's `SQLSTATE` and `SQLERRM`, then the declared variables and the loop variables.
-pub(crate) struct Frame<'t> {
-    kind: Kind<'t>,
+/// A frame's names and slots before a statement was bound ([`Frame::mark`]).
+struct FrameMark {
+    vars: usize,
+    types: usize,
+    records: Vec<(String, Option<Fields>)>,
+    used: (bool, bool),
+}
+
+#[derive(Clone)]
+pub(crate) struct Frame {
+    kind: Kind,
     /// Variables: name, slot, constant (a function's named arguments first).
     vars: Vec<(String, usize, bool)>,
     types: Vec<DataType>,
@@ -327,8 +425,8 @@ pub(crate) struct Frame<'t> {
     records: Vec<(String, Option<Fields>)>,
 }
 
-impl<'t> Frame<'t> {
-    pub(crate) fn new(kind: Kind<'t>) -> Frame<'t> {
+impl Frame {
+    pub(crate) fn new(kind: Kind) -> Frame {
         let mut types = Vec::new();
         let mut vars = Vec::new();
         match &kind {
@@ -365,6 +463,24 @@ impl<'t> Frame<'t> {
             writes: false,
             records: Vec::new(),
         }
+    }
+
+    /// What binding a statement may change in the frame, to undo it ([`Frame::restore`]).
+    fn mark(&self) -> FrameMark {
+        FrameMark {
+            vars: self.vars.len(),
+            types: self.types.len(),
+            records: self.records.clone(),
+            used: (self.used_new, self.used_old),
+        }
+    }
+
+    /// The frame as it was at `mark` (what it depends on is kept).
+    fn restore(&mut self, mark: FrameMark) {
+        self.vars.truncate(mark.vars);
+        self.types.truncate(mark.types);
+        self.records = mark.records;
+        (self.used_new, self.used_old) = mark.used;
     }
 
     /// Gives record `name` the columns of a query: their slots.
@@ -871,6 +987,9 @@ pub(crate) struct Binder<'a> {
     pub(crate) sql_args: Option<(String, Vec<(String, usize)>)>,
     /// The statement's count of function bodies bound (`Planner::routines_bound`).
     pub(crate) bound: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Whether a PL/pgSQL statement naming what the catalog does not have is bound when
+    /// it runs ([`Late`]); false when binding it then.
+    pub(crate) defer: bool,
 }
 
 impl Binder<'_> {
@@ -966,7 +1085,7 @@ impl Binder<'_> {
         table: &Table,
         when: &str,
     ) -> Result<(DataType, bool, bool)> {
-        let mut frame = Frame::new(Kind::Trigger(table));
+        let mut frame = Frame::new(Kind::Trigger(std::sync::Arc::new(table.clone())));
         let q = self.expression(&mut frame, when)?;
         Ok((q.ty, frame.used_new, frame.used_old))
     }
@@ -1142,14 +1261,57 @@ impl Binder<'_> {
 
     fn steps(&mut self, frame: &mut Frame, statements: &[Stmt]) -> Result<Vec<Step>> {
         let mut out = Vec::with_capacity(statements.len());
-        for s in statements {
+        for (i, s) in statements.iter().enumerate() {
             if let Kind::Function { shape, .. } = &frame.kind {
                 let value = shape.value.is_some() || shape.columns.is_some();
                 if let Some(e) = return_misfit(s, shape.set, !shape.out.is_empty(), value) {
                     return Err(e);
                 }
             }
-            out.push(match s {
+            let mark = self.defer.then(|| frame.mark());
+            let outer = std::mem::replace(&mut frame.deps, Dependencies::new());
+            let bound = self.step(frame, s);
+            let deps = std::mem::replace(&mut frame.deps, outer);
+            frame.deps.extend(&deps);
+            match bound {
+                Ok(step) => {
+                    let ddl = runs_ddl(&step);
+                    out.push(if deps.has_definitions() {
+                        Step::Checked(Box::new(step), deps)
+                    } else {
+                        step
+                    });
+                    // The statements after a schema statement are bound after it ran, with
+                    // what it made or changed (PostgreSQL plans each when it first runs).
+                    if ddl && i + 1 < statements.len() {
+                        let stmts = statements[i + 1..].to_vec();
+                        let late = Late { frame: frame.clone(), stmts, unbound: None };
+                        out.push(Step::Late(Box::new(late)));
+                        break;
+                    }
+                }
+                Err(unbound) if mark.is_some() && bound_when_run(&unbound) => {
+                    // PL/pgSQL plans a statement when it first runs: this one names what
+                    // the catalog does not have yet (a table the function makes, a field of
+                    // a record filled at run time). It and the rest of its block are bound
+                    // when they run, with the names in scope here.
+                    frame.restore(mark.expect("matched"));
+                    frame.writes = true;
+                    let stmts = statements[i..].to_vec();
+                    let late = Late { frame: frame.clone(), stmts, unbound: Some(unbound) };
+                    out.push(Step::Late(Box::new(late)));
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Binds one statement of a block.
+    fn step(&mut self, frame: &mut Frame, s: &Stmt) -> Result<Step> {
+        {
+            Ok(match s {
                 Stmt::Assign(target, e) => {
                     let (slot, ty, not_null) = match target.as_slice() {
                         [record, col] if frame.is_record(record) => {
@@ -1206,9 +1368,7 @@ impl Binder<'_> {
                     let ast::Statement::Query(q) = &stmt else {
                         return Err(SqlError::syntax("PERFORM takes a query"));
                     };
-                    Step::Perform(Box::new(
-                        self.planned(frame, |p| p.query(q, None))?,
-                    ))
+                    Step::Perform(Box::new(self.planned(frame, |p| p.query(q, None))?))
                 }
                 Stmt::Sql(text) => self.sql_step(frame, text)?,
                 Stmt::Return(e) => match &frame.kind {
@@ -1244,6 +1404,17 @@ impl Binder<'_> {
                             None => Step::ReturnNext(self.expression(frame, e)?),
                         },
                     }
+                }
+                Stmt::ReturnExecute(ex) => {
+                    if matches!(frame.kind, Kind::Trigger(_)) {
+                        return Err(return_misfit(s, false, false, false).expect("misfit"));
+                    }
+                    let sql = self.expression(frame, &ex.sql)?;
+                    let mut using = Vec::with_capacity(ex.using.len());
+                    for u in &ex.using {
+                        using.push(self.expression(frame, u)?);
+                    }
+                    Step::ReturnExecute { sql, using }
                 }
                 Stmt::ReturnQuery(q) => {
                     let shape = match &frame.kind {
@@ -1302,10 +1473,33 @@ impl Binder<'_> {
                     frame.vars.pop();
                     Step::ForRange { slot, low, high, step, reverse: f.reverse, body: body? }
                 }
-                Stmt::ForQuery(f) => {
-                    if f.execute.is_some() {
-                        return Err(refused("FOR … IN EXECUTE"));
+                Stmt::ForQuery(f) if f.execute.is_some() => {
+                    let sql = self.expression(frame, &f.query)?;
+                    let mut using = Vec::new();
+                    for u in f.execute.as_deref().unwrap_or_default() {
+                        using.push(self.expression(frame, u)?);
                     }
+                    let target = if frame.is_record_var(&f.var) {
+                        let stmts = f.body.clone();
+                        ForTarget::Record(
+                            f.var.clone(),
+                            Box::new(Late { frame: frame.clone(), stmts, unbound: None }),
+                        )
+                    } else {
+                        match frame.declared(&f.var) {
+                            Some((slot, false)) => ForTarget::Slot(
+                                slot,
+                                frame.types[slot],
+                                self.steps(frame, &f.body)?,
+                            ),
+                            Some((_, true)) => return Err(constant_variable(&f.var)),
+                            None => return Err(unknown_variable(&f.var)),
+                        }
+                    };
+                    frame.writes = true;
+                    Step::ForExecute { sql, using, target }
+                }
+                Stmt::ForQuery(f) => {
                     let mut stmt = one_statement(&f.query)?;
                     frame.rewrite(&mut stmt)?;
                     let ast::Statement::Query(q) = &stmt else {
@@ -1326,7 +1520,11 @@ impl Binder<'_> {
                             }
                         }
                     };
-                    Step::ForQuery { plan: Box::new(plan), targets, body: self.steps(frame, &f.body)? }
+                    Step::ForQuery {
+                        plan: Box::new(plan),
+                        targets,
+                        body: self.steps(frame, &f.body)?,
+                    }
                 }
                 Stmt::GetDiagnostics(names) => {
                     let mut targets = Vec::with_capacity(names.len());
@@ -1371,20 +1569,18 @@ impl Binder<'_> {
                             [n] if frame.is_record_var(n) => {
                                 return Err(refused("EXECUTE … INTO a record variable"))
                             }
-                            [n] => frame.declared(n).map(|(slot, _)| slot).ok_or_else(|| {
-                                unknown_variable(n)
-                            })?,
-                            _ => {
-                                return Err(unknown_variable(t))
-                            }
+                            [n] => frame
+                                .declared(n)
+                                .map(|(slot, _)| slot)
+                                .ok_or_else(|| unknown_variable(n))?,
+                            _ => return Err(unknown_variable(t)),
                         };
                         into.push((slot, frame.types[slot]));
                     }
                     Step::Execute { sql, using, into, strict: ex.strict }
                 }
-            });
+            })
         }
-        Ok(out)
     }
 
     /// An SQL statement of a function: SELECT … INTO, INSERT, UPDATE or DELETE.
@@ -1474,12 +1670,64 @@ impl Binder<'_> {
             ast::Statement::Merge(m) => Ok(Step::Merge(Box::new(
                 self.planned(frame, |p| crate::bind::merge::plan_merge(p, m))?,
             ))),
+            other if schema_statement(other) => Ok(Step::Utility(text.to_string())),
             other => Err(refused(&format!(
                 "the statement {}",
                 other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ")
             ))),
         }
     }
+}
+
+impl Writer<'_> {
+    /// Fails unless a function may run schema statement `stmt` now: not in a trigger (the
+    /// statement that fired it is still using its tables), nor in a call with other reads
+    /// around it (see [`Writer::call_alone`]), whose plans the change could outdate.
+    fn may_change_schema(&self, stmt: &ast::Statement) -> Result<()> {
+        let what = crate::session::first_words(&stmt.to_string()).to_uppercase();
+        if self.triggers.depth() > 0 {
+            return Err(SqlError::unsupported(format!("{what} in a trigger function")).hint(
+                "The statement that fired the trigger is still using its tables. Run the change outside the trigger.",
+            ));
+        }
+        if self.ddl_guard > 0 {
+            return Err(SqlError::unsupported(format!(
+                "{what} in a function called with other reads in the same statement"
+            ))
+            .hint("Call a function that changes the schema alone: SELECT f(…), SELECT * FROM f(…), PERFORM f(…) or CALL."));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `stmt` is a schema statement a function may run ([`Writer::ddl`]).
+fn schema_statement(stmt: &ast::Statement) -> bool {
+    use ast::Statement as S;
+    matches!(
+        stmt,
+        S::CreateTable(_)
+            | S::CreateView(_)
+            | S::Drop { .. }
+            | S::DropDomain(_)
+            | S::CreateType { .. }
+            | S::AlterType(_)
+            | S::AlterSchema(_)
+            | S::CreateSequence { .. }
+            | S::CreateIndex(_)
+            | S::DropFunction(_)
+            | S::DropProcedure { .. }
+            | S::AlterFunction(_)
+            | S::DropTrigger(_)
+            | S::AlterIndex { .. }
+            | S::CreateSchema { .. }
+            | S::CreateExtension(_)
+            | S::DropExtension(_)
+            | S::Grant(_)
+            | S::Revoke(_)
+            | S::Comment { .. }
+            | S::AlterTable(_)
+            | S::Truncate(_)
+    )
 }
 
 /// Who runs a program's statements.
@@ -1509,6 +1757,21 @@ pub(crate) trait Host {
         types: &[DataType],
         env: &dyn Env,
     ) -> Result<Executed>;
+
+    /// Binds statements of a function when they run ([`Late`]): `bind` with a binder of
+    /// the host's transaction. A host that cannot bind answers `unbound`.
+    fn bind(
+        &mut self,
+        env: &dyn Env,
+        unbound: Option<&SqlError>,
+        bind: &mut dyn FnMut(&mut Binder) -> Result<Vec<Step>>,
+    ) -> Result<Vec<Step>>;
+
+    /// Whether a function ran a schema statement in this statement (then bound plans are
+    /// checked before they run).
+    fn schema_changed(&self) -> bool;
+    /// Whether `deps`' definitions are still the ones the transaction sees.
+    fn definitions_valid(&mut self, deps: &Dependencies, env: &dyn Env) -> Result<bool>;
 
     fn interrupted(&self) -> Result<()>;
     /// The most rows a statement may hold (what a set-returning function may return).
@@ -1562,7 +1825,9 @@ pub(crate) fn return_misfit(s: &Stmt, set: bool, out: bool, value: bool) -> Opti
                 .hint("A function that returns a value returns it with RETURN expression."),
         ),
         Stmt::ReturnNext(_) if !set => mismatch("cannot use RETURN NEXT in a non-SETOF function"),
-        Stmt::ReturnQuery(_) if !set => mismatch("cannot use RETURN QUERY in a non-SETOF function"),
+        Stmt::ReturnQuery(_) | Stmt::ReturnExecute(_) if !set => {
+            mismatch("cannot use RETURN QUERY in a non-SETOF function")
+        }
         Stmt::ReturnNext(Some(_)) if out => {
             mismatch("RETURN NEXT cannot have a parameter in function with OUT parameters")
         }
@@ -1606,7 +1871,12 @@ fn program(
             | Step::Merge(_)
             | Step::WriteInto(..)
             | Step::ReturnWrite(_)
-            | Step::Execute { .. } => true,
+            | Step::Execute { .. }
+            | Step::Late(_)
+            | Step::ForExecute { .. }
+            | Step::ReturnExecute { .. }
+            | Step::Utility(_) => true,
+            Step::Checked(s, _) => writes(std::slice::from_ref(s)),
             Step::If(arms, otherwise) => arms.iter().any(|(_, b)| writes(b)) || writes(otherwise),
             Step::Guarded { body, handlers } => {
                 writes(body) || handlers.iter().any(|(_, b)| writes(b))
@@ -1852,16 +2122,10 @@ fn run_steps(
             Step::ForQuery { plan, targets, body } => {
                 let rows = host.rows(plan, frame, env)?;
                 let any = !rows.is_empty();
-                for row in rows {
-                    host.interrupted()?;
-                    for ((slot, ty), v) in targets.iter().zip(row) {
-                        frame[*slot] = assign(v, *ty, env.style())?;
-                    }
-                    match run_steps(host, p, body, frame, env, caught, set)? {
-                        Flow::Return(r) => return Ok(Flow::Return(r)),
-                        Flow::Exit => break,
-                        Flow::Next | Flow::Continue => {}
-                    }
+                if let Flow::Return(r) =
+                    for_rows(host, p, targets, body, rows, frame, env, caught, set)?
+                {
+                    return Ok(Flow::Return(r));
                 }
                 frame[p.found] = Value::Bool(any);
             }
@@ -1917,6 +2181,76 @@ fn run_steps(
                         frame[*slot] = assign(v, *ty, env.style())?;
                     }
                 }
+            }
+            Step::Late(late) => {
+                let base = frame.len();
+                let steps = bind_late(host, late, frame, env, None)?.0;
+                let flow = run_steps(host, p, &steps, frame, env, caught, set);
+                frame.truncate(base);
+                match flow? {
+                    Flow::Next => {}
+                    other => return Ok(other),
+                }
+            }
+            Step::Utility(text) => {
+                host.execute(text, &[], &[], env).map_err(unpositioned)?;
+            }
+            Step::Checked(step, deps) => {
+                if host.schema_changed() && !host.definitions_valid(deps, env)? {
+                    return Err(SqlError::new(
+                        code::FEATURE_NOT_SUPPORTED,
+                        "a statement of the function reads a table, view, sequence, type or function the function changed since it was bound",
+                    )
+                    .hint("Run the statement with EXECUTE, or make the change before the function's statements that use the object."));
+                }
+                match run_steps(host, p, std::slice::from_ref(step), frame, env, caught, set)? {
+                    Flow::Next => {}
+                    other => return Ok(other),
+                }
+            }
+            Step::ReturnExecute { sql, using } => {
+                let (columns, rows) = dynamic_query(host, sql, using, frame, env)?;
+                let expected = p.shape.types().len();
+                if columns.len() != expected {
+                    return Err(SqlError::new(
+                        code::DATATYPE_MISMATCH,
+                        "structure of query does not match function result type",
+                    )
+                    .detail(format!(
+                        "Number of returned columns ({}) does not match expected column count ({expected}).",
+                        columns.len(),
+                    )));
+                }
+                frame[p.found] = Value::Bool(!rows.is_empty());
+                frame[p.row_count] = Value::Int(rows.len() as i64);
+                for row in rows {
+                    let row = p.shape.converted(row, env)?;
+                    gather(host, set, p.shape.row_value(row))?;
+                }
+            }
+            Step::ForExecute { sql, using, target } => {
+                let (columns, rows) = dynamic_query(host, sql, using, frame, env)?;
+                let any = !rows.is_empty();
+                let base = frame.len();
+                let flow = match target {
+                    // A variable takes the first column (the others are dropped, as in
+                    // PL/pgSQL).
+                    ForTarget::Slot(slot, ty, body) => {
+                        let targets = [(*slot, *ty)];
+                        for_rows(host, p, &targets, body, rows, frame, env, caught, set)
+                    }
+                    ForTarget::Record(name, late) if any => {
+                        let (body, targets) =
+                            bind_late(host, late, frame, env, Some((name, &columns)))?;
+                        for_rows(host, p, &targets, &body, rows, frame, env, caught, set)
+                    }
+                    ForTarget::Record(..) => Ok(Flow::Next),
+                };
+                frame.truncate(base);
+                if let Flow::Return(r) = flow? {
+                    return Ok(Flow::Return(r));
+                }
+                frame[p.found] = Value::Bool(any);
             }
             Step::ReturnNext(q) => {
                 let v = eval(host, q, frame, env)?;
@@ -2033,6 +2367,100 @@ fn run_steps(
     Ok(Flow::Next)
 }
 
+/// A query's columns and rows.
+type Rows = (Vec<(String, DataType)>, Vec<Vec<Value>>);
+
+/// The slots (and types) a row's values are assigned to.
+type Targets = Vec<(usize, DataType)>;
+
+/// Runs the query whose text is `sql`'s value, `using` its parameters' values: its columns
+/// and rows. Only a query is run (PostgreSQL opens a cursor on it).
+fn dynamic_query(
+    host: &mut dyn Host,
+    sql: &Query,
+    using: &[Query],
+    frame: &[Value],
+    env: &dyn Env,
+) -> Result<Rows> {
+    let Some(text) = eval(host, sql, frame, env)?.to_text_in(sql.ty, env.style()) else {
+        return Err(null_execute());
+    };
+    let mut params = Vec::with_capacity(using.len());
+    let mut types = Vec::with_capacity(using.len());
+    for u in using {
+        params.push(eval(host, u, frame, env)?);
+        types.push(if u.ty == DataType::Unknown { DataType::Text } else { u.ty });
+    }
+    if !matches!(one_statement(&text).map_err(unpositioned)?, ast::Statement::Query(_)) {
+        let word = text.split_whitespace().next().unwrap_or_default().to_uppercase();
+        return Err(SqlError::new("42P11", format!("cannot open {word} query as cursor")));
+    }
+    let (columns, rows, _) = host.execute(&text, &params, &types, env).map_err(unpositioned)?;
+    Ok((columns, rows))
+}
+
+/// A dynamic statement's error, without a position (one in its text is none in the
+/// calling statement's).
+fn unpositioned(mut e: SqlError) -> SqlError {
+    e.position = None;
+    e.location = None;
+    e
+}
+
+/// Binds a [`Late`]'s statements in the frame they stand in, its new slots past every slot
+/// in use (`frame` grows to hold them; the caller lets them go). With `record`, the record
+/// variable of that name takes those columns first: its fields' slots are returned too.
+#[recursive::recursive]
+fn bind_late(
+    host: &mut dyn Host,
+    late: &Late,
+    frame: &mut Vec<Value>,
+    env: &dyn Env,
+    record: Option<(&str, &[(String, DataType)])>,
+) -> Result<(Vec<Step>, Targets)> {
+    let mut f = late.frame.clone();
+    if f.types.len() < frame.len() {
+        f.types.resize(frame.len(), DataType::Unknown);
+    }
+    let targets = match record {
+        Some((name, columns)) => f.shape_record(name, columns),
+        None => vec![],
+    };
+    let steps = host
+        .bind(env, late.unbound.as_ref(), &mut |b| b.steps(&mut f, &late.stmts))
+        .map_err(unpositioned)?;
+    frame.resize(f.types.len().max(frame.len()), Value::Null);
+    Ok((steps, targets))
+}
+
+/// Runs a loop's body for each row, the row's values assigned to `targets` first; what
+/// ended it (`Flow::Next` when the rows did, or EXIT).
+#[allow(clippy::too_many_arguments)]
+fn for_rows(
+    host: &mut dyn Host,
+    p: &Program,
+    targets: &[(usize, DataType)],
+    body: &[Step],
+    rows: Vec<Vec<Value>>,
+    frame: &mut Vec<Value>,
+    env: &dyn Env,
+    caught: Option<&SqlError>,
+    set: &mut Vec<Value>,
+) -> Result<Flow> {
+    for row in rows {
+        host.interrupted()?;
+        for ((slot, ty), v) in targets.iter().zip(row) {
+            frame[*slot] = assign(v, *ty, env.style())?;
+        }
+        match run_steps(host, p, body, frame, env, caught, set)? {
+            Flow::Return(r) => return Ok(Flow::Return(r)),
+            Flow::Exit => break,
+            Flow::Next | Flow::Continue => {}
+        }
+    }
+    Ok(Flow::Next)
+}
+
 /// Adds a row to a set-returning function's set, within the statement's row limit.
 fn gather(host: &mut dyn Host, set: &mut Vec<Value>, row: Value) -> Result<()> {
     if set.len() >= host.rows_max() {
@@ -2108,15 +2536,55 @@ impl Host for Writer<'_> {
             ast::Statement::Merge(m) => {
                 Step::Merge(Box::new(crate::bind::merge::plan_merge(&mut planner, m)?))
             }
-            _ => {
-                return Err(refused(
-                    "EXECUTE of a statement other than a query, INSERT, UPDATE, DELETE or MERGE (a DO block runs any)",
-                ))
+            other => {
+                if schema_statement(other) {
+                    self.may_change_schema(other)?;
+                }
+                let out = self.ddl(other, &database, &NoSystemTables, env)?;
+                let Some(out) = out else {
+                    return Err(refused(&format!(
+                        "the statement {}",
+                        crate::session::first_words(&other.to_string())
+                    )));
+                };
+                // What the function runs after this is checked against the new schema.
+                self.routine_ddl = true;
+                self.report_cascade();
+                let _ = out;
+                return Ok((vec![], vec![], 0));
             }
         };
         let columns = step.returning_columns().map(<[_]>::to_vec).unwrap_or_default();
         let (n, rows) = self.nested(&step, params, env)?;
         Ok((columns, rows, n))
+    }
+
+    fn bind(
+        &mut self,
+        env: &dyn Env,
+        _unbound: Option<&SqlError>,
+        bind: &mut dyn FnMut(&mut Binder) -> Result<Vec<Step>>,
+    ) -> Result<Vec<Step>> {
+        let database = env.database();
+        let mut binder = Binder {
+            txn: &mut self.ts.txn,
+            catalog: &self.db.catalog,
+            database: &database,
+            env,
+            routines: vec![],
+            sql_args: None,
+            bound: Default::default(),
+            defer: false,
+        };
+        bind(&mut binder)
+    }
+
+    fn schema_changed(&self) -> bool {
+        self.routine_ddl
+    }
+
+    fn definitions_valid(&mut self, deps: &Dependencies, env: &dyn Env) -> Result<bool> {
+        deps.definitions_valid(&mut self.ts.txn, &self.db.catalog, &env.database())
     }
 
     fn interrupted(&self) -> Result<()> {
@@ -2191,10 +2659,35 @@ impl Host for QueryHost<'_, '_> {
         _env: &dyn Env,
     ) -> Result<Executed> {
         Err(SqlError::unsupported(format!(
-            "EXECUTE in function {} called inside a query",
+            "EXECUTE or a schema statement in function {} called inside a query",
             self.name
         ))
-        .hint("Kiln runs a function's dynamic SQL when the function is called alone (SELECT f(…) without FROM, PERFORM f(…), CALL) or by a trigger."))
+        .hint("Kiln runs a function's dynamic SQL and schema statements when the function is called alone (SELECT f(…) without FROM, SELECT * FROM f(…), PERFORM f(…), CALL) or by a trigger."))
+    }
+
+    // A function called inside a query writes nothing, so the catalog is as it was when
+    // the statement was bound: what failed to bind then fails now.
+    fn bind(
+        &mut self,
+        _env: &dyn Env,
+        unbound: Option<&SqlError>,
+        _bind: &mut dyn FnMut(&mut Binder) -> Result<Vec<Step>>,
+    ) -> Result<Vec<Step>> {
+        Err(unbound.cloned().unwrap_or_else(|| {
+            SqlError::unsupported(format!(
+                "a loop over a dynamic query in function {} called inside a query",
+                self.name
+            ))
+        }))
+    }
+
+    // Nothing a function called inside a query runs changes the schema.
+    fn schema_changed(&self) -> bool {
+        false
+    }
+
+    fn definitions_valid(&mut self, _deps: &Dependencies, _env: &dyn Env) -> Result<bool> {
+        Ok(true)
     }
 
     fn interrupted(&self) -> Result<()> {

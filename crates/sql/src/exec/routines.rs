@@ -171,6 +171,16 @@ impl Writer<'_> {
     /// query whose first FROM item is such a call — run first, its rows then read by the
     /// rest of the query.
     pub(crate) fn call_alone(&mut self, plan: &SelectPlan, ctx: &Ctx) -> Result<Vec<Vec<Value>>> {
+        // A call with other reads around it (another FROM item, a subquery) may not change
+        // the schema those reads were bound against.
+        let guarded = !call_only(plan);
+        self.ddl_guard += u32::from(guarded);
+        let rows = self.call_alone_unguarded(plan, ctx);
+        self.ddl_guard -= u32::from(guarded);
+        rows
+    }
+
+    fn call_alone_unguarded(&mut self, plan: &SelectPlan, ctx: &Ctx) -> Result<Vec<Vec<Value>>> {
         let limits = self.limits.clone();
         let Some(FromItem { source: Source::Call(call, shape), .. }) = plan.from.first() else {
             let row = self.eval_alone(&plan.projection, ctx)?;
@@ -196,6 +206,24 @@ impl Writer<'_> {
         let runner = WriterRunner { w: RefCell::new(self) };
         let ctx = Ctx { runner: Some(&runner), ..*ctx };
         exprs.iter().map(|e| e.eval(&[], &ctx)).collect()
+    }
+}
+
+/// Whether `plan` reads nothing but through its calls: `SELECT f(…), …` or `SELECT … FROM
+/// f(…)`, without another FROM item or a subquery.
+fn call_only(plan: &SelectPlan) -> bool {
+    let subquery = |e: &Expr| {
+        let mut found = false;
+        e.walk(&mut |x| found |= matches!(x, Expr::Subquery(..)));
+        found
+    };
+    let exprs = plan.projection.iter().chain(&plan.constant_filters).chain(plan.having.iter());
+    match plan.from.as_slice() {
+        [] => !exprs.into_iter().any(subquery),
+        [item @ FromItem { source: Source::Call(call, _), .. }] => {
+            !exprs.chain(&item.filters).chain(&item.on).chain([&**call]).any(subquery)
+        }
+        _ => false,
     }
 }
 
@@ -651,6 +679,7 @@ impl Planner<'_> {
                 routines,
                 sql_args: None,
                 bound: self.routines_bound.clone(),
+                defer: true,
             };
             let bound = match f.language.as_str() {
                 "sql" => {
@@ -1113,6 +1142,7 @@ impl Writer<'_> {
                 routines: vec![(f.id, Weak::new())],
                 sql_args: None,
                 bound: Default::default(),
+                defer: false,
             };
             let args = f.inputs().map(|a| (a.name.clone(), a.ty)).collect();
             match binder.sql(&f.name, args, shape, &f.body) {

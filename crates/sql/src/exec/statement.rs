@@ -260,261 +260,14 @@ impl Session {
                     tag,
                 })
             }
-            S::CreateTable(ct) if ct.query.is_some() => {
-                let query = ct.query.as_ref().expect("matched");
-                crate::exec::ddl::refuse_table_kinds(ct)?;
-                let name = new_object_name(&ct.name)?;
-                if w.table_name_taken(&self.database, &name, ct.if_not_exists)? {
-                    return Ok(Output::Command("CREATE TABLE AS".into()));
-                }
-                // The parser reads a column list only with types, which PostgreSQL refuses
-                // here (the list of names alone does not parse).
-                if !ct.columns.is_empty() {
-                    return Err(SqlError::syntax(
-                        "CREATE TABLE … AS takes its columns from the query, without types",
-                    ));
-                }
-                let plan = planner!().query(query, None)?;
-                let columns = plan.columns.clone();
-                // WITH NO DATA: the columns only.
-                if ct.with_data.as_ref().is_some_and(|d| !d.data) {
-                    w.create_table_as(&name, columns, vec![], &self.database, &ctx)?;
-                    return Ok(Output::Command("CREATE TABLE AS".into()));
-                }
-                let plan = init!(select, plan);
-                let rows = select_rows!(&plan);
-                w.create_table_as(&name, columns, rows, &self.database, &ctx)
-            }
-            S::CreateTable(ct) => w.create_table(ct, &self.database, &env),
-            S::CreateView(cv) => {
-                if cv.materialized || cv.temporary || cv.or_alter || cv.to.is_some() {
-                    return Err(SqlError::unsupported("this CREATE VIEW"));
-                }
-                let name = new_object_name(&cv.name)?;
-                let aliases = cv.columns.iter().map(|c| ident(&c.name)).collect();
-                let view = crate::exec::views::plan_new_view(
-                    &mut planner!(),
-                    &self.database,
-                    &name,
-                    aliases,
-                    &cv.query,
-                )?;
-                w.create_view(view, cv.or_replace)
-            }
-            S::Drop { object_type: ast::ObjectType::Schema, if_exists, names, cascade, .. } => {
-                let out = w.drop_schemas(names, *if_exists, *cascade, &self.database);
-                w.report_cascade();
-                out
-            }
-            S::Drop {
-                object_type: ast::ObjectType::Sequence, if_exists, names, cascade, ..
-            } => {
-                let out = w.drop_sequences(names, *if_exists, *cascade, &self.database);
-                w.report_cascade();
-                out
-            }
-            S::Drop { object_type: ast::ObjectType::View, if_exists, names, cascade, .. } => {
-                let names = names.iter().map(object_name).collect::<Result<Vec<_>>>()?;
-                let out = w.drop_views(&names, *if_exists, *cascade, &self.database);
-                w.report_cascade();
-                out
-            }
-            S::Drop {
-                object_type: ast::ObjectType::MaterializedView,
-                if_exists,
-                names,
-                cascade,
-                ..
-            } => {
-                let out = w.drop_matviews(names, *if_exists, *cascade, &self.database);
-                w.report_cascade();
-                out
-            }
-            S::Drop { object_type: ast::ObjectType::Type, if_exists, names, cascade, .. } => {
-                let out = w.drop_types(names, *if_exists, *cascade, &self.database);
-                w.report_cascade();
-                out
-            }
-            S::DropDomain(d) => {
-                let cascade = matches!(d.drop_behavior, Some(ast::DropBehavior::Cascade));
-                let out = w.drop_domain(&d.name, d.if_exists, cascade, &self.database);
-                w.report_cascade();
-                out
-            }
-            S::CreateType { name, representation } => {
-                w.create_type(name, representation.as_ref(), &self.database)
-            }
-            S::AlterType(at) => w.alter_type(at, &self.database),
-            S::AlterSchema(a) => w.alter_schema(a, &self.database),
-            S::Drop { object_type, if_exists, names, cascade, .. } => {
-                let out = w.drop(*object_type, *if_exists, *cascade, names, &self.database);
-                w.report_cascade();
-                out
-            }
-            S::CreateSequence {
-                temporary: false,
-                if_not_exists,
-                name,
-                data_type,
-                sequence_options,
-                owned_by,
-            } => w.create_sequence(
-                *if_not_exists,
-                name,
-                data_type.as_ref(),
-                sequence_options,
-                owned_by.as_ref(),
-                &self.database,
-            ),
-            S::CreateIndex(ci) => w.create_index(ci, &self.database),
             S::CreateFunction(cf) => {
                 let check = crate::exec::routines::check_bodies(&settings);
                 w.create_function(cf, &self.database, check, &env, false)
             }
-            S::DropFunction(df) => w.drop_functions(
-                df.if_exists,
-                &df.func_desc,
-                df.drop_behavior.as_ref(),
-                &self.database,
-                false,
-            ),
-            S::DropProcedure { if_exists, proc_desc, drop_behavior } => w.drop_functions(
-                *if_exists,
-                proc_desc,
-                drop_behavior.as_ref(),
-                &self.database,
-                true,
-            ),
             S::Call(f) => {
                 let call = planner!().procedure_call(f)?;
                 w.eval_alone(&[call], &ctx)?;
                 Ok(Output::Command("CALL".into()))
-            }
-            S::AlterFunction(af) => w.alter_function(af, &self.database),
-            S::DropTrigger(dt) => w.drop_trigger(dt, &self.database),
-            S::AlterIndex { name, operation } => w.rename_index(name, operation, &self.database),
-            S::CreateSchema { schema_name, if_not_exists, .. } => {
-                w.create_schema(schema_name, *if_not_exists, &self.database)
-            }
-            S::CreateExtension(ce) => w.create_extension(ce, &self.database),
-            S::DropExtension(de) => w.drop_extensions(de, &self.database),
-            S::Grant(g) => w.grant(
-                g.objects.as_ref(),
-                &g.grantees,
-                g.with_grant_option,
-                "GRANT",
-                &self.database,
-            ),
-            S::Revoke(r) => {
-                w.grant(r.objects.as_ref(), &r.grantees, false, "REVOKE", &self.database)
-            }
-            S::Comment { object_type, object_name, comment, if_exists } => w.comment_on(
-                object_type,
-                object_name,
-                comment.as_deref(),
-                *if_exists,
-                &self.database,
-            ),
-            S::AlterTable(at) => {
-                let out = w.alter_table(at, &self.database, &env)?;
-                let name = object_name(&at.name)?;
-                // The views that read a dropped column go with it under CASCADE; without it
-                // they make the drop fail, as in PostgreSQL.
-                let mut dropped = Vec::new();
-                let mut cascade = false;
-                for op in &at.operations {
-                    if let ast::AlterTableOperation::DropColumn {
-                        column_names,
-                        drop_behavior,
-                        ..
-                    } = op
-                    {
-                        dropped.extend(column_names.iter().map(ident));
-                        cascade |= matches!(drop_behavior, Some(ast::DropBehavior::Cascade));
-                    }
-                }
-                if !dropped.is_empty() {
-                    let broken: Vec<String> =
-                        crate::exec::views::broken_views(&mut planner!(), &name)?
-                            .into_iter()
-                            .map(|(v, _)| v)
-                            .collect();
-                    w.drop_broken_views(&name, &dropped[0], &broken, cascade, &self.database)?;
-                    w.report_cascade();
-                }
-                crate::exec::views::recheck_views(&mut planner!(), &name)?;
-                // A renamed table's views now read it by its new name.
-                for op in &at.operations {
-                    if let ast::AlterTableOperation::RenameTable {
-                        table_name:
-                            ast::RenameTableNameKind::To(new) | ast::RenameTableNameKind::As(new),
-                    } = op
-                    {
-                        let new = crate::exec::schema::renamed(&name, new)?;
-                        crate::exec::views::recheck_views(&mut planner!(), &new)?;
-                    }
-                }
-                Ok(out)
-            }
-            S::Truncate(t) => {
-                let restart = matches!(t.identity, Some(ast::TruncateIdentityOption::Restart));
-                let mut tables = Vec::new();
-                for target in &t.table_names {
-                    let name = object_name(&target.name)?;
-                    let table =
-                        self.db.catalog.table_or_err(&mut w.ts.txn, &self.database, &name)?;
-                    if table.matview.is_some() {
-                        return Err(SqlError::new(
-                            code::WRONG_OBJECT_TYPE,
-                            format!("\"{}\" is not a table", crate::catalog::unqualified(&name)),
-                        ));
-                    }
-                    tables.push(table);
-                }
-                let named = tables.len();
-                // A table referenced by a foreign key goes only with its referencing tables
-                // (which CASCADE adds, transitively).
-                let cascade = matches!(t.cascade, Some(ast::CascadeOption::Cascade));
-                let mut i = 0;
-                while i < tables.len() {
-                    for r in tables[i].referenced_by.clone() {
-                        if tables.iter().any(|x| x.name == r.table) {
-                            continue;
-                        }
-                        if !cascade {
-                            return Err(SqlError::new(
-                                code::FEATURE_NOT_SUPPORTED,
-                                "cannot truncate a table referenced in a foreign key constraint",
-                            )
-                            .detail(format!(
-                                "Table \"{}\" references \"{}\".",
-                                r.table, tables[i].name
-                            ))
-                            .hint(format!(
-                                "Truncate table \"{}\" at the same time, or use TRUNCATE ... CASCADE.",
-                                r.table
-                            )));
-                        }
-                        tables.push(self.db.catalog.table_or_err(
-                            &mut w.ts.txn,
-                            &self.database,
-                            &r.table,
-                        )?);
-                    }
-                    i += 1;
-                }
-                // The tables CASCADE added, each told to the client as PostgreSQL does.
-                for table in tables.iter().skip(named) {
-                    let name = crate::catalog::unqualified(&table.name);
-                    w.notice(format!("truncate cascades to table \"{name}\""));
-                }
-                for table in &tables {
-                    w.truncate(table)?;
-                    if restart {
-                        w.restart_owned_sequences(table)?;
-                    }
-                }
-                Ok(Output::Command("TRUNCATE TABLE".into()))
             }
             S::CreateDatabase { db_name, if_not_exists, .. } => {
                 let name = crate::bind::name_as_written(db_name)?;
@@ -644,10 +397,13 @@ impl Session {
                     )),
                 }
             }
-            other => Err(SqlError::unsupported(format!(
-                "the statement {}",
-                first_words(&other.to_string())
-            ))),
+            other => match w.ddl(other, &self.database, &system, &env)? {
+                Some(out) => Ok(out),
+                None => Err(SqlError::unsupported(format!(
+                    "the statement {}",
+                    first_words(&other.to_string())
+                ))),
+            },
         }
     }
 }

@@ -31,6 +31,16 @@ pub(crate) enum OnCommit {
     Drop,
 }
 
+/// A session's temporary schema and tables.
+#[derive(Default)]
+pub(crate) struct Temps {
+    /// Whether the session made its temporary schema.
+    pub(crate) used: bool,
+    /// Temporary tables' ON COMMIT actions: the table, the action and the transaction
+    /// (`Session::txn_serial`) that made it.
+    pub(crate) on_commit: Vec<(String, OnCommit, u64)>,
+}
+
 /// Whether `name` is a session's temporary schema.
 pub(crate) fn is_temp_schema(name: &str) -> bool {
     name.strip_prefix(PREFIX)
@@ -47,77 +57,9 @@ impl Session {
     /// temporary schema (made now when the session has none), its ON COMMIT action kept by
     /// the session; `None` for any other statement.
     pub(crate) fn temp_table(&mut self, ct: &ast::CreateTable) -> Result<Option<ast::CreateTable>> {
-        let parts: Vec<String> = ct
-            .name
-            .0
-            .iter()
-            .map(|p| p.as_ident().map(crate::bind::ident).unwrap_or_default())
-            .collect();
-        if let [s, _] = parts.as_slice() {
-            if is_temp_schema(s) && *s != self.temp_schema() {
-                return Err(SqlError::unsupported(
-                    "creating relations in temporary schemas of other sessions",
-                ));
-            }
-        }
-        // (A name in the session's own temporary schema is what this rewrites to: it is made
-        // as any table there.)
-        let in_pg_temp = matches!(parts.as_slice(), [s, _] if s == "pg_temp");
-        if !ct.temporary && !in_pg_temp {
-            if ct.on_commit.is_some() {
-                return Err(SqlError::new(
-                    crate::error::code::INVALID_TABLE_DEFINITION,
-                    "ON COMMIT can only be used on temporary tables",
-                ));
-            }
-            return Ok(None);
-        }
-        let name = match parts.as_slice() {
-            [n] => n.clone(),
-            [s, n] if s == "pg_temp" || *s == self.temp_schema() => n.clone(),
-            _ => {
-                return Err(SqlError::new(
-                    crate::error::code::INVALID_TABLE_DEFINITION,
-                    "cannot create temporary relation in non-temporary schema",
-                ))
-            }
-        };
-        if name.contains('.') {
-            return Err(crate::bind::dotted_name(&name));
-        }
-        self.make_temp_schema()?;
-        let schema = self.temp_schema();
-        let on_commit = match ct.on_commit {
-            Some(ast::OnCommit::DeleteRows) => Some(OnCommit::DeleteRows),
-            Some(ast::OnCommit::Drop) => Some(OnCommit::Drop),
-            Some(ast::OnCommit::PreserveRows) | None => None,
-        };
-        if let Some(action) = on_commit {
-            self.temp_on_commit.push((format!("{schema}.{name}"), action, self.txn_serial));
-        }
-        let qualified = ast::ObjectName::from(vec![
-            ast::Ident::with_quote('"', schema),
-            ast::Ident::with_quote('"', name),
-        ]);
-        Ok(Some(ast::CreateTable {
-            name: qualified,
-            temporary: false,
-            on_commit: None,
-            ..ct.clone()
-        }))
-    }
-
-    /// Makes the session's temporary schema in its transaction, unless it exists.
-    fn make_temp_schema(&mut self) -> Result<()> {
-        let schema = self.temp_schema();
         let ts = self.txn.as_mut().expect("a transaction is open");
-        if self.db.catalog.schema(&mut ts.txn, &self.database, &schema)?.is_none() {
-            let id = self.db.catalog.next_id(&mut ts.txn)?;
-            let def = crate::catalog::Schema { id, name: schema, comment: None };
-            self.db.catalog.put_schema(&mut ts.txn, &self.database, &def)?;
-        }
-        self.temp_used = true;
-        Ok(())
+        let made = Made { pid: self.pid, serial: self.txn_serial };
+        temp_table(&mut self.temps, made, &self.db.catalog, &mut ts.txn, &self.database, ct)
     }
 
     /// After a temporary table is made: the statements that follow in the running one (a DO
@@ -133,7 +75,7 @@ impl Session {
     /// The ON COMMIT actions, run in the committing transaction just before its commit:
     /// the tables to empty and those to drop (which then leave the list).
     pub(crate) fn temp_on_commit(&mut self) -> Result<()> {
-        let actions = std::mem::take(&mut self.temp_on_commit);
+        let actions = std::mem::take(&mut self.temps.on_commit);
         for (name, action, made) in actions {
             let ts = self.txn.as_mut().expect("a transaction is open");
             // A table dropped since is forgotten.
@@ -145,7 +87,7 @@ impl Session {
                 format!("{}.{}", crate::bind::quote_ident(schema), crate::bind::quote_ident(table));
             let sql = match action {
                 OnCommit::DeleteRows => {
-                    self.temp_on_commit.push((name.clone(), action, made));
+                    self.temps.on_commit.push((name.clone(), action, made));
                     format!("TRUNCATE {quoted}")
                 }
                 OnCommit::Drop => format!("DROP TABLE {quoted} CASCADE"),
@@ -160,15 +102,137 @@ impl Session {
 
     /// Drops the session's temporary schema and everything in it (the session is ending).
     pub(crate) fn drop_temp_schema(&mut self) {
-        if !self.temp_used {
+        if !self.temps.used {
             return;
         }
-        self.temp_used = false;
-        self.temp_on_commit.clear();
+        self.temps.used = false;
+        self.temps.on_commit.clear();
         let sql = format!("DROP SCHEMA IF EXISTS {} CASCADE", self.temp_schema());
         let (_, err) = self.simple_query(&sql);
         if let Some(e) = err {
             tracing::warn!(pid = self.pid, error = %e.message, "the session's temporary tables were not dropped");
         }
+    }
+}
+
+/// A `CREATE TEMP TABLE` of the session `made` describes, rewritten as the CREATE TABLE of
+/// a relation of its temporary schema (made now in `txn` when it has none), its ON COMMIT
+/// action kept in `temps`; `None` for any other statement.
+pub(crate) fn temp_table(
+    temps: &mut Temps,
+    made: Made,
+    catalog: &crate::catalog::Catalog,
+    txn: &mut kiln_engine::Transaction,
+    database: &str,
+    ct: &ast::CreateTable,
+) -> Result<Option<ast::CreateTable>> {
+    let parts: Vec<String> = ct
+        .name
+        .0
+        .iter()
+        .map(|p| p.as_ident().map(crate::bind::ident).unwrap_or_default())
+        .collect();
+    if let [s, _] = parts.as_slice() {
+        if is_temp_schema(s) && *s != made.schema() {
+            return Err(SqlError::unsupported(
+                "creating relations in temporary schemas of other sessions",
+            ));
+        }
+    }
+    // (A name in the session's own temporary schema is what this rewrites to: it is made
+    // as any table there.)
+    let in_pg_temp = matches!(parts.as_slice(), [s, _] if s == "pg_temp");
+    if !ct.temporary && !in_pg_temp {
+        if ct.on_commit.is_some() {
+            return Err(SqlError::new(
+                crate::error::code::INVALID_TABLE_DEFINITION,
+                "ON COMMIT can only be used on temporary tables",
+            ));
+        }
+        return Ok(None);
+    }
+    let name = match parts.as_slice() {
+        [n] => n.clone(),
+        [s, n] if s == "pg_temp" || *s == made.schema() => n.clone(),
+        _ => {
+            return Err(SqlError::new(
+                crate::error::code::INVALID_TABLE_DEFINITION,
+                "cannot create temporary relation in non-temporary schema",
+            ))
+        }
+    };
+    if name.contains('.') {
+        return Err(crate::bind::dotted_name(&name));
+    }
+    let schema = made.schema();
+    if catalog.schema(txn, database, &schema)?.is_none() {
+        let id = catalog.next_id(txn)?;
+        let def = crate::catalog::Schema { id, name: schema.clone(), comment: None };
+        catalog.put_schema(txn, database, &def)?;
+    }
+    temps.used = true;
+    let on_commit = match ct.on_commit {
+        Some(ast::OnCommit::DeleteRows) => Some(OnCommit::DeleteRows),
+        Some(ast::OnCommit::Drop) => Some(OnCommit::Drop),
+        Some(ast::OnCommit::PreserveRows) | None => None,
+    };
+    if let Some(action) = on_commit {
+        temps.on_commit.push((format!("{schema}.{name}"), action, made.serial));
+    }
+    let qualified = ast::ObjectName::from(vec![
+        ast::Ident::with_quote('"', schema),
+        ast::Ident::with_quote('"', name),
+    ]);
+    Ok(Some(ast::CreateTable { name: qualified, temporary: false, on_commit: None, ..ct.clone() }))
+}
+
+/// Who makes a temporary table: the session's process id (which names its temporary
+/// schema) and its transaction's serial number.
+#[derive(Clone, Copy)]
+pub(crate) struct Made {
+    pub(crate) pid: i32,
+    pub(crate) serial: u64,
+}
+
+impl Made {
+    /// The session's temporary schema.
+    pub(crate) fn schema(self) -> String {
+        format!("{PREFIX}{}", self.pid)
+    }
+}
+
+impl crate::exec::write::Writer<'_> {
+    /// [`temp_table`] for the writer's session.
+    pub(crate) fn temp_table(
+        &mut self,
+        ct: &ast::CreateTable,
+        database: &str,
+    ) -> Result<Option<ast::CreateTable>> {
+        let made = Made { pid: self.pid, serial: self.txn_serial };
+        temp_table(self.temps, made, &self.db.catalog, &mut self.ts.txn, database, ct)
+    }
+
+    /// After a relation is made by a running statement (a function's CREATE TEMP TABLE):
+    /// the installed search path is loaded again, the session's temporary schema first once
+    /// it has one, so that the statement's later parts find the relation.
+    pub(crate) fn refresh_search_path(&mut self, database: &str) -> Result<()> {
+        let mut schemas = crate::bind::search::installed_schemas();
+        if schemas.is_empty() {
+            schemas.push("public".to_string());
+        }
+        let temp = Made { pid: self.pid, serial: self.txn_serial }.schema();
+        if self.temps.used && !schemas.contains(&temp) {
+            schemas.insert(0, temp);
+        }
+        let path: Vec<String> = schemas.iter().map(|s| crate::bind::quote_ident(s)).collect();
+        let loaded = crate::bind::search::SearchPath::load(
+            &self.db.catalog,
+            &mut self.ts.txn,
+            database,
+            &path.join(", "),
+        )?;
+        // The statement's own guard puts back what was there before it.
+        std::mem::forget(crate::bind::search::install(loaded));
+        Ok(())
     }
 }

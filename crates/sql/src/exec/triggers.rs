@@ -106,6 +106,13 @@ pub(crate) struct TriggerState {
     pub(crate) pending: Pending,
 }
 
+impl TriggerState {
+    /// How deep trigger calls nest now (0: none runs).
+    pub(crate) fn depth(&self) -> usize {
+        self.depth
+    }
+}
+
 /// `name()` as messages write a function without arguments.
 fn signature(name: &str) -> String {
     format!("{}()", crate::catalog::unqualified(name))
@@ -200,6 +207,7 @@ impl Writer<'_> {
                 routines: vec![],
                 sql_args: None,
                 bound: Default::default(),
+                defer: false,
             };
             let (ty, used_new, used_old) = binder.trigger_condition(&table, when)?;
             if ty != DataType::Bool && ty != DataType::Unknown {
@@ -328,9 +336,13 @@ impl Writer<'_> {
             routines: vec![(function.id, std::sync::Weak::new())],
             sql_args: None,
             bound: Default::default(),
+            defer: true,
         };
-        let (program, mut deps) =
-            binder.plpgsql(Kind::Trigger(table), &function.body, trigger.when.as_deref())?;
+        let (program, mut deps) = binder.plpgsql(
+            Kind::Trigger(Arc::new(table.clone())),
+            &function.body,
+            trigger.when.as_deref(),
+        )?;
         // The frame is the table's columns: the program depends on its definition too.
         match self.db.catalog.table(&mut self.ts.txn, &database, &table.name)? {
             Some(t) => deps.table(&t),

@@ -43,6 +43,16 @@ pub(crate) struct Writer<'a> {
     pub(crate) cascaded: Vec<String>,
     /// Triggers' bound programs and pending AFTER calls (`exec::triggers`).
     pub(crate) triggers: crate::exec::triggers::TriggerState,
+    /// The session's temporary schema and tables, its process id (which names the schema)
+    /// and the serial number of its transaction (`Session::txn_serial`).
+    pub(crate) temps: &'a mut crate::exec::temp::Temps,
+    pub(crate) pid: i32,
+    pub(crate) txn_serial: u64,
+    /// Whether a function ran a schema statement in this statement.
+    pub(crate) routine_ddl: bool,
+    /// How many running calls have reads around them that a function's schema statement
+    /// could change under them (`Writer::call_alone`): none may run while any do.
+    pub(crate) ddl_guard: u32,
 }
 
 impl Writer<'_> {

@@ -16,7 +16,7 @@
 //! A body is an optional `DECLARE` section (variables with types, `CONSTANT`, `NOT NULL`,
 //! defaults; `record` variables) and a block: SQL statements (`SELECT … INTO`, `… RETURNING
 //! … INTO`), assignments, `IF … THEN … [ELSIF …] [ELSE …] END IF`, `LOOP` / `WHILE` / integer
-//! `FOR` loops and `FOR … IN query` loops with `EXIT` and `CONTINUE`, `RAISE` (with `%`
+//! `FOR` loops and `FOR … IN query` / `FOR … IN EXECUTE string [USING …]` loops with `EXIT` and `CONTINUE`, `RAISE` (with `%`
 //! parameters and `USING` options), `PERFORM`, `ASSERT`, `EXECUTE string [INTO [STRICT] …]
 //! [USING …]`, `GET DIAGNOSTICS … ROW_COUNT`, `RETURN`, `NULL`, and nested `BEGIN …
 //! [EXCEPTION WHEN … THEN …] END` blocks whose handlers run statements too. Conditions and
@@ -25,7 +25,7 @@
 //!
 //! The session runs a DO block statement by statement (`exec::do_block`); a function's body
 //! (`function_body`) is bound once and run by `exec::plpgsql`, which binds EXECUTE's text
-//! when it runs and refuses `FOR … IN EXECUTE`.
+//! (and `FOR … IN EXECUTE`'s) when it runs.
 
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
@@ -101,6 +101,9 @@ pub enum Stmt {
     /// `RETURN QUERY query`: the query's rows, of a set-returning function; only in
     /// functions.
     ReturnQuery(String),
+    /// `RETURN QUERY EXECUTE string [USING expression, …]`: a dynamic query's rows; only in
+    /// functions.
+    ReturnExecute(Box<Execute>),
     /// `[WHILE condition] LOOP … END LOOP`; only in functions.
     Loop(Option<String>, Vec<Stmt>),
     /// `FOR name IN [REVERSE] low .. high [BY step] LOOP … END LOOP`: the loop variable
@@ -167,7 +170,9 @@ impl Stmt {
             code::DATATYPE_MISMATCH,
             match self {
                 Stmt::ReturnNext(_) => "cannot use RETURN NEXT in a non-SETOF function",
-                Stmt::ReturnQuery(_) => "cannot use RETURN QUERY in a non-SETOF function",
+                Stmt::ReturnQuery(_) | Stmt::ReturnExecute(_) => {
+                    "cannot use RETURN QUERY in a non-SETOF function"
+                }
                 _ => "RETURN cannot have a parameter in function returning void",
             },
         )
@@ -303,7 +308,7 @@ const CONDITIONS: &[(&str, &str)] = &[
 ];
 
 /// What Kiln's PL/pgSQL has, for the hint of a construct it refuses.
-const PLPGSQL_HINT: &str = "Kiln's PL/pgSQL has variables (DECLARE, records), assignments, IF, LOOP, WHILE, FOR over integers and queries, EXIT, CONTINUE, RAISE, PERFORM, ASSERT, SELECT … INTO, INSERT, UPDATE, DELETE (… RETURNING … INTO), MERGE, GET DIAGNOSTICS … ROW_COUNT, EXECUTE (… INTO … USING), exception handlers and RETURN, and in DO blocks FOR … IN EXECUTE; it has no cursors, labels or nested DECLARE sections.";
+const PLPGSQL_HINT: &str = "Kiln's PL/pgSQL has variables (DECLARE, records), assignments, IF, LOOP, WHILE, FOR over integers and queries, EXIT, CONTINUE, RAISE, PERFORM, ASSERT, SELECT … INTO, INSERT, UPDATE, DELETE (… RETURNING … INTO), MERGE, GET DIAGNOSTICS … ROW_COUNT, EXECUTE (… INTO … USING), FOR … IN EXECUTE, exception handlers and RETURN; it has no cursors, labels or nested DECLARE sections.";
 
 fn refused(what: &str) -> SqlError {
     SqlError::unsupported(format!("{what} in a DO block")).hint(PLPGSQL_HINT)
@@ -384,30 +389,7 @@ impl Parser<'_> {
 
 /// Reads the body of a PL/pgSQL function (`CREATE FUNCTION … AS $$ body $$`).
 pub fn function_body(body: &str) -> Result<FunctionBody> {
-    let read = read_body(body, true)?;
-    // A loop over a dynamic query's rows runs in DO blocks only (a function's record
-    // variables take their fields when its statements are bound, once).
-    fn dynamic(statements: &[Stmt]) -> Option<&'static str> {
-        statements.iter().find_map(|s| match s {
-            Stmt::ForQuery(f) if f.execute.is_some() => Some("FOR … IN EXECUTE"),
-            Stmt::ForQuery(f) => dynamic(&f.body),
-            Stmt::ForRange(f) => dynamic(&f.body),
-            Stmt::Loop(_, body) => dynamic(body),
-            Stmt::If(arms, otherwise) => {
-                arms.iter().find_map(|(_, b)| dynamic(b)).or_else(|| dynamic(otherwise))
-            }
-            Stmt::Block(b) => dynamic(&b.statements)
-                .or_else(|| b.handlers.iter().find_map(|h| dynamic(&h.statements))),
-            _ => None,
-        })
-    }
-    let block = &read.body;
-    let found = dynamic(&block.statements)
-        .or_else(|| block.handlers.iter().find_map(|h| dynamic(&h.statements)));
-    if let Some(what) = found {
-        return Err(refused_in_function(what));
-    }
-    Ok(read)
+    read_body(body, true)
 }
 
 /// `[DECLARE declarations] BEGIN … END [;]`, of a function or a DO block.
@@ -697,7 +679,14 @@ impl<'a> Parser<'a> {
                 let next = self.eat_word("next");
                 let query = !next && self.eat_word("query");
                 if query && self.peek_is("execute") {
-                    return Err(self.refused("RETURN QUERY EXECUTE"));
+                    self.at += 1;
+                    let end = self.semicolon()?;
+                    let execute = self.execute(end)?;
+                    if !execute.into.is_empty() {
+                        return Err(SqlError::syntax("syntax error at or near \"INTO\""));
+                    }
+                    self.at = end + 1;
+                    return Ok(Some(Stmt::ReturnExecute(Box::new(execute))));
                 }
                 let end = self.semicolon()?;
                 let expr = self.text(self.at, end);
@@ -1416,14 +1405,6 @@ mod tests {
         );
         for (body, code) in [
             ("BEGIN EXIT; END", code::SYNTAX),
-            (
-                "BEGIN FOR r IN EXECUTE 'SELECT 1' LOOP NULL; END LOOP; END",
-                code::FEATURE_NOT_SUPPORTED,
-            ),
-            (
-                "BEGIN IF true THEN FOR r IN EXECUTE 'x' LOOP END LOOP; END IF; END",
-                code::FEATURE_NOT_SUPPORTED,
-            ),
             ("BEGIN NULL; EXCEPTION WHEN nosuch_condition THEN NULL; END", code::UNDEFINED_OBJECT),
             ("DECLARE x t%ROWTYPE; BEGIN NULL; END", code::FEATURE_NOT_SUPPORTED),
             ("DECLARE x int; x int; BEGIN NULL; END", code::DUPLICATE_OBJECT),
