@@ -736,10 +736,14 @@ impl<'a> Planner<'a> {
         // built-in operator.
         if let O::PGCustomBinaryOperator(parts) = op {
             if let [schema, name] = parts.as_slice() {
-                if schema.eq_ignore_ascii_case("pg_catalog") {
-                    if let Some(builtin) = builtin_operator(name) {
+                if let Some(builtin) = builtin_operator(name) {
+                    if schema.eq_ignore_ascii_case("pg_catalog") {
                         return self.binary(left, &builtin, right, scope, aggs);
                     }
+                    // No operator is made in another schema (Kiln has no CREATE OPERATOR).
+                    let (_, at) = self.expr(left, scope, aggs)?;
+                    let (_, bt) = self.expr(right, scope, aggs)?;
+                    return Err(no_operator(at, &format!("{schema}.{name}"), bt));
                 }
             }
         }

@@ -1143,8 +1143,12 @@ impl Binder<'_> {
         };
         let statements = crate::parse::parse(body)?;
         let mut steps = Vec::with_capacity(statements.len());
+        // What each statement's binding read, by the position of its first step.
+        let mut read: Vec<Option<Dependencies>> = Vec::with_capacity(statements.len());
         let last = statements.len().saturating_sub(1);
         for (k, stmt) in statements.iter().enumerate() {
+            let first = steps.len();
+            let outer = std::mem::replace(&mut frame.deps, Dependencies::new());
             let step = match stmt {
                 ast::Statement::Query(q) if k == last && gives => {
                     let plan = self.planned(&mut frame, |p| p.query(q, None))?;
@@ -1175,6 +1179,9 @@ impl Binder<'_> {
                 ast::Statement::Merge(m) => Step::Merge(Box::new(
                     self.planned(&mut frame, |p| crate::bind::merge::plan_merge(p, m))?,
                 )),
+                // Bound with the others, before any runs (later statements do not see what
+                // it makes, as in PostgreSQL).
+                other if schema_statement(other) => Step::Utility(other.to_string()),
                 other => {
                     return Err(SqlError::unsupported(format!(
                         "the statement {} in an SQL function",
@@ -1191,6 +1198,10 @@ impl Binder<'_> {
                 _ => step,
             };
             steps.push(step);
+            let deps = std::mem::replace(&mut frame.deps, outer);
+            frame.deps.extend(&deps);
+            read.resize_with(steps.len(), || None);
+            read[first] = Some(deps);
         }
         if gives
             && !matches!(
@@ -1202,6 +1213,15 @@ impl Binder<'_> {
                 "Function's final statement must be SELECT or INSERT/UPDATE/DELETE RETURNING.",
             ));
         }
+        // Once a statement changed the schema, the others' definitions are checked first.
+        let steps = steps
+            .into_iter()
+            .zip(read)
+            .map(|(step, deps)| match deps {
+                Some(deps) if deps.has_definitions() => Step::Checked(Box::new(step), deps),
+                _ => step,
+            })
+            .collect();
         Ok(program(frame, vec![], None, steps))
     }
 
