@@ -396,14 +396,6 @@ pub(crate) enum Kind {
 /// last); a function's is its arguments (so `$n` is slot n - 1), then `FOUND`. Both go on
 /// with the last statement's row count (which no name reaches), the value returned, then
 /// a handler's `SQLSTATE` and `SQLERRM`, then the declared variables and the loop variables.
-/// A frame's names and slots before a statement was bound ([`Frame::mark`]).
-struct FrameMark {
-    vars: usize,
-    types: usize,
-    records: Vec<(String, Option<Fields>)>,
-    used: (bool, bool),
-}
-
 #[derive(Clone)]
 pub(crate) struct Frame {
     kind: Kind,
@@ -423,6 +415,14 @@ pub(crate) struct Frame {
     /// Record variables: name, and the slots of their fields, by name, once a query (FOR …
     /// IN, SELECT … INTO) gave them a shape.
     records: Vec<(String, Option<Fields>)>,
+}
+
+/// A frame's names and slots before a statement was bound ([`Frame::mark`]).
+struct FrameMark {
+    vars: usize,
+    types: usize,
+    records: Vec<(String, Option<Fields>)>,
+    used: (bool, bool),
 }
 
 impl Frame {
@@ -1330,127 +1330,126 @@ impl Binder<'_> {
 
     /// Binds one statement of a block.
     fn step(&mut self, frame: &mut Frame, s: &Stmt) -> Result<Step> {
-        {
-            Ok(match s {
-                Stmt::Assign(target, e) => {
-                    let (slot, ty, not_null) = match target.as_slice() {
-                        [record, col] if frame.is_record(record) => {
-                            let slot = frame.field(record, col)?;
-                            (slot, frame.types[slot], false)
-                        }
-                        [name] => {
-                            let Some((slot, constant)) = frame.declared(name) else {
-                                if frame.var(name).is_some() {
-                                    return Err(refused(&format!("assigning to {name}")));
-                                }
-                                return Err(unknown_variable(name));
-                            };
-                            if constant {
-                                return Err(constant_variable(name));
+        Ok(match s {
+            Stmt::Assign(target, e) => {
+                let (slot, ty, not_null) = match target.as_slice() {
+                    [record, col] if frame.is_record(record) => {
+                        let slot = frame.field(record, col)?;
+                        (slot, frame.types[slot], false)
+                    }
+                    [name] => {
+                        let Some((slot, constant)) = frame.declared(name) else {
+                            if frame.var(name).is_some() {
+                                return Err(refused(&format!("assigning to {name}")));
                             }
-                            (slot, frame.types[slot], frame.not_null.contains(&slot))
+                            return Err(unknown_variable(name));
+                        };
+                        if constant {
+                            return Err(constant_variable(name));
                         }
-                        _ => return Err(unknown_variable(target.join("."))),
-                    };
-                    let value = self.expression(frame, e)?;
-                    Step::Assign { slot, ty, value, not_null }
-                }
-                Stmt::If(arms, otherwise) => {
-                    let mut bound = Vec::with_capacity(arms.len());
-                    for (c, body) in arms {
-                        let c = self.expression(frame, c)?;
-                        bound.push((c, self.steps(frame, body)?));
+                        (slot, frame.types[slot], frame.not_null.contains(&slot))
                     }
-                    Step::If(bound, self.steps(frame, otherwise)?)
-                }
-                Stmt::Raise(r) => {
-                    let mut params = Vec::new();
-                    for p in &r.params {
-                        params.push(self.expression(frame, p)?);
-                    }
-                    let mut using = Vec::new();
-                    for (_, e) in &r.using {
-                        using.push(self.expression(frame, e)?);
-                    }
-                    Step::Raise { raise: r.clone(), params, using }
-                }
-                Stmt::Assert(c, m) => {
+                    _ => return Err(unknown_variable(target.join("."))),
+                };
+                let value = self.expression(frame, e)?;
+                Step::Assign { slot, ty, value, not_null }
+            }
+            Stmt::If(arms, otherwise) => {
+                let mut bound = Vec::with_capacity(arms.len());
+                for (c, body) in arms {
                     let c = self.expression(frame, c)?;
-                    let m = match m {
-                        Some(m) => Some(self.expression(frame, m)?),
-                        None => None,
-                    };
-                    Step::Assert(c, m)
+                    bound.push((c, self.steps(frame, body)?));
                 }
-                Stmt::Perform(q) => {
-                    let mut stmt = one_statement(q)?;
-                    frame.rewrite(&mut stmt)?;
-                    let ast::Statement::Query(q) = &stmt else {
-                        return Err(SqlError::syntax("PERFORM takes a query"));
-                    };
-                    Step::Perform(Box::new(self.planned(frame, |p| p.query(q, None))?))
+                Step::If(bound, self.steps(frame, otherwise)?)
+            }
+            Stmt::Raise(r) => {
+                let mut params = Vec::new();
+                for p in &r.params {
+                    params.push(self.expression(frame, p)?);
                 }
-                Stmt::Sql(text) => self.sql_step(frame, text)?,
-                Stmt::Return(e) => match &frame.kind {
-                    Kind::Trigger(_) => Step::Return(match e.as_deref().map(returned_record) {
-                        Some(Some(r)) => r,
-                        None => {
-                            return Err(SqlError::syntax(
-                                "RETURN in a trigger function needs NEW, OLD or NULL",
-                            ))
-                        }
-                        Some(None) => {
-                            return Err(refused(
-                                "RETURN of anything but NEW, OLD, NULL or COALESCE(NEW, OLD)",
-                            ));
-                        }
-                    }),
-                    Kind::Function { shape, .. } => {
-                        let shape = shape.clone();
-                        self.function_return(frame, &shape, e.as_deref())?
-                    }
-                },
-                Stmt::ReturnNext(e) => {
-                    let shape = match &frame.kind {
-                        Kind::Function { shape, .. } => shape.clone(),
-                        Kind::Trigger(_) => {
-                            return Err(return_misfit(s, false, false, false).expect("misfit"))
-                        }
-                    };
-                    match e {
-                        None => Step::ReturnSlots { slots: shape.out.clone(), next: true },
-                        Some(e) => match self.record_slots(frame, &shape, e)? {
-                            Some(slots) => Step::ReturnSlots { slots, next: true },
-                            None => Step::ReturnNext(self.expression(frame, e)?),
-                        },
-                    }
+                let mut using = Vec::new();
+                for (_, e) in &r.using {
+                    using.push(self.expression(frame, e)?);
                 }
-                Stmt::ReturnExecute(ex) => {
-                    if matches!(frame.kind, Kind::Trigger(_)) {
-                        return Err(return_misfit(s, false, false, false).expect("misfit"));
+                Step::Raise { raise: r.clone(), params, using }
+            }
+            Stmt::Assert(c, m) => {
+                let c = self.expression(frame, c)?;
+                let m = match m {
+                    Some(m) => Some(self.expression(frame, m)?),
+                    None => None,
+                };
+                Step::Assert(c, m)
+            }
+            Stmt::Perform(q) => {
+                let mut stmt = one_statement(q)?;
+                frame.rewrite(&mut stmt)?;
+                let ast::Statement::Query(q) = &stmt else {
+                    return Err(SqlError::syntax("PERFORM takes a query"));
+                };
+                Step::Perform(Box::new(self.planned(frame, |p| p.query(q, None))?))
+            }
+            Stmt::Sql(text) => self.sql_step(frame, text)?,
+            Stmt::Return(e) => match &frame.kind {
+                Kind::Trigger(_) => Step::Return(match e.as_deref().map(returned_record) {
+                    Some(Some(r)) => r,
+                    None => {
+                        return Err(SqlError::syntax(
+                            "RETURN in a trigger function needs NEW, OLD or NULL",
+                        ))
                     }
-                    let sql = self.expression(frame, &ex.sql)?;
-                    let mut using = Vec::with_capacity(ex.using.len());
-                    for u in &ex.using {
-                        using.push(self.expression(frame, u)?);
+                    Some(None) => {
+                        return Err(refused(
+                            "RETURN of anything but NEW, OLD, NULL or COALESCE(NEW, OLD)",
+                        ));
                     }
-                    Step::ReturnExecute { sql, using }
+                }),
+                Kind::Function { shape, .. } => {
+                    let shape = shape.clone();
+                    self.function_return(frame, &shape, e.as_deref())?
                 }
-                Stmt::ReturnQuery(q) => {
-                    let shape = match &frame.kind {
-                        Kind::Function { shape, .. } => shape.clone(),
-                        Kind::Trigger(_) => {
-                            return Err(return_misfit(s, false, false, false).expect("misfit"))
-                        }
-                    };
-                    let mut stmt = one_statement(q)?;
-                    frame.rewrite(&mut stmt)?;
-                    let ast::Statement::Query(q) = &stmt else {
-                        return Err(refused("RETURN QUERY of anything but a query"));
-                    };
-                    let plan = self.planned(frame, |p| p.query(q, None))?;
-                    if plan.columns.len() != shape.types().len() {
-                        return Err(SqlError::new(
+            },
+            Stmt::ReturnNext(e) => {
+                let shape = match &frame.kind {
+                    Kind::Function { shape, .. } => shape.clone(),
+                    Kind::Trigger(_) => {
+                        return Err(return_misfit(s, false, false, false).expect("misfit"))
+                    }
+                };
+                match e {
+                    None => Step::ReturnSlots { slots: shape.out.clone(), next: true },
+                    Some(e) => match self.record_slots(frame, &shape, e)? {
+                        Some(slots) => Step::ReturnSlots { slots, next: true },
+                        None => Step::ReturnNext(self.expression(frame, e)?),
+                    },
+                }
+            }
+            Stmt::ReturnExecute(ex) => {
+                if matches!(frame.kind, Kind::Trigger(_)) {
+                    return Err(return_misfit(s, false, false, false).expect("misfit"));
+                }
+                let sql = self.expression(frame, &ex.sql)?;
+                let mut using = Vec::with_capacity(ex.using.len());
+                for u in &ex.using {
+                    using.push(self.expression(frame, u)?);
+                }
+                Step::ReturnExecute { sql, using }
+            }
+            Stmt::ReturnQuery(q) => {
+                let shape = match &frame.kind {
+                    Kind::Function { shape, .. } => shape.clone(),
+                    Kind::Trigger(_) => {
+                        return Err(return_misfit(s, false, false, false).expect("misfit"))
+                    }
+                };
+                let mut stmt = one_statement(q)?;
+                frame.rewrite(&mut stmt)?;
+                let ast::Statement::Query(q) = &stmt else {
+                    return Err(refused("RETURN QUERY of anything but a query"));
+                };
+                let plan = self.planned(frame, |p| p.query(q, None))?;
+                if plan.columns.len() != shape.types().len() {
+                    return Err(SqlError::new(
                             code::DATATYPE_MISMATCH,
                             "structure of query does not match function result type",
                         )
@@ -1459,77 +1458,75 @@ impl Binder<'_> {
                             plan.columns.len(),
                             shape.types().len()
                         )));
-                    }
-                    Step::ReturnQuery(Box::new(plan))
                 }
-                Stmt::Block(b) if b.handlers.is_empty() => {
-                    Step::Block(self.steps(frame, &b.statements)?)
+                Step::ReturnQuery(Box::new(plan))
+            }
+            Stmt::Block(b) if b.handlers.is_empty() => {
+                Step::Block(self.steps(frame, &b.statements)?)
+            }
+            Stmt::Block(b) => {
+                let body = self.steps(frame, &b.statements)?;
+                let mut handlers = Vec::with_capacity(b.handlers.len());
+                for h in &b.handlers {
+                    handlers.push((h.clone(), self.steps(frame, &h.statements)?));
                 }
-                Stmt::Block(b) => {
-                    let body = self.steps(frame, &b.statements)?;
-                    let mut handlers = Vec::with_capacity(b.handlers.len());
-                    for h in &b.handlers {
-                        handlers.push((h.clone(), self.steps(frame, &h.statements)?));
-                    }
-                    Step::Guarded { body, handlers }
+                Step::Guarded { body, handlers }
+            }
+            Stmt::Loop(condition, body) => {
+                let condition = match condition {
+                    Some(c) => Some(self.expression(frame, c)?),
+                    None => None,
+                };
+                Step::Loop { condition, body: self.steps(frame, body)? }
+            }
+            Stmt::ForRange(f) => {
+                let low = self.expression(frame, &f.low)?;
+                let high = self.expression(frame, &f.high)?;
+                let step = match &f.step {
+                    Some(s) => Some(self.expression(frame, s)?),
+                    None => None,
+                };
+                // The loop variable: an integer of its own, seen inside the loop only.
+                let slot = frame.declare(&f.var, DataType::Int4, false);
+                let body = self.steps(frame, &f.body);
+                frame.vars.pop();
+                Step::ForRange { slot, low, high, step, reverse: f.reverse, body: body? }
+            }
+            Stmt::ForQuery(f) if f.execute.is_some() => {
+                let sql = self.expression(frame, &f.query)?;
+                let mut using = Vec::new();
+                for u in f.execute.as_deref().unwrap_or_default() {
+                    using.push(self.expression(frame, u)?);
                 }
-                Stmt::Loop(condition, body) => {
-                    let condition = match condition {
-                        Some(c) => Some(self.expression(frame, c)?),
-                        None => None,
-                    };
-                    Step::Loop { condition, body: self.steps(frame, body)? }
-                }
-                Stmt::ForRange(f) => {
-                    let low = self.expression(frame, &f.low)?;
-                    let high = self.expression(frame, &f.high)?;
-                    let step = match &f.step {
-                        Some(s) => Some(self.expression(frame, s)?),
-                        None => None,
-                    };
-                    // The loop variable: an integer of its own, seen inside the loop only.
-                    let slot = frame.declare(&f.var, DataType::Int4, false);
-                    let body = self.steps(frame, &f.body);
-                    frame.vars.pop();
-                    Step::ForRange { slot, low, high, step, reverse: f.reverse, body: body? }
-                }
-                Stmt::ForQuery(f) if f.execute.is_some() => {
-                    let sql = self.expression(frame, &f.query)?;
-                    let mut using = Vec::new();
-                    for u in f.execute.as_deref().unwrap_or_default() {
-                        using.push(self.expression(frame, u)?);
-                    }
-                    let target = if frame.is_record_var(&f.var) {
-                        let stmts = f.body.clone();
-                        ForTarget::Record(
-                            f.var.clone(),
-                            Box::new(Late { frame: frame.clone(), stmts, unbound: None }),
-                        )
-                    } else {
-                        match frame.declared(&f.var) {
-                            Some((slot, false)) => ForTarget::Slot(
-                                slot,
-                                frame.types[slot],
-                                self.steps(frame, &f.body)?,
-                            ),
-                            Some((_, true)) => return Err(constant_variable(&f.var)),
-                            None => return Err(unknown_variable(&f.var)),
+                let target = if frame.is_record_var(&f.var) {
+                    let stmts = f.body.clone();
+                    ForTarget::Record(
+                        f.var.clone(),
+                        Box::new(Late { frame: frame.clone(), stmts, unbound: None }),
+                    )
+                } else {
+                    match frame.declared(&f.var) {
+                        Some((slot, false)) => {
+                            ForTarget::Slot(slot, frame.types[slot], self.steps(frame, &f.body)?)
                         }
-                    };
-                    frame.writes = true;
-                    Step::ForExecute { sql, using, target }
-                }
-                Stmt::ForQuery(f) => {
-                    let mut stmt = one_statement(&f.query)?;
-                    frame.rewrite(&mut stmt)?;
-                    let ast::Statement::Query(q) = &stmt else {
-                        return Err(SqlError::syntax("FOR … IN takes a query"));
-                    };
-                    let plan = self.planned(frame, |p| p.query(q, None))?;
-                    let targets = if frame.is_record_var(&f.var) {
-                        frame.shape_record(&f.var, &plan.columns)
-                    } else {
-                        match frame.declared(&f.var) {
+                        Some((_, true)) => return Err(constant_variable(&f.var)),
+                        None => return Err(unknown_variable(&f.var)),
+                    }
+                };
+                frame.writes = true;
+                Step::ForExecute { sql, using, target }
+            }
+            Stmt::ForQuery(f) => {
+                let mut stmt = one_statement(&f.query)?;
+                frame.rewrite(&mut stmt)?;
+                let ast::Statement::Query(q) = &stmt else {
+                    return Err(SqlError::syntax("FOR … IN takes a query"));
+                };
+                let plan = self.planned(frame, |p| p.query(q, None))?;
+                let targets = if frame.is_record_var(&f.var) {
+                    frame.shape_record(&f.var, &plan.columns)
+                } else {
+                    match frame.declared(&f.var) {
                             Some((slot, false)) if plan.columns.len() == 1 => {
                                 vec![(slot, frame.types[slot])]
                             }
@@ -1539,68 +1536,63 @@ impl Binder<'_> {
                                 ))
                             }
                         }
+                };
+                Step::ForQuery { plan: Box::new(plan), targets, body: self.steps(frame, &f.body)? }
+            }
+            Stmt::GetDiagnostics(names) => {
+                let mut targets = Vec::with_capacity(names.len());
+                for n in names {
+                    let Some((slot, constant)) = frame.declared(n) else {
+                        return Err(unknown_variable(n));
                     };
-                    Step::ForQuery {
-                        plan: Box::new(plan),
-                        targets,
-                        body: self.steps(frame, &f.body)?,
+                    if constant {
+                        return Err(constant_variable(n));
                     }
+                    targets.push((slot, frame.types[slot]));
                 }
-                Stmt::GetDiagnostics(names) => {
-                    let mut targets = Vec::with_capacity(names.len());
-                    for n in names {
-                        let Some((slot, constant)) = frame.declared(n) else {
-                            return Err(unknown_variable(n));
-                        };
-                        if constant {
-                            return Err(constant_variable(n));
-                        }
-                        targets.push((slot, frame.types[slot]));
-                    }
-                    Step::GetDiagnostics(targets)
+                Step::GetDiagnostics(targets)
+            }
+            Stmt::Exit(exit, condition) => {
+                let condition = match condition {
+                    Some(c) => Some(self.expression(frame, c)?),
+                    None => None,
+                };
+                Step::Exit { exit: *exit, condition }
+            }
+            Stmt::Execute(ex) => {
+                let sql = self.expression(frame, &ex.sql)?;
+                let mut using = Vec::with_capacity(ex.using.len());
+                for u in &ex.using {
+                    using.push(self.expression(frame, u)?);
                 }
-                Stmt::Exit(exit, condition) => {
-                    let condition = match condition {
-                        Some(c) => Some(self.expression(frame, c)?),
-                        None => None,
-                    };
-                    Step::Exit { exit: *exit, condition }
-                }
-                Stmt::Execute(ex) => {
-                    let sql = self.expression(frame, &ex.sql)?;
-                    let mut using = Vec::with_capacity(ex.using.len());
-                    for u in &ex.using {
-                        using.push(self.expression(frame, u)?);
-                    }
-                    let mut into = Vec::with_capacity(ex.into.len());
-                    for t in &ex.into {
-                        let parts: Vec<String> = t
-                            .split('.')
-                            .map(|p| {
-                                let p = p.trim();
-                                match p.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
-                                    Some(quoted) => quoted.to_string(),
-                                    None => p.to_lowercase(),
-                                }
-                            })
-                            .collect();
-                        let slot = match parts.as_slice() {
-                            [record, col] if frame.is_record(record) => frame.field(record, col)?,
-                            [n] if frame.is_record_var(n) => {
-                                return Err(refused("EXECUTE … INTO a record variable"))
+                let mut into = Vec::with_capacity(ex.into.len());
+                for t in &ex.into {
+                    let parts: Vec<String> = t
+                        .split('.')
+                        .map(|p| {
+                            let p = p.trim();
+                            match p.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
+                                Some(quoted) => quoted.to_string(),
+                                None => p.to_lowercase(),
                             }
-                            [n] => frame
-                                .declared(n)
-                                .map(|(slot, _)| slot)
-                                .ok_or_else(|| unknown_variable(n))?,
-                            _ => return Err(unknown_variable(t)),
-                        };
-                        into.push((slot, frame.types[slot]));
-                    }
-                    Step::Execute { sql, using, into, strict: ex.strict }
+                        })
+                        .collect();
+                    let slot = match parts.as_slice() {
+                        [record, col] if frame.is_record(record) => frame.field(record, col)?,
+                        [n] if frame.is_record_var(n) => {
+                            return Err(refused("EXECUTE … INTO a record variable"))
+                        }
+                        [n] => frame
+                            .declared(n)
+                            .map(|(slot, _)| slot)
+                            .ok_or_else(|| unknown_variable(n))?,
+                        _ => return Err(unknown_variable(t)),
+                    };
+                    into.push((slot, frame.types[slot]));
                 }
-            })
-        }
+                Step::Execute { sql, using, into, strict: ex.strict }
+            }
+        })
     }
 
     /// An SQL statement of a function: SELECT … INTO, INSERT, UPDATE or DELETE.
@@ -2695,7 +2687,7 @@ impl Host for QueryHost<'_, '_> {
     ) -> Result<Vec<Step>> {
         Err(unbound.cloned().unwrap_or_else(|| {
             SqlError::unsupported(format!(
-                "a loop over a dynamic query in function {} called inside a query",
+                "statements bound when they run in function {} called inside a query",
                 self.name
             ))
         }))

@@ -31,6 +31,16 @@ impl Writer<'_> {
                 Planner::new(&mut self.ts.txn, &self.db.catalog, database, vec![], system, env)
             };
         }
+        // CREATE TEMP TABLE [AS] (a function's: the session rewrites its own before coming
+        // here): a table of the session's temporary schema, which the statement's later
+        // parts then find.
+        if let S::CreateTable(ct) = stmt {
+            if let Some(temp) = self.temp_table(ct, database)? {
+                let out = self.ddl(&S::CreateTable(temp), database, system, env)?;
+                self.refresh_search_path(database)?;
+                return Ok(out);
+            }
+        }
         let out = match stmt {
             S::CreateTable(ct) if ct.query.is_some() => {
                 let query = ct.query.as_ref().expect("matched");
@@ -64,17 +74,7 @@ impl Writer<'_> {
                 };
                 self.create_table_as(&name, columns, rows, database, &ctx)
             }
-            S::CreateTable(ct) => {
-                // CREATE TEMP TABLE (from a function: the session's own statement makes it
-                // before coming here): a table of the session's temporary schema, which the
-                // statement's later parts then find.
-                let temp = self.temp_table(ct, database)?;
-                let out = self.create_table(temp.as_ref().unwrap_or(ct), database, env);
-                if temp.is_some() {
-                    self.refresh_search_path(database)?;
-                }
-                out
-            }
+            S::CreateTable(ct) => self.create_table(ct, database, env),
             S::CreateView(cv) => {
                 if cv.materialized || cv.temporary || cv.or_alter || cv.to.is_some() {
                     return Err(SqlError::unsupported("this CREATE VIEW"));
