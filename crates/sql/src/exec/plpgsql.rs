@@ -1428,11 +1428,7 @@ impl Binder<'_> {
                 if matches!(frame.kind, Kind::Trigger(_)) {
                     return Err(return_misfit(s, false, false, false).expect("misfit"));
                 }
-                let sql = self.expression(frame, &ex.sql)?;
-                let mut using = Vec::with_capacity(ex.using.len());
-                for u in &ex.using {
-                    using.push(self.expression(frame, u)?);
-                }
+                let (sql, using) = self.dynamic(frame, &ex.sql, &ex.using)?;
                 Step::ReturnExecute { sql, using }
             }
             Stmt::ReturnQuery(q) => {
@@ -1493,11 +1489,8 @@ impl Binder<'_> {
                 Step::ForRange { slot, low, high, step, reverse: f.reverse, body: body? }
             }
             Stmt::ForQuery(f) if f.execute.is_some() => {
-                let sql = self.expression(frame, &f.query)?;
-                let mut using = Vec::new();
-                for u in f.execute.as_deref().unwrap_or_default() {
-                    using.push(self.expression(frame, u)?);
-                }
+                let using = f.execute.as_deref().unwrap_or_default();
+                let (sql, using) = self.dynamic(frame, &f.query, using)?;
                 let target = if frame.is_record_var(&f.var) {
                     let stmts = f.body.clone();
                     ForTarget::Record(
@@ -1560,11 +1553,7 @@ impl Binder<'_> {
                 Step::Exit { exit: *exit, condition }
             }
             Stmt::Execute(ex) => {
-                let sql = self.expression(frame, &ex.sql)?;
-                let mut using = Vec::with_capacity(ex.using.len());
-                for u in &ex.using {
-                    using.push(self.expression(frame, u)?);
-                }
+                let (sql, using) = self.dynamic(frame, &ex.sql, &ex.using)?;
                 let mut into = Vec::with_capacity(ex.into.len());
                 for t in &ex.into {
                     let parts: Vec<String> = t
@@ -1593,6 +1582,18 @@ impl Binder<'_> {
                 Step::Execute { sql, using, into, strict: ex.strict }
             }
         })
+    }
+
+    /// Dynamic SQL's text expression and its USING expressions, bound.
+    fn dynamic(
+        &mut self,
+        frame: &mut Frame,
+        sql: &str,
+        using: &[String],
+    ) -> Result<(Query, Vec<Query>)> {
+        let sql = self.expression(frame, sql)?;
+        let using = using.iter().map(|u| self.expression(frame, u)).collect::<Result<_>>()?;
+        Ok((sql, using))
     }
 
     /// An SQL statement of a function: SELECT … INTO, INSERT, UPDATE or DELETE.
@@ -2152,16 +2153,7 @@ fn run_steps(
                 }
             }
             Step::Execute { sql, using, into, strict } => {
-                let Some(text) = eval(host, sql, frame, env)?.to_text_in(sql.ty, env.style())
-                else {
-                    return Err(null_execute());
-                };
-                let mut params = Vec::with_capacity(using.len());
-                let mut types = Vec::with_capacity(using.len());
-                for u in using {
-                    params.push(eval(host, u, frame, env)?);
-                    types.push(if u.ty == DataType::Unknown { DataType::Text } else { u.ty });
-                }
+                let (text, params, types) = dynamic_text(host, sql, using, frame, env)?;
                 // A position in the dynamic text is none in the calling statement's.
                 let (columns, rows, n) =
                     host.execute(&text, &params, &types, env).map_err(|mut e| {
@@ -2385,15 +2377,15 @@ type Rows = (Vec<(String, DataType)>, Vec<Vec<Value>>);
 /// The slots (and types) a row's values are assigned to.
 type Targets = Vec<(usize, DataType)>;
 
-/// Runs the query whose text is `sql`'s value, `using` its parameters' values: its columns
-/// and rows. Only a query is run (PostgreSQL opens a cursor on it).
-fn dynamic_query(
+/// Dynamic SQL's text (`sql`'s value; 22004 when NULL) and its parameters' values and
+/// types (`using`'s).
+fn dynamic_text(
     host: &mut dyn Host,
     sql: &Query,
     using: &[Query],
     frame: &[Value],
     env: &dyn Env,
-) -> Result<Rows> {
+) -> Result<(String, Vec<Value>, Vec<DataType>)> {
     let Some(text) = eval(host, sql, frame, env)?.to_text_in(sql.ty, env.style()) else {
         return Err(null_execute());
     };
@@ -2403,6 +2395,19 @@ fn dynamic_query(
         params.push(eval(host, u, frame, env)?);
         types.push(if u.ty == DataType::Unknown { DataType::Text } else { u.ty });
     }
+    Ok((text, params, types))
+}
+
+/// Runs the query whose text is `sql`'s value, `using` its parameters' values: its columns
+/// and rows. Only a query is run (PostgreSQL opens a cursor on it).
+fn dynamic_query(
+    host: &mut dyn Host,
+    sql: &Query,
+    using: &[Query],
+    frame: &[Value],
+    env: &dyn Env,
+) -> Result<Rows> {
+    let (text, params, types) = dynamic_text(host, sql, using, frame, env)?;
     if !matches!(one_statement(&text).map_err(unpositioned)?, ast::Statement::Query(_)) {
         let word = text.split_whitespace().next().unwrap_or_default().to_uppercase();
         return Err(SqlError::new("42P11", format!("cannot open {word} query as cursor")));
