@@ -352,6 +352,63 @@ pub struct Table {
     /// A materialized view: the table holds its query's rows as of its last refresh.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matview: Option<MatView>,
+    /// A partitioned table (`PARTITION BY`): it holds no rows itself; its partitions do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitioning: Option<Partitioning>,
+    /// A partition (`PARTITION OF`, `ATTACH PARTITION`): its parent and its bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_of: Option<PartitionOf>,
+}
+
+/// How a partitioned table divides its rows (`PARTITION BY`, see `crate::partition`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Partitioning {
+    /// RANGE or LIST.
+    pub strategy: PartitionStrategy,
+    /// The key's columns, by position.
+    pub key: Vec<usize>,
+    /// Its partitions, by catalog name, in the order they were made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<String>,
+}
+
+/// A partitioning strategy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PartitionStrategy {
+    /// `PARTITION BY RANGE`: each partition holds the keys from its lower bound (included)
+    /// to its upper bound (excluded).
+    Range,
+    /// `PARTITION BY LIST`: each partition holds the keys it lists (one key column).
+    List,
+}
+
+/// What makes a table a partition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartitionOf {
+    /// The partitioned table, by catalog name.
+    pub parent: String,
+    /// The keys it holds.
+    pub bound: PartitionBound,
+}
+
+/// A partition's bound; values are kept as their text in the key column's type (ISO dates,
+/// UTC times), read back with `Value::parse`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum PartitionBound {
+    /// `FOR VALUES FROM (…) TO (…)`: one datum per key column each.
+    Range { from: Vec<RangeDatum>, to: Vec<RangeDatum> },
+    /// `FOR VALUES IN (…)`: the listed keys (`None` is NULL).
+    List(Vec<Option<String>>),
+    /// `DEFAULT`: every key no other partition holds.
+    Default,
+}
+
+/// One column's datum of a range bound.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum RangeDatum {
+    MinValue,
+    Value(String),
+    MaxValue,
 }
 
 /// What makes a table a materialized view (`CREATE MATERIALIZED VIEW`, `exec::views`).

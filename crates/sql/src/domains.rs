@@ -86,6 +86,8 @@ fn value_table(domain: &Domain) -> Table {
         comment: None,
         triggers: Vec::new(),
         matview: None,
+        partitioning: None,
+        partition_of: None,
     }
 }
 

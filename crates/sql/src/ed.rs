@@ -998,6 +998,14 @@ impl Env for SessionEnv<'_> {
             }
             CatalogFunc::StatisticsColumns | CatalogFunc::Description => Value::Null,
             CatalogFunc::GetExpr => args.first().cloned().unwrap_or(Value::Null),
+            // Remembered with the relations (`pg::system`): a partitioned table's key under
+            // its OID, a partition's constraint under its OID negated.
+            CatalogFunc::PartKeyDef | CatalogFunc::PartitionConstraintDef => {
+                let sign = if func == CatalogFunc::PartKeyDef { 1 } else { -1 };
+                arg_int(0)
+                    .and_then(|oid| self.db.definitions.lock().get(&(sign * oid)).cloned())
+                    .map_or(Value::Null, Value::Text)
+            }
             CatalogFunc::FormatType => match arg_int(0) {
                 Some(oid) => Value::Text(self.format_type(oid, arg_int(1).unwrap_or(-1))),
                 None => Value::Null,

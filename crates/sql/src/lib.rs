@@ -62,6 +62,7 @@ pub mod locks;
 pub mod numeric;
 pub mod numeric_math;
 pub mod parse;
+pub mod partition;
 pub mod pg;
 pub mod plan;
 pub mod prepared;

@@ -1035,7 +1035,9 @@ impl Session {
             | Utility::CreateAggregate(_)
             | Utility::DropAggregate(_)
             | Utility::AlterAggregate(_)
-            | Utility::CommentOnRoutine(_) => {
+            | Utility::CommentOnRoutine(_)
+            | Utility::AttachPartition(_)
+            | Utility::DetachPartition(..) => {
                 let style = self.style();
                 let settings = crate::pg::settings::settings_in_force(
                     &self.settings,
@@ -1056,6 +1058,8 @@ impl Session {
                     Utility::DropAggregate(d) => w.drop_aggregates(d, &self.database),
                     Utility::AlterAggregate(a) => w.alter_aggregate(a, &self.database),
                     Utility::CommentOnRoutine(c) => w.comment_on_routine(c, &self.database),
+                    Utility::AttachPartition(a) => w.attach_partition(a, &self.database, &env),
+                    Utility::DetachPartition(p, c) => w.detach_partition(p, c, &self.database),
                     _ => unreachable!("matched above"),
                 }
             }

@@ -458,6 +458,45 @@ pub(crate) struct UpdatePlan {
     pub(crate) scan: SelectPlan,
     pub(crate) sets: Vec<(usize, Expr)>,
     pub(crate) returning: Option<Returning>,
+    /// An UPDATE of a partitioned table: the statement bound for each leaf partition
+    /// (whose columns are the table's), run one after another.
+    pub(crate) partitions: Option<Vec<UpdatePlan>>,
+}
+
+/// A partitioned target's leaf partitions, each with the statement's target rewritten to
+/// name it (under the alias the statement gives the target, or the table's own name).
+fn partition_targets(
+    planner: &mut Planner,
+    relation: &ast::TableFactor,
+) -> Result<Option<Vec<ast::TableFactor>>> {
+    let ast::TableFactor::Table { name, alias, .. } = relation else { return Ok(None) };
+    let Some(table) = planner.table(&object_name(name)?)? else { return Ok(None) };
+    if table.partitioning.is_none() {
+        return Ok(None);
+    }
+    let alias = alias.clone().unwrap_or_else(|| ast::TableAlias {
+        explicit: true,
+        name: ast::Ident::with_quote('"', crate::catalog::unqualified(&table.name)),
+        columns: vec![],
+        at: None,
+    });
+    let leaves = planner.leaf_partitions(&table)?;
+    Ok(Some(
+        leaves
+            .iter()
+            .map(|leaf| {
+                let mut r = relation.clone();
+                if let ast::TableFactor::Table { name, alias: a, .. } = &mut r {
+                    *name = ast::ObjectName::from(vec![
+                        ast::Ident::with_quote('"', crate::catalog::schema_of(&leaf.name)),
+                        ast::Ident::with_quote('"', crate::catalog::unqualified(&leaf.name)),
+                    ]);
+                    *a = Some(alias.clone());
+                }
+                r
+            })
+            .collect(),
+    ))
 }
 
 /// The rows an UPDATE or DELETE changes: the target table's, joined to the FROM (UPDATE) or
@@ -530,10 +569,23 @@ pub(crate) fn plan_update(planner: &mut Planner, u: &ast::Update) -> Result<Upda
             return Err(SqlError::syntax("FROM goes after SET in UPDATE"))
         }
     };
+    let partitions = match partition_targets(planner, &u.table.relation)? {
+        Some(targets) => Some(
+            targets
+                .into_iter()
+                .map(|relation| {
+                    let mut leaf = u.clone();
+                    leaf.table.relation = relation;
+                    plan_update(planner, &leaf)
+                })
+                .collect::<Result<Vec<_>>>()?,
+        ),
+        None => None,
+    };
     let (table, scan, scope) = target_scan(planner, &u.table.relation, joined, &u.selection)?;
     let sets = bind_assignments(planner, &table, &u.assignments, &scope)?;
     let returning = plan_returning(planner, &u.returning, &scope)?;
-    Ok(UpdatePlan { table, scan, sets, returning })
+    Ok(UpdatePlan { table, scan, sets, returning, partitions })
 }
 
 #[derive(Clone)]
@@ -541,6 +593,8 @@ pub(crate) struct DeletePlan {
     pub(crate) table: Arc<Table>,
     pub(crate) scan: SelectPlan,
     pub(crate) returning: Option<Returning>,
+    /// A DELETE from a partitioned table: the statement bound for each leaf partition.
+    pub(crate) partitions: Option<Vec<DeletePlan>>,
 }
 
 pub(crate) fn plan_delete(planner: &mut Planner, d: &ast::Delete) -> Result<DeletePlan> {
@@ -554,9 +608,25 @@ pub(crate) fn plan_delete(planner: &mut Planner, d: &ast::Delete) -> Result<Dele
         return Err(SqlError::unsupported("DELETE of a join"));
     }
     let joined = d.using.as_deref().unwrap_or(&[]);
+    let partitions = match partition_targets(planner, &twj.relation)? {
+        Some(targets) => Some(
+            targets
+                .into_iter()
+                .map(|relation| {
+                    let mut leaf = d.clone();
+                    let from = match &mut leaf.from {
+                        ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+                    };
+                    from[0].relation = relation;
+                    plan_delete(planner, &leaf)
+                })
+                .collect::<Result<Vec<_>>>()?,
+        ),
+        None => None,
+    };
     let (table, scan, scope) = target_scan(planner, &twj.relation, joined, &d.selection)?;
     let returning = plan_returning(planner, &d.returning, &scope)?;
-    Ok(DeletePlan { table, scan, returning })
+    Ok(DeletePlan { table, scan, returning, partitions })
 }
 
 /// Binds an expression that refers to no table and needs no planner (constants, now(),

@@ -88,6 +88,11 @@ impl<'a> Planner<'a> {
                         "current_catalog" => {
                             (Expr::Func(Func::CurrentDatabase, vec![]), DataType::Text)
                         }
+                        // A table's `tableoid` system column: its OID on every row.
+                        "tableoid" if scope.table_oid(None).is_some() => (
+                            Expr::Const(Value::Int(scope.table_oid(None).unwrap_or(0).into())),
+                            DataType::Oid,
+                        ),
                         "default" if i.quote_style.is_none() => {
                             return Err(SqlError::syntax("DEFAULT is not allowed in this context")
                                 .located(location_of(i)))
@@ -106,7 +111,12 @@ impl<'a> Planner<'a> {
                 scope
                     .resolve(Some(table), col)
                     .map(|(i, t)| (Expr::Column(i), t))
-                    .or_else(|e| self.resolve_outer(Some(table), col, e))
+                    .or_else(|e| match scope.table_oid(Some(table)) {
+                        Some(oid) if col == "tableoid" => {
+                            Ok((Expr::Const(Value::Int(oid.into())), DataType::Oid))
+                        }
+                        _ => self.resolve_outer(Some(table), col, e),
+                    })
                     .map_err(|err| err.located(parts.first().and_then(location_of)))?
             }
             E::Value(v) => self.literal(&v.value)?,

@@ -950,6 +950,8 @@ impl<'a> Planner<'a> {
             // These look definitions and enum types up by OID at execution.
             Func::Catalog(
                 CatalogFunc::IndexDef
+                | CatalogFunc::PartKeyDef
+                | CatalogFunc::PartitionConstraintDef
                 | CatalogFunc::ConstraintDef
                 | CatalogFunc::ViewDef
                 | CatalogFunc::TriggerDef

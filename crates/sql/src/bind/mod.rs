@@ -9,6 +9,7 @@ pub mod expr;
 pub mod function;
 pub mod json;
 pub mod merge;
+pub mod partitioned;
 pub mod query;
 pub mod reg;
 pub(crate) mod search;
@@ -127,6 +128,21 @@ impl Scope {
                 .filter(|&i| !self.hidden.contains(&i) && !self.cols[i].system)
                 .collect(),
         }
+    }
+
+    /// The OID of the one table whose columns `table` (or, unqualified, the whole scope)
+    /// names: what its `tableoid` system column holds. `None` when there is not exactly one.
+    pub(crate) fn table_oid(&self, table: Option<&str>) -> Option<u32> {
+        let mut cols = self.cols.iter().filter(|c| !c.system);
+        let cols: Vec<&ScopeCol> = match table {
+            Some(t) => cols.filter(|c| c.table.as_deref() == Some(t)).collect(),
+            None => cols.by_ref().collect(),
+        };
+        let first = cols.first()?;
+        let oid = first.origin?.0;
+        cols.iter()
+            .all(|c| c.table == first.table && c.origin.is_some_and(|o| o.0 == oid))
+            .then_some(oid)
     }
 
     pub(crate) fn resolve(&self, table: Option<&str>, name: &str) -> Result<(usize, DataType)> {

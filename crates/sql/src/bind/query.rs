@@ -716,6 +716,9 @@ impl<'a> Planner<'a> {
                     if t.matview.as_ref().is_some_and(|m| !m.populated) {
                         return Err(crate::exec::matviews::not_populated(&t.name));
                     }
+                    if t.partitioning.is_some() {
+                        return self.partitioned_item(t, alias_name, &rename, offset);
+                    }
                 }
                 if table.is_none() {
                     if let Some(view) = self.catalog.view(self.txn, self.db, &tname)? {

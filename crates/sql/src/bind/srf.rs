@@ -104,12 +104,29 @@ impl<'a> Planner<'a> {
                 let (e, _) = self.scalar_call_in_from(array, args, scope)?;
                 Ok((e, DataType::Text))
             }
-            // Kiln has no partitions: a relation's only ancestor is itself.
+            // The relation, then its parent, … (from the partitions of the database).
             "pg_partition_ancestors" => {
                 arity(1, 1)?;
                 let (x, t) = self.expr(args[0], scope, false)?;
                 let (x, _) = self.coerce(x, t, DataType::Int8)?;
-                Ok((Expr::Func(Func::MakeArray, vec![x]), DataType::Int8))
+                self.reusable = false;
+                let tables = self.catalog.tables(self.txn, self.db)?;
+                let oid_of = |name: &str| {
+                    tables
+                        .iter()
+                        .find(|t| t.name == name)
+                        .map(|t| crate::pg::system::oid::object(t.id))
+                };
+                let (mut children, mut parents) = (Vec::new(), Vec::new());
+                for t in &tables {
+                    if let Some(parent) = t.partition_of.as_ref().and_then(|o| oid_of(&o.parent)) {
+                        children.push(Value::Int(crate::pg::system::oid::object(t.id)));
+                        parents.push(Value::Int(parent));
+                    }
+                }
+                let arrays = [Value::Array(children), Value::Array(parents)].map(Expr::Const);
+                let [c, p] = arrays;
+                Ok((Expr::Func(Func::PartitionAncestors, vec![x, c, p]), DataType::Oid))
             }
             // information_schema._pg_expandarray(a): (element, position) records.
             "_pg_expandarray" => {
@@ -287,6 +304,11 @@ impl<'a> Planner<'a> {
             ];
             types = vec![DataType::Text, DataType::Text];
             names = vec!["option_name", "option_value"];
+        } else if function_name(name) == "pg_partition_ancestors" {
+            let (e, t) = self.srf_call("pg_partition_ancestors", args, scope)?;
+            exprs.push(e);
+            types.push(t);
+            names = vec!["relid"];
         } else if function_name(name) == "pg_get_keywords" {
             // PostgreSQL's keyword list: constant columns, one row per keyword.
             crate::bind::function::check_arity(name, args.len(), 0, 0)?;

@@ -111,6 +111,8 @@ impl Writer<'_> {
             comment: None,
             triggers: vec![],
             matview: None,
+            partitioning: None,
+            partition_of: None,
         };
         self.db.catalog.put_table(&mut self.ts.txn, &table)?;
         let n = rows.len();
@@ -185,6 +187,9 @@ impl Writer<'_> {
             return Err(SqlError::unsupported("CREATE TABLE … AS"));
         }
         refuse_table_kinds(ct)?;
+        if ct.partition_of.is_some() {
+            return self.create_partition(ct, database, env);
+        }
         if let Some(like) = &ct.like {
             let expanded = self.like_columns(like, ct, database)?;
             return self.create_table(&expanded, database, env);
@@ -410,7 +415,27 @@ impl Writer<'_> {
             comment: None,
             triggers: vec![],
             matview: None,
+            partitioning: None,
+            partition_of: None,
         };
+        if let Some(by) = &ct.partition_by {
+            let p = self.partition_key(&table, by)?;
+            table.partitioning = Some(p);
+            if !table.primary_key.is_empty() {
+                crate::exec::partitions::check_unique_key(
+                    &table,
+                    &table.primary_key,
+                    "PRIMARY KEY",
+                )?;
+            }
+            for (_, cols, _) in &uniques {
+                crate::exec::partitions::check_unique_key(&table, cols, "UNIQUE")?;
+            }
+            if !foreign_keys.is_empty() {
+                return Err(SqlError::unsupported("foreign keys on a partitioned table")
+                    .hint("Add the foreign key to each partition."));
+            }
+        }
         if !table.primary_key.is_empty() {
             let base = format!("{}_pkey", unqualified(&name));
             let name = self.index_name(&table, primary_key_name, base)?;
@@ -509,6 +534,7 @@ impl Writer<'_> {
                             if !cascade {
                                 self.drop_table_references(&t, cascade, &dropping)?;
                             }
+                            self.drop_partitioned(&t, cascade, &dropping)?;
                             self.truncate(&t)?;
                             self.db.catalog.delete_table(&mut self.ts.txn, &t)?;
                             self.drop_owned_sequences(&t)?;
@@ -654,6 +680,34 @@ impl Writer<'_> {
         }
     }
 
+    /// Gives `t` a primary key on `cols` named `given` (else `<table>_pkey`): every row is
+    /// keyed again under a new keyspace id, and its indexes are rebuilt.
+    pub(crate) fn add_primary_key(
+        &mut self,
+        t: &mut Table,
+        cols: Vec<usize>,
+        given: Option<String>,
+    ) -> Result<()> {
+        let old = t.clone();
+        t.id = self.db.catalog.next_id(&mut self.ts.txn)?;
+        t.primary_key_name =
+            Some(self.index_name(t, given, format!("{}_pkey", unqualified(&old.name)))?);
+        t.primary_key = cols.clone();
+        for &c in &cols {
+            t.columns[c].nullable = false;
+        }
+        for index in &mut t.indexes {
+            index.id = self.db.catalog.next_id(&mut self.ts.txn)?;
+        }
+        let new = t.clone();
+        self.each_row(&old.keyspace(), |w, _, raw| w.rekey_row(&old, &new, raw))?;
+        self.truncate(&old)?;
+        for index in t.indexes.clone() {
+            self.build_index(t, &index)?;
+        }
+        Ok(())
+    }
+
     /// Writes one row of `old` under the primary key of `new` (ALTER TABLE … ADD PRIMARY KEY).
     fn rekey_row(&mut self, old: &Table, new: &Table, raw: Vec<u8>) -> Result<()> {
         let cols = &new.primary_key;
@@ -762,27 +816,7 @@ impl Writer<'_> {
                             )));
                         }
                     }
-                    // Re-key every row under a new keyspace id; indexes are rebuilt too.
-                    let old = t.clone();
-                    t.id = self.db.catalog.next_id(&mut self.ts.txn)?;
-                    t.primary_key_name = Some(self.index_name(
-                        &t,
-                        pk.name.as_ref().map(ident),
-                        format!("{}_pkey", unqualified(&tname)),
-                    )?);
-                    t.primary_key = cols.clone();
-                    for &c in &cols {
-                        t.columns[c].nullable = false;
-                    }
-                    for index in &mut t.indexes {
-                        index.id = self.db.catalog.next_id(&mut self.ts.txn)?;
-                    }
-                    let new = t.clone();
-                    self.each_row(&old.keyspace(), |w, _, raw| w.rekey_row(&old, &new, raw))?;
-                    self.truncate(&old)?;
-                    for index in t.indexes.clone() {
-                        self.build_index(&t, &index)?;
-                    }
+                    self.add_primary_key(&mut t, cols, pk.name.as_ref().map(ident))?;
                 }
                 ast::AlterTableOperation::AddConstraint { constraint, not_valid } => {
                     self.add_constraint(&mut t, constraint, *not_valid, env)?;
@@ -857,7 +891,7 @@ impl Writer<'_> {
     }
 
     /// 23514 unless every row of `t` satisfies CHECK constraint `name` (`bound`).
-    fn validate_check(
+    pub(crate) fn validate_check(
         &mut self,
         t: &Table,
         name: &str,
@@ -1154,12 +1188,13 @@ fn undefined_constraint(t: &Table, name: &str) -> SqlError {
 }
 
 /// 0A000 for the kinds of table Kiln lacks, which it must not make as plain tables:
-/// partitioned tables and partitions (`PARTITION BY`, `PARTITION OF`) and inheritance
-/// (`INHERITS`).
+/// inheritance (`INHERITS`), temporary partitioned tables and partitions, and tables made
+/// by a query that are partitioned.
 pub(crate) fn refuse_table_kinds(ct: &ast::CreateTable) -> Result<()> {
-    if ct.partition_by.is_some() || ct.partition_of.is_some() || ct.for_values.is_some() {
-        return Err(SqlError::unsupported("partitioned tables (PARTITION BY, PARTITION OF)").hint(
-            "Kiln has no partitioning: create one table, with an index on the partition key.",
+    let partitioned = ct.partition_by.is_some() || ct.partition_of.is_some();
+    if partitioned && (ct.temporary || ct.query.is_some()) {
+        return Err(SqlError::unsupported(
+            "a temporary or CREATE TABLE … AS table that is partitioned or a partition",
         ));
     }
     if ct.inherits.is_some() {

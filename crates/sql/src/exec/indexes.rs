@@ -489,9 +489,20 @@ impl Writer<'_> {
             nulls_not_distinct: ci.nulls_distinct == Some(false),
             method,
         };
+        if index.unique {
+            crate::exec::partitions::check_unique_key(&table, &index.columns, "UNIQUE")?;
+        }
         self.build_index(&table, &index)?;
         let mut t = (*table).clone();
         t.indexes.push(index);
+        // An index of a partitioned table is made on each of its partitions too.
+        if t.partitioning.is_some() {
+            for child in self.partitions_of(&t)? {
+                let mut child = (*child).clone();
+                self.inherit_indexes(&t, &mut child)?;
+                self.db.catalog.put_table(&mut self.ts.txn, &child)?;
+            }
+        }
         self.db.catalog.put_table(&mut self.ts.txn, &t)?;
         Ok(Output::Command("CREATE INDEX".into()))
     }

@@ -120,6 +120,10 @@ impl InitPlans<'_> {
             scan: self.select(plan.scan)?,
             sets: self.assignments(plan.sets)?,
             returning: self.returning(plan.returning)?,
+            partitions: plan
+                .partitions
+                .map(|parts| parts.into_iter().map(|p| self.update(p)).collect())
+                .transpose()?,
             ..plan
         })
     }
@@ -160,6 +164,10 @@ impl InitPlans<'_> {
         Ok(DeletePlan {
             scan: self.select(plan.scan)?,
             returning: self.returning(plan.returning)?,
+            partitions: plan
+                .partitions
+                .map(|parts| parts.into_iter().map(|p| self.delete(p)).collect())
+                .transpose()?,
             ..plan
         })
     }

@@ -15,6 +15,7 @@ pub mod init;
 pub mod join;
 pub mod matviews;
 pub mod merge;
+pub mod partitions;
 pub mod plpgsql;
 pub mod routines;
 pub mod scan;

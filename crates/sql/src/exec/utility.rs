@@ -234,6 +234,10 @@ impl Writer<'_> {
                             format!("\"{}\" is not a table", crate::catalog::unqualified(&name)),
                         ));
                     }
+                    // A partitioned table's rows are its partitions'.
+                    if table.partitioning.is_some() {
+                        tables.extend(self.leaves_of(&table, 0)?);
+                    }
                     tables.push(table);
                 }
                 let named = tables.len();

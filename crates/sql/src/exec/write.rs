@@ -581,7 +581,16 @@ impl Writer<'_> {
             self.statement_triggers(&table, event, true, ctx.env)?;
         }
         let before_insert = Self::has_row_triggers(&table, Event::Insert, true);
-        let before_update = Self::has_row_triggers(&table, Event::Update, true);
+        // Rows written to a partitioned table go to the partition that holds their key;
+        // rows written to a partition must lie within its bound.
+        let router = match table.partitioning {
+            Some(_) => Some(self.router(&table)?),
+            None => None,
+        };
+        let own_check = match router {
+            None => self.partition_check(&table)?,
+            Some(_) => None,
+        };
         let source_rows = {
             let cell = RefCell::new(&mut self.ts.txn);
             let exec = Exec::new(&cell, limits);
@@ -624,13 +633,29 @@ impl Writer<'_> {
             // written: RETURNING shows the row as stored.
             let full = Self::fit_row(&table, full, ctx.env.style())?;
             let full = self.generate(&table, full, ctx)?;
-            let written = match self.insert_row(&table, full.clone(), arbiters, ctx)? {
+            let (target, full, leaf_arbiters) = match &router {
+                Some(router) => {
+                    let leaf = router.route(&full, ctx.env.style())?.clone();
+                    let Some(full) = self.into_partition(&leaf, full, ctx)? else { continue };
+                    let mapped =
+                        arbiters.map(|a| crate::exec::partitions::arbiters_for(a, &table, &leaf));
+                    (leaf, full, mapped)
+                }
+                None => {
+                    if let Some(check) = &own_check {
+                        check.check(&table, &full, ctx.env.style())?;
+                    }
+                    (table.clone(), full, None)
+                }
+            };
+            let arbiters = leaf_arbiters.as_ref().or(arbiters);
+            let written = match self.insert_row(&target, full.clone(), arbiters, ctx)? {
                 Inserted::Row(pk) => {
                     if arbiters.is_some() {
                         touched.insert(pk);
                     }
                     self.after_row(
-                        &table,
+                        &target,
                         Event::Insert,
                         (Some(&full), None),
                         None,
@@ -649,17 +674,17 @@ impl Writer<'_> {
                         .hint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values."));
                         }
                         // The row in the way, locked and read in its newest version.
-                        self.lock(table.id, &pk)?;
+                        self.lock(target.id, &pk)?;
                         if self.ts.isolation == IsolationLevel::ReadCommitted {
                             self.ts.txn.refresh_snapshot()?;
                         }
-                        let Some(raw) = self.ts.txn.get(&table.keyspace(), &pk)? else {
+                        let Some(raw) = self.ts.txn.get(&target.keyspace(), &pk)? else {
                             return Err(SqlError::new(
                                 code::SERIALIZATION,
                                 "could not serialize access due to concurrent delete",
                             ));
                         };
-                        let existing = decode_row(&raw, table.columns.len())?;
+                        let existing = decode_row(&raw, target.columns.len())?;
                         let mut both = existing.clone();
                         both.extend(full.iter().cloned());
                         let go = match cond {
@@ -672,9 +697,9 @@ impl Writer<'_> {
                                 new[*c] = e.eval(&both, ctx)?;
                             }
                             let set: Vec<usize> = sets.iter().map(|(c, _)| *c).collect();
-                            let new = if before_update {
+                            let new = if Self::has_row_triggers(&target, Event::Update, true) {
                                 self.before_row(
-                                    &table,
+                                    &target,
                                     Event::Update,
                                     Some(new),
                                     Some(&existing),
@@ -686,10 +711,13 @@ impl Writer<'_> {
                             };
                             match new {
                                 Some(new) => {
-                                    let new = self.update_row(&table, &pk, &existing, new, ctx)?;
-                                    touched.insert(self.primary_key(&table, &new)?);
+                                    if target.partition_of.is_some() {
+                                        self.check_partition(&target, &new, ctx)?;
+                                    }
+                                    let new = self.update_row(&target, &pk, &existing, new, ctx)?;
+                                    touched.insert(self.primary_key(&target, &new)?);
                                     self.after_row(
-                                        &table,
+                                        &target,
                                         Event::Update,
                                         (Some(&new), Some(&existing)),
                                         Some(&set),
@@ -769,10 +797,62 @@ impl Writer<'_> {
         limits: &ExecLimits,
     ) -> Result<Output> {
         let table = plan.table.clone();
+        self.statement_triggers(&table, Event::Update, true, ctx.env)?;
+        let changed = match &plan.partitions {
+            None => self.update_rows(&plan, None, ctx, limits)?,
+            // Through a partitioned table: each leaf's rows; then the rows whose new key
+            // left their partition (deleted there) are routed to the one that holds it.
+            Some(parts) => {
+                let mut changed = Vec::new();
+                let mut moved = Vec::new();
+                for part in parts {
+                    changed.extend(self.update_rows(part, Some(&mut moved), ctx, limits)?);
+                }
+                if !moved.is_empty() {
+                    let router = self.router(&table)?;
+                    let width = table.columns.len();
+                    for mut row in moved {
+                        limits.check()?;
+                        let rest = row.split_off(width);
+                        let leaf = router.route(&row, ctx.env.style())?.clone();
+                        let Some(mut row) = self.into_partition(&leaf, row, ctx)? else {
+                            continue;
+                        };
+                        self.insert_row(&leaf, row.clone(), None, ctx)?;
+                        self.after_row(
+                            &leaf,
+                            Event::Insert,
+                            (Some(&row), None),
+                            None,
+                            Cause::Statement,
+                        );
+                        row.extend(rest);
+                        changed.push(row);
+                    }
+                }
+                changed
+            }
+        };
+        self.end_of_statement(&table, &[Event::Update], ctx.env)?;
+        self.finish_constraints(ctx)?;
+        returning_output(plan.returning, changed, "UPDATE", ctx)
+    }
+
+    /// The rows of `plan`'s table the UPDATE changes, changed: each whole joined row (the
+    /// table's columns first). With `moved` (an UPDATE through a partitioned table), a row
+    /// whose new key its partition does not hold is deleted and left there to be routed.
+    fn update_rows(
+        &mut self,
+        plan: &UpdatePlan,
+        mut moved: Option<&mut Vec<Vec<Value>>>,
+        ctx: &Ctx,
+        limits: &ExecLimits,
+    ) -> Result<Vec<Vec<Value>>> {
+        let table = plan.table.clone();
         let mut changed = Vec::new();
         let width = table.columns.len();
-        self.statement_triggers(&table, Event::Update, true, ctx.env)?;
         let before = Self::has_row_triggers(&table, Event::Update, true);
+        let bound = self.partition_check(&table)?;
         let set: Vec<usize> = plan.sets.iter().map(|(c, _)| *c).collect();
         for (pk, mut joined) in self.target_rows(&table, &plan.scan, ctx, limits)? {
             let mut new = joined[..width].to_vec();
@@ -789,6 +869,40 @@ impl Writer<'_> {
             } else {
                 new
             };
+            if let Some(check) = &bound {
+                let fitted = Self::fit_row(&table, new.clone(), ctx.env.style())?;
+                let fitted = self.generate(&table, fitted, ctx)?;
+                if !check.holds(&fitted) {
+                    let Some(moved) = moved.as_deref_mut() else {
+                        check.check(&table, &fitted, ctx.env.style())?;
+                        unreachable!("the check failed");
+                    };
+                    // Row movement: deleted here (its DELETE triggers fire), inserted
+                    // where its key belongs once every partition's rows are changed.
+                    if Self::has_row_triggers(&table, Event::Delete, true)
+                        && self
+                            .before_row(&table, Event::Delete, None, Some(&joined), None, ctx.env)?
+                            .is_none()
+                    {
+                        continue;
+                    }
+                    self.delete_row(&table, &pk, &joined)?;
+                    if !table.referenced_by.is_empty() {
+                        self.referenced_row_changed(&table, &joined, None, ctx)?;
+                    }
+                    self.after_row(
+                        &table,
+                        Event::Delete,
+                        (None, Some(&joined)),
+                        None,
+                        Cause::Statement,
+                    );
+                    let mut row = fitted;
+                    row.extend(rest);
+                    moved.push(row);
+                    continue;
+                }
+            }
             let mut row = self.update_row(&table, &pk, &joined, new, ctx)?;
             self.after_row(
                 &table,
@@ -800,9 +914,7 @@ impl Writer<'_> {
             row.extend(rest); // RETURNING may read the FROM items' columns
             changed.push(row);
         }
-        self.end_of_statement(&table, &[Event::Update], ctx.env)?;
-        self.finish_constraints(ctx)?;
-        returning_output(plan.returning, changed, "UPDATE", ctx)
+        Ok(changed)
     }
 
     pub(crate) fn delete(
@@ -812,9 +924,32 @@ impl Writer<'_> {
         limits: &ExecLimits,
     ) -> Result<Output> {
         let table = plan.table.clone();
+        self.statement_triggers(&table, Event::Delete, true, ctx.env)?;
+        let deleted = match &plan.partitions {
+            None => self.delete_rows(&plan, ctx, limits)?,
+            Some(parts) => {
+                let mut deleted = Vec::new();
+                for part in parts {
+                    deleted.extend(self.delete_rows(part, ctx, limits)?);
+                }
+                deleted
+            }
+        };
+        self.end_of_statement(&table, &[Event::Delete], ctx.env)?;
+        self.finish_constraints(ctx)?;
+        returning_output(plan.returning, deleted, "DELETE", ctx)
+    }
+
+    /// The rows of `plan`'s table the DELETE removes, removed: each whole joined row.
+    fn delete_rows(
+        &mut self,
+        plan: &DeletePlan,
+        ctx: &Ctx,
+        limits: &ExecLimits,
+    ) -> Result<Vec<Vec<Value>>> {
+        let table = plan.table.clone();
         let mut deleted = Vec::new();
         let width = table.columns.len();
-        self.statement_triggers(&table, Event::Delete, true, ctx.env)?;
         let before = Self::has_row_triggers(&table, Event::Delete, true);
         for (pk, joined) in self.target_rows(&table, &plan.scan, ctx, limits)? {
             let current = &joined[..width];
@@ -832,9 +967,7 @@ impl Writer<'_> {
             self.after_row(&table, Event::Delete, (None, Some(current)), None, Cause::Statement);
             deleted.push(joined); // RETURNING may read the USING items' columns
         }
-        self.end_of_statement(&table, &[Event::Delete], ctx.env)?;
-        self.finish_constraints(ctx)?;
-        returning_output(plan.returning, deleted, "DELETE", ctx)
+        Ok(deleted)
     }
 
     /// Deletes every row of `table` and its indexes: one engine clear per keyspace, not a

@@ -653,6 +653,20 @@ pub(crate) fn call(f: Func, args: Vec<Value>, ctx: &Ctx) -> Result<Value> {
         }
         Func::QuoteIdent => Value::Text(crate::bind::quote_ident(&text_arg(&arg(0)))),
         Func::QuoteLiteral => Value::Text(quote_literal(&text_arg(&arg(0)))),
+        Func::PartitionAncestors => {
+            let Value::Int(mut relation) = arg(0) else { return Ok(Value::Array(vec![])) };
+            let (children, parents) = (array_items(arg(1))?, array_items(arg(2))?);
+            let mut chain = vec![Value::Int(relation)];
+            while let Some(i) = children.iter().position(|c| *c == Value::Int(relation)) {
+                let Some(Value::Int(parent)) = parents.get(i) else { break };
+                if chain.len() > crate::partition::PARTITION_DEPTH_MAX {
+                    break;
+                }
+                relation = *parent;
+                chain.push(Value::Int(relation));
+            }
+            Value::Array(chain)
+        }
         Func::OptionsToTable(values) => Value::Array(
             array_items(arg(0))?
                 .iter()

@@ -454,6 +454,10 @@ pub enum Func {
     /// pg_options_to_table(text[]) in FROM: `false` the names of its `name=value` options,
     /// `true` their values.
     OptionsToTable(bool),
+    /// pg_partition_ancestors(relation): the relation, its parent, its parent's parent, …
+    /// as an array of OIDs; the binder gives every partition's OID and its parent's as two
+    /// arrays after the argument.
+    PartitionAncestors,
     /// acldefault(kind, owner): the privileges an object of that kind has by default.
     AclDefault,
     /// pg_is_in_recovery(): whether this node does not take writes (a cluster follower).
@@ -775,6 +779,10 @@ pub enum CatalogFunc {
     GetExpr,
     /// pg_get_indexdef(index oid [, column, pretty])
     IndexDef,
+    /// pg_get_partkeydef(table oid): `RANGE (a)`, NULL unless partitioned
+    PartKeyDef,
+    /// pg_get_partition_constraintdef(table oid): a partition's bound as a condition
+    PartitionConstraintDef,
     /// pg_get_constraintdef(constraint oid [, pretty])
     ConstraintDef,
     /// pg_get_viewdef(view oid [, pretty]): the view's query as stored

@@ -295,6 +295,93 @@ pub enum Utility {
     AlterAggregate(Box<aggregate::AlterAggregate>),
     /// `COMMENT ON {FUNCTION | PROCEDURE | AGGREGATE} …`.
     CommentOnRoutine(Box<aggregate::CommentOnRoutine>),
+    /// `ALTER TABLE parent ATTACH PARTITION child FOR VALUES … | DEFAULT`.
+    AttachPartition(Box<AttachPartition>),
+    /// `ALTER TABLE parent DETACH PARTITION child`: the parent and the partition.
+    DetachPartition(ast::ObjectName, ast::ObjectName),
+}
+
+/// A parsed `ALTER TABLE … ATTACH PARTITION`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttachPartition {
+    pub parent: ast::ObjectName,
+    pub partition: ast::ObjectName,
+    pub bound: ast::ForValues,
+}
+
+/// `ALTER TABLE [IF EXISTS] [ONLY] parent {ATTACH PARTITION child FOR VALUES … | DEFAULT |
+/// DETACH PARTITION child [CONCURRENTLY | FINALIZE]}`. The attach form is read as the
+/// `CREATE TABLE child PARTITION OF parent …` it matches, whose bound sqlparser reads.
+fn attach_or_detach(sql: &str) -> Result<Option<Utility>> {
+    if !sql.trim_start().get(..5).is_some_and(|w| w.eq_ignore_ascii_case("alter")) {
+        return Ok(None);
+    }
+    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
+        return Ok(None);
+    };
+    let is = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let sig: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i], Token::Whitespace(_) | Token::SemiColon))
+        .collect();
+    let word = |n: usize, w: &str| sig.get(n).is_some_and(|&i| is(&tokens[i], w));
+    if !(word(0, "alter") && word(1, "table")) {
+        return Ok(None);
+    }
+    let Some(at) = (2..sig.len())
+        .find(|&n| (word(n, "attach") || word(n, "detach")) && word(n + 1, "partition"))
+    else {
+        return Ok(None);
+    };
+    let mut start = 2;
+    if word(start, "if") && word(start + 1, "exists") {
+        start += 2;
+    }
+    if word(start, "only") {
+        start += 1;
+    }
+    let text = |a: usize, b: usize| -> String {
+        let from = sig.get(a).copied().unwrap_or(tokens.len());
+        let to = sig.get(b).copied().unwrap_or(tokens.len());
+        tokens[from..to].iter().map(|t| t.to_string()).collect()
+    };
+    let parent = text(start, at);
+    let parsed = parse(&format!("CREATE TABLE kiln_partition PARTITION OF {parent} DEFAULT"))?;
+    let [ast::Statement::CreateTable(ct)] = parsed.as_slice() else {
+        return Err(SqlError::syntax("ALTER TABLE … PARTITION names a table"));
+    };
+    let parent = ct.partition_of.clone().ok_or_else(|| SqlError::syntax("a table name"))?;
+    if word(at, "detach") {
+        // CONCURRENTLY and FINALIZE change how PostgreSQL waits, not the outcome.
+        let mut end = sig.len();
+        while end > at + 2 && (word(end - 1, "concurrently") || word(end - 1, "finalize")) {
+            end -= 1;
+        }
+        let child = text(at + 2, end);
+        let parsed = parse(&format!("CREATE TABLE {child} (kiln_column int)"))?;
+        let [ast::Statement::CreateTable(ct)] = parsed.as_slice() else {
+            return Err(SqlError::syntax("DETACH PARTITION names a table"));
+        };
+        return Ok(Some(Utility::DetachPartition(parent, ct.name.clone())));
+    }
+    // `child FOR VALUES …` reads as `CREATE TABLE child PARTITION OF parent FOR VALUES …`.
+    let n = (at + 3..=sig.len())
+        .find(|&n| word(n, "for") || word(n, "default"))
+        .ok_or_else(|| SqlError::syntax("ATTACH PARTITION needs FOR VALUES … or DEFAULT"))?;
+    let child = text(at + 2, n);
+    let bound = text(n, sig.len());
+    let parsed = parse(&format!("CREATE TABLE {child} PARTITION OF kiln_parent {bound}"))?;
+    let [ast::Statement::CreateTable(ct)] = parsed.as_slice() else {
+        return Err(SqlError::syntax("ATTACH PARTITION names a table and its bound"));
+    };
+    let bound = ct
+        .for_values
+        .clone()
+        .ok_or_else(|| SqlError::syntax("ATTACH PARTITION needs FOR VALUES … or DEFAULT"))?;
+    Ok(Some(Utility::AttachPartition(Box::new(AttachPartition {
+        parent,
+        partition: ct.name.clone(),
+        bound,
+    }))))
 }
 
 /// What REINDEX rebuilds.
@@ -518,6 +605,9 @@ pub fn utility(sql: &str) -> Result<Option<Utility>> {
     }
     if let Some(r) = reindex(sql)? {
         return Ok(Some(r));
+    }
+    if let Some(a) = attach_or_detach(sql)? {
+        return Ok(Some(a));
     }
     if let Some(d) = domain::create_domain(sql)? {
         return Ok(Some(Utility::CreateDomain(Box::new(d))));

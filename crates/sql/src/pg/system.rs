@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 use kiln_engine::Transaction;
 
 use crate::bind::SystemTables;
-use crate::catalog::{schema_of, unqualified};
+use crate::catalog::{schema_of, unqualified, Table};
 use crate::database::Database;
 use crate::error::Result;
 use crate::plan::Relation;
@@ -1191,8 +1191,15 @@ impl SystemTables for System<'_> {
                     ],
                 ],
             )),
-            "pg_class" | "pg_attribute" | "pg_attrdef" | "pg_index" | "pg_constraint"
-            | "pg_indexes" | "pg_tables" => Some(self.relations(txn, name)?),
+            "pg_class"
+            | "pg_attribute"
+            | "pg_attrdef"
+            | "pg_index"
+            | "pg_constraint"
+            | "pg_indexes"
+            | "pg_tables"
+            | "pg_inherits"
+            | "pg_partitioned_table" => Some(self.relations(txn, name)?),
             "pg_policy" => empty(&[
                 ("oid", O),
                 ("polname", N),
@@ -1231,22 +1238,6 @@ impl SystemTables for System<'_> {
                 ("prrelid", O),
                 ("prqual", T),
                 ("prattrs", DataType::Int2Vector),
-            ]),
-            "pg_inherits" => empty(&[
-                ("inhrelid", O),
-                ("inhparent", O),
-                ("inhseqno", I4),
-                ("inhdetachpending", B),
-            ]),
-            "pg_partitioned_table" => empty(&[
-                ("partrelid", O),
-                ("partstrat", C),
-                ("partnatts", I2),
-                ("partdefid", O),
-                ("partattrs", DataType::Int2Vector),
-                ("partclass", DataType::OidVector),
-                ("partcollation", DataType::OidVector),
-                ("partexprs", T),
             ]),
             "pg_description" => Some(self.descriptions(txn)?),
             "pg_trigger" => Some(self.triggers(txn)?),
@@ -1968,6 +1959,28 @@ fn attribute_row(rel: i64, name: &str, ty: DataType, attnum: i16) -> Vec<Value> 
 }
 
 /// A pg_class row.
+/// The indexes of partition `t` made for those of its parent: each index's OID with its
+/// parent index's (the primary keys; indexes of the same definition).
+fn partition_index_parents(t: &Table, parent: &Table) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    if !t.primary_key.is_empty() && t.primary_key == parent.primary_key {
+        out.push((oid::pkey_index(t.id), oid::pkey_index(parent.id)));
+    }
+    for ix in &t.indexes {
+        let same = parent.indexes.iter().find(|p| {
+            p.columns == ix.columns
+                && p.expressions == ix.expressions
+                && p.predicate == ix.predicate
+                && p.unique == ix.unique
+                && p.method() == ix.method()
+        });
+        if let Some(p) = same {
+            out.push((oid::object(ix.id), oid::object(p.id)));
+        }
+    }
+    out
+}
+
 fn class_row(
     oid: i64,
     namespace: i64,
@@ -2535,8 +2548,76 @@ impl System<'_> {
                 rows.push(row);
             }
         }
+        let style = crate::pg::settings::style_setting(None, self.settings);
         for t in &tables {
             let toid = oid::object(t.id);
+            // Partitioning: the key of a partitioned table, the bound of a partition (as
+            // pg_get_partkeydef, pg_get_expr(relpartbound) and
+            // pg_get_partition_constraintdef show them).
+            let mut bound_text = None;
+            let mut parent_oid = None;
+            // A partition's indexes made for its parent's: (index OID, parent index OID).
+            let mut index_parents: Vec<(i64, i64)> = Vec::new();
+            if let Some(p) = &t.partitioning {
+                defs.push((toid, crate::partition::shown_key(t, p)));
+            }
+            if let Some(of) = &t.partition_of {
+                if let Some(parent) = tables.iter().find(|x| x.name == of.parent) {
+                    if let Some(p) = &parent.partitioning {
+                        let types = crate::partition::key_types(parent, p);
+                        bound_text = Some(crate::partition::shown(&of.bound, &types, style));
+                        parent_oid = Some(oid::object(parent.id));
+                        index_parents = partition_index_parents(t, parent);
+                        let key: Vec<(String, DataType)> = p
+                            .key
+                            .iter()
+                            .map(|&c| (parent.columns[c].name.clone(), parent.columns[c].ty))
+                            .collect();
+                        if let Some(c) = crate::partition::constraint_text(&of.bound, &key, style) {
+                            defs.push((-toid, c));
+                        }
+                    }
+                }
+            }
+            match which {
+                "pg_inherits" => {
+                    if let Some(parent) = parent_oid {
+                        rows.push(vec![int(toid), int(parent), int(1), boolean(false)]);
+                    }
+                    for (index, parent) in &index_parents {
+                        rows.push(vec![int(*index), int(*parent), int(1), boolean(false)]);
+                    }
+                    continue;
+                }
+                "pg_partitioned_table" => {
+                    if let Some(p) = &t.partitioning {
+                        let default = p.partitions.iter().find_map(|n| {
+                            let c = tables.iter().find(|x| x.name == *n)?;
+                            matches!(
+                                c.partition_of.as_ref()?.bound,
+                                crate::catalog::PartitionBound::Default
+                            )
+                            .then(|| oid::object(c.id))
+                        });
+                        let zeros = Value::Array(p.key.iter().map(|_| int(0)).collect());
+                        rows.push(vec![
+                            int(toid),
+                            text(match p.strategy {
+                                crate::catalog::PartitionStrategy::Range => "r",
+                                crate::catalog::PartitionStrategy::List => "l",
+                            }),
+                            int(p.key.len() as i64),
+                            int(default.unwrap_or(0)),
+                            Value::Array(p.key.iter().map(|&c| int(t.attnum(c).into())).collect()),
+                            zeros.clone(),
+                            zeros,
+                            Value::Null,
+                        ]);
+                    }
+                    continue;
+                }
+                _ => {}
+            }
             let colnames = |c: &[usize]| {
                 c.iter()
                     .map(|&i| crate::bind::quote_ident(&t.columns[i].name))
@@ -2666,8 +2747,22 @@ impl System<'_> {
                     }
                     let (nsp, tname) = (ns.oid(&t.name), unqualified(&t.name));
                     let has_index = !indexes.is_empty();
-                    let kind = if t.matview.is_some() { "m" } else { "r" };
-                    let mut row = class_row(toid, nsp, tname, kind, t.columns.len(), 2, has_index);
+                    let kind = if t.matview.is_some() {
+                        "m"
+                    } else if t.partitioning.is_some() {
+                        "p"
+                    } else {
+                        "r"
+                    };
+                    let am = if kind == "p" { 0 } else { 2 };
+                    let mut row = class_row(toid, nsp, tname, kind, t.columns.len(), am, has_index);
+                    if let Some(p) = &t.partitioning {
+                        row[20] = boolean(!p.partitions.is_empty());
+                    }
+                    if let Some(b) = &bound_text {
+                        row[24] = boolean(true);
+                        row[26] = text(b);
+                    }
                     if let Some(m) = &t.matview {
                         row[31] = boolean(m.populated);
                     }
@@ -2696,7 +2791,9 @@ impl System<'_> {
                             "brin" => 3580,
                             _ => 403,
                         };
-                        let mut row = class_row(*ioid, nsp, name, "i", parts, am, false);
+                        let index_kind = if t.partitioning.is_some() { "I" } else { "i" };
+                        let mut row = class_row(*ioid, nsp, name, index_kind, parts, am, false);
+                        row[24] = boolean(index_parents.iter().any(|(i, _)| i == ioid));
                         if temp {
                             row[14] = text("t");
                         }
@@ -3120,6 +3217,22 @@ impl System<'_> {
                 ("indexprs", T),
                 ("indpred", T),
                 ("indnullsnotdistinct", B),
+            ]),
+            "pg_inherits" => cols(&[
+                ("inhrelid", O),
+                ("inhparent", O),
+                ("inhseqno", I4),
+                ("inhdetachpending", B),
+            ]),
+            "pg_partitioned_table" => cols(&[
+                ("partrelid", O),
+                ("partstrat", C),
+                ("partnatts", I2),
+                ("partdefid", O),
+                ("partattrs", DataType::Int2Vector),
+                ("partclass", DataType::OidVector),
+                ("partcollation", DataType::OidVector),
+                ("partexprs", T),
             ]),
             "pg_indexes" => cols(&[
                 ("schemaname", N),
