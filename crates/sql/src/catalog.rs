@@ -367,7 +367,8 @@ pub struct Partitioning {
     pub strategy: PartitionStrategy,
     /// The key's columns, by position.
     pub key: Vec<usize>,
-    /// Its partitions, by catalog name, in the order they were made.
+    /// Its partitions, by catalog name, in the order of their bounds (PostgreSQL's order:
+    /// ranges by lower bound, lists by least value, the default last).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub partitions: Vec<String>,
 }

@@ -164,6 +164,35 @@ impl Bound {
     }
 }
 
+impl Bound {
+    /// Orders partitions as PostgreSQL lists and scans them: ranges by their lower bound,
+    /// lists by their least value (a list of NULL alone after them), the default last.
+    pub fn order(&self, other: &Bound) -> Ordering {
+        let rank = |b: &Bound| match b {
+            Bound::Range { .. } | Bound::List(_) if !b.list_only_null() => 0,
+            Bound::Default => 2,
+            _ => 1,
+        };
+        match (self, other) {
+            (Bound::Range { from: a, .. }, Bound::Range { from: b, .. }) => bound_cmp(a, b),
+            (Bound::List(a), Bound::List(b)) if rank(self) == 0 && rank(other) == 0 => {
+                let least = |l: &[Value]| {
+                    l.iter().filter(|v| !v.is_null()).min_by(|x, y| x.total_cmp(y)).cloned()
+                };
+                match (least(a), least(b)) {
+                    (Some(x), Some(y)) => x.total_cmp(&y),
+                    _ => Ordering::Equal,
+                }
+            }
+            _ => rank(self).cmp(&rank(other)),
+        }
+    }
+
+    fn list_only_null(&self) -> bool {
+        matches!(self, Bound::List(l) if l.iter().all(Value::is_null))
+    }
+}
+
 /// The key of `row` (a row of the partitioned table `parent`).
 pub fn key_of(p: &Partitioning, row: &[Value]) -> Vec<Value> {
     p.key.iter().map(|&c| row[c].clone()).collect()

@@ -1037,7 +1037,8 @@ impl Session {
             | Utility::AlterAggregate(_)
             | Utility::CommentOnRoutine(_)
             | Utility::AttachPartition(_)
-            | Utility::DetachPartition(..) => {
+            | Utility::DetachPartition(..)
+            | Utility::AttachIndex(..) => {
                 let style = self.style();
                 let settings = crate::pg::settings::settings_in_force(
                     &self.settings,
@@ -1060,6 +1061,7 @@ impl Session {
                     Utility::CommentOnRoutine(c) => w.comment_on_routine(c, &self.database),
                     Utility::AttachPartition(a) => w.attach_partition(a, &self.database, &env),
                     Utility::DetachPartition(p, c) => w.detach_partition(p, c, &self.database),
+                    Utility::AttachIndex(p, c) => w.attach_index(p, c, &self.database),
                     _ => unreachable!("matched above"),
                 }
             }

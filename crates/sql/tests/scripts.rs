@@ -309,4 +309,5 @@ scripts!(
     text_search,
     user_aggregates,
     plpgsql_dynamic,
+    partitions,
 );

@@ -46,6 +46,18 @@ pub(crate) fn plan_returning(
                 }
                 columns.extend(scope.cols.iter().map(|c| (c.name.clone(), c.ty)));
             }
+            ast::SelectItem::UnnamedExpr(x) if reg_cast(x).is_some() => {
+                let (kind, inner) = reg_cast(x).expect("matched");
+                let (e, t) = planner.reg_name(kind, inner, scope, false)?;
+                exprs.push(e);
+                columns.push((output_name(x), t));
+            }
+            ast::SelectItem::ExprWithAlias { expr, alias } if reg_cast(expr).is_some() => {
+                let (kind, inner) = reg_cast(expr).expect("matched");
+                let (e, t) = planner.reg_name(kind, inner, scope, false)?;
+                exprs.push(e);
+                columns.push((ident(alias), t));
+            }
             ast::SelectItem::UnnamedExpr(x) => {
                 let (e, t) = planner.expr(x, scope, false)?;
                 exprs.push(e);
@@ -85,6 +97,16 @@ pub(crate) fn plan_returning(
     }
     let origins = scope.origins(&exprs);
     Ok(Some(Returning { exprs, columns, origins }))
+}
+
+/// `x::regclass` / `x::regtype`: shown as the name, as a select item is.
+fn reg_cast(e: &ast::Expr) -> Option<(crate::bind::reg::Reg, &ast::Expr)> {
+    match e {
+        ast::Expr::Cast { expr, data_type, .. } => {
+            crate::bind::reg::reg_kind(data_type).map(|k| (k, &**expr))
+        }
+        _ => None,
+    }
 }
 
 pub(crate) fn table_scope(table: &Table, alias: &str) -> Scope {
@@ -384,6 +406,30 @@ pub(crate) fn plan_insert(planner: &mut Planner, ins: &ast::Insert) -> Result<In
         }
         Some(_) => return Err(SqlError::unsupported("ON DUPLICATE KEY")),
     };
+    // A row inserted through a partitioned table is written to a partition the statement
+    // does not know when it is bound: its `tableoid` cannot be returned.
+    if table.partitioning.is_some() {
+        for item in ins.returning.iter().flatten() {
+            let mut reads = false;
+            let _ = ast::visit_expressions(item, |e| {
+                match e {
+                    ast::Expr::Identifier(i) if ident(i) == "tableoid" => reads = true,
+                    ast::Expr::CompoundIdentifier(p)
+                        if p.last().is_some_and(|l| ident(l) == "tableoid") =>
+                    {
+                        reads = true
+                    }
+                    _ => {}
+                }
+                std::ops::ControlFlow::<()>::Continue(())
+            });
+            if reads {
+                return Err(SqlError::unsupported(
+                    "tableoid in RETURNING of an INSERT into a partitioned table",
+                ));
+            }
+        }
+    }
     let returning = plan_returning(planner, &ins.returning, &scope)?;
     let targets = targets
         .into_iter()

@@ -105,6 +105,10 @@ pub(crate) fn plan_merge(planner: &mut Planner, m: &ast::Merge) -> Result<MergeP
         }
     })?;
     crate::exec::matviews::check_writable(&table)?;
+    if table.partitioning.is_some() {
+        return Err(SqlError::unsupported("MERGE into a partitioned table")
+            .hint("MERGE into each partition, or use INSERT … ON CONFLICT."));
+    }
     // source LEFT JOIN target ON condition.
     let join = ast::TableWithJoins {
         relation: m.source.clone(),

@@ -1367,6 +1367,16 @@ impl<'a> Planner<'a> {
         if plan.lock.is_some()
             && !matches!(plan.from.first().map(|f| &f.source), Some(Source::Table(..)))
         {
+            let partitioned = plan.from.first().is_some_and(|f| {
+                matches!(&f.source, Source::Derived(_))
+                    && self.tables.iter().any(|t| t.name == f.label && t.partitioning.is_some())
+            });
+            if partitioned {
+                return Err(SqlError::unsupported("FOR UPDATE / FOR SHARE of a partitioned table")
+                    .hint(
+                        "Lock the rows in its partitions, or UPDATE through the partitioned table.",
+                    ));
+            }
             return Err(SqlError::unsupported("FOR UPDATE without a table"));
         }
         key_order(&mut plan);

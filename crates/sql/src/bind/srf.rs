@@ -107,7 +107,8 @@ impl<'a> Planner<'a> {
             // The relation, then its parent, … (from the partitions of the database).
             "pg_partition_ancestors" => {
                 arity(1, 1)?;
-                let (x, t) = self.expr(args[0], scope, false)?;
+                // Its argument is a regclass: a relation's name or OID.
+                let (x, t) = self.reg_cast(crate::bind::reg::Reg::Class, args[0], scope, false)?;
                 let (x, _) = self.coerce(x, t, DataType::Int8)?;
                 self.reusable = false;
                 let tables = self.catalog.tables(self.txn, self.db)?;

@@ -134,6 +134,23 @@ impl Writer<'_> {
             }
             self.db.catalog.put_table(&mut self.ts.txn, &other)?;
         }
+        // A partition's parent lists it by name; a partitioned table's partitions name it.
+        if let Some(of) = &t.partition_of {
+            if let Some(parent) = self.db.catalog.table(&mut self.ts.txn, &db, &of.parent)? {
+                let mut parent = (*parent).clone();
+                if let Some(p) = &mut parent.partitioning {
+                    p.partitions.iter_mut().for_each(|n| rename(n));
+                }
+                self.db.catalog.put_table(&mut self.ts.txn, &parent)?;
+            }
+        }
+        for child in self.partitions_of(&t)? {
+            let mut child = (*child).clone();
+            if let Some(of) = &mut child.partition_of {
+                rename(&mut of.parent);
+            }
+            self.db.catalog.put_table(&mut self.ts.txn, &child)?;
+        }
         for seq in self.db.catalog.sequences(&mut self.ts.txn, &db)? {
             if seq.owned_by.as_ref().is_some_and(|(tn, _)| *tn == old) {
                 let mut seq = (*seq).clone();
@@ -597,6 +614,9 @@ impl Writer<'_> {
         let old = t.clone();
         t.remove_column(p);
         shift(&mut t.primary_key, p);
+        if let Some(partitioning) = &mut t.partitioning {
+            shift(&mut partitioning.key, p);
+        }
         for i in &mut t.indexes {
             shift(&mut i.columns, p);
             shift(&mut i.include, p);

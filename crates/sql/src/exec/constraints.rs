@@ -944,6 +944,10 @@ impl Writer<'_> {
             )
         };
         let p: &Table = parent.as_ref().unwrap_or(table);
+        if p.partitioning.is_some() {
+            return Err(SqlError::unsupported("foreign keys that reference a partitioned table")
+                .hint("Reference a partition, or a table of the keys."));
+        }
         let ref_cols: Vec<usize> = if fk.referred_columns.is_empty() {
             if p.primary_key.is_empty() {
                 return Err(SqlError::new(

@@ -669,6 +669,16 @@ impl Session {
         let mut w = session_writer!(self, ts, None);
         let defaults = w.defaults(&table, &env)?;
         let before = crate::exec::write::Writer::has_row_triggers(&table, Event::Insert, true);
+        // Rows copied into a partitioned table go to their partitions; rows copied into a
+        // partition must lie within its bound.
+        let router = match table.partitioning {
+            Some(_) => Some(w.router(&table)?),
+            None => None,
+        };
+        let own_check = match router {
+            None => w.partition_check(&table)?,
+            Some(_) => None,
+        };
         for row in rows {
             self.activity.check_interrupt()?;
             let full = row
@@ -692,8 +702,21 @@ impl Session {
             };
             let full = crate::exec::write::Writer::fit_row(&table, full, ctx.env.style())?;
             let full = w.generate(&table, full, &ctx)?;
-            w.insert_row(&table, full.clone(), None, &ctx)?;
-            w.after_row(&table, Event::Insert, (Some(&full), None), None, Cause::Statement);
+            let (target, full) = match &router {
+                Some(router) => {
+                    let leaf = router.route(&full, ctx.env.style())?.clone();
+                    let Some(full) = w.into_partition(&leaf, full, &ctx)? else { continue };
+                    (leaf, full)
+                }
+                None => {
+                    if let Some(check) = &own_check {
+                        check.check(&table, &full, ctx.env.style())?;
+                    }
+                    (table.clone(), full)
+                }
+            };
+            w.insert_row(&target, full.clone(), None, &ctx)?;
+            w.after_row(&target, Event::Insert, (Some(&full), None), None, Cause::Statement);
         }
         // The AFTER ROW triggers of the rows of this piece of the data (COPY runs them as
         // each piece is written, not once at its end as PostgreSQL does).

@@ -740,6 +740,18 @@ impl Writer<'_> {
         database: &str,
         env: &dyn Env,
     ) -> Result<Output> {
+        self.alter_table_in(at, database, env, false)
+    }
+
+    /// ALTER TABLE; `from_parent` when a partitioned table passes its change on to one of
+    /// its partitions (which may not change their columns themselves).
+    pub(crate) fn alter_table_in(
+        &mut self,
+        at: &ast::AlterTable,
+        database: &str,
+        env: &dyn Env,
+        from_parent: bool,
+    ) -> Result<Output> {
         let tname = object_name(&at.name)?;
         // OWNER TO: Kiln has one role, which owns every relation (pg_dump's scripts say
         // this of tables, views and sequences alike).
@@ -781,6 +793,12 @@ impl Writer<'_> {
                 format!("ALTER TABLE cannot change materialized view \"{}\"", unqualified(&tname)),
             )
             .detail("This operation is not supported for materialized views."));
+        }
+        if table.partition_of.is_some() && !from_parent {
+            self.check_partition_change(&table, &at.operations)?;
+        }
+        if table.partitioning.is_some() {
+            crate::exec::partitions::check_partitioned_change(&table, &at.operations)?;
         }
         let mut t = (*table).clone();
         for op in &at.operations {
@@ -876,6 +894,28 @@ impl Writer<'_> {
             }
         }
         self.db.catalog.put_table(&mut self.ts.txn, &t)?;
+        // A partitioned table's change reaches its partitions (unless ONLY).
+        if t.partitioning.is_some() && !at.only {
+            for child in self.partitions_of(&t)? {
+                let operations =
+                    crate::exec::partitions::partition_operations(&table, &child, &at.operations);
+                if operations.is_empty() {
+                    continue;
+                }
+                let name = ast::ObjectName::from(vec![
+                    ast::Ident::with_quote('"', crate::catalog::schema_of(&child.name)),
+                    ast::Ident::with_quote('"', unqualified(&child.name)),
+                ]);
+                let child_at = ast::AlterTable {
+                    name,
+                    if_exists: false,
+                    only: false,
+                    operations,
+                    ..at.clone()
+                };
+                self.alter_table_in(&child_at, database, env, true)?;
+            }
+        }
         Ok(Output::Command("ALTER TABLE".into()))
     }
 

@@ -496,7 +496,10 @@ impl Writer<'_> {
         let mut t = (*table).clone();
         t.indexes.push(index);
         // An index of a partitioned table is made on each of its partitions too.
-        if t.partitioning.is_some() {
+        let only = ci.with.iter().any(
+            |e| matches!(e, ast::Expr::Identifier(i) if i.value == crate::parse::INDEX_ON_ONLY),
+        );
+        if t.partitioning.is_some() && !only {
             for child in self.partitions_of(&t)? {
                 let mut child = (*child).clone();
                 self.inherit_indexes(&t, &mut child)?;

@@ -204,7 +204,7 @@ impl Writer<'_> {
         }
         if strategy == PartitionStrategy::List && key.len() > 1 {
             return Err(SqlError::new(
-                code::INVALID_TABLE_DEFINITION,
+                code::INVALID_OBJECT_DEFINITION,
                 "cannot use \"list\" partition strategy with more than one column",
             ));
         }
@@ -385,7 +385,8 @@ impl Writer<'_> {
                             "updated partition constraint for default partition \"{}\" would be violated by some row",
                             unqualified(&d.name)
                         ),
-                    ));
+                    )
+                    .table(&d.name));
                 }
             }
         }
@@ -527,6 +528,132 @@ impl Writer<'_> {
         Ok(Some(row))
     }
 
+    /// 42P16 (42809 for ADD COLUMN) for a change of partition `t`'s columns or of what it
+    /// has from its parent: its columns are its parent's.
+    pub(crate) fn check_partition_change(
+        &mut self,
+        t: &Table,
+        ops: &[ast::AlterTableOperation],
+    ) -> Result<()> {
+        use ast::AlterTableOperation as Op;
+        let of = t.partition_of.as_ref().expect("a partition");
+        let parent = self.db.catalog.table_or_err(&mut self.ts.txn, &t.database, &of.parent)?;
+        let inherited = |what: &str, n: &str| {
+            SqlError::new(
+                code::INVALID_TABLE_DEFINITION,
+                format!("cannot {what} inherited column \"{n}\""),
+            )
+        };
+        for op in ops {
+            match op {
+                Op::AddColumn { .. } => {
+                    return Err(SqlError::new(
+                        code::WRONG_OBJECT_TYPE,
+                        "cannot add column to a partition",
+                    ))
+                }
+                Op::DropColumn { column_names, .. } => {
+                    if let Some(c) = column_names.first() {
+                        return Err(inherited("drop", &ident(c)));
+                    }
+                }
+                Op::RenameColumn { old_column_name, .. } => {
+                    return Err(inherited("rename", &ident(old_column_name)))
+                }
+                Op::AlterColumn { column_name, op } => {
+                    let n = ident(column_name);
+                    match op {
+                        ast::AlterColumnOperation::SetDataType { .. } => {
+                            return Err(inherited("alter", &n))
+                        }
+                        // (A primary key column says so first.)
+                        ast::AlterColumnOperation::DropNotNull
+                            if parent.column(&n).is_some_and(|c| !parent.columns[c].nullable)
+                                && !t.column(&n).is_some_and(|c| t.primary_key.contains(&c)) =>
+                        {
+                            return Err(SqlError::new(
+                                code::INVALID_TABLE_DEFINITION,
+                                format!("column \"{n}\" is marked NOT NULL in parent table"),
+                            ))
+                        }
+                        _ => {}
+                    }
+                }
+                Op::DropConstraint { name, .. } => {
+                    let n = ident(name);
+                    let from_parent = (!parent.primary_key.is_empty()
+                        && !t.primary_key.is_empty()
+                        && n == t.pkey_name())
+                        || parent.checks.iter().any(|c| c.name == n);
+                    if from_parent {
+                        return Err(SqlError::new(
+                            code::INVALID_TABLE_DEFINITION,
+                            format!(
+                                "cannot drop inherited constraint \"{n}\" of relation \"{}\"",
+                                unqualified(&t.name)
+                            ),
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// `ALTER INDEX parent_index ATTACH PARTITION partition_index`: a partition's index
+    /// belongs to its parent's when it has the same definition (Kiln pairs them so), so
+    /// this checks that it does and changes nothing.
+    pub(crate) fn attach_index(
+        &mut self,
+        parent_index: &ast::ObjectName,
+        child_index: &ast::ObjectName,
+        database: &str,
+    ) -> Result<Output> {
+        let (parent_index, child_index) = (object_name(parent_index)?, object_name(child_index)?);
+        let owner = |w: &mut Self, name: &str| -> Result<Arc<Table>> {
+            let table =
+                w.db.catalog.index_table(&mut w.ts.txn, database, name)?.ok_or_else(|| {
+                    SqlError::new(
+                        code::UNDEFINED_TABLE,
+                        format!("relation \"{}\" does not exist", unqualified(name)),
+                    )
+                })?;
+            w.db.catalog.table_or_err(&mut w.ts.txn, database, &table)
+        };
+        let parent = owner(self, &parent_index)?;
+        let child = owner(self, &child_index)?;
+        let definition = |t: &Table, name: &str| {
+            if !t.primary_key.is_empty() && unqualified(name) == t.pkey_name() {
+                return Some((t.primary_key.clone(), vec![], None, true, true));
+            }
+            t.indexes.iter().find(|i| i.name == unqualified(name)).map(|i| {
+                (i.columns.clone(), i.expressions.clone(), i.predicate.clone(), i.unique, false)
+            })
+        };
+        let is_partition = child.partition_of.as_ref().is_some_and(|o| o.parent == parent.name);
+        if !is_partition || definition(&parent, &parent_index) != definition(&child, &child_index) {
+            return Err(SqlError::new(
+                code::INVALID_OBJECT_DEFINITION,
+                format!(
+                    "cannot attach index \"{}\" as a partition of index \"{}\"",
+                    unqualified(&child_index),
+                    unqualified(&parent_index)
+                ),
+            )
+            .detail(if is_partition {
+                "The index definitions do not match.".to_string()
+            } else {
+                format!(
+                    "Index \"{}\" is not an index on any partition of table \"{}\".",
+                    unqualified(&child_index),
+                    unqualified(&parent.name)
+                )
+            }));
+        }
+        Ok(Output::Command("ALTER INDEX".into()))
+    }
+
     /// `CREATE TABLE name PARTITION OF parent FOR VALUES … [PARTITION BY …]`: a table with
     /// the parent's columns, defaults, NOT NULLs, CHECKs, primary key and indexes.
     pub(crate) fn create_partition(
@@ -606,7 +733,8 @@ impl Writer<'_> {
         }
         self.inherit_indexes(&parent, &mut child)?;
         let mut parent = (*parent).clone();
-        partitioning_mut(&mut parent).partitions.push(name);
+        let bound = child.partition_of.as_ref().expect("a partition").bound.clone();
+        self.list_partition(&mut parent, &name, &bound)?;
         self.db.catalog.put_table(&mut self.ts.txn, &child)?;
         self.db.catalog.put_table(&mut self.ts.txn, &parent)?;
         Ok(Output::Command("CREATE TABLE".into()))
@@ -785,7 +913,8 @@ impl Writer<'_> {
         }
         self.inherit_indexes(&parent, &mut child)?;
         let mut parent = (*parent).clone();
-        partitioning_mut(&mut parent).partitions.push(child.name.clone());
+        let bound = child.partition_of.as_ref().expect("a partition").bound.clone();
+        self.list_partition(&mut parent, &child.name, &bound)?;
         self.db.catalog.put_table(&mut self.ts.txn, &child)?;
         self.db.catalog.put_table(&mut self.ts.txn, &parent)?;
         Ok(Output::Command("ALTER TABLE".into()))
@@ -904,6 +1033,158 @@ impl Writer<'_> {
             self.db.catalog.delete_table(&mut self.ts.txn, &child)?;
             self.drop_owned_sequences(&child)?;
         }
+        Ok(())
+    }
+}
+
+/// What an ALTER TABLE of a partitioned table (`parent`, as it was before) does to its
+/// partition `child`: the changes of columns and CHECKs as they are; a primary key or
+/// unique constraint unnamed (the partition names its own), unless it has one already;
+/// a dropped primary key or unique constraint under the partition's name for it.
+pub(crate) fn partition_operations(
+    parent: &Table,
+    child: &Table,
+    ops: &[ast::AlterTableOperation],
+) -> Vec<ast::AlterTableOperation> {
+    use ast::AlterTableOperation as Op;
+    let mut out = Vec::new();
+    for op in ops {
+        match op {
+            Op::AddConstraint { constraint: ast::TableConstraint::PrimaryKey(pk), not_valid } => {
+                if child.primary_key.is_empty() {
+                    let mut pk = pk.clone();
+                    pk.name = None;
+                    out.push(Op::AddConstraint {
+                        constraint: ast::TableConstraint::PrimaryKey(pk),
+                        not_valid: *not_valid,
+                    });
+                }
+            }
+            Op::AddConstraint { constraint: ast::TableConstraint::Unique(u), not_valid } => {
+                let mut u = u.clone();
+                u.name = None;
+                out.push(Op::AddConstraint {
+                    constraint: ast::TableConstraint::Unique(u),
+                    not_valid: *not_valid,
+                });
+            }
+            Op::DropConstraint { if_exists, name, drop_behavior } => {
+                let n = ident(name);
+                let mapped = if !parent.primary_key.is_empty() && n == parent.pkey_name() {
+                    (!child.primary_key.is_empty()).then(|| child.pkey_name())
+                } else if let Some(pi) = parent.indexes.iter().find(|i| i.name == n) {
+                    child
+                        .indexes
+                        .iter()
+                        .find(|ci| {
+                            ci.columns == pi.columns
+                                && ci.expressions == pi.expressions
+                                && ci.predicate == pi.predicate
+                                && ci.unique == pi.unique
+                        })
+                        .map(|ci| ci.name.clone())
+                } else {
+                    Some(n)
+                };
+                if let Some(m) = mapped {
+                    out.push(Op::DropConstraint {
+                        if_exists: *if_exists,
+                        name: ast::Ident::with_quote('"', m),
+                        drop_behavior: *drop_behavior,
+                    });
+                }
+            }
+            Op::RenameConstraint { .. }
+            | Op::EnableTrigger { .. }
+            | Op::DisableTrigger { .. }
+            | Op::OwnerTo { .. } => {}
+            other => out.push(other.clone()),
+        }
+    }
+    out
+}
+
+/// 42P16 for a change of a partitioned table's key columns; 0A000 for a primary key or
+/// unique constraint without them, or a foreign key.
+pub(crate) fn check_partitioned_change(t: &Table, ops: &[ast::AlterTableOperation]) -> Result<()> {
+    use ast::AlterTableOperation as Op;
+    let p = partitioning(t)?;
+    let in_key = |name: &ast::Ident| {
+        let n = ident(name);
+        t.column(&n).filter(|c| p.key.contains(c)).map(|_| n)
+    };
+    let key_change = |what: &str, n: String| {
+        SqlError::new(
+            code::INVALID_TABLE_DEFINITION,
+            format!(
+                "cannot {what} column \"{n}\" because it is part of the partition key of relation \"{}\"",
+                unqualified(&t.name)
+            ),
+        )
+    };
+    for op in ops {
+        match op {
+            Op::DropColumn { column_names, .. } => {
+                if let Some(n) = column_names.iter().find_map(in_key) {
+                    return Err(key_change("drop", n));
+                }
+            }
+            Op::AlterColumn { column_name, op: ast::AlterColumnOperation::SetDataType { .. } } => {
+                if let Some(n) = in_key(column_name) {
+                    return Err(key_change("alter", n));
+                }
+            }
+            Op::AddConstraint { constraint, .. } => match constraint {
+                ast::TableConstraint::PrimaryKey(pk) => {
+                    let cols = key_columns(t, &pk.columns);
+                    check_unique_key(t, &cols, "PRIMARY KEY")?;
+                }
+                ast::TableConstraint::Unique(u) => {
+                    let cols = key_columns(t, &u.columns);
+                    check_unique_key(t, &cols, "UNIQUE")?;
+                }
+                ast::TableConstraint::ForeignKey(_) => {
+                    return Err(SqlError::unsupported("foreign keys on a partitioned table")
+                        .hint("Add the foreign key to each partition."))
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The positions of the plain columns of a key (others are left for the key's own checks).
+fn key_columns(t: &Table, cols: &[ast::IndexColumn]) -> Vec<usize> {
+    cols.iter()
+        .filter_map(|ic| match &ic.column.expr {
+            ast::Expr::Identifier(id) => t.column(&ident(id)),
+            _ => None,
+        })
+        .collect()
+}
+
+impl Writer<'_> {
+    /// Adds partition `child` (whose bound is `bound`) to `parent`'s list, which is kept
+    /// in the order of the partitions' bounds.
+    fn list_partition(
+        &mut self,
+        parent: &mut Table,
+        child: &str,
+        bound: &PartitionBound,
+    ) -> Result<()> {
+        let types = key_types(parent, partitioning(parent)?);
+        let new = decode(bound, &types)?;
+        let mut at = 0;
+        for (i, name) in partitioning(parent)?.partitions.clone().iter().enumerate() {
+            let s = self.db.catalog.table_or_err(&mut self.ts.txn, &parent.database, name)?;
+            let Some(of) = &s.partition_of else { continue };
+            if decode(&of.bound, &types)?.order(&new) != std::cmp::Ordering::Greater {
+                at = i + 1;
+            }
+        }
+        partitioning_mut(parent).partitions.insert(at, child.to_string());
         Ok(())
     }
 }

@@ -148,6 +148,10 @@ impl Writer<'_> {
             }
             return Err(self.no_table(database, &table_name));
         };
+        if table.partitioning.is_some() {
+            return Err(SqlError::unsupported("triggers on a partitioned table")
+                .hint("Create the trigger on each partition: rows written through the partitioned table fire their partition's row triggers."));
+        }
         let mut function = name_as_written(&ct.function)?;
         if let Some(b) = BuiltinTrigger::named(&function) {
             function = b.name().to_string();

@@ -173,6 +173,33 @@ pub(crate) fn returning_output(
     })
 }
 
+/// The RETURNING rows of `rows` (the rows themselves without RETURNING: only their number
+/// is told).
+fn returned(
+    returning: Option<&Returning>,
+    rows: Vec<Vec<Value>>,
+    ctx: &Ctx,
+) -> Result<Vec<Vec<Value>>> {
+    let Some(r) = returning else { return Ok(rows) };
+    rows.iter()
+        .map(|row| r.exprs.iter().map(|e| e.eval(row, ctx)).collect::<Result<Vec<_>>>())
+        .collect()
+}
+
+/// [`returning_output`] of a statement through a partitioned table, whose rows each
+/// partition's statement already returned ([`returned`]).
+fn partitioned_output(
+    returning: Option<Returning>,
+    rows: Vec<Vec<Value>>,
+    verb: &str,
+) -> Result<Output> {
+    let tag = format!("{verb} {}", rows.len());
+    Ok(match returning {
+        Some(r) => Output::Rows { columns: r.columns, origins: r.origins, rows, tag },
+        None => Output::Command(tag),
+    })
+}
+
 impl Writer<'_> {
     pub(crate) fn lock(&mut self, table: u64, key: &[u8]) -> Result<()> {
         self.lock_in(table, key, LockMode::Exclusive)
@@ -803,10 +830,12 @@ impl Writer<'_> {
             // Through a partitioned table: each leaf's rows; then the rows whose new key
             // left their partition (deleted there) are routed to the one that holds it.
             Some(parts) => {
+                // Each row's RETURNING is its partition's statement's (`tableoid` differs).
                 let mut changed = Vec::new();
                 let mut moved = Vec::new();
                 for part in parts {
-                    changed.extend(self.update_rows(part, Some(&mut moved), ctx, limits)?);
+                    let rows = self.update_rows(part, Some(&mut moved), ctx, limits)?;
+                    changed.extend(returned(part.returning.as_ref(), rows, ctx)?);
                 }
                 if !moved.is_empty() {
                     let router = self.router(&table)?;
@@ -819,18 +848,17 @@ impl Writer<'_> {
                             continue;
                         };
                         self.insert_row(&leaf, row.clone(), None, ctx)?;
-                        self.after_row(
-                            &leaf,
-                            Event::Insert,
-                            (Some(&row), None),
-                            None,
-                            Cause::Statement,
-                        );
+                        let written = (Some(&row[..]), None);
+                        self.after_row(&leaf, Event::Insert, written, None, Cause::Statement);
                         row.extend(rest);
-                        changed.push(row);
+                        let part = parts.iter().find(|p| p.table.id == leaf.id);
+                        let returning = part.and_then(|p| p.returning.as_ref());
+                        changed.extend(returned(returning, vec![row], ctx)?);
                     }
                 }
-                changed
+                self.end_of_statement(&table, &[Event::Update], ctx.env)?;
+                self.finish_constraints(ctx)?;
+                return partitioned_output(plan.returning, changed, "UPDATE");
             }
         };
         self.end_of_statement(&table, &[Event::Update], ctx.env)?;
@@ -930,9 +958,12 @@ impl Writer<'_> {
             Some(parts) => {
                 let mut deleted = Vec::new();
                 for part in parts {
-                    deleted.extend(self.delete_rows(part, ctx, limits)?);
+                    let rows = self.delete_rows(part, ctx, limits)?;
+                    deleted.extend(returned(part.returning.as_ref(), rows, ctx)?);
                 }
-                deleted
+                self.end_of_statement(&table, &[Event::Delete], ctx.env)?;
+                self.finish_constraints(ctx)?;
+                return partitioned_output(plan.returning, deleted, "DELETE");
             }
         };
         self.end_of_statement(&table, &[Event::Delete], ctx.env)?;

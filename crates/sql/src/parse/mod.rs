@@ -299,6 +299,8 @@ pub enum Utility {
     AttachPartition(Box<AttachPartition>),
     /// `ALTER TABLE parent DETACH PARTITION child`: the parent and the partition.
     DetachPartition(ast::ObjectName, ast::ObjectName),
+    /// `ALTER INDEX parent_index ATTACH PARTITION partition_index`.
+    AttachIndex(ast::ObjectName, ast::ObjectName),
 }
 
 /// A parsed `ALTER TABLE … ATTACH PARTITION`.
@@ -324,8 +326,29 @@ fn attach_or_detach(sql: &str) -> Result<Option<Utility>> {
         .filter(|&i| !matches!(tokens[i], Token::Whitespace(_) | Token::SemiColon))
         .collect();
     let word = |n: usize, w: &str| sig.get(n).is_some_and(|&i| is(&tokens[i], w));
-    if !(word(0, "alter") && word(1, "table")) {
+    if !(word(0, "alter") && (word(1, "table") || word(1, "index"))) {
         return Ok(None);
+    }
+    if word(1, "index") {
+        // `ALTER INDEX parent_index ATTACH PARTITION partition_index` (pg_dump's).
+        let Some(at) = (2..sig.len()).find(|&n| word(n, "attach") && word(n + 1, "partition"))
+        else {
+            return Ok(None);
+        };
+        let text = |a: usize, b: usize| -> String {
+            let from = sig.get(a).copied().unwrap_or(tokens.len());
+            let to = sig.get(b).copied().unwrap_or(tokens.len());
+            tokens[from..to].iter().map(|t| t.to_string()).collect()
+        };
+        let name = |t: String| -> Result<ast::ObjectName> {
+            match parse(&format!("CREATE TABLE {t} (kiln_column int)"))?.as_slice() {
+                [ast::Statement::CreateTable(ct)] => Ok(ct.name.clone()),
+                _ => Err(SqlError::syntax("ALTER INDEX … ATTACH PARTITION names two indexes")),
+            }
+        };
+        let parent = name(text(2, at))?;
+        let child = name(text(at + 2, sig.len()))?;
+        return Ok(Some(Utility::AttachIndex(parent, child)));
     }
     let Some(at) = (2..sig.len())
         .find(|&n| (word(n, "attach") || word(n, "detach")) && word(n + 1, "partition"))
@@ -819,6 +842,8 @@ fn parse_checked(sql: &str) -> Result<Vec<ast::Statement>> {
     let sql = defaults.as_deref().unwrap_or(sql);
     let dropped = drop_index_concurrently(sql);
     let sql = dropped.as_deref().unwrap_or(sql);
+    let only_index = index_on_only(sql);
+    let sql = only_index.as_deref().unwrap_or(sql);
     let mut statements =
         Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| syntax_error(sql, e))?;
     if let (Some(mode), [ast::Statement::Insert(insert)]) = (overriding, statements.as_mut_slice())
@@ -827,6 +852,9 @@ fn parse_checked(sql: &str) -> Result<Vec<ast::Statement>> {
             key: ast::Ident::new(OVERRIDING),
             value: ast::Expr::value(ast::Value::SingleQuotedString(mode.into())),
         }]);
+    }
+    if let (Some(_), [ast::Statement::CreateIndex(ci)]) = (&only_index, statements.as_mut_slice()) {
+        ci.with.push(ast::Expr::Identifier(ast::Ident::new(INDEX_ON_ONLY)));
     }
     for s in &statements {
         check_depth(s)?;
@@ -974,6 +1002,36 @@ fn drop_index_concurrently(sql: &str) -> Option<String> {
         return None;
     }
     let skip = sig[2];
+    Some(
+        tokens.iter().enumerate().filter(|(i, _)| *i != skip).map(|(_, t)| t.to_string()).collect(),
+    )
+}
+
+/// The marker [`index_on_only`] leaves in a CREATE INDEX's `WITH` options.
+pub const INDEX_ON_ONLY: &str = "kiln_on_only";
+
+/// `CREATE [UNIQUE] INDEX … ON ONLY table …` (pg_dump's index of a partitioned table alone)
+/// without its `ONLY`, which the SQL parser does not read; the statement is marked with
+/// [`INDEX_ON_ONLY`] once parsed.
+fn index_on_only(sql: &str) -> Option<String> {
+    let head = sql.trim_start().get(..6)?;
+    let says = |w: &[u8]| sql.as_bytes().windows(w.len()).any(|x| x.eq_ignore_ascii_case(w));
+    if !head.eq_ignore_ascii_case("create") || !says(b"only") {
+        return None;
+    }
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    let sig: Vec<usize> =
+        (0..tokens.len()).filter(|&i| !matches!(tokens[i], Token::Whitespace(_))).collect();
+    let word = |n: usize, w: &str| matches!(sig.get(n).map(|&i| &tokens[i]), Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let index_at = if word(1, "unique") { 2 } else { 1 };
+    if !(word(0, "create") && word(index_at, "index")) {
+        return None;
+    }
+    let on = (index_at + 1..sig.len()).find(|&n| word(n, "on"))?;
+    if !word(on + 1, "only") {
+        return None;
+    }
+    let skip = sig[on + 1];
     Some(
         tokens.iter().enumerate().filter(|(i, _)| *i != skip).map(|(_, t)| t.to_string()).collect(),
     )
