@@ -513,10 +513,10 @@ pub(crate) struct UpdatePlan {
 /// name it (under the alias the statement gives the target, or the table's own name).
 fn partition_targets(
     planner: &mut Planner,
+    table: &Table,
     relation: &ast::TableFactor,
 ) -> Result<Option<Vec<ast::TableFactor>>> {
-    let ast::TableFactor::Table { name, alias, .. } = relation else { return Ok(None) };
-    let Some(table) = planner.table(&object_name(name)?)? else { return Ok(None) };
+    let ast::TableFactor::Table { alias, .. } = relation else { return Ok(None) };
     if table.partitioning.is_none() {
         return Ok(None);
     }
@@ -526,7 +526,7 @@ fn partition_targets(
         columns: vec![],
         at: None,
     });
-    let leaves = planner.leaf_partitions(&table)?;
+    let leaves = planner.leaf_partitions(table)?;
     Ok(Some(
         leaves
             .iter()
@@ -615,7 +615,8 @@ pub(crate) fn plan_update(planner: &mut Planner, u: &ast::Update) -> Result<Upda
             return Err(SqlError::syntax("FROM goes after SET in UPDATE"))
         }
     };
-    let partitions = match partition_targets(planner, &u.table.relation)? {
+    let (table, scan, scope) = target_scan(planner, &u.table.relation, joined, &u.selection)?;
+    let partitions = match partition_targets(planner, &table, &u.table.relation)? {
         Some(targets) => Some(
             targets
                 .into_iter()
@@ -628,7 +629,6 @@ pub(crate) fn plan_update(planner: &mut Planner, u: &ast::Update) -> Result<Upda
         ),
         None => None,
     };
-    let (table, scan, scope) = target_scan(planner, &u.table.relation, joined, &u.selection)?;
     let sets = bind_assignments(planner, &table, &u.assignments, &scope)?;
     let returning = plan_returning(planner, &u.returning, &scope)?;
     Ok(UpdatePlan { table, scan, sets, returning, partitions })
@@ -654,7 +654,8 @@ pub(crate) fn plan_delete(planner: &mut Planner, d: &ast::Delete) -> Result<Dele
         return Err(SqlError::unsupported("DELETE of a join"));
     }
     let joined = d.using.as_deref().unwrap_or(&[]);
-    let partitions = match partition_targets(planner, &twj.relation)? {
+    let (table, scan, scope) = target_scan(planner, &twj.relation, joined, &d.selection)?;
+    let partitions = match partition_targets(planner, &table, &twj.relation)? {
         Some(targets) => Some(
             targets
                 .into_iter()
@@ -670,7 +671,6 @@ pub(crate) fn plan_delete(planner: &mut Planner, d: &ast::Delete) -> Result<Dele
         ),
         None => None,
     };
-    let (table, scan, scope) = target_scan(planner, &twj.relation, joined, &d.selection)?;
     let returning = plan_returning(planner, &d.returning, &scope)?;
     Ok(DeletePlan { table, scan, returning, partitions })
 }

@@ -139,7 +139,7 @@ impl Writer<'_> {
             if let Some(parent) = self.db.catalog.table(&mut self.ts.txn, &db, &of.parent)? {
                 let mut parent = (*parent).clone();
                 if let Some(p) = &mut parent.partitioning {
-                    p.partitions.iter_mut().for_each(|n| rename(n));
+                    p.partitions.iter_mut().for_each(&rename);
                 }
                 self.db.catalog.put_table(&mut self.ts.txn, &parent)?;
             }

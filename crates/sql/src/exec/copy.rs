@@ -705,7 +705,7 @@ impl Session {
             let (target, full) = match &router {
                 Some(router) => {
                     let leaf = router.route(&full, ctx.env.style())?.clone();
-                    let Some(full) = w.into_partition(&leaf, full, &ctx)? else { continue };
+                    let Some(full) = w.routed_row(&leaf, full, &ctx)? else { continue };
                     (leaf, full)
                 }
                 None => {

@@ -496,7 +496,7 @@ impl Writer<'_> {
     /// A row routed to partition `leaf`: through its BEFORE ROW INSERT triggers (`None`
     /// when one skips it), fitted to its columns. A trigger may not move the row out of the
     /// partition (0A000, as in PostgreSQL).
-    pub(crate) fn into_partition(
+    pub(crate) fn routed_row(
         &mut self,
         leaf: &Arc<Table>,
         row: Vec<Value>,

@@ -663,7 +663,7 @@ impl Writer<'_> {
             let (target, full, leaf_arbiters) = match &router {
                 Some(router) => {
                     let leaf = router.route(&full, ctx.env.style())?.clone();
-                    let Some(full) = self.into_partition(&leaf, full, ctx)? else { continue };
+                    let Some(full) = self.routed_row(&leaf, full, ctx)? else { continue };
                     let mapped =
                         arbiters.map(|a| crate::exec::partitions::arbiters_for(a, &table, &leaf));
                     (leaf, full, mapped)
@@ -844,7 +844,7 @@ impl Writer<'_> {
                         limits.check()?;
                         let rest = row.split_off(width);
                         let leaf = router.route(&row, ctx.env.style())?.clone();
-                        let Some(mut row) = self.into_partition(&leaf, row, ctx)? else {
+                        let Some(mut row) = self.routed_row(&leaf, row, ctx)? else {
                             continue;
                         };
                         self.insert_row(&leaf, row.clone(), None, ctx)?;
