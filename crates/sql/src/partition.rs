@@ -198,14 +198,26 @@ pub fn key_of(p: &Partitioning, row: &[Value]) -> Vec<Value> {
     p.key.iter().map(|&c| row[c].clone()).collect()
 }
 
-/// A value of a bound as PostgreSQL shows it in `pg_get_expr(relpartbound, …)`: numbers
-/// and booleans bare, everything else quoted.
-fn shown_value(v: &Value, ty: DataType, style: Style) -> String {
-    match v.to_text_in(ty, style) {
-        None => "NULL".into(),
-        Some(text) if ty.is_numeric() || ty == DataType::Bool => text,
-        Some(text) => format!("'{}'", text.replace('\'', "''")),
+/// A constant as PostgreSQL's deparser writes it, and whether a type label must follow it
+/// to give its type: a non-negative integer or decimal number and a boolean bare, anything
+/// else quoted.
+fn deparsed(v: &Value, ty: DataType, style: Style) -> (String, bool) {
+    let Some(text) = v.to_text_in(ty, style) else { return ("NULL".into(), false) };
+    match (v, ty) {
+        (Value::Bool(b), _) => (b.to_string(), false),
+        (_, DataType::Int4) if !text.starts_with('-') => (text, false),
+        (_, DataType::Numeric(_))
+            if !text.starts_with('-') && text.contains(['.', 'e', 'E']) && text != "NaN" =>
+        {
+            (text, false)
+        }
+        _ => (format!("'{}'", text.replace('\'', "''")), true),
     }
+}
+
+/// A value of a bound as PostgreSQL shows it in `pg_get_expr(relpartbound, …)`.
+fn shown_value(v: &Value, ty: DataType, style: Style) -> String {
+    deparsed(v, ty, style).0
 }
 
 /// The text of a stored bound as PostgreSQL shows it (`FOR VALUES FROM (…) TO (…)`,
@@ -255,7 +267,10 @@ pub fn constraint_text(
     let col = |i: usize| crate::bind::quote_ident(&columns[i].0);
     let typed = |v: &Value, i: usize| {
         let ty = columns[i].1;
-        format!("{}::{}", shown_value(v, ty, style), ty.sql_name())
+        match deparsed(v, ty, style) {
+            (text, true) => format!("{text}::{}", ty.sql_name()),
+            (text, false) => text,
+        }
     };
     match decoded {
         Bound::Default => None,
@@ -264,8 +279,9 @@ pub fn constraint_text(
             let listed: Vec<String> =
                 values.iter().filter(|v| !v.is_null()).map(|v| typed(v, 0)).collect();
             let c = col(0);
-            let inside = match listed.len() {
-                0 => None,
+            let inside = match listed.as_slice() {
+                [] => None,
+                [one] => Some(format!("({c} = {one})")),
                 _ => Some(format!("({c} = ANY (ARRAY[{}]))", listed.join(", "))),
             };
             Some(match (inside, has_null) {
@@ -292,13 +308,14 @@ pub fn constraint_text(
                     })
                     .collect();
                 let exact = n == data.len();
-                let mut alternatives = Vec::new();
+                // Each alternative: its comparisons (a prefix equal, then one compared).
+                let mut alternatives: Vec<Vec<String>> = Vec::new();
                 for i in 0..n {
                     let mut terms: Vec<String> =
                         (0..i).map(|j| format!("({} = {})", col(j), typed(values[j], j))).collect();
                     let op = if i + 1 == n && exact { last } else { strict };
                     terms.push(format!("({} {op} {})", col(i), typed(values[i], i)));
-                    alternatives.push(terms.join(" AND "));
+                    alternatives.push(terms);
                 }
                 // Past the values, a MINVALUE lower bound holds every rest (equal prefix
                 // included); a MAXVALUE upper bound likewise.
@@ -307,19 +324,20 @@ pub fn constraint_text(
                         (0..n).map(|j| format!("({} = {})", col(j), typed(values[j], j))).collect();
                     let rest_included = matches!(data[n], Datum::Min) == (last == ">=");
                     if rest_included {
-                        alternatives.push(equal.join(" AND "));
+                        alternatives.push(equal);
                     }
                 }
-                Some(match alternatives.len() {
-                    1 => alternatives.pop().expect("one"),
-                    _ => format!(
-                        "({})",
-                        alternatives
-                            .iter()
-                            .map(|a| format!("({a})"))
-                            .collect::<Vec<_>>()
-                            .join(" OR ")
-                    ),
+                // A single comparison stands alone; several are one parenthesized AND.
+                let shown: Vec<String> = alternatives
+                    .iter()
+                    .map(|a| match a.as_slice() {
+                        [one] => one.clone(),
+                        many => format!("({})", many.join(" AND ")),
+                    })
+                    .collect();
+                Some(match shown.as_slice() {
+                    [one] => one.clone(),
+                    _ => format!("({})", shown.join(" OR ")),
                 })
             };
             parts.extend(side(&from, ">", ">="));
