@@ -196,6 +196,16 @@ impl Index {
         matches!(self.method(), "btree" | "hash")
     }
 
+    /// Whether `other` indexes the same thing: columns, expressions, condition, uniqueness
+    /// and method (a partition's index made for its parent's has its definition).
+    pub fn same_definition(&self, other: &Index) -> bool {
+        self.columns == other.columns
+            && self.expressions == other.expressions
+            && self.predicate == other.predicate
+            && self.unique == other.unique
+            && self.method() == other.method()
+    }
+
     /// The index's keyspace.
     pub fn keyspace(&self) -> String {
         format!("i{}", self.id)

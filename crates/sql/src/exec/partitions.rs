@@ -758,14 +758,7 @@ impl Writer<'_> {
             }
         }
         for index in &parent.indexes {
-            let same = |i: &Index| {
-                i.columns == index.columns
-                    && i.expressions == index.expressions
-                    && i.predicate == index.predicate
-                    && i.unique == index.unique
-                    && i.method() == index.method()
-            };
-            if child.indexes.iter().any(same) {
+            if child.indexes.iter().any(|i| i.same_definition(index)) {
                 continue;
             }
             let made = self.index_for_partition(index, child)?;
@@ -1073,16 +1066,7 @@ pub(crate) fn partition_operations(
                 let mapped = if !parent.primary_key.is_empty() && n == parent.pkey_name() {
                     (!child.primary_key.is_empty()).then(|| child.pkey_name())
                 } else if let Some(pi) = parent.indexes.iter().find(|i| i.name == n) {
-                    child
-                        .indexes
-                        .iter()
-                        .find(|ci| {
-                            ci.columns == pi.columns
-                                && ci.expressions == pi.expressions
-                                && ci.predicate == pi.predicate
-                                && ci.unique == pi.unique
-                        })
-                        .map(|ci| ci.name.clone())
+                    child.indexes.iter().find(|ci| ci.same_definition(pi)).map(|ci| ci.name.clone())
                 } else {
                     Some(n)
                 };
@@ -1222,15 +1206,7 @@ pub(crate) fn arbiters_for(a: &Arbiters, parent: &Table, leaf: &Table) -> Arbite
                 .iter()
                 .filter(|i| indexes.contains(&i.id))
                 .filter_map(|pi| {
-                    leaf.indexes
-                        .iter()
-                        .find(|li| {
-                            li.columns == pi.columns
-                                && li.expressions == pi.expressions
-                                && li.predicate == pi.predicate
-                                && li.unique == pi.unique
-                        })
-                        .map(|li| li.id)
+                    leaf.indexes.iter().find(|li| li.same_definition(pi)).map(|li| li.id)
                 })
                 .collect(),
         },

@@ -1967,13 +1967,7 @@ fn partition_index_parents(t: &Table, parent: &Table) -> Vec<(i64, i64)> {
         out.push((oid::pkey_index(t.id), oid::pkey_index(parent.id)));
     }
     for ix in &t.indexes {
-        let same = parent.indexes.iter().find(|p| {
-            p.columns == ix.columns
-                && p.expressions == ix.expressions
-                && p.predicate == ix.predicate
-                && p.unique == ix.unique
-                && p.method() == ix.method()
-        });
+        let same = parent.indexes.iter().find(|p| p.same_definition(ix));
         if let Some(p) = same {
             out.push((oid::object(ix.id), oid::object(p.id)));
         }
