@@ -287,6 +287,7 @@ scripts!(
     errors,
     concurrency,
     plans,
+    pushdown,
     prepared,
     sequences,
     constraints,

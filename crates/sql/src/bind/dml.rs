@@ -10,7 +10,6 @@ use crate::bind::*;
 use crate::catalog::{Column, Table};
 use crate::error::{code, Result, SqlError};
 use crate::expr::{Expr, Func};
-use crate::plan::access::*;
 use crate::plan::*;
 use crate::types::{DataType, Value};
 
@@ -590,8 +589,7 @@ pub(crate) fn target_scan(
     }
     let constant_filters = Planner::place_filters(&mut from, conjuncts);
     for item in &mut from {
-        let keys = planner.expression_keys(item)?;
-        choose_access_with(item, &keys);
+        planner.settle(item)?;
     }
     let width = scope.cols.len();
     let mut plan = SelectPlan::over(

@@ -10,6 +10,7 @@ pub mod function;
 pub mod json;
 pub mod merge;
 pub mod partitioned;
+pub(crate) mod pushdown;
 pub mod query;
 pub mod reg;
 pub(crate) mod search;

@@ -1138,8 +1138,7 @@ impl<'a> Planner<'a> {
         let constant_filters = Self::place_filters(&mut from, where_conjuncts);
         // Access paths.
         for item in &mut from {
-            let keys = self.expression_keys(item)?;
-            choose_access_with(item, &keys);
+            self.settle(item)?;
         }
         // Grouping and projection.
         let (group_exprs, grouping_sets): (Vec<Expr>, Vec<Vec<usize>>) = match &s.group_by {

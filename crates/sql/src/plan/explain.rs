@@ -138,6 +138,10 @@ fn explain_into(plan: &SelectPlan, depth: usize, lines: &mut Vec<String>) {
                 hash_keys.iter().map(|(c, e)| format!("(#{} = {e})", item.offset + c)).collect();
             lines.push(format!("{pad}  Hash Cond: {}", conds.join(" AND ")));
         }
+        if i == 0 && !plan.constant_filters.is_empty() {
+            // Conditions on no column, evaluated once: when one fails nothing is read.
+            lines.push(format!("{pad}  One-Time Filter: {}", one_time(&plan.constant_filters)));
+        }
         if !item.on.is_empty() {
             lines.push(format!("{pad}  Join Filter: {}", keys(&item.on).join(" AND ")));
         }
@@ -148,5 +152,20 @@ fn explain_into(plan: &SelectPlan, depth: usize, lines: &mut Vec<String>) {
     }
     if plan.from.is_empty() {
         lines.push(format!("{top}Result"));
+        if !plan.constant_filters.is_empty() {
+            lines.push(format!("{top}  One-Time Filter: {}", one_time(&plan.constant_filters)));
+        }
     }
+}
+
+/// A plan's conditions on no column, as EXPLAIN shows them (a constant as `true`/`false`).
+fn one_time(conds: &[Expr]) -> String {
+    let shown: Vec<String> = conds
+        .iter()
+        .map(|e| match e {
+            Expr::Const(crate::types::Value::Bool(b)) => b.to_string(),
+            e => e.to_string(),
+        })
+        .collect();
+    shown.join(" AND ")
 }
