@@ -4559,3 +4559,7 @@ deallocate pu_q;
 deallocate pu_pp;
 drop view pu_mv, pu_vj, pu_vd, pu_vw, pu_vl, pu_vg;
 drop table pu_m, pu_l, pu_a, pu_b;
+create view pu_vv as select 1 as a;
+select pg_get_viewdef('pu_vv'), pg_get_viewdef('pu_vv', true) = pg_get_viewdef('pu_vv'::regclass, true);
+select pg_get_viewdef('nope_vv');
+drop view pu_vv;

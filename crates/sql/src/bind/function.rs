@@ -942,6 +942,17 @@ impl<'a> Planner<'a> {
                 Err(_) => {} // in a CASE arm PostgreSQL drops: left for run time
             }
         }
+        // pg_get_viewdef(text): the view named (PostgreSQL's older form, which a string
+        // literal resolves to).
+        if func == Func::Catalog(CatalogFunc::ViewDef) {
+            if let Some(Expr::Const(Value::Text(name))) = fixed.first() {
+                let name = name.clone();
+                let o = self
+                    .relation_oid(&name)?
+                    .ok_or_else(|| crate::bind::reg::undefined_relation(&name))?;
+                fixed[0] = Expr::Const(Value::Int(o));
+            }
+        }
         match func {
             // to_regclass(name) searches the relations this transaction sees (see reg.rs).
             Func::Catalog(CatalogFunc::RegClassOid(true)) => {
