@@ -764,6 +764,16 @@ pub struct ForeignKey {
     pub initially_deferred: bool,
 }
 
+impl ForeignKey {
+    /// Whether `other` is the same constraint, whatever its name: the same columns
+    /// referencing the same key (a partition's copy of its parent's, or one ATTACH adopts).
+    pub fn same_definition(&self, other: &ForeignKey) -> bool {
+        self.columns == other.columns
+            && self.table == other.table
+            && self.ref_columns == other.ref_columns
+    }
+}
+
 /// A foreign key that references a table: the referencing table and the constraint's name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reference {

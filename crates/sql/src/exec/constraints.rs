@@ -149,23 +149,24 @@ pub(crate) fn key_text_named(names: &[String], values: &[Value]) -> String {
     format!("({})=({})", names.join(", "), vals.join(", "))
 }
 
-/// 23503 for a referenced row deleted or re-keyed while references remain.
-fn still_referenced(parent: &Table, child: &Table, fk: &ForeignKey, key: &[Value]) -> SqlError {
+/// 23503 for a referenced row deleted or re-keyed while references remain in table
+/// `child` (named as its constraint's owner: a partition's copy is its root's).
+fn still_referenced(parent: &Table, child: &str, fk: &ForeignKey, key: &[Value]) -> SqlError {
     SqlError::new(
         code::FOREIGN_KEY,
         format!(
             "update or delete on table \"{}\" violates foreign key constraint \"{}\" on table \"{}\"",
             unqualified(&parent.name),
             fk.name,
-            unqualified(&child.name)
+            unqualified(child)
         ),
     )
     .detail(format!(
         "Key {} is still referenced from table \"{}\".",
         key_text(parent, &fk.ref_columns, key),
-        unqualified(&child.name)
+        unqualified(child)
     ))
-    .constraint(&child.name, &fk.name)
+    .constraint(child, &fk.name)
 }
 
 /// 23503 for a row of `table` whose foreign key `fk` holds `values`, which no row of table
@@ -262,6 +263,27 @@ impl Writer<'_> {
             ));
         }
         Ok(())
+    }
+
+    /// The table foreign key `fk` of `child` belongs to, as errors name it: for a
+    /// partition's copy of its parent's key, the topmost ancestor that has it.
+    fn constraint_owner(&mut self, child: &Table, fk: &ForeignKey) -> Result<String> {
+        let mut owner = child.name.clone();
+        let mut of = child.partition_of.clone();
+        let mut depth = 0;
+        while let Some(o) = of {
+            depth += 1;
+            if depth > crate::partition::PARTITION_DEPTH_MAX {
+                break;
+            }
+            let up = self.related_table(&child.database, &o.parent)?;
+            if !up.foreign_keys.iter().any(|f| f.name == fk.name && f.same_definition(fk)) {
+                break;
+            }
+            owner = up.name.clone();
+            of = up.partition_of.clone();
+        }
+        Ok(owner)
     }
 
     /// A table of the current database, read once per statement.
@@ -477,7 +499,8 @@ impl Writer<'_> {
                     return Ok(());
                 }
                 if !self.referencing_rows(&child, &fk, key, 1, ctx)?.is_empty() {
-                    return Err(still_referenced(&parent, &child, &fk, key));
+                    let owner = self.constraint_owner(&child, &fk)?;
+                    return Err(still_referenced(&parent, &owner, &fk, key));
                 }
             }
         }
@@ -652,6 +675,9 @@ impl Writer<'_> {
         for reference in &table.referenced_by {
             self.interrupted()?;
             let child = self.related_table(&table.database, &reference.table)?;
+            if child.partitioning.is_some() {
+                continue; // holds no rows: its partitions reference the row, each its own
+            }
             let Some(fk) = child
                 .foreign_keys
                 .iter()
@@ -681,7 +707,8 @@ impl Writer<'_> {
             }
             if action == FkAction::Restrict {
                 if !self.referencing_rows(&child, &fk, &key, 1, ctx)?.is_empty() {
-                    return Err(still_referenced(table, &child, &fk, &key));
+                    let owner = self.constraint_owner(&child, &fk)?;
+                    return Err(still_referenced(table, &owner, &fk, &key));
                 }
                 continue;
             }
@@ -802,7 +829,8 @@ impl Writer<'_> {
                 continue; // the key is there again (updated back, or re-inserted)
             }
             if !self.referencing_rows(&d.child, &d.fk, &d.key, 1, ctx)?.is_empty() {
-                return Err(still_referenced(&d.parent, &d.child, &d.fk, &d.key));
+                let owner = self.constraint_owner(&d.child, &d.fk)?;
+                return Err(still_referenced(&d.parent, &owner, &d.fk, &d.key));
             }
         }
         Ok(())
@@ -876,7 +904,11 @@ fn columns_base(table: &Table, cols: &[usize], suffix: &str) -> String {
 
 /// A new constraint's name: the one given (42710 when the table already uses it), or `base`
 /// made unique among the table's constraints.
-fn constraint_name(table: &Table, given: Option<String>, base: String) -> Result<String> {
+pub(crate) fn constraint_name(
+    table: &Table,
+    given: Option<String>,
+    base: String,
+) -> Result<String> {
     let taken = constraint_names(table);
     match given {
         Some(n) if taken.contains(&n) => Err(SqlError::new(

@@ -431,10 +431,6 @@ impl Writer<'_> {
             for (_, cols, _) in &uniques {
                 crate::exec::partitions::check_unique_key(&table, cols, "UNIQUE")?;
             }
-            if !foreign_keys.is_empty() {
-                return Err(SqlError::unsupported("foreign keys on a partitioned table")
-                    .hint("Add the foreign key to each partition."));
-            }
         }
         if !table.primary_key.is_empty() {
             let base = format!("{}_pkey", unqualified(&name));
@@ -897,8 +893,12 @@ impl Writer<'_> {
         // A partitioned table's change reaches its partitions (unless ONLY).
         if t.partitioning.is_some() && !at.only {
             for child in self.partitions_of(&t)? {
-                let operations =
-                    crate::exec::partitions::partition_operations(&table, &child, &at.operations);
+                let operations = crate::exec::partitions::partition_operations(
+                    &table,
+                    &t,
+                    &child,
+                    &at.operations,
+                );
                 if operations.is_empty() {
                     continue;
                 }
@@ -920,7 +920,12 @@ impl Writer<'_> {
     }
 
     /// 23503 unless every row of `t` references an existing row through foreign key `name`.
-    fn validate_foreign_key(&mut self, t: &Table, name: &str, env: &dyn Env) -> Result<()> {
+    pub(crate) fn validate_foreign_key(
+        &mut self,
+        t: &Table,
+        name: &str,
+        env: &dyn Env,
+    ) -> Result<()> {
         let mut only = t.clone();
         only.foreign_keys.retain(|f| f.name == name);
         let style = env.style();

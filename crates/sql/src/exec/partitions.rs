@@ -15,8 +15,8 @@ use sqlparser::ast;
 use crate::bind::dml::Arbiters;
 use crate::bind::*;
 use crate::catalog::{
-    unqualified, Index, PartitionBound, PartitionOf, PartitionStrategy, Partitioning, RangeDatum,
-    Table,
+    unqualified, ForeignKey, Index, PartitionBound, PartitionOf, PartitionStrategy, Partitioning,
+    RangeDatum, Reference, Table,
 };
 use crate::encoding::decode_row;
 use crate::error::{code, Result, SqlError};
@@ -584,7 +584,8 @@ impl Writer<'_> {
                     let from_parent = (!parent.primary_key.is_empty()
                         && !t.primary_key.is_empty()
                         && n == t.pkey_name())
-                        || parent.checks.iter().any(|c| c.name == n);
+                        || parent.checks.iter().any(|c| c.name == n)
+                        || parent.foreign_keys.iter().any(|f| f.name == n);
                     if from_parent {
                         return Err(SqlError::new(
                             code::INVALID_TABLE_DEFINITION,
@@ -730,8 +731,10 @@ impl Writer<'_> {
         }
         if let Some(by) = &ct.partition_by {
             child.partitioning = Some(self.partition_key(&child, by)?);
+            check_inherited_keys(&parent, &child)?;
         }
         self.inherit_indexes(&parent, &mut child)?;
+        self.inherit_foreign_keys(&parent, &mut child, false, env)?;
         let mut parent = (*parent).clone();
         let bound = child.partition_of.as_ref().expect("a partition").bound.clone();
         self.list_partition(&mut parent, &name, &bound)?;
@@ -769,6 +772,51 @@ impl Writer<'_> {
         for grandchild in self.partitions_of(child)? {
             let mut grandchild = (*grandchild).clone();
             self.inherit_indexes(child, &mut grandchild)?;
+            self.db.catalog.put_table(&mut self.ts.txn, &grandchild)?;
+        }
+        Ok(())
+    }
+
+    /// Gives partition `child` each of the parent's foreign keys it has no equivalent of,
+    /// under the parent's name (PostgreSQL's rule), recorded in the table it references;
+    /// with `validate` (ATTACH: its rows were written without it) every row is checked
+    /// against it. A partitioned partition passes them on to its own partitions.
+    pub(crate) fn inherit_foreign_keys(
+        &mut self,
+        parent: &Table,
+        child: &mut Table,
+        validate: bool,
+        env: &dyn Env,
+    ) -> Result<()> {
+        // One the partition already had stands for the parent's (PostgreSQL adopts it).
+        let own = child.foreign_keys.clone();
+        // By name, as PostgreSQL clones (and so validates) them.
+        let mut keys: Vec<&ForeignKey> = parent.foreign_keys.iter().collect();
+        keys.sort_by(|a, b| a.name.cmp(&b.name));
+        for fk in keys {
+            if own.iter().any(|f| f.same_definition(fk)) {
+                continue;
+            }
+            let name = crate::exec::constraints::constraint_name(
+                child,
+                Some(fk.name.clone()),
+                String::new(),
+            )?;
+            child.foreign_keys.push(ForeignKey { name: name.clone(), ..fk.clone() });
+            let mut referenced =
+                (*self.db.catalog.table_or_err(&mut self.ts.txn, &child.database, &fk.table)?)
+                    .clone();
+            referenced
+                .referenced_by
+                .push(Reference { table: child.name.clone(), constraint: name.clone() });
+            self.db.catalog.put_table(&mut self.ts.txn, &referenced)?;
+            if validate {
+                self.validate_foreign_key(child, &name, env)?;
+            }
+        }
+        for grandchild in self.partitions_of(child)? {
+            let mut grandchild = (*grandchild).clone();
+            self.inherit_foreign_keys(child, &mut grandchild, validate, env)?;
             self.db.catalog.put_table(&mut self.ts.txn, &grandchild)?;
         }
         Ok(())
@@ -860,6 +908,7 @@ impl Writer<'_> {
                 .clone();
         }
         self.check_same_columns(&parent, &child)?;
+        check_inherited_keys(&parent, &child)?;
         if !child.referenced_by.is_empty() {
             return Err(SqlError::unsupported(
                 "attaching a table that foreign keys reference as a partition",
@@ -905,6 +954,7 @@ impl Writer<'_> {
             }
         }
         self.inherit_indexes(&parent, &mut child)?;
+        self.inherit_foreign_keys(&parent, &mut child, true, env)?;
         let mut parent = (*parent).clone();
         let bound = child.partition_of.as_ref().expect("a partition").bound.clone();
         self.list_partition(&mut parent, &child.name, &bound)?;
@@ -1030,19 +1080,38 @@ impl Writer<'_> {
     }
 }
 
-/// What an ALTER TABLE of a partitioned table (`parent`, as it was before) does to its
-/// partition `child`: the changes of columns and CHECKs as they are; a primary key or
+/// What an ALTER TABLE of a partitioned table (`parent` as it was before, `altered` after)
+/// does to its partition `child`: the changes of columns and CHECKs as they are; a foreign
+/// key named as the parent's; a primary key or
 /// unique constraint unnamed (the partition names its own), unless it has one already;
 /// a dropped primary key or unique constraint under the partition's name for it.
 pub(crate) fn partition_operations(
     parent: &Table,
+    altered: &Table,
     child: &Table,
     ops: &[ast::AlterTableOperation],
 ) -> Vec<ast::AlterTableOperation> {
     use ast::AlterTableOperation as Op;
+    // The foreign keys the change gave the parent, in order: each partition's is named
+    // as the parent's (PostgreSQL's rule), given or made up.
+    let mut added_keys = altered
+        .foreign_keys
+        .iter()
+        .filter(|f| !parent.foreign_keys.iter().any(|p| p.name == f.name))
+        .map(|f| f.name.clone());
     let mut out = Vec::new();
     for op in ops {
         match op {
+            Op::AddConstraint { constraint: ast::TableConstraint::ForeignKey(fk), not_valid } => {
+                let mut fk = fk.clone();
+                if let Some(name) = added_keys.next() {
+                    fk.name = Some(ast::Ident::with_quote('"', name));
+                }
+                out.push(Op::AddConstraint {
+                    constraint: ast::TableConstraint::ForeignKey(fk),
+                    not_valid: *not_valid,
+                });
+            }
             Op::AddConstraint { constraint: ast::TableConstraint::PrimaryKey(pk), not_valid } => {
                 if child.primary_key.is_empty() {
                     let mut pk = pk.clone();
@@ -1067,6 +1136,14 @@ pub(crate) fn partition_operations(
                     (!child.primary_key.is_empty()).then(|| child.pkey_name())
                 } else if let Some(pi) = parent.indexes.iter().find(|i| i.name == n) {
                     child.indexes.iter().find(|ci| ci.same_definition(pi)).map(|ci| ci.name.clone())
+                } else if let Some(pf) = parent.foreign_keys.iter().find(|f| f.name == n) {
+                    // Its copy, or the equivalent one it had when attached.
+                    child
+                        .foreign_keys
+                        .iter()
+                        .find(|cf| cf.name == n)
+                        .or_else(|| child.foreign_keys.iter().find(|cf| cf.same_definition(pf)))
+                        .map(|cf| cf.name.clone())
                 } else {
                     Some(n)
                 };
@@ -1089,7 +1166,7 @@ pub(crate) fn partition_operations(
 }
 
 /// 42P16 for a change of a partitioned table's key columns; 0A000 for a primary key or
-/// unique constraint without them, or a foreign key.
+/// unique constraint without them.
 pub(crate) fn check_partitioned_change(t: &Table, ops: &[ast::AlterTableOperation]) -> Result<()> {
     use ast::AlterTableOperation as Op;
     let p = partitioning(t)?;
@@ -1126,10 +1203,6 @@ pub(crate) fn check_partitioned_change(t: &Table, ops: &[ast::AlterTableOperatio
                 ast::TableConstraint::Unique(u) => {
                     let cols = key_columns(t, &u.columns);
                     check_unique_key(t, &cols, "UNIQUE")?;
-                }
-                ast::TableConstraint::ForeignKey(_) => {
-                    return Err(SqlError::unsupported("foreign keys on a partitioned table")
-                        .hint("Add the foreign key to each partition."))
                 }
                 _ => {}
             },
@@ -1211,6 +1284,18 @@ pub(crate) fn arbiters_for(a: &Arbiters, parent: &Table, leaf: &Table) -> Arbite
                 .collect(),
         },
     }
+}
+
+/// 0A000 unless the unique keys partitioned table `child` takes from its `parent` include
+/// every column of its own partition key too.
+fn check_inherited_keys(parent: &Table, child: &Table) -> Result<()> {
+    if !parent.primary_key.is_empty() {
+        check_unique_key(child, &parent.primary_key, "PRIMARY KEY")?;
+    }
+    for ix in parent.indexes.iter().filter(|i| i.unique && i.is_plain()) {
+        check_unique_key(child, &ix.columns, "UNIQUE")?;
+    }
+    Ok(())
 }
 
 /// 0A000 unless a unique key on `cols` of partitioned table `t` includes every column of

@@ -2986,6 +2986,12 @@ impl System<'_> {
                                 })
                                 .map_or(0, |i| oid::object(i.id))
                         };
+                        // A partition's copy of its parent's key names the parent's.
+                        let inherited = t.partition_of.as_ref().and_then(|of| {
+                            let up = tables.iter().find(|p| p.name == of.parent)?;
+                            let i = up.foreign_keys.iter().position(|f| f.name == fk.name)?;
+                            Some(oid::table_constraint(up.id, i))
+                        });
                         rows.push(vec![
                             int(oid::table_constraint(t.id, n)),
                             text(&fk.name),
@@ -2997,15 +3003,15 @@ impl System<'_> {
                             int(toid),
                             int(0),
                             int(index),
-                            int(0),
+                            int(inherited.unwrap_or(0)),
                             int(oid::object(parent.id)),
                             attnums(t, &fk.columns),
                             attnums(parent, &fk.ref_columns),
                             text(fk.on_update.code()),
                             text(fk.on_delete.code()),
                             text("s"),
-                            boolean(true),
-                            int(0),
+                            boolean(inherited.is_none()),
+                            int(inherited.map_or(0, |_| 1)),
                             boolean(false),
                             Value::Null,
                         ]);
