@@ -599,6 +599,12 @@ pub(crate) fn target_scan(
     plan.from.extend(from);
     plan.width = width;
     plan.constant_filters = constant_filters;
+    // A partition (the target, or one an UPDATE/DELETE of its parent reaches) whose bound
+    // rules the conditions out is not read.
+    if table.partition_of.is_some() {
+        let conds = plan.from[0].filters.clone();
+        planner.guard_partition(&mut plan, &conds)?;
+    }
     Ok((table, plan, scope))
 }
 

@@ -136,22 +136,8 @@ impl Planner<'_> {
         if missing || !movable(&inner) {
             return Ok(false);
         }
-        let guards = match plan.from.as_slice() {
-            [FromItem { source: Source::Table(t, _), offset: 0, .. }]
-                if t.partition_of.is_some() =>
-            {
-                self.partition_guards(t, &inner)?
-            }
-            _ => vec![],
-        };
-        for g in guards {
-            // A guard of constants alone is decided now: a partition it rules out keeps a
-            // false one (nothing is read; EXPLAIN shows it), one it admits keeps none.
-            match settled(&g, self.env) {
-                Some(true) => {}
-                Some(false) => plan.constant_filters.push(Expr::Const(Value::Bool(false))),
-                None => plan.constant_filters.push(g),
-            }
+        if plan.from.len() == 1 {
+            self.guard_partition(plan, std::slice::from_ref(&inner))?;
         }
         if !inner.uses_columns_from(0) {
             // It reads none of the query's columns now (`tableoid` in a partition's scan is
@@ -174,6 +160,33 @@ impl Planner<'_> {
             }
         }
         Ok(true)
+    }
+
+    /// When `plan`'s first FROM item reads a partition: the guards of conditions `conds`
+    /// (over its row) on the plan, so that it reads nothing when they rule the partition
+    /// out. Every row the plan gives needs one of that partition's (the first item is
+    /// inner-joined), so UPDATE and DELETE targets are pruned this way too.
+    pub(crate) fn guard_partition(&mut self, plan: &mut SelectPlan, conds: &[Expr]) -> Result<()> {
+        let Some(FromItem { source: Source::Table(t, _), offset: 0, .. }) = plan.from.first()
+        else {
+            return Ok(());
+        };
+        if t.partition_of.is_none() {
+            return Ok(());
+        }
+        let t = t.clone();
+        for c in conds {
+            for g in self.partition_guards(&t, c)? {
+                // A guard of constants alone is decided now: a partition it rules out keeps
+                // a false one (nothing is read; EXPLAIN shows it), one it admits keeps none.
+                match settled(&g, self.env) {
+                    Some(true) => {}
+                    Some(false) => plan.constant_filters.push(Expr::Const(Value::Bool(false))),
+                    None => plan.constant_filters.push(g),
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Conditions on the statement's values alone, true whenever partition `t`'s bound (and
