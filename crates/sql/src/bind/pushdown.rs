@@ -419,10 +419,17 @@ fn compare_guard(op: BinOp, v: &Expr, bound: &Bound, width: usize) -> Option<Exp
                 _ => None,
             };
             let hi = match to.first()? {
-                Datum::Value(x) => Some(Expr::Const(x.clone())),
+                Datum::Value(x) => Some(x),
                 _ => None,
             };
-            let hi_op = if width == 1 { BinOp::Lt } else { BinOp::LtEq };
+            // `key = v` (or `>=`) with key < hi needs v < hi — but where a key and `v`
+            // compare as floating-point numbers, a key just below hi may round to it: then
+            // only v <= hi is sure.
+            let hi_op = match hi {
+                Some(h) if width == 1 && exact_compare(v, h) => BinOp::Lt,
+                _ => BinOp::LtEq,
+            };
+            let hi = hi.map(|x| Expr::Const(x.clone()));
             let mut parts = Vec::new();
             // The key's first column as small as the bound allows passes `key < v` (or
             // `<=`, `=`) when any does; as large as it allows, `key > v` (`>=`, `=`).
@@ -445,5 +452,122 @@ fn compare_guard(op: BinOp, v: &Expr, bound: &Bound, width: usize) -> Option<Exp
             }
             parts.into_iter().reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
         }
+    }
+}
+
+/// Whether a key value of `bound`'s kind and `v` compare exactly: always for values that
+/// are not numbers; for numbers, only when `v` is a constant that meets the key without a
+/// floating-point conversion on either side (integers and numerics meet exactly, a float
+/// meets a float).
+fn exact_compare(v: &Expr, bound: &Value) -> bool {
+    let float = |x: &Value| matches!(x, Value::Float(_));
+    let number = |x: &Value| matches!(x, Value::Int(_) | Value::Numeric(_) | Value::Float(_));
+    if !number(bound) {
+        return true;
+    }
+    match v {
+        Expr::Const(c) => number(c) && float(c) == float(bound),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn holds(g: &Expr) -> bool {
+        let env = crate::exec::indexes::IndexEnv;
+        g.eval_bool(&[], &crate::expr::Ctx::new(&[], &env)).expect("a guard evaluates")
+    }
+
+    fn int(i: i64) -> Datum {
+        Datum::Value(Value::Int(i))
+    }
+
+    /// A guard never rules out a partition that holds a key passing the condition, and
+    /// with exact comparisons rules out one whose bound ends at an equal value.
+    #[test]
+    fn range_guards_are_sound_and_exact_at_the_upper_bound() {
+        let bounds =
+            [(int(0), int(10)), (Datum::Min, int(3)), (int(7), Datum::Max), (int(-2), int(-1))];
+        let ops = [BinOp::Eq, BinOp::Lt, BinOp::LtEq, BinOp::Gt, BinOp::GtEq];
+        for (from, to) in bounds {
+            let bound = Bound::Range { from: vec![from.clone()], to: vec![to.clone()] };
+            let lo = match &from {
+                Datum::Value(Value::Int(i)) => *i,
+                _ => -100,
+            };
+            let hi = match &to {
+                Datum::Value(Value::Int(i)) => *i,
+                _ => 100,
+            };
+            for op in ops {
+                for v in -20..=20 {
+                    for value in [Value::Int(v), Value::Float(v as f64 + 0.5)] {
+                        let x = match &value {
+                            Value::Float(f) => *f,
+                            _ => v as f64,
+                        };
+                        let passes = |k: i64| match op {
+                            BinOp::Eq => k as f64 == x,
+                            BinOp::Lt => (k as f64) < x,
+                            BinOp::LtEq => k as f64 <= x,
+                            BinOp::Gt => k as f64 > x,
+                            _ => k as f64 >= x,
+                        };
+                        let possible = (lo..hi).any(passes);
+                        let guard = compare_guard(op, &Expr::Const(value.clone()), &bound, 1);
+                        let admitted = guard.as_ref().is_none_or(holds);
+                        assert!(
+                            admitted || !possible,
+                            "{op:?} {value:?} on {from:?}..{to:?} ruled out a partition with rows"
+                        );
+                        if op == BinOp::Eq && matches!(value, Value::Int(_)) && v == hi {
+                            assert!(!admitted, "= {v} admitted the partition ending at {hi}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A parameter (or any non-constant) of a numeric key is compared with the upper bound
+    /// inclusively; a constant of the key's kind exclusively.
+    #[test]
+    fn only_exact_comparisons_are_strict_at_the_upper_bound() {
+        let bound = Bound::Range { from: vec![int(0)], to: vec![int(10)] };
+        let strict = |v: Expr| match compare_guard(BinOp::Eq, &v, &bound, 1) {
+            Some(Expr::And(_, hi)) => matches!(*hi, Expr::Binary(BinOp::Lt, ..)),
+            other => panic!("unexpected guard {other:?}"),
+        };
+        assert!(strict(Expr::Const(Value::Int(3))));
+        assert!(!strict(Expr::Param(0)));
+        assert!(!strict(Expr::Const(Value::Float(3.0))));
+        let dates = Bound::Range {
+            from: vec![Datum::Value(Value::Date(0))],
+            to: vec![Datum::Value(Value::Date(31))],
+        };
+        match compare_guard(BinOp::Eq, &Expr::Param(0), &dates, 1) {
+            Some(Expr::And(_, hi)) => assert!(matches!(*hi, Expr::Binary(BinOp::Lt, ..))),
+            other => panic!("unexpected guard {other:?}"),
+        }
+    }
+
+    /// List partitions: `=` is membership, `IS NULL` is whether NULL is listed.
+    #[test]
+    fn list_guards() {
+        let bound = Bound::List(vec![Value::Int(1), Value::Int(4), Value::Null]);
+        let eq = |v: i64| {
+            holds(&compare_guard(BinOp::Eq, &Expr::Const(Value::Int(v)), &bound, 1).unwrap())
+        };
+        assert!(eq(1) && eq(4) && !eq(2));
+        let lt = |v: i64| {
+            holds(&compare_guard(BinOp::Lt, &Expr::Const(Value::Int(v)), &bound, 1).unwrap())
+        };
+        assert!(!lt(1) && lt(2));
+        let null = KeyCondition { column: 0, test: KeyTest::IsNull };
+        assert!(holds(&null.guard(&bound, 1).unwrap()));
+        let range = Bound::Range { from: vec![int(0)], to: vec![int(1)] };
+        assert!(!holds(&null.guard(&range, 1).unwrap()));
     }
 }

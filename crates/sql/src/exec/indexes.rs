@@ -27,7 +27,7 @@ use crate::types::{DataType, Value};
 
 /// What an index expression may ask of the session: nothing that could differ between
 /// sessions or over time (the binder refuses such expressions; this answers the rest).
-struct IndexEnv;
+pub(crate) struct IndexEnv;
 
 impl Env for IndexEnv {
     fn now(&self) -> i64 {
