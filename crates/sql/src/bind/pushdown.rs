@@ -38,17 +38,18 @@ impl Planner<'_> {
             let range = item.offset..item.offset + item.width;
             for on in [false, true] {
                 let conds = std::mem::take(if on { &mut item.on } else { &mut item.filters });
-                let mut kept = Vec::with_capacity(conds.len());
-                for c in conds {
-                    let local = local_form(&c, range.clone());
-                    let pushed = match local {
-                        Some(l) => self.push_into_source(&mut item.source, l)?,
-                        None => false,
-                    };
-                    if !pushed {
-                        kept.push(c);
-                    }
-                }
+                // All of them at once: the query inside settles its items once.
+                let locals: Vec<Option<Expr>> =
+                    conds.iter().map(|c| local_form(c, range.clone())).collect();
+                let pushed = locals.iter().flatten().cloned().collect();
+                let mut taken = self.push_into_source(&mut item.source, pushed)?.into_iter();
+                // The rest stay, in their order.
+                let kept: Vec<Expr> = conds
+                    .into_iter()
+                    .zip(locals)
+                    .filter(|(_, l)| !(l.is_some() && taken.next().unwrap_or(false)))
+                    .map(|(c, _)| c)
+                    .collect();
                 *(if on { &mut item.on } else { &mut item.filters }) = kept;
             }
         }
@@ -59,37 +60,41 @@ impl Planner<'_> {
         Ok(())
     }
 
-    /// Pushes condition `c` (over the source's output columns, from 0) into `source`;
-    /// whether it took it whole.
-    fn push_into_source(&mut self, source: &mut Source, c: Expr) -> Result<bool> {
+    /// Pushes conditions `conds` (over the source's output columns, from 0) into `source`;
+    /// for each, whether it took it whole.
+    fn push_into_source(&mut self, source: &mut Source, conds: Vec<Expr>) -> Result<Vec<bool>> {
         match source {
-            Source::Derived(plan) => self.push_into_plan(plan, c),
+            Source::Derived(plan) => self.push_into_plan(plan, conds),
             Source::SetOp(left, right, _, _) => {
                 // Only where both sides give the columns it reads their own types (no
                 // conversion happens between the sides and the result).
-                let mut same = true;
-                c.walk(&mut |e| {
-                    if let Expr::Column(i) = e {
-                        same &= matches!(
-                            (left.columns.get(*i), right.columns.get(*i)),
-                            (Some(l), Some(r)) if l.1 == r.1
-                        );
-                    }
-                });
-                if !same {
-                    return Ok(false);
-                }
-                let l = self.push_into_plan(left, c.clone())?;
-                let r = self.push_into_plan(right, c)?;
-                Ok(l && r)
+                let same_types = |c: &Expr| {
+                    let mut same = true;
+                    c.walk(&mut |e| {
+                        if let Expr::Column(i) = e {
+                            same &= matches!(
+                                (left.columns.get(*i), right.columns.get(*i)),
+                                (Some(l), Some(r)) if l.1 == r.1
+                            );
+                        }
+                    });
+                    same
+                };
+                let eligible: Vec<bool> = conds.iter().map(same_types).collect();
+                let pushed: Vec<Expr> =
+                    conds.into_iter().zip(&eligible).filter(|(_, e)| **e).map(|(c, _)| c).collect();
+                let l = self.push_into_plan(left, pushed.clone())?;
+                let r = self.push_into_plan(right, pushed)?;
+                let mut both = l.into_iter().zip(r).map(|(l, r)| l && r);
+                Ok(eligible.into_iter().map(|e| e && both.next().unwrap_or(false)).collect())
             }
-            _ => Ok(false),
+            _ => Ok(vec![false; conds.len()]),
         }
     }
 
-    /// Pushes condition `c` (over `plan`'s output columns) into `plan`'s WHERE; whether it
-    /// did.
-    fn push_into_plan(&mut self, plan: &mut SelectPlan, c: Expr) -> Result<bool> {
+    /// Pushes conditions `conds` (over `plan`'s output columns) into `plan`'s WHERE; for
+    /// each, whether it did.
+    fn push_into_plan(&mut self, plan: &mut SelectPlan, conds: Vec<Expr>) -> Result<Vec<bool>> {
         if !plan.windows.is_empty()
             || plan.limit.is_some()
             || plan.offset.is_some()
@@ -98,68 +103,37 @@ impl Planner<'_> {
             || plan.lock.is_some()
             || plan.key_order.is_some()
         {
-            return Ok(false);
+            return Ok(vec![false; conds.len()]);
         }
-        let mut missing = false;
-        let inner = c.map(&mut |e| {
-            Ok(match e {
-                Expr::Column(i) => match plan.projection.get(i) {
-                    Some(p) if i < plan.columns.len() => p.clone(),
-                    _ => {
-                        missing = true;
-                        Expr::Const(Value::Null)
-                    }
-                },
-                e => e,
-            })
-        })?;
-        // Over a grouped query's output, a condition reading only its GROUP BY keys keeps or
-        // drops whole groups: it holds for the group's input rows exactly when it holds for
-        // the group (not so with grouping sets, whose rows leave keys NULL, nor without keys,
-        // where the one group is there even when no row is).
-        let inner = match &plan.grouping {
-            None => inner,
-            Some(g) if g.sets.is_empty() && !g.keys.is_empty() => inner.map(&mut |e| {
-                Ok(match e {
-                    Expr::Column(j) => match g.keys.get(j) {
-                        Some(key) => key.clone(),
-                        None => {
-                            missing = true;
-                            Expr::Const(Value::Null)
-                        }
-                    },
-                    e => e,
-                })
-            })?,
-            Some(_) => return Ok(false),
-        };
-        if missing || !movable(&inner) {
-            return Ok(false);
+        let inner: Vec<Option<Expr>> =
+            conds.into_iter().map(|c| rewritten(plan, c)).collect::<Result<_>>()?;
+        let taken = inner.iter().map(Option::is_some).collect();
+        let inner: Vec<Expr> = inner.into_iter().flatten().collect();
+        if inner.is_empty() {
+            return Ok(taken);
         }
         if plan.from.len() == 1 {
-            self.guard_partition(plan, std::slice::from_ref(&inner))?;
+            self.guard_partition(plan, &inner)?;
         }
-        if !inner.uses_columns_from(0) {
-            // It reads none of the query's columns now (`tableoid` in a partition's scan is
-            // its OID): decided now when it can be.
-            match settled(&inner, self.env) {
-                Some(true) => return Ok(true),
-                Some(false) => {
-                    plan.constant_filters.push(Expr::Const(Value::Bool(false)));
-                    return Ok(true);
-                }
-                None => {}
+        let mut placed = Vec::with_capacity(inner.len());
+        for c in inner {
+            // One that reads none of the query's columns now (`tableoid` in a partition's
+            // scan is its OID) is decided now when it can be.
+            match (c.uses_columns_from(0), settled(&c, self.env)) {
+                (false, Some(true)) => {}
+                (false, Some(false)) => plan.constant_filters.push(Expr::Const(Value::Bool(false))),
+                _ => placed.push(c),
             }
         }
         let before: Vec<usize> = plan.from.iter().map(|i| i.filters.len()).collect();
-        let constant = Self::place_filters(&mut plan.from, vec![inner]);
+        let constant = Self::place_filters(&mut plan.from, placed);
         plan.constant_filters.extend(constant);
         for (item, n) in plan.from.iter_mut().zip(before) {
             if item.filters.len() != n {
                 self.settle(item)?;
             }
         }
-        Ok(true)
+        Ok(taken)
     }
 
     /// When `plan`'s first FROM item reads a partition: the guards of conditions `conds`
@@ -238,6 +212,45 @@ fn settled(g: &Expr, env: &dyn crate::expr::Env) -> Option<bool> {
     }
     let ctx = crate::expr::Ctx::new(&[], env);
     g.eval_bool(&[], &ctx).ok()
+}
+
+/// Condition `c` over `plan`'s output columns, rewritten over its joined row (each column
+/// replaced by the expression it shows); `None` when it may not move there.
+fn rewritten(plan: &SelectPlan, c: Expr) -> Result<Option<Expr>> {
+    let mut missing = false;
+    let inner = c.map(&mut |e| {
+        Ok(match e {
+            Expr::Column(i) => match plan.projection.get(i) {
+                Some(p) if i < plan.columns.len() => p.clone(),
+                _ => {
+                    missing = true;
+                    Expr::Const(Value::Null)
+                }
+            },
+            e => e,
+        })
+    })?;
+    // Over a grouped query's output, a condition reading only its GROUP BY keys keeps or
+    // drops whole groups: it holds for the group's input rows exactly when it holds for the
+    // group (not so with grouping sets, whose rows leave keys NULL, nor without keys, where
+    // the one group is there even when no row is).
+    let inner = match &plan.grouping {
+        None => inner,
+        Some(g) if g.sets.is_empty() && !g.keys.is_empty() => inner.map(&mut |e| {
+            Ok(match e {
+                Expr::Column(j) => match g.keys.get(j) {
+                    Some(key) => key.clone(),
+                    None => {
+                        missing = true;
+                        Expr::Const(Value::Null)
+                    }
+                },
+                e => e,
+            })
+        })?,
+        Some(_) => return Ok(None),
+    };
+    Ok((!missing && movable(&inner)).then_some(inner))
 }
 
 /// Condition `c` (over the joined row) over `range`'s columns renumbered from 0, when it
